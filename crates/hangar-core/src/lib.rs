@@ -1,0 +1,22 @@
+//! hangar-core: the workspace model and every rule over it, as pure functions
+//! over plain data.
+//!
+//! Nothing in this crate touches a file, a process, a clock or a socket. The
+//! daemon gathers facts, calls into here for every decision ("which sessions
+//! does a restore spawn", "what does pruning drop", "may this close cascade"),
+//! and carries the answer out. Times are passed in as milliseconds since the
+//! Unix epoch by the caller.
+
+pub mod model;
+pub mod ownership;
+pub mod placement;
+pub mod prune;
+pub mod restore_plan;
+pub mod tile;
+
+pub use model::*;
+pub use ownership::{live_set, owned_set, unowned_sessions};
+pub use placement::PlacementError;
+pub use prune::{PruneReport, prune};
+pub use restore_plan::RestorePlan;
+pub use tile::{Direction, Side, Tile, TileError};

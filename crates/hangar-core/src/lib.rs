@@ -7,6 +7,8 @@
 //! and carries the answer out. Times are passed in as milliseconds since the
 //! Unix epoch by the caller.
 
+#[doc(hidden)]
+pub mod fixtures;
 pub mod model;
 pub mod ownership;
 pub mod placement;
@@ -14,9 +16,12 @@ pub mod prune;
 pub mod restore_plan;
 pub mod tile;
 
+#[cfg(test)]
+mod test_support;
+
 pub use model::*;
 pub use ownership::{live_set, owned_set, unowned_sessions};
-pub use placement::PlacementError;
-pub use prune::{PruneReport, prune};
+pub use placement::{PanePosition, PlacementError};
+pub use prune::{PruneReport, is_closed, prune};
 pub use restore_plan::RestorePlan;
-pub use tile::{Direction, Side, Tile, TileError};
+pub use tile::{Direction, FocusMove, LeafRemoval, Region, Side, Tile, TileError, clamp_ratio};

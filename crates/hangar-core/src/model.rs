@@ -101,7 +101,10 @@ impl Provider {
     /// Agent providers are restarted by a settings reload; shells and custom
     /// commands are not agents and keep running.
     pub fn is_agent(&self) -> bool {
-        matches!(self, Provider::Claude | Provider::Codex | Provider::Opencode)
+        matches!(
+            self,
+            Provider::Claude | Provider::Codex | Provider::Opencode
+        )
     }
 }
 
@@ -179,6 +182,34 @@ pub struct Relationships {
     /// A free-form role given at creation ("reviewer", "tester").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
+}
+
+impl Relationships {
+    /// The links that name another session (`run` and `role` do not).
+    pub fn session_links(&self) -> [&Option<SessionId>; 3] {
+        [
+            &self.linked_parent,
+            &self.orchestration_parent,
+            &self.orchestration_root,
+        ]
+    }
+
+    /// Clear every session link whose target `gone` accepts; returns how
+    /// many were cleared.
+    pub fn clear_links_where(&mut self, mut gone: impl FnMut(&SessionId) -> bool) -> usize {
+        let mut cleared = 0;
+        for link in [
+            &mut self.linked_parent,
+            &mut self.orchestration_parent,
+            &mut self.orchestration_root,
+        ] {
+            if link.as_ref().is_some_and(&mut gone) {
+                *link = None;
+                cleared += 1;
+            }
+        }
+        cleared
+    }
 }
 
 /// Everything hangar knows about one session, live or not.

@@ -7,8 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{SessionId, Workspace};
-use crate::prune::PruneReport;
+use crate::model::{SessionId, Tab, Workspace};
+use crate::ownership::owned_set;
+use crate::prune::{PruneReport, prune};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct RestorePlan {
@@ -25,7 +26,30 @@ pub struct RestorePlan {
 
 impl RestorePlan {
     pub fn new(ws: Workspace) -> RestorePlan {
-        todo!()
+        let (workspace, pruned) = prune(ws);
+        let active = workspace
+            .active_tab
+            .as_ref()
+            .and_then(|id| workspace.tab(id));
+        let others = workspace
+            .tabs
+            .iter()
+            .filter(|t| Some(&t.id) != active.map(|a| &a.id));
+        let spawn: Vec<SessionId> = active
+            .into_iter()
+            .chain(others)
+            .flat_map(Tab::leaves)
+            .collect();
+        let mut hibernate = owned_set(&workspace);
+        for id in &spawn {
+            hibernate.remove(id);
+        }
+        RestorePlan {
+            workspace,
+            pruned,
+            spawn,
+            hibernate,
+        }
     }
 
     /// The live set size: what `status` reports as `restore.expected`.
@@ -35,5 +59,102 @@ impl RestorePlan {
 
     pub fn hibernated(&self) -> usize {
         self.hibernate.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{field_workspace, session_id, tab_id};
+    use crate::ownership::owned_set;
+    use crate::test_support::{add_meta, add_parked, ids, leaf, sid, tab, tid, v, workspace};
+
+    #[test]
+    fn restore_spawns_only_panes_and_hibernates_parked_agents() {
+        let mut ws = field_workspace();
+        assert_eq!(ws.sessions.len(), 49);
+        assert_eq!(ws.parked.len(), 40);
+        ws.active_tab = Some(tab_id(1));
+
+        let plan = RestorePlan::new(ws.clone());
+
+        // Panes were added round robin: tab k shows sessions k, k+3, k+6.
+        let order: Vec<SessionId> = [1, 4, 7, 0, 3, 6, 2, 5, 8].map(session_id).into();
+        assert_eq!(plan.spawn, order);
+        assert_eq!(plan.expected(), 9);
+        assert_eq!(plan.hibernated(), 40);
+        assert_eq!(plan.hibernate, ws.parked.keys().cloned().collect());
+        assert!(plan.pruned.is_empty());
+        assert_eq!(plan.workspace, ws);
+    }
+
+    #[test]
+    fn restore_spawns_the_active_tab_first_then_the_others_in_reading_order() {
+        let mut ws = workspace(vec![
+            tab("t1", Some(v(leaf("a"), leaf("b")))),
+            tab("t2", Some(v(leaf("c"), v(leaf("d"), leaf("e"))))),
+            tab("t3", None),
+            tab("t4", Some(leaf("f"))),
+        ]);
+        ws.active_tab = Some(tid("t2"));
+        let plan = RestorePlan::new(ws);
+        assert_eq!(plan.spawn, ids(&["c", "d", "e", "a", "b", "f"]));
+    }
+
+    #[test]
+    fn hibernated_parent_to_child_links_survive_a_restore_plan() {
+        let mut ws = workspace(vec![tab("t1", Some(leaf("live")))]);
+        add_parked(&mut ws, "parent", "t1");
+        add_parked(&mut ws, "child", "t1");
+        add_parked(&mut ws, "of-live", "t1");
+        add_parked(&mut ws, "of-gone", "t1");
+        fn rel<'a>(ws: &'a mut Workspace, id: &str) -> &'a mut crate::model::Relationships {
+            &mut ws.sessions.get_mut(&sid(id)).unwrap().relationships
+        }
+        rel(&mut ws, "child").orchestration_parent = Some(sid("parent"));
+        rel(&mut ws, "child").orchestration_root = Some(sid("parent"));
+        rel(&mut ws, "child").linked_parent = Some(sid("parent"));
+        rel(&mut ws, "of-live").linked_parent = Some(sid("live"));
+        rel(&mut ws, "of-gone").linked_parent = Some(sid("gone"));
+
+        let plan = RestorePlan::new(ws);
+
+        assert_eq!(plan.spawn, ids(&["live"]));
+        assert!(plan.hibernate.contains(&sid("parent")) && plan.hibernate.contains(&sid("child")));
+        let kept = |id: &str| plan.workspace.sessions[&sid(id)].relationships.clone();
+        assert_eq!(kept("child").orchestration_parent, Some(sid("parent")));
+        assert_eq!(kept("child").orchestration_root, Some(sid("parent")));
+        assert_eq!(kept("child").linked_parent, Some(sid("parent")));
+        assert_eq!(kept("of-live").linked_parent, Some(sid("live")));
+        assert_eq!(kept("of-gone").linked_parent, None);
+        assert_eq!(plan.pruned.cleared_pointers, 1);
+    }
+
+    #[test]
+    fn a_restore_plan_prunes_first_and_never_spawns_a_pointer() {
+        let mut ws = workspace(vec![tab("t1", Some(leaf("a")))]);
+        add_parked(&mut ws, "ghost", "closed");
+        add_meta(&mut ws, "pinned-orphan");
+        ws.pins = ids(&["pinned-orphan", "ghost"]);
+        ws.dispatch.selected = Some(sid("ghost"));
+
+        let plan = RestorePlan::new(ws);
+
+        assert_eq!(plan.spawn, ids(&["a"]));
+        assert!(plan.hibernate.is_empty());
+        assert_eq!(
+            plan.pruned.dropped_sessions,
+            ids(&["ghost", "pinned-orphan"])
+        );
+        assert_eq!(
+            owned_set(&plan.workspace),
+            plan.spawn.iter().cloned().collect()
+        );
+    }
+
+    #[test]
+    fn an_empty_workspace_plans_nothing() {
+        let plan = RestorePlan::new(Workspace::default());
+        assert!(plan.spawn.is_empty() && plan.hibernate.is_empty());
     }
 }

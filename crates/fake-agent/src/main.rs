@@ -1,1 +1,183 @@
-fn main() {}
+//! `hangar-fake-agent`: a stand-in for `claude`, `codex` and `opencode`.
+//!
+//! hangar's tests start it in a PTY where a real agent CLI would run, then
+//! read its transcripts, count its processes and type into it. It must stay
+//! small, start in milliseconds and be deterministic: no network, no
+//! randomness beyond the uuids it mints. It must never kill its own children
+//! (ending the process group is hangar's job, and the thing under test).
+//! Every flag, input and knob is documented in this crate's README.md.
+
+mod args;
+mod ballast;
+mod claude_lines;
+mod codex_lines;
+mod conversation;
+mod event;
+mod input;
+mod knobs;
+mod signals;
+mod terminal;
+mod timestamp;
+mod transcript;
+mod transcript_paths;
+
+use std::io::Write;
+use std::process::exit;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::args::{Action, Invocation, SessionRequest};
+use crate::ballast::Ballast;
+use crate::conversation::{Conversation, lock, say};
+use crate::event::{Event, StartRecord};
+use crate::knobs::{Failure, Knobs};
+use crate::signals::ExitSignals;
+use crate::transcript::Transcript;
+use crate::transcript_paths::Roots;
+
+const USAGE: &str = "\
+usage: hangar-fake-agent [--style claude|codex|opencode] [flags of that CLI]
+
+  claude:   --session-id <id> | --resume <id>, --dangerously-skip-permissions,
+            --mcp-config <file>, --settings <file>, --model <m>
+  codex:    [flags] resume <id>, --dangerously-bypass-approvals-and-sandbox,
+            -c key=value (repeatable), -m/--model <m>
+  opencode: --session <id>, -m/--model <m>
+
+Unknown flags are ignored and recorded. Type `exit` or end input to quit.
+See crates/fake-agent/README.md for inputs and FAKE_AGENT_* knobs.";
+
+fn main() {
+    // First, before any thread exists: see signals.rs.
+    let exit_signals = signals::block_exit_signals();
+
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let style_env = std::env::var("FAKE_AGENT_STYLE").ok();
+    let invocation = match args::parse(argv.get(1..).unwrap_or_default(), style_env.as_deref()) {
+        Ok(Action::Run(inv)) => inv,
+        Ok(Action::Version) => {
+            println!("hangar-fake-agent {}", env!("CARGO_PKG_VERSION"));
+            return;
+        }
+        Ok(Action::Help) => {
+            println!("{USAGE}");
+            return;
+        }
+        Err(e) => {
+            eprintln!("hangar-fake-agent: {e}\n\n{USAGE}");
+            exit(2);
+        }
+    };
+    let knobs = match knobs::read(|name| std::env::var(name).ok()) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("hangar-fake-agent: {e}");
+            exit(2);
+        }
+    };
+
+    match knobs.fail {
+        Some(Failure::Auth) => {
+            // Claude Code's words when its OAuth token has expired.
+            println!(
+                "API Error: 401 {{\"type\":\"error\",\"error\":{{\"type\":\"authentication_error\",\
+                 \"message\":\"OAuth token has expired\"}}}}"
+            );
+            println!("Please run /login");
+            exit(1);
+        }
+        Some(Failure::Exit(code)) => exit(code),
+        None => {}
+    }
+
+    match run(invocation, &knobs, argv, exit_signals) {
+        Ok(code) => exit(code),
+        Err(e) => {
+            eprintln!("hangar-fake-agent: {e:#}");
+            exit(1);
+        }
+    }
+}
+
+fn run(
+    inv: Invocation,
+    knobs: &Knobs,
+    argv: Vec<String>,
+    exit_signals: ExitSignals,
+) -> anyhow::Result<i32> {
+    if let Some(ms) = knobs.start_delay_ms {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    let mut ballast = Ballast::default();
+    if let Some(mb) = knobs.alloc_mb {
+        ballast.add(mb);
+    }
+
+    let cwd = std::env::current_dir()
+        .map(|p| p.to_string_lossy().into_owned())
+        .or_else(|_| std::env::var("PWD"))
+        .unwrap_or_else(|_| "/".into());
+    let roots = Roots::from_env();
+    let (session_id, resumed) = match &inv.session {
+        SessionRequest::Fresh(Some(id)) => (id.clone(), false),
+        SessionRequest::Fresh(None) => (uuid::Uuid::new_v4().to_string(), false),
+        SessionRequest::Resume(id) => (id.clone(), true),
+    };
+    let model = inv.model.clone().unwrap_or_else(|| "fake-agent".into());
+    let placement = Transcript::place(&roots, inv.style, &cwd, &session_id, resumed)?;
+    let mut transcript = Transcript::open(&placement, inv.style, &cwd, &session_id, &model)?;
+
+    let banner = format!(
+        "fake-agent {} session {session_id}{}{}",
+        inv.style.name(),
+        if resumed { " (resumed)" } else { "" },
+        if inv.dangerous { " [dangerous]" } else { "" },
+    );
+    let start = StartRecord {
+        argv,
+        pid: std::process::id(),
+        // SAFETY: getppid cannot fail and touches no memory.
+        ppid: unsafe { libc::getppid() },
+        style: inv.style,
+        resumed,
+        env_proxy: std::env::var("HTTPS_PROXY").ok(),
+        cleared_from: None,
+        transcript_existed: placement.existed,
+        invocation: inv,
+    };
+    transcript.record(Event::Start(&start))?;
+    let shared = Arc::new(Mutex::new(transcript));
+
+    let watched = Arc::clone(&shared);
+    let ignore_sigterm = knobs.ignore_sigterm;
+    signals::watch(exit_signals, move |signal| {
+        let mut transcript = lock(&watched);
+        if signal == "SIGTERM" && ignore_sigterm {
+            let _ = transcript.record(Event::SignalIgnored(signal));
+            return;
+        }
+        let _ = transcript.record(Event::Exit {
+            reason: "signal",
+            signal: Some(signal),
+        });
+        exit(0);
+    });
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    say(&mut out, &banner);
+    let _ = out.flush();
+    let mut conversation = Conversation {
+        transcript: shared,
+        start,
+        roots,
+        cwd,
+        model,
+        ballast,
+        children: Vec::new(),
+    };
+    let ending = conversation.run(&mut std::io::stdin().lock(), &mut out)?;
+    Ok(ending.code)
+}

@@ -1,0 +1,231 @@
+//! The interactive loop: read a line, record it, answer, record the answer.
+//!
+//! Order matters to hangar's tests: every transcript line is written *before*
+//! the screen shows its effect, so a test that waits for `answer: hi` on
+//! screen can read the transcript at once and find the answer there. While
+//! a `slow` turn waits, the transcript's last entry is the user's line: a
+//! turn in progress.
+
+use std::io::{BufRead, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::ballast::Ballast;
+use crate::event::{Event, StartRecord};
+use crate::input::{self, Input};
+use crate::terminal;
+use crate::transcript::Transcript;
+use crate::transcript_paths::Roots;
+
+/// The current transcript, shared with the signal watcher; `/clear` swaps it.
+pub type SharedTranscript = Arc<Mutex<Transcript>>;
+
+pub fn lock(shared: &SharedTranscript) -> MutexGuard<'_, Transcript> {
+    // A poisoned lock only means another thread panicked mid-write; the file
+    // handle is still good for the lines that follow.
+    shared.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub struct Conversation {
+    pub transcript: SharedTranscript,
+    /// The start record of this process, reused for the file `/clear` opens.
+    pub start: StartRecord,
+    pub roots: Roots,
+    pub cwd: String,
+    pub model: String,
+    pub ballast: Ballast,
+    /// Children from `spawn-child`, kept so they are not reaped early.
+    pub children: Vec<Child>,
+}
+
+/// How the loop ended.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Ending {
+    pub code: i32,
+}
+
+impl Conversation {
+    pub fn run(
+        &mut self,
+        input: &mut impl BufRead,
+        out: &mut impl Write,
+    ) -> anyhow::Result<Ending> {
+        prompt(out);
+        loop {
+            let Some(line) = read_line(input)? else {
+                return self.finish("eof");
+            };
+            match input::parse(&line) {
+                Input::Blank => {}
+                Input::Exit => {
+                    self.record(Event::User(&line))?;
+                    return self.finish("exit");
+                }
+                Input::Crash(code) => {
+                    self.record(Event::User(&line))?;
+                    return Ok(Ending { code });
+                }
+                Input::Clear => {
+                    self.record(Event::User(&line))?;
+                    let id = self.clear()?;
+                    say(out, &format!("cleared: new session {id}"));
+                }
+                Input::Prompt(text) => self.turn(out, &line, &format!("answer: {text}"))?,
+                Input::Slow { ms, text } => {
+                    self.record(Event::User(&line))?;
+                    say(out, "working...");
+                    std::thread::sleep(Duration::from_millis(ms));
+                    self.answer(out, &format!("answer: {text}"))?;
+                }
+                Input::Ask(text) => {
+                    let question = format!("question: {}?", text.trim_end_matches('?'));
+                    self.turn(out, &line, &question)?;
+                }
+                Input::Permission(tool) => {
+                    self.record(Event::User(&line))?;
+                    if !self.ask_permission(input, out, tool)? {
+                        return self.finish("eof");
+                    }
+                }
+                Input::Size => {
+                    let reply = match terminal::size() {
+                        Some((cols, rows)) => format!("size: {cols}x{rows}"),
+                        None => "size: unknown (stdin is not a terminal)".to_string(),
+                    };
+                    self.turn(out, &line, &reply)?;
+                }
+                Input::SpawnChild => {
+                    self.record(Event::User(&line))?;
+                    let reply = match self.spawn_child() {
+                        Ok(pid) => format!("child: {pid}"),
+                        Err(e) => format!("child: failed to start sleep: {e}"),
+                    };
+                    self.answer(out, &reply)?;
+                }
+                Input::Alloc(mb) => {
+                    self.record(Event::User(&line))?;
+                    self.ballast.add(mb);
+                    self.answer(out, &format!("allocated {mb}"))?;
+                }
+            }
+            prompt(out);
+        }
+    }
+
+    pub fn record(&self, event: Event<'_>) -> anyhow::Result<()> {
+        lock(&self.transcript).record(event)
+    }
+
+    /// A user line and its finished answer.
+    fn turn(&self, out: &mut impl Write, line: &str, reply: &str) -> anyhow::Result<()> {
+        self.record(Event::User(line))?;
+        self.answer(out, reply)
+    }
+
+    fn answer(&self, out: &mut impl Write, reply: &str) -> anyhow::Result<()> {
+        self.record(Event::Assistant(reply))?;
+        say(out, reply);
+        Ok(())
+    }
+
+    fn finish(&self, reason: &str) -> anyhow::Result<Ending> {
+        self.record(Event::Exit {
+            reason,
+            signal: None,
+        })?;
+        Ok(Ending { code: 0 })
+    }
+
+    /// Asks like Claude Code does and reads the answer. `false` on end of input.
+    fn ask_permission(
+        &self,
+        input: &mut impl BufRead,
+        out: &mut impl Write,
+        tool: &str,
+    ) -> anyhow::Result<bool> {
+        let call_id = format!("toolu_fake_{}", uuid::Uuid::new_v4().simple());
+        self.record(Event::PermissionAsk {
+            tool,
+            call_id: &call_id,
+        })?;
+        say(out, &format!("Do you want to allow {tool}?"));
+        say(out, "❯ 1. Yes");
+        say(out, "  2. No");
+        let _ = out.flush();
+        let Some(reply) = read_line(input)? else {
+            return Ok(false);
+        };
+        let allowed = matches!(
+            reply.trim().to_ascii_lowercase().as_str(),
+            "1" | "y" | "yes"
+        );
+        self.record(Event::ToolResult {
+            call_id: &call_id,
+            allowed,
+        })?;
+        if allowed {
+            self.record(Event::Assistant("done"))?;
+            say(out, "allowed");
+        } else {
+            self.record(Event::Assistant("denied"))?;
+            say(out, "denied");
+        }
+        Ok(true)
+    }
+
+    /// Rotates to a fresh session id with a new transcript, like Claude Code's `/clear`.
+    fn clear(&mut self) -> anyhow::Result<String> {
+        let mut shared = lock(&self.transcript);
+        let old_id = shared.session_id().to_string();
+        let new_id = uuid::Uuid::new_v4().to_string();
+        let style = self.start.style;
+        let placement = Transcript::place(&self.roots, style, &self.cwd, &new_id, false)?;
+        let mut next = Transcript::open(&placement, style, &self.cwd, &new_id, &self.model)?;
+        let start = StartRecord {
+            resumed: false,
+            cleared_from: Some(old_id),
+            transcript_existed: placement.existed,
+            ..self.start.clone()
+        };
+        next.record(Event::Start(&start))?;
+        *shared = next;
+        Ok(new_id)
+    }
+
+    /// A `sleep 1000` in this process group, with no hold on the terminal.
+    fn spawn_child(&mut self) -> std::io::Result<u32> {
+        let child = Command::new("sleep")
+            .arg("1000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let pid = child.id();
+        self.children.push(child);
+        Ok(pid)
+    }
+}
+
+/// One line without its terminator; `None` at end of input.
+fn read_line(input: &mut impl BufRead) -> anyhow::Result<Option<String>> {
+    let mut buf = Vec::new();
+    if input.read_until(b'\n', &mut buf)? == 0 {
+        return Ok(None);
+    }
+    while matches!(buf.last(), Some(b'\n' | b'\r')) {
+        buf.pop();
+    }
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+/// Writes one screen line. A closed terminal is not an error here: the
+/// hangup (or end of input) that follows ends the process.
+pub fn say(out: &mut impl Write, text: &str) {
+    let _ = writeln!(out, "{text}");
+}
+
+fn prompt(out: &mut impl Write) {
+    let _ = write!(out, "> ");
+    let _ = out.flush();
+}

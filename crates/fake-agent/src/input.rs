@@ -1,0 +1,96 @@
+//! What a typed line means.
+//!
+//! Pure. A special command whose arguments do not parse (`slow soon hi`,
+//! `crash`) is an ordinary prompt and gets echoed like any other line, so a
+//! typo in a test shows up in the transcript instead of vanishing.
+
+/// One line typed at the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// Nothing but whitespace: the real CLIs just show the prompt again.
+    Blank,
+    /// An ordinary prompt, answered with `answer: <line>`.
+    Prompt(&'a str),
+    Clear,
+    Slow {
+        ms: u64,
+        text: &'a str,
+    },
+    Ask(&'a str),
+    Permission(&'a str),
+    Size,
+    Exit,
+    Crash(i32),
+    SpawnChild,
+    Alloc(usize),
+}
+
+pub fn parse(line: &str) -> Input<'_> {
+    let trimmed = line.trim();
+    if trimmed.is_empty() {
+        return Input::Blank;
+    }
+    let (word, rest) = match trimmed.split_once(char::is_whitespace) {
+        Some((w, r)) => (w, r.trim_start()),
+        None => (trimmed, ""),
+    };
+    let special = match (word, rest) {
+        ("/clear", "") => Some(Input::Clear),
+        ("size", "") => Some(Input::Size),
+        ("exit", "") => Some(Input::Exit),
+        ("spawn-child", "") => Some(Input::SpawnChild),
+        ("crash", code) => code.parse().ok().map(Input::Crash),
+        ("alloc", mb) => mb.parse().ok().map(Input::Alloc),
+        ("ask", text) if !text.is_empty() => Some(Input::Ask(text)),
+        ("permission", tool) if !tool.is_empty() => Some(Input::Permission(tool)),
+        ("slow", args) => {
+            let (ms, text) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+            ms.parse().ok().map(|ms| Input::Slow {
+                ms,
+                text: text.trim_start(),
+            })
+        }
+        _ => None,
+    };
+    special.unwrap_or(Input::Prompt(trimmed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_lines_are_prompts() {
+        assert_eq!(parse("hello there\n"), Input::Prompt("hello there"));
+        assert_eq!(parse("   "), Input::Blank);
+    }
+
+    #[test]
+    fn special_commands_are_recognised() {
+        assert_eq!(parse("/clear"), Input::Clear);
+        assert_eq!(
+            parse("slow 250 think hard"),
+            Input::Slow {
+                ms: 250,
+                text: "think hard"
+            }
+        );
+        assert_eq!(parse("slow 5"), Input::Slow { ms: 5, text: "" });
+        assert_eq!(parse("ask which branch"), Input::Ask("which branch"));
+        assert_eq!(parse("permission Bash"), Input::Permission("Bash"));
+        assert_eq!(parse("size"), Input::Size);
+        assert_eq!(parse("exit"), Input::Exit);
+        assert_eq!(parse("crash 3"), Input::Crash(3));
+        assert_eq!(parse("spawn-child"), Input::SpawnChild);
+        assert_eq!(parse("alloc 16"), Input::Alloc(16));
+    }
+
+    #[test]
+    fn malformed_special_commands_are_ordinary_prompts() {
+        assert_eq!(parse("slow soon hi"), Input::Prompt("slow soon hi"));
+        assert_eq!(parse("crash"), Input::Prompt("crash"));
+        assert_eq!(parse("alloc lots"), Input::Prompt("alloc lots"));
+        assert_eq!(parse("exit now"), Input::Prompt("exit now"));
+        assert_eq!(parse("ask"), Input::Prompt("ask"));
+    }
+}

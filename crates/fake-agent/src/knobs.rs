@@ -1,0 +1,108 @@
+//! The `FAKE_AGENT_*` environment variables that hangar's tests turn.
+//!
+//! Pure: reads through a lookup function. A value that does not parse is an
+//! error, never silently ignored, so a typo in a test fails loudly.
+
+/// How the fake should fail at start instead of running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Print Claude Code's expired-token error and exit 1.
+    Auth,
+    /// Exit with this code.
+    Exit(i32),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Knobs {
+    pub alloc_mb: Option<usize>,
+    pub fail: Option<Failure>,
+    pub start_delay_ms: Option<u64>,
+    pub ignore_sigterm: bool,
+}
+
+pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
+    let get = |name: &str| get(name).filter(|v| !v.is_empty());
+    let number = |name: &str| -> Result<Option<u64>, String> {
+        get(name)
+            .map(|v| {
+                v.trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("{name}={v:?} is not a whole number"))
+            })
+            .transpose()
+    };
+    let fail = match get("FAKE_AGENT_FAIL") {
+        None => None,
+        Some(v) if v == "auth" => Some(Failure::Auth),
+        Some(v) => match v.strip_prefix("exit:").map(str::parse::<i32>) {
+            Some(Ok(code)) => Some(Failure::Exit(code)),
+            _ => return Err(format!("FAKE_AGENT_FAIL={v:?}: use auth or exit:<code>")),
+        },
+    };
+    Ok(Knobs {
+        alloc_mb: number("FAKE_AGENT_ALLOC_MB")?.map(|n| n as usize),
+        fail,
+        start_delay_ms: number("FAKE_AGENT_START_DELAY_MS")?,
+        ignore_sigterm: matches!(
+            get("FAKE_AGENT_IGNORE_SIGTERM").as_deref(),
+            Some("1" | "true" | "yes")
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knobs(pairs: &[(&str, &str)]) -> Result<Knobs, String> {
+        read(|name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn no_variables_means_no_knobs_turned() {
+        assert_eq!(knobs(&[]), Ok(Knobs::default()));
+    }
+
+    #[test]
+    fn every_knob_is_read() {
+        let k = knobs(&[
+            ("FAKE_AGENT_ALLOC_MB", "64"),
+            ("FAKE_AGENT_FAIL", "exit:7"),
+            ("FAKE_AGENT_START_DELAY_MS", "250"),
+            ("FAKE_AGENT_IGNORE_SIGTERM", "1"),
+        ])
+        .unwrap();
+        assert_eq!(
+            k,
+            Knobs {
+                alloc_mb: Some(64),
+                fail: Some(Failure::Exit(7)),
+                start_delay_ms: Some(250),
+                ignore_sigterm: true
+            }
+        );
+        assert_eq!(
+            knobs(&[("FAKE_AGENT_FAIL", "auth")]).unwrap().fail,
+            Some(Failure::Auth)
+        );
+    }
+
+    #[test]
+    fn a_malformed_knob_is_an_error_naming_the_variable() {
+        assert!(
+            knobs(&[("FAKE_AGENT_FAIL", "sometimes")])
+                .unwrap_err()
+                .contains("FAKE_AGENT_FAIL")
+        );
+        assert!(
+            knobs(&[("FAKE_AGENT_ALLOC_MB", "lots")])
+                .unwrap_err()
+                .contains("FAKE_AGENT_ALLOC_MB")
+        );
+    }
+}

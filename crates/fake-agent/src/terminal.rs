@@ -1,0 +1,13 @@
+//! The size of the terminal the fake runs in, as the kernel reports it.
+//!
+//! Read from stdin with `TIOCGWINSZ`, so it shows exactly what hangar set on
+//! the PTY (and whether a resize reached the agent).
+
+/// `(columns, rows)`, or `None` when stdin is not a terminal.
+pub fn size() -> Option<(u16, u16)> {
+    // SAFETY: winsize is plain data; all-zero is a valid value.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ writes one winsize through the valid pointer.
+    let rc = unsafe { libc::ioctl(libc::STDIN_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    (rc == 0).then_some((ws.ws_col, ws.ws_row))
+}

@@ -1,0 +1,140 @@
+//! The transcript file of the current session, written one whole line at a time.
+//!
+//! Each line goes out in a single `write` on a file opened in append mode, so
+//! a reader polling the file never sees half a line, and a resumed session
+//! appends after whatever an earlier process wrote. Nothing is buffered:
+//! a line is on disk (in the page cache) before the screen shows its effect.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::args::Style;
+use crate::claude_lines::{self, LineContext};
+use crate::codex_lines;
+use crate::event::Event;
+use crate::timestamp::UtcTime;
+use crate::transcript_paths::{self, Roots};
+
+pub struct Transcript {
+    style: Style,
+    path: PathBuf,
+    file: File,
+    session_id: String,
+    cwd: String,
+    model: String,
+    /// The previous line's `uuid`, for Claude's `parentUuid` chain.
+    last_uuid: Option<String>,
+}
+
+/// Where a session's transcript is, and whether it already exists.
+pub struct Placement {
+    pub path: PathBuf,
+    pub existed: bool,
+}
+
+impl Transcript {
+    /// Finds the file for `session_id`. A fresh Claude start whose file
+    /// already exists is refused, as the real CLI refuses a reused
+    /// `--session-id`.
+    pub fn place(
+        roots: &Roots,
+        style: Style,
+        cwd: &str,
+        session_id: &str,
+        resume: bool,
+    ) -> anyhow::Result<Placement> {
+        let path = match style {
+            Style::Claude => transcript_paths::claude_transcript(
+                &roots.claude_dir().map_err(anyhow::Error::msg)?,
+                cwd,
+                session_id,
+            ),
+            Style::Opencode => transcript_paths::opencode_transcript(
+                &roots.opencode_dir().map_err(anyhow::Error::msg)?,
+                session_id,
+            ),
+            Style::Codex => {
+                let home = roots.codex_dir().map_err(anyhow::Error::msg)?;
+                let existing = if resume {
+                    transcript_paths::find_codex_rollout(&home, session_id)
+                } else {
+                    None
+                };
+                existing.unwrap_or_else(|| {
+                    transcript_paths::codex_new_rollout(&home, &UtcTime::now(), session_id)
+                })
+            }
+        };
+        let existed = path.exists();
+        if existed && !resume && style == Style::Claude {
+            bail!("Session ID {session_id} is already in use.");
+        }
+        Ok(Placement { path, existed })
+    }
+
+    /// Opens (creating directories and file as needed) for appending.
+    pub fn open(
+        placement: &Placement,
+        style: Style,
+        cwd: &str,
+        session_id: &str,
+        model: &str,
+    ) -> anyhow::Result<Transcript> {
+        if let Some(dir) = placement.path.parent() {
+            fs::create_dir_all(dir)
+                .with_context(|| format!("creating transcript directory {}", dir.display()))?;
+        }
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&placement.path)
+            .with_context(|| format!("opening transcript {}", placement.path.display()))?;
+        Ok(Transcript {
+            style,
+            path: placement.path.clone(),
+            file,
+            session_id: session_id.into(),
+            cwd: cwd.into(),
+            model: model.into(),
+            last_uuid: None,
+        })
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    pub fn record(&mut self, event: Event<'_>) -> anyhow::Result<()> {
+        let timestamp = UtcTime::now().rfc3339();
+        let lines: Vec<Value> = match self.style {
+            Style::Claude | Style::Opencode => {
+                let uuid = uuid::Uuid::new_v4().to_string();
+                let ctx = LineContext {
+                    session_id: &self.session_id,
+                    cwd: &self.cwd,
+                    timestamp: &timestamp,
+                    uuid: &uuid,
+                    parent_uuid: self.last_uuid.as_deref(),
+                    model: &self.model,
+                };
+                let line = claude_lines::line(&event, &ctx);
+                self.last_uuid = Some(uuid);
+                vec![line]
+            }
+            Style::Codex => codex_lines::lines(&event, &self.session_id, &self.cwd, &timestamp),
+        };
+        for line in lines {
+            let mut text = line.to_string();
+            text.push('\n');
+            // One write per line: append-mode writes of a line this size land whole.
+            self.file
+                .write_all(text.as_bytes())
+                .with_context(|| format!("writing transcript {}", self.path.display()))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,181 @@
+//! Where each style's transcripts live, computed exactly like the real CLIs.
+//!
+//! hangar's provider adapters find transcripts by these rules, so they must
+//! never drift from what DESIGN.md and the fake's README promise.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::timestamp::UtcTime;
+
+/// The environment variables that decide the transcript roots.
+#[derive(Debug, Clone, Default)]
+pub struct Roots {
+    pub home: Option<OsString>,
+    pub claude_config_dir: Option<OsString>,
+    pub codex_home: Option<OsString>,
+    pub opencode_dir: Option<OsString>,
+}
+
+impl Roots {
+    pub fn from_env() -> Roots {
+        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+        Roots {
+            home: var("HOME"),
+            claude_config_dir: var("CLAUDE_CONFIG_DIR"),
+            codex_home: var("CODEX_HOME"),
+            opencode_dir: var("HANGAR_FAKE_OPENCODE_DIR"),
+        }
+    }
+
+    fn under_home(
+        &self,
+        explicit: &Option<OsString>,
+        rel: &str,
+        var: &str,
+    ) -> Result<PathBuf, String> {
+        match (explicit, &self.home) {
+            (Some(dir), _) => Ok(PathBuf::from(dir)),
+            (None, Some(home)) => Ok(Path::new(home).join(rel)),
+            (None, None) => Err(format!(
+                "cannot place transcripts: neither {var} nor HOME is set"
+            )),
+        }
+    }
+
+    /// `$CLAUDE_CONFIG_DIR`, default `$HOME/.claude`.
+    pub fn claude_dir(&self) -> Result<PathBuf, String> {
+        self.under_home(&self.claude_config_dir, ".claude", "CLAUDE_CONFIG_DIR")
+    }
+
+    /// `$CODEX_HOME`, default `$HOME/.codex`.
+    pub fn codex_dir(&self) -> Result<PathBuf, String> {
+        self.under_home(&self.codex_home, ".codex", "CODEX_HOME")
+    }
+
+    /// `$HANGAR_FAKE_OPENCODE_DIR`, default `$HOME/.local/share/opencode/fake`.
+    pub fn opencode_dir(&self) -> Result<PathBuf, String> {
+        self.under_home(
+            &self.opencode_dir,
+            ".local/share/opencode/fake",
+            "HANGAR_FAKE_OPENCODE_DIR",
+        )
+    }
+}
+
+/// Claude Code's project directory name: the absolute cwd with every '/' and
+/// '.' replaced by '-' (`/tmp/a.b/c` -> `-tmp-a-b-c`).
+pub fn claude_slug(cwd: &str) -> String {
+    cwd.replace(['/', '.'], "-")
+}
+
+/// `<claude dir>/projects/<slug>/<id>.jsonl`
+pub fn claude_transcript(claude_dir: &Path, cwd: &str, id: &str) -> PathBuf {
+    claude_dir
+        .join("projects")
+        .join(claude_slug(cwd))
+        .join(format!("{id}.jsonl"))
+}
+
+/// `<codex home>/sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<id>.jsonl`
+pub fn codex_new_rollout(codex_dir: &Path, now: &UtcTime, id: &str) -> PathBuf {
+    codex_dir
+        .join("sessions")
+        .join(format!("{:04}", now.year))
+        .join(format!("{:02}", now.month))
+        .join(format!("{:02}", now.day))
+        .join(format!("rollout-{}-{id}.jsonl", now.rollout_stamp()))
+}
+
+/// The existing rollout of thread `id` anywhere under `<codex home>/sessions`.
+/// When several match (never in practice), the lexically last (newest) wins.
+pub fn find_codex_rollout(codex_dir: &Path, id: &str) -> Option<PathBuf> {
+    let suffix = format!("-{id}.jsonl");
+    let mut found: Option<PathBuf> = None;
+    let mut stack = vec![codex_dir.join("sessions")];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                stack.push(path);
+            } else if let Some(name) = path.file_name().and_then(|n| n.to_str())
+                && name.starts_with("rollout-")
+                && name.ends_with(&suffix)
+                && found.as_ref().is_none_or(|f| *f < path)
+            {
+                found = Some(path);
+            }
+        }
+    }
+    found
+}
+
+/// `<opencode dir>/<id>.jsonl`
+pub fn opencode_transcript(opencode_dir: &Path, id: &str) -> PathBuf {
+    opencode_dir.join(format!("{id}.jsonl"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slug_replaces_slashes_and_dots() {
+        assert_eq!(claude_slug("/tmp/a.b/c"), "-tmp-a-b-c");
+        assert_eq!(claude_slug("/home/u/.tmpX1"), "-home-u--tmpX1");
+    }
+
+    #[test]
+    fn claude_dir_defaults_under_home_and_the_variable_wins() {
+        let mut roots = Roots {
+            home: Some("/h".into()),
+            ..Roots::default()
+        };
+        assert_eq!(roots.claude_dir().unwrap(), Path::new("/h/.claude"));
+        assert_eq!(roots.codex_dir().unwrap(), Path::new("/h/.codex"));
+        assert_eq!(
+            roots.opencode_dir().unwrap(),
+            Path::new("/h/.local/share/opencode/fake")
+        );
+        roots.claude_config_dir = Some("/c".into());
+        assert_eq!(roots.claude_dir().unwrap(), Path::new("/c"));
+    }
+
+    #[test]
+    fn without_home_or_variable_the_error_names_both() {
+        let err = Roots::default().codex_dir().unwrap_err();
+        assert!(err.contains("CODEX_HOME") && err.contains("HOME"), "{err}");
+    }
+
+    #[test]
+    fn claude_transcripts_live_under_the_project_slug() {
+        assert_eq!(
+            claude_transcript(Path::new("/c"), "/w/x.y", "id1"),
+            Path::new("/c/projects/-w-x-y/id1.jsonl")
+        );
+    }
+
+    #[test]
+    fn codex_rollouts_are_filed_by_date() {
+        let now = UtcTime {
+            year: 2025,
+            month: 3,
+            day: 7,
+            hour: 9,
+            minute: 8,
+            second: 5,
+            millis: 0,
+        };
+        assert_eq!(
+            codex_new_rollout(Path::new("/x"), &now, "t1"),
+            Path::new("/x/sessions/2025/03/07/rollout-2025-03-07T09-08-05-t1.jsonl")
+        );
+    }
+}

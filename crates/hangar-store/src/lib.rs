@@ -1,1 +1,23 @@
-//! placeholder
+//! hangar-store: crash-safe persistence of the hangar workspace (SQLite) and
+//! its JSON export/import, including Agent Code's `workspace.json`.
+//!
+//! This crate decides nothing about the workspace's rules: every repair it
+//! applies (on load, on import) is `hangar_core::prune`. What it guarantees
+//! is that a save is one transaction, that a save can never drop a session
+//! it was not told to remove (rule 5 of DESIGN.md), and that no store file
+//! is ever deleted or rewritten when it is damaged or newer than this build.
+
+mod agent_code;
+mod error;
+mod export;
+mod import;
+mod json_walk;
+mod schema;
+mod store;
+
+pub use agent_code::import_agent_code;
+pub use error::StoreError;
+pub use export::{EXPORT_FORMAT, EXPORT_VERSION, export_json, import_hangar_json};
+pub use import::{DroppedItem, ImportCounts, ImportError, ImportReport};
+pub use schema::SUPPORTED_VERSION;
+pub use store::{Opened, RecordedProcess, Recovery, SaveStats, SkippedRow, Store};

@@ -7,6 +7,7 @@
 //! turn in progress.
 
 use std::io::{BufRead, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -53,8 +54,12 @@ impl Conversation {
     ) -> anyhow::Result<Ending> {
         prompt(out);
         loop {
-            let Some(line) = read_line(input)? else {
-                return self.finish("eof");
+            let line = match read_line(input) {
+                Ok(Some(line)) => line,
+                Ok(None) => return self.finish("eof"),
+                // EIO: the terminal hung up. The SIGHUP that comes with it may
+                // win the race to record the exit; either way the exit is clean.
+                Err(_) => return self.finish("input-error"),
             };
             match input::parse(&line) {
                 Input::Blank => {}
@@ -153,7 +158,7 @@ impl Conversation {
         say(out, "❯ 1. Yes");
         say(out, "  2. No");
         let _ = out.flush();
-        let Some(reply) = read_line(input)? else {
+        let Ok(Some(reply)) = read_line(input) else {
             return Ok(false);
         };
         let allowed = matches!(
@@ -195,12 +200,25 @@ impl Conversation {
 
     /// A `sleep 1000` in this process group, with no hold on the terminal.
     fn spawn_child(&mut self) -> std::io::Result<u32> {
-        let child = Command::new("sleep")
-            .arg("1000")
+        let mut cmd = Command::new("sleep");
+        cmd.arg("1000")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
+            .stderr(Stdio::null());
+        // Without this the child inherited the fake's blocked SIGTERM/SIGHUP
+        // (std does not reset the mask), so a SIGTERM to the group never
+        // reached it and group-kill tests needed SIGKILL.
+        // SAFETY: between fork and exec this only calls sigemptyset and
+        // sigprocmask, both async-signal-safe, on a local set.
+        unsafe {
+            cmd.pre_exec(|| {
+                let mut empty = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+                libc::sigemptyset(empty.as_mut_ptr());
+                libc::sigprocmask(libc::SIG_SETMASK, empty.as_ptr(), std::ptr::null_mut());
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
         let pid = child.id();
         self.children.push(child);
         Ok(pid)
@@ -208,7 +226,7 @@ impl Conversation {
 }
 
 /// One line without its terminator; `None` at end of input.
-fn read_line(input: &mut impl BufRead) -> anyhow::Result<Option<String>> {
+fn read_line(input: &mut impl BufRead) -> std::io::Result<Option<String>> {
     let mut buf = Vec::new();
     if input.read_until(b'\n', &mut buf)? == 0 {
         return Ok(None);

@@ -21,7 +21,7 @@ mod timestamp;
 mod transcript;
 mod transcript_paths;
 
-use std::io::Write;
+use std::io::{Write, stderr, stdout};
 use std::process::exit;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -47,6 +47,11 @@ usage: hangar-fake-agent [--style claude|codex|opencode] [flags of that CLI]
 Unknown flags are ignored and recorded. Type `exit` or end input to quit.
 See crates/fake-agent/README.md for inputs and FAKE_AGENT_* knobs.";
 
+/// Claude Code's words when its OAuth token has expired.
+const AUTH_ERROR: &str = r#"API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"OAuth token has expired"}}"#;
+
+// Nothing here prints with println!/eprintln!: they panic (exit 101) when the
+// terminal is gone, which is exactly when hangar closes a session.
 fn main() {
     // First, before any thread exists: see signals.rs.
     let exit_signals = signals::block_exit_signals();
@@ -58,34 +63,33 @@ fn main() {
     let invocation = match args::parse(argv.get(1..).unwrap_or_default(), style_env.as_deref()) {
         Ok(Action::Run(inv)) => inv,
         Ok(Action::Version) => {
-            println!("hangar-fake-agent {}", env!("CARGO_PKG_VERSION"));
+            say(
+                &mut stdout(),
+                concat!("hangar-fake-agent ", env!("CARGO_PKG_VERSION")),
+            );
             return;
         }
         Ok(Action::Help) => {
-            println!("{USAGE}");
+            say(&mut stdout(), USAGE);
             return;
         }
         Err(e) => {
-            eprintln!("hangar-fake-agent: {e}\n\n{USAGE}");
+            say(&mut stderr(), &format!("hangar-fake-agent: {e}\n\n{USAGE}"));
             exit(2);
         }
     };
     let knobs = match knobs::read(|name| std::env::var(name).ok()) {
         Ok(k) => k,
         Err(e) => {
-            eprintln!("hangar-fake-agent: {e}");
+            say(&mut stderr(), &format!("hangar-fake-agent: {e}"));
             exit(2);
         }
     };
 
     match knobs.fail {
         Some(Failure::Auth) => {
-            // Claude Code's words when its OAuth token has expired.
-            println!(
-                "API Error: 401 {{\"type\":\"error\",\"error\":{{\"type\":\"authentication_error\",\
-                 \"message\":\"OAuth token has expired\"}}}}"
-            );
-            println!("Please run /login");
+            say(&mut stdout(), AUTH_ERROR);
+            say(&mut stdout(), "Please run /login");
             exit(1);
         }
         Some(Failure::Exit(code)) => exit(code),
@@ -95,7 +99,7 @@ fn main() {
     match run(invocation, &knobs, argv, exit_signals) {
         Ok(code) => exit(code),
         Err(e) => {
-            eprintln!("hangar-fake-agent: {e:#}");
+            say(&mut stderr(), &format!("hangar-fake-agent: {e:#}"));
             exit(1);
         }
     }
@@ -165,8 +169,7 @@ fn run(
         exit(0);
     });
 
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = stdout().lock();
     say(&mut out, &banner);
     let _ = out.flush();
     let mut conversation = Conversation {

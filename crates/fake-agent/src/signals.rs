@@ -4,10 +4,11 @@
 //! exists, so every thread inherits the mask and only the watcher thread
 //! (which `sigwait`s) ever receives them: no async-signal-safety games, and
 //! the exit line is written under the same lock as every other line, so it
-//! never interleaves with one. Children started later get a clean mask
-//! (std's `Command` resets it), so a signal to the process group still
-//! reaches them: the fake never kills its own children, because checking that
-//! hangar ends the whole group is the point of `spawn-child`.
+//! never interleaves with one. The mask is inherited across exec and std's
+//! `Command` does not reset it, so every child the fake starts must clear it
+//! (see `spawn_child`), or a SIGTERM to the process group would not reach
+//! it. The fake never kills its own children: checking that hangar ends the
+//! whole group is the point of `spawn-child`.
 
 use std::mem::MaybeUninit;
 

@@ -28,6 +28,10 @@ pub struct Transcript {
     model: String,
     /// The previous line's `uuid`, for Claude's `parentUuid` chain.
     last_uuid: Option<String>,
+    /// An exit line has been written; nothing follows it. Without this a
+    /// hangup wrote two exit lines: one from the signal watcher, one from the
+    /// main thread seeing its terminal gone.
+    closed: bool,
 }
 
 /// Where a session's transcript is, and whether it already exists.
@@ -101,6 +105,7 @@ impl Transcript {
             cwd: cwd.into(),
             model: model.into(),
             last_uuid: None,
+            closed: false,
         })
     }
 
@@ -108,7 +113,12 @@ impl Transcript {
         &self.session_id
     }
 
+    /// Appends the lines for `event`. After an `Exit` this does nothing.
     pub fn record(&mut self, event: Event<'_>) -> anyhow::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = matches!(event, Event::Exit { .. });
         let timestamp = UtcTime::now().rfc3339();
         let lines: Vec<Value> = match self.style {
             Style::Claude | Style::Opencode => {

@@ -149,3 +149,101 @@ fn session_id_with_resume_is_refused_like_claude_code() {
     let mut agent = setup.start(&["--session-id", ID, "--resume", ID]);
     assert_eq!(agent.wait_exit().code(), Some(2));
 }
+
+/// Regression: closing the terminal made the agent panic (exit 101) while
+/// printing its error to the dead terminal, and could record two exit lines.
+#[test]
+fn closing_its_terminal_exits_cleanly_with_one_exit_line() {
+    use std::io::{Read, Write};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    let setup = Setup::new();
+    let (mut master, slave) = open_pty();
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(master.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hangar-fake-agent"));
+    cmd.args(["--session-id", ID])
+        .env_clear()
+        .env("HOME", &setup.home)
+        .current_dir(&setup.cwd)
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    // SAFETY: only async-signal-safe calls between fork and exec. The new
+    // session makes the PTY the agent's controlling terminal, as in hangar.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            libc::ioctl(0, libc::TIOCSCTTY, 0);
+            Ok(())
+        });
+    }
+    let mut agent = support::Agent::spawn(cmd);
+
+    let mut screen = Vec::new();
+    wait_until("the prompt is on the terminal", || {
+        let mut buf = [0u8; 1024];
+        if let Ok(n) = master.read(&mut buf) {
+            screen.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&screen)
+            .contains("> ")
+            .then_some(())
+    });
+    master.write_all(b"hi\n").unwrap();
+    wait_until("the answer is on the terminal", || {
+        let mut buf = [0u8; 1024];
+        if let Ok(n) = master.read(&mut buf) {
+            screen.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&screen)
+            .contains("answer: hi")
+            .then_some(())
+    });
+    drop(master);
+
+    assert_eq!(agent.wait_exit().code(), Some(0));
+    let lines = read_jsonl(&setup.claude_transcript(ID));
+    let exits = lines
+        .iter()
+        .filter(|l| l["subtype"] == "fake-agent-exit")
+        .count();
+    assert_eq!(exits, 1, "{lines:#?}");
+    assert_eq!(lines.last().unwrap()["subtype"], "fake-agent-exit");
+
+    /// A PTY pair opened close-on-exec from the start: an `openpty` master
+    /// leaks into every process the parallel tests fork, and a leaked master
+    /// keeps the terminal from ever hanging up.
+    fn open_pty() -> (std::fs::File, OwnedFd) {
+        // SAFETY: plain calls on the descriptor posix_openpt returns; ptsname_r
+        // writes a NUL-terminated name within the buffer it is given.
+        unsafe {
+            let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+            assert!(
+                master >= 0,
+                "posix_openpt: {}",
+                std::io::Error::last_os_error()
+            );
+            let master = OwnedFd::from_raw_fd(master);
+            assert_eq!(libc::grantpt(master.as_raw_fd()), 0);
+            assert_eq!(libc::unlockpt(master.as_raw_fd()), 0);
+            let mut name = [0 as libc::c_char; 128];
+            assert_eq!(
+                libc::ptsname_r(master.as_raw_fd(), name.as_mut_ptr(), name.len()),
+                0
+            );
+            let slave = libc::open(
+                name.as_ptr(),
+                libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+            );
+            assert!(
+                slave >= 0,
+                "open slave: {}",
+                std::io::Error::last_os_error()
+            );
+            (std::fs::File::from(master), OwnedFd::from_raw_fd(slave))
+        }
+    }
+}

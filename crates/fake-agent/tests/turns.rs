@@ -151,6 +151,30 @@ fn spawn_child_starts_a_child_in_the_agents_process_group() {
     // Dropping the agent kills the whole group, the child included.
 }
 
+/// Regression: the child inherited the agent's blocked SIGTERM, so a
+/// SIGTERM to the group left it running.
+#[test]
+fn a_sigterm_to_the_group_ends_the_spawned_child_too() {
+    let setup = Setup::new();
+    let mut agent = claude_agent(&setup);
+    agent.send("spawn-child");
+    let child: i32 = wait_until("the child pid is printed", || {
+        let out = agent.stdout();
+        let rest = out.split("child: ").nth(1)?;
+        rest.split_once('\n')?.0.trim().parse().ok()
+    });
+    let status = fs::read_to_string(format!("/proc/{child}/status")).unwrap();
+    assert!(status.contains("SigBlk:\t0000000000000000"), "{status}");
+
+    // SAFETY: plain syscall on the group of an agent we have not reaped.
+    assert_eq!(unsafe { libc::killpg(agent.pid(), libc::SIGTERM) }, 0);
+    assert_eq!(agent.wait_exit().code(), Some(0));
+    wait_until("the child is gone", || {
+        let stat = fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+        (stat.is_empty() || stat.contains(") Z ")).then_some(())
+    });
+}
+
 fn resident_mib(pid: i32) -> u64 {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();

@@ -145,7 +145,10 @@ impl Agent {
         let mut child = cmd.spawn().expect("start hangar-fake-agent");
         // Drop the command now: it holds the parent's copy of a PTY slave, if any.
         drop(cmd);
-        let stdout = drain(child.stdout.take().expect("piped stdout"));
+        let stdout = match child.stdout.take() {
+            Some(o) => drain(o),
+            None => Arc::default(),
+        };
         let stderr = match child.stderr.take() {
             Some(e) => drain(e),
             None => Arc::default(),

@@ -91,3 +91,43 @@ fn build(total: usize, panes: usize, with_buried: bool) -> Workspace {
     }
     ws
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ownership::{live_set, owned_set};
+    use crate::prune::is_closed;
+
+    #[test]
+    fn the_large_workspace_is_closed_with_the_requested_counts() {
+        let ws = large_workspace(1_000, 9);
+        assert!(is_closed(&ws));
+        assert_eq!(ws.sessions.len(), 1_000);
+        assert_eq!(live_set(&ws).len(), 9);
+        assert_eq!(ws.parked.len() + ws.buried.len(), 991);
+        assert!(ws.tabs.iter().all(|t| t.leaves().len() == 3));
+        assert_eq!(owned_set(&ws).len(), 1_000);
+    }
+
+    #[test]
+    fn the_field_workspace_has_49_sessions_9_panes_and_40_parked_with_links() {
+        let ws = field_workspace();
+        assert!(is_closed(&ws));
+        assert_eq!(
+            (ws.sessions.len(), live_set(&ws).len(), ws.parked.len()),
+            (49, 9, 40)
+        );
+        assert!(ws.buried.is_empty());
+        assert!(
+            ws.sessions
+                .values()
+                .all(|m| m.durable_provider_id().is_some() && !m.title.is_empty())
+        );
+        let linked = ws
+            .sessions
+            .values()
+            .filter(|m| m.relationships.orchestration_parent.is_some())
+            .count();
+        assert_eq!(linked, 32);
+    }
+}

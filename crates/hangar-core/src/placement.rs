@@ -472,3 +472,423 @@ impl Workspace {
         order
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prune::is_closed;
+    use crate::test_support::{
+        add_buried, add_parked, h, ids, leaf, meta, sid, split, tab, tid, v, workspace,
+    };
+
+    fn closed(ws: &Workspace) {
+        assert!(is_closed(ws), "prune would change {ws:#?}");
+    }
+
+    fn no_fallback() -> Tab {
+        panic!("no new tab expected")
+    }
+
+    #[test]
+    fn the_first_tab_added_becomes_active_and_a_duplicate_id_is_refused() {
+        let mut ws = Workspace::default();
+        ws.add_tab(Tab::new(tid("t1"), "one")).unwrap();
+        ws.add_tab(Tab::new(tid("t2"), "two")).unwrap();
+        assert_eq!(ws.active_tab, Some(tid("t1")));
+        assert_eq!(
+            ws.add_tab(Tab::new(tid("t1"), "again")),
+            Err(PlacementError::DuplicateTab(tid("t1")))
+        );
+        assert_eq!(
+            ws.add_tab(tab("t3", Some(leaf("x")))),
+            Err(PlacementError::TabNotEmpty(tid("t3")))
+        );
+        assert_eq!(ws.tabs.len(), 2);
+        closed(&ws);
+    }
+
+    #[test]
+    fn a_new_pane_becomes_the_root_of_an_empty_tab_then_splits_the_focus_vertically() {
+        let mut ws = workspace(vec![tab("t1", None)]);
+        ws.add_pane_session(meta("a"), &tid("t1"), PanePosition::Auto)
+            .unwrap();
+        ws.add_pane_session(meta("b"), &tid("t1"), PanePosition::Auto)
+            .unwrap();
+        ws.add_pane_session(
+            meta("c"),
+            &tid("t1"),
+            PanePosition::Split {
+                target: sid("a"),
+                direction: Direction::Horizontal,
+            },
+        )
+        .unwrap();
+        assert_eq!(ws.tabs[0].root, Some(v(h(leaf("a"), leaf("c")), leaf("b"))));
+        assert_eq!(ws.tabs[0].focus, Some(sid("c")));
+        closed(&ws);
+    }
+
+    #[test]
+    fn adding_a_session_fails_without_changing_anything_when_it_cannot_be_placed() {
+        let mut ws = workspace(vec![tab("t1", Some(leaf("a"))), tab("t2", Some(leaf("b")))]);
+        let before = ws.clone();
+        let elsewhere = PanePosition::Split {
+            target: sid("b"),
+            direction: Direction::Vertical,
+        };
+        assert_eq!(
+            ws.add_pane_session(meta("n"), &tid("t1"), elsewhere),
+            Err(PlacementError::SplitTargetNotInTab {
+                target: sid("b"),
+                tab: tid("t1")
+            })
+        );
+        assert_eq!(
+            ws.add_pane_session(meta("a"), &tid("t2"), PanePosition::Auto),
+            Err(PlacementError::DuplicateSession(sid("a")))
+        );
+        assert_eq!(
+            ws.add_parked_session(meta("n"), &tid("nope"), 0),
+            Err(PlacementError::UnknownTab(tid("nope")))
+        );
+        assert_eq!(ws, before);
+    }
+
+    #[test]
+    fn a_new_sessions_links_to_missing_sessions_are_dropped_and_others_kept() {
+        let mut ws = workspace(vec![tab("t1", Some(leaf("a")))]);
+        let mut m = meta("n");
+        m.relationships.linked_parent = Some(sid("a"));
+        m.relationships.orchestration_parent = Some(sid("gone"));
+        m.relationships.orchestration_root = Some(sid("n"));
+        ws.add_parked_session(m, &tid("t1"), 5).unwrap();
+        let r = &ws.sessions[&sid("n")].relationships;
+        assert_eq!(r.linked_parent, Some(sid("a")));
+        assert_eq!(r.orchestration_parent, None);
+        assert_eq!(r.orchestration_root, Some(sid("n")));
+        closed(&ws);
+    }
+
+    #[test]
+    fn parking_a_pane_moves_it_to_its_tabs_pool_and_the_focus_to_its_sibling() {
+        let mut ws = workspace(vec![tab("t1", Some(v(leaf("a"), h(leaf("b"), leaf("c")))))]);
+        ws.tabs[0].focus = Some(sid("a"));
+
+        assert_eq!(ws.park(&sid("a"), 42), Ok(tid("t1")));
+
+        assert_eq!(ws.tabs[0].root, Some(h(leaf("b"), leaf("c"))));
+        assert_eq!(ws.tabs[0].focus, Some(sid("b")));
+        assert_eq!(ws.parked[&sid("a")].tab, tid("t1"));
+        assert_eq!(ws.parked[&sid("a")].parked_at_ms, 42);
+        assert_eq!(
+            ws.park(&sid("a"), 43),
+            Err(PlacementError::NotInPane(sid("a")))
+        );
+        assert_eq!(
+            ws.park(&sid("x"), 43),
+            Err(PlacementError::UnknownSession(sid("x")))
+        );
+        closed(&ws);
+    }
+
+    #[test]
+    fn parking_the_last_pane_leaves_the_tab_empty_but_open() {
+        let mut ws = workspace(vec![tab("t1", Some(leaf("a")))]);
+        ws.park(&sid("a"), 0).unwrap();
+        assert_eq!(ws.tabs.len(), 1);
+        assert_eq!(ws.tabs[0].root, None);
+        assert_eq!(ws.tabs[0].focus, None);
+        closed(&ws);
+    }
+
+    #[test]
+    fn unparking_returns_to_its_own_tab_by_default_splitting_the_focused_pane() {
+        let mut ws = workspace(vec![
+            tab("t1", Some(v(leaf("a"), leaf("b")))),
+            tab("t2", None),
+        ]);
+        add_parked(&mut ws, "k", "t1");
+        ws.tabs[0].focus = Some(sid("b"));
+
+        assert_eq!(
+            ws.unpark(&sid("k"), None, PanePosition::Auto),
+            Ok(tid("t1"))
+        );
+
+        assert_eq!(ws.tabs[0].root, Some(v(leaf("a"), v(leaf("b"), leaf("k")))));
+        assert_eq!(ws.tabs[0].focus, Some(sid("k")));
+        assert!(ws.parked.is_empty());
+        assert_eq!(
+            ws.unpark(&sid("k"), None, PanePosition::Auto),
+            Err(PlacementError::NotParked(sid("k")))
+        );
+        closed(&ws);
+    }
+
+    #[test]
+    fn unparking_into_another_tab_puts_the_pane_there() {
+        let mut ws = workspace(vec![tab("t1", Some(leaf("a"))), tab("t2", None)]);
+        add_parked(&mut ws, "k", "t1");
+        let before = ws.clone();
+        assert_eq!(
+            ws.unpark(&sid("k"), Some(&tid("nope")), PanePosition::Auto),
+            Err(PlacementError::UnknownTab(tid("nope")))
+        );
+        assert_eq!(ws, before);
+
+        assert_eq!(
+            ws.unpark(&sid("k"), Some(&tid("t2")), PanePosition::Auto),
+            Ok(tid("t2"))
+        );
+        assert_eq!(ws.tabs[1].root, Some(leaf("k")));
+        closed(&ws);
+    }
+
+    #[test]
+    fn burying_and_unburying_puts_the_pane_back_beside_its_sibling_on_the_same_side() {
+        let original = v(
+            leaf("a"),
+            split(Direction::Horizontal, 0.3, leaf("b"), leaf("c")),
+        );
+        for buried in ["a", "b", "c"] {
+            let mut ws = workspace(vec![tab("t1", Some(original.clone()))]);
+            assert_eq!(ws.bury(&sid(buried), 9), Ok(tid("t1")));
+            assert!(!ws.tabs[0].contains_leaf(&sid(buried)));
+            assert!(ws.buried.contains_key(&sid(buried)));
+            closed(&ws);
+
+            assert_eq!(ws.unbury(&sid(buried), no_fallback), Ok(tid("t1")));
+
+            // "a" comes back beside "b", the first leaf of the split it shared.
+            let expected = if buried == "a" {
+                split(
+                    Direction::Horizontal,
+                    0.3,
+                    v(leaf("a"), leaf("b")),
+                    leaf("c"),
+                )
+            } else {
+                original.clone()
+            };
+            assert_eq!(ws.tabs[0].root, Some(expected), "burying {buried}");
+            assert_eq!(ws.tabs[0].focus, Some(sid(buried)));
+            assert!(ws.buried.is_empty());
+            closed(&ws);
+        }
+    }
+
+    #[test]
+    fn burying_records_source_tab_sibling_side_direction_and_ratio() {
+        let mut ws = workspace(vec![tab(
+            "t1",
+            Some(split(Direction::Horizontal, 0.7, leaf("a"), leaf("b"))),
+        )]);
+        ws.bury(&sid("a"), 9).unwrap();
+        let record = &ws.buried[&sid("a")];
+        assert_eq!(record.source_tab, tid("t1"));
+        assert_eq!(record.sibling, Some(sid("b")));
+        assert_eq!(record.side, Some(Side::A));
+        assert_eq!(record.direction, Some(Direction::Horizontal));
+        assert_eq!(record.ratio, Some(0.7));
+        assert_eq!(record.buried_at_ms, 9);
+    }
+
+    #[test]
+    fn unburying_without_its_sibling_splits_the_source_tabs_focus() {
+        let mut ws = workspace(vec![tab("t1", Some(v(leaf("a"), leaf("b"))))]);
+        add_buried(&mut ws, "z", "t1", Some("gone"));
+        ws.tabs[0].focus = Some(sid("a"));
+        assert_eq!(ws.unbury(&sid("z"), no_fallback), Ok(tid("t1")));
+        assert_eq!(ws.tabs[0].root, Some(v(v(leaf("a"), leaf("z")), leaf("b"))));
+        closed(&ws);
+    }
+
+    #[test]
+    fn unburying_after_its_source_tab_closed_goes_to_the_active_tab() {
+        let mut ws = workspace(vec![tab("t1", Some(leaf("a"))), tab("t2", None)]);
+        ws.active_tab = Some(tid("t2"));
+        add_buried(&mut ws, "z", "closed", Some("a"));
+        assert_eq!(ws.unbury(&sid("z"), no_fallback), Ok(tid("t2")));
+        assert_eq!(ws.tabs[1].root, Some(leaf("z")));
+        closed(&ws);
+    }
+
+    #[test]
+    fn unburying_with_no_tab_left_opens_the_fallback_tab() {
+        let mut ws = workspace(vec![]);
+        add_buried(&mut ws, "z", "closed", None);
+        assert_eq!(
+            ws.unbury(&sid("z"), || Tab::new(tid("new"), "restored")),
+            Ok(tid("new"))
+        );
+        assert_eq!(ws.tabs.len(), 1);
+        assert_eq!(ws.tabs[0].root, Some(leaf("z")));
+        assert_eq!(ws.active_tab, Some(tid("new")));
+        closed(&ws);
+        assert_eq!(
+            ws.unbury(&sid("z"), no_fallback),
+            Err(PlacementError::NotBuried(sid("z")))
+        );
+    }
+
+    fn family() -> Workspace {
+        // root -> (linked) l1, l2 ; l1 -> (orchestrated) o1 ; o1 -> (linked) root (a cycle)
+        let mut ws = workspace(vec![tab("t1", Some(v(leaf("root"), leaf("l2"))))]);
+        add_parked(&mut ws, "l1", "t1");
+        add_parked(&mut ws, "o1", "t1");
+        add_parked(&mut ws, "other", "t1");
+        let mut set = |child: &str, linked: Option<&str>, orch: Option<&str>| {
+            let r = &mut ws.sessions.get_mut(&sid(child)).unwrap().relationships;
+            r.linked_parent = linked.map(sid);
+            r.orchestration_parent = orch.map(sid);
+        };
+        set("l2", Some("root"), None);
+        set("l1", Some("root"), Some("root"));
+        set("o1", None, Some("l1"));
+        set("root", Some("o1"), None);
+        ws
+    }
+
+    #[test]
+    fn closing_a_session_cascades_to_its_linked_and_orchestrated_children_breadth_first() {
+        let ws = family();
+        assert_eq!(
+            ws.close_cascade(&sid("root")),
+            ids(&["root", "l1", "l2", "o1"])
+        );
+        assert_eq!(
+            ws.close_cascade(&sid("l1")),
+            ids(&["l1", "o1", "root", "l2"])
+        );
+        assert_eq!(ws.close_cascade(&sid("other")), ids(&["other"]));
+        assert!(ws.close_cascade(&sid("unknown")).is_empty());
+    }
+
+    #[test]
+    fn removing_sessions_clears_every_pointer_and_link_to_them() {
+        let mut ws = family();
+        ws.pins = ids(&["l1", "other", "root"]);
+        ws.dispatch.selected = Some(sid("l1"));
+        ws.dispatch.mode = Some("lanes".into());
+        ws.dispatch.lanes.push(crate::model::DispatchLane {
+            name: "x".into(),
+            sessions: ids(&["l1", "other"]),
+        });
+        add_buried(&mut ws, "z", "t1", Some("root"));
+
+        ws.remove_sessions(&ids(&["root", "l1", "nonexistent"]));
+
+        assert_eq!(ws.tabs[0].root, Some(leaf("l2")));
+        assert_eq!(ws.tabs[0].focus, Some(sid("l2")));
+        assert!(!ws.sessions.contains_key(&sid("root")));
+        assert!(!ws.parked.contains_key(&sid("l1")));
+        assert_eq!(ws.pins, ids(&["other"]));
+        assert_eq!(ws.dispatch.selected, None);
+        assert_eq!(ws.dispatch.lanes[0].sessions, ids(&["other"]));
+        assert_eq!(ws.sessions[&sid("l2")].relationships.linked_parent, None);
+        assert_eq!(
+            ws.sessions[&sid("o1")].relationships.orchestration_parent,
+            None
+        );
+        assert_eq!(ws.buried[&sid("z")].sibling, Some(sid("root")));
+        closed(&ws);
+    }
+
+    #[test]
+    fn removing_the_last_pane_of_a_tab_leaves_the_tab_with_no_root() {
+        let mut ws = workspace(vec![tab("t1", Some(leaf("a")))]);
+        ws.remove_sessions(&ids(&["a"]));
+        assert_eq!(ws.tabs.len(), 1);
+        assert_eq!(ws.tabs[0].root, None);
+        assert_eq!(ws.tabs[0].focus, None);
+        closed(&ws);
+    }
+
+    #[test]
+    fn closing_a_tab_closes_its_panes_then_its_parked_agents_and_their_cascades() {
+        let mut ws = workspace(vec![
+            tab("t1", Some(v(leaf("a"), leaf("b")))),
+            tab("t2", Some(leaf("c"))),
+            tab("t3", Some(leaf("d"))),
+        ]);
+        add_parked(&mut ws, "k", "t2");
+        add_parked(&mut ws, "elsewhere", "t1");
+        add_buried(&mut ws, "z", "t2", Some("c"));
+        ws.sessions
+            .get_mut(&sid("a"))
+            .unwrap()
+            .relationships
+            .linked_parent = Some(sid("k"));
+        ws.active_tab = Some(tid("t2"));
+
+        assert_eq!(ws.tab_close_cascade(&tid("t2")), Ok(ids(&["c", "k", "a"])));
+        assert_eq!(ws.remove_tab(&tid("t2")), Ok(ids(&["c", "k", "a"])));
+
+        assert_eq!(
+            ws.tabs.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
+            vec![tid("t1"), tid("t3")]
+        );
+        assert_eq!(ws.active_tab, Some(tid("t3")));
+        assert_eq!(ws.tabs[0].root, Some(leaf("b")));
+        assert!(
+            ws.buried.contains_key(&sid("z")),
+            "buried records outlive their source tab"
+        );
+        assert!(ws.parked.contains_key(&sid("elsewhere")));
+        closed(&ws);
+
+        assert_eq!(ws.remove_tab(&tid("t3")), Ok(ids(&["d"])));
+        assert_eq!(ws.active_tab, Some(tid("t1")));
+        assert_eq!(ws.remove_tab(&tid("t1")), Ok(ids(&["b", "elsewhere"])));
+        assert_eq!(ws.active_tab, None);
+        assert_eq!(
+            ws.remove_tab(&tid("t1")),
+            Err(PlacementError::UnknownTab(tid("t1")))
+        );
+        closed(&ws);
+    }
+
+    #[test]
+    fn pins_keep_order_without_duplicates_and_refuse_unknown_sessions() {
+        let mut ws = workspace(vec![tab("t1", Some(v(leaf("a"), leaf("b"))))]);
+        ws.pin(&sid("b")).unwrap();
+        ws.pin(&sid("a")).unwrap();
+        ws.pin(&sid("b")).unwrap();
+        assert_eq!(ws.pins, ids(&["b", "a"]));
+        ws.unpin(&sid("b")).unwrap();
+        ws.unpin(&sid("b")).unwrap();
+        assert_eq!(ws.pins, ids(&["a"]));
+        assert_eq!(
+            ws.pin(&sid("x")),
+            Err(PlacementError::UnknownSession(sid("x")))
+        );
+        closed(&ws);
+    }
+
+    #[test]
+    fn focus_and_active_tab_can_only_be_set_to_what_exists() {
+        let mut ws = workspace(vec![
+            tab("t1", Some(v(leaf("a"), leaf("b")))),
+            tab("t2", None),
+        ]);
+        ws.set_focus(&tid("t1"), &sid("b")).unwrap();
+        assert_eq!(ws.move_focus(&tid("t1"), FocusMove::Left), Some(sid("a")));
+        assert_eq!(ws.tabs[0].focus, Some(sid("a")));
+        assert_eq!(ws.move_focus(&tid("t1"), FocusMove::Left), None);
+        assert_eq!(
+            ws.set_focus(&tid("t2"), &sid("a")),
+            Err(PlacementError::NotPaneOfTab {
+                session: sid("a"),
+                tab: tid("t2")
+            })
+        );
+        ws.set_active_tab(&tid("t2")).unwrap();
+        assert_eq!(
+            ws.set_active_tab(&tid("x")),
+            Err(PlacementError::UnknownTab(tid("x")))
+        );
+        ws.set_ratio(&sid("a"), 2.0).unwrap();
+        assert!(matches!(ws.tabs[0].root, Some(Tile::Split { ratio, .. }) if ratio == 0.9));
+        closed(&ws);
+    }
+}

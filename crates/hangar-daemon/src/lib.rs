@@ -1,1 +1,274 @@
-//! placeholder
+//! hangar-daemon: the server that owns every session's PTY.
+//!
+//! One daemon per `HANGAR_HOME` (a lock file enforces it). At start it loads
+//! the store, ends agents a killed predecessor left behind, restores only the
+//! visible panes, and then serves the control socket until `shutdown` or a
+//! signal, when it ends every live session's process group and exits with
+//! the workspace saved.
+
+pub mod config;
+pub mod lifecycle;
+pub mod ops;
+pub mod os;
+pub mod paths;
+pub mod provider;
+pub mod pty;
+pub mod restore;
+pub mod server;
+pub mod state;
+pub mod transfer;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use anyhow::{Context, bail};
+use hangar_core::RestorePlan;
+use hangar_store::Store;
+use tokio::sync::watch;
+
+pub use crate::config::Config;
+use crate::os::ProcessControl;
+pub use crate::paths::Paths;
+use crate::state::{RestoreProgress, State};
+
+pub struct Daemon {
+    pub paths: Paths,
+    pub config: Config,
+    pub os: Arc<dyn ProcessControl>,
+    state: Mutex<State>,
+    shutdown: watch::Sender<bool>,
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Daemon {
+    /// The state lock. Never held across an await.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic inside one request must not wedge every other client; the
+        // state is plain data and stays consistent between statements.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn shutdown_watch(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    /// End every live session's process group, keep their last screens, save,
+    /// and let the server loop finish.
+    pub async fn shutdown(self: &Arc<Self>) {
+        let lives: Option<Vec<_>> = {
+            let mut st = self.lock();
+            if st.shutting_down {
+                None
+            } else {
+                st.shutting_down = true;
+                Some(
+                    st.runtimes
+                        .iter_mut()
+                        .filter_map(|(id, rt)| rt.proc.take().map(|p| (id.clone(), p)))
+                        .collect(),
+                )
+            }
+        };
+        let Some(lives) = lives else {
+            // Another caller is already shutting down: wait for it.
+            let mut rx = self.shutdown_watch();
+            let _ = rx.wait_for(|s| *s).await;
+            return;
+        };
+        let stops = lives.iter().map(|(id, live)| async move {
+            let screen = live.formatted();
+            self.stop_process(live).await;
+            (id.clone(), screen)
+        });
+        let screens = futures::future::join_all(stops).await;
+        {
+            let mut st = self.lock();
+            let now = now_ms();
+            for (id, screen) in screens {
+                let _ = st.store.save_screen(&id, &screen, now);
+                let _ = st.store.forget_process(&id);
+            }
+            if let Err(e) = st.save(&[]) {
+                tracing::error!("final save failed: {}", e.message);
+            }
+        }
+        self.shutdown.send_replace(true);
+    }
+
+    /// End agents a previous daemon started and could not stop (it was
+    /// killed). A pid is only signalled when its start time still matches
+    /// the recorded one, so a reused pid is never touched.
+    fn end_orphans(&self) {
+        let mut st = self.lock();
+        let recorded = match st.store.recorded_processes() {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("cannot read recorded processes: {e}");
+                return;
+            }
+        };
+        for p in recorded {
+            if p.start_time != 0 && self.os.start_time(p.pid) == Some(p.start_time) {
+                tracing::info!("ending orphaned agent of {} (pid {})", p.session, p.pid);
+                self.os.signal_group(p.pgid, libc::SIGKILL);
+            }
+            let _ = st.store.forget_process(&p.session);
+        }
+    }
+}
+
+/// Holds the per-home lock for as long as the daemon runs.
+struct HomeLock {
+    _file: File,
+}
+
+fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
+    let path = paths.lock();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open lock file {}", path.display()))?;
+    // SAFETY: flock on an fd we own.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let holder = std::fs::read_to_string(&path).unwrap_or_default();
+        bail!(
+            "a hangar daemon is already running for {} (pid {}); use it, or stop it with `hangar shutdown`",
+            paths.home.display(),
+            holder.trim()
+        );
+    }
+    file.set_len(0)?;
+    write!(file, "{}", std::process::id())?;
+    file.flush()?;
+    Ok(HomeLock { _file: file })
+}
+
+/// Run the daemon in the foreground until it is shut down.
+pub async fn run(paths: Paths) -> anyhow::Result<()> {
+    paths::ensure_private_dir(&paths.home)
+        .with_context(|| format!("cannot create {}", paths.home.display()))?;
+    paths::ensure_private_dir(&paths.run_dir())
+        .with_context(|| format!("cannot create {}", paths.run_dir().display()))?;
+    let _lock = take_home_lock(&paths)?;
+    let config = Config::load(&paths.config())?;
+
+    let opened = Store::open(&paths.store()).with_context(|| {
+        format!(
+            "cannot open the workspace store {}",
+            paths.store().display()
+        )
+    })?;
+    let mut notices = Vec::new();
+    if let Some(r) = &opened.recovered {
+        let msg = format!(
+            "the workspace store was damaged ({}); the original was kept at {}",
+            r.reason,
+            r.moved_to.display()
+        );
+        tracing::warn!("{msg}");
+        notices.push(msg);
+    }
+    if !opened.pruned.is_empty() {
+        notices.push(format!(
+            "repaired the workspace on load: dropped {} unreferenced session(s)",
+            opened.pruned.dropped_sessions.len()
+        ));
+    }
+    let (shutdown, _) = watch::channel(false);
+    let daemon = Arc::new(Daemon {
+        paths: paths.clone(),
+        config,
+        os: Arc::new(os::RealOs),
+        state: Mutex::new(State {
+            ws: opened.workspace.clone(),
+            store: opened.store,
+            runtimes: HashMap::new(),
+            restore: RestoreProgress::default(),
+            notices,
+            shutting_down: false,
+        }),
+        shutdown,
+    });
+    daemon.end_orphans();
+
+    let socket = paths.socket();
+    match std::fs::remove_file(&socket) {
+        Ok(()) => tracing::info!("removed a stale socket {}", socket.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot remove {}", socket.display())),
+    }
+    let listener = tokio::net::UnixListener::bind(&socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+    }
+
+    let to_spawn = daemon.adopt_plan(RestorePlan::new(opened.workspace));
+    let restorer = daemon.clone();
+    tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
+
+    let signals = daemon.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        tracing::info!("signal received; shutting down");
+        signals.shutdown().await;
+    });
+
+    tracing::info!(
+        "hangar daemon {} serving {} (pid {})",
+        env!("CARGO_PKG_VERSION"),
+        socket.display(),
+        std::process::id()
+    );
+    server::serve(daemon.clone(), listener).await;
+    let _ = std::fs::remove_file(&socket);
+    Ok(())
+}
+
+/// Import into the store of a home whose daemon is not running: the next
+/// start restores it. Refuses while a daemon holds the home.
+pub fn import_offline(
+    paths: &Paths,
+    report: &hangar_store::ImportReport,
+) -> anyhow::Result<serde_json::Value> {
+    paths::ensure_private_dir(&paths.home)?;
+    paths::ensure_private_dir(&paths.run_dir())?;
+    let _lock = take_home_lock(paths)?;
+    let opened = Store::open(&paths.store()).with_context(|| {
+        format!(
+            "cannot open the workspace store {}",
+            paths.store().display()
+        )
+    })?;
+    let mut store = opened.store;
+    let merged = transfer::merge(opened.workspace, report.workspace.clone())
+        .map_err(|e| anyhow::anyhow!(e.message))?;
+    store
+        .save(&merged, &[])
+        .context("cannot save the imported workspace")?;
+    Ok(transfer::report_json(report, false))
+}

@@ -1,1 +1,12 @@
-//! placeholder
+//! hangar-protocol: the versioned wire protocol between hangar clients (the
+//! CLI, attach, the TUI, the MCP shim) and the daemon.
+//!
+//! Both sides depend on this crate and nothing else shares wire types. See
+//! `frame` for the byte framing and `message` for the control messages.
+
+pub mod frame;
+pub mod message;
+pub mod view;
+
+pub use frame::{Decoder, Frame, FrameError};
+pub use message::{PROTOCOL_VERSION, Reply, Request};

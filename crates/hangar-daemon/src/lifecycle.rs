@@ -1,0 +1,298 @@
+//! Starting and stopping session processes: wake (single-flight), spawn with
+//! a start timeout, graceful stop of a whole process group.
+//!
+//! Wake is single-flight (DESIGN.md rule 6): the first caller marks the
+//! session `spawning` under the state lock and spawns; every concurrent caller
+//! sees `spawning` and waits for the state to change instead of spawning a
+//! second process.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_core::SessionId;
+use hangar_protocol::message::codes;
+
+use crate::Daemon;
+use crate::provider::{LaunchEnv, launch_spec};
+use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, LiveProcess, SpawnRequest};
+use crate::state::{ApiError, RunState};
+
+/// How long a process group gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+/// A shell or custom command that neither printed nor exited within this
+/// window counts as started (it may legitimately print nothing).
+const QUIET_START: Duration = Duration::from_millis(300);
+
+impl Daemon {
+    /// Make `id` live, joining a spawn already under way. Returns the state
+    /// the session ended in (`Live`, or `Failed` with its reason).
+    pub async fn wake(self: &Arc<Self>, id: &SessionId) -> Result<RunState, ApiError> {
+        loop {
+            let mut rx = {
+                let mut st = self.lock();
+                if st.shutting_down {
+                    return Err(ApiError::new(
+                        codes::SHUTTING_DOWN,
+                        "the daemon is shutting down",
+                    ));
+                }
+                if !st.ws.sessions.contains_key(id) {
+                    return Err(ApiError::not_found(format!("no session {id}")));
+                }
+                let rt = st.runtime(id);
+                match rt.state {
+                    RunState::Live => return Ok(RunState::Live),
+                    RunState::Spawning => rt.changed.subscribe(),
+                    _ => {
+                        rt.set_state(RunState::Spawning);
+                        break;
+                    }
+                }
+            };
+            // Another caller is spawning this session: wait for its outcome.
+            if rx.changed().await.is_err() {
+                return Err(ApiError::internal("session runtime went away"));
+            }
+        }
+        let state = self.spawn_marked(id).await;
+        Ok(state)
+    }
+
+    /// Spawn a session already marked `Spawning` by the caller.
+    async fn spawn_marked(self: &Arc<Self>, id: &SessionId) -> RunState {
+        let outcome = self.try_spawn(id).await;
+        let mut st = self.lock();
+        let rt = st.runtime(id);
+        let state = match outcome {
+            Ok(()) => RunState::Live,
+            Err(reason) => {
+                rt.proc = None;
+                RunState::Failed(reason)
+            }
+        };
+        rt.set_state(state.clone());
+        state
+    }
+
+    async fn try_spawn(self: &Arc<Self>, id: &SessionId) -> Result<(), String> {
+        let (request, resumed, provider, title) = {
+            let mut st = self.lock();
+            let dangerous = st.ws.settings.dangerous;
+            let meta = st
+                .ws
+                .sessions
+                .get(id)
+                .cloned()
+                .ok_or_else(|| format!("session {id} no longer exists"))?;
+            let var = |k: &str| std::env::var(k).ok();
+            let mint = || uuid::Uuid::new_v4().to_string();
+            let env = LaunchEnv {
+                config: &self.config,
+                var: &var,
+                dangerous,
+                mint: &mint,
+            };
+            let describe = |m: &hangar_core::SessionMeta| {
+                if m.title.is_empty() {
+                    format!("cannot start {}", short(&m.id))
+                } else {
+                    format!("cannot start {} (title {:?})", short(&m.id), m.title)
+                }
+            };
+            let spec = launch_spec(&meta, &env).map_err(|e| format!("{}: {e}", describe(&meta)))?;
+            let cwd = PathBuf::from(&meta.cwd);
+            if !cwd.is_dir() {
+                return Err(format!(
+                    "{}: its folder {} does not exist",
+                    describe(&meta),
+                    meta.cwd
+                ));
+            }
+            let mut changed = false;
+            if let Some(minted) = spec.minted.clone()
+                && let Some(m) = st.ws.sessions.get_mut(id)
+            {
+                m.provider_session = Some(minted);
+                changed = true;
+            }
+            if let Some(m) = st.ws.sessions.get_mut(id)
+                && m.dangerous != dangerous
+            {
+                m.dangerous = dangerous;
+                changed = true;
+            }
+            if changed {
+                st.save(&[]).map_err(|e| e.message)?;
+            }
+            let mut env_vars: Vec<(String, String)> = spec.env.into_iter().collect();
+            env_vars.push(("TERM".into(), "xterm-256color".into()));
+            env_vars.push(("HANGAR_SESSION_ID".into(), id.to_string()));
+            env_vars.push(("HANGAR_HOME".into(), self.paths.home.display().to_string()));
+            let request = SpawnRequest {
+                program: spec.program,
+                args: spec.args,
+                cwd,
+                env: env_vars,
+                rows: DEFAULT_ROWS,
+                cols: DEFAULT_COLS,
+            };
+            (
+                request,
+                spec.resumed,
+                meta.provider.clone(),
+                meta.title.clone(),
+            )
+        };
+        let program = request.program.display().to_string();
+        let live = LiveProcess::spawn(request).map_err(|e| {
+            format!(
+                "cannot start {} (title {title:?}): {program}: {e}",
+                short(id)
+            )
+        })?;
+        let start_time = self.os.start_time(live.pid).unwrap_or(0);
+        {
+            let mut st = self.lock();
+            if let Err(e) = st
+                .store
+                .record_process(id, live.pid, live.pgid(), start_time)
+            {
+                tracing::warn!("could not record pid of {id}: {e}");
+            }
+            let rt = st.runtime(id);
+            rt.proc = Some(live.clone());
+            rt.resumed = Some(resumed);
+        }
+        self.watch_exit(id.clone(), live.clone());
+
+        let mut first = live.first_output_watch();
+        let mut exit = live.exit_watch();
+        let timeout = if provider.is_agent() {
+            self.config.spawn_timeout()
+        } else {
+            QUIET_START
+        };
+        let started = tokio::time::timeout(timeout, async {
+            tokio::select! {
+                _ = first.wait_for(|v| *v) => {}
+                _ = exit.wait_for(|e| e.is_some()) => {}
+            }
+        })
+        .await;
+        if let Some(code) = live.exited() {
+            let last = live.last_line().unwrap_or_default();
+            return Err(format!(
+                "{program} exited with code {code} while starting{}",
+                if last.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {last}")
+                }
+            ));
+        }
+        if started.is_err() && provider.is_agent() {
+            self.stop_process(&live).await;
+            return Err(format!(
+                "{program} showed no output within {}s; `hangar wake {}` retries",
+                timeout.as_secs(),
+                short(id)
+            ));
+        }
+        Ok(())
+    }
+
+    /// When the process exits on its own, mark the session `exited` and keep
+    /// its last screen.
+    fn watch_exit(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
+        let daemon = self.clone();
+        tokio::spawn(async move {
+            let mut exit = live.exit_watch();
+            let code = match exit.wait_for(|e| e.is_some()).await {
+                Ok(code) => code.unwrap_or(-1),
+                Err(_) => return,
+            };
+            // Stragglers of the group (children that outlived the leader).
+            daemon.os.signal_group(live.pgid(), libc::SIGKILL);
+            let screen = live.formatted();
+            let mut st = daemon.lock();
+            let _ = st.store.forget_process(&id);
+            let is_current = st
+                .runtimes
+                .get(&id)
+                .and_then(|r| r.proc.as_ref())
+                .is_some_and(|p| Arc::ptr_eq(p, &live));
+            if !is_current {
+                return;
+            }
+            if st.ws.sessions.contains_key(&id) {
+                let now = crate::now_ms();
+                let _ = st.store.save_screen(&id, &screen, now);
+            }
+            let rt = st.runtime(&id);
+            rt.proc = None;
+            if rt.state == RunState::Live {
+                rt.set_state(RunState::Exited(code));
+            }
+        });
+    }
+
+    /// End a process group: SIGTERM, then SIGKILL after a grace period.
+    /// Returns once the leader has been reaped.
+    pub async fn stop_process(&self, live: &Arc<LiveProcess>) {
+        let mut exit = live.exit_watch();
+        if live.exited().is_none() {
+            self.os.signal_group(live.pgid(), libc::SIGTERM);
+            self.os.signal_group(live.pgid(), libc::SIGHUP);
+            let graceful = tokio::time::timeout(STOP_GRACE, exit.wait_for(|e| e.is_some()))
+                .await
+                .is_ok();
+            if !graceful {
+                self.os.signal_group(live.pgid(), libc::SIGKILL);
+                let _ = tokio::time::timeout(STOP_GRACE, exit.wait_for(|e| e.is_some())).await;
+            }
+        }
+        self.os.signal_group(live.pgid(), libc::SIGKILL);
+    }
+
+    /// Stop a session's process (if any) and mark it hibernated, keeping its
+    /// last screen.
+    pub async fn hibernate_session(self: &Arc<Self>, id: &SessionId) -> Result<(), ApiError> {
+        // Wait out a spawn in progress so we stop the process it makes.
+        loop {
+            let mut rx = {
+                let mut st = self.lock();
+                if !st.ws.sessions.contains_key(id) {
+                    return Err(ApiError::not_found(format!("no session {id}")));
+                }
+                let rt = st.runtime(id);
+                if rt.state != RunState::Spawning {
+                    break;
+                }
+                rt.changed.subscribe()
+            };
+            let _ = rx.changed().await;
+        }
+        let live = {
+            let mut st = self.lock();
+            let rt = st.runtime(id);
+            let live = rt.proc.take();
+            rt.set_state(RunState::Hibernated);
+            live
+        };
+        if let Some(live) = live {
+            let screen = live.formatted();
+            self.stop_process(&live).await;
+            let mut st = self.lock();
+            let _ = st.store.save_screen(id, &screen, crate::now_ms());
+            let _ = st.store.forget_process(id);
+        }
+        Ok(())
+    }
+}
+
+/// The first 8 characters of an id, as people see it in `ls`.
+pub fn short(id: &SessionId) -> &str {
+    let s = id.as_str();
+    s.get(..8).unwrap_or(s)
+}

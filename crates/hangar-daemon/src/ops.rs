@@ -1,0 +1,488 @@
+//! The workspace operations behind each request: new, park, bury, pin, close,
+//! tabs, send, reload.
+//!
+//! Each one edits the model through `hangar-core`, persists it before
+//! answering (one store transaction), and only then starts or stops
+//! processes. The rules themselves (what a close cascades to, where an
+//! unburied pane goes) live in `hangar-core`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_core::placement::PanePosition;
+use hangar_core::{Direction, Provider, SessionId, SessionMeta, Tab, TabId};
+use hangar_protocol::message::{self as msg, codes};
+use serde_json::{Value, json};
+
+use crate::Daemon;
+use crate::lifecycle::short;
+use crate::provider::{LaunchEnv, resolve_program};
+use crate::state::{ApiError, RunState};
+
+/// The gap between typing a prompt and pressing Enter, so a TUI that treats
+/// a fast burst as a paste does not swallow the Enter.
+const ENTER_DELAY: Duration = Duration::from_millis(30);
+
+fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn parse_direction(d: Option<&str>) -> Result<Direction, ApiError> {
+    match d.unwrap_or("vertical") {
+        "vertical" | "v" => Ok(Direction::Vertical),
+        "horizontal" | "h" => Ok(Direction::Horizontal),
+        other => Err(ApiError::invalid(format!(
+            "direction must be vertical or horizontal, not {other:?}"
+        ))),
+    }
+}
+
+impl Daemon {
+    /// The provider `new` uses when none is named: the first agent CLI whose
+    /// program is found, else the shell.
+    fn default_provider(&self) -> Provider {
+        let var = |k: &str| std::env::var(k).ok();
+        let env = LaunchEnv {
+            config: &self.config,
+            var: &var,
+            dangerous: false,
+            mint: &new_id,
+        };
+        [Provider::Claude, Provider::Codex, Provider::Opencode]
+            .into_iter()
+            .find(|p| resolve_program(p, &env).is_ok())
+            .unwrap_or(Provider::Shell)
+    }
+
+    pub async fn op_new(self: &Arc<Self>, req: msg::NewSession) -> Result<Value, ApiError> {
+        let provider = match req.provider.as_deref().map(str::trim) {
+            None | Some("") => self.default_provider(),
+            Some(p) => {
+                let provider = Provider::from_name(p);
+                if let Provider::Custom(name) = &provider
+                    && !self.config.providers.contains_key(name)
+                {
+                    return Err(ApiError::invalid(format!(
+                        "unknown provider {name:?}: use claude, codex, opencode, shell, or define [providers.{name}] in config.toml"
+                    )));
+                }
+                provider
+            }
+        };
+        let direction = parse_direction(req.direction.as_deref())?;
+        let now = crate::now_ms();
+        let (id, parked) = {
+            let mut st = self.lock();
+            let tab_id = match &req.tab {
+                Some(t) => st.resolve_tab(t)?,
+                None => match st.ws.active_tab.clone() {
+                    Some(t) => t,
+                    None => {
+                        let title = req
+                            .cwd
+                            .as_deref()
+                            .or(req.fallback_cwd.as_deref())
+                            .and_then(|c| Path::new(c).file_name())
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_else(|| "main".to_owned());
+                        let mut tab = Tab::new(TabId::new(new_id()), title);
+                        tab.cwd = req.cwd.clone().or_else(|| req.fallback_cwd.clone());
+                        let id = tab.id.clone();
+                        st.ws.add_tab(tab)?;
+                        id
+                    }
+                },
+            };
+            let cwd = req
+                .cwd
+                .clone()
+                .or_else(|| st.ws.tab(&tab_id).and_then(|t| t.cwd.clone()))
+                .or_else(|| req.fallback_cwd.clone())
+                .ok_or_else(|| ApiError::invalid("no folder given for the new session (--cwd)"))?;
+            if !Path::new(&cwd).is_dir() {
+                return Err(ApiError::invalid(format!(
+                    "folder {cwd} does not exist; pass an existing --cwd"
+                )));
+            }
+            let id = SessionId::new(new_id());
+            let mut meta = SessionMeta::new(id.clone(), provider.clone(), cwd);
+            meta.title = req
+                .title
+                .clone()
+                .filter(|t| !t.trim().is_empty())
+                .unwrap_or_else(|| provider.name().to_owned());
+            meta.created_at_ms = now;
+            meta.last_active_ms = now;
+            meta.capture = !req.no_capture;
+            meta.mcp = !req.no_mcp;
+            meta.dangerous = st.ws.settings.dangerous;
+            if req.parked {
+                st.ws.add_parked_session(meta, &tab_id, now)?;
+            } else {
+                let position = match &req.split {
+                    Some(target) => PanePosition::Split {
+                        target: st.resolve_session(target)?,
+                        direction,
+                    },
+                    None => PanePosition::Auto,
+                };
+                st.ws.add_pane_session(meta, &tab_id, position)?;
+                st.ws.active_tab = Some(tab_id);
+            }
+            st.save(&[])?;
+            (id, req.parked)
+        };
+        let state = if parked {
+            RunState::Hibernated
+        } else {
+            self.wake(&id).await?
+        };
+        Ok(json!({"id": id.to_string(), "state": state.name()}))
+    }
+
+    pub fn op_list(&self) -> Value {
+        let st = self.lock();
+        let rows: Vec<_> = st
+            .ordered_sessions()
+            .iter()
+            .filter_map(|id| st.session_view(id))
+            .collect();
+        serde_json::to_value(rows).unwrap_or(Value::Null)
+    }
+
+    pub fn op_status(&self) -> Value {
+        let st = self.lock();
+        let view = hangar_protocol::view::StatusView {
+            daemon: hangar_protocol::view::DaemonView {
+                pid: std::process::id(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                home: self.paths.home.display().to_string(),
+            },
+            sessions: st.counts(),
+            restore: st.restore.view(),
+            dangerous: st.ws.settings.dangerous,
+            notices: st.notices.clone(),
+        };
+        serde_json::to_value(view).unwrap_or(Value::Null)
+    }
+
+    fn touch(&self, id: &SessionId) {
+        let mut st = self.lock();
+        if let Some(m) = st.ws.sessions.get_mut(id) {
+            m.last_active_ms = crate::now_ms();
+        }
+    }
+
+    pub async fn op_send(self: &Arc<Self>, req: msg::Send) -> Result<Value, ApiError> {
+        let id = self.lock().resolve_session(&req.session)?;
+        let state = self.wake(&id).await?;
+        if let RunState::Failed(reason) = state {
+            return Err(ApiError::new(codes::FAILED, reason));
+        }
+        let live = self
+            .lock()
+            .runtimes
+            .get(&id)
+            .and_then(|r| r.proc.clone())
+            .ok_or_else(|| {
+                ApiError::new(
+                    codes::FAILED,
+                    format!("session {} is not running", short(&id)),
+                )
+            })?;
+        let write = |e: std::io::Error| {
+            ApiError::new(
+                codes::FAILED,
+                format!("cannot type into {}: {e}", short(&id)),
+            )
+        };
+        if live.bracketed_paste() {
+            let mut bytes = b"\x1b[200~".to_vec();
+            bytes.extend_from_slice(req.text.as_bytes());
+            bytes.extend_from_slice(b"\x1b[201~");
+            live.write(&bytes).await.map_err(write)?;
+        } else {
+            live.write(req.text.as_bytes()).await.map_err(write)?;
+        }
+        if req.enter {
+            tokio::time::sleep(ENTER_DELAY).await;
+            live.write(b"\r").await.map_err(write)?;
+        }
+        self.touch(&id);
+        self.lock().save(&[])?;
+        Ok(json!({"id": id.to_string(), "sent": req.text.len()}))
+    }
+
+    pub async fn op_park(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
+        let mut st = self.lock();
+        let id = st.resolve_session(session)?;
+        let tab = st.ws.park(&id, crate::now_ms())?;
+        st.save(&[])?;
+        Ok(json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "parked"}))
+    }
+
+    pub async fn op_unpark(self: &Arc<Self>, req: msg::Unpark) -> Result<Value, ApiError> {
+        let (id, tab) = {
+            let mut st = self.lock();
+            let id = st.resolve_session(&req.session)?;
+            let tab = req.tab.as_deref().map(|t| st.resolve_tab(t)).transpose()?;
+            let tab = st.ws.unpark(&id, tab.as_ref(), PanePosition::Auto)?;
+            st.ws.active_tab = Some(tab.clone());
+            st.save(&[])?;
+            (id, tab)
+        };
+        let state = self.wake(&id).await?;
+        Ok(
+            json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "pane", "state": state.name()}),
+        )
+    }
+
+    pub async fn op_bury(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
+        let mut st = self.lock();
+        let id = st.resolve_session(session)?;
+        let tab = st.ws.bury(&id, crate::now_ms())?;
+        st.save(&[])?;
+        Ok(json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "buried"}))
+    }
+
+    pub async fn op_unbury(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
+        let (id, tab) = {
+            let mut st = self.lock();
+            let id = st.resolve_session(session)?;
+            let tab = st
+                .ws
+                .unbury(&id, || Tab::new(TabId::new(new_id()), "main"))?;
+            st.save(&[])?;
+            (id, tab)
+        };
+        let state = self.wake(&id).await?;
+        Ok(
+            json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "pane", "state": state.name()}),
+        )
+    }
+
+    pub fn op_pin(&self, session: &str, pin: bool) -> Result<Value, ApiError> {
+        let mut st = self.lock();
+        let id = st.resolve_session(session)?;
+        if pin {
+            st.ws.pin(&id)?;
+        } else {
+            st.ws.unpin(&id)?;
+        }
+        st.save(&[])?;
+        Ok(json!({"id": id.to_string(), "pinned": pin}))
+    }
+
+    pub async fn op_wake(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
+        let id = self.lock().resolve_session(session)?;
+        let state = self.wake(&id).await?;
+        self.touch(&id);
+        let view = self.lock().session_view(&id);
+        match state {
+            RunState::Failed(reason) => Err(ApiError {
+                code: codes::FAILED,
+                message: reason,
+                detail: serde_json::to_value(view).unwrap_or(Value::Null),
+            }),
+            _ => Ok(serde_json::to_value(view).unwrap_or(Value::Null)),
+        }
+    }
+
+    pub async fn op_hibernate(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
+        let id = self.lock().resolve_session(session)?;
+        self.hibernate_session(&id).await?;
+        Ok(json!({"id": id.to_string(), "state": "hibernated"}))
+    }
+
+    /// Stop every process of `ids` and remove them from the model.
+    async fn close_sessions(self: &Arc<Self>, ids: &[SessionId]) -> Result<(), ApiError> {
+        let lives: Vec<_> = {
+            let mut st = self.lock();
+            ids.iter()
+                .filter_map(|id| {
+                    let rt = st.runtimes.get_mut(id)?;
+                    let live = rt.proc.take();
+                    rt.set_state(RunState::Hibernated);
+                    live
+                })
+                .collect()
+        };
+        futures::future::join_all(lives.iter().map(|l| self.stop_process(l))).await;
+        let mut st = self.lock();
+        st.ws.remove_sessions(ids);
+        for id in ids {
+            st.runtimes.remove(id);
+            let _ = st.store.forget_process(id);
+        }
+        st.save(ids)?;
+        Ok(())
+    }
+
+    pub async fn op_close(self: &Arc<Self>, req: msg::Close) -> Result<Value, ApiError> {
+        let cascade = {
+            let st = self.lock();
+            let id = st.resolve_session(&req.session)?;
+            st.ws.close_cascade(&id)
+        };
+        if cascade.len() > 1 && !req.yes {
+            return Err(needs_confirmation(
+                format!(
+                    "closing {} also closes {} linked session(s): {}; pass --yes to close them all",
+                    short(&cascade[0]),
+                    cascade.len() - 1,
+                    cascade[1..]
+                        .iter()
+                        .map(short)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                &cascade,
+            ));
+        }
+        self.close_sessions(&cascade).await?;
+        Ok(json!({"closed": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
+    }
+
+    pub fn op_tab_new(&self, req: msg::TabNew) -> Result<Value, ApiError> {
+        if req.title.trim().is_empty() {
+            return Err(ApiError::invalid("a tab needs a title"));
+        }
+        if let Some(cwd) = &req.cwd
+            && !Path::new(cwd).is_dir()
+        {
+            return Err(ApiError::invalid(format!("folder {cwd} does not exist")));
+        }
+        let mut st = self.lock();
+        let mut tab = Tab::new(TabId::new(new_id()), req.title.trim());
+        tab.cwd = req.cwd;
+        let id = tab.id.clone();
+        st.ws.add_tab(tab)?;
+        st.ws.active_tab = Some(id.clone());
+        st.save(&[])?;
+        Ok(json!({"id": id.to_string(), "title": req.title.trim()}))
+    }
+
+    pub fn op_tab_list(&self) -> Value {
+        serde_json::to_value(self.lock().tab_views()).unwrap_or(Value::Null)
+    }
+
+    pub async fn op_tab_close(self: &Arc<Self>, req: msg::TabClose) -> Result<Value, ApiError> {
+        let (tab, cascade) = {
+            let st = self.lock();
+            let tab = st.resolve_tab(&req.tab)?;
+            let cascade = st.ws.tab_close_cascade(&tab)?;
+            (tab, cascade)
+        };
+        if !cascade.is_empty() && !req.yes {
+            return Err(needs_confirmation(
+                format!(
+                    "closing this tab closes {} session(s) (its panes and parked agents): {}; pass --yes to close them",
+                    cascade.len(),
+                    cascade
+                        .iter()
+                        .map(short)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                &cascade,
+            ));
+        }
+        self.close_sessions(&cascade).await?;
+        let mut st = self.lock();
+        st.ws.remove_tab(&tab)?;
+        st.save(&[])?;
+        Ok(
+            json!({"tab": tab.to_string(), "closed": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>()}),
+        )
+    }
+
+    pub fn op_tab_rename(&self, req: msg::TabRename) -> Result<Value, ApiError> {
+        if req.title.trim().is_empty() {
+            return Err(ApiError::invalid("a tab needs a title"));
+        }
+        let mut st = self.lock();
+        let tab = st.resolve_tab(&req.tab)?;
+        if let Some(t) = st.ws.tab_mut(&tab) {
+            t.title = req.title.trim().to_owned();
+        }
+        st.save(&[])?;
+        Ok(json!({"id": tab.to_string(), "title": req.title.trim()}))
+    }
+
+    /// Store the setting, then restart live agent sessions one at a time
+    /// under the same ids. Hibernated sessions pick it up when they wake.
+    pub async fn op_reload(self: &Arc<Self>, req: msg::Reload) -> Result<Value, ApiError> {
+        let live_agents: Vec<SessionId> = {
+            let mut st = self.lock();
+            if let Some(d) = req.dangerous {
+                st.ws.settings.dangerous = d;
+            }
+            st.save(&[])?;
+            st.ordered_sessions()
+                .into_iter()
+                .filter(|id| {
+                    st.ws
+                        .sessions
+                        .get(id)
+                        .is_some_and(|m| m.provider.is_agent())
+                        && matches!(st.run_state(id), RunState::Live | RunState::Spawning)
+                })
+                .collect()
+        };
+        let mut restarted = Vec::new();
+        let mut failed = Vec::new();
+        for id in live_agents {
+            self.hibernate_session(&id).await?;
+            match self.wake(&id).await? {
+                RunState::Failed(reason) => {
+                    failed.push(json!({"id": id.to_string(), "reason": reason}))
+                }
+                _ => restarted.push(id.to_string()),
+            }
+        }
+        let dangerous = self.lock().ws.settings.dangerous;
+        Ok(json!({"dangerous": dangerous, "restarted": restarted, "failed": failed}))
+    }
+
+    pub fn op_screen(&self, session: &str) -> Result<Value, ApiError> {
+        let st = self.lock();
+        let id = st.resolve_session(session)?;
+        let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());
+        let (text, source) = match live {
+            Some(l) => (l.text(), "live"),
+            None => {
+                let saved = st.store.load_screen(&id)?.unwrap_or_default();
+                (strip_ansi(&String::from_utf8_lossy(&saved)), "saved")
+            }
+        };
+        Ok(json!({"id": id.to_string(), "screen": text, "source": source}))
+    }
+}
+
+fn needs_confirmation(message: String, cascade: &[SessionId]) -> ApiError {
+    ApiError {
+        code: codes::NEEDS_CONFIRMATION,
+        message,
+        detail: json!({"would_close": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>()}),
+    }
+}
+
+/// Plain text of a screen saved with its escape sequences.
+fn strip_ansi(s: &str) -> String {
+    let mut parser = vt100::Parser::new(
+        std::num::NonZeroU16::new(200).unwrap_or(std::num::NonZeroU16::MIN),
+        std::num::NonZeroU16::new(400).unwrap_or(std::num::NonZeroU16::MIN),
+        0,
+    );
+    parser.process(s.as_bytes());
+    parser
+        .screen()
+        .contents()
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim_end()
+        .to_owned()
+}

@@ -1,0 +1,268 @@
+//! Provider adapters: how each agent CLI is started fresh, resumed by its
+//! provider session id, and put in dangerous mode.
+//!
+//! This module only computes a command line; it never starts anything. The
+//! program is found from `HANGAR_<P>_BIN`, then config, then PATH, and a
+//! missing program is a `LaunchError` the session shows as its `failed`
+//! reason, never a daemon error.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hangar_core::{IdSource, Provider, ProviderSessionId, SessionMeta};
+
+use crate::config::Config;
+
+/// Everything needed to start a session's process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// Whether this start resumes a provider session or starts fresh.
+    pub resumed: bool,
+    /// A provider session id hangar chose for a fresh start (claude's
+    /// `--session-id`); recorded at once with source `resume-request`.
+    pub minted: Option<ProviderSessionId>,
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LaunchError {
+    #[error("{program} not found{where_}; set {var} or install it")]
+    ProgramNotFound {
+        program: String,
+        where_: String,
+        var: String,
+    },
+    #[error("unknown provider {0:?}: define it under [providers.{0}] in config.toml")]
+    UnknownProvider(String),
+}
+
+/// The facts a launch depends on, gathered by the caller.
+pub struct LaunchEnv<'a> {
+    pub config: &'a Config,
+    pub var: &'a dyn Fn(&str) -> Option<String>,
+    pub dangerous: bool,
+    /// Mints a fresh provider session id (a uuid).
+    pub mint: &'a dyn Fn() -> String,
+}
+
+fn env_var_name(provider: &Provider) -> String {
+    match provider {
+        Provider::Shell => "HANGAR_SHELL".to_owned(),
+        other => format!(
+            "HANGAR_{}_BIN",
+            other.name().to_uppercase().replace('-', "_")
+        ),
+    }
+}
+
+/// Find a program: a path with a slash must exist and be a file; a bare name
+/// is looked up on PATH.
+pub fn find_program(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = Path::new(name);
+        return is_executable(p).then(|| p.to_path_buf());
+    }
+    let path_var = path_var?;
+    std::env::split_paths(path_var)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Where the program for `provider` is, or why there is none.
+pub fn resolve_program(provider: &Provider, env: &LaunchEnv<'_>) -> Result<PathBuf, LaunchError> {
+    let var = env_var_name(provider);
+    let from_config = env
+        .config
+        .providers
+        .get(provider.name())
+        .and_then(|p| p.program.clone());
+    let (name, where_) = match ((env.var)(&var).filter(|v| !v.is_empty()), from_config) {
+        (Some(v), _) => (v, format!(" (from {var})")),
+        (None, Some(c)) => (c, " (from config.toml)".to_owned()),
+        (None, None) => match provider {
+            Provider::Shell => (
+                (env.var)("SHELL")
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "/bin/sh".to_owned()),
+                " (from SHELL)".to_owned(),
+            ),
+            Provider::Custom(name) => return Err(LaunchError::UnknownProvider(name.clone())),
+            other => (other.name().to_owned(), " on PATH".to_owned()),
+        },
+    };
+    find_program(&name, (env.var)("PATH").as_deref()).ok_or(LaunchError::ProgramNotFound {
+        program: name,
+        where_,
+        var,
+    })
+}
+
+/// The command line that starts (or resumes) `meta`.
+pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec, LaunchError> {
+    let program = resolve_program(&meta.provider, env)?;
+    let resume = meta.durable_provider_id().map(str::to_owned);
+    let mut args = Vec::new();
+    let mut minted = None;
+    let custom = env.config.providers.get(meta.provider.name());
+    match &meta.provider {
+        Provider::Claude => {
+            if env.dangerous {
+                args.push("--dangerously-skip-permissions".to_owned());
+            }
+            match &resume {
+                Some(id) => args.extend(["--resume".to_owned(), id.clone()]),
+                None => {
+                    let id = (env.mint)();
+                    args.extend(["--session-id".to_owned(), id.clone()]);
+                    minted = Some(ProviderSessionId::new(id, IdSource::ResumeRequest));
+                }
+            }
+        }
+        Provider::Codex => {
+            if env.dangerous {
+                args.push("--dangerously-bypass-approvals-and-sandbox".to_owned());
+            }
+            if let Some(id) = &resume {
+                args.extend(["resume".to_owned(), id.clone()]);
+            }
+        }
+        Provider::Opencode => {
+            if let Some(id) = &resume {
+                args.extend(["--session".to_owned(), id.clone()]);
+            }
+        }
+        Provider::Shell => {}
+        Provider::Custom(_) => {
+            if let Some(c) = custom {
+                args.extend(c.args.iter().cloned());
+                if env.dangerous {
+                    args.extend(c.dangerous_args.iter().cloned());
+                }
+                if let Some(id) = &resume {
+                    args.extend(c.resume_args.iter().map(|a| a.replace("{id}", id)));
+                }
+            }
+        }
+    }
+    let env_vars = custom.map(|c| c.env.clone()).unwrap_or_default();
+    Ok(LaunchSpec {
+        program,
+        args,
+        env: env_vars,
+        resumed: resume.is_some(),
+        minted,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::SessionId;
+
+    fn env_with<'a>(
+        config: &'a Config,
+        vars: &'a dyn Fn(&str) -> Option<String>,
+        dangerous: bool,
+    ) -> LaunchEnv<'a> {
+        LaunchEnv {
+            config,
+            var: vars,
+            dangerous,
+            mint: &|| "minted-uuid".to_owned(),
+        }
+    }
+
+    fn true_bin() -> String {
+        find_program("true", std::env::var("PATH").ok().as_deref())
+            .unwrap()
+            .display()
+            .to_string()
+    }
+
+    #[test]
+    fn claude_fresh_start_mints_a_session_id_recorded_as_resume_request() {
+        let config = Config::default();
+        let bin = true_bin();
+        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
+        let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(spec.args, vec!["--session-id", "minted-uuid"]);
+        assert_eq!(
+            spec.minted,
+            Some(ProviderSessionId::new(
+                "minted-uuid",
+                IdSource::ResumeRequest
+            ))
+        );
+        assert!(!spec.resumed);
+    }
+
+    #[test]
+    fn claude_resumes_its_durable_id_with_the_dangerous_flag() {
+        let config = Config::default();
+        let bin = true_bin();
+        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        meta.provider_session = Some(ProviderSessionId::new("abc", IdSource::Transcript));
+        let spec = launch_spec(&meta, &env_with(&config, &vars, true)).unwrap();
+        assert_eq!(
+            spec.args,
+            vec!["--dangerously-skip-permissions", "--resume", "abc"]
+        );
+        assert!(spec.resumed);
+    }
+
+    #[test]
+    fn a_provisional_proxy_header_id_is_never_resumed() {
+        let config = Config::default();
+        let bin = true_bin();
+        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        meta.provider_session = Some(ProviderSessionId::new("abc", IdSource::ProxyHeader));
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(spec.args, vec!["--session-id", "minted-uuid"]);
+    }
+
+    #[test]
+    fn codex_resumes_with_a_trailing_subcommand_and_opencode_with_session() {
+        let config = Config::default();
+        let bin = true_bin();
+        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
+        meta.provider_session = Some(ProviderSessionId {
+            id: "t-1".into(),
+            source: None,
+        });
+        let spec = launch_spec(&meta, &env_with(&config, &vars, true)).unwrap();
+        assert_eq!(
+            spec.args,
+            vec![
+                "--dangerously-bypass-approvals-and-sandbox",
+                "resume",
+                "t-1"
+            ]
+        );
+        meta.provider = Provider::Opencode;
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(spec.args, vec!["--session", "t-1"]);
+    }
+
+    #[test]
+    fn a_missing_program_says_which_variable_to_set() {
+        let config = Config::default();
+        let vars = |k: &str| (k == "PATH").then(|| "/nonexistent".to_owned());
+        let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        let e = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "claude not found on PATH; set HANGAR_CLAUDE_BIN or install it"
+        );
+    }
+}

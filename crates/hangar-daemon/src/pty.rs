@@ -1,0 +1,221 @@
+//! One session's process in a pseudo-terminal, and its server-side screen.
+//!
+//! The child is started as the leader of a new session (so of a new process
+//! group) with the PTY as its controlling terminal. Every byte it prints is
+//! fed into a vt100 screen with bounded scrollback and broadcast to attached
+//! clients; both happen under the screen lock, so a client that snapshots the
+//! screen and subscribes in one step never misses or repeats a byte. The
+//! parent's copy of the PTY's slave side is closed right after the spawn: a
+//! leaked slave fd would keep the reader from ever seeing EOF.
+
+use std::num::NonZeroU16;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{broadcast, watch};
+
+/// Lines of scrollback kept per session.
+pub const SCROLLBACK_LINES: usize = 2000;
+/// Output chunks buffered per attached client before it is resynced from the
+/// screen instead.
+const OUTPUT_CHANNEL: usize = 1024;
+
+pub const DEFAULT_ROWS: u16 = 40;
+pub const DEFAULT_COLS: u16 = 120;
+
+/// How a process ended: exit code, or 128 + signal number.
+pub type ExitCode = i32;
+
+pub struct SpawnRequest {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub rows: u16,
+    pub cols: u16,
+}
+
+pub struct LiveProcess {
+    pub pid: u32,
+    screen: Mutex<vt100::Parser>,
+    output: broadcast::Sender<Bytes>,
+    writer: tokio::sync::Mutex<pty_process::OwnedWritePty>,
+    /// `true` once the child printed anything.
+    first_output: watch::Sender<bool>,
+    /// `Some` once the child has exited and been reaped.
+    exit: watch::Sender<Option<ExitCode>>,
+}
+
+fn nz(v: u16, default: u16) -> NonZeroU16 {
+    NonZeroU16::new(v)
+        .or(NonZeroU16::new(default))
+        .unwrap_or(NonZeroU16::MIN)
+}
+
+impl LiveProcess {
+    /// Start the program in a new PTY. The returned process is already being
+    /// read from and waited for.
+    pub fn spawn(req: SpawnRequest) -> std::io::Result<Arc<LiveProcess>> {
+        let (pty, pts) = pty_process::open().map_err(std::io::Error::other)?;
+        pty.resize(pty_process::Size::new(req.rows.max(1), req.cols.max(1)))
+            .map_err(std::io::Error::other)?;
+        let mut cmd = pty_process::Command::new(&req.program)
+            .args(&req.args)
+            .current_dir(&req.cwd);
+        for (k, v) in &req.env {
+            cmd = cmd.env(k, v);
+        }
+        // `pts` is moved in and dropped by spawn: the parent keeps no slave fd.
+        let mut child = cmd.spawn(pts).map_err(std::io::Error::other)?;
+        let pid = child
+            .id()
+            .ok_or_else(|| std::io::Error::other("child exited before its pid was known"))?;
+        let (reader, writer) = pty.into_split();
+        let (output, _) = broadcast::channel(OUTPUT_CHANNEL);
+        let (first_output, _) = watch::channel(false);
+        let (exit, _) = watch::channel(None);
+        let parser = vt100::Parser::new(
+            nz(req.rows, DEFAULT_ROWS),
+            nz(req.cols, DEFAULT_COLS),
+            SCROLLBACK_LINES,
+        );
+        let live = Arc::new(LiveProcess {
+            pid,
+            screen: Mutex::new(parser),
+            output,
+            writer: tokio::sync::Mutex::new(writer),
+            first_output,
+            exit,
+        });
+        tokio::spawn(read_output(live.clone(), reader));
+        let waiter = live.clone();
+        tokio::spawn(async move {
+            let code = match child.wait().await {
+                Ok(status) => exit_code(status),
+                Err(_) => -1,
+            };
+            waiter.exit.send_replace(Some(code));
+        });
+        Ok(live)
+    }
+
+    pub fn exited(&self) -> Option<ExitCode> {
+        *self.exit.borrow()
+    }
+
+    pub fn exit_watch(&self) -> watch::Receiver<Option<ExitCode>> {
+        self.exit.subscribe()
+    }
+
+    pub fn first_output_watch(&self) -> watch::Receiver<bool> {
+        self.first_output.subscribe()
+    }
+
+    /// The process group (the child is a session leader: pgid == pid).
+    pub fn pgid(&self) -> u32 {
+        self.pid
+    }
+
+    pub async fn write(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let mut w = self.writer.lock().await;
+        w.write_all(bytes).await?;
+        w.flush().await
+    }
+
+    pub async fn resize(&self, rows: u16, cols: u16) -> std::io::Result<()> {
+        let (rows, cols) = (rows.max(1), cols.max(1));
+        {
+            let mut screen = self.lock_screen();
+            screen.set_size(nz(rows, DEFAULT_ROWS), nz(cols, DEFAULT_COLS));
+        }
+        let w = self.writer.lock().await;
+        w.resize(pty_process::Size::new(rows, cols))
+            .map_err(std::io::Error::other)
+    }
+
+    fn lock_screen(&self) -> std::sync::MutexGuard<'_, vt100::Parser> {
+        // A panic while holding the lock leaves a parser that is still a
+        // valid screen; keep using it rather than poisoning every client.
+        self.screen.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The screen as escape sequences that redraw it on a fresh terminal
+    /// (contents, colours, modes and cursor), and a receiver of every byte
+    /// after it.
+    pub fn snapshot_and_subscribe(&self) -> (Vec<u8>, broadcast::Receiver<Bytes>) {
+        let screen = self.lock_screen();
+        let rx = self.output.subscribe();
+        (redraw_bytes(screen.screen()), rx)
+    }
+
+    /// A redraw of the current screen (for resyncing a slow client).
+    pub fn redraw(&self) -> Vec<u8> {
+        redraw_bytes(self.lock_screen().screen())
+    }
+
+    /// The visible screen as plain text.
+    pub fn text(&self) -> String {
+        self.lock_screen().screen().contents()
+    }
+
+    /// The screen with its formatting, for keeping as a hibernated session's
+    /// last screen.
+    pub fn formatted(&self) -> Vec<u8> {
+        self.lock_screen()
+            .screen()
+            .contents_formatted()
+            .into_bytes()
+    }
+
+    pub fn bracketed_paste(&self) -> bool {
+        self.lock_screen().screen().bracketed_paste()
+    }
+
+    /// The last non-empty line of the screen, for failure reasons.
+    pub fn last_line(&self) -> Option<String> {
+        let text = self.text();
+        text.lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_owned)
+    }
+}
+
+/// Clear the terminal, then draw the screen state.
+fn redraw_bytes(screen: &vt100::Screen) -> Vec<u8> {
+    let mut out = b"\x1b[H\x1b[2J".to_vec();
+    out.extend_from_slice(screen.state_formatted().as_bytes());
+    out
+}
+
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(-1)
+}
+
+async fn read_output(live: Arc<LiveProcess>, mut reader: pty_process::OwnedReadPty) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let chunk = Bytes::copy_from_slice(&buf[..n]);
+                {
+                    let mut screen = live.lock_screen();
+                    screen.process(&chunk);
+                    // No receivers is normal: nobody is attached.
+                    let _ = live.output.send(chunk);
+                }
+                if !*live.first_output.borrow() {
+                    live.first_output.send_replace(true);
+                }
+            }
+        }
+    }
+}

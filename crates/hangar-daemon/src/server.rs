@@ -1,0 +1,373 @@
+//! The control socket: accepting clients, checking who they are, decoding
+//! frames and answering requests, and streaming attached sessions.
+//!
+//! A bad client never takes the daemon down: malformed frames, unknown kinds
+//! and oversized requests get an error reply; a client that vanishes
+//! mid-request is simply dropped. Each connection has a bounded outgoing
+//! queue, and attached output goes through a broadcast channel that never
+//! blocks the session: a client that falls behind is resynced from the screen.
+
+use std::sync::Arc;
+
+use hangar_protocol::frame::{self, Decoder, Frame, FrameError, MAX_CLIENT_FRAME};
+use hangar_protocol::message::{self as msg, PROTOCOL_VERSION, Reply, Request, codes};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::Daemon;
+use crate::state::{ApiError, RunState};
+
+/// Outgoing frames queued per connection before the writer pushes back.
+const OUTGOING_QUEUE: usize = 256;
+
+pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
+    let mut shutdown = daemon.shutdown_watch();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let daemon = daemon.clone();
+                    tokio::spawn(async move { handle(daemon, stream).await });
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.wait_for(|s| *s) => break,
+        }
+    }
+}
+
+struct Conn {
+    out: mpsc::Sender<Vec<u8>>,
+}
+
+impl Conn {
+    async fn reply(&self, reply: Reply) -> bool {
+        self.out
+            .send(frame::encode(frame::TAG_MESSAGE, &reply.encode()))
+            .await
+            .is_ok()
+    }
+
+    async fn data(&self, bytes: &[u8]) -> bool {
+        self.out
+            .send(frame::encode(frame::TAG_DATA, bytes))
+            .await
+            .is_ok()
+    }
+
+    async fn event(&self, event: Value) -> bool {
+        let bytes = serde_json::to_vec(&event).unwrap_or_default();
+        self.out
+            .send(frame::encode(frame::TAG_MESSAGE, &bytes))
+            .await
+            .is_ok()
+    }
+}
+
+fn peer_is_us(stream: &UnixStream) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    stream.peer_cred().is_ok_and(|c| c.uid() == me)
+}
+
+async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
+    if !peer_is_us(&stream) {
+        let mut stream = stream;
+        let reply = Reply::err(
+            0,
+            codes::BAD_REQUEST,
+            "refused: the client runs as another user",
+        );
+        let _ = stream
+            .write_all(&frame::encode(frame::TAG_MESSAGE, &reply.encode()))
+            .await;
+        return;
+    }
+    let (mut reader, mut writer) = stream.into_split();
+    let (out, mut out_rx) = mpsc::channel::<Vec<u8>>(OUTGOING_QUEUE);
+    let writer_task = tokio::spawn(async move {
+        while let Some(bytes) = out_rx.recv().await {
+            if writer.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+    });
+    let conn = Conn { out };
+    let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut greeted = false;
+    let mut attached: Option<Attached> = None;
+    'conn: loop {
+        // Drain every complete frame before reading more.
+        loop {
+            let frame = match decoder.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(FrameError::TooLarge { len, max }) => {
+                    let r = Reply::err(
+                        0,
+                        codes::TOO_LARGE,
+                        format!("request of {len} bytes exceeds the limit of {max} bytes"),
+                    );
+                    if !conn.reply(r).await {
+                        break 'conn;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    if !conn
+                        .reply(Reply::err(0, codes::BAD_REQUEST, e.to_string()))
+                        .await
+                    {
+                        break 'conn;
+                    }
+                    continue;
+                }
+            };
+            match frame {
+                Frame::Data(bytes) => {
+                    if let Some(a) = &attached {
+                        if let Err(e) = a.live.write(&bytes).await {
+                            tracing::debug!("input to attached session failed: {e}");
+                        }
+                    } else if !conn
+                        .reply(Reply::err(
+                            0,
+                            codes::BAD_REQUEST,
+                            "terminal data sent while not attached",
+                        ))
+                        .await
+                    {
+                        break 'conn;
+                    }
+                }
+                Frame::Unknown { tag, .. } => {
+                    let r = Reply::err(0, codes::UNKNOWN_KIND, format!("unknown frame tag {tag}"));
+                    if !conn.reply(r).await {
+                        break 'conn;
+                    }
+                }
+                Frame::Message(payload) => {
+                    let (id, request) = match Request::decode(&payload) {
+                        Ok(x) => x,
+                        Err(bad) => {
+                            let r =
+                                Reply::err(bad.id.unwrap_or(0), codes::BAD_REQUEST, bad.message);
+                            if !conn.reply(r).await {
+                                break 'conn;
+                            }
+                            continue;
+                        }
+                    };
+                    if !greeted {
+                        match request {
+                            Request::Hello(h) if h.protocol_version == PROTOCOL_VERSION => {
+                                greeted = true;
+                                let welcome = msg::Welcome {
+                                    protocol_version: PROTOCOL_VERSION,
+                                    daemon_version: env!("CARGO_PKG_VERSION").to_owned(),
+                                    pid: std::process::id(),
+                                };
+                                let body = serde_json::to_value(welcome).unwrap_or(Value::Null);
+                                if !conn.reply(Reply::ok(id, body)).await {
+                                    break 'conn;
+                                }
+                            }
+                            Request::Hello(h) => {
+                                let r = Reply::err(
+                                    id,
+                                    codes::VERSION,
+                                    format!(
+                                        "client speaks protocol {} but this daemon speaks {PROTOCOL_VERSION}; restart the daemon with `hangar shutdown`",
+                                        h.protocol_version
+                                    ),
+                                );
+                                conn.reply(r).await;
+                                break 'conn;
+                            }
+                            _ => {
+                                conn.reply(Reply::err(id, codes::BAD_REQUEST, "send hello first"))
+                                    .await;
+                                break 'conn;
+                            }
+                        }
+                        continue;
+                    }
+                    match request {
+                        Request::Attach(a) => match start_attach(&daemon, &conn, id, a).await {
+                            Ok(att) => attached = Some(att),
+                            Err(e) => {
+                                if !conn.reply(error_reply(id, e)).await {
+                                    break 'conn;
+                                }
+                            }
+                        },
+                        Request::Resize(r) => {
+                            if let Some(a) = &attached {
+                                let _ = a.live.resize(r.rows, r.cols).await;
+                            }
+                        }
+                        Request::Detach => {
+                            if let Some(a) = attached.take() {
+                                a.forwarder.abort();
+                            }
+                            if !conn.reply(Reply::ok(id, json!({"detached": true}))).await {
+                                break 'conn;
+                            }
+                        }
+                        Request::Shutdown => {
+                            conn.reply(Reply::ok(id, json!({"stopping": true}))).await;
+                            daemon.shutdown().await;
+                            break 'conn;
+                        }
+                        other => {
+                            let reply = match dispatch(&daemon, other).await {
+                                Ok(body) => Reply::ok(id, body),
+                                Err(e) => error_reply(id, e),
+                            };
+                            if !conn.reply(reply).await {
+                                break 'conn;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let n = match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        decoder.push(&buf[..n]);
+    }
+    if let Some(a) = attached {
+        a.forwarder.abort();
+    }
+    drop(conn);
+    let _ = writer_task.await;
+}
+
+fn error_reply(id: u64, e: ApiError) -> Reply {
+    Reply::err_with(id, e.code, e.message, e.detail)
+}
+
+async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiError> {
+    match request {
+        Request::New(r) => daemon.op_new(r).await,
+        Request::List => Ok(daemon.op_list()),
+        Request::Status => Ok(daemon.op_status()),
+        Request::Send(r) => daemon.op_send(r).await,
+        Request::Park(r) => daemon.op_park(&r.session).await,
+        Request::Unpark(r) => daemon.op_unpark(r).await,
+        Request::Bury(r) => daemon.op_bury(&r.session).await,
+        Request::Unbury(r) => daemon.op_unbury(&r.session).await,
+        Request::Pin(r) => daemon.op_pin(&r.session, true),
+        Request::Unpin(r) => daemon.op_pin(&r.session, false),
+        Request::Wake(r) => daemon.op_wake(&r.session).await,
+        Request::Hibernate(r) => daemon.op_hibernate(&r.session).await,
+        Request::Close(r) => daemon.op_close(r).await,
+        Request::TabNew(r) => daemon.op_tab_new(r),
+        Request::TabList => Ok(daemon.op_tab_list()),
+        Request::TabClose(r) => daemon.op_tab_close(r).await,
+        Request::TabRename(r) => daemon.op_tab_rename(r),
+        Request::Reload(r) => daemon.op_reload(r).await,
+        Request::Screen(r) => daemon.op_screen(&r.session),
+        Request::Export => daemon.op_export(),
+        Request::Import(r) => daemon.op_import(r).await,
+        Request::Workspace => daemon.op_workspace(),
+        Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
+        Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
+            Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))
+        }
+        Request::Unknown(kind) => Err(ApiError::new(
+            codes::UNKNOWN_KIND,
+            format!(
+                "unknown request kind {kind:?}; this daemon is version {}",
+                env!("CARGO_PKG_VERSION")
+            ),
+        )),
+    }
+}
+
+struct Attached {
+    live: Arc<crate::pty::LiveProcess>,
+    forwarder: tokio::task::JoinHandle<()>,
+}
+
+async fn start_attach(
+    daemon: &Arc<Daemon>,
+    conn: &Conn,
+    id: u64,
+    req: msg::Attach,
+) -> Result<Attached, ApiError> {
+    let session = daemon.lock().resolve_session(&req.session)?;
+    if let RunState::Failed(reason) = daemon.wake(&session).await? {
+        return Err(ApiError::new(codes::FAILED, reason));
+    }
+    let live = daemon
+        .lock()
+        .runtimes
+        .get(&session)
+        .and_then(|r| r.proc.clone())
+        .ok_or_else(|| ApiError::new(codes::FAILED, "the session is not running"))?;
+    if req.rows > 0 && req.cols > 0 {
+        let _ = live.resize(req.rows, req.cols).await;
+    }
+    let detach_key = daemon.config.attach.detach_key.clone();
+    conn.reply(Reply::ok(
+        id,
+        json!({"id": session.to_string(), "detach_key": detach_key}),
+    ))
+    .await;
+    let (snapshot, rx) = live.snapshot_and_subscribe();
+    conn.data(&snapshot).await;
+    let forwarder = tokio::spawn(forward_output(
+        Conn {
+            out: conn.out.clone(),
+        },
+        live.clone(),
+        rx,
+    ));
+    Ok(Attached { live, forwarder })
+}
+
+async fn forward_output(
+    conn: Conn,
+    live: Arc<crate::pty::LiveProcess>,
+    mut rx: broadcast::Receiver<bytes::Bytes>,
+) {
+    let mut exit = live.exit_watch();
+    loop {
+        tokio::select! {
+            chunk = rx.recv() => match chunk {
+                Ok(bytes) => {
+                    if !conn.data(&bytes).await {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    // Too slow to keep up: redraw from the screen state.
+                    if !conn.data(&live.redraw()).await {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+            _ = async { exit.wait_for(|e| e.is_some()).await.map(|_| ()) } => {
+                // Let the last output drain before saying it ended.
+                while let Ok(bytes) = rx.try_recv() {
+                    if !conn.data(&bytes).await {
+                        return;
+                    }
+                }
+                break;
+            }
+        }
+    }
+    let code = live.exited();
+    conn.event(json!({"event": "exited", "code": code})).await;
+}

@@ -1,0 +1,356 @@
+//! The daemon's state: the workspace model, the store, and each session's
+//! runtime (its process, if any).
+//!
+//! The workspace is only edited by operations a person or agent asked for;
+//! spawning and exits edit `runtimes` alone. That is why a restore in which
+//! some spawns failed persists every record it loaded (DESIGN.md rule 5).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use hangar_core::{Placement, SessionId, TabId, Workspace};
+use hangar_protocol::message::codes;
+use hangar_protocol::view::{RestoreView, SessionCounts, SessionView, TabView};
+use hangar_store::Store;
+use tokio::sync::watch;
+
+use crate::pty::LiveProcess;
+
+/// A session's process state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Hibernated,
+    Spawning,
+    Live,
+    Failed(String),
+    Exited(i32),
+}
+
+impl RunState {
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunState::Hibernated => "hibernated",
+            RunState::Spawning => "spawning",
+            RunState::Live => "live",
+            RunState::Failed(_) => "failed",
+            RunState::Exited(_) => "exited",
+        }
+    }
+}
+
+pub struct Runtime {
+    pub state: RunState,
+    pub proc: Option<Arc<LiveProcess>>,
+    /// Whether the last start resumed a provider session.
+    pub resumed: Option<bool>,
+    /// Bumped on every state change; waiters subscribe to it.
+    pub changed: watch::Sender<u64>,
+}
+
+impl Runtime {
+    pub fn new() -> Runtime {
+        let (changed, _) = watch::channel(0);
+        Runtime {
+            state: RunState::Hibernated,
+            proc: None,
+            resumed: None,
+            changed,
+        }
+    }
+
+    pub fn set_state(&mut self, state: RunState) {
+        self.state = state;
+        self.changed.send_modify(|g| *g += 1);
+    }
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Runtime::new()
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RestoreProgress {
+    pub expected: usize,
+    pub restored: usize,
+    pub hibernated: usize,
+    pub failed: usize,
+    pub finished: usize,
+    pub started: Option<Instant>,
+    pub duration_ms: Option<u64>,
+}
+
+impl RestoreProgress {
+    pub fn view(&self) -> RestoreView {
+        RestoreView {
+            expected: self.expected,
+            restored: self.restored,
+            hibernated: self.hibernated,
+            failed: self.failed,
+            complete: self.finished >= self.expected,
+            duration_ms: self.duration_ms.or_else(|| {
+                self.started
+                    .filter(|_| self.finished < self.expected)
+                    .map(|s| s.elapsed().as_millis() as u64)
+            }),
+        }
+    }
+}
+
+pub struct State {
+    pub ws: Workspace,
+    pub store: Store,
+    pub runtimes: HashMap<SessionId, Runtime>,
+    pub restore: RestoreProgress,
+    pub notices: Vec<String>,
+    pub shutting_down: bool,
+}
+
+/// An error a request's caller can act on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiError {
+    pub code: &'static str,
+    pub message: String,
+    pub detail: serde_json::Value,
+}
+
+impl ApiError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            code,
+            message: message.into(),
+            detail: serde_json::Value::Null,
+        }
+    }
+    pub fn invalid(message: impl Into<String>) -> ApiError {
+        ApiError::new(codes::INVALID, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(codes::NOT_FOUND, message)
+    }
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(codes::INTERNAL, message)
+    }
+}
+
+impl From<hangar_core::PlacementError> for ApiError {
+    fn from(e: hangar_core::PlacementError) -> Self {
+        ApiError::invalid(e.to_string())
+    }
+}
+
+impl From<hangar_store::StoreError> for ApiError {
+    fn from(e: hangar_store::StoreError) -> Self {
+        ApiError::internal(format!("could not save the workspace: {e}"))
+    }
+}
+
+impl State {
+    pub fn runtime(&mut self, id: &SessionId) -> &mut Runtime {
+        self.runtimes.entry(id.clone()).or_default()
+    }
+
+    pub fn run_state(&self, id: &SessionId) -> RunState {
+        self.runtimes
+            .get(id)
+            .map(|r| r.state.clone())
+            .unwrap_or(RunState::Hibernated)
+    }
+
+    /// Persist the model; `removed` names every session intentionally gone.
+    pub fn save(&mut self, removed: &[SessionId]) -> Result<(), ApiError> {
+        self.store.save(&self.ws, removed)?;
+        Ok(())
+    }
+
+    /// A session id from an exact id or a unique prefix.
+    pub fn resolve_session(&self, given: &str) -> Result<SessionId, ApiError> {
+        let given = given.trim();
+        if given.is_empty() {
+            return Err(ApiError::invalid("empty session id"));
+        }
+        let exact = SessionId::from(given);
+        if self.ws.sessions.contains_key(&exact) {
+            return Ok(exact);
+        }
+        let matches: Vec<&SessionId> = self
+            .ws
+            .sessions
+            .range(exact.clone()..)
+            .take_while(|(k, _)| k.as_str().starts_with(given))
+            .map(|(k, _)| k)
+            .take(6)
+            .collect();
+        match matches.as_slice() {
+            [] => Err(ApiError::not_found(format!(
+                "no session {given:?}; `hangar ls` lists the sessions"
+            ))),
+            [one] => Ok((*one).clone()),
+            many => Err(ApiError::new(
+                codes::AMBIGUOUS,
+                format!(
+                    "session id {given:?} is ambiguous: it matches {}{}; give more characters",
+                    many.iter()
+                        .take(5)
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if many.len() > 5 { ", ..." } else { "" }
+                ),
+            )),
+        }
+    }
+
+    /// A tab from its id, a unique id prefix, or its exact title.
+    pub fn resolve_tab(&self, given: &str) -> Result<TabId, ApiError> {
+        let given = given.trim();
+        if let Some(t) = self.ws.tabs.iter().find(|t| t.id.as_str() == given) {
+            return Ok(t.id.clone());
+        }
+        let by_title: Vec<_> = self.ws.tabs.iter().filter(|t| t.title == given).collect();
+        if by_title.len() == 1 {
+            return Ok(by_title[0].id.clone());
+        }
+        let by_prefix: Vec<_> = self
+            .ws
+            .tabs
+            .iter()
+            .filter(|t| !given.is_empty() && t.id.as_str().starts_with(given))
+            .collect();
+        match (by_prefix.as_slice(), by_title.len()) {
+            ([one], _) => Ok(one.id.clone()),
+            ([], 0) => Err(ApiError::not_found(format!(
+                "no tab {given:?}; `hangar tab ls` lists the tabs"
+            ))),
+            _ => Err(ApiError::new(
+                codes::AMBIGUOUS,
+                format!("tab {given:?} is ambiguous; use its id from `hangar tab ls`"),
+            )),
+        }
+    }
+
+    pub fn session_view(&self, id: &SessionId) -> Option<SessionView> {
+        let meta = self.ws.sessions.get(id)?;
+        let (placement, tab) = match self.ws.placement_of(id) {
+            Some((p, t)) => (p, Some(t)),
+            None => (Placement::Parked, None),
+        };
+        let rt = self.runtimes.get(id);
+        let state = rt.map(|r| r.state.clone()).unwrap_or(RunState::Hibernated);
+        let pid = rt
+            .filter(|r| matches!(r.state, RunState::Live | RunState::Spawning))
+            .and_then(|r| r.proc.as_ref())
+            .map(|p| p.pid);
+        let reason = match &state {
+            RunState::Failed(r) => Some(r.clone()),
+            RunState::Exited(c) => Some(format!("exited with code {c}")),
+            _ => None,
+        };
+        let rel = &meta.relationships;
+        Some(SessionView {
+            id: id.to_string(),
+            provider: meta.provider.name().to_owned(),
+            cwd: meta.cwd.clone(),
+            title: meta.title.clone(),
+            placement: placement.name().to_owned(),
+            tab: tab.map(|t| t.to_string()),
+            state: state.name().to_owned(),
+            pid,
+            provider_session_id: meta.provider_session.as_ref().map(|p| p.id.clone()),
+            provider_session_source: meta.provider_session.as_ref().and_then(|p| {
+                p.source.map(|s| {
+                    serde_json::to_value(s)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                })
+            }),
+            pinned: self.ws.is_pinned(id),
+            parent: rel.orchestration_parent.as_ref().map(|s| s.to_string()),
+            root: rel.orchestration_root.as_ref().map(|s| s.to_string()),
+            run: rel.run.clone(),
+            linked_parent: rel.linked_parent.as_ref().map(|s| s.to_string()),
+            role: rel.role.clone(),
+            reason,
+            started: rt
+                .and_then(|r| r.resumed)
+                .map(|r| if r { "resumed" } else { "fresh" }.to_owned()),
+            dangerous: meta.dangerous,
+            exit_code: match state {
+                RunState::Exited(c) => Some(c),
+                _ => None,
+            },
+        })
+    }
+
+    /// Sessions in display order: tabs in order (panes, then parked), then
+    /// buried.
+    pub fn ordered_sessions(&self) -> Vec<SessionId> {
+        let mut out = Vec::with_capacity(self.ws.sessions.len());
+        let mut seen = std::collections::HashSet::new();
+        for tab in &self.ws.tabs {
+            for leaf in tab.leaves() {
+                if seen.insert(leaf.clone()) {
+                    out.push(leaf);
+                }
+            }
+            for p in self.ws.parked.values().filter(|p| p.tab == tab.id) {
+                if seen.insert(p.session.clone()) {
+                    out.push(p.session.clone());
+                }
+            }
+        }
+        for id in self.ws.sessions.keys() {
+            if seen.insert(id.clone()) {
+                out.push(id.clone());
+            }
+        }
+        out
+    }
+
+    pub fn counts(&self) -> SessionCounts {
+        let mut c = SessionCounts {
+            total: self.ws.sessions.len(),
+            ..Default::default()
+        };
+        for id in self.ws.sessions.keys() {
+            match self.ws.placement_of(id).map(|(p, _)| p) {
+                Some(Placement::Pane) => c.panes += 1,
+                Some(Placement::Buried) => c.buried += 1,
+                _ => c.parked += 1,
+            }
+            match self.run_state(id) {
+                RunState::Live => c.live += 1,
+                RunState::Hibernated => c.hibernated += 1,
+                RunState::Failed(_) => c.failed += 1,
+                RunState::Spawning => c.spawning += 1,
+                RunState::Exited(_) => c.exited += 1,
+            }
+        }
+        c
+    }
+
+    pub fn tab_views(&self) -> Vec<TabView> {
+        self.ws
+            .tabs
+            .iter()
+            .map(|t| TabView {
+                id: t.id.to_string(),
+                title: t.title.clone(),
+                cwd: t.cwd.clone(),
+                active: self.ws.active_tab.as_ref() == Some(&t.id),
+                panes: t.leaves().iter().map(|s| s.to_string()).collect(),
+                parked: self
+                    .ws
+                    .parked
+                    .values()
+                    .filter(|p| p.tab == t.id)
+                    .map(|p| p.session.to_string())
+                    .collect(),
+                focus: t.focus.as_ref().map(|s| s.to_string()),
+            })
+            .collect()
+    }
+}

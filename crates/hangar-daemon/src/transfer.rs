@@ -1,0 +1,103 @@
+//! Export and import of whole workspaces while the daemon runs.
+//!
+//! An import is merged into the running workspace all at once or not at all:
+//! any id that is already present refuses the whole import (nothing is
+//! half-imported). The imported panes are then restored exactly as a daemon
+//! start would restore them: spawned with bounded concurrency, everything
+//! else hibernated.
+
+use std::sync::Arc;
+
+use hangar_core::{RestorePlan, Workspace};
+use hangar_protocol::message as msg;
+use serde_json::{Value, json};
+
+use crate::Daemon;
+use crate::state::ApiError;
+
+/// `current` plus `imported`, or why they cannot be merged.
+pub fn merge(mut current: Workspace, imported: Workspace) -> Result<Workspace, ApiError> {
+    if let Some(dup) = imported
+        .sessions
+        .keys()
+        .find(|id| current.sessions.contains_key(id))
+    {
+        return Err(ApiError::invalid(format!(
+            "session {dup} is already in this workspace; nothing was imported"
+        )));
+    }
+    if let Some(dup) = imported.tabs.iter().find(|t| current.tab(&t.id).is_some()) {
+        return Err(ApiError::invalid(format!(
+            "tab {} ({:?}) is already in this workspace; nothing was imported",
+            dup.id, dup.title
+        )));
+    }
+    if current.tabs.is_empty() {
+        current.active_tab = imported.active_tab.clone();
+        current.dispatch = imported.dispatch.clone();
+    }
+    current.tabs.extend(imported.tabs);
+    current.sessions.extend(imported.sessions);
+    current.parked.extend(imported.parked);
+    current.buried.extend(imported.buried);
+    for pin in imported.pins {
+        if !current.pins.contains(&pin) {
+            current.pins.push(pin);
+        }
+    }
+    let (merged, _) = hangar_core::prune(current);
+    Ok(merged)
+}
+
+pub fn report_json(report: &hangar_store::ImportReport, restored: bool) -> Value {
+    json!({
+        "imported": report.imported,
+        "dropped": report.dropped,
+        "restoring": restored,
+    })
+}
+
+impl Daemon {
+    pub fn op_export(&self) -> Result<Value, ApiError> {
+        let st = self.lock();
+        let text = hangar_store::export_json(&st.ws);
+        Ok(json!({"format": hangar_store::EXPORT_FORMAT, "text": text}))
+    }
+
+    pub fn op_workspace(&self) -> Result<Value, ApiError> {
+        serde_json::to_value(&self.lock().ws).map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    pub async fn op_import(self: &Arc<Self>, req: msg::Import) -> Result<Value, ApiError> {
+        let report = parse_import(&req.format, &req.text)?;
+        let to_spawn = {
+            let mut st = self.lock();
+            let merged = merge(st.ws.clone(), report.workspace.clone())?;
+            st.store.save(&merged, &[])?;
+            st.ws = merged;
+            let plan = RestorePlan::new(report.workspace.clone());
+            for id in &plan.hibernate {
+                st.runtime(id);
+            }
+            st.restore.expected += plan.spawn.len();
+            st.restore.hibernated += plan.hibernate.len();
+            plan.spawn
+        };
+        let daemon = self.clone();
+        tokio::spawn(async move { daemon.restore_spawn(to_spawn).await });
+        Ok(report_json(&report, true))
+    }
+}
+
+pub fn parse_import(format: &str, text: &str) -> Result<hangar_store::ImportReport, ApiError> {
+    let result = match format {
+        "agent-code" => hangar_store::import_agent_code(text),
+        "hangar" => hangar_store::import_hangar_json(text),
+        other => {
+            return Err(ApiError::invalid(format!(
+                "unknown import format {other:?}: use agent-code or hangar"
+            )));
+        }
+    };
+    result.map_err(|e| ApiError::invalid(e.to_string()))
+}

@@ -1,0 +1,458 @@
+//! The control messages carried in `TAG_MESSAGE` frames.
+//!
+//! A request is `{"id": n, "kind": "<name>", "body": {...}}`; a reply is
+//! `{"id": n, "ok": true, "body": ...}` or `{"id": n, "ok": false, "error":
+//! {"code", "message"}}`. Kind names are permanent: a kind is never renamed or
+//! reused, only added. A request whose kind this daemon does not know decodes
+//! to [`Request::Unknown`] and is answered with the `unknown_kind` error, so an
+//! old daemon and a new client (or the reverse) fail clearly, never silently.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Bumped only when an existing message changes incompatibly. Additive
+/// changes (a new kind, a new optional field) keep the version.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Envelope {
+    pub id: u64,
+    pub kind: String,
+    #[serde(default)]
+    pub body: Value,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol_version: u32,
+    #[serde(default)]
+    pub client: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Welcome {
+    pub protocol_version: u32,
+    pub daemon_version: String,
+    pub pid: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewSession {
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub tab: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Split this session's pane.
+    #[serde(default)]
+    pub split: Option<String>,
+    /// `vertical` or `horizontal`.
+    #[serde(default)]
+    pub direction: Option<String>,
+    #[serde(default)]
+    pub parked: bool,
+    #[serde(default)]
+    pub no_capture: bool,
+    #[serde(default)]
+    pub no_mcp: bool,
+    /// The client's own folder, used when neither `cwd` nor the tab names one.
+    #[serde(default)]
+    pub fallback_cwd: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionRef {
+    pub session: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Unpark {
+    pub session: String,
+    #[serde(default)]
+    pub tab: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Send {
+    pub session: String,
+    pub text: String,
+    /// Press Enter after the text (the CLI's `send` always does).
+    #[serde(default = "yes")]
+    pub enter: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Close {
+    pub session: String,
+    /// A person confirmed closing every session the cascade names.
+    #[serde(default)]
+    pub yes: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TabNew {
+    pub title: String,
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TabClose {
+    pub tab: String,
+    #[serde(default)]
+    pub yes: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TabRename {
+    pub tab: String,
+    pub title: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reload {
+    #[serde(default)]
+    pub dangerous: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Attach {
+    pub session: String,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Resize {
+    pub cols: u16,
+    pub rows: u16,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Screen {
+    pub session: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Import {
+    /// `agent-code` or `hangar`.
+    pub format: String,
+    pub text: String,
+}
+
+/// Every request kind this build understands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    Hello(Hello),
+    New(NewSession),
+    List,
+    Status,
+    Send(Send),
+    Park(SessionRef),
+    Unpark(Unpark),
+    Bury(SessionRef),
+    Unbury(SessionRef),
+    Pin(SessionRef),
+    Unpin(SessionRef),
+    Wake(SessionRef),
+    Hibernate(SessionRef),
+    Close(Close),
+    TabNew(TabNew),
+    TabList,
+    TabClose(TabClose),
+    TabRename(TabRename),
+    Reload(Reload),
+    Shutdown,
+    Export,
+    Import(Import),
+    /// Turns the connection into a terminal stream for one session.
+    Attach(Attach),
+    /// On an attached connection: the client's terminal changed size.
+    Resize(Resize),
+    /// On an attached connection: leave, the session keeps running.
+    Detach,
+    /// The screen of a session as text (no wake).
+    Screen(Screen),
+    Workspace,
+    /// A kind this build does not know; answered with `unknown_kind`.
+    Unknown(String),
+}
+
+/// Why a request could not be decoded into a known kind with a valid body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadRequest {
+    pub id: Option<u64>,
+    pub message: String,
+}
+
+impl Request {
+    /// The permanent wire name of this kind.
+    pub fn kind(&self) -> &str {
+        match self {
+            Request::Hello(_) => "hello",
+            Request::New(_) => "new",
+            Request::List => "list",
+            Request::Status => "status",
+            Request::Send(_) => "send",
+            Request::Park(_) => "park",
+            Request::Unpark(_) => "unpark",
+            Request::Bury(_) => "bury",
+            Request::Unbury(_) => "unbury",
+            Request::Pin(_) => "pin",
+            Request::Unpin(_) => "unpin",
+            Request::Wake(_) => "wake",
+            Request::Hibernate(_) => "hibernate",
+            Request::Close(_) => "close",
+            Request::TabNew(_) => "tab_new",
+            Request::TabList => "tab_list",
+            Request::TabClose(_) => "tab_close",
+            Request::TabRename(_) => "tab_rename",
+            Request::Reload(_) => "reload",
+            Request::Shutdown => "shutdown",
+            Request::Export => "export",
+            Request::Import(_) => "import",
+            Request::Attach(_) => "attach",
+            Request::Resize(_) => "resize",
+            Request::Detach => "detach",
+            Request::Screen(_) => "screen",
+            Request::Workspace => "workspace",
+            Request::Unknown(kind) => kind,
+        }
+    }
+
+    fn body(&self) -> Value {
+        fn v<T: Serialize>(t: &T) -> Value {
+            serde_json::to_value(t).unwrap_or(Value::Null)
+        }
+        match self {
+            Request::Hello(b) => v(b),
+            Request::New(b) => v(b),
+            Request::Send(b) => v(b),
+            Request::Park(b)
+            | Request::Bury(b)
+            | Request::Unbury(b)
+            | Request::Pin(b)
+            | Request::Unpin(b)
+            | Request::Wake(b)
+            | Request::Hibernate(b) => v(b),
+            Request::Unpark(b) => v(b),
+            Request::Close(b) => v(b),
+            Request::TabNew(b) => v(b),
+            Request::TabClose(b) => v(b),
+            Request::TabRename(b) => v(b),
+            Request::Reload(b) => v(b),
+            Request::Import(b) => v(b),
+            Request::Attach(b) => v(b),
+            Request::Resize(b) => v(b),
+            Request::Screen(b) => v(b),
+            Request::List
+            | Request::Status
+            | Request::TabList
+            | Request::Shutdown
+            | Request::Export
+            | Request::Detach
+            | Request::Workspace
+            | Request::Unknown(_) => Value::Object(Default::default()),
+        }
+    }
+
+    pub fn encode(&self, id: u64) -> Vec<u8> {
+        let env = Envelope {
+            id,
+            kind: self.kind().to_owned(),
+            body: self.body(),
+        };
+        // Serializing a struct of strings and JSON values cannot fail.
+        serde_json::to_vec(&env).expect("envelope serializes")
+    }
+
+    /// Decode a request payload. Unknown kinds are not an error: they decode
+    /// to `Request::Unknown`. A payload that is not an envelope, or a known
+    /// kind with a body that does not fit, is a `BadRequest` naming why.
+    pub fn decode(payload: &[u8]) -> Result<(u64, Request), BadRequest> {
+        let env: Envelope = serde_json::from_slice(payload).map_err(|e| BadRequest {
+            id: serde_json::from_slice::<Value>(payload)
+                .ok()
+                .and_then(|v| v.get("id").and_then(Value::as_u64)),
+            message: format!("malformed request: {e}"),
+        })?;
+        let id = env.id;
+        let body = if env.body.is_null() {
+            Value::Object(Default::default())
+        } else {
+            env.body
+        };
+        fn b<T: serde::de::DeserializeOwned>(
+            id: u64,
+            kind: &str,
+            body: Value,
+        ) -> Result<T, BadRequest> {
+            serde_json::from_value(body).map_err(|e| BadRequest {
+                id: Some(id),
+                message: format!("bad body for request {kind:?}: {e}"),
+            })
+        }
+        let k = env.kind.as_str();
+        let req = match k {
+            "hello" => Request::Hello(b(id, k, body)?),
+            "new" => Request::New(b(id, k, body)?),
+            "list" => Request::List,
+            "status" => Request::Status,
+            "send" => Request::Send(b(id, k, body)?),
+            "park" => Request::Park(b(id, k, body)?),
+            "unpark" => Request::Unpark(b(id, k, body)?),
+            "bury" => Request::Bury(b(id, k, body)?),
+            "unbury" => Request::Unbury(b(id, k, body)?),
+            "pin" => Request::Pin(b(id, k, body)?),
+            "unpin" => Request::Unpin(b(id, k, body)?),
+            "wake" => Request::Wake(b(id, k, body)?),
+            "hibernate" => Request::Hibernate(b(id, k, body)?),
+            "close" => Request::Close(b(id, k, body)?),
+            "tab_new" => Request::TabNew(b(id, k, body)?),
+            "tab_list" => Request::TabList,
+            "tab_close" => Request::TabClose(b(id, k, body)?),
+            "tab_rename" => Request::TabRename(b(id, k, body)?),
+            "reload" => Request::Reload(b(id, k, body)?),
+            "shutdown" => Request::Shutdown,
+            "export" => Request::Export,
+            "import" => Request::Import(b(id, k, body)?),
+            "attach" => Request::Attach(b(id, k, body)?),
+            "resize" => Request::Resize(b(id, k, body)?),
+            "detach" => Request::Detach,
+            "screen" => Request::Screen(b(id, k, body)?),
+            "workspace" => Request::Workspace,
+            other => Request::Unknown(other.to_owned()),
+        };
+        Ok((id, req))
+    }
+}
+
+/// Error codes are part of the contract: scripts may match on them.
+pub mod codes {
+    pub const BAD_REQUEST: &str = "bad_request";
+    pub const UNKNOWN_KIND: &str = "unknown_kind";
+    pub const TOO_LARGE: &str = "too_large";
+    pub const NOT_FOUND: &str = "not_found";
+    pub const AMBIGUOUS: &str = "ambiguous";
+    pub const INVALID: &str = "invalid";
+    pub const NEEDS_CONFIRMATION: &str = "needs_confirmation";
+    pub const FAILED: &str = "failed";
+    pub const INTERNAL: &str = "internal";
+    pub const VERSION: &str = "version_mismatch";
+    pub const SHUTTING_DOWN: &str = "shutting_down";
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub code: String,
+    pub message: String,
+    /// Extra facts for the caller, e.g. the sessions a cascade would close.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub detail: Value,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    pub id: u64,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub body: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+impl Reply {
+    pub fn ok(id: u64, body: Value) -> Reply {
+        Reply {
+            id,
+            ok: true,
+            body,
+            error: None,
+        }
+    }
+
+    pub fn err(id: u64, code: &str, message: impl Into<String>) -> Reply {
+        Reply::err_with(id, code, message, Value::Null)
+    }
+
+    pub fn err_with(id: u64, code: &str, message: impl Into<String>, detail: Value) -> Reply {
+        Reply {
+            id,
+            ok: false,
+            body: Value::Null,
+            error: Some(ErrorBody {
+                code: code.to_owned(),
+                message: message.into(),
+                detail,
+            }),
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        // Replies hold only JSON values and strings.
+        serde_json::to_vec(self).expect("reply serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_kind_round_trips_through_its_wire_name() {
+        let reqs = vec![
+            Request::New(NewSession {
+                provider: Some("shell".into()),
+                ..Default::default()
+            }),
+            Request::List,
+            Request::Send(Send {
+                session: "ab".into(),
+                text: "hi".into(),
+                enter: true,
+            }),
+            Request::Close(Close {
+                session: "x".into(),
+                yes: true,
+            }),
+            Request::TabRename(TabRename {
+                tab: "t".into(),
+                title: "n".into(),
+            }),
+            Request::Shutdown,
+        ];
+        for r in reqs {
+            let (id, back) = Request::decode(&r.encode(7)).unwrap();
+            assert_eq!(id, 7);
+            assert_eq!(back, r);
+        }
+    }
+
+    #[test]
+    fn an_unknown_kind_decodes_to_unknown_instead_of_failing() {
+        let (id, r) = Request::decode(br#"{"id":3,"kind":"teleport","body":{"x":1}}"#).unwrap();
+        assert_eq!(id, 3);
+        assert_eq!(r, Request::Unknown("teleport".into()));
+    }
+
+    #[test]
+    fn a_known_kind_with_a_bad_body_names_the_kind_and_keeps_the_id() {
+        let e = Request::decode(br#"{"id":9,"kind":"send","body":{"session":1}}"#).unwrap_err();
+        assert_eq!(e.id, Some(9));
+        assert!(e.message.contains("send"), "{}", e.message);
+    }
+
+    #[test]
+    fn malformed_json_is_a_bad_request() {
+        let e = Request::decode(b"{not json").unwrap_err();
+        assert_eq!(e.id, None);
+        assert!(e.message.starts_with("malformed request"));
+    }
+}

@@ -1,0 +1,259 @@
+//! `hangar attach`: this terminal becomes one session's terminal.
+//!
+//! Raw mode in, bytes through unchanged (bracketed paste included), the
+//! server's screen first and the live stream after. A detach key (default
+//! `Ctrl-b d`) leaves with the terminal restored and the session running.
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use hangar_daemon::Paths;
+use hangar_protocol::message::{self as msg, Request};
+
+use crate::client::{Client, Incoming};
+
+/// Modes a session may have switched on that must not leak into the shell.
+const RESET_TERMINAL: &[u8] =
+    b"\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1l\x1b>\x1b[0m\x1b[?25h";
+
+/// A detach sequence: a prefix byte then a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DetachKey {
+    pub prefix: u8,
+    pub key: u8,
+}
+
+impl DetachKey {
+    /// Parse `C-b d` style specs.
+    pub fn parse(spec: &str) -> DetachKey {
+        let mut parts = spec.split_whitespace();
+        let prefix = parts
+            .next()
+            .and_then(|p| p.strip_prefix("C-"))
+            .and_then(|c| c.bytes().next())
+            .map(|c| c.to_ascii_lowercase() & 0x1f)
+            .unwrap_or(0x02);
+        let key = parts.next().and_then(|k| k.bytes().next()).unwrap_or(b'd');
+        DetachKey { prefix, key }
+    }
+
+    pub fn describe(&self) -> String {
+        format!("Ctrl-{} {}", (self.prefix | 0x60) as char, self.key as char)
+    }
+}
+
+/// Splits keyboard input into bytes for the session and a detach request.
+#[derive(Debug)]
+pub struct InputFilter {
+    key: DetachKey,
+    pending_prefix: bool,
+}
+
+impl InputFilter {
+    pub fn new(key: DetachKey) -> Self {
+        InputFilter {
+            key,
+            pending_prefix: false,
+        }
+    }
+
+    /// Returns the bytes to forward and whether the user asked to detach.
+    pub fn feed(&mut self, input: &[u8]) -> (Vec<u8>, bool) {
+        let mut out = Vec::with_capacity(input.len());
+        for &b in input {
+            if self.pending_prefix {
+                self.pending_prefix = false;
+                if b == self.key.key {
+                    return (out, true);
+                }
+                // Prefix twice sends one literal prefix; anything else passes both.
+                out.push(self.key.prefix);
+                if b != self.key.prefix {
+                    out.push(b);
+                }
+            } else if b == self.key.prefix {
+                self.pending_prefix = true;
+            } else {
+                out.push(b);
+            }
+        }
+        (out, false)
+    }
+}
+
+struct RawMode;
+
+impl RawMode {
+    fn enable() -> anyhow::Result<RawMode> {
+        crossterm::terminal::enable_raw_mode().context("cannot put the terminal in raw mode")?;
+        Ok(RawMode)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::terminal::disable_raw_mode();
+        let mut out = std::io::stdout();
+        let _ = out.write_all(RESET_TERMINAL);
+        let _ = out.flush();
+    }
+}
+
+pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
+    let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
+    let mut client = Client::connect(paths)?;
+    let reply = client.request(Request::Attach(msg::Attach {
+        session: id.to_owned(),
+        cols,
+        rows,
+    }))?;
+    let session = reply["id"].as_str().unwrap_or(id).to_owned();
+    let key = DetachKey::parse(reply["detach_key"].as_str().unwrap_or("C-b d"));
+    eprintln!(
+        "[hangar] attached to {}; detach with {}\r",
+        session.get(..8).unwrap_or(&session),
+        key.describe()
+    );
+    let raw = RawMode::enable()?;
+    let mut writer = Client::from_stream(client.try_clone_stream()?);
+    let done = Arc::new(AtomicBool::new(false));
+
+    let input_done = done.clone();
+    std::thread::spawn(move || {
+        let mut filter = InputFilter::new(key);
+        let mut stdin = std::io::stdin();
+        let mut buf = [0u8; 4096];
+        let mut size = (cols, rows);
+        loop {
+            if input_done.load(Ordering::Relaxed) {
+                return;
+            }
+            if !poll_stdin(Duration::from_millis(100)) {
+                if let Ok(now) = crossterm::terminal::size()
+                    && now != size
+                {
+                    size = now;
+                    let _ = writer.send_request(&Request::Resize(msg::Resize {
+                        cols: now.0,
+                        rows: now.1,
+                    }));
+                }
+                continue;
+            }
+            let n = match stdin.read(&mut buf) {
+                Ok(0) | Err(_) => {
+                    let _ = writer.send_request(&Request::Detach);
+                    return;
+                }
+                Ok(n) => n,
+            };
+            let (bytes, detach) = filter.feed(&buf[..n]);
+            if !bytes.is_empty() && writer.send_data(&bytes).is_err() {
+                return;
+            }
+            if detach {
+                let _ = writer.send_request(&Request::Detach);
+                return;
+            }
+        }
+    });
+
+    let mut stdout = std::io::stdout();
+    let mut ended = None;
+    loop {
+        match client.read() {
+            Ok(Incoming::Data(d)) => {
+                stdout.write_all(&d)?;
+                stdout.flush()?;
+            }
+            Ok(Incoming::Event(e)) if e["event"] == "exited" => {
+                ended = Some(e["code"].as_i64().unwrap_or(-1));
+                break;
+            }
+            Ok(Incoming::Event(_)) => {}
+            Ok(Incoming::Reply(r)) => {
+                if r.body.get("detached").is_some() {
+                    break;
+                }
+            }
+            Err(_) => {
+                ended = Some(-1);
+                break;
+            }
+        }
+    }
+    done.store(true, Ordering::Relaxed);
+    drop(raw);
+    match ended {
+        Some(code) => eprintln!(
+            "\r\n[hangar] session {} exited (code {code})",
+            session.get(..8).unwrap_or(&session)
+        ),
+        None => eprintln!(
+            "\r\n[hangar] detached from {}; it keeps running",
+            session.get(..8).unwrap_or(&session)
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn poll_stdin(timeout: Duration) -> bool {
+    let mut fds = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let rc = unsafe { libc::poll(&mut fds, 1, timeout.as_millis() as i32) };
+    rc > 0
+}
+
+/// Until the TUI lands: show the workspace status and how to attach.
+pub fn tui_placeholder(paths: &Paths) -> anyhow::Result<ExitCode> {
+    let mut c = Client::connect(paths)?;
+    let v = c.request(Request::List)?;
+    crate::human::sessions(&v);
+    println!("\nattach to a session with `hangar attach ID`; `hangar --help` lists every command");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_detach_key_is_ctrl_b_d() {
+        let k = DetachKey::parse("C-b d");
+        assert_eq!(
+            k,
+            DetachKey {
+                prefix: 0x02,
+                key: b'd'
+            }
+        );
+        assert_eq!(k.describe(), "Ctrl-b d");
+    }
+
+    #[test]
+    fn prefix_then_detach_key_detaches_and_forwards_what_came_before() {
+        let mut f = InputFilter::new(DetachKey::parse("C-b d"));
+        assert_eq!(f.feed(b"ls\x02d"), (b"ls".to_vec(), true));
+    }
+
+    #[test]
+    fn a_prefix_split_across_reads_still_detaches() {
+        let mut f = InputFilter::new(DetachKey::parse("C-b d"));
+        assert_eq!(f.feed(b"\x02"), (vec![], false));
+        assert_eq!(f.feed(b"d"), (vec![], true));
+    }
+
+    #[test]
+    fn prefix_twice_sends_one_literal_prefix_and_other_keys_pass() {
+        let mut f = InputFilter::new(DetachKey::parse("C-b d"));
+        assert_eq!(f.feed(b"\x02\x02x\x02c"), (b"\x02x\x02c".to_vec(), false));
+    }
+}

@@ -1,0 +1,345 @@
+//! The command tree (clap) and what each command asks the daemon.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use hangar_daemon::Paths;
+use hangar_protocol::message::{self as msg, Request};
+use serde_json::Value;
+
+use crate::client::Client;
+use crate::human;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "hangar",
+    version,
+    about = "A workspace daemon for AI coding-agent CLIs: tiled panes, parked agents, restore without fork-bombs.",
+    long_about = "hangar keeps many agent sessions (claude, codex, opencode, shells) in pseudo-terminals, \
+arranged as tabs of tiled panes plus a pool of parked agents. It restores only what is on screen after a \
+restart and wakes every other agent by its provider session id when it is needed.\n\n\
+Run `hangar` with no command for the terminal UI. State lives in $HANGAR_HOME."
+)]
+pub struct Cli {
+    /// Print exactly one JSON document on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the daemon in the foreground.
+    Daemon,
+    /// Stop the daemon: every live session's process group is ended, state is kept.
+    Shutdown,
+    /// Start a new session (an agent or a shell) in a pane, or parked.
+    New {
+        /// claude, codex, opencode, shell, or a custom provider from config.
+        #[arg(long)]
+        provider: Option<String>,
+        /// The folder it runs in (default: the tab's folder, else this one).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Tab id, id prefix or exact title (default: the active tab).
+        #[arg(long)]
+        tab: Option<String>,
+        #[arg(long)]
+        title: Option<String>,
+        /// Split this session's pane.
+        #[arg(long)]
+        split: Option<String>,
+        #[arg(long, value_parser = ["vertical", "horizontal"], requires = "split")]
+        direction: Option<String>,
+        /// Put it straight into the tab's parked pool, without a process.
+        #[arg(long)]
+        parked: bool,
+        /// Do not route its API traffic through the capture proxy.
+        #[arg(long)]
+        no_capture: bool,
+        /// Do not give it the orchestration MCP server.
+        #[arg(long)]
+        no_mcp: bool,
+    },
+    /// List every session.
+    Ls,
+    /// Daemon, session counts and the last restore.
+    Status,
+    /// Move a pane into its tab's parked pool (its process keeps running).
+    Park { id: String },
+    /// Put a parked session back into a pane (wakes it).
+    Unpark {
+        id: String,
+        #[arg(long)]
+        tab: Option<String>,
+    },
+    /// Remove a pane from the grid, remembering where it was.
+    Bury { id: String },
+    /// Put a buried pane back where it was (wakes it).
+    Unbury { id: String },
+    /// Add a session to the pinned list.
+    Pin { id: String },
+    /// Remove a session from the pinned list.
+    Unpin { id: String },
+    /// Start a hibernated (or failed) session, resuming its provider session.
+    Wake { id: String },
+    /// Stop a session's process, keeping everything needed to wake it.
+    Hibernate { id: String },
+    /// Type TEXT into a session and press Enter (wakes it first).
+    Send { id: String, text: String },
+    /// Attach this terminal to a session (wakes it first).
+    Attach { id: String },
+    /// Close a session; linked children are closed only with --yes.
+    Close {
+        id: String,
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Print a session's screen as text (the last saved one when hibernated).
+    Screen { id: String },
+    /// Tabs: new, ls, close, rename.
+    #[command(subcommand)]
+    Tab(TabCommand),
+    /// Apply settings: restarts live agent sessions one at a time.
+    Reload {
+        #[arg(long, value_parser = ["on", "off"])]
+        dangerous: Option<String>,
+    },
+    /// Import a workspace: `agent-code FILE` or `hangar FILE`.
+    Import {
+        #[arg(value_parser = ["agent-code", "hangar"])]
+        format: String,
+        file: PathBuf,
+    },
+    /// Export the whole workspace as JSON.
+    Export,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TabCommand {
+    /// Create a tab and make it active.
+    New {
+        title: String,
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+    },
+    /// List tabs.
+    Ls,
+    /// Close a tab with its panes and parked agents (asks for --yes).
+    Close {
+        tab: String,
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Rename a tab.
+    Rename { tab: String, title: String },
+}
+
+fn abs(p: &Path) -> anyhow::Result<String> {
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(p)
+    };
+    let p = std::fs::canonicalize(&p)
+        .with_context(|| format!("folder {} does not exist", p.display()))?;
+    Ok(p.display().to_string())
+}
+
+fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(value).unwrap_or_default()
+        );
+    } else {
+        human(value);
+    }
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let paths = Paths::from_env();
+    let json = cli.json;
+    let Some(command) = cli.command else {
+        return crate::attach::tui_placeholder(&paths);
+    };
+    let session = |id: String| msg::SessionRef { session: id };
+    let simple = |req: Request, what: &str| -> anyhow::Result<ExitCode> {
+        let mut c = Client::connect(&paths)?;
+        let v = c.request(req)?;
+        let what = what.to_owned();
+        print(json, &v, |v| human::done(&what, v));
+        Ok(ExitCode::SUCCESS)
+    };
+    match command {
+        Command::Daemon => {
+            init_tracing();
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            rt.block_on(hangar_daemon::run(paths))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Shutdown => {
+            let Some(mut c) = Client::connect_existing(&paths)? else {
+                print(
+                    json,
+                    &serde_json::json!({"stopped": false, "running": false}),
+                    |_| println!("no hangar daemon is running for {}", paths.home.display()),
+                );
+                return Ok(ExitCode::SUCCESS);
+            };
+            c.request(Request::Shutdown)?;
+            // Wait until the daemon has let go of its socket.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while paths.socket().exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            print(json, &serde_json::json!({"stopped": true}), |_| {
+                println!("hangar daemon stopped")
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::New {
+            provider,
+            cwd,
+            tab,
+            title,
+            split,
+            direction,
+            parked,
+            no_capture,
+            no_mcp,
+        } => {
+            let cwd = cwd.map(|c| abs(&c)).transpose()?;
+            let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
+            let mut c = Client::connect(&paths)?;
+            let v = c.request(Request::New(msg::NewSession {
+                provider,
+                cwd,
+                tab,
+                title,
+                split,
+                direction,
+                parked,
+                no_capture,
+                no_mcp,
+                fallback_cwd,
+            }))?;
+            print(json, &serde_json::json!({"id": v["id"]}), |_| {
+                println!("{}", v["id"].as_str().unwrap_or_default());
+                if v["state"] == "failed" {
+                    eprintln!(
+                        "hangar: the session was created but failed to start; `hangar ls` shows why"
+                    );
+                }
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ls => {
+            let mut c = Client::connect(&paths)?;
+            let v = c.request(Request::List)?;
+            print(json, &v, human::sessions);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Status => {
+            let mut c = Client::connect(&paths)?;
+            let v = c.request(Request::Status)?;
+            print(json, &v, human::status);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Park { id } => simple(Request::Park(session(id)), "parked"),
+        Command::Unpark { id, tab } => simple(
+            Request::Unpark(msg::Unpark { session: id, tab }),
+            "unparked",
+        ),
+        Command::Bury { id } => simple(Request::Bury(session(id)), "buried"),
+        Command::Unbury { id } => simple(Request::Unbury(session(id)), "unburied"),
+        Command::Pin { id } => simple(Request::Pin(session(id)), "pinned"),
+        Command::Unpin { id } => simple(Request::Unpin(session(id)), "unpinned"),
+        Command::Wake { id } => simple(Request::Wake(session(id)), "woken"),
+        Command::Hibernate { id } => simple(Request::Hibernate(session(id)), "hibernated"),
+        Command::Send { id, text } => simple(
+            Request::Send(msg::Send {
+                session: id,
+                text,
+                enter: true,
+            }),
+            "sent to",
+        ),
+        Command::Close { id, yes } => {
+            simple(Request::Close(msg::Close { session: id, yes }), "closed")
+        }
+        Command::Screen { id } => {
+            let mut c = Client::connect(&paths)?;
+            let v = c.request(Request::Screen(msg::Screen { session: id }))?;
+            print(json, &v, |v| {
+                println!("{}", v["screen"].as_str().unwrap_or_default())
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Attach { id } => crate::attach::attach(&paths, &id),
+        Command::Tab(t) => match t {
+            TabCommand::New { title, cwd } => {
+                let cwd = cwd.map(|c| abs(&c)).transpose()?;
+                simple(Request::TabNew(msg::TabNew { title, cwd }), "created tab")
+            }
+            TabCommand::Ls => {
+                let mut c = Client::connect(&paths)?;
+                let v = c.request(Request::TabList)?;
+                print(json, &v, human::tabs);
+                Ok(ExitCode::SUCCESS)
+            }
+            TabCommand::Close { tab, yes } => {
+                simple(Request::TabClose(msg::TabClose { tab, yes }), "closed tab")
+            }
+            TabCommand::Rename { tab, title } => simple(
+                Request::TabRename(msg::TabRename { tab, title }),
+                "renamed tab",
+            ),
+        },
+        Command::Reload { dangerous } => simple(
+            Request::Reload(msg::Reload {
+                dangerous: dangerous.map(|d| d == "on"),
+            }),
+            "reloaded",
+        ),
+        Command::Import { format, file } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let v = match Client::connect_existing(&paths)? {
+                Some(mut c) => c.request(Request::Import(msg::Import { format, text }))?,
+                None => {
+                    let report = hangar_daemon::transfer::parse_import(&format, &text)
+                        .map_err(|e| anyhow::anyhow!(e.message))?;
+                    hangar_daemon::import_offline(&paths, &report)?
+                }
+            };
+            print(json, &v, human::import);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export => {
+            let mut c = Client::connect(&paths)?;
+            let v = c.request(Request::Export)?;
+            let text = v["text"].as_str().unwrap_or_default();
+            if text.is_empty() {
+                bail!("the daemon returned an empty export");
+            }
+            println!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("HANGAR_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,207 @@
+//! The client side of the control socket, blocking: connect (starting the
+//! daemon in the background when none answers), greet, send a request, read
+//! its reply.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use hangar_daemon::Paths;
+use hangar_protocol::frame::{self, Decoder, Frame, MAX_SERVER_FRAME};
+use hangar_protocol::message::{ErrorBody, Hello, PROTOCOL_VERSION, Reply, Request};
+use serde_json::Value;
+
+/// How long a freshly started daemon may take to answer.
+const START_DEADLINE: Duration = Duration::from_secs(15);
+
+pub struct Client {
+    stream: UnixStream,
+    decoder: Decoder,
+    next_id: u64,
+}
+
+/// An error reply from the daemon, kept whole so the CLI can show its code.
+#[derive(Debug)]
+pub struct DaemonError(pub ErrorBody);
+
+impl std::fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.message)
+    }
+}
+
+impl std::error::Error for DaemonError {}
+
+/// What `read_frame` returned while attached.
+pub enum Incoming {
+    Reply(Reply),
+    Event(Value),
+    Data(Vec<u8>),
+}
+
+impl Client {
+    /// Connect to a running daemon, without starting one.
+    pub fn connect_existing(paths: &Paths) -> anyhow::Result<Option<Client>> {
+        match UnixStream::connect(paths.socket()) {
+            Ok(stream) => {
+                let mut c = Client {
+                    stream,
+                    decoder: Decoder::new(MAX_SERVER_FRAME),
+                    next_id: 1,
+                };
+                c.hello()?;
+                Ok(Some(c))
+            }
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Connect, starting the daemon in the background if none answers.
+    pub fn connect(paths: &Paths) -> anyhow::Result<Client> {
+        if let Some(c) = Client::connect_existing(paths)? {
+            return Ok(c);
+        }
+        start_daemon(paths)?;
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            if let Some(c) = Client::connect_existing(paths)? {
+                return Ok(c);
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "started the hangar daemon but it did not answer within {}s; see {}",
+                    START_DEADLINE.as_secs(),
+                    paths.log().display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn hello(&mut self) -> anyhow::Result<()> {
+        self.request(Request::Hello(Hello {
+            protocol_version: PROTOCOL_VERSION,
+            client: format!("hangar-cli {}", env!("CARGO_PKG_VERSION")),
+        }))
+        .context("the daemon refused the handshake")?;
+        Ok(())
+    }
+
+    pub fn send_request(&mut self, req: &Request) -> anyhow::Result<u64> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.stream
+            .write_all(&frame::encode(frame::TAG_MESSAGE, &req.encode(id)))
+            .context("lost the connection to the daemon")?;
+        Ok(id)
+    }
+
+    pub fn send_data(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+        self.stream
+            .write_all(&frame::encode(frame::TAG_DATA, bytes))
+            .context("lost the connection to the daemon")
+    }
+
+    /// Send a request and wait for its reply; an error reply is a
+    /// `DaemonError`.
+    pub fn request(&mut self, req: Request) -> anyhow::Result<Value> {
+        let id = self.send_request(&req)?;
+        loop {
+            match self.read()? {
+                Incoming::Reply(r) if r.id == id || r.id == 0 => {
+                    return if r.ok {
+                        Ok(r.body)
+                    } else {
+                        Err(anyhow!(DaemonError(r.error.unwrap_or(ErrorBody {
+                            code: "internal".into(),
+                            message: "error without a message".into(),
+                            detail: Value::Null,
+                        }))))
+                    };
+                }
+                _ => continue,
+            }
+        }
+    }
+
+    pub fn read(&mut self) -> anyhow::Result<Incoming> {
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            match self.decoder.next_frame() {
+                Ok(Some(Frame::Data(d))) => return Ok(Incoming::Data(d)),
+                Ok(Some(Frame::Message(m))) => {
+                    let v: Value = serde_json::from_slice(&m)
+                        .context("the daemon sent a malformed message")?;
+                    if v.get("event").is_some() {
+                        return Ok(Incoming::Event(v));
+                    }
+                    let r: Reply =
+                        serde_json::from_value(v).context("the daemon sent a malformed reply")?;
+                    return Ok(Incoming::Reply(r));
+                }
+                Ok(Some(Frame::Unknown { .. })) => continue,
+                Ok(None) => {}
+                Err(e) => bail!("bad frame from the daemon: {e}"),
+            }
+            let n = self
+                .stream
+                .read(&mut buf)
+                .context("lost the connection to the daemon")?;
+            if n == 0 {
+                bail!("the daemon closed the connection");
+            }
+            self.decoder.push(&buf[..n]);
+        }
+    }
+
+    /// A second handle on the same connection (attach writes input from
+    /// another thread while this one reads output).
+    pub fn from_stream(stream: UnixStream) -> Client {
+        Client {
+            stream,
+            decoder: Decoder::new(MAX_SERVER_FRAME),
+            next_id: 1_000_000,
+        }
+    }
+
+    pub fn try_clone_stream(&self) -> anyhow::Result<UnixStream> {
+        Ok(self.stream.try_clone()?)
+    }
+}
+
+/// Start `hangar daemon` detached from this terminal, logging to the home's
+/// daemon.log.
+fn start_daemon(paths: &Paths) -> anyhow::Result<()> {
+    hangar_daemon::paths::ensure_private_dir(&paths.home)
+        .with_context(|| format!("cannot create {}", paths.home.display()))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(paths.log())
+        .with_context(|| format!("cannot open {}", paths.log().display()))?;
+    let exe = std::env::current_exe().context("cannot find the hangar executable")?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("daemon")
+        .env("HANGAR_HOME", &paths.home)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // SAFETY: setsid is async-signal-safe; it detaches the daemon from our
+    // terminal and process group so closing the shell does not end it.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().context("cannot start the hangar daemon")?;
+    // Reap it if it exits early (e.g. another daemon won the lock) so no
+    // zombie is left behind; a running daemon outlives us and is adopted.
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    Ok(())
+}

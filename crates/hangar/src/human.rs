@@ -1,0 +1,159 @@
+//! Output for people: what each command prints without `--json`.
+
+use serde_json::Value;
+
+fn s(v: &Value) -> &str {
+    v.as_str().unwrap_or("-")
+}
+
+fn short(v: &Value) -> String {
+    let id = s(v);
+    id.get(..8).unwrap_or(id).to_owned()
+}
+
+pub fn done(what: &str, v: &Value) {
+    if let Some(closed) = v.get("closed").and_then(Value::as_array) {
+        let ids: Vec<String> = closed.iter().map(short).collect();
+        println!(
+            "{what}: {}",
+            if ids.is_empty() {
+                "nothing".to_owned()
+            } else {
+                ids.join(", ")
+            }
+        );
+        return;
+    }
+    if let Some(restarted) = v.get("restarted").and_then(Value::as_array) {
+        println!(
+            "dangerous mode {}; restarted {} live agent(s)",
+            if v["dangerous"].as_bool() == Some(true) {
+                "on"
+            } else {
+                "off"
+            },
+            restarted.len()
+        );
+        for f in v["failed"].as_array().into_iter().flatten() {
+            println!("  failed {}: {}", short(&f["id"]), s(&f["reason"]));
+        }
+        return;
+    }
+    let id = v.get("id").map(short).unwrap_or_default();
+    match v.get("state").and_then(Value::as_str) {
+        Some(state) => println!("{what} {id} ({state})"),
+        None => println!("{what} {id}"),
+    }
+}
+
+pub fn sessions(v: &Value) {
+    let rows = v.as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        println!("no sessions; start one with `hangar new`");
+        return;
+    }
+    println!(
+        "{:<9} {:<9} {:<11} {:<7} {:<9} {:<7} {:<20} CWD",
+        "ID", "PROVIDER", "STATE", "WHERE", "TAB", "PID", "TITLE"
+    );
+    for r in rows {
+        let pid = r["pid"]
+            .as_u64()
+            .map(|p| p.to_string())
+            .unwrap_or_else(|| "-".into());
+        let mut title = s(&r["title"]).to_owned();
+        if r["pinned"].as_bool() == Some(true) {
+            title.insert_str(0, "* ");
+        }
+        println!(
+            "{:<9} {:<9} {:<11} {:<7} {:<9} {:<7} {:<20} {}",
+            short(&r["id"]),
+            s(&r["provider"]),
+            s(&r["state"]),
+            s(&r["placement"]),
+            short(&r["tab"]),
+            pid,
+            title,
+            s(&r["cwd"])
+        );
+        if let Some(reason) = r["reason"].as_str()
+            && r["state"] == "failed"
+        {
+            println!("          reason: {reason}");
+        }
+    }
+}
+
+pub fn status(v: &Value) {
+    let d = &v["daemon"];
+    let c = &v["sessions"];
+    let r = &v["restore"];
+    println!(
+        "daemon   pid {} version {} home {}",
+        d["pid"],
+        s(&d["version"]),
+        s(&d["home"])
+    );
+    println!(
+        "sessions {} total: {} panes, {} parked, {} buried; {} live, {} hibernated, {} failed",
+        c["total"], c["panes"], c["parked"], c["buried"], c["live"], c["hibernated"], c["failed"]
+    );
+    println!(
+        "restore  {} of {} panes restored, {} failed, {} hibernated, {}{}",
+        r["restored"],
+        r["expected"],
+        r["failed"],
+        r["hibernated"],
+        if r["complete"].as_bool() == Some(true) {
+            "complete"
+        } else {
+            "in progress"
+        },
+        r["duration_ms"]
+            .as_u64()
+            .map(|d| format!(" in {d} ms"))
+            .unwrap_or_default()
+    );
+    if v["dangerous"].as_bool() == Some(true) {
+        println!("dangerous mode is on");
+    }
+    for n in v["notices"].as_array().into_iter().flatten() {
+        println!("notice   {}", s(n));
+    }
+}
+
+pub fn tabs(v: &Value) {
+    for t in v.as_array().into_iter().flatten() {
+        println!(
+            "{} {:<9} {:<20} {} pane(s), {} parked  {}",
+            if t["active"].as_bool() == Some(true) {
+                "*"
+            } else {
+                " "
+            },
+            short(&t["id"]),
+            s(&t["title"]),
+            t["panes"].as_array().map(Vec::len).unwrap_or(0),
+            t["parked"].as_array().map(Vec::len).unwrap_or(0),
+            t["cwd"].as_str().unwrap_or("")
+        );
+    }
+}
+
+pub fn import(v: &Value) {
+    let i = &v["imported"];
+    println!(
+        "imported {} session(s): {} tab(s), {} pane(s), {} parked, {} buried, {} pin(s)",
+        i["sessions"], i["tabs"], i["panes"], i["parked"], i["buried"], i["pins"]
+    );
+    let dropped = v["dropped"].as_array().cloned().unwrap_or_default();
+    if !dropped.is_empty() {
+        println!("dropped {}:", dropped.len());
+        for d in dropped {
+            println!("  {} {}: {}", s(&d["kind"]), s(&d["id"]), s(&d["reason"]));
+        }
+    }
+    if v["restoring"].as_bool() != Some(true) {
+        println!("the next daemon start restores it");
+    }
+}

@@ -9,6 +9,7 @@
 
 #[doc(hidden)]
 pub mod fixtures;
+pub mod ledger;
 pub mod model;
 pub mod ownership;
 pub mod placement;

@@ -242,6 +242,13 @@ pub struct SessionMeta {
     /// Whether this session is given the orchestration MCP server.
     #[serde(default = "default_true")]
     pub mcp: bool,
+    /// Every change of the durable provider session id, oldest first
+    /// (bounded; see `ledger::HISTORY_LIMIT`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_id_history: Vec<crate::ledger::IdChange>,
+    /// The git worktree this session runs in, when it was started with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<crate::worktree::WorktreeInfo>,
 }
 
 fn default_true() -> bool {
@@ -263,6 +270,8 @@ impl SessionMeta {
             draft: None,
             capture: true,
             mcp: true,
+            provider_id_history: Vec::new(),
+            worktree: None,
         }
     }
 

@@ -1,0 +1,611 @@
+//! The resume ledger: which provider session id a session resumes, when an
+//! observed id replaces it, which transcript is a session's own, and when two
+//! sessions claim one conversation.
+//!
+//! Every rule here is a pure function over facts the daemon gathered (files
+//! read, clocks, the live set). Nothing here reads a transcript or decides on
+//! a process; it must never weaken a durable id with a provisional one, and
+//! never adopt an id whose transcript ran in another folder (that would make
+//! a later wake resume somebody else's conversation).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{IdSource, Provider, ProviderSessionId, SessionId, SessionMeta, Workspace};
+
+/// How many id changes a session keeps; older ones are dropped first, so a
+/// session that `/clear`s all day cannot grow its record without bound.
+pub const HISTORY_LIMIT: usize = 32;
+
+/// One change of a session's provider session id, kept in
+/// `SessionMeta::provider_id_history`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdChange {
+    /// The id before the change (`None`: there was none).
+    #[serde(default)]
+    pub from: Option<String>,
+    /// The id after the change (`None`: forgotten, the next wake starts fresh).
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Where the new id came from (`None` when it was forgotten).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<IdSource>,
+    /// Milliseconds since the epoch.
+    pub at_ms: u64,
+}
+
+/// A provider session id seen somewhere: in a transcript, a proxied request,
+/// or asked for by hangar itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation {
+    pub id: String,
+    pub source: IdSource,
+    /// The folder the transcript says the conversation ran in. Required for
+    /// `transcript` observations.
+    pub cwd: Option<String>,
+}
+
+/// Why an observed id was not adopted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IdRefusal {
+    #[error("its transcript ran in {transcript_cwd}, not in the session's folder {session_cwd}")]
+    CwdMismatch {
+        session_cwd: String,
+        transcript_cwd: String,
+    },
+    #[error("its transcript does not say which folder it ran in")]
+    CwdUnknown,
+    #[error("a provisional proxy-header id never replaces a durable one")]
+    ProvisionalOverDurable,
+    #[error("the id is empty")]
+    Empty,
+}
+
+/// What to do with an observation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdDecision {
+    /// Already known from an equal or better source: nothing to record.
+    Keep,
+    /// The same id, now confirmed by a better source: only the source changes.
+    Confirm(ProviderSessionId),
+    /// A different id replaces the current one; `change` is what the history
+    /// records (`None` for a provisional id, which is never resumed).
+    Replace {
+        new: ProviderSessionId,
+        change: Option<IdChange>,
+    },
+    Refuse(IdRefusal),
+}
+
+/// Whether two folders are the same, ignoring trailing slashes. The caller
+/// resolves symlinks on its side first: transcripts record the folder as the
+/// kernel sees it.
+pub fn cwd_matches(session_cwd: &str, transcript_cwd: &str) -> bool {
+    fn norm(p: &str) -> &str {
+        let t = p.trim_end_matches('/');
+        if t.is_empty() && p.starts_with('/') {
+            "/"
+        } else {
+            t
+        }
+    }
+    norm(session_cwd) == norm(transcript_cwd)
+}
+
+/// How much an id source is worth as evidence that the provider really holds
+/// this conversation. A transcript beats a request hangar made (the provider
+/// wrote it), which beats an imported id of unknown origin only in wording:
+/// both are durable.
+fn strength(source: Option<IdSource>) -> u8 {
+    match source {
+        Some(IdSource::ProxyHeader) => 0,
+        None => 1,
+        Some(IdSource::ResumeRequest) => 2,
+        Some(IdSource::Transcript) => 3,
+    }
+}
+
+/// Decide what an observed id does to a session whose current id is
+/// `current` and whose folder is `session_cwd`.
+pub fn decide(
+    current: Option<&ProviderSessionId>,
+    observed: &Observation,
+    session_cwd: &str,
+    now_ms: u64,
+) -> IdDecision {
+    if observed.id.trim().is_empty() {
+        return IdDecision::Refuse(IdRefusal::Empty);
+    }
+    if observed.source == IdSource::Transcript {
+        match &observed.cwd {
+            None => return IdDecision::Refuse(IdRefusal::CwdUnknown),
+            Some(t) if !cwd_matches(session_cwd, t) => {
+                return IdDecision::Refuse(IdRefusal::CwdMismatch {
+                    session_cwd: session_cwd.to_owned(),
+                    transcript_cwd: t.clone(),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    let new = ProviderSessionId::new(observed.id.clone(), observed.source);
+    let Some(current) = current else {
+        let change = new.is_durable().then(|| IdChange {
+            from: None,
+            to: Some(new.id.clone()),
+            source: Some(observed.source),
+            at_ms: now_ms,
+        });
+        return IdDecision::Replace { new, change };
+    };
+    if current.id == observed.id {
+        return if strength(Some(observed.source)) > strength(current.source) {
+            IdDecision::Confirm(new)
+        } else {
+            IdDecision::Keep
+        };
+    }
+    if !new.is_durable() {
+        return if current.is_durable() {
+            IdDecision::Refuse(IdRefusal::ProvisionalOverDurable)
+        } else {
+            IdDecision::Replace { new, change: None }
+        };
+    }
+    IdDecision::Replace {
+        change: Some(IdChange {
+            from: Some(current.id.clone()),
+            to: Some(new.id.clone()),
+            source: Some(observed.source),
+            at_ms: now_ms,
+        }),
+        new,
+    }
+}
+
+/// Carry a decision out on `meta`. Returns whether anything changed.
+pub fn apply(meta: &mut SessionMeta, decision: IdDecision) -> bool {
+    match decision {
+        IdDecision::Keep | IdDecision::Refuse(_) => false,
+        IdDecision::Confirm(new) => {
+            meta.provider_session = Some(new);
+            true
+        }
+        IdDecision::Replace { new, change } => {
+            meta.provider_session = Some(new);
+            if let Some(change) = change {
+                push_history(meta, change);
+            }
+            true
+        }
+    }
+}
+
+/// Forget a session's provider id so its next wake starts a fresh
+/// conversation (the "fork" fix for a duplicate). Returns the forgotten id.
+pub fn forget_provider_id(meta: &mut SessionMeta, now_ms: u64) -> Option<String> {
+    let old = meta.provider_session.take()?;
+    push_history(
+        meta,
+        IdChange {
+            from: Some(old.id.clone()),
+            to: None,
+            source: None,
+            at_ms: now_ms,
+        },
+    );
+    Some(old.id)
+}
+
+fn push_history(meta: &mut SessionMeta, change: IdChange) {
+    meta.provider_id_history.push(change);
+    let excess = meta
+        .provider_id_history
+        .len()
+        .saturating_sub(HISTORY_LIMIT);
+    meta.provider_id_history.drain(..excess);
+}
+
+/// What is known about one transcript file, read by the daemon.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TranscriptFacts {
+    pub id: String,
+    pub cwd: Option<String>,
+    /// Last modification, milliseconds since the epoch.
+    pub modified_ms: u64,
+    /// The id this conversation was cleared from, when the transcript says so.
+    pub cleared_from: Option<String>,
+}
+
+/// The facts about a live session a transcript is matched against.
+#[derive(Clone, Debug)]
+pub struct TranscriptMatch<'a> {
+    pub session_cwd: &'a str,
+    /// When the session's process started; older transcripts are someone
+    /// else's past, not this process's present.
+    pub started_ms: u64,
+    /// The session's current durable id.
+    pub current: Option<&'a str>,
+    /// Durable ids other sessions hold: never adopted (it would make two
+    /// sessions resume one conversation).
+    pub held_by_others: &'a BTreeSet<String>,
+    /// Another live session of the same provider runs in the same folder, so
+    /// "the newest transcript there" could be its one. A different id is then
+    /// only adopted when the transcript names the current id as the one it
+    /// was cleared from.
+    pub shares_folder: bool,
+}
+
+/// Allowance for file-system timestamp granularity and clock steps between
+/// the process start and its first write.
+pub const MTIME_SLACK_MS: u64 = 2_000;
+
+/// The transcript that is this session's own right now: the newest one, in
+/// the session's folder, written since the process started, that no other
+/// session holds. `None` when nothing qualifies.
+pub fn pick_transcript<'t>(
+    candidates: &'t [TranscriptFacts],
+    m: &TranscriptMatch<'_>,
+) -> Option<&'t TranscriptFacts> {
+    let mut eligible: Vec<&TranscriptFacts> = candidates
+        .iter()
+        .filter(|t| t.modified_ms + MTIME_SLACK_MS >= m.started_ms)
+        .filter(|t| t.cwd.as_deref().is_some_and(|c| cwd_matches(m.session_cwd, c)))
+        .filter(|t| !m.held_by_others.contains(&t.id))
+        .filter(|t| {
+            !m.shares_folder
+                || m.current == Some(t.id.as_str())
+                || (m.current.is_some() && t.cleared_from.as_deref() == m.current)
+        })
+        .collect();
+    // Newest first; on a tie prefer the current id (no needless change).
+    eligible.sort_by(|a, b| {
+        b.modified_ms
+            .cmp(&a.modified_ms)
+            .then_with(|| (m.current == Some(b.id.as_str())).cmp(&(m.current == Some(a.id.as_str()))))
+    });
+    eligible.first().copied()
+}
+
+/// Sessions sharing one durable provider session id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DuplicateGroup {
+    pub provider: Provider,
+    pub provider_session_id: String,
+    /// In id order; always two or more.
+    pub sessions: Vec<SessionId>,
+}
+
+/// Every group of two or more sessions of one provider holding one durable
+/// provider session id. Two processes writing one conversation corrupt it.
+pub fn duplicate_groups(ws: &Workspace) -> Vec<DuplicateGroup> {
+    let mut by_id: BTreeMap<(String, String), Vec<SessionId>> = BTreeMap::new();
+    for (id, meta) in &ws.sessions {
+        if let Some(pid) = meta.durable_provider_id() {
+            by_id
+                .entry((meta.provider.name().to_owned(), pid.to_owned()))
+                .or_default()
+                .push(id.clone());
+        }
+    }
+    by_id
+        .into_iter()
+        .filter(|(_, s)| s.len() > 1)
+        .map(|((provider, pid), sessions)| DuplicateGroup {
+            provider: Provider::from_name(&provider),
+            provider_session_id: pid,
+            sessions,
+        })
+        .collect()
+}
+
+/// The other sessions holding `id`'s durable provider session id.
+pub fn duplicates_of(ws: &Workspace, id: &SessionId) -> Vec<SessionId> {
+    let Some(meta) = ws.sessions.get(id) else {
+        return Vec::new();
+    };
+    let Some(pid) = meta.durable_provider_id() else {
+        return Vec::new();
+    };
+    ws.sessions
+        .iter()
+        .filter(|(other, m)| {
+            *other != id && m.provider == meta.provider && m.durable_provider_id() == Some(pid)
+        })
+        .map(|(other, _)| other.clone())
+        .collect()
+}
+
+/// Why a wake was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "session {session} resumes provider session {provider_session_id}, which live session {live} \
+     is already running; two processes writing one conversation corrupt it. Hibernate {live} first, \
+     or run `hangar doctor --fork {session}` to start {session} as a fresh conversation"
+)]
+pub struct WakeRefused {
+    pub session: SessionId,
+    pub live: SessionId,
+    pub provider_session_id: String,
+}
+
+/// Whether `id` may be woken while the sessions `is_live` accepts run: not
+/// when another live session holds its durable provider session id.
+pub fn may_wake(
+    ws: &Workspace,
+    id: &SessionId,
+    is_live: impl Fn(&SessionId) -> bool,
+) -> Result<(), WakeRefused> {
+    let Some(pid) = ws.sessions.get(id).and_then(|m| m.durable_provider_id()) else {
+        return Ok(());
+    };
+    match duplicates_of(ws, id).into_iter().find(|o| is_live(o)) {
+        Some(live) => Err(WakeRefused {
+            session: id.clone(),
+            live,
+            provider_session_id: pid.to_owned(),
+        }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn psid(id: &str, source: Option<IdSource>) -> ProviderSessionId {
+        ProviderSessionId {
+            id: id.into(),
+            source,
+        }
+    }
+
+    fn seen(id: &str, source: IdSource, cwd: Option<&str>) -> Observation {
+        Observation {
+            id: id.into(),
+            source,
+            cwd: cwd.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_new_durable_id_after_clear_replaces_the_old_and_records_both_with_the_time() {
+        let cur = psid("old", Some(IdSource::ResumeRequest));
+        let d = decide(
+            Some(&cur),
+            &seen("new", IdSource::Transcript, Some("/w")),
+            "/w",
+            77,
+        );
+        let mut meta = SessionMeta::new("s".into(), Provider::Claude, "/w");
+        meta.provider_session = Some(cur);
+        assert!(apply(&mut meta, d));
+        assert_eq!(
+            meta.provider_session,
+            Some(psid("new", Some(IdSource::Transcript)))
+        );
+        assert_eq!(
+            meta.provider_id_history,
+            vec![IdChange {
+                from: Some("old".into()),
+                to: Some("new".into()),
+                source: Some(IdSource::Transcript),
+                at_ms: 77
+            }]
+        );
+    }
+
+    #[test]
+    fn a_transcript_from_another_folder_is_refused() {
+        let d = decide(
+            None,
+            &seen("x", IdSource::Transcript, Some("/elsewhere")),
+            "/w",
+            1,
+        );
+        assert!(matches!(d, IdDecision::Refuse(IdRefusal::CwdMismatch { .. })));
+        let d = decide(None, &seen("x", IdSource::Transcript, None), "/w", 1);
+        assert_eq!(d, IdDecision::Refuse(IdRefusal::CwdUnknown));
+    }
+
+    #[test]
+    fn trailing_slashes_do_not_make_folders_differ() {
+        assert!(cwd_matches("/w/", "/w"));
+        assert!(cwd_matches("/", "/"));
+        assert!(!cwd_matches("/w", "/w2"));
+    }
+
+    #[test]
+    fn a_proxy_header_id_never_replaces_a_durable_one_but_fills_an_empty_slot_unrecorded() {
+        let cur = psid("d", None);
+        let d = decide(
+            Some(&cur),
+            &seen("p", IdSource::ProxyHeader, None),
+            "/w",
+            1,
+        );
+        assert_eq!(d, IdDecision::Refuse(IdRefusal::ProvisionalOverDurable));
+        let d = decide(None, &seen("p", IdSource::ProxyHeader, None), "/w", 1);
+        assert_eq!(
+            d,
+            IdDecision::Replace {
+                new: psid("p", Some(IdSource::ProxyHeader)),
+                change: None
+            }
+        );
+    }
+
+    #[test]
+    fn the_transcript_confirming_a_requested_id_upgrades_its_source_without_history() {
+        let cur = psid("a", Some(IdSource::ResumeRequest));
+        let d = decide(
+            Some(&cur),
+            &seen("a", IdSource::Transcript, Some("/w")),
+            "/w",
+            1,
+        );
+        assert_eq!(d, IdDecision::Confirm(psid("a", Some(IdSource::Transcript))));
+        let cur = psid("a", Some(IdSource::Transcript));
+        let d = decide(
+            Some(&cur),
+            &seen("a", IdSource::ResumeRequest, None),
+            "/w",
+            1,
+        );
+        assert_eq!(d, IdDecision::Keep);
+    }
+
+    #[test]
+    fn a_durable_id_replaces_a_provisional_one_and_is_recorded() {
+        let cur = psid("p", Some(IdSource::ProxyHeader));
+        let d = decide(
+            Some(&cur),
+            &seen("t", IdSource::Transcript, Some("/w")),
+            "/w",
+            5,
+        );
+        let IdDecision::Replace { change, .. } = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(change.unwrap().from.as_deref(), Some("p"));
+    }
+
+    #[test]
+    fn history_is_bounded_and_keeps_the_newest_changes() {
+        let mut meta = SessionMeta::new("s".into(), Provider::Claude, "/w");
+        for i in 0..(HISTORY_LIMIT as u64 + 5) {
+            let d = decide(
+                meta.provider_session.as_ref(),
+                &seen(&format!("id{i}"), IdSource::Transcript, Some("/w")),
+                "/w",
+                i,
+            );
+            apply(&mut meta, d);
+        }
+        assert_eq!(meta.provider_id_history.len(), HISTORY_LIMIT);
+        assert_eq!(
+            meta.provider_id_history.last().unwrap().at_ms,
+            HISTORY_LIMIT as u64 + 4
+        );
+    }
+
+    #[test]
+    fn forgetting_an_id_records_the_fork_and_leaves_no_id_to_resume() {
+        let mut meta = SessionMeta::new("s".into(), Provider::Claude, "/w");
+        meta.provider_session = Some(psid("a", None));
+        assert_eq!(forget_provider_id(&mut meta, 9).as_deref(), Some("a"));
+        assert_eq!(meta.durable_provider_id(), None);
+        assert_eq!(meta.provider_id_history[0].to, None);
+        assert_eq!(forget_provider_id(&mut meta, 10), None);
+    }
+
+    fn facts(id: &str, cwd: &str, at: u64, cleared_from: Option<&str>) -> TranscriptFacts {
+        TranscriptFacts {
+            id: id.into(),
+            cwd: Some(cwd.into()),
+            modified_ms: at,
+            cleared_from: cleared_from.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn the_newest_transcript_written_since_start_in_the_same_folder_is_picked() {
+        let held = BTreeSet::new();
+        let m = TranscriptMatch {
+            session_cwd: "/w",
+            started_ms: 100_000,
+            current: Some("a"),
+            held_by_others: &held,
+            shares_folder: false,
+        };
+        let c = vec![
+            facts("old", "/w", 10_000, None),
+            facts("a", "/w", 101_000, None),
+            facts("b", "/w", 102_000, None),
+            facts("other-folder", "/x", 103_000, None),
+        ];
+        assert_eq!(pick_transcript(&c, &m).unwrap().id, "b");
+        let c = vec![facts("old", "/w", 10_000, None)];
+        assert_eq!(pick_transcript(&c, &m), None);
+    }
+
+    #[test]
+    fn a_transcript_another_session_holds_is_never_picked() {
+        let held: BTreeSet<String> = ["b".to_owned()].into();
+        let m = TranscriptMatch {
+            session_cwd: "/w",
+            started_ms: 0,
+            current: Some("a"),
+            held_by_others: &held,
+            shares_folder: false,
+        };
+        let c = vec![facts("a", "/w", 5, None), facts("b", "/w", 9, None)];
+        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
+    }
+
+    #[test]
+    fn in_a_shared_folder_only_a_transcript_cleared_from_the_current_id_replaces_it() {
+        let held = BTreeSet::new();
+        let m = TranscriptMatch {
+            session_cwd: "/w",
+            started_ms: 0,
+            current: Some("a"),
+            held_by_others: &held,
+            shares_folder: true,
+        };
+        let c = vec![
+            facts("a", "/w", 5, None),
+            facts("neighbour", "/w", 9, None),
+        ];
+        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
+        let c = vec![facts("a", "/w", 5, None), facts("a2", "/w", 9, Some("a"))];
+        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a2");
+    }
+
+    fn ws_with(ids: &[(&str, Provider, Option<ProviderSessionId>)]) -> Workspace {
+        let mut ws = Workspace::default();
+        for (id, p, psid) in ids {
+            let mut m = SessionMeta::new((*id).into(), p.clone(), "/w");
+            m.provider_session = psid.clone();
+            ws.sessions.insert(m.id.clone(), m);
+        }
+        ws
+    }
+
+    #[test]
+    fn two_sessions_with_one_durable_id_are_a_duplicate_but_a_provisional_one_is_not() {
+        let ws = ws_with(&[
+            ("a", Provider::Claude, Some(psid("x", None))),
+            ("b", Provider::Claude, Some(psid("x", Some(IdSource::Transcript)))),
+            ("c", Provider::Claude, Some(psid("x", Some(IdSource::ProxyHeader)))),
+            ("d", Provider::Codex, Some(psid("x", None))),
+            ("e", Provider::Claude, None),
+        ]);
+        assert_eq!(
+            duplicate_groups(&ws),
+            vec![DuplicateGroup {
+                provider: Provider::Claude,
+                provider_session_id: "x".into(),
+                sessions: vec!["a".into(), "b".into()],
+            }]
+        );
+        assert_eq!(duplicates_of(&ws, &"a".into()), vec![SessionId::from("b")]);
+        assert!(duplicates_of(&ws, &"c".into()).is_empty());
+        assert!(duplicates_of(&ws, &"d".into()).is_empty());
+    }
+
+    #[test]
+    fn waking_the_second_of_a_duplicate_while_the_first_is_live_is_refused() {
+        let ws = ws_with(&[
+            ("a", Provider::Claude, Some(psid("x", None))),
+            ("b", Provider::Claude, Some(psid("x", None))),
+        ]);
+        let live_a = |s: &SessionId| s.as_str() == "a";
+        let e = may_wake(&ws, &"b".into(), live_a).unwrap_err();
+        assert_eq!(e.live, SessionId::from("a"));
+        assert!(e.to_string().contains("hangar doctor --fork b"), "{e}");
+        assert!(may_wake(&ws, &"b".into(), |_| false).is_ok());
+        assert!(may_wake(&ws, &"a".into(), live_a).is_ok());
+    }
+}

@@ -8,6 +8,7 @@
 //! is ever deleted or rewritten when it is damaged or newer than this build.
 
 mod agent_code;
+mod diff;
 mod error;
 mod export;
 mod import;

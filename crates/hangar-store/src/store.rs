@@ -42,22 +42,22 @@
 //! reboot. Saves happen once per user-visible change, so one fsync each is
 //! cheap.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hangar_core::{
-    BuriedRecord, Dispatch, ParkedRecord, PruneReport, SessionId, SessionMeta, Settings, Tab,
-    TabId, Workspace,
+    BuriedRecord, ParkedRecord, PruneReport, SessionId, SessionMeta, Tab, Workspace,
 };
 use rusqlite::config::DbConfig;
-use rusqlite::types::Value as SqlValue;
+use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::diff::{MapDiff, TabChange, WorkspaceDiff};
 use crate::error::StoreError;
 use crate::schema::{self, SUPPORTED_VERSION};
 
@@ -212,22 +212,33 @@ impl Store {
             });
         }
 
-        let mut store = Store {
-            conn,
-            path,
-            last_saved: workspace,
-        };
-        let (repaired, pruned) = hangar_core::prune(store.last_saved.clone());
-        if repaired != store.last_saved {
-            let removed: Vec<SessionId> = store
-                .last_saved
+        let (repaired, pruned) = hangar_core::prune(workspace);
+        let mut store = if pruned.is_empty() {
+            // `prune` left it exactly as loaded: nothing to write.
+            Store {
+                conn,
+                path,
+                last_saved: repaired,
+            }
+        } else {
+            // Rare: read the file's own state again (cheaper than cloning
+            // every load) so the repair is saved as a diff against it, naming
+            // the sessions it dropped.
+            let (as_loaded, _) = load_workspace(&mut conn).map_err(sql_error(&path, "reload"))?;
+            let removed: Vec<SessionId> = as_loaded
                 .sessions
                 .keys()
                 .filter(|id| !repaired.sessions.contains_key(*id))
                 .cloned()
                 .collect();
+            let mut store = Store {
+                conn,
+                path,
+                last_saved: as_loaded,
+            };
             store.save(&repaired, &removed)?;
-        }
+            store
+        };
         store.drop_orphan_screens()?;
         Ok(Opened {
             workspace: store.last_saved.clone(),
@@ -247,12 +258,13 @@ impl Store {
     /// process records of removed sessions are deleted in the same
     /// transaction.
     pub fn save(&mut self, ws: &Workspace, removed: &[SessionId]) -> Result<SaveStats, StoreError> {
+        let diff = WorkspaceDiff::between(&self.last_saved, ws);
         let removed: BTreeSet<&SessionId> = removed.iter().collect();
-        let unexplained: Vec<SessionId> = self
-            .last_saved
+        let unexplained: Vec<SessionId> = diff
             .sessions
-            .keys()
-            .filter(|id| !ws.sessions.contains_key(*id) && !removed.contains(id))
+            .deletes
+            .iter()
+            .filter(|id| !removed.contains(id))
             .cloned()
             .collect();
         if !unexplained.is_empty() {
@@ -263,6 +275,13 @@ impl Store {
             if !seen_tabs.insert(&tab.id) {
                 return Err(StoreError::DuplicateTab { id: tab.id.clone() });
             }
+        }
+        let gone: Vec<&SessionId> = removed
+            .into_iter()
+            .filter(|id| !ws.sessions.contains_key(*id))
+            .collect();
+        if diff.is_empty() && gone.is_empty() {
+            return Ok(SaveStats::default());
         }
 
         let path = self.path.as_path();
@@ -275,12 +294,12 @@ impl Store {
             path,
             stats: SaveStats::default(),
         };
-        writer.write_changes(&self.last_saved, ws, &removed)?;
+        writer.write(&diff, &gone)?;
         let stats = writer.stats;
         // Dropping `tx` without commit (on any `?` above) rolls it back.
         tx.commit()
             .map_err(sql_error(path, "commit the workspace to"))?;
-        self.last_saved = ws.clone();
+        diff.apply_to(&mut self.last_saved, ws);
         Ok(stats)
     }
 
@@ -453,7 +472,7 @@ fn to_i64(value: u64, what: &'static str, path: &Path) -> Result<i64, StoreError
     })
 }
 
-/// Writes the difference between two workspaces inside one transaction.
+/// Writes a [`WorkspaceDiff`] inside one transaction.
 struct Writer<'a> {
     tx: &'a Transaction<'a>,
     path: &'a Path,
@@ -461,63 +480,76 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn write_changes(
-        &mut self,
-        old: &Workspace,
-        new: &Workspace,
-        removed: &BTreeSet<&SessionId>,
-    ) -> Result<(), StoreError> {
+    fn write(&mut self, diff: &WorkspaceDiff<'_>, gone: &[&SessionId]) -> Result<(), StoreError> {
         self.write_map(
             "sessions",
-            &old.sessions,
-            &new.sessions,
+            &diff.sessions,
             "INSERT INTO sessions (id, data) VALUES (?1, ?2)
              ON CONFLICT(id) DO UPDATE SET data = excluded.data",
             "DELETE FROM sessions WHERE id = ?1",
         )?;
-        self.write_tabs(&old.tabs, &new.tabs)?;
+        for change in &diff.tabs {
+            match change {
+                TabChange::Move { position, id } => {
+                    self.stats.written += self.exec(
+                        "UPDATE tabs SET position = ?2 WHERE id = ?1",
+                        params![id.as_str(), *position as i64],
+                    )?;
+                }
+                TabChange::Upsert { position, tab } => {
+                    let data = self.encode(|| format!("tab {}", tab.id), tab)?;
+                    self.stats.written += self.exec(
+                        "INSERT INTO tabs (id, position, data) VALUES (?1, ?2, ?3)
+                         ON CONFLICT(id) DO UPDATE
+                         SET position = excluded.position, data = excluded.data",
+                        params![tab.id.as_str(), *position as i64, data],
+                    )?;
+                }
+            }
+        }
+        for id in &diff.tab_deletes {
+            self.stats.deleted +=
+                self.exec("DELETE FROM tabs WHERE id = ?1", params![id.as_str()])?;
+        }
         self.write_map(
             "parked",
-            &old.parked,
-            &new.parked,
+            &diff.parked,
             "INSERT INTO parked (session, data) VALUES (?1, ?2)
              ON CONFLICT(session) DO UPDATE SET data = excluded.data",
             "DELETE FROM parked WHERE session = ?1",
         )?;
         self.write_map(
             "buried",
-            &old.buried,
-            &new.buried,
+            &diff.buried,
             "INSERT INTO buried (session, data) VALUES (?1, ?2)
              ON CONFLICT(session) DO UPDATE SET data = excluded.data",
             "DELETE FROM buried WHERE session = ?1",
         )?;
-        if old.pins != new.pins {
+        if let Some(pins) = diff.pins {
             self.stats.deleted += self.exec("DELETE FROM pins", params![])?;
-            for (position, id) in new.pins.iter().enumerate() {
+            for (position, id) in pins.iter().enumerate() {
                 self.stats.written += self.exec(
                     "INSERT INTO pins (position, session) VALUES (?1, ?2)",
                     params![position as i64, id.as_str()],
                 )?;
             }
         }
-        if old.active_tab != new.active_tab {
-            match &new.active_tab {
-                Some(tab) => self.put_kv(KV_ACTIVE_TAB, tab)?,
-                None => {
-                    self.stats.deleted +=
-                        self.exec("DELETE FROM kv WHERE key = ?1", params![KV_ACTIVE_TAB])?;
-                }
+        match diff.active_tab {
+            Some(Some(tab)) => self.put_kv(KV_ACTIVE_TAB, tab)?,
+            Some(None) => {
+                self.stats.deleted +=
+                    self.exec("DELETE FROM kv WHERE key = ?1", params![KV_ACTIVE_TAB])?;
             }
+            None => {}
         }
-        if old.dispatch != new.dispatch {
-            self.put_kv::<Dispatch>(KV_DISPATCH, &new.dispatch)?;
+        if let Some(dispatch) = diff.dispatch {
+            self.put_kv(KV_DISPATCH, dispatch)?;
         }
-        if old.settings != new.settings {
-            self.put_kv::<Settings>(KV_SETTINGS, &new.settings)?;
+        if let Some(settings) = diff.settings {
+            self.put_kv(KV_SETTINGS, settings)?;
         }
         // The last screen and process record of a removed session go with it.
-        for id in removed.iter().filter(|id| !new.sessions.contains_key(**id)) {
+        for id in gone {
             self.stats.deleted += self.exec(
                 "DELETE FROM screens WHERE session = ?1",
                 params![id.as_str()],
@@ -549,57 +581,19 @@ impl Writer<'_> {
         })
     }
 
-    fn write_map<V: PartialEq + Serialize>(
+    fn write_map<V: Serialize>(
         &mut self,
         table: &str,
-        old: &BTreeMap<SessionId, V>,
-        new: &BTreeMap<SessionId, V>,
+        diff: &MapDiff<'_, V>,
         upsert: &str,
         delete: &str,
     ) -> Result<(), StoreError> {
-        for (id, value) in new {
-            if old.get(id) != Some(value) {
-                let data = self.encode(|| format!("{table} row {id}"), value)?;
-                self.stats.written += self.exec(upsert, params![id.as_str(), data])?;
-            }
+        for (id, value) in &diff.upserts {
+            let data = self.encode(|| format!("{table} row {id}"), value)?;
+            self.stats.written += self.exec(upsert, params![id.as_str(), data])?;
         }
-        for id in old.keys().filter(|id| !new.contains_key(*id)) {
+        for id in &diff.deletes {
             self.stats.deleted += self.exec(delete, params![id.as_str()])?;
-        }
-        Ok(())
-    }
-
-    fn write_tabs(&mut self, old: &[Tab], new: &[Tab]) -> Result<(), StoreError> {
-        let old_by_id: HashMap<&TabId, (usize, &Tab)> = old
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (&t.id, (i, t)))
-            .collect();
-        for (position, tab) in new.iter().enumerate() {
-            match old_by_id.get(&tab.id) {
-                Some((old_position, old_tab)) if *old_tab == tab => {
-                    if *old_position != position {
-                        self.stats.written += self.exec(
-                            "UPDATE tabs SET position = ?2 WHERE id = ?1",
-                            params![tab.id.as_str(), position as i64],
-                        )?;
-                    }
-                }
-                _ => {
-                    let data = self.encode(|| format!("tab {}", tab.id), tab)?;
-                    self.stats.written += self.exec(
-                        "INSERT INTO tabs (id, position, data) VALUES (?1, ?2, ?3)
-                         ON CONFLICT(id) DO UPDATE
-                         SET position = excluded.position, data = excluded.data",
-                        params![tab.id.as_str(), position as i64, data],
-                    )?;
-                }
-            }
-        }
-        let new_ids: BTreeSet<&TabId> = new.iter().map(|t| &t.id).collect();
-        for tab in old.iter().filter(|t| !new_ids.contains(&t.id)) {
-            self.stats.deleted +=
-                self.exec("DELETE FROM tabs WHERE id = ?1", params![tab.id.as_str()])?;
         }
         Ok(())
     }
@@ -837,21 +831,62 @@ fn text_of(value: SqlValue) -> Result<String, String> {
     }
 }
 
-fn key_text(value: &SqlValue) -> String {
+fn text_ref(value: ValueRef<'_>) -> Result<&str, String> {
     match value {
-        SqlValue::Text(s) => s.clone(),
-        SqlValue::Blob(b) => String::from_utf8_lossy(b).into_owned(),
-        SqlValue::Null => "NULL".to_owned(),
-        SqlValue::Integer(n) => n.to_string(),
-        SqlValue::Real(x) => x.to_string(),
+        ValueRef::Text(b) | ValueRef::Blob(b) => {
+            std::str::from_utf8(b).map_err(|e| format!("not UTF-8 text: {e}"))
+        }
+        ValueRef::Null => Err("expected text, found NULL".to_owned()),
+        ValueRef::Integer(n) => Err(format!("expected text, found the integer {n}")),
+        ValueRef::Real(x) => Err(format!("expected text, found the number {x}")),
     }
 }
 
-fn decode<T: DeserializeOwned>(key: SqlValue, data: SqlValue) -> Result<(String, T), String> {
-    let key = text_of(key).map_err(|e| format!("key: {e}"))?;
-    let data = text_of(data)?;
-    let value = serde_json::from_str(&data).map_err(|e| format!("JSON does not decode: {e}"))?;
-    Ok((key, value))
+/// A row key as shown in a report, whatever its type.
+fn key_text(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
+        ValueRef::Null => "NULL".to_owned(),
+        ValueRef::Integer(n) => n.to_string(),
+        ValueRef::Real(x) => x.to_string(),
+    }
+}
+
+fn decode_value<T: DeserializeOwned>(data: ValueRef<'_>) -> Result<T, String> {
+    serde_json::from_str(text_ref(data)?).map_err(|e| format!("JSON does not decode: {e}"))
+}
+
+/// Decode a `(key, JSON data)` row; `own_key` says which key the record
+/// itself names, which must match the row's.
+fn decode<T: DeserializeOwned>(
+    key: ValueRef<'_>,
+    data: ValueRef<'_>,
+    own_key: impl Fn(&T) -> &str,
+) -> Result<T, String> {
+    let key = text_ref(key).map_err(|e| format!("key: {e}"))?;
+    let value: T = decode_value(data)?;
+    let inner = own_key(&value);
+    if inner != key {
+        return Err(format!(
+            "the id inside the record ({inner:?}) differs from the row key ({key:?})"
+        ));
+    }
+    Ok(value)
+}
+
+/// Call `f(rowid, key, value)` for each row of a three-column query, without
+/// copying the values out of SQLite.
+fn each_row(
+    tx: &Transaction<'_>,
+    sql: &str,
+    mut f: impl FnMut(i64, ValueRef<'_>, ValueRef<'_>),
+) -> rusqlite::Result<()> {
+    let mut st = tx.prepare(sql)?;
+    let mut rows = st.query([])?;
+    while let Some(row) = rows.next()? {
+        f(row.get(0)?, row.get_ref(1)?, row.get_ref(2)?);
+    }
+    Ok(())
 }
 
 /// Read every table in one read transaction (a consistent snapshot).
@@ -859,105 +894,88 @@ fn decode<T: DeserializeOwned>(key: SqlValue, data: SqlValue) -> Result<(String,
 fn load_workspace(conn: &mut Connection) -> rusqlite::Result<(Workspace, Vec<Skipped>)> {
     let tx = conn.transaction()?;
     let mut ws = Workspace::default();
+    // Collected first: building a BTreeMap from (nearly) sorted pairs is a
+    // bulk build, much cheaper than one insert per row.
+    let (mut sessions, mut parked, mut buried) = (Vec::new(), Vec::new(), Vec::new());
     let mut skipped = Vec::new();
-    let mut skip = |table: &'static str, rowid: i64, key: String, error: String| {
+    let mut skip = |table: &'static str, rowid: i64, key: ValueRef<'_>, error: String| {
         skipped.push(Skipped {
             rowid,
-            row: SkippedRow { table, key, error },
+            row: SkippedRow {
+                table,
+                key: key_text(key),
+                error,
+            },
         })
     };
-    let mismatch = |what: &str, inner: &str, key: &str| {
-        format!("the {what} inside the record ({inner:?}) differs from the row key ({key:?})")
-    };
 
-    for (rowid, key, data) in rows3(&tx, "SELECT rowid, id, data FROM sessions")? {
-        let shown = key_text(&key);
-        match decode::<SessionMeta>(key, data) {
-            Ok((key, meta)) if meta.id.0 == key => {
-                ws.sessions.insert(meta.id.clone(), meta);
+    each_row(
+        &tx,
+        "SELECT rowid, id, data FROM sessions",
+        |rowid, key, data| match decode(key, data, |m: &SessionMeta| m.id.as_str()) {
+            Ok(meta) => {
+                sessions.push((meta.id.clone(), meta));
             }
-            Ok((key, meta)) => skip("sessions", rowid, shown, mismatch("id", &meta.id.0, &key)),
-            Err(e) => skip("sessions", rowid, shown, e),
-        }
-    }
-
-    let mut st = tx.prepare("SELECT rowid, id, data FROM tabs ORDER BY position, id")?;
-    let tabs = st
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
-        .collect::<rusqlite::Result<Vec<(i64, SqlValue, SqlValue)>>>()?;
-    drop(st);
-    for (rowid, key, data) in tabs {
-        let shown = key_text(&key);
-        match decode::<Tab>(key, data) {
-            Ok((key, tab)) if tab.id.0 == key => ws.tabs.push(tab),
-            Ok((key, tab)) => skip("tabs", rowid, shown, mismatch("id", &tab.id.0, &key)),
-            Err(e) => skip("tabs", rowid, shown, e),
-        }
-    }
-
-    for (rowid, key, data) in rows3(&tx, "SELECT rowid, session, data FROM parked")? {
-        let shown = key_text(&key);
-        match decode::<ParkedRecord>(key, data) {
-            Ok((key, rec)) if rec.session.0 == key => {
-                ws.parked.insert(rec.session.clone(), rec);
+            Err(e) => skip("sessions", rowid, key, e),
+        },
+    )?;
+    each_row(
+        &tx,
+        "SELECT rowid, id, data FROM tabs ORDER BY position, id",
+        |rowid, key, data| match decode(key, data, |t: &Tab| t.id.as_str()) {
+            Ok(tab) => ws.tabs.push(tab),
+            Err(e) => skip("tabs", rowid, key, e),
+        },
+    )?;
+    each_row(
+        &tx,
+        "SELECT rowid, session, data FROM parked",
+        |rowid, key, data| match decode(key, data, |p: &ParkedRecord| p.session.as_str()) {
+            Ok(rec) => {
+                parked.push((rec.session.clone(), rec));
             }
-            Ok((key, rec)) => skip(
-                "parked",
-                rowid,
-                shown,
-                mismatch("session", &rec.session.0, &key),
-            ),
-            Err(e) => skip("parked", rowid, shown, e),
-        }
-    }
-
-    for (rowid, key, data) in rows3(&tx, "SELECT rowid, session, data FROM buried")? {
-        let shown = key_text(&key);
-        match decode::<BuriedRecord>(key, data) {
-            Ok((key, rec)) if rec.session.0 == key => {
-                ws.buried.insert(rec.session.clone(), rec);
+            Err(e) => skip("parked", rowid, key, e),
+        },
+    )?;
+    each_row(
+        &tx,
+        "SELECT rowid, session, data FROM buried",
+        |rowid, key, data| match decode(key, data, |b: &BuriedRecord| b.session.as_str()) {
+            Ok(rec) => {
+                buried.push((rec.session.clone(), rec));
             }
-            Ok((key, rec)) => skip(
-                "buried",
-                rowid,
-                shown,
-                mismatch("session", &rec.session.0, &key),
-            ),
-            Err(e) => skip("buried", rowid, shown, e),
-        }
-    }
-
-    for (rowid, position, session) in rows3(
+            Err(e) => skip("buried", rowid, key, e),
+        },
+    )?;
+    each_row(
         &tx,
         "SELECT rowid, position, session FROM pins ORDER BY position",
-    )? {
-        match text_of(session) {
-            Ok(id) => ws.pins.push(SessionId(id)),
-            Err(e) => skip("pins", rowid, key_text(&position), e),
-        }
-    }
-
-    for (rowid, key, value) in rows3(&tx, "SELECT rowid, key, value FROM kv")? {
-        let shown = key_text(&key);
-        let result = match shown.as_str() {
-            KV_ACTIVE_TAB => decode::<TabId>(key, value).map(|(_, tab)| ws.active_tab = Some(tab)),
-            KV_DISPATCH => decode::<Dispatch>(key, value).map(|(_, d)| ws.dispatch = d),
-            KV_SETTINGS => decode::<Settings>(key, value).map(|(_, s)| ws.settings = s),
-            // Written by nothing this version knows; harmless to keep.
-            _ => Ok(()),
-        };
-        if let Err(e) = result {
-            skip("kv", rowid, shown, e);
-        }
-    }
+        |rowid, position, session| match text_ref(session) {
+            Ok(id) => ws.pins.push(SessionId::new(id)),
+            Err(e) => skip("pins", rowid, position, e),
+        },
+    )?;
+    each_row(
+        &tx,
+        "SELECT rowid, key, value FROM kv",
+        |rowid, key, value| {
+            let result = match text_ref(key) {
+                Ok(KV_ACTIVE_TAB) => decode_value(value).map(|t| ws.active_tab = Some(t)),
+                Ok(KV_DISPATCH) => decode_value(value).map(|d| ws.dispatch = d),
+                Ok(KV_SETTINGS) => decode_value(value).map(|s| ws.settings = s),
+                // Written by nothing this version knows; harmless to keep.
+                _ => Ok(()),
+            };
+            if let Err(e) = result {
+                skip("kv", rowid, key, e);
+            }
+        },
+    )?;
     tx.commit()?;
+    ws.sessions = sessions.into_iter().collect();
+    ws.parked = parked.into_iter().collect();
+    ws.buried = buried.into_iter().collect();
     Ok((ws, skipped))
-}
-
-fn rows3(tx: &Transaction<'_>, sql: &str) -> rusqlite::Result<Vec<(i64, SqlValue, SqlValue)>> {
-    let mut st = tx.prepare(sql)?;
-    st.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
-        .collect()
 }
 
 fn delete_skipped_rows(

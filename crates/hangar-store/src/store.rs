@@ -79,7 +79,17 @@ pub struct Store {
     last_saved: Workspace,
 }
 
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("sessions", &self.last_saved.sessions.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// The result of [`Store::open`].
+#[derive(Debug)]
 pub struct Opened {
     pub store: Store,
     /// The loaded workspace, already pruned and equal to
@@ -633,9 +643,9 @@ struct Skipped {
 
 fn classify<'p>(path: &'p Path, action: &'static str) -> impl Fn(rusqlite::Error) -> Failure + 'p {
     move |e| match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
-            Failure::Corrupt(format!("{action}: {e}"))
-        }
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => Failure::Corrupt(format!(
+            "SQLite said \"{e}\" while trying to {action} the file"
+        )),
         _ => Failure::Fatal(StoreError::Sqlite {
             action,
             path: path.to_path_buf(),

@@ -156,7 +156,7 @@ fn a_newer_schema_file_is_refused_and_left_byte_for_byte_unchanged() {
     };
     let files_before = listing(path.parent().unwrap());
 
-    let err = Store::open(&path).err().expect("a newer schema is refused");
+    let err = Store::open(&path).expect_err("a newer schema is refused");
     match &err {
         StoreError::NewerSchema {
             path: p,
@@ -537,7 +537,7 @@ fn a_store_path_that_cannot_be_read_is_reported_and_left_alone() {
     let path = store_path(&dir);
     fs::create_dir_all(&path).unwrap();
     fs::write(path.join("keep"), b"x").unwrap();
-    let err = Store::open(&path).err().expect("a folder is not a store");
+    let err = Store::open(&path).expect_err("a folder is not a store");
     assert!(matches!(err, StoreError::Io { .. }), "{err}");
     assert!(path.join("keep").exists(), "nothing was moved or deleted");
 }

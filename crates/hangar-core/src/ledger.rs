@@ -200,10 +200,7 @@ pub fn forget_provider_id(meta: &mut SessionMeta, now_ms: u64) -> Option<String>
 
 fn push_history(meta: &mut SessionMeta, change: IdChange) {
     meta.provider_id_history.push(change);
-    let excess = meta
-        .provider_id_history
-        .len()
-        .saturating_sub(HISTORY_LIMIT);
+    let excess = meta.provider_id_history.len().saturating_sub(HISTORY_LIMIT);
     meta.provider_id_history.drain(..excess);
 }
 
@@ -251,7 +248,11 @@ pub fn pick_transcript<'t>(
     let mut eligible: Vec<&TranscriptFacts> = candidates
         .iter()
         .filter(|t| t.modified_ms + MTIME_SLACK_MS >= m.started_ms)
-        .filter(|t| t.cwd.as_deref().is_some_and(|c| cwd_matches(m.session_cwd, c)))
+        .filter(|t| {
+            t.cwd
+                .as_deref()
+                .is_some_and(|c| cwd_matches(m.session_cwd, c))
+        })
         .filter(|t| !m.held_by_others.contains(&t.id))
         .filter(|t| {
             !m.shares_folder
@@ -261,9 +262,9 @@ pub fn pick_transcript<'t>(
         .collect();
     // Newest first; on a tie prefer the current id (no needless change).
     eligible.sort_by(|a, b| {
-        b.modified_ms
-            .cmp(&a.modified_ms)
-            .then_with(|| (m.current == Some(b.id.as_str())).cmp(&(m.current == Some(a.id.as_str()))))
+        b.modified_ms.cmp(&a.modified_ms).then_with(|| {
+            (m.current == Some(b.id.as_str())).cmp(&(m.current == Some(a.id.as_str())))
+        })
     });
     eligible.first().copied()
 }
@@ -404,7 +405,10 @@ mod tests {
             "/w",
             1,
         );
-        assert!(matches!(d, IdDecision::Refuse(IdRefusal::CwdMismatch { .. })));
+        assert!(matches!(
+            d,
+            IdDecision::Refuse(IdRefusal::CwdMismatch { .. })
+        ));
         let d = decide(None, &seen("x", IdSource::Transcript, None), "/w", 1);
         assert_eq!(d, IdDecision::Refuse(IdRefusal::CwdUnknown));
     }
@@ -419,12 +423,7 @@ mod tests {
     #[test]
     fn a_proxy_header_id_never_replaces_a_durable_one_but_fills_an_empty_slot_unrecorded() {
         let cur = psid("d", None);
-        let d = decide(
-            Some(&cur),
-            &seen("p", IdSource::ProxyHeader, None),
-            "/w",
-            1,
-        );
+        let d = decide(Some(&cur), &seen("p", IdSource::ProxyHeader, None), "/w", 1);
         assert_eq!(d, IdDecision::Refuse(IdRefusal::ProvisionalOverDurable));
         let d = decide(None, &seen("p", IdSource::ProxyHeader, None), "/w", 1);
         assert_eq!(
@@ -445,7 +444,10 @@ mod tests {
             "/w",
             1,
         );
-        assert_eq!(d, IdDecision::Confirm(psid("a", Some(IdSource::Transcript))));
+        assert_eq!(
+            d,
+            IdDecision::Confirm(psid("a", Some(IdSource::Transcript)))
+        );
         let cur = psid("a", Some(IdSource::Transcript));
         let d = decide(
             Some(&cur),
@@ -554,10 +556,7 @@ mod tests {
             held_by_others: &held,
             shares_folder: true,
         };
-        let c = vec![
-            facts("a", "/w", 5, None),
-            facts("neighbour", "/w", 9, None),
-        ];
+        let c = vec![facts("a", "/w", 5, None), facts("neighbour", "/w", 9, None)];
         assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
         let c = vec![facts("a", "/w", 5, None), facts("a2", "/w", 9, Some("a"))];
         assert_eq!(pick_transcript(&c, &m).unwrap().id, "a2");
@@ -577,8 +576,16 @@ mod tests {
     fn two_sessions_with_one_durable_id_are_a_duplicate_but_a_provisional_one_is_not() {
         let ws = ws_with(&[
             ("a", Provider::Claude, Some(psid("x", None))),
-            ("b", Provider::Claude, Some(psid("x", Some(IdSource::Transcript)))),
-            ("c", Provider::Claude, Some(psid("x", Some(IdSource::ProxyHeader)))),
+            (
+                "b",
+                Provider::Claude,
+                Some(psid("x", Some(IdSource::Transcript))),
+            ),
+            (
+                "c",
+                Provider::Claude,
+                Some(psid("x", Some(IdSource::ProxyHeader))),
+            ),
             ("d", Provider::Codex, Some(psid("x", None))),
             ("e", Provider::Claude, None),
         ]);

@@ -9,6 +9,7 @@
 
 #[doc(hidden)]
 pub mod fixtures;
+pub mod governor;
 pub mod ledger;
 pub mod model;
 pub mod ownership;
@@ -16,6 +17,7 @@ pub mod placement;
 pub mod prune;
 pub mod restore_plan;
 pub mod tile;
+pub mod worktree;
 
 #[cfg(test)]
 mod test_support;

@@ -160,7 +160,10 @@ mod tests {
 
     #[test]
     fn a_clean_pushed_worktree_is_removed() {
-        assert_eq!(cleanup_decision(&info(), &facts(0, 0)), CleanupDecision::Remove);
+        assert_eq!(
+            cleanup_decision(&info(), &facts(0, 0)),
+            CleanupDecision::Remove
+        );
     }
 
     #[test]
@@ -193,7 +196,10 @@ mod tests {
     #[test]
     fn a_worktree_deleted_by_hand_is_already_gone() {
         let gone = WorktreeFacts::default();
-        assert_eq!(cleanup_decision(&info(), &gone), CleanupDecision::AlreadyGone);
+        assert_eq!(
+            cleanup_decision(&info(), &gone),
+            CleanupDecision::AlreadyGone
+        );
     }
 
     #[test]

@@ -20,6 +20,140 @@ pub struct Config {
     pub restore: RestoreConfig,
     #[serde(default)]
     pub attach: AttachConfig,
+    #[serde(default)]
+    pub governor: GovernorConfig,
+    #[serde(default)]
+    pub worktree: WorktreeConfig,
+}
+
+/// `[worktree]`: where `hangar new --worktree` puts worktrees and what runs
+/// in a new one before its agent starts.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeConfig {
+    /// The folder for new worktrees; may name `{repo}` and `{branch}`, else
+    /// `<repo>/<branch>` is appended. Relative to the repository's root;
+    /// `~/` is the user's home. Default: `$HANGAR_HOME/worktrees`.
+    #[serde(default)]
+    pub folder: Option<String>,
+    /// A shell command run in each new worktree (e.g. `npm ci`); when it
+    /// fails the session is marked failed with its output.
+    #[serde(default)]
+    pub setup_command: Option<String>,
+    /// How long the setup command may run.
+    #[serde(default = "default_setup_timeout")]
+    pub setup_timeout_secs: u64,
+}
+
+impl Default for WorktreeConfig {
+    fn default() -> Self {
+        WorktreeConfig {
+            folder: None,
+            setup_command: None,
+            setup_timeout_secs: default_setup_timeout(),
+        }
+    }
+}
+
+fn default_setup_timeout() -> u64 {
+    600
+}
+
+/// The resource governor: the live budget, the wake queue, eviction.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GovernorConfig {
+    /// Most live agent sessions at once (unlimited when absent).
+    #[serde(default)]
+    pub max_live: Option<usize>,
+    /// Most resident memory of all agent process trees, in MiB.
+    #[serde(default)]
+    pub max_memory_mb: Option<u64>,
+    /// Wakes running at once.
+    #[serde(default = "default_wake_concurrency")]
+    pub wake_concurrency: usize,
+    /// Minimum gap between two wake starts.
+    #[serde(default = "default_wake_spacing")]
+    pub wake_spacing_ms: u64,
+    /// Consecutive auth-like failures that pause the wake queue.
+    #[serde(default = "default_breaker")]
+    pub breaker_threshold: u32,
+    /// Output patterns (case-insensitive) that mark a failed start as an
+    /// authentication failure; the defaults cover claude and codex.
+    #[serde(default)]
+    pub auth_patterns: Option<Vec<String>>,
+    /// Exit codes that mark a failed start as an authentication failure.
+    #[serde(default)]
+    pub auth_exit_codes: Vec<i32>,
+    /// Evict parked records untouched for this long (e.g. "7d"); off when
+    /// absent.
+    #[serde(default)]
+    pub parked_ttl: Option<String>,
+    /// How often the budget is checked.
+    #[serde(default = "default_check_interval")]
+    pub check_interval_ms: u64,
+}
+
+impl Default for GovernorConfig {
+    fn default() -> Self {
+        GovernorConfig {
+            max_live: None,
+            max_memory_mb: None,
+            wake_concurrency: default_wake_concurrency(),
+            wake_spacing_ms: default_wake_spacing(),
+            breaker_threshold: default_breaker(),
+            auth_patterns: None,
+            auth_exit_codes: Vec::new(),
+            parked_ttl: None,
+            check_interval_ms: default_check_interval(),
+        }
+    }
+}
+
+fn default_wake_concurrency() -> usize {
+    2
+}
+fn default_wake_spacing() -> u64 {
+    500
+}
+fn default_breaker() -> u32 {
+    3
+}
+fn default_check_interval() -> u64 {
+    2000
+}
+
+impl GovernorConfig {
+    pub fn budget(&self) -> hangar_core::governor::Budget {
+        hangar_core::governor::Budget {
+            max_live: self.max_live,
+            max_memory_bytes: self.max_memory_mb.map(|m| m * 1024 * 1024),
+        }
+    }
+
+    pub fn queue_limits(&self) -> hangar_core::governor::QueueLimits {
+        hangar_core::governor::QueueLimits {
+            max_running: self.wake_concurrency.max(1),
+            spacing_ms: self.wake_spacing_ms,
+            breaker_threshold: self.breaker_threshold.max(1),
+        }
+    }
+
+    pub fn auth_patterns(&self) -> Vec<String> {
+        self.auth_patterns
+            .clone()
+            .unwrap_or_else(hangar_core::governor::default_auth_patterns)
+    }
+
+    /// The parked TTL, validated.
+    pub fn parked_ttl(&self) -> Result<Option<std::time::Duration>, String> {
+        self.parked_ttl
+            .as_deref()
+            .map(|t| {
+                humantime::parse_duration(t).map_err(|e| format!("governor.parked_ttl {t:?}: {e}"))
+            })
+            .transpose()
+    }
 }
 
 /// A provider's program, or a whole custom provider.
@@ -118,6 +252,13 @@ impl Config {
             message: e.to_string(),
         })?;
         config.restore.concurrency = config.restore.concurrency.max(1);
+        config
+            .governor
+            .parked_ttl()
+            .map_err(|message| ConfigError::Parse {
+                path: path.display().to_string(),
+                message,
+            })?;
         Ok(config)
     }
 
@@ -150,6 +291,21 @@ mod tests {
         let c = Config::load(&p).unwrap();
         assert_eq!(c.restore.concurrency, 2);
         assert_eq!(c.providers["aider"].args, vec!["--no-git"]);
+    }
+
+    #[test]
+    fn the_worktree_section_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        std::fs::write(
+            &p,
+            "[worktree]\nfolder = \"~/wt/{repo}/{branch}\"\nsetup_command = \"make setup\"\n",
+        )
+        .unwrap();
+        let c = Config::load(&p).unwrap();
+        assert_eq!(c.worktree.folder.as_deref(), Some("~/wt/{repo}/{branch}"));
+        assert_eq!(c.worktree.setup_command.as_deref(), Some("make setup"));
+        assert_eq!(c.worktree.setup_timeout_secs, 600);
     }
 
     #[test]

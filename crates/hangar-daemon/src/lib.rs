@@ -6,7 +6,13 @@
 //! signal, when it ends every live session's process group and exits with
 //! the workspace saved.
 
+pub mod activity;
 pub mod config;
+pub mod identity;
+pub mod eviction;
+pub mod governor;
+pub mod journal;
+pub mod layout_ops;
 pub mod lifecycle;
 pub mod ops;
 pub mod os;
@@ -17,6 +23,8 @@ pub mod restore;
 pub mod server;
 pub mod state;
 pub mod transfer;
+pub mod wake_queue;
+pub mod worktree;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -38,6 +46,8 @@ pub struct Daemon {
     pub paths: Paths,
     pub config: Config,
     pub os: Arc<dyn ProcessControl>,
+    pub journal: journal::Journal,
+    pub queue: wake_queue::WakeQueue,
     state: Mutex<State>,
     shutdown: watch::Sender<bool>,
 }
@@ -187,11 +197,14 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
             opened.pruned.dropped_sessions.len()
         ));
     }
+    notices.extend(identity::duplicate_notices(&opened.workspace));
     let (shutdown, _) = watch::channel(false);
     let daemon = Arc::new(Daemon {
         paths: paths.clone(),
-        config,
+        config: config.clone(),
         os: Arc::new(os::RealOs),
+        journal: journal::Journal::new(paths.home.join("journal.jsonl")),
+        queue: wake_queue::WakeQueue::new(config.governor.queue_limits()),
         state: Mutex::new(State {
             ws: opened.workspace.clone(),
             store: opened.store,
@@ -199,6 +212,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
             restore: RestoreProgress::default(),
             notices,
             shutting_down: false,
+            budget: governor::BudgetStatus::default(),
         }),
         shutdown,
     });
@@ -220,6 +234,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     let to_spawn = daemon.adopt_plan(RestorePlan::new(opened.workspace));
     let restorer = daemon.clone();
     tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
+    tokio::spawn(daemon.clone().govern());
 
     let signals = daemon.clone();
     tokio::spawn(async move {
@@ -247,6 +262,21 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     server::serve(daemon.clone(), listener).await;
     let _ = std::fs::remove_file(&socket);
     Ok(())
+}
+
+/// The export document of a home whose daemon is not running, read from its
+/// store without starting anything. Refuses while a daemon holds the home.
+pub fn export_offline(paths: &Paths) -> anyhow::Result<String> {
+    paths::ensure_private_dir(&paths.home)?;
+    paths::ensure_private_dir(&paths.run_dir())?;
+    let _lock = take_home_lock(paths)?;
+    let opened = Store::open(&paths.store()).with_context(|| {
+        format!(
+            "cannot open the workspace store {}",
+            paths.store().display()
+        )
+    })?;
+    Ok(hangar_store::export_json(&opened.workspace))
 }
 
 /// Import into the store of a home whose daemon is not running: the next

@@ -14,9 +14,11 @@ use hangar_core::SessionId;
 use hangar_protocol::message::codes;
 
 use crate::Daemon;
+use crate::journal::{Caller, Event, FailureKind};
 use crate::provider::{LaunchEnv, launch_spec};
 use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, LiveProcess, SpawnRequest};
 use crate::state::{ApiError, RunState};
+use hangar_core::governor::WakePriority;
 
 /// How long a process group gets between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -25,9 +27,20 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 const QUIET_START: Duration = Duration::from_millis(300);
 
 impl Daemon {
+    /// Make `id` live on behalf of a person at the command line.
+    pub async fn wake(self: &Arc<Self>, id: &SessionId) -> Result<RunState, ApiError> {
+        self.wake_as(id, Caller::Cli).await
+    }
+
     /// Make `id` live, joining a spawn already under way. Returns the state
     /// the session ended in (`Live`, or `Failed` with its reason).
-    pub async fn wake(self: &Arc<Self>, id: &SessionId) -> Result<RunState, ApiError> {
+    pub async fn wake_as(
+        self: &Arc<Self>,
+        id: &SessionId,
+        caller: Caller,
+    ) -> Result<RunState, ApiError> {
+        let mut joined = false;
+        let mut requested = false;
         loop {
             let mut rx = {
                 let mut st = self.lock();
@@ -40,10 +53,20 @@ impl Daemon {
                 if !st.ws.sessions.contains_key(id) {
                     return Err(ApiError::not_found(format!("no session {id}")));
                 }
+                crate::identity::refuse_duplicate_wake(&st, id)?;
                 let rt = st.runtime(id);
-                match rt.state {
+                if !requested && rt.state != RunState::Live {
+                    requested = true;
+                    self.journal.record(Event::WakeRequest {
+                        session: id.to_string(),
+                        caller,
+                    });
+                }
+                match &rt.state {
                     RunState::Live => return Ok(RunState::Live),
                     RunState::Spawning => rt.changed.subscribe(),
+                    // The spawn we joined failed: report it, don't start another.
+                    other if joined => return Ok(other.clone()),
                     _ => {
                         rt.set_state(RunState::Spawning);
                         break;
@@ -51,40 +74,75 @@ impl Daemon {
                 }
             };
             // Another caller is spawning this session: wait for its outcome.
+            joined = true;
             if rx.changed().await.is_err() {
                 return Err(ApiError::internal("session runtime went away"));
             }
         }
-        let state = self.spawn_marked(id).await;
+        let state = self.spawn_marked(id, caller).await;
+        self.journal.record(Event::WakeResult {
+            session: id.to_string(),
+            caller,
+            ok: state == RunState::Live,
+            joined: false,
+        });
+        if state == RunState::Live && caller != Caller::Restore {
+            let protect = std::collections::BTreeSet::from([id.clone()]);
+            self.enforce_budget_now(&protect).await;
+        }
         Ok(state)
     }
 
-    /// Spawn a session already marked `Spawning` by the caller.
-    async fn spawn_marked(self: &Arc<Self>, id: &SessionId) -> RunState {
+    /// Spawn a session already marked `Spawning` by the caller, through the
+    /// wake queue.
+    async fn spawn_marked(self: &Arc<Self>, id: &SessionId, caller: Caller) -> RunState {
+        let slot = match caller {
+            // Restore has its own concurrency bound; it only honours the breaker.
+            Caller::Restore => self.queue.acquire_breaker_only().await,
+            Caller::Agent => self.queue.acquire(WakePriority::Background).await,
+            _ => self.queue.acquire(WakePriority::Person).await,
+        };
+        let begun = std::time::Instant::now();
         let outcome = self.try_spawn(id).await;
+        let auth = matches!(&outcome, Err(f) if f.kind == FailureKind::AuthFailure);
+        if self.queue.finish(slot, auth) {
+            let failures = self.config.governor.breaker_threshold;
+            tracing::warn!("{failures} consecutive authentication failures: wake queue paused");
+            self.journal.record(Event::BreakerTrip { failures });
+        }
         let mut st = self.lock();
         let rt = st.runtime(id);
         let state = match outcome {
-            Ok(()) => RunState::Live,
-            Err(reason) => {
+            Ok(()) => {
+                let pid = rt.proc.as_ref().map(|p| p.pid).unwrap_or(0);
+                self.journal.record(Event::SpawnEnd {
+                    session: id.to_string(),
+                    pid,
+                    duration_ms: begun.elapsed().as_millis() as u64,
+                });
+                RunState::Live
+            }
+            Err(failure) => {
                 rt.proc = None;
-                RunState::Failed(reason)
+                self.journal.record(Event::SpawnFailed {
+                    session: id.to_string(),
+                    kind: failure.kind,
+                    exit_code: failure.exit_code,
+                });
+                RunState::Failed(failure.message)
             }
         };
         rt.set_state(state.clone());
         state
     }
 
-    async fn try_spawn(self: &Arc<Self>, id: &SessionId) -> Result<(), String> {
+    async fn try_spawn(self: &Arc<Self>, id: &SessionId) -> Result<(), SpawnFailure> {
         let (request, resumed, provider, title) = {
             let mut st = self.lock();
             let dangerous = st.ws.settings.dangerous;
-            let meta = st
-                .ws
-                .sessions
-                .get(id)
-                .cloned()
-                .ok_or_else(|| format!("session {id} no longer exists"))?;
+            let meta = st.ws.sessions.get(id).cloned().ok_or_else(|| {
+                SpawnFailure::new(FailureKind::Other, format!("session {id} no longer exists"))
+            })?;
             let var = |k: &str| std::env::var(k).ok();
             let mint = || uuid::Uuid::new_v4().to_string();
             let env = LaunchEnv {
@@ -100,14 +158,23 @@ impl Daemon {
                     format!("cannot start {} (title {:?})", short(&m.id), m.title)
                 }
             };
-            let spec = launch_spec(&meta, &env).map_err(|e| format!("{}: {e}", describe(&meta)))?;
+            let spec = launch_spec(&meta, &env).map_err(|e| {
+                SpawnFailure::new(
+                    FailureKind::ProgramMissing,
+                    format!("{}: {e}", describe(&meta)),
+                )
+            })?;
             let cwd = PathBuf::from(&meta.cwd);
             if !cwd.is_dir() {
-                return Err(format!(
-                    "{}: its folder {} does not exist",
-                    describe(&meta),
-                    meta.cwd
-                ));
+                // A worktree deleted by hand is reported, never recreated.
+                let reason = crate::worktree::missing_worktree_reason(&meta).unwrap_or_else(|| {
+                    format!(
+                        "{}: its folder {} does not exist",
+                        describe(&meta),
+                        meta.cwd
+                    )
+                });
+                return Err(SpawnFailure::new(FailureKind::CwdMissing, reason));
             }
             let mut changed = false;
             if let Some(minted) = spec.minted.clone()
@@ -123,7 +190,8 @@ impl Daemon {
                 changed = true;
             }
             if changed {
-                st.save(&[]).map_err(|e| e.message)?;
+                st.save(&[])
+                    .map_err(|e| SpawnFailure::new(FailureKind::Other, e.message))?;
             }
             let mut env_vars: Vec<(String, String)> = spec.env.into_iter().collect();
             env_vars.push(("TERM".into(), "xterm-256color".into()));
@@ -145,10 +213,17 @@ impl Daemon {
             )
         };
         let program = request.program.display().to_string();
+        self.journal.record(Event::SpawnBegin {
+            session: id.to_string(),
+            resumed,
+        });
         let live = LiveProcess::spawn(request).map_err(|e| {
-            format!(
-                "cannot start {} (title {title:?}): {program}: {e}",
-                short(id)
+            SpawnFailure::new(
+                FailureKind::SpawnError,
+                format!(
+                    "cannot start {} (title {title:?}): {program}: {e}",
+                    short(id)
+                ),
             )
         })?;
         let start_time = self.os.start_time(live.pid).unwrap_or(0);
@@ -165,6 +240,7 @@ impl Daemon {
             rt.resumed = Some(resumed);
         }
         self.watch_exit(id.clone(), live.clone());
+        self.watch_identity(id.clone(), live.clone());
 
         let mut first = live.first_output_watch();
         let mut exit = live.exit_watch();
@@ -180,23 +256,42 @@ impl Daemon {
             }
         })
         .await;
+        if started.is_ok() && provider.is_agent() {
+            // An agent that fails its login prints and exits at once: give it
+            // a moment so that counts as a failed start, not a live session.
+            let _ = tokio::time::timeout(QUIET_START, exit.wait_for(|e| e.is_some())).await;
+        }
         if let Some(code) = live.exited() {
+            let screen = live.text();
+            let auth =
+                crate::governor::looks_like_auth_failure(&self.config.governor, &screen, code);
             let last = live.last_line().unwrap_or_default();
-            return Err(format!(
-                "{program} exited with code {code} while starting{}",
-                if last.is_empty() {
-                    String::new()
+            return Err(SpawnFailure {
+                kind: if auth {
+                    FailureKind::AuthFailure
                 } else {
-                    format!(": {last}")
-                }
-            ));
+                    FailureKind::ExitedDuringStart
+                },
+                message: format!(
+                    "{program} exited with code {code} while starting{}",
+                    if last.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {last}")
+                    }
+                ),
+                exit_code: Some(code),
+            });
         }
         if started.is_err() && provider.is_agent() {
             self.stop_process(&live).await;
-            return Err(format!(
-                "{program} showed no output within {}s; `hangar wake {}` retries",
-                timeout.as_secs(),
-                short(id)
+            return Err(SpawnFailure::new(
+                FailureKind::Timeout,
+                format!(
+                    "{program} showed no output within {}s; `hangar wake {}` retries",
+                    timeout.as_secs(),
+                    short(id)
+                ),
             ));
         }
         Ok(())
@@ -288,6 +383,25 @@ impl Daemon {
             let _ = st.store.forget_process(id);
         }
         Ok(())
+    }
+}
+
+/// Why a spawn failed: a category for the journal and the breaker, and a
+/// message for the person.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpawnFailure {
+    pub kind: FailureKind,
+    pub message: String,
+    pub exit_code: Option<i32>,
+}
+
+impl SpawnFailure {
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> SpawnFailure {
+        SpawnFailure {
+            kind,
+            message: message.into(),
+            exit_code: None,
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use hangar_protocol::message::{self as msg, codes};
 use serde_json::{Value, json};
 
 use crate::Daemon;
+use crate::journal::Caller;
 use crate::lifecycle::short;
 use crate::provider::{LaunchEnv, resolve_program};
 use crate::state::{ApiError, RunState};
@@ -72,6 +73,10 @@ impl Daemon {
         };
         let direction = parse_direction(req.direction.as_deref())?;
         let now = crate::now_ms();
+        let worktree_title = req.title.as_deref().filter(|t| !t.trim().is_empty());
+        let prepared = self
+            .prepare_worktree(&req, worktree_title.unwrap_or(provider.name()))
+            .await?;
         let (id, parked) = {
             let mut st = self.lock();
             let tab_id = match &req.tab {
@@ -117,6 +122,9 @@ impl Daemon {
             meta.capture = !req.no_capture;
             meta.mcp = !req.no_mcp;
             meta.dangerous = st.ws.settings.dangerous;
+            if let Some(p) = &prepared {
+                p.apply(&mut meta);
+            }
             if req.parked {
                 st.ws.add_parked_session(meta, &tab_id, now)?;
             } else {
@@ -133,10 +141,13 @@ impl Daemon {
             st.save(&[])?;
             (id, req.parked)
         };
+        if let Some(failed) = self.adopt_worktree(&id, prepared) {
+            return Ok(json!({"id": id.to_string(), "state": failed.name()}));
+        }
         let state = if parked {
             RunState::Hibernated
         } else {
-            self.wake(&id).await?
+            self.wake_as(&id, Caller::New).await?
         };
         Ok(json!({"id": id.to_string(), "state": state.name()}))
     }
@@ -163,6 +174,34 @@ impl Daemon {
             restore: st.restore.view(),
             dangerous: st.ws.settings.dangerous,
             notices: st.notices.clone(),
+            budget: hangar_protocol::view::BudgetView {
+                max_live: self.config.governor.max_live,
+                max_memory_bytes: self.config.governor.budget().max_memory_bytes,
+                live: st
+                    .runtimes
+                    .iter()
+                    .filter(|(id, r)| {
+                        r.state == RunState::Live
+                            && st
+                                .ws
+                                .sessions
+                                .get(*id)
+                                .is_some_and(|m| m.provider.is_agent())
+                    })
+                    .count(),
+                memory_bytes: st.budget.memory_bytes,
+                over_budget: st.budget.over_budget,
+                reason: st.budget.reason.clone(),
+            },
+            wake_queue: {
+                let q = self.queue.snapshot();
+                hangar_protocol::view::WakeQueueView {
+                    pending: q.pending,
+                    running: q.running,
+                    breaker: if q.breaker_open { "open" } else { "closed" }.to_owned(),
+                    consecutive_auth_failures: q.consecutive_auth_failures,
+                }
+            },
         };
         serde_json::to_value(view).unwrap_or(Value::Null)
     }
@@ -176,7 +215,7 @@ impl Daemon {
 
     pub async fn op_send(self: &Arc<Self>, req: msg::Send) -> Result<Value, ApiError> {
         let id = self.lock().resolve_session(&req.session)?;
-        let state = self.wake(&id).await?;
+        let state = self.wake_as(&id, Caller::Send).await?;
         if let RunState::Failed(reason) = state {
             return Err(ApiError::new(codes::FAILED, reason));
         }
@@ -226,13 +265,26 @@ impl Daemon {
         let (id, tab) = {
             let mut st = self.lock();
             let id = st.resolve_session(&req.session)?;
-            let tab = req.tab.as_deref().map(|t| st.resolve_tab(t)).transpose()?;
-            let tab = st.ws.unpark(&id, tab.as_ref(), PanePosition::Auto)?;
+            let mut tab = req.tab.as_deref().map(|t| st.resolve_tab(t)).transpose()?;
+            let position = match &req.split {
+                Some(target) => {
+                    let target = st.resolve_session(target)?;
+                    if tab.is_none() {
+                        tab = st.ws.pane_tab(&target).map(|t| t.id.clone());
+                    }
+                    PanePosition::Split {
+                        target,
+                        direction: parse_direction(req.direction.as_deref())?,
+                    }
+                }
+                None => PanePosition::Auto,
+            };
+            let tab = st.ws.unpark(&id, tab.as_ref(), position)?;
             st.ws.active_tab = Some(tab.clone());
             st.save(&[])?;
             (id, tab)
         };
-        let state = self.wake(&id).await?;
+        let state = self.wake_as(&id, Caller::Unpark).await?;
         Ok(
             json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "pane", "state": state.name()}),
         )
@@ -256,7 +308,7 @@ impl Daemon {
             st.save(&[])?;
             (id, tab)
         };
-        let state = self.wake(&id).await?;
+        let state = self.wake_as(&id, Caller::Unbury).await?;
         Ok(
             json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "pane", "state": state.name()}),
         )
@@ -295,8 +347,20 @@ impl Daemon {
         Ok(json!({"id": id.to_string(), "state": "hibernated"}))
     }
 
-    /// Stop every process of `ids` and remove them from the model.
-    async fn close_sessions(self: &Arc<Self>, ids: &[SessionId]) -> Result<(), ApiError> {
+    /// Stop every process of `ids` and remove them from the model, then
+    /// remove their clean worktrees. Returns the worktrees kept (they hold
+    /// work) and removed, for the reply.
+    async fn close_sessions(
+        self: &Arc<Self>,
+        ids: &[SessionId],
+        delete_branch: bool,
+    ) -> Result<(Vec<Value>, Vec<Value>), ApiError> {
+        let worktrees: Vec<_> = {
+            let st = self.lock();
+            ids.iter()
+                .filter_map(|id| Some((id.clone(), st.ws.sessions.get(id)?.worktree.clone()?)))
+                .collect()
+        };
         let lives: Vec<_> = {
             let mut st = self.lock();
             ids.iter()
@@ -309,14 +373,16 @@ impl Daemon {
                 .collect()
         };
         futures::future::join_all(lives.iter().map(|l| self.stop_process(l))).await;
-        let mut st = self.lock();
-        st.ws.remove_sessions(ids);
-        for id in ids {
-            st.runtimes.remove(id);
-            let _ = st.store.forget_process(id);
+        {
+            let mut st = self.lock();
+            st.ws.remove_sessions(ids);
+            for id in ids {
+                st.runtimes.remove(id);
+                let _ = st.store.forget_process(id);
+            }
+            st.save(ids)?;
         }
-        st.save(ids)?;
-        Ok(())
+        Ok(self.clean_up_worktrees(worktrees, delete_branch).await)
     }
 
     pub async fn op_close(self: &Arc<Self>, req: msg::Close) -> Result<Value, ApiError> {
@@ -340,8 +406,12 @@ impl Daemon {
                 &cascade,
             ));
         }
-        self.close_sessions(&cascade).await?;
-        Ok(json!({"closed": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
+        let (kept, removed) = self.close_sessions(&cascade, req.delete_branch).await?;
+        Ok(json!({
+            "closed": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            "kept_worktrees": kept,
+            "removed_worktrees": removed,
+        }))
     }
 
     pub fn op_tab_new(&self, req: msg::TabNew) -> Result<Value, ApiError> {
@@ -379,21 +449,17 @@ impl Daemon {
                 format!(
                     "closing this tab closes {} session(s) (its panes and parked agents): {}; pass --yes to close them",
                     cascade.len(),
-                    cascade
-                        .iter()
-                        .map(short)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    cascade.iter().map(short).collect::<Vec<_>>().join(", ")
                 ),
                 &cascade,
             ));
         }
-        self.close_sessions(&cascade).await?;
+        let (kept, removed) = self.close_sessions(&cascade, false).await?;
         let mut st = self.lock();
         st.ws.remove_tab(&tab)?;
         st.save(&[])?;
         Ok(
-            json!({"tab": tab.to_string(), "closed": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>()}),
+            json!({"tab": tab.to_string(), "closed": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "kept_worktrees": kept, "removed_worktrees": removed}),
         )
     }
 
@@ -434,7 +500,7 @@ impl Daemon {
         let mut failed = Vec::new();
         for id in live_agents {
             self.hibernate_session(&id).await?;
-            match self.wake(&id).await? {
+            match self.wake_as(&id, Caller::Reload).await? {
                 RunState::Failed(reason) => {
                     failed.push(json!({"id": id.to_string(), "reason": reason}))
                 }

@@ -46,6 +46,13 @@ impl Daemon {
     /// outcome in the restore report.
     pub async fn restore_spawn(self: &Arc<Self>, ids: Vec<SessionId>) {
         let started = Instant::now();
+        {
+            let st = self.lock();
+            self.journal.record(crate::journal::Event::RestoreStart {
+                expected: ids.len(),
+                hibernated: st.restore.hibernated,
+            });
+        }
         let sem = Arc::new(Semaphore::new(self.config.restore.concurrency));
         let mut tasks = Vec::with_capacity(ids.len());
         for id in ids {
@@ -53,7 +60,7 @@ impl Daemon {
             let sem = sem.clone();
             tasks.push(tokio::spawn(async move {
                 let _permit = sem.acquire_owned().await;
-                let outcome = daemon.wake(&id).await;
+                let outcome = daemon.wake_as(&id, crate::journal::Caller::Restore).await;
                 let mut st = daemon.lock();
                 match outcome {
                     Ok(RunState::Live) => st.restore.restored += 1,
@@ -81,6 +88,11 @@ impl Daemon {
                 .unwrap_or_else(|| started.elapsed())
                 .as_millis() as u64,
         );
+        self.journal.record(crate::journal::Event::RestoreComplete {
+            restored: st.restore.restored,
+            failed: st.restore.failed,
+            duration_ms: st.restore.duration_ms.unwrap_or(0),
+        });
         tracing::info!(
             "restore complete: {} restored, {} failed, {} hibernated",
             st.restore.restored,

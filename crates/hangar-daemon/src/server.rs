@@ -258,7 +258,7 @@ fn error_reply(id: u64, e: ApiError) -> Reply {
 async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiError> {
     match request {
         Request::New(r) => daemon.op_new(r).await,
-        Request::List => Ok(daemon.op_list()),
+        Request::List => Ok(daemon.op_list_with_worktrees().await),
         Request::Status => Ok(daemon.op_status()),
         Request::Send(r) => daemon.op_send(r).await,
         Request::Park(r) => daemon.op_park(&r.session).await,
@@ -276,9 +276,21 @@ async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiEr
         Request::TabRename(r) => daemon.op_tab_rename(r),
         Request::Reload(r) => daemon.op_reload(r).await,
         Request::Screen(r) => daemon.op_screen(&r.session),
+        Request::Doctor(r) => daemon.op_doctor(r).await,
+        Request::Transcript(r) => daemon.op_transcript(r).await,
         Request::Export => daemon.op_export(),
         Request::Import(r) => daemon.op_import(r).await,
         Request::Workspace => daemon.op_workspace(),
+        Request::Worktrees(r) => daemon.op_worktrees(r).await,
+        Request::Focus(r) => daemon.op_focus(r),
+        Request::Evict(r) => daemon.evict_parked(r.parked_older_than_ms, r.dry_run).await,
+        Request::CloseIdle(r) => {
+            daemon
+                .close_idle(r.older_than_ms, r.include_live, r.yes)
+                .await
+        }
+        Request::ResumeQueue => Ok(daemon.resume_queue()),
+        Request::Ratio(r) => daemon.op_ratio(r),
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
             Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))
@@ -305,7 +317,10 @@ async fn start_attach(
     req: msg::Attach,
 ) -> Result<Attached, ApiError> {
     let session = daemon.lock().resolve_session(&req.session)?;
-    if let RunState::Failed(reason) = daemon.wake(&session).await? {
+    if let RunState::Failed(reason) = daemon
+        .wake_as(&session, crate::journal::Caller::Attach)
+        .await?
+    {
         return Err(ApiError::new(codes::FAILED, reason));
     }
     let live = daemon

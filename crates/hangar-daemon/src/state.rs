@@ -106,6 +106,8 @@ pub struct State {
     pub restore: RestoreProgress,
     pub notices: Vec<String>,
     pub shutting_down: bool,
+    /// The governor's last budget check.
+    pub budget: crate::governor::BudgetStatus,
 }
 
 /// An error a request's caller can act on.
@@ -282,6 +284,8 @@ impl State {
                 RunState::Exited(c) => Some(c),
                 _ => None,
             },
+            duplicate_of: crate::identity::duplicate_ids(&self.ws, id),
+            worktree: meta.worktree.as_ref().map(crate::worktree::static_view),
         })
     }
 

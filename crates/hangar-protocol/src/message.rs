@@ -61,6 +61,13 @@ pub struct NewSession {
     /// The client's own folder, used when neither `cwd` nor the tab names one.
     #[serde(default)]
     pub fallback_cwd: Option<String>,
+    /// Run the session in a new git worktree of the repository its folder
+    /// is in.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub worktree: bool,
+    /// The worktree's new branch (default: made from the title).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree_branch: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -73,6 +80,12 @@ pub struct Unpark {
     pub session: String,
     #[serde(default)]
     pub tab: Option<String>,
+    /// Put it beside this pane instead of the tab's automatic spot.
+    #[serde(default)]
+    pub split: Option<String>,
+    /// `vertical` or `horizontal`, with `split`.
+    #[serde(default)]
+    pub direction: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -94,6 +107,17 @@ pub struct Close {
     /// A person confirmed closing every session the cascade names.
     #[serde(default)]
     pub yes: bool,
+    /// Also delete the branch of each worktree removed (`git branch -d`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delete_branch: bool,
+}
+
+/// List the worktrees hangar created; with `prune`, remove the clean ones
+/// whose session is gone.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Worktrees {
+    #[serde(default)]
+    pub prune: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -140,11 +164,67 @@ pub struct Screen {
     pub session: String,
 }
 
+/// Make a tab active and, optionally, focus one of its panes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Focus {
+    /// Tab id, prefix or title; default: the tab showing `session`.
+    #[serde(default)]
+    pub tab: Option<String>,
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// Resize the split directly holding a pane: `ratio` is the share of its
+/// first (left or top) side, clamped to 0.1..=0.9.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    pub session: String,
+    pub ratio: f32,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Import {
     /// `agent-code` or `hangar`.
     pub format: String,
     pub text: String,
+}
+
+/// List duplicate provider session ids; optionally fix one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Doctor {
+    /// Forget this session's provider id so its next wake starts fresh.
+    #[serde(default)]
+    pub fork: Option<String>,
+    /// Close (forget) this session record.
+    #[serde(default)]
+    pub forget: Option<String>,
+    /// Confirm a `forget` that cascades to linked children.
+    #[serde(default)]
+    pub yes: bool,
+}
+
+/// The last messages of a session's transcript (no wake).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    pub session: String,
+    #[serde(default)]
+    pub tail: Option<usize>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Evict {
+    pub parked_older_than_ms: u64,
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CloseIdle {
+    pub older_than_ms: u64,
+    #[serde(default)]
+    pub include_live: bool,
+    #[serde(default)]
+    pub yes: bool,
 }
 
 /// Every request kind this build understands.
@@ -180,7 +260,23 @@ pub enum Request {
     Detach,
     /// The screen of a session as text (no wake).
     Screen(Screen),
+    /// Duplicate provider ids and their fixes.
+    Doctor(Doctor),
+    /// The last messages of a session's transcript (no wake).
+    Transcript(Transcript),
     Workspace,
+    /// Make a tab active and focus a pane (the TUI's focus, persisted).
+    Focus(Focus),
+    /// Remove parked records untouched for longer than a duration.
+    Evict(Evict),
+    /// Close sessions inactive for longer than a duration.
+    CloseIdle(CloseIdle),
+    /// Close the wake queue's breaker after authentication failures.
+    ResumeQueue,
+    /// Set the ratio of the split holding a pane.
+    Ratio(Ratio),
+    /// The worktrees hangar created, with their state (`hangar worktrees`).
+    Worktrees(Worktrees),
     /// A kind this build does not know; answered with `unknown_kind`.
     Unknown(String),
 }
@@ -222,7 +318,15 @@ impl Request {
             Request::Resize(_) => "resize",
             Request::Detach => "detach",
             Request::Screen(_) => "screen",
+            Request::Doctor(_) => "doctor",
+            Request::Transcript(_) => "transcript",
             Request::Workspace => "workspace",
+            Request::Worktrees(_) => "worktrees",
+            Request::Focus(_) => "focus",
+            Request::Evict(_) => "evict",
+            Request::CloseIdle(_) => "close_idle",
+            Request::ResumeQueue => "resume_queue",
+            Request::Ratio(_) => "ratio",
             Request::Unknown(kind) => kind,
         }
     }
@@ -252,6 +356,13 @@ impl Request {
             Request::Attach(b) => v(b),
             Request::Resize(b) => v(b),
             Request::Screen(b) => v(b),
+            Request::Doctor(b) => v(b),
+            Request::Transcript(b) => v(b),
+            Request::Worktrees(b) => v(b),
+            Request::Focus(b) => v(b),
+            Request::Evict(b) => v(b),
+            Request::CloseIdle(b) => v(b),
+            Request::Ratio(b) => v(b),
             Request::List
             | Request::Status
             | Request::TabList
@@ -259,6 +370,7 @@ impl Request {
             | Request::Export
             | Request::Detach
             | Request::Workspace
+            | Request::ResumeQueue
             | Request::Unknown(_) => Value::Object(Default::default()),
         }
     }
@@ -327,7 +439,15 @@ impl Request {
             "resize" => Request::Resize(b(id, k, body)?),
             "detach" => Request::Detach,
             "screen" => Request::Screen(b(id, k, body)?),
+            "doctor" => Request::Doctor(b(id, k, body)?),
+            "transcript" => Request::Transcript(b(id, k, body)?),
             "workspace" => Request::Workspace,
+            "worktrees" => Request::Worktrees(b(id, k, body)?),
+            "focus" => Request::Focus(b(id, k, body)?),
+            "evict" => Request::Evict(b(id, k, body)?),
+            "close_idle" => Request::CloseIdle(b(id, k, body)?),
+            "resume_queue" => Request::ResumeQueue,
+            "ratio" => Request::Ratio(b(id, k, body)?),
             other => Request::Unknown(other.to_owned()),
         };
         Ok((id, req))
@@ -347,6 +467,8 @@ pub mod codes {
     pub const INTERNAL: &str = "internal";
     pub const VERSION: &str = "version_mismatch";
     pub const SHUTTING_DOWN: &str = "shutting_down";
+    /// Waking would run a second process on a conversation a live session holds.
+    pub const DUPLICATE: &str = "duplicate";
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -421,7 +543,9 @@ mod tests {
             Request::Close(Close {
                 session: "x".into(),
                 yes: true,
+                delete_branch: true,
             }),
+            Request::Worktrees(Worktrees { prune: true }),
             Request::TabRename(TabRename {
                 tab: "t".into(),
                 title: "n".into(),

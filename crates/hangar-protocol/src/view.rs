@@ -41,6 +41,33 @@ pub struct SessionView {
     pub dangerous: bool,
     #[serde(default)]
     pub exit_code: Option<i32>,
+    /// Other sessions holding the same durable provider session id: only one
+    /// of them may run at a time (`hangar doctor` fixes it).
+    #[serde(default)]
+    pub duplicate_of: Vec<String>,
+    /// The git worktree the session runs in (`hangar new --worktree`).
+    #[serde(default)]
+    pub worktree: Option<WorktreeView>,
+}
+
+/// A session's worktree in `hangar ls`. `dirty`, `ahead` and `behind` are
+/// null when git could not tell (the folder is gone, or the listing did not
+/// ask git).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorktreeView {
+    pub path: String,
+    pub branch: String,
+    /// The branch (or commit) the worktree's branch was made from.
+    pub base: String,
+    /// The folder still exists.
+    #[serde(default)]
+    pub exists: bool,
+    /// Uncommitted or untracked files.
+    pub dirty: Option<bool>,
+    /// Commits on the worktree not on `base`.
+    pub ahead: Option<u32>,
+    /// Commits on `base` not in the worktree.
+    pub behind: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -88,6 +115,46 @@ pub struct StatusView {
     /// Problems a person should know about (a store moved aside, ...).
     #[serde(default)]
     pub notices: Vec<String>,
+    #[serde(default)]
+    pub budget: BudgetView,
+    #[serde(default)]
+    pub wake_queue: WakeQueueView,
+}
+
+/// The live budget and current usage.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BudgetView {
+    pub max_live: Option<usize>,
+    pub max_memory_bytes: Option<u64>,
+    /// Live agent sessions at the last check.
+    pub live: usize,
+    /// Resident memory of their process trees at the last check.
+    pub memory_bytes: u64,
+    #[serde(default)]
+    pub over_budget: bool,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WakeQueueView {
+    pub pending: usize,
+    pub running: usize,
+    /// `closed` or `open`.
+    pub breaker: String,
+    #[serde(default)]
+    pub consecutive_auth_failures: u32,
+}
+
+impl Default for WakeQueueView {
+    fn default() -> Self {
+        WakeQueueView {
+            pending: 0,
+            running: 0,
+            breaker: "closed".to_owned(),
+            consecutive_auth_failures: 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -212,15 +212,6 @@ fn poll_stdin(timeout: Duration) -> bool {
     rc > 0
 }
 
-/// Until the TUI lands: show the workspace status and how to attach.
-pub fn tui_placeholder(paths: &Paths) -> anyhow::Result<ExitCode> {
-    let mut c = Client::connect(paths)?;
-    let v = c.request(Request::List)?;
-    crate::human::sessions(&v);
-    println!("\nattach to a session with `hangar attach ID`; `hangar --help` lists every command");
-    Ok(ExitCode::SUCCESS)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -75,6 +75,11 @@ pub enum Command {
         id: String,
         #[arg(long)]
         tab: Option<String>,
+        /// Put it beside this pane.
+        #[arg(long)]
+        split: Option<String>,
+        #[arg(long, value_parser = ["vertical", "horizontal"], requires = "split")]
+        direction: Option<String>,
     },
     /// Remove a pane from the grid, remembering where it was.
     Bury { id: String },
@@ -85,7 +90,45 @@ pub enum Command {
     /// Remove a session from the pinned list.
     Unpin { id: String },
     /// Start a hibernated (or failed) session, resuming its provider session.
-    Wake { id: String },
+    Wake {
+        #[arg(required_unless_present = "resume_queue")]
+        id: Option<String>,
+        /// Close the wake queue's breaker after authentication failures.
+        #[arg(long)]
+        resume_queue: bool,
+    },
+    /// Remove parked records untouched for longer than DURATION (e.g. 7d);
+    /// transcripts are kept and resume commands printed.
+    Evict {
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        parked_older_than: std::time::Duration,
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Close agents inactive for longer than DURATION (hibernated ones; with
+    /// --include-live, live ones too). Busy agents are skipped.
+    CloseIdle {
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        older_than: std::time::Duration,
+        #[arg(long)]
+        include_live: bool,
+        #[arg(long)]
+        yes: bool,
+    },
+    /// The lifecycle journal: print it, follow it, or summarize it.
+    Journal {
+        /// `summarize`: restore durations, stuck spawns, wake storms,
+        /// failures by reason, budget hibernations.
+        #[arg(value_parser = ["summarize"])]
+        action: Option<String>,
+        #[arg(long)]
+        follow: bool,
+        /// Wake requests that make a storm (with --window).
+        #[arg(long, default_value_t = 10)]
+        storm_wakes: usize,
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        storm_window: std::time::Duration,
+    },
     /// Stop a session's process, keeping everything needed to wake it.
     Hibernate { id: String },
     /// Type TEXT into a session and press Enter (wakes it first).
@@ -114,8 +157,37 @@ pub enum Command {
         format: String,
         file: PathBuf,
     },
-    /// Export the whole workspace as JSON.
+    /// Export the whole workspace as JSON (from the store when no daemon runs).
     Export,
+    /// The last messages of a session's conversation, read from its
+    /// transcript without waking it.
+    Transcript {
+        id: String,
+        /// How many messages, counted from the end.
+        #[arg(long, default_value_t = 20)]
+        tail: usize,
+    },
+    /// List sessions sharing one provider session id, and fix them.
+    Doctor {
+        /// Forget this session's provider id: its next wake starts fresh.
+        #[arg(long, conflicts_with = "forget")]
+        fork: Option<String>,
+        /// Close this session record (its conversation stays on disk).
+        #[arg(long)]
+        forget: Option<String>,
+        /// Confirm a --forget that also closes linked children.
+        #[arg(long, requires = "forget")]
+        yes: bool,
+    },
+    /// Make a tab active and focus a pane (what the TUI's focus moves do).
+    Focus {
+        /// The pane to focus (its tab becomes active).
+        id: Option<String>,
+        #[arg(long)]
+        tab: Option<String>,
+    },
+    /// Set the share (0.1..0.9) of the first side of the split holding a pane.
+    Ratio { id: String, ratio: f32 },
 }
 
 #[derive(Subcommand, Debug)]
@@ -164,7 +236,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
     let json = cli.json;
     let Some(command) = cli.command else {
-        return crate::attach::tui_placeholder(&paths);
+        return crate::tui::run(&paths);
     };
     let session = |id: String| msg::SessionRef { session: id };
     let simple = |req: Request, what: &str| -> anyhow::Result<ExitCode> {
@@ -229,6 +301,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 no_capture,
                 no_mcp,
                 fallback_cwd,
+                ..Default::default()
             }))?;
             print(json, &serde_json::json!({"id": v["id"]}), |_| {
                 println!("{}", v["id"].as_str().unwrap_or_default());
@@ -253,15 +326,85 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Park { id } => simple(Request::Park(session(id)), "parked"),
-        Command::Unpark { id, tab } => simple(
-            Request::Unpark(msg::Unpark { session: id, tab }),
+        Command::Unpark {
+            id,
+            tab,
+            split,
+            direction,
+        } => simple(
+            Request::Unpark(msg::Unpark {
+                session: id,
+                tab,
+                split,
+                direction,
+            }),
             "unparked",
         ),
+        Command::Focus { id, tab } => {
+            simple(Request::Focus(msg::Focus { tab, session: id }), "focused")
+        }
+        Command::Ratio { id, ratio } => {
+            simple(Request::Ratio(msg::Ratio { session: id, ratio }), "resized")
+        }
         Command::Bury { id } => simple(Request::Bury(session(id)), "buried"),
         Command::Unbury { id } => simple(Request::Unbury(session(id)), "unburied"),
         Command::Pin { id } => simple(Request::Pin(session(id)), "pinned"),
         Command::Unpin { id } => simple(Request::Unpin(session(id)), "unpinned"),
-        Command::Wake { id } => simple(Request::Wake(session(id)), "woken"),
+        Command::Wake { id, resume_queue } => {
+            if resume_queue {
+                let mut c = Client::connect(&paths)?;
+                let v = c.request(Request::ResumeQueue)?;
+                print(json, &v, |v| {
+                    if v["was_open"].as_bool() == Some(true) {
+                        println!("wake queue resumed");
+                    } else {
+                        println!("the wake queue was not paused");
+                    }
+                });
+                if let Some(id) = id {
+                    return simple(Request::Wake(session(id)), "woken");
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            simple(Request::Wake(session(id.unwrap_or_default())), "woken")
+        }
+        Command::Evict {
+            parked_older_than,
+            dry_run,
+        } => {
+            let mut c = Client::connect(&paths)?;
+            let v = c.request(Request::Evict(msg::Evict {
+                parked_older_than_ms: parked_older_than.as_millis() as u64,
+                dry_run,
+            }))?;
+            print(json, &v, human::evicted);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::CloseIdle {
+            older_than,
+            include_live,
+            yes,
+        } => simple(
+            Request::CloseIdle(msg::CloseIdle {
+                older_than_ms: older_than.as_millis() as u64,
+                include_live,
+                yes,
+            }),
+            "closed",
+        ),
+        Command::Journal {
+            action,
+            follow,
+            storm_wakes,
+            storm_window,
+        } => crate::journal::run(
+            &paths,
+            json,
+            action.as_deref(),
+            follow,
+            storm_wakes,
+            storm_window,
+        ),
         Command::Hibernate { id } => simple(Request::Hibernate(session(id)), "hibernated"),
         Command::Send { id, text } => simple(
             Request::Send(msg::Send {
@@ -272,7 +415,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             "sent to",
         ),
         Command::Close { id, yes } => {
-            simple(Request::Close(msg::Close { session: id, yes }), "closed")
+            simple(
+                Request::Close(msg::Close {
+                    session: id,
+                    yes,
+                    ..Default::default()
+                }),
+                "closed",
+            )
         }
         Command::Screen { id } => {
             let mut c = Client::connect(&paths)?;
@@ -322,17 +472,17 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(json, &v, human::import);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Export => {
-            let mut c = Client::connect(&paths)?;
-            let v = c.request(Request::Export)?;
-            let text = v["text"].as_str().unwrap_or_default();
-            if text.is_empty() {
-                bail!("the daemon returned an empty export");
-            }
-            println!("{text}");
-            Ok(ExitCode::SUCCESS)
+        Command::Export => crate::identity::export(&paths),
+        Command::Transcript { id, tail } => crate::identity::transcript(&paths, json, id, tail),
+        Command::Doctor { fork, forget, yes } => {
+            crate::identity::doctor(&paths, json, fork, forget, yes)
         }
     }
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e}; use a duration like 0s, 90m, 12h or 7d"))
 }
 
 fn init_tracing() {

@@ -117,6 +117,36 @@ pub fn status(v: &Value) {
     if v["dangerous"].as_bool() == Some(true) {
         println!("dangerous mode is on");
     }
+    let b = &v["budget"];
+    let q = &v["wake_queue"];
+    println!(
+        "budget   {} live of {}, {} MiB of {}{}",
+        b["live"],
+        b["max_live"]
+            .as_u64()
+            .map(|m| m.to_string())
+            .unwrap_or_else(|| "unlimited".into()),
+        b["memory_bytes"].as_u64().unwrap_or(0) / (1024 * 1024),
+        b["max_memory_bytes"]
+            .as_u64()
+            .map(|m| format!("{} MiB", m / (1024 * 1024)))
+            .unwrap_or_else(|| "unlimited".into()),
+        b["reason"]
+            .as_str()
+            .map(|r| format!("; {r}"))
+            .unwrap_or_default()
+    );
+    println!(
+        "wakes    {} pending, {} running, breaker {}{}",
+        q["pending"],
+        q["running"],
+        s(&q["breaker"]),
+        if q["breaker"] == "open" {
+            " (after authentication failures; `hangar wake --resume-queue` resumes)"
+        } else {
+            ""
+        }
+    );
     for n in v["notices"].as_array().into_iter().flatten() {
         println!("notice   {}", s(n));
     }
@@ -155,5 +185,27 @@ pub fn import(v: &Value) {
     }
     if v["restoring"].as_bool() != Some(true) {
         println!("the next daemon start restores it");
+    }
+}
+
+pub fn evicted(v: &Value) {
+    let list = v["evicted"].as_array().cloned().unwrap_or_default();
+    let dry = v["dry_run"].as_bool() == Some(true);
+    if list.is_empty() {
+        println!("no parked session is that old");
+        return;
+    }
+    println!(
+        "{} {} parked session(s); their transcripts are kept:",
+        if dry { "would evict" } else { "evicted" },
+        list.len()
+    );
+    for e in list {
+        println!(
+            "  {} {:<20} {}",
+            short(&e["id"]),
+            s(&e["title"]),
+            s(&e["resume_command"])
+        );
     }
 }

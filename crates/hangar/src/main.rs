@@ -9,6 +9,9 @@ mod attach;
 mod cli;
 mod client;
 mod human;
+mod identity;
+mod journal;
+mod tui;
 
 use std::process::ExitCode;
 

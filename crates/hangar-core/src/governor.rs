@@ -1,0 +1,376 @@
+//! The resource governor's rules: which live session to hibernate when the
+//! fleet is over budget, which parked records are stale enough to evict, and
+//! the wake queue's admission and circuit-breaker rules.
+//!
+//! Modelled on Chrome's tab discarding: the least recently used session that
+//! nobody is looking at and that is not in the middle of something goes
+//! first. A session in a visible pane, a pinned one, one mid-turn or one
+//! waiting on a permission prompt is never chosen; when nothing qualifies the
+//! answer says so and nothing drastic happens.
+
+use std::collections::BTreeSet;
+
+use crate::model::{SessionId, Workspace};
+
+/// The live budget from config. `None` means unlimited.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Budget {
+    pub max_live: Option<usize>,
+    pub max_memory_bytes: Option<u64>,
+}
+
+/// What the daemon observed about one live agent session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveFacts {
+    pub id: SessionId,
+    pub last_active_ms: u64,
+    /// Shown in a pane of some tab.
+    pub visible: bool,
+    pub pinned: bool,
+    /// A turn is in progress.
+    pub busy: bool,
+    /// Waiting on the user (a permission prompt or a question).
+    pub waiting: bool,
+    /// Resident memory of its whole process tree.
+    pub memory_bytes: u64,
+}
+
+impl LiveFacts {
+    pub fn evictable(&self) -> bool {
+        !(self.visible || self.pinned || self.busy || self.waiting)
+    }
+}
+
+/// The governor's answer for one check.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BudgetDecision {
+    /// Sessions to hibernate, least recently used first.
+    pub hibernate: Vec<SessionId>,
+    /// Still over budget after those (nothing else qualified).
+    pub over_budget: bool,
+    /// Why it is still over budget, for `status`.
+    pub reason: Option<String>,
+}
+
+/// Choose the sessions to hibernate so that the live set fits `budget`.
+/// `protect` names sessions that must stay (the one just woken).
+pub fn enforce_budget(
+    live: &[LiveFacts],
+    budget: Budget,
+    protect: &BTreeSet<SessionId>,
+) -> BudgetDecision {
+    let mut count = live.len();
+    let mut memory: u64 = live.iter().map(|l| l.memory_bytes).sum();
+    let over = |count: usize, memory: u64| {
+        budget.max_live.is_some_and(|m| count > m)
+            || budget.max_memory_bytes.is_some_and(|m| memory > m)
+    };
+    let mut candidates: Vec<&LiveFacts> = live
+        .iter()
+        .filter(|l| l.evictable() && !protect.contains(&l.id))
+        .collect();
+    candidates.sort_by(|a, b| {
+        a.last_active_ms
+            .cmp(&b.last_active_ms)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    let mut decision = BudgetDecision::default();
+    for c in candidates {
+        if !over(count, memory) {
+            break;
+        }
+        decision.hibernate.push(c.id.clone());
+        count -= 1;
+        memory = memory.saturating_sub(c.memory_bytes);
+    }
+    if over(count, memory) {
+        decision.over_budget = true;
+        decision.reason = Some(format!(
+            "over budget ({count} live, {} MiB) but every live agent is visible, pinned, busy or waiting",
+            memory / (1024 * 1024)
+        ));
+    }
+    decision
+}
+
+/// Parked records untouched for longer than `older_than_ms` at `now_ms`, in
+/// the order they were last used.
+pub fn stale_parked(ws: &Workspace, now_ms: u64, older_than_ms: u64) -> Vec<SessionId> {
+    let mut stale: Vec<(u64, SessionId)> = ws
+        .parked
+        .values()
+        .filter(|p| ws.tab(&p.tab).is_some())
+        .filter_map(|p| {
+            let meta = ws.sessions.get(&p.session)?;
+            let touched = meta.last_active_ms.max(p.parked_at_ms);
+            (now_ms.saturating_sub(touched) > older_than_ms).then(|| (touched, p.session.clone()))
+        })
+        .collect();
+    stale.sort();
+    stale.into_iter().map(|(_, id)| id).collect()
+}
+
+/// Wake-queue settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueLimits {
+    /// Spawns running at once.
+    pub max_running: usize,
+    /// Minimum gap between two starts.
+    pub spacing_ms: u64,
+    /// Consecutive auth-like failures that open the breaker.
+    pub breaker_threshold: u32,
+}
+
+impl Default for QueueLimits {
+    fn default() -> Self {
+        QueueLimits {
+            max_running: 2,
+            spacing_ms: 500,
+            breaker_threshold: 3,
+        }
+    }
+}
+
+/// Who asked for a wake. People go ahead of background work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WakePriority {
+    /// A person attached, sent a prompt or asked explicitly.
+    Person = 0,
+    /// An agent (orchestration) or the system.
+    Background = 1,
+}
+
+/// The wake queue's state, without clocks or tasks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueState {
+    pub running: usize,
+    pub last_start_ms: Option<u64>,
+    pub consecutive_auth_failures: u32,
+    pub breaker_open: bool,
+}
+
+/// What the queue head may do now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    Start,
+    /// Try again at this time (spacing).
+    WaitUntil(u64),
+    /// Wait for a running spawn to finish, or for a person to close the
+    /// breaker.
+    Blocked,
+}
+
+impl QueueState {
+    pub fn admit(&self, limits: QueueLimits, now_ms: u64) -> Admission {
+        if self.breaker_open || self.running >= limits.max_running.max(1) {
+            return Admission::Blocked;
+        }
+        match self.last_start_ms {
+            Some(last) if now_ms < last + limits.spacing_ms => {
+                Admission::WaitUntil(last + limits.spacing_ms)
+            }
+            _ => Admission::Start,
+        }
+    }
+
+    pub fn started(&mut self, now_ms: u64) {
+        self.running += 1;
+        self.last_start_ms = Some(now_ms);
+    }
+
+    /// Record how a spawn ended. Returns `true` when this trips the breaker.
+    pub fn finished(&mut self, limits: QueueLimits, auth_failure: bool) -> bool {
+        self.running = self.running.saturating_sub(1);
+        if auth_failure {
+            self.consecutive_auth_failures += 1;
+            if !self.breaker_open && self.consecutive_auth_failures >= limits.breaker_threshold {
+                self.breaker_open = true;
+                return true;
+            }
+        } else {
+            self.consecutive_auth_failures = 0;
+        }
+        false
+    }
+
+    /// A person resumed the queue.
+    pub fn reset_breaker(&mut self) {
+        self.breaker_open = false;
+        self.consecutive_auth_failures = 0;
+    }
+}
+
+/// Does this failure output look like an authentication failure? Patterns
+/// are matched case-insensitively.
+pub fn looks_like_auth_failure(output: &str, patterns: &[String]) -> bool {
+    let lower = output.to_lowercase();
+    patterns.iter().any(|p| lower.contains(&p.to_lowercase()))
+}
+
+/// The default auth-failure patterns for the known agent CLIs.
+pub fn default_auth_patterns() -> Vec<String> {
+    [
+        "401",
+        "authentication_error",
+        "oauth token has expired",
+        "please run /login",
+        "invalid api key",
+        "not logged in",
+        "unauthorized",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(id: &str, last: u64) -> LiveFacts {
+        LiveFacts {
+            id: SessionId::from(id),
+            last_active_ms: last,
+            visible: false,
+            pinned: false,
+            busy: false,
+            waiting: false,
+            memory_bytes: 100,
+        }
+    }
+
+    #[test]
+    fn over_the_live_budget_the_least_recently_used_eligible_session_is_hibernated() {
+        let mut live = vec![
+            facts("a", 10),
+            facts("b", 5),
+            facts("c", 1),
+            facts("d", 2),
+            facts("e", 3),
+            facts("f", 50),
+        ];
+        live[2].visible = true; // c: oldest but on screen
+        live[3].pinned = true; // d
+        live[4].busy = true; // e
+        let budget = Budget {
+            max_live: Some(5),
+            max_memory_bytes: None,
+        };
+        let d = enforce_budget(&live, budget, &BTreeSet::new());
+        assert_eq!(d.hibernate, vec![SessionId::from("b")]);
+        assert!(!d.over_budget);
+    }
+
+    #[test]
+    fn the_session_just_woken_is_never_chosen() {
+        let live = vec![facts("new", 0), facts("old", 1)];
+        let budget = Budget {
+            max_live: Some(1),
+            max_memory_bytes: None,
+        };
+        let protect = BTreeSet::from([SessionId::from("new")]);
+        assert_eq!(
+            enforce_budget(&live, budget, &protect).hibernate,
+            vec![SessionId::from("old")]
+        );
+    }
+
+    #[test]
+    fn when_nothing_qualifies_it_says_so_and_hibernates_nothing() {
+        let mut live = vec![facts("a", 1), facts("b", 2)];
+        live[0].waiting = true;
+        live[1].visible = true;
+        let budget = Budget {
+            max_live: Some(1),
+            max_memory_bytes: None,
+        };
+        let d = enforce_budget(&live, budget, &BTreeSet::new());
+        assert!(d.hibernate.is_empty());
+        assert!(d.over_budget);
+        assert!(
+            d.reason
+                .unwrap()
+                .contains("visible, pinned, busy or waiting")
+        );
+    }
+
+    #[test]
+    fn a_memory_budget_hibernates_until_the_fleet_fits() {
+        let mut live = vec![facts("a", 1), facts("b", 2), facts("c", 3)];
+        for l in &mut live {
+            l.memory_bytes = 1000;
+        }
+        let budget = Budget {
+            max_live: None,
+            max_memory_bytes: Some(1500),
+        };
+        let d = enforce_budget(&live, budget, &BTreeSet::new());
+        assert_eq!(
+            d.hibernate,
+            vec![SessionId::from("a"), SessionId::from("b")]
+        );
+    }
+
+    #[test]
+    fn the_queue_admits_at_most_k_with_spacing_and_stops_when_the_breaker_opens() {
+        let limits = QueueLimits {
+            max_running: 2,
+            spacing_ms: 500,
+            breaker_threshold: 3,
+        };
+        let mut q = QueueState::default();
+        assert_eq!(q.admit(limits, 0), Admission::Start);
+        q.started(0);
+        assert_eq!(q.admit(limits, 100), Admission::WaitUntil(500));
+        q.started(500);
+        assert_eq!(q.admit(limits, 2000), Admission::Blocked);
+        assert!(!q.finished(limits, true));
+        assert!(!q.finished(limits, true));
+        q.started(3000);
+        assert!(q.finished(limits, true), "third auth failure trips");
+        assert_eq!(q.admit(limits, 9000), Admission::Blocked);
+        q.reset_breaker();
+        assert_eq!(q.admit(limits, 9000), Admission::Start);
+    }
+
+    #[test]
+    fn a_success_resets_the_consecutive_auth_failure_count() {
+        let limits = QueueLimits::default();
+        let mut q = QueueState::default();
+        q.finished(limits, true);
+        q.finished(limits, true);
+        q.finished(limits, false);
+        assert!(!q.finished(limits, true));
+        assert!(!q.breaker_open);
+    }
+
+    #[test]
+    fn auth_failures_are_recognised_from_provider_output() {
+        let p = default_auth_patterns();
+        assert!(looks_like_auth_failure(
+            "API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\"}}",
+            &p
+        ));
+        assert!(!looks_like_auth_failure(
+            "exited with code 1: cwd missing",
+            &p
+        ));
+    }
+
+    #[test]
+    fn stale_parked_records_are_those_untouched_longer_than_the_limit() {
+        use crate::model::{Provider, SessionMeta, Tab, TabId};
+        let mut ws = Workspace::default();
+        ws.add_tab(Tab::new(TabId::from("t"), "t")).unwrap();
+        let day = 86_400_000;
+        for (id, last) in [("old", 0), ("fresh", 9 * day)] {
+            let mut m = SessionMeta::new(SessionId::from(id), Provider::Claude, "/tmp");
+            m.last_active_ms = last;
+            ws.add_parked_session(m, &TabId::from("t"), last).unwrap();
+        }
+        assert_eq!(
+            stale_parked(&ws, 10 * day, 7 * day),
+            vec![SessionId::from("old")]
+        );
+    }
+}

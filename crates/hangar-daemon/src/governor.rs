@@ -1,0 +1,195 @@
+//! The resource governor's loop: measure the live fleet from `/proc`, ask
+//! `hangar_core::governor` what to hibernate, and do it; evict stale parked
+//! records when a TTL is configured.
+//!
+//! It never touches a session that is visible, pinned, mid-turn or waiting
+//! for the user; when nothing qualifies it reports "over budget" in `status`
+//! and leaves the fleet alone.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_core::governor::{BudgetDecision, LiveFacts, enforce_budget};
+use hangar_core::{Placement, SessionId};
+
+use crate::Daemon;
+use crate::activity::{Activity, session_activity};
+use crate::journal::{Event, HibernateReason};
+use crate::state::RunState;
+
+/// Resident memory of each process tree rooted at `roots`, in bytes, read
+/// from `/proc` in one pass.
+pub fn tree_memory(roots: &[u32]) -> HashMap<u32, u64> {
+    let page = 4096u64;
+    let mut parent: HashMap<u32, u32> = HashMap::new();
+    let mut rss: HashMap<u32, u64> = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            // After the comm: state(0) ppid(1) ... rss is field 24 overall, 21 here.
+            if let (Some(ppid), Some(pages)) = (
+                fields.get(1).and_then(|f| f.parse::<u32>().ok()),
+                fields.get(21).and_then(|f| f.parse::<u64>().ok()),
+            ) {
+                parent.insert(pid, ppid);
+                rss.insert(pid, pages * page);
+            }
+        }
+    }
+    let root_set: BTreeSet<u32> = roots.iter().copied().collect();
+    let mut totals: HashMap<u32, u64> = roots.iter().map(|r| (*r, 0)).collect();
+    for (&pid, &mem) in &rss {
+        let mut cur = pid;
+        for _ in 0..64 {
+            if root_set.contains(&cur) {
+                *totals.entry(cur).or_default() += mem;
+                break;
+            }
+            match parent.get(&cur) {
+                Some(&p) if p > 1 => cur = p,
+                _ => break,
+            }
+        }
+    }
+    totals
+}
+
+/// Whether a failed start's screen or exit code looks like an expired or
+/// missing login.
+pub fn looks_like_auth_failure(
+    config: &crate::config::GovernorConfig,
+    screen: &str,
+    code: i32,
+) -> bool {
+    config.auth_exit_codes.contains(&code)
+        || hangar_core::governor::looks_like_auth_failure(screen, &config.auth_patterns())
+}
+
+/// The last budget check, for `status`.
+#[derive(Clone, Debug, Default)]
+pub struct BudgetStatus {
+    pub live: usize,
+    pub memory_bytes: u64,
+    pub over_budget: bool,
+    pub reason: Option<String>,
+}
+
+impl Daemon {
+    /// Facts about every live agent session.
+    fn live_facts(&self) -> Vec<LiveFacts> {
+        let snapshot: Vec<(SessionId, hangar_core::SessionMeta, u32, String, bool, bool)> = {
+            let st = self.lock();
+            st.runtimes
+                .iter()
+                .filter(|(_, rt)| matches!(rt.state, RunState::Live))
+                .filter_map(|(id, rt)| {
+                    let meta = st.ws.sessions.get(id)?;
+                    if !meta.provider.is_agent() {
+                        return None;
+                    }
+                    let proc = rt.proc.as_ref()?;
+                    let visible = matches!(st.ws.placement_of(id), Some((Placement::Pane, _)));
+                    Some((
+                        id.clone(),
+                        meta.clone(),
+                        proc.pid,
+                        proc.text(),
+                        visible,
+                        st.ws.is_pinned(id),
+                    ))
+                })
+                .collect()
+        };
+        let pids: Vec<u32> = snapshot.iter().map(|s| s.2).collect();
+        let memory = tree_memory(&pids);
+        snapshot
+            .into_iter()
+            .map(|(id, meta, pid, screen, visible, pinned)| {
+                let activity = session_activity(&meta, Some(&screen));
+                LiveFacts {
+                    id,
+                    last_active_ms: meta.last_active_ms,
+                    visible,
+                    pinned,
+                    busy: activity == Activity::Working,
+                    waiting: activity == Activity::Waiting,
+                    memory_bytes: memory.get(&pid).copied().unwrap_or(0),
+                }
+            })
+            .collect()
+    }
+
+    /// Check the budget once and hibernate what the rules choose.
+    pub async fn enforce_budget_now(
+        self: &Arc<Self>,
+        protect: &BTreeSet<SessionId>,
+    ) -> BudgetDecision {
+        let budget = self.config.governor.budget();
+        let facts = self.live_facts();
+        let decision = enforce_budget(&facts, budget, protect);
+        let memory: u64 = facts.iter().map(|f| f.memory_bytes).sum();
+        {
+            let mut st = self.lock();
+            st.budget = BudgetStatus {
+                live: facts.len() - decision.hibernate.len(),
+                memory_bytes: memory,
+                over_budget: decision.over_budget,
+                reason: decision.reason.clone(),
+            };
+        }
+        if budget.max_live.is_none() && budget.max_memory_bytes.is_none() {
+            return decision;
+        }
+        if !decision.hibernate.is_empty() || decision.over_budget {
+            self.journal.record(Event::BudgetDecision {
+                live: facts.len(),
+                memory_bytes: memory,
+                hibernated: decision.hibernate.len(),
+                over_budget: decision.over_budget,
+            });
+        }
+        for id in &decision.hibernate {
+            tracing::info!("over budget: hibernating {id}");
+            if self.hibernate_session(id).await.is_ok() {
+                self.journal.record(Event::Hibernate {
+                    session: id.to_string(),
+                    reason: HibernateReason::Budget,
+                });
+            }
+        }
+        decision
+    }
+
+    /// The governor loop: budget checks and the parked TTL.
+    pub async fn govern(self: Arc<Self>) {
+        let interval = Duration::from_millis(self.config.governor.check_interval_ms.max(100));
+        let mut shutdown = self.shutdown_watch();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            if self.lock().shutting_down {
+                return;
+            }
+            self.enforce_budget_now(&BTreeSet::new()).await;
+            if let Ok(Some(ttl)) = self.config.governor.parked_ttl() {
+                let _ = self.evict_parked(ttl.as_millis() as u64, false).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! Finding provider transcripts on disk and reading the few facts the ledger
+//! needs from each: the provider session id, the folder it ran in, and the id
+//! it was cleared from.
+//!
+//! Cost is bounded by construction: a claude session only ever lists its own
+//! project folder (`projects/<cwd slug>`), a codex session only the date
+//! folders between its start and today (at most three), and a file is only
+//! re-read when its size or modification time changed. This module must never
+//! read a whole transcript to find an id: the first entries carry it.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use hangar_core::Provider;
+use hangar_core::ledger::TranscriptFacts;
+use serde_json::Value;
+
+/// How many leading lines of a transcript are looked at for its id and cwd.
+const HEAD_LINES: usize = 64;
+
+/// Where a provider keeps its transcripts, from the daemon's environment (the
+/// agents inherit it, so they write where we read).
+pub fn transcript_root(provider: &Provider, var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let (explicit, rel) = match provider {
+        Provider::Claude => ("CLAUDE_CONFIG_DIR", ".claude"),
+        Provider::Codex => ("CODEX_HOME", ".codex"),
+        _ => return None,
+    };
+    match var(explicit).filter(|v| !v.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => var("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| Path::new(&h).join(rel)),
+    }
+}
+
+pub fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Claude Code's project folder name: the absolute cwd with every '/' and '.'
+/// replaced by '-' (`/tmp/a.b/c` -> `-tmp-a-b-c`).
+pub fn claude_slug(cwd: &str) -> String {
+    cwd.replace(['/', '.'], "-")
+}
+
+/// The folder as the kernel sees it (symlinks resolved), which is what
+/// transcripts record; the given text when it cannot be resolved.
+pub fn canonical_cwd(cwd: &str) -> String {
+    fs::canonicalize(cwd)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| cwd.to_owned())
+}
+
+/// A civil date (year, month, day) in UTC from milliseconds since the epoch.
+pub fn utc_date(ms: u64) -> (i64, u32, u32) {
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = (ms / 86_400_000) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// The folders a session's new transcripts can appear in.
+pub fn candidate_dirs(
+    provider: &Provider,
+    root: &Path,
+    cwd: &str,
+    started_ms: u64,
+    now_ms: u64,
+) -> Vec<PathBuf> {
+    match provider {
+        Provider::Claude => vec![root.join("projects").join(claude_slug(cwd))],
+        Provider::Codex => {
+            let mut days = vec![
+                utc_date(started_ms),
+                utc_date(now_ms.saturating_sub(86_400_000).max(started_ms)),
+                utc_date(now_ms),
+            ];
+            days.dedup();
+            days.into_iter()
+                .map(|(y, m, d)| {
+                    root.join("sessions")
+                        .join(format!("{y:04}"))
+                        .join(format!("{m:02}"))
+                        .join(format!("{d:02}"))
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn is_transcript_name(provider: &Provider, name: &str) -> bool {
+    match provider {
+        Provider::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
+        _ => name.ends_with(".jsonl"),
+    }
+}
+
+fn millis(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Facts read from one file, remembered with the size and time they were
+/// read at.
+struct Cached {
+    len: u64,
+    modified_ms: u64,
+    facts: Option<TranscriptFacts>,
+}
+
+/// A per-session cache so a poll re-reads only files that changed.
+#[derive(Default)]
+pub struct TranscriptCache {
+    files: HashMap<PathBuf, Cached>,
+}
+
+impl TranscriptCache {
+    /// The facts of every transcript in `dirs` (missing folders are fine:
+    /// the provider has not written anything yet).
+    pub fn scan(&mut self, provider: &Provider, dirs: &[PathBuf]) -> Vec<TranscriptFacts> {
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        for dir in dirs {
+            let Ok(entries) = fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if !is_transcript_name(provider, name) {
+                    continue;
+                }
+                let path = entry.path();
+                let Ok(md) = entry.metadata() else { continue };
+                if !md.is_file() {
+                    continue;
+                }
+                let modified_ms = md.modified().map(millis).unwrap_or(0);
+                let len = md.len();
+                let fresh = self
+                    .files
+                    .get(&path)
+                    .is_some_and(|c| c.len == len && c.modified_ms == modified_ms);
+                if !fresh {
+                    let facts = read_facts(provider, &path).map(|mut f| {
+                        f.modified_ms = modified_ms;
+                        f
+                    });
+                    self.files.insert(
+                        path.clone(),
+                        Cached {
+                            len,
+                            modified_ms,
+                            facts,
+                        },
+                    );
+                }
+                if let Some(f) = self.files.get(&path).and_then(|c| c.facts.clone()) {
+                    out.push(f);
+                }
+                seen.push(path);
+            }
+        }
+        // Forget files that went away so the cache stays as small as the folders.
+        self.files.retain(|p, _| seen.contains(p));
+        out
+    }
+}
+
+/// The id, cwd and cleared-from id of one transcript, from its first lines.
+pub fn read_facts(provider: &Provider, path: &Path) -> Option<TranscriptFacts> {
+    let file = fs::File::open(path).ok()?;
+    let mut facts: Option<TranscriptFacts> = None;
+    for line in BufReader::new(file).lines().take(HEAD_LINES) {
+        let Ok(line) = line else { break };
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            // A half-written last line or foreign junk: skip it.
+            continue;
+        };
+        let found = match provider {
+            Provider::Codex => codex_entry_facts(&v),
+            _ => claude_entry_facts(&v),
+        };
+        if let Some(found) = found {
+            match &mut facts {
+                None => facts = Some(found),
+                Some(f) => {
+                    if f.cleared_from.is_none() {
+                        f.cleared_from = found.cleared_from;
+                    }
+                }
+            }
+            if facts.as_ref().is_some_and(|f| f.cwd.is_some()) {
+                break;
+            }
+        }
+    }
+    facts
+}
+
+fn str_at(v: &Value, key: &str) -> Option<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// A claude entry: `sessionId` and `cwd` on every entry.
+fn claude_entry_facts(v: &Value) -> Option<TranscriptFacts> {
+    Some(TranscriptFacts {
+        id: str_at(v, "sessionId")?,
+        cwd: str_at(v, "cwd"),
+        modified_ms: 0,
+        cleared_from: str_at(v, "cleared_from"),
+    })
+}
+
+/// A codex rollout: the `session_meta` entry's payload has `id` and `cwd`.
+fn codex_entry_facts(v: &Value) -> Option<TranscriptFacts> {
+    if v.get("type").and_then(Value::as_str) != Some("session_meta") {
+        return None;
+    }
+    let p = v.get("payload")?;
+    Some(TranscriptFacts {
+        id: str_at(p, "id")?,
+        cwd: str_at(p, "cwd"),
+        modified_ms: 0,
+        cleared_from: str_at(p, "cleared_from"),
+    })
+}
+
+/// The transcript of provider session `psid`, wherever it is: the claude
+/// project folder of `cwd` first, then any project folder; for codex any
+/// rollout under `sessions/` whose name ends in the id. Used by `hangar
+/// transcript`, once per request, so a full walk is acceptable.
+pub fn find_transcript(provider: &Provider, root: &Path, cwd: &str, psid: &str) -> Option<PathBuf> {
+    match provider {
+        Provider::Claude => {
+            let name = format!("{psid}.jsonl");
+            let direct = root
+                .join("projects")
+                .join(claude_slug(&canonical_cwd(cwd)))
+                .join(&name);
+            if direct.is_file() {
+                return Some(direct);
+            }
+            fs::read_dir(root.join("projects"))
+                .ok()?
+                .flatten()
+                .map(|e| e.path().join(&name))
+                .find(|p| p.is_file())
+        }
+        Provider::Codex => {
+            let suffix = format!("-{psid}.jsonl");
+            let mut stack = vec![root.join("sessions")];
+            let mut best: Option<(SystemTime, PathBuf)> = None;
+            while let Some(dir) = stack.pop() {
+                let Ok(entries) = fs::read_dir(&dir) else {
+                    continue;
+                };
+                for e in entries.flatten() {
+                    let path = e.path();
+                    let Ok(ft) = e.file_type() else { continue };
+                    if ft.is_dir() {
+                        stack.push(path);
+                    } else if e
+                        .file_name()
+                        .to_str()
+                        .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+                    {
+                        let t = e
+                            .metadata()
+                            .and_then(|m| m.modified())
+                            .unwrap_or(UNIX_EPOCH);
+                        if best.as_ref().is_none_or(|(bt, _)| t > *bt) {
+                            best = Some((t, path));
+                        }
+                    }
+                }
+            }
+            best.map(|(_, p)| p)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates_match_known_days() {
+        assert_eq!(utc_date(0), (1970, 1, 1));
+        // 2024-02-29T12:00:00Z
+        assert_eq!(utc_date(1_709_208_000_000), (2024, 2, 29));
+        // 2025-12-31T23:59:59Z
+        assert_eq!(utc_date(1_767_225_599_000), (2025, 12, 31));
+    }
+
+    #[test]
+    fn the_claude_slug_replaces_slashes_and_dots() {
+        assert_eq!(claude_slug("/tmp/a.b/c"), "-tmp-a-b-c");
+    }
+
+    #[test]
+    fn codex_looks_only_at_the_date_folders_since_the_start() {
+        let day = 86_400_000;
+        let dirs = candidate_dirs(&Provider::Codex, Path::new("/c"), "/w", 10 * day, 10 * day + 5);
+        assert_eq!(dirs, vec![PathBuf::from("/c/sessions/1970/01/11")]);
+        let dirs = candidate_dirs(&Provider::Codex, Path::new("/c"), "/w", 1, 40 * day);
+        assert_eq!(dirs.len(), 3);
+    }
+
+    #[test]
+    fn facts_come_from_the_first_entries_of_each_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = dir.path().join("a.jsonl");
+        fs::write(
+            &c,
+            "not json\n{\"type\":\"system\",\"sessionId\":\"s2\",\"cwd\":\"/w\",\"cleared_from\":\"s1\"}\n",
+        )
+        .unwrap();
+        let f = read_facts(&Provider::Claude, &c).unwrap();
+        assert_eq!(
+            (f.id.as_str(), f.cwd.as_deref(), f.cleared_from.as_deref()),
+            ("s2", Some("/w"), Some("s1"))
+        );
+        let x = dir.path().join("rollout-x.jsonl");
+        fs::write(
+            &x,
+            "{\"type\":\"session_meta\",\"payload\":{\"id\":\"t1\",\"cwd\":\"/w\"}}\n",
+        )
+        .unwrap();
+        let f = read_facts(&Provider::Codex, &x).unwrap();
+        assert_eq!((f.id.as_str(), f.cwd.as_deref()), ("t1", Some("/w")));
+    }
+}

@@ -1,0 +1,365 @@
+//! Provider identity: discovering each live agent's provider session id from
+//! its transcripts, recording id changes in the resume ledger, refusing to
+//! wake a duplicate, and the `doctor` and `transcript` requests.
+//!
+//! The rules (which id wins, which transcript is a session's own, what a
+//! duplicate is) live in `hangar_core::ledger`; this module gathers the facts
+//! (folders, files, clocks, the live set) and carries the answers out. A
+//! watcher must never hold the state lock while touching the file system, and
+//! never outlive the process it watches.
+
+pub mod discovery;
+pub mod messages;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_core::ledger::{self, IdDecision, Observation, TranscriptMatch};
+use hangar_core::{IdSource, Provider, SessionId, Workspace};
+use hangar_protocol::message::{self as msg, codes};
+use serde_json::{Value, json};
+
+use crate::Daemon;
+use crate::pty::LiveProcess;
+use crate::state::{ApiError, RunState, State};
+use discovery::TranscriptCache;
+
+/// How often a live agent's transcript folder is looked at. One `read_dir`
+/// and a `stat` per file each time; files are only re-read when they change.
+pub const POLL: Duration = Duration::from_millis(700);
+
+/// `hangar transcript` shows this many messages unless told otherwise.
+pub const DEFAULT_TAIL: usize = 20;
+
+fn is_running(state: &RunState) -> bool {
+    matches!(state, RunState::Live | RunState::Spawning)
+}
+
+/// Refuse to wake `id` while another live session holds its durable provider
+/// session id: two processes writing one conversation corrupt it.
+pub fn refuse_duplicate_wake(st: &State, id: &SessionId) -> Result<(), ApiError> {
+    if is_running(&st.run_state(id)) {
+        return Ok(());
+    }
+    ledger::may_wake(&st.ws, id, |o| is_running(&st.run_state(o))).map_err(|e| {
+        let mut err = ApiError::new(codes::DUPLICATE, e.to_string());
+        err.detail = json!({
+            "live": e.live.to_string(),
+            "provider_session_id": e.provider_session_id,
+        });
+        err
+    })
+}
+
+/// The other sessions sharing `id`'s durable provider session id, for `ls`.
+pub fn duplicate_ids(ws: &Workspace, id: &SessionId) -> Vec<String> {
+    ledger::duplicates_of(ws, id)
+        .into_iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// One notice per duplicate group, for `hangar status` after a load.
+pub fn duplicate_notices(ws: &Workspace) -> Vec<String> {
+    ledger::duplicate_groups(ws)
+        .into_iter()
+        .map(|g| {
+            format!(
+                "sessions {} share {} session id {}; only one of them can run at a time. \
+                 `hangar doctor` shows how to fix it",
+                g.sessions
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                g.provider,
+                g.provider_session_id
+            )
+        })
+        .collect()
+}
+
+impl Daemon {
+    /// Watch a freshly spawned agent's transcripts for as long as `live` is
+    /// its process; record the provider session id they show.
+    pub fn watch_identity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
+        let Some(provider) = self.lock().ws.sessions.get(&id).map(|m| m.provider.clone()) else {
+            return;
+        };
+        let Some(root) = discovery::transcript_root(&provider, &discovery::env_var) else {
+            return;
+        };
+        let started_ms = crate::now_ms();
+        let daemon = self.clone();
+        tokio::spawn(async move {
+            let mut cache = TranscriptCache::default();
+            let mut exit = live.exit_watch();
+            loop {
+                let exited = tokio::select! {
+                    _ = tokio::time::sleep(POLL) => false,
+                    _ = exit.wait_for(|e| e.is_some()) => true,
+                };
+                let current = daemon
+                    .lock()
+                    .runtimes
+                    .get(&id)
+                    .and_then(|r| r.proc.as_ref())
+                    .is_some_and(|p| Arc::ptr_eq(p, &live));
+                if !current && !exited {
+                    return;
+                }
+                // One last look after an exit: a `/clear` just before quitting
+                // must still be what the next wake resumes.
+                daemon.discover_once(&id, &provider, &root, started_ms, &mut cache);
+                if exited {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// Look at the transcript folders once and record what they show.
+    fn discover_once(
+        &self,
+        id: &SessionId,
+        provider: &Provider,
+        root: &std::path::Path,
+        started_ms: u64,
+        cache: &mut TranscriptCache,
+    ) {
+        let (cwd, current, held, shares_folder) = {
+            let st = self.lock();
+            let Some(meta) = st.ws.sessions.get(id) else {
+                return;
+            };
+            let same_provider = st
+                .ws
+                .sessions
+                .iter()
+                .filter(|(o, m)| *o != id && m.provider == *provider);
+            let mut held = BTreeSet::new();
+            let mut shares = false;
+            for (other, m) in same_provider {
+                if let Some(pid) = m.durable_provider_id() {
+                    held.insert(pid.to_owned());
+                }
+                shares |= m.cwd == meta.cwd && is_running(&st.run_state(other));
+            }
+            (
+                meta.cwd.clone(),
+                meta.durable_provider_id().map(str::to_owned),
+                held,
+                shares,
+            )
+        };
+        let cwd = discovery::canonical_cwd(&cwd);
+        let dirs = discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::now_ms());
+        let facts = cache.scan(provider, &dirs);
+        let m = TranscriptMatch {
+            session_cwd: &cwd,
+            started_ms,
+            current: current.as_deref(),
+            held_by_others: &held,
+            shares_folder,
+        };
+        let Some(own) = ledger::pick_transcript(&facts, &m) else {
+            return;
+        };
+        let observed = Observation {
+            id: own.id.clone(),
+            source: IdSource::Transcript,
+            cwd: own.cwd.clone(),
+        };
+        self.record_provider_id(id, &observed, &cwd);
+    }
+
+    /// Record an observed provider session id if the ledger accepts it;
+    /// persist it, and flag a duplicate it creates. Returns whether the
+    /// session's record changed.
+    pub fn record_provider_id(
+        &self,
+        id: &SessionId,
+        observed: &Observation,
+        session_cwd: &str,
+    ) -> bool {
+        let mut st = self.lock();
+        let Some(meta) = st.ws.sessions.get_mut(id) else {
+            return false;
+        };
+        let decision = ledger::decide(
+            meta.provider_session.as_ref(),
+            observed,
+            session_cwd,
+            crate::now_ms(),
+        );
+        match &decision {
+            IdDecision::Refuse(why) => {
+                tracing::debug!("not adopting provider id {} for {id}: {why}", observed.id);
+                return false;
+            }
+            IdDecision::Replace { .. } => tracing::info!(
+                "session {id}: provider session id {} -> {} ({:?})",
+                meta.provider_session
+                    .as_ref()
+                    .map(|p| p.id.as_str())
+                    .unwrap_or("none"),
+                observed.id,
+                observed.source
+            ),
+            _ => {}
+        }
+        if !ledger::apply(meta, decision) {
+            return false;
+        }
+        if let Err(e) = st.save(&[]) {
+            tracing::warn!("could not save the provider id of {id}: {}", e.message);
+        }
+        let dups = ledger::duplicates_of(&st.ws, id);
+        if !dups.is_empty() {
+            let notice = format!(
+                "session {id} now shares its provider session id {} with {}; `hangar doctor` shows how to fix it",
+                observed.id,
+                dups.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            tracing::warn!("{notice}");
+            st.notices.push(notice);
+        }
+        true
+    }
+
+    /// `hangar doctor [--fork ID | --forget ID]`: list duplicate provider ids
+    /// and carry out one fix.
+    pub async fn op_doctor(self: &Arc<Self>, req: msg::Doctor) -> Result<Value, ApiError> {
+        let mut fixed = Vec::new();
+        if let Some(given) = &req.fork {
+            let mut st = self.lock();
+            let id = st.resolve_session(given)?;
+            if is_running(&st.run_state(&id)) {
+                return Err(ApiError::invalid(format!(
+                    "session {id} is running; forking it now would leave its process writing the \
+                     old conversation. Run `hangar hibernate {id}` first, then `hangar doctor --fork {id}`"
+                )));
+            }
+            let meta = st
+                .ws
+                .sessions
+                .get_mut(&id)
+                .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+            let old = ledger::forget_provider_id(meta, crate::now_ms());
+            st.save(&[])?;
+            fixed.push(json!({
+                "action": "fork",
+                "session": id.to_string(),
+                "forgot_provider_session_id": old,
+            }));
+        }
+        if let Some(given) = &req.forget {
+            let id = self.lock().resolve_session(given)?;
+            let closed = self
+                .op_close(msg::Close {
+                    session: id.to_string(),
+                    yes: req.yes,
+                    ..Default::default()
+                })
+                .await?;
+            fixed.push(json!({"action": "forget", "session": id.to_string(), "closed": closed}));
+        }
+        let st = self.lock();
+        let groups: Vec<Value> = ledger::duplicate_groups(&st.ws)
+            .into_iter()
+            .map(|g| {
+                let sessions: Vec<Value> = g
+                    .sessions
+                    .iter()
+                    .map(|s| {
+                        let meta = st.ws.sessions.get(s);
+                        json!({
+                            "id": s.to_string(),
+                            "title": meta.map(|m| m.title.clone()).unwrap_or_default(),
+                            "cwd": meta.map(|m| m.cwd.clone()).unwrap_or_default(),
+                            "state": st.run_state(s).name(),
+                            "placement": st.ws.placement_of(s).map(|(p, _)| p.name()),
+                        })
+                    })
+                    .collect();
+                let fixes: Vec<String> = g
+                    .sessions
+                    .iter()
+                    .flat_map(|s| {
+                        [
+                            format!("hangar doctor --fork {s}"),
+                            format!("hangar doctor --forget {s}"),
+                        ]
+                    })
+                    .collect();
+                json!({
+                    "provider": g.provider.name(),
+                    "provider_session_id": g.provider_session_id,
+                    "sessions": sessions,
+                    "fixes": fixes,
+                })
+            })
+            .collect();
+        Ok(json!({
+            "ok": groups.is_empty(),
+            "duplicates": groups,
+            "fixed": fixed,
+        }))
+    }
+
+    /// `hangar transcript ID [--tail N]`: the last messages of a session's
+    /// conversation, read from its transcript; never wakes it.
+    pub async fn op_transcript(&self, req: msg::Transcript) -> Result<Value, ApiError> {
+        let (id, meta) = {
+            let st = self.lock();
+            let id = st.resolve_session(&req.session)?;
+            let meta = st
+                .ws
+                .sessions
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+            (id, meta)
+        };
+        let Some(root) = discovery::transcript_root(&meta.provider, &discovery::env_var) else {
+            return Err(ApiError::invalid(format!(
+                "session {id} runs {}; hangar reads transcripts of claude and codex sessions only",
+                meta.provider
+            )));
+        };
+        let Some(psid) = meta.provider_session.as_ref().map(|p| p.id.clone()) else {
+            return Err(ApiError::not_found(format!(
+                "session {id} has no provider session id yet (it never ran, or was forked), so it \
+                 has no transcript; `hangar wake {id}` starts one"
+            )));
+        };
+        let tail = req.tail.unwrap_or(DEFAULT_TAIL);
+        let provider = meta.provider.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let path = discovery::find_transcript(&provider, &root, &meta.cwd, &psid)
+                .ok_or_else(|| {
+                    ApiError::not_found(format!(
+                        "no transcript of {provider} session {psid} under {}; was it deleted?",
+                        root.display()
+                    ))
+                })?;
+            let messages = messages::read_tail(&provider, &path, tail).map_err(|e| {
+                ApiError::internal(format!("cannot read {}: {e}", path.display()))
+            })?;
+            Ok::<_, ApiError>((psid, path, messages))
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
+        let (psid, path, messages) = read?;
+        Ok(json!({
+            "id": id.to_string(),
+            "provider_session_id": psid,
+            "path": path.display().to_string(),
+            "messages": messages,
+        }))
+    }
+}

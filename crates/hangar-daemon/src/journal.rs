@@ -1,0 +1,438 @@
+//! The lifecycle journal: an append-only JSON-lines record of what happened
+//! to sessions (spawns, wakes, hibernations, closes, budget decisions).
+//!
+//! The vocabulary is closed: every event is a variant of [`Event`] whose
+//! fields are ids, counts, codes and reason categories. There is no field
+//! that could carry prompt text, environment, tokens or keys, so none can
+//! leak into the file. The file is rotated at a bounded size (one previous
+//! generation kept).
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// Rotate when the journal grows past this.
+pub const MAX_JOURNAL_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Who asked for a wake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Caller {
+    Cli,
+    Attach,
+    Send,
+    Unpark,
+    Unbury,
+    New,
+    Restore,
+    Reload,
+    Agent,
+    Tui,
+}
+
+/// Why a spawn failed, as a category (never the program's output).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    ProgramMissing,
+    CwdMissing,
+    ExitedDuringStart,
+    AuthFailure,
+    Timeout,
+    SpawnError,
+    Duplicate,
+    Other,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HibernateReason {
+    User,
+    Budget,
+    Reload,
+    Agent,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CloseCause {
+    User,
+    Tab,
+    Cascade,
+    Idle,
+    Evicted,
+    Agent,
+}
+
+/// Every event the journal can hold.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    RestoreStart {
+        expected: usize,
+        hibernated: usize,
+    },
+    RestoreComplete {
+        restored: usize,
+        failed: usize,
+        duration_ms: u64,
+    },
+    SpawnBegin {
+        session: String,
+        resumed: bool,
+    },
+    SpawnEnd {
+        session: String,
+        pid: u32,
+        duration_ms: u64,
+    },
+    SpawnFailed {
+        session: String,
+        kind: FailureKind,
+        exit_code: Option<i32>,
+    },
+    WakeRequest {
+        session: String,
+        caller: Caller,
+    },
+    WakeResult {
+        session: String,
+        caller: Caller,
+        ok: bool,
+        joined: bool,
+    },
+    Hibernate {
+        session: String,
+        reason: HibernateReason,
+    },
+    Reload {
+        dangerous: bool,
+        restarted: usize,
+        failed: usize,
+    },
+    Close {
+        session: String,
+        cause: CloseCause,
+    },
+    Exited {
+        session: String,
+        code: i32,
+    },
+    BudgetDecision {
+        live: usize,
+        memory_bytes: u64,
+        hibernated: usize,
+        over_budget: bool,
+    },
+    BreakerTrip {
+        failures: u32,
+    },
+    BreakerReset,
+    Evict {
+        session: String,
+    },
+    /// An event kind from a newer hangar (when reading).
+    #[serde(other)]
+    Unknown,
+}
+
+/// One line of the journal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub time_ms: u64,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+pub struct Journal {
+    path: PathBuf,
+    max_bytes: u64,
+    lock: Mutex<()>,
+}
+
+impl Journal {
+    pub fn new(path: PathBuf) -> Journal {
+        Journal {
+            path,
+            max_bytes: MAX_JOURNAL_BYTES,
+            lock: Mutex::new(()),
+        }
+    }
+
+    pub fn with_max_bytes(mut self, max: u64) -> Journal {
+        self.max_bytes = max;
+        self
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append an event. Journal trouble (a full disk) is logged, never fatal.
+    pub fn record(&self, event: Event) {
+        let entry = Entry {
+            time_ms: crate::now_ms(),
+            event,
+        };
+        let Ok(mut line) = serde_json::to_vec(&entry) else {
+            return;
+        };
+        line.push(b'\n');
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = self.append(&line) {
+            tracing::warn!("cannot write the journal {}: {e}", self.path.display());
+        }
+    }
+
+    fn append(&self, line: &[u8]) -> std::io::Result<()> {
+        if let Ok(meta) = std::fs::metadata(&self.path)
+            && meta.len() + line.len() as u64 > self.max_bytes
+        {
+            std::fs::rename(&self.path, rotated(&self.path))?;
+        }
+        let mut f = {
+            use std::os::unix::fs::OpenOptionsExt;
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(&self.path)?
+        };
+        f.write_all(line)
+    }
+}
+
+/// The previous generation's path.
+pub fn rotated(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".1");
+    PathBuf::from(p)
+}
+
+/// Read every entry (previous generation first). Lines that do not parse
+/// (a torn last line after a crash) are skipped.
+pub fn read_entries(path: &Path) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for p in [rotated(path), path.to_path_buf()] {
+        if let Ok(text) = std::fs::read_to_string(&p) {
+            out.extend(
+                text.lines()
+                    .filter_map(|l| serde_json::from_str::<Entry>(l).ok()),
+            );
+        }
+    }
+    out
+}
+
+/// What `hangar journal summarize` reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub entries: usize,
+    pub restores: Vec<RestoreSummary>,
+    /// Sessions whose last spawn began and never ended.
+    pub stuck_spawning: Vec<String>,
+    pub wake_storms: Vec<WakeStorm>,
+    /// Failed spawns counted by reason category.
+    pub failed_spawns: std::collections::BTreeMap<String, usize>,
+    pub budget_hibernations: usize,
+    pub breaker_trips: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RestoreSummary {
+    pub time_ms: u64,
+    pub restored: usize,
+    pub failed: usize,
+    pub duration_ms: u64,
+}
+
+/// More than `threshold` wake requests within `window_ms`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WakeStorm {
+    pub start_ms: u64,
+    pub end_ms: u64,
+    pub wakes: usize,
+}
+
+/// Summarize a journal. A wake storm is a maximal run of wake requests in
+/// which every `threshold + 1` consecutive requests fall within `window_ms`.
+pub fn summarize(entries: &[Entry], storm_threshold: usize, window_ms: u64) -> Summary {
+    let mut s = Summary {
+        entries: entries.len(),
+        ..Default::default()
+    };
+    let mut spawning: std::collections::BTreeMap<String, bool> = Default::default();
+    let mut wakes: Vec<u64> = Vec::new();
+    for e in entries {
+        match &e.event {
+            Event::RestoreComplete {
+                restored,
+                failed,
+                duration_ms,
+            } => s.restores.push(RestoreSummary {
+                time_ms: e.time_ms,
+                restored: *restored,
+                failed: *failed,
+                duration_ms: *duration_ms,
+            }),
+            Event::SpawnBegin { session, .. } => {
+                spawning.insert(session.clone(), true);
+            }
+            Event::SpawnEnd { session, .. } => {
+                spawning.insert(session.clone(), false);
+            }
+            Event::SpawnFailed { session, kind, .. } => {
+                spawning.insert(session.clone(), false);
+                let key = serde_json::to_value(kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                *s.failed_spawns.entry(key).or_default() += 1;
+            }
+            Event::WakeRequest { .. } => wakes.push(e.time_ms),
+            Event::Hibernate {
+                reason: HibernateReason::Budget,
+                ..
+            } => s.budget_hibernations += 1,
+            Event::BreakerTrip { .. } => s.breaker_trips += 1,
+            _ => {}
+        }
+    }
+    s.stuck_spawning = spawning
+        .into_iter()
+        .filter(|(_, open)| *open)
+        .map(|(id, _)| id)
+        .collect();
+    wakes.sort_unstable();
+    let threshold = storm_threshold.max(1);
+    let mut i = 0;
+    while i + threshold < wakes.len() {
+        if wakes[i + threshold] - wakes[i] <= window_ms {
+            // Extend the storm while the density holds.
+            let mut j = i + threshold;
+            while j + 1 < wakes.len() && wakes[j + 1] - wakes[j + 1 - threshold] <= window_ms {
+                j += 1;
+            }
+            s.wake_storms.push(WakeStorm {
+                start_ms: wakes[i],
+                end_ms: wakes[j],
+                wakes: j - i + 1,
+            });
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_written_as_one_json_line_each_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path().join("journal.jsonl"));
+        j.record(Event::WakeRequest {
+            session: "s1".into(),
+            caller: Caller::Send,
+        });
+        j.record(Event::BreakerReset);
+        let entries = read_entries(j.path());
+        assert_eq!(entries.len(), 2);
+        assert_eq!(
+            entries[0].event,
+            Event::WakeRequest {
+                session: "s1".into(),
+                caller: Caller::Send
+            }
+        );
+        let text = std::fs::read_to_string(j.path()).unwrap();
+        assert!(text.lines().all(|l| l.contains("\"event\"")));
+    }
+
+    #[test]
+    fn the_journal_rotates_at_its_size_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path().join("journal.jsonl")).with_max_bytes(300);
+        for i in 0..50 {
+            j.record(Event::Evict {
+                session: format!("s{i}"),
+            });
+        }
+        let main = std::fs::metadata(j.path()).unwrap().len();
+        let old = std::fs::metadata(rotated(j.path())).unwrap().len();
+        assert!(main <= 300 && old <= 300, "{main} {old}");
+    }
+
+    #[test]
+    fn an_unknown_event_from_a_newer_hangar_reads_as_unknown() {
+        let e: Entry = serde_json::from_str(r#"{"time_ms":1,"event":"teleport","x":1}"#).unwrap();
+        assert_eq!(e.event, Event::Unknown);
+    }
+
+    fn at(time_ms: u64, event: Event) -> Entry {
+        Entry { time_ms, event }
+    }
+
+    #[test]
+    fn summarize_reports_a_wake_storm_stuck_spawns_and_failures_by_reason() {
+        let mut entries = Vec::new();
+        for i in 0..30 {
+            entries.push(at(
+                1000 + i * 10,
+                Event::WakeRequest {
+                    session: format!("s{i}"),
+                    caller: Caller::Agent,
+                },
+            ));
+        }
+        entries.push(at(
+            60_000,
+            Event::WakeRequest {
+                session: "late".into(),
+                caller: Caller::Cli,
+            },
+        ));
+        entries.push(at(
+            1,
+            Event::SpawnBegin {
+                session: "stuck".into(),
+                resumed: false,
+            },
+        ));
+        entries.push(at(
+            2,
+            Event::SpawnFailed {
+                session: "bad".into(),
+                kind: FailureKind::AuthFailure,
+                exit_code: Some(1),
+            },
+        ));
+        let s = summarize(&entries, 10, 5000);
+        assert_eq!(s.wake_storms.len(), 1);
+        assert_eq!(s.wake_storms[0].wakes, 30);
+        assert_eq!(s.stuck_spawning, vec!["stuck".to_owned()]);
+        assert_eq!(s.failed_spawns.get("auth-failure"), Some(&1));
+    }
+
+    #[test]
+    fn sparse_wakes_are_not_a_storm() {
+        let entries: Vec<_> = (0..30)
+            .map(|i| {
+                at(
+                    i * 10_000,
+                    Event::WakeRequest {
+                        session: "s".into(),
+                        caller: Caller::Cli,
+                    },
+                )
+            })
+            .collect();
+        assert!(summarize(&entries, 10, 5000).wake_storms.is_empty());
+    }
+}

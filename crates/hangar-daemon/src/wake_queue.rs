@@ -1,0 +1,260 @@
+//! The wake queue: at most K spawns at once, a minimum gap between starts,
+//! people ahead of background work, and a circuit breaker that pauses
+//! everything after consecutive authentication failures.
+//!
+//! Simultaneous agent boots race single-use OAuth refresh tokens and can fail
+//! a whole fleet with 401s; the queue makes sure a mass wake trickles in, and
+//! stops it when starts begin failing like expired logins. The admission
+//! rules are `hangar_core::governor::QueueState`; this is only the waiting.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hangar_core::governor::{Admission, QueueLimits, QueueState, WakePriority};
+use tokio::sync::Notify;
+
+/// How often a waiter re-checks even without a notification.
+const RECHECK: Duration = Duration::from_millis(100);
+
+struct Inner {
+    state: QueueState,
+    /// Tickets waiting, in admission order.
+    waiting: BTreeSet<(WakePriority, u64)>,
+    next_seq: u64,
+}
+
+pub struct WakeQueue {
+    limits: QueueLimits,
+    inner: Mutex<Inner>,
+    changed: Notify,
+}
+
+/// A started spawn's place in the queue; report how it ended with
+/// [`WakeQueue::finish`]. Dropping it unreported counts as a plain finish.
+pub struct Slot<'a> {
+    queue: &'a WakeQueue,
+    bypass: bool,
+    done: bool,
+}
+
+/// Removes a ticket from the waiting set if its waiter goes away.
+struct Ticket<'a> {
+    queue: &'a WakeQueue,
+    key: (WakePriority, u64),
+    admitted: bool,
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if !self.admitted {
+            self.queue.lock().waiting.remove(&self.key);
+            self.queue.changed.notify_waiters();
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueSnapshot {
+    pub pending: usize,
+    pub running: usize,
+    pub breaker_open: bool,
+    pub consecutive_auth_failures: u32,
+}
+
+impl WakeQueue {
+    pub fn new(limits: QueueLimits) -> WakeQueue {
+        WakeQueue {
+            limits,
+            inner: Mutex::new(Inner {
+                state: QueueState::default(),
+                waiting: BTreeSet::new(),
+                next_seq: 0,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wait for a turn to start a spawn.
+    pub async fn acquire(&self, priority: WakePriority) -> Slot<'_> {
+        let key = {
+            let mut inner = self.lock();
+            inner.next_seq += 1;
+            let key = (priority, inner.next_seq);
+            inner.waiting.insert(key);
+            key
+        };
+        let mut ticket = Ticket {
+            queue: self,
+            key,
+            admitted: false,
+        };
+        loop {
+            let wait = {
+                let mut inner = self.lock();
+                let head = inner.waiting.first().copied();
+                if head == Some(key) {
+                    match inner.state.admit(self.limits, crate::now_ms()) {
+                        Admission::Start => {
+                            inner.waiting.remove(&key);
+                            inner.state.started(crate::now_ms());
+                            ticket.admitted = true;
+                            drop(inner);
+                            // The next in line may now be admitted too.
+                            self.changed.notify_waiters();
+                            return Slot {
+                                queue: self,
+                                bypass: false,
+                                done: false,
+                            };
+                        }
+                        Admission::WaitUntil(t) => {
+                            Duration::from_millis(t.saturating_sub(crate::now_ms()))
+                        }
+                        Admission::Blocked => RECHECK,
+                    }
+                } else {
+                    RECHECK
+                }
+            };
+            tokio::select! {
+                _ = self.changed.notified() => {}
+                _ = tokio::time::sleep(wait.min(RECHECK)) => {}
+            }
+        }
+    }
+
+    /// A slot for work that has its own concurrency bound (restore) and only
+    /// honours the breaker: it waits while the breaker is open.
+    pub async fn acquire_breaker_only(&self) -> Slot<'_> {
+        loop {
+            if !self.lock().state.breaker_open {
+                return Slot {
+                    queue: self,
+                    bypass: true,
+                    done: false,
+                };
+            }
+            tokio::select! {
+                _ = self.changed.notified() => {}
+                _ = tokio::time::sleep(RECHECK) => {}
+            }
+        }
+    }
+
+    /// Record how a spawn ended; returns `true` when it tripped the breaker.
+    pub fn finish(&self, mut slot: Slot<'_>, auth_failure: bool) -> bool {
+        slot.done = true;
+        self.finish_inner(slot.bypass, auth_failure)
+    }
+
+    fn finish_inner(&self, bypass: bool, auth_failure: bool) -> bool {
+        let tripped = {
+            let mut inner = self.lock();
+            if bypass {
+                // Not counted as running, but its outcome still feeds the breaker.
+                inner.state.running += 1;
+            }
+            inner.state.finished(self.limits, auth_failure)
+        };
+        self.changed.notify_waiters();
+        tripped
+    }
+
+    /// A person resumed the queue after the breaker opened.
+    pub fn resume(&self) -> bool {
+        let was_open = {
+            let mut inner = self.lock();
+            let was = inner.state.breaker_open;
+            inner.state.reset_breaker();
+            was
+        };
+        self.changed.notify_waiters();
+        was_open
+    }
+
+    pub fn snapshot(&self) -> QueueSnapshot {
+        let inner = self.lock();
+        QueueSnapshot {
+            pending: inner.waiting.len(),
+            running: inner.state.running,
+            breaker_open: inner.state.breaker_open,
+            consecutive_auth_failures: inner.state.consecutive_auth_failures,
+        }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.queue.finish_inner(self.bypass, false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test]
+    async fn no_more_than_k_slots_are_held_at_once() {
+        let q = Arc::new(WakeQueue::new(QueueLimits {
+            max_running: 2,
+            spacing_ms: 0,
+            breaker_threshold: 3,
+        }));
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..12 {
+            let (q, running, peak) = (q.clone(), running.clone(), peak.clone());
+            tasks.push(tokio::spawn(async move {
+                let slot = q.acquire(WakePriority::Background).await;
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                q.finish(slot, false);
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert!(peak.load(Ordering::SeqCst) <= 2);
+        assert_eq!(q.snapshot().running, 0);
+    }
+
+    #[tokio::test]
+    async fn an_open_breaker_holds_waiters_until_resumed() {
+        let q = Arc::new(WakeQueue::new(QueueLimits {
+            max_running: 2,
+            spacing_ms: 0,
+            breaker_threshold: 1,
+        }));
+        let slot = q.acquire(WakePriority::Person).await;
+        assert!(q.finish(slot, true));
+        assert!(q.snapshot().breaker_open);
+        let waiter = {
+            let q = q.clone();
+            tokio::spawn(async move {
+                let s = q.acquire(WakePriority::Person).await;
+                q.finish(s, false);
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert!(!waiter.is_finished(), "waits while the breaker is open");
+        assert_eq!(q.snapshot().pending, 1);
+        assert!(q.resume());
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("drains after resume")
+            .unwrap();
+    }
+}

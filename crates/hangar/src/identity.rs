@@ -1,0 +1,127 @@
+//! The CLI side of provider identity: `hangar transcript`, `hangar doctor`,
+//! and `hangar export` (which reads the store directly when no daemon runs,
+//! so exporting never starts a single agent).
+//!
+//! Everything here only asks the daemon and prints; the rules live in
+//! `hangar_core::ledger` and the daemon's `identity` module.
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+use hangar_daemon::Paths;
+use hangar_protocol::message::{self as msg, Request};
+use serde_json::Value;
+
+use crate::client::Client;
+
+fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(value).unwrap_or_default()
+        );
+    } else {
+        human(value);
+    }
+}
+
+/// `hangar transcript ID [--tail N] [--json]`.
+pub fn transcript(paths: &Paths, json: bool, id: String, tail: usize) -> anyhow::Result<ExitCode> {
+    let mut c = Client::connect(paths)?;
+    let v = c.request(Request::Transcript(msg::Transcript {
+        session: id,
+        tail: Some(tail),
+    }))?;
+    print(json, &v, |v| {
+        let empty = Vec::new();
+        let messages = v["messages"].as_array().unwrap_or(&empty);
+        if messages.is_empty() {
+            println!("(no messages yet in {})", v["path"].as_str().unwrap_or("?"));
+        }
+        for m in messages {
+            println!(
+                "{}: {}",
+                m["role"].as_str().unwrap_or("?"),
+                m["text"].as_str().unwrap_or_default()
+            );
+        }
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `hangar doctor [--fork ID] [--forget ID [--yes]] [--json]`. Exits non-zero
+/// when duplicates remain, so scripts can check a workspace.
+pub fn doctor(
+    paths: &Paths,
+    json: bool,
+    fork: Option<String>,
+    forget: Option<String>,
+    yes: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut c = Client::connect(paths)?;
+    let v = c.request(Request::Doctor(msg::Doctor { fork, forget, yes }))?;
+    print(json, &v, |v| {
+        for f in v["fixed"].as_array().into_iter().flatten() {
+            match f["action"].as_str() {
+                Some("fork") => println!(
+                    "forked {}: its next wake starts a fresh conversation (forgot {})",
+                    f["session"].as_str().unwrap_or_default(),
+                    f["forgot_provider_session_id"].as_str().unwrap_or("nothing")
+                ),
+                _ => println!("forgot {}", f["session"].as_str().unwrap_or_default()),
+            }
+        }
+        let groups = v["duplicates"].as_array().cloned().unwrap_or_default();
+        if groups.is_empty() {
+            println!("no duplicate provider session ids");
+            return;
+        }
+        for g in &groups {
+            println!(
+                "{} session {} is held by {} sessions; only one may run at a time:",
+                g["provider"].as_str().unwrap_or_default(),
+                g["provider_session_id"].as_str().unwrap_or_default(),
+                g["sessions"].as_array().map(Vec::len).unwrap_or(0)
+            );
+            for s in g["sessions"].as_array().into_iter().flatten() {
+                println!(
+                    "  {}  {:<10} {:?}",
+                    s["id"].as_str().unwrap_or_default(),
+                    s["state"].as_str().unwrap_or_default(),
+                    s["title"].as_str().unwrap_or_default()
+                );
+            }
+            println!("  fix one of them:");
+            for f in g["fixes"].as_array().into_iter().flatten() {
+                println!("    {}", f.as_str().unwrap_or_default());
+            }
+        }
+        println!(
+            "--fork starts that session as a fresh conversation next time it wakes; \
+             --forget closes that session record"
+        );
+    });
+    Ok(if v["ok"] == Value::Bool(true) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `hangar export [--json]`: the export document, exactly as written (it is
+/// already one JSON document). From the daemon when one runs, else from the
+/// store without starting one.
+pub fn export(paths: &Paths) -> anyhow::Result<ExitCode> {
+    let text = match Client::connect_existing(paths)? {
+        Some(mut c) => {
+            let v = c.request(Request::Export)?;
+            v["text"].as_str().unwrap_or_default().to_owned()
+        }
+        None => hangar_daemon::export_offline(paths)?,
+    };
+    if text.is_empty() {
+        bail!("the export came back empty");
+    }
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}

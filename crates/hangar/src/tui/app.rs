@@ -1,0 +1,786 @@
+//! The TUI's state and what each key does to it.
+//!
+//! The daemon owns the workspace; this is a mirror refreshed by the control
+//! thread, plus what only the screen has (modes, the dialog, the zoomed
+//! pane, the side-list selection). Every change to the workspace goes to the
+//! daemon as a request; only focus moves and ratios are also applied here at
+//! once so the screen does not lag behind the keys. Nothing here stops a
+//! session: quitting only drops the attach connections.
+
+use std::collections::HashMap;
+use std::sync::mpsc::Sender;
+
+use hangar_core::{Direction, FocusMove, Placement, SessionId, Tab, TabId, Tile};
+use hangar_daemon::Paths;
+use hangar_protocol::message::{self as msg, ErrorBody, Request, codes};
+use hangar_protocol::view::SessionView;
+
+use crate::tui::Event;
+use crate::tui::control::{Command, Outcome, Snapshot};
+use crate::tui::keys::{self, Key, PassThroughFilter};
+use crate::tui::layout::{self, ScreenLayout};
+use crate::tui::pane::{Pane, PaneEvent, PaneStatus};
+
+/// Providers offered by the new-agent dialog; `auto` lets the daemon pick.
+pub const PROVIDERS: &[&str] = &["auto", "claude", "codex", "opencode", "shell"];
+
+/// How much one resize key moves a divider.
+const RATIO_STEP: f32 = 0.05;
+
+pub enum Dialog {
+    NewAgent {
+        provider: usize,
+        cwd: String,
+        /// 0: provider, 1: folder.
+        field: usize,
+        /// Split this pane in this direction instead of the tab's automatic spot.
+        split: Option<(String, Direction)>,
+    },
+    TabTitle {
+        /// `None`: a new tab; `Some(id)`: rename that tab.
+        rename: Option<String>,
+        value: String,
+    },
+    Confirm {
+        message: String,
+        items: Vec<String>,
+        request: Request,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SideKind {
+    Parked,
+    Buried,
+}
+
+/// A row of the side list.
+#[derive(Clone, Debug)]
+pub struct SideEntry {
+    pub session: SessionId,
+    pub kind: SideKind,
+}
+
+pub struct App {
+    paths: Paths,
+    events: Sender<Event>,
+    commands: Sender<Command>,
+    pub snap: Snapshot,
+    pub have_snapshot: bool,
+    pub views: HashMap<String, SessionView>,
+    pub panes: HashMap<String, Pane>,
+    next_generation: u64,
+    pub zoomed: Option<SessionId>,
+    pub passthrough: bool,
+    filter: PassThroughFilter,
+    /// The prefix key just left pass-through: a second one sends it literally.
+    armed: bool,
+    pub help: bool,
+    pub dialog: Option<Dialog>,
+    pub side_selected: usize,
+    pub message: Option<(String, bool)>,
+    /// Commands sent but not answered: snapshots are held back meanwhile so
+    /// a poll taken before a command does not undo what the keys just did.
+    pending: usize,
+    pub daemon_lost: Option<String>,
+    pub quit: bool,
+    /// The folder new agents default to when the tab names none.
+    pub home_cwd: String,
+}
+
+impl App {
+    pub fn new(paths: Paths, events: Sender<Event>, commands: Sender<Command>) -> App {
+        App {
+            paths,
+            events,
+            commands,
+            snap: Snapshot::default(),
+            have_snapshot: false,
+            views: HashMap::new(),
+            panes: HashMap::new(),
+            next_generation: 1,
+            zoomed: None,
+            passthrough: false,
+            filter: PassThroughFilter::default(),
+            armed: false,
+            help: false,
+            dialog: None,
+            side_selected: 0,
+            message: None,
+            pending: 0,
+            daemon_lost: None,
+            quit: false,
+            home_cwd: std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "/".into()),
+        }
+    }
+
+    // ---- reading the mirror ----
+
+    pub fn active_tab(&self) -> Option<&Tab> {
+        let ws = &self.snap.ws;
+        ws.active_tab
+            .as_ref()
+            .and_then(|t| ws.tab(t))
+            .or_else(|| ws.tabs.first())
+    }
+
+    pub fn focus(&self) -> Option<SessionId> {
+        let tab = self.active_tab()?;
+        let root = tab.root.as_ref()?;
+        Some(
+            tab.focus
+                .clone()
+                .filter(|f| root.contains(f))
+                .unwrap_or_else(|| root.first_leaf().clone()),
+        )
+    }
+
+    pub fn view(&self, id: &SessionId) -> Option<&SessionView> {
+        self.views.get(id.as_str())
+    }
+
+    pub fn is_pinned(&self, id: &SessionId) -> bool {
+        self.snap.ws.is_pinned(id)
+    }
+
+    /// The active tab's parked agents, then its buried panes, most recent
+    /// first in each group.
+    pub fn side_entries(&self) -> Vec<SideEntry> {
+        let Some(tab) = self.active_tab() else {
+            return Vec::new();
+        };
+        let ws = &self.snap.ws;
+        let mut parked: Vec<_> = ws.parked.values().filter(|p| p.tab == tab.id).collect();
+        parked.sort_by(|a, b| b.parked_at_ms.cmp(&a.parked_at_ms));
+        let mut buried: Vec<_> = ws
+            .buried
+            .values()
+            .filter(|b| b.source_tab == tab.id)
+            .collect();
+        buried.sort_by(|a, b| b.buried_at_ms.cmp(&a.buried_at_ms));
+        parked
+            .into_iter()
+            .map(|p| SideEntry {
+                session: p.session.clone(),
+                kind: SideKind::Parked,
+            })
+            .chain(buried.into_iter().map(|b| SideEntry {
+                session: b.session.clone(),
+                kind: SideKind::Buried,
+            }))
+            .collect()
+    }
+
+    pub fn layout(&self, area: ratatui::layout::Rect) -> ScreenLayout {
+        layout::compute(area, self.active_tab(), self.zoomed.as_ref())
+    }
+
+    // ---- events from the other threads ----
+
+    pub fn apply_snapshot(&mut self, snap: Snapshot) {
+        self.daemon_lost = None;
+        if self.pending > 0 {
+            return;
+        }
+        self.views = snap
+            .sessions
+            .iter()
+            .map(|v| (v.id.clone(), v.clone()))
+            .collect();
+        self.snap = snap;
+        self.have_snapshot = true;
+        let n = self.side_entries().len();
+        if self.side_selected >= n {
+            self.side_selected = n.saturating_sub(1);
+        }
+        if let Some(z) = &self.zoomed
+            && !self.active_tab().is_some_and(|t| t.contains_leaf(z))
+        {
+            self.zoomed = None;
+        }
+    }
+
+    pub fn apply_pane_event(&mut self, session: &str, generation: u64, event: PaneEvent) {
+        if let Some(p) = self.panes.get_mut(session)
+            && p.generation == generation
+        {
+            p.apply(event);
+            if p.status != PaneStatus::Live && self.focus().is_some_and(|f| f.as_str() == session) {
+                self.passthrough = false;
+            }
+        }
+    }
+
+    pub fn apply_outcome(&mut self, outcome: Outcome) {
+        self.pending = self.pending.saturating_sub(1);
+        match outcome.result {
+            Ok(_) => self.message = Some((outcome.command.label, false)),
+            Err(e) if e.code == codes::NEEDS_CONFIRMATION => {
+                self.confirm(outcome.command.request, e)
+            }
+            Err(e) => {
+                self.message = Some((format!("{}: {}", outcome.command.label, e.message), true))
+            }
+        }
+    }
+
+    fn confirm(&mut self, request: Request, e: ErrorBody) {
+        let request = match request {
+            Request::Close(c) => Request::Close(msg::Close { yes: true, ..c }),
+            Request::TabClose(c) => Request::TabClose(msg::TabClose { yes: true, ..c }),
+            other => {
+                self.message = Some((e.message, true));
+                let _ = other;
+                return;
+            }
+        };
+        let items = e.detail["would_close"]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|v| v.as_str())
+                    .map(|id| self.describe(&SessionId::new(id)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let message = match &request {
+            Request::TabClose(_) => "Close this tab and these sessions?".to_owned(),
+            _ => "Closing it also closes linked sessions:".to_owned(),
+        };
+        self.dialog = Some(Dialog::Confirm {
+            message,
+            items,
+            request,
+        });
+    }
+
+    /// "provider · title" for a session, as lists show it.
+    pub fn describe(&self, id: &SessionId) -> String {
+        match self.snap.ws.sessions.get(id) {
+            Some(m) if !m.title.is_empty() && m.title != m.provider.name() => {
+                format!("{} · {}", m.provider.name(), m.title)
+            }
+            Some(m) => m.provider.name().to_owned(),
+            None => id.as_str().get(..8).unwrap_or(id.as_str()).to_owned(),
+        }
+    }
+
+    /// Keep one attached pane per leaf of the active tab, each sized to its
+    /// inner area; drop the others (their sessions keep running).
+    pub fn sync_panes(&mut self, layout: &ScreenLayout) {
+        let Some(tab) = self.active_tab() else {
+            self.panes.clear();
+            return;
+        };
+        let leaves = tab.leaves();
+        self.panes
+            .retain(|id, _| leaves.iter().any(|l| l.as_str() == id));
+        let default = layout::inner(layout.body);
+        for leaf in &leaves {
+            let area = layout
+                .panes
+                .iter()
+                .find(|(id, _)| id == leaf)
+                .map(|(_, r)| layout::inner(*r));
+            let state = self.view(leaf).map(|v| (v.state.clone(), v.reason.clone()));
+            let pane = self.panes.entry(leaf.to_string()).or_insert_with(|| {
+                let r = area.unwrap_or(default);
+                let mut p = Pane::new(leaf.to_string(), r.height, r.width);
+                p.generation = 0;
+                p
+            });
+            if let Some(r) = area {
+                pane.resize(r.height, r.width);
+            }
+            let first_time = pane.generation == 0;
+            let (state, reason) = state.unwrap_or_default();
+            if first_time {
+                match state.as_str() {
+                    // A failed pane waits for the retry key instead of
+                    // waking again on its own.
+                    "failed" => {
+                        pane.generation = u64::MAX;
+                        pane.status =
+                            PaneStatus::Failed(reason.unwrap_or_else(|| "failed to start".into()));
+                        continue;
+                    }
+                    "exited" => {
+                        pane.generation = u64::MAX;
+                        pane.status = PaneStatus::Exited(-1);
+                        continue;
+                    }
+                    _ => {}
+                }
+            } else if pane.is_connected() || state != "live" || !pane.may_retry_on_its_own() {
+                continue;
+            }
+            // New, or someone else woke it: attach.
+            let generation = self.next_generation;
+            self.next_generation += 1;
+            pane.connect(&self.paths, &self.events, generation);
+        }
+    }
+
+    /// Attach again to the focused pane (which wakes it).
+    fn retry_focused(&mut self) {
+        let Some(focus) = self.focus() else { return };
+        let generation = self.next_generation;
+        self.next_generation += 1;
+        if let Some(p) = self.panes.get_mut(focus.as_str()) {
+            p.connect(&self.paths, &self.events, generation);
+            self.message = Some((format!("waking {}", self.describe(&focus)), false));
+        }
+    }
+
+    fn send(&mut self, request: Request, label: impl Into<String>) {
+        self.pending += 1;
+        let _ = self.commands.send(Command {
+            request,
+            label: label.into(),
+        });
+    }
+
+    // ---- input ----
+
+    pub fn handle_input(&mut self, bytes: &[u8]) {
+        if self.passthrough {
+            let out = self.filter.feed(bytes);
+            if let Some(focus) = self.focus()
+                && let Some(p) = self.panes.get_mut(focus.as_str())
+            {
+                p.type_bytes(&out.forward);
+            }
+            match out.left {
+                None => return,
+                Some(rest) => {
+                    self.passthrough = false;
+                    self.armed = true;
+                    for key in keys::decode(&rest) {
+                        self.handle_key(key);
+                    }
+                }
+            }
+            return;
+        }
+        let keys = keys::decode(bytes);
+        for (i, key) in keys.iter().enumerate() {
+            self.handle_key(*key);
+            if self.passthrough {
+                // Keys that followed the switch in the same chunk are typed.
+                let typed: String = keys[i + 1..].iter().filter_map(key_char).collect();
+                if !typed.is_empty() {
+                    self.handle_input(typed.as_bytes());
+                }
+                break;
+            }
+        }
+    }
+
+    pub fn handle_key(&mut self, key: Key) {
+        let armed = std::mem::take(&mut self.armed);
+        if self.dialog.is_some() {
+            self.dialog_key(key);
+            return;
+        }
+        if self.help {
+            if matches!(key, Key::Esc | Key::Char('?') | Key::Char('q') | Key::Enter) {
+                self.help = false;
+            }
+            return;
+        }
+        match key {
+            Key::Ctrl('b') if armed => {
+                if let Some(focus) = self.focus()
+                    && let Some(p) = self.panes.get_mut(focus.as_str())
+                {
+                    p.type_bytes(&[keys::PREFIX]);
+                }
+                self.enter_passthrough();
+            }
+            Key::Ctrl('b') => {}
+            Key::Char('q') => self.quit = true,
+            Key::Char('?') => self.help = true,
+            Key::Esc => self.message = None,
+            Key::Enter | Key::Char('i') => self.enter_passthrough(),
+            Key::Char('n') => self.open_new_agent(None),
+            Key::Char('%') | Key::Char('|') => self.open_split(Direction::Vertical),
+            Key::Char('"') | Key::Char('-') => self.open_split(Direction::Horizontal),
+            Key::Up | Key::Char('k') => self.move_focus(FocusMove::Up),
+            Key::Down | Key::Char('j') => self.move_focus(FocusMove::Down),
+            Key::Left | Key::Char('h') => self.move_focus(FocusMove::Left),
+            Key::Right | Key::Char('l') => self.move_focus(FocusMove::Right),
+            Key::Char('H') | Key::ShiftLeft => self.resize(Direction::Vertical, -RATIO_STEP),
+            Key::Char('L') | Key::ShiftRight => self.resize(Direction::Vertical, RATIO_STEP),
+            Key::Char('K') | Key::ShiftUp => self.resize(Direction::Horizontal, -RATIO_STEP),
+            Key::Char('J') | Key::ShiftDown => self.resize(Direction::Horizontal, RATIO_STEP),
+            Key::Char('z') => {
+                self.zoomed = match self.zoomed {
+                    Some(_) => None,
+                    None => self.focus(),
+                }
+            }
+            Key::Char('p') => self.on_focused(|id| Request::Park(sref(id)), "parked"),
+            Key::Char('b') => self.on_focused(|id| Request::Bury(sref(id)), "buried"),
+            Key::Char('x') => self.on_focused(
+                |id| {
+                    Request::Close(msg::Close {
+                        session: id,
+                        yes: false,
+                        ..Default::default()
+                    })
+                },
+                "closed",
+            ),
+            Key::Char('*') => {
+                if let Some(f) = self.focus() {
+                    let pinned = self.is_pinned(&f);
+                    let req = if pinned {
+                        Request::Unpin(sref(f.to_string()))
+                    } else {
+                        Request::Pin(sref(f.to_string()))
+                    };
+                    self.send(req, if pinned { "unpinned" } else { "pinned" });
+                }
+            }
+            Key::Char(c @ '1'..='9') => self.go_to_pin(c as usize - '1' as usize),
+            Key::Tab => self.select_side(1),
+            Key::BackTab => self.select_side(-1),
+            Key::Char('u') => {
+                if let Some(e) = self.side_entries().get(self.side_selected).cloned() {
+                    self.bring_back(&e.session);
+                }
+            }
+            Key::Char('U') => {
+                if let Some(e) = self
+                    .side_entries()
+                    .into_iter()
+                    .find(|e| e.kind == SideKind::Buried)
+                {
+                    self.bring_back(&e.session);
+                }
+            }
+            Key::Char('w') => self.retry_focused(),
+            Key::Char('t') => {
+                self.dialog = Some(Dialog::TabTitle {
+                    rename: None,
+                    value: String::new(),
+                })
+            }
+            Key::Char('r') => {
+                if let Some(t) = self.active_tab() {
+                    self.dialog = Some(Dialog::TabTitle {
+                        rename: Some(t.id.to_string()),
+                        value: t.title.clone(),
+                    })
+                }
+            }
+            Key::Char('X') => {
+                if let Some(t) = self.active_tab() {
+                    let tab = t.id.to_string();
+                    self.send(
+                        Request::TabClose(msg::TabClose { tab, yes: false }),
+                        "closed tab",
+                    );
+                }
+            }
+            Key::Char('[') => self.switch_tab(-1),
+            Key::Char(']') => self.switch_tab(1),
+            _ => {}
+        }
+    }
+
+    fn enter_passthrough(&mut self) {
+        let Some(focus) = self.focus() else { return };
+        match self.panes.get(focus.as_str()).map(|p| &p.status) {
+            Some(PaneStatus::Live) => {
+                self.passthrough = true;
+                self.filter = PassThroughFilter::default();
+            }
+            Some(PaneStatus::Failed(_) | PaneStatus::Exited(_)) => self.retry_focused(),
+            _ => {}
+        }
+    }
+
+    fn on_focused(&mut self, make: impl FnOnce(String) -> Request, label: &str) {
+        if let Some(f) = self.focus() {
+            let label = format!("{label} {}", self.describe(&f));
+            self.send(make(f.to_string()), label);
+        }
+    }
+
+    fn open_new_agent(&mut self, split: Option<(String, Direction)>) {
+        let cwd = self
+            .active_tab()
+            .and_then(|t| t.cwd.clone())
+            .unwrap_or_else(|| self.home_cwd.clone());
+        self.dialog = Some(Dialog::NewAgent {
+            provider: 0,
+            cwd,
+            field: 0,
+            split,
+        });
+    }
+
+    fn open_split(&mut self, direction: Direction) {
+        let split = self.focus().map(|f| (f.to_string(), direction));
+        self.open_new_agent(split);
+    }
+
+    fn move_focus(&mut self, dir: FocusMove) {
+        let Some(tab) = self.active_tab().map(|t| t.id.clone()) else {
+            return;
+        };
+        if let Some(t) = self.snap.ws.tab_mut(&tab)
+            && t.focus.is_none()
+        {
+            t.focus = t.root.as_ref().map(|r| r.first_leaf().clone());
+        }
+        if let Some(next) = self.snap.ws.move_focus(&tab, dir) {
+            self.zoomed = None;
+            self.send(
+                Request::Focus(msg::Focus {
+                    tab: Some(tab.to_string()),
+                    session: Some(next.to_string()),
+                }),
+                format!("focus {}", self.describe(&next)),
+            );
+        }
+    }
+
+    fn resize(&mut self, want: Direction, delta: f32) {
+        let Some(focus) = self.focus() else { return };
+        let Some((direction, ratio, _)) = self
+            .active_tab()
+            .and_then(|t| t.root.as_ref())
+            .and_then(|r| parent_split(r, &focus))
+        else {
+            return;
+        };
+        if direction != want {
+            self.message = Some(("no split that way around this pane".into(), true));
+            return;
+        }
+        let ratio = hangar_core::clamp_ratio(ratio + delta);
+        if self.snap.ws.set_ratio(&focus, ratio).is_ok() {
+            self.send(
+                Request::Ratio(msg::Ratio {
+                    session: focus.to_string(),
+                    ratio,
+                }),
+                "resized",
+            );
+        }
+    }
+
+    fn select_side(&mut self, step: isize) {
+        let n = self.side_entries().len();
+        if n == 0 {
+            return;
+        }
+        self.side_selected = (self.side_selected as isize + step).rem_euclid(n as isize) as usize;
+    }
+
+    /// Unpark (beside the focused pane) or unbury (where it was) a session.
+    fn bring_back(&mut self, id: &SessionId) {
+        let label = self.describe(id);
+        match self.snap.ws.placement_of(id).map(|(p, _)| p) {
+            Some(Placement::Parked) => {
+                let tab = self.active_tab().map(|t| t.id.to_string());
+                let split = self.focus().map(|f| f.to_string());
+                let direction = split.as_ref().map(|_| "vertical".to_owned());
+                self.send(
+                    Request::Unpark(msg::Unpark {
+                        session: id.to_string(),
+                        tab,
+                        split,
+                        direction,
+                    }),
+                    format!("unparked {label}"),
+                );
+            }
+            Some(Placement::Buried) => {
+                self.send(
+                    Request::Unbury(sref(id.to_string())),
+                    format!("unburied {label}"),
+                );
+            }
+            Some(Placement::Pane) => {
+                if let Some(tab) = self.snap.ws.pane_tab(id).map(|t| t.id.clone()) {
+                    let _ = self.snap.ws.set_active_tab(&tab);
+                    let _ = self.snap.ws.set_focus(&tab, id);
+                    self.zoomed = None;
+                    self.send(
+                        Request::Focus(msg::Focus {
+                            tab: Some(tab.to_string()),
+                            session: Some(id.to_string()),
+                        }),
+                        format!("focus {label}"),
+                    );
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn go_to_pin(&mut self, index: usize) {
+        match self.snap.ws.pins.get(index).cloned() {
+            Some(id) => self.bring_back(&id),
+            None => self.message = Some((format!("no pin {}", index + 1), true)),
+        }
+    }
+
+    fn switch_tab(&mut self, step: isize) {
+        let tabs: Vec<TabId> = self.snap.ws.tabs.iter().map(|t| t.id.clone()).collect();
+        if tabs.len() < 2 {
+            return;
+        }
+        let current = self
+            .active_tab()
+            .and_then(|a| tabs.iter().position(|t| *t == a.id))
+            .unwrap_or(0);
+        let next = tabs[(current as isize + step).rem_euclid(tabs.len() as isize) as usize].clone();
+        let _ = self.snap.ws.set_active_tab(&next);
+        self.zoomed = None;
+        self.side_selected = 0;
+        self.send(
+            Request::Focus(msg::Focus {
+                tab: Some(next.to_string()),
+                session: None,
+            }),
+            "switched tab",
+        );
+    }
+
+    fn dialog_key(&mut self, key: Key) {
+        let Some(dialog) = self.dialog.as_mut() else {
+            return;
+        };
+        if key == Key::Esc {
+            self.dialog = None;
+            return;
+        }
+        match dialog {
+            Dialog::NewAgent {
+                provider,
+                cwd,
+                field,
+                split,
+            } => match key {
+                Key::Tab | Key::BackTab | Key::Up | Key::Down => *field = 1 - *field,
+                Key::Left if *field == 0 => {
+                    *provider = (*provider + PROVIDERS.len() - 1) % PROVIDERS.len()
+                }
+                Key::Right | Key::Char(' ') if *field == 0 => {
+                    *provider = (*provider + 1) % PROVIDERS.len()
+                }
+                Key::Backspace if *field == 1 => {
+                    cwd.pop();
+                }
+                Key::Char(c) if *field == 1 => cwd.push(c),
+                Key::Enter => {
+                    let provider = match PROVIDERS[*provider] {
+                        "auto" => None,
+                        p => Some(p.to_owned()),
+                    };
+                    let (split, direction) = match split.take() {
+                        Some((s, d)) => (
+                            Some(s),
+                            Some(
+                                match d {
+                                    Direction::Vertical => "vertical",
+                                    Direction::Horizontal => "horizontal",
+                                }
+                                .to_owned(),
+                            ),
+                        ),
+                        None => (None, None),
+                    };
+                    let cwd = cwd.trim().to_owned();
+                    let request = Request::New(msg::NewSession {
+                        provider,
+                        cwd: (!cwd.is_empty()).then_some(cwd),
+                        tab: self.active_tab().map(|t| t.id.to_string()),
+                        split,
+                        direction,
+                        fallback_cwd: Some(self.home_cwd.clone()),
+                        ..Default::default()
+                    });
+                    self.dialog = None;
+                    self.send(request, "started a new agent");
+                }
+                _ => {}
+            },
+            Dialog::TabTitle { rename, value } => match key {
+                Key::Backspace => {
+                    value.pop();
+                }
+                Key::Char(c) => value.push(c),
+                Key::Enter => {
+                    let title = value.trim().to_owned();
+                    let request = match rename.take() {
+                        Some(tab) => Request::TabRename(msg::TabRename { tab, title }),
+                        None => Request::TabNew(msg::TabNew {
+                            title,
+                            cwd: self
+                                .active_tab()
+                                .and_then(|t| t.cwd.clone())
+                                .or_else(|| Some(self.home_cwd.clone())),
+                        }),
+                    };
+                    self.dialog = None;
+                    self.send(request, "tab saved");
+                }
+                _ => {}
+            },
+            Dialog::Confirm { request, .. } => match key {
+                Key::Char('y') | Key::Char('Y') => {
+                    let request = request.clone();
+                    self.dialog = None;
+                    self.send(request, "closed");
+                }
+                Key::Char('n') | Key::Char('N') | Key::Char('q') => self.dialog = None,
+                _ => {}
+            },
+        }
+    }
+}
+
+fn sref(session: String) -> msg::SessionRef {
+    msg::SessionRef { session }
+}
+
+/// The character a decoded key types, for keys that follow the switch into
+/// pass-through in the same chunk.
+fn key_char(key: &Key) -> Option<char> {
+    match key {
+        Key::Char(c) => Some(*c),
+        Key::Enter => Some('\r'),
+        Key::Tab => Some('\t'),
+        _ => None,
+    }
+}
+
+/// The split directly holding leaf `id`: its direction, ratio, and whether
+/// the leaf is its first side.
+pub fn parent_split(tile: &Tile, id: &SessionId) -> Option<(Direction, f32, bool)> {
+    match tile {
+        Tile::Leaf { .. } => None,
+        Tile::Split {
+            direction,
+            ratio,
+            a,
+            b,
+        } => {
+            let is = |t: &Tile| matches!(t, Tile::Leaf { session } if session == id);
+            if is(a) {
+                Some((*direction, *ratio, true))
+            } else if is(b) {
+                Some((*direction, *ratio, false))
+            } else {
+                parent_split(a, id).or_else(|| parent_split(b, id))
+            }
+        }
+    }
+}

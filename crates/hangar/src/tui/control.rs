@@ -1,0 +1,123 @@
+//! The TUI's control connection: one thread that runs the user's commands
+//! in order and, between them, polls the daemon for the workspace and the
+//! session list.
+//!
+//! One thread for both keeps the order simple: the snapshot sent after a
+//! command always shows its effect. It never touches the terminal; it only
+//! sends `Event`s to the UI thread.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
+
+use hangar_core::Workspace;
+use hangar_daemon::Paths;
+use hangar_protocol::message::{ErrorBody, Request};
+use hangar_protocol::view::SessionView;
+use serde_json::Value;
+
+use crate::client::{Client, DaemonError};
+use crate::tui::Event;
+
+/// How often the workspace is polled when nothing else happens.
+pub const POLL_EVERY: Duration = Duration::from_millis(500);
+
+/// What the daemon looks like right now.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub ws: Workspace,
+    pub sessions: Vec<SessionView>,
+}
+
+/// A command for the daemon, with a label for the status line.
+#[derive(Clone, Debug)]
+pub struct Command {
+    pub request: Request,
+    pub label: String,
+}
+
+/// How a command went.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub command: Command,
+    pub result: Result<Value, ErrorBody>,
+}
+
+pub fn spawn(paths: Paths, client: Client, commands: Receiver<Command>, events: Sender<Event>) {
+    std::thread::spawn(move || run(paths, client, commands, events));
+}
+
+fn run(paths: Paths, mut client: Client, commands: Receiver<Command>, events: Sender<Event>) {
+    loop {
+        match commands.recv_timeout(POLL_EVERY) {
+            Ok(command) => {
+                let result = match client.request(command.request.clone()) {
+                    Ok(v) => Ok(v),
+                    Err(e) => Err(error_body(e)),
+                };
+                let lost = result.as_ref().is_err_and(|e| e.code == "connection");
+                if events
+                    .send(Event::Done(Outcome { command, result }))
+                    .is_err()
+                {
+                    return;
+                }
+                if lost && !reconnect(&paths, &mut client, &events) {
+                    return;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        match snapshot(&mut client) {
+            Ok(s) => {
+                if events.send(Event::Snapshot(Box::new(s))).is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                if events.send(Event::DaemonLost(format!("{e:#}"))).is_err() {
+                    return;
+                }
+                if !reconnect(&paths, &mut client, &events) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Reconnect to a daemon that went away (a restart, a crash). Quitting the
+/// TUI stops this; it never starts a second daemon while one answers.
+fn reconnect(paths: &Paths, client: &mut Client, events: &Sender<Event>) -> bool {
+    loop {
+        std::thread::sleep(POLL_EVERY);
+        match Client::connect(paths) {
+            Ok(c) => {
+                *client = c;
+                return true;
+            }
+            Err(e) => {
+                if events.send(Event::DaemonLost(format!("{e:#}"))).is_err() {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+pub fn snapshot(client: &mut Client) -> anyhow::Result<Snapshot> {
+    let ws: Workspace = serde_json::from_value(client.request(Request::Workspace)?)?;
+    let sessions: Vec<SessionView> = serde_json::from_value(client.request(Request::List)?)?;
+    Ok(Snapshot { ws, sessions })
+}
+
+fn error_body(e: anyhow::Error) -> ErrorBody {
+    match e.downcast::<DaemonError>() {
+        Ok(d) => d.0,
+        Err(e) => ErrorBody {
+            code: "connection".into(),
+            message: format!("{e:#}"),
+            detail: Value::Null,
+        },
+    }
+}

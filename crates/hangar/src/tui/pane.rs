@@ -1,0 +1,258 @@
+//! One visible pane: its session's screen, kept by a client-side vt100
+//! parser sized to the pane's inner area, fed by its own `attach`
+//! connection.
+//!
+//! The connection's reader runs on its own thread and only sends events;
+//! the parser lives on the UI thread. Dropping the connection shuts the
+//! socket down, which ends the reader and detaches from the daemon: closing
+//! a pane's view never stops its session.
+
+use std::net::Shutdown;
+use std::num::NonZeroU16;
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use hangar_daemon::Paths;
+use hangar_protocol::message::{self as msg, Request};
+
+use crate::client::{Client, Incoming};
+use crate::tui::Event;
+
+const AUTO_RETRY_EVERY: Duration = Duration::from_secs(2);
+
+/// What a pane's connection reports.
+#[derive(Debug)]
+pub enum PaneEvent {
+    /// The session's last saved screen, shown while it wakes.
+    SavedScreen(String),
+    /// The daemon accepted the attach: the live stream follows.
+    Attached,
+    Data(Vec<u8>),
+    Exited(i64),
+    /// The attach was refused (a failed wake names its reason).
+    Failed(String),
+    /// The connection broke.
+    Lost(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PaneStatus {
+    /// Attach sent; the session may be waking. `saved` is its last screen.
+    Connecting {
+        saved: Option<String>,
+    },
+    Live,
+    Failed(String),
+    Exited(i64),
+}
+
+pub struct Pane {
+    pub session: String,
+    pub parser: vt100::Parser,
+    pub status: PaneStatus,
+    /// Bumped per connection so events from an old one are ignored.
+    pub generation: u64,
+    conn: Option<PaneConn>,
+    /// (rows, cols) of the inner area the session was last sized to.
+    pub size: (u16, u16),
+    connected_at: Option<Instant>,
+}
+
+struct PaneConn {
+    writer: Client,
+    stream: UnixStream,
+}
+
+impl Drop for PaneConn {
+    fn drop(&mut self) {
+        let _ = self.stream.shutdown(Shutdown::Both);
+    }
+}
+
+fn nz(v: u16) -> NonZeroU16 {
+    NonZeroU16::new(v).unwrap_or(NonZeroU16::MIN)
+}
+
+impl Pane {
+    pub fn new(session: String, rows: u16, cols: u16) -> Pane {
+        Pane {
+            session,
+            parser: vt100::Parser::new(nz(rows), nz(cols), 0),
+            status: PaneStatus::Connecting { saved: None },
+            generation: 0,
+            conn: None,
+            size: (rows.max(1), cols.max(1)),
+            connected_at: None,
+        }
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.conn.is_some()
+    }
+
+    /// Reattaching without a key press (the session went live elsewhere) is
+    /// spaced out, so a session that keeps failing is not hammered.
+    pub fn may_retry_on_its_own(&self) -> bool {
+        self.connected_at
+            .is_none_or(|t| t.elapsed() >= AUTO_RETRY_EVERY)
+    }
+
+    /// (Re)attach: a fresh connection asks for the saved screen, then
+    /// attaches (which wakes the session).
+    pub fn connect(&mut self, paths: &Paths, events: &Sender<Event>, generation: u64) {
+        self.conn = None;
+        self.connected_at = Some(Instant::now());
+        self.generation = generation;
+        self.status = PaneStatus::Connecting { saved: None };
+        self.parser = vt100::Parser::new(nz(self.size.0), nz(self.size.1), 0);
+        let session = self.session.clone();
+        let (rows, cols) = self.size;
+        let send = {
+            let events = events.clone();
+            let session = session.clone();
+            move |event: PaneEvent| {
+                events
+                    .send(Event::Pane {
+                        session: session.clone(),
+                        generation,
+                        event,
+                    })
+                    .is_ok()
+            }
+        };
+        let client = match Client::connect(paths) {
+            Ok(c) => c,
+            Err(e) => {
+                send(PaneEvent::Failed(format!("{e:#}")));
+                return;
+            }
+        };
+        let (stream, writer) = match client
+            .try_clone_stream()
+            .and_then(|s| Ok((s.try_clone()?, Client::from_stream(s))))
+        {
+            Ok(x) => x,
+            Err(e) => {
+                send(PaneEvent::Failed(format!("{e:#}")));
+                return;
+            }
+        };
+        self.conn = Some(PaneConn { writer, stream });
+        std::thread::spawn(move || read_pane(client, session, rows, cols, send));
+    }
+
+    pub fn disconnect(&mut self) {
+        self.conn = None;
+    }
+
+    /// Apply an event from this pane's current connection.
+    pub fn apply(&mut self, event: PaneEvent) {
+        match event {
+            PaneEvent::SavedScreen(text) => {
+                if let PaneStatus::Connecting { saved } = &mut self.status {
+                    *saved = Some(text);
+                }
+            }
+            PaneEvent::Attached => self.status = PaneStatus::Live,
+            PaneEvent::Data(bytes) => self.parser.process(&bytes),
+            PaneEvent::Exited(code) => {
+                self.status = PaneStatus::Exited(code);
+                self.conn = None;
+            }
+            PaneEvent::Failed(reason) | PaneEvent::Lost(reason) => {
+                self.status = PaneStatus::Failed(reason);
+                self.conn = None;
+            }
+        }
+    }
+
+    /// Follow the layout: resize the local screen and the session's PTY.
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        let (rows, cols) = (rows.max(1), cols.max(1));
+        if self.size == (rows, cols) {
+            return;
+        }
+        self.size = (rows, cols);
+        self.parser.screen_mut().set_size(nz(rows), nz(cols));
+        if let Some(conn) = &mut self.conn {
+            let _ = conn
+                .writer
+                .send_request(&Request::Resize(msg::Resize { cols, rows }));
+        }
+    }
+
+    /// Type into the session (only once attached).
+    pub fn type_bytes(&mut self, bytes: &[u8]) {
+        if self.status != PaneStatus::Live || bytes.is_empty() {
+            return;
+        }
+        let screen = self.parser.screen();
+        let bytes = crate::tui::keys::adapt_for_pane(
+            bytes,
+            screen.application_cursor(),
+            screen.bracketed_paste(),
+        );
+        if let Some(conn) = &mut self.conn
+            && conn.writer.send_data(&bytes).is_err()
+        {
+            self.conn = None;
+            self.status = PaneStatus::Failed("lost the connection to the daemon".into());
+        }
+    }
+}
+
+fn read_pane(
+    mut client: Client,
+    session: String,
+    rows: u16,
+    cols: u16,
+    send: impl Fn(PaneEvent) -> bool,
+) {
+    // The saved screen first: attach may take a while when it wakes.
+    if let Ok(v) = client.request(Request::Screen(msg::Screen {
+        session: session.clone(),
+    })) && v["source"] == "saved"
+        && !send(PaneEvent::SavedScreen(
+            v["screen"].as_str().unwrap_or_default().to_owned(),
+        ))
+    {
+        return;
+    }
+    match client.request(Request::Attach(msg::Attach {
+        session,
+        cols,
+        rows,
+    })) {
+        Ok(_) => {
+            if !send(PaneEvent::Attached) {
+                return;
+            }
+        }
+        Err(e) => {
+            let reason = match e.downcast_ref::<crate::client::DaemonError>() {
+                Some(d) => d.0.message.clone(),
+                None => format!("{e:#}"),
+            };
+            send(PaneEvent::Failed(reason));
+            return;
+        }
+    }
+    loop {
+        let event = match client.read() {
+            Ok(Incoming::Data(d)) => PaneEvent::Data(d),
+            Ok(Incoming::Event(e)) if e["event"] == "exited" => {
+                send(PaneEvent::Exited(e["code"].as_i64().unwrap_or(-1)));
+                return;
+            }
+            Ok(_) => continue,
+            Err(e) => {
+                send(PaneEvent::Lost(format!("{e:#}")));
+                return;
+            }
+        };
+        if !send(event) {
+            return;
+        }
+    }
+}

@@ -1,0 +1,524 @@
+//! Drawing the TUI: tab bar, panes (each session's screen from its vt100
+//! parser), side list, status line, and the help and dialog overlays.
+//!
+//! Rendering reads the app and never changes it; every visible word comes
+//! from the workspace mirror or the pane screens, so the same state always
+//! draws the same screen (the snapshot tests rely on it).
+
+use hangar_core::SessionId;
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Alignment, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
+
+use crate::tui::app::{App, Dialog, PROVIDERS, SideKind};
+use crate::tui::help::KEYS;
+use crate::tui::layout::{ScreenLayout, inner};
+use crate::tui::pane::{Pane, PaneStatus};
+
+pub fn draw(frame: &mut Frame, app: &App, layout: &ScreenLayout, now_ms: u64) {
+    draw_tab_bar(frame, app, layout.tab_bar);
+    let focus = app.focus();
+    if layout.panes.is_empty() {
+        draw_empty(frame, app, layout.body);
+    }
+    for (id, area) in &layout.panes {
+        draw_pane(frame, app, id, *area, focus.as_ref() == Some(id));
+    }
+    if let Some(side) = layout.side {
+        draw_side(frame, app, side, now_ms);
+    }
+    draw_status(frame, app, layout.status);
+    if app.help {
+        draw_help(frame, frame.area());
+    }
+    if let Some(d) = &app.dialog {
+        draw_dialog(frame, app, d, frame.area());
+    }
+}
+
+fn draw_tab_bar(frame: &mut Frame, app: &App, area: Rect) {
+    let active = app.active_tab().map(|t| t.id.clone());
+    let mut spans = vec![Span::styled(
+        " hangar ",
+        Style::new().fg(Color::Black).bg(Color::Cyan),
+    )];
+    if app.snap.ws.tabs.is_empty() {
+        spans.push(Span::raw(" no tabs"));
+    }
+    for (i, tab) in app.snap.ws.tabs.iter().enumerate() {
+        let label = format!("{}:{}", i + 1, tab.title);
+        if Some(&tab.id) == active.as_ref() {
+            spans.push(Span::styled(
+                format!(" [{label}] "),
+                Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            ));
+        } else {
+            spans.push(Span::raw(format!("  {label}  ")));
+        }
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn draw_empty(frame: &mut Frame, app: &App, area: Rect) {
+    let text = if !app.have_snapshot {
+        "connecting to the hangar daemon..."
+    } else if app.snap.ws.tabs.is_empty() {
+        "No agents yet. Press n to start one, ? for help."
+    } else {
+        "This tab has no panes. Press n for a new agent, u to bring one back, ? for help."
+    };
+    let block = Block::bordered().border_type(BorderType::Plain);
+    let inner_area = block.inner(area);
+    frame.render_widget(block, area);
+    let y = inner_area.y + inner_area.height / 2;
+    let line = Rect {
+        y,
+        height: 1.min(inner_area.height),
+        ..inner_area
+    };
+    frame.render_widget(Paragraph::new(text).alignment(Alignment::Center), line);
+}
+
+fn state_of(app: &App, id: &SessionId) -> String {
+    let pane_status = app.panes.get(id.as_str()).map(|p| &p.status);
+    match pane_status {
+        Some(PaneStatus::Connecting { .. }) => "waking".into(),
+        Some(PaneStatus::Failed(_)) => "failed".into(),
+        Some(PaneStatus::Exited(_)) => app
+            .view(id)
+            .map(|v| v.state.clone())
+            .unwrap_or_else(|| "exited".into()),
+        _ => app
+            .view(id)
+            .map(|v| v.state.clone())
+            .unwrap_or_else(|| "unknown".into()),
+    }
+}
+
+fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: bool) {
+    let mut title = String::from(" ");
+    if app.is_pinned(id) {
+        title.push_str("★ ");
+    }
+    title.push_str(&app.describe(id));
+    title.push_str(" · ");
+    title.push_str(&state_of(app, id));
+    if app.zoomed.as_ref() == Some(id) {
+        title.push_str(" [zoom]");
+    }
+    title.push(' ');
+    let (border_type, style) = if focused {
+        (
+            BorderType::Double,
+            Style::new().fg(if app.passthrough {
+                Color::Green
+            } else {
+                Color::Cyan
+            }),
+        )
+    } else {
+        (BorderType::Plain, Style::new().fg(Color::DarkGray))
+    };
+    let block = Block::bordered()
+        .border_type(border_type)
+        .border_style(style)
+        .title(Span::styled(
+            title,
+            if focused {
+                style.add_modifier(Modifier::BOLD)
+            } else {
+                Style::new()
+            },
+        ));
+    frame.render_widget(block, area);
+    let body = inner(area);
+    let Some(pane) = app.panes.get(id.as_str()) else {
+        return;
+    };
+    match &pane.status {
+        PaneStatus::Live => {
+            draw_screen(frame.buffer_mut(), pane, body);
+            if focused && app.passthrough && !pane.parser.screen().hide_cursor() {
+                let (row, col) = pane.parser.screen().cursor_position();
+                if row < body.height && col < body.width {
+                    frame.set_cursor_position((body.x + col, body.y + row));
+                }
+            }
+        }
+        PaneStatus::Connecting { saved } => {
+            let lines: Vec<Line> = saved
+                .as_deref()
+                .unwrap_or_default()
+                .lines()
+                .map(|l| Line::styled(l.to_owned(), Style::new().fg(Color::DarkGray)))
+                .collect();
+            let text_area = Rect {
+                height: body.height.saturating_sub(1),
+                ..body
+            };
+            frame.render_widget(Paragraph::new(lines), text_area);
+            note(frame, body, "waking...", Color::Yellow);
+        }
+        PaneStatus::Failed(reason) => {
+            let lines = vec![
+                Line::styled("failed to start:", Style::new().fg(Color::Red).bold()),
+                Line::raw(reason.clone()),
+                Line::raw(""),
+                Line::styled("press w to retry", Style::new().fg(Color::Yellow)),
+            ];
+            frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+        }
+        PaneStatus::Exited(code) => {
+            draw_screen(frame.buffer_mut(), pane, body);
+            let text = match app.view(id).map(|v| v.state.as_str()) {
+                Some("hibernated") => "hibernated; press w to wake".to_owned(),
+                _ if *code >= 0 => format!("exited (code {code}); press w to restart"),
+                _ => "exited; press w to restart".to_owned(),
+            };
+            note(frame, body, &text, Color::Yellow);
+        }
+    }
+}
+
+/// A one-line note on the last row of a pane.
+fn note(frame: &mut Frame, body: Rect, text: &str, color: Color) {
+    if body.height == 0 {
+        return;
+    }
+    let line = Rect {
+        y: body.y + body.height - 1,
+        height: 1,
+        ..body
+    };
+    frame.render_widget(Clear, line);
+    frame.render_widget(
+        Paragraph::new(Span::styled(text.to_owned(), Style::new().fg(color).bold())),
+        line,
+    );
+}
+
+/// Copy a session's screen into the frame, cell by cell.
+fn draw_screen(buf: &mut Buffer, pane: &Pane, area: Rect) {
+    let screen = pane.parser.screen();
+    for row in 0..area.height {
+        for col in 0..area.width {
+            let Some(cell) = screen.cell(row, col) else {
+                continue;
+            };
+            if cell.is_wide_continuation() {
+                continue;
+            }
+            let Some(out) = buf.cell_mut((area.x + col, area.y + row)) else {
+                continue;
+            };
+            if cell.has_contents() {
+                out.set_symbol(cell.contents());
+            } else {
+                out.set_symbol(" ");
+            }
+            let mut style = Style::new()
+                .fg(color(cell.fgcolor()))
+                .bg(color(cell.bgcolor()));
+            let mut m = Modifier::empty();
+            if cell.bold() {
+                m |= Modifier::BOLD;
+            }
+            if cell.dim() {
+                m |= Modifier::DIM;
+            }
+            if cell.italic() {
+                m |= Modifier::ITALIC;
+            }
+            if cell.underline() {
+                m |= Modifier::UNDERLINED;
+            }
+            if cell.inverse() {
+                m |= Modifier::REVERSED;
+            }
+            style = style.add_modifier(m);
+            out.set_style(style);
+        }
+    }
+}
+
+fn color(c: vt100::Color) -> Color {
+    match c {
+        vt100::Color::Default => Color::Reset,
+        vt100::Color::Idx(i) => Color::Indexed(i),
+        vt100::Color::Rgb(r, g, b) => Color::Rgb(r, g, b),
+    }
+}
+
+/// "12s", "3m", "2h", "4d": how long ago.
+pub fn age(now_ms: u64, then_ms: u64) -> String {
+    if then_ms == 0 {
+        return "-".into();
+    }
+    let s = now_ms.saturating_sub(then_ms) / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86400),
+    }
+}
+
+fn short_state(state: &str) -> &str {
+    match state {
+        "hibernated" => "hib",
+        "spawning" => "spawn",
+        other => other,
+    }
+}
+
+fn draw_side(frame: &mut Frame, app: &App, area: Rect, now_ms: u64) {
+    let block = Block::bordered()
+        .border_style(Style::new().fg(Color::DarkGray))
+        .title(" parked & buried ");
+    let body = block.inner(area);
+    frame.render_widget(block, area);
+    let width = body.width as usize;
+    let row = |marker: &str, id: &SessionId| -> String {
+        let state = app
+            .view(id)
+            .map(|v| short_state(&v.state).to_owned())
+            .unwrap_or_default();
+        let last = app
+            .snap
+            .ws
+            .sessions
+            .get(id)
+            .map(|m| age(now_ms, m.last_active_ms))
+            .unwrap_or_default();
+        let tail = format!(" {state} {last:>3}");
+        let pin = if app.is_pinned(id) { "★" } else { "" };
+        let name = format!("{marker}{pin}{}", app.describe(id));
+        let room = width.saturating_sub(tail.chars().count());
+        let name: String = name.chars().take(room).collect();
+        format!("{name:<room$}{tail}")
+    };
+    let heading = |t: &str| Line::styled(t.to_owned(), Style::new().fg(Color::Cyan).bold());
+    let mut lines = Vec::new();
+    if !app.snap.ws.pins.is_empty() {
+        lines.push(heading("pinned"));
+        for (i, id) in app.snap.ws.pins.iter().enumerate().take(9) {
+            lines.push(Line::raw(row(&format!("{} ", i + 1), id)));
+        }
+    }
+    let entries = app.side_entries();
+    for kind in [SideKind::Parked, SideKind::Buried] {
+        let group: Vec<_> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.kind == kind)
+            .collect();
+        lines.push(heading(match kind {
+            SideKind::Parked => "parked",
+            SideKind::Buried => "buried",
+        }));
+        if group.is_empty() {
+            lines.push(Line::styled("  (none)", Style::new().fg(Color::DarkGray)));
+        }
+        for (i, e) in group {
+            let selected = i == app.side_selected;
+            let text = row(if selected { "> " } else { "  " }, &e.session);
+            lines.push(if selected {
+                Line::styled(text, Style::new().add_modifier(Modifier::REVERSED))
+            } else {
+                Line::raw(text)
+            });
+        }
+    }
+    frame.render_widget(Paragraph::new(lines), body);
+}
+
+fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
+    let mode = if app.passthrough {
+        Span::styled(
+            " TYPING (Ctrl-b leaves) ",
+            Style::new().fg(Color::Black).bg(Color::Green),
+        )
+    } else {
+        Span::styled(" COMMAND ", Style::new().fg(Color::Black).bg(Color::Cyan))
+    };
+    let message = match (&app.daemon_lost, &app.message) {
+        (Some(e), _) => Span::styled(
+            format!(" daemon unreachable: {e}"),
+            Style::new().fg(Color::Red),
+        ),
+        (None, Some((m, true))) => Span::styled(format!(" {m}"), Style::new().fg(Color::Red)),
+        (None, Some((m, false))) => Span::raw(format!(" {m}")),
+        (None, None) => Span::raw(""),
+    };
+    frame.render_widget(Paragraph::new(Line::from(vec![mode, message])), area);
+    let hint = " ? help  q quit ";
+    let w = hint.len() as u16;
+    if area.width > w + 30 {
+        let r = Rect {
+            x: area.x + area.width - w,
+            width: w,
+            ..area
+        };
+        frame.render_widget(Paragraph::new(hint), r);
+    }
+}
+
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    }
+}
+
+fn draw_help(frame: &mut Frame, area: Rect) {
+    let key_w = KEYS.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let lines: Vec<Line> = KEYS
+        .iter()
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(
+                    format!(" {k:<key_w$}  "),
+                    Style::new().fg(Color::Cyan).bold(),
+                ),
+                Span::raw(*what),
+            ])
+        })
+        .collect();
+    let width = KEYS
+        .iter()
+        .map(|(_, w)| w.len() + key_w + 5)
+        .max()
+        .unwrap_or(40) as u16;
+    let r = centered(area, width + 2, lines.len() as u16 + 2);
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::bordered()
+                .border_type(BorderType::Rounded)
+                .title(" keys (Esc closes) "),
+        ),
+        r,
+    );
+}
+
+fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
+    let (title, lines) = match dialog {
+        Dialog::NewAgent {
+            provider,
+            cwd,
+            field,
+            split,
+        } => {
+            let sel = |on: bool| {
+                if on {
+                    Style::new().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::new()
+                }
+            };
+            let where_ = match split {
+                Some((_, hangar_core::Direction::Vertical)) => "to the right of the focused pane",
+                Some((_, hangar_core::Direction::Horizontal)) => "below the focused pane",
+                None => "in this tab",
+            };
+            let mut providers = vec![Span::raw(" provider: ")];
+            for (i, p) in PROVIDERS.iter().enumerate() {
+                providers.push(Span::styled(
+                    format!(" {p} "),
+                    if i == *provider {
+                        sel(true).add_modifier(Modifier::BOLD)
+                    } else {
+                        Style::new()
+                    },
+                ));
+            }
+            if *field == 0 {
+                providers.insert(0, Span::raw(">"));
+            } else {
+                providers.insert(0, Span::raw(" "));
+            }
+            let folder = Line::from(vec![
+                Span::raw(if *field == 1 {
+                    "> folder:   "
+                } else {
+                    "  folder:   "
+                }),
+                Span::styled(cwd.clone(), sel(*field == 1)),
+            ]);
+            (
+                " new agent ".to_owned(),
+                vec![
+                    Line::raw(format!("  {where_}")),
+                    Line::raw(""),
+                    Line::from(providers),
+                    folder,
+                    Line::raw(""),
+                    Line::styled(
+                        "  Tab: field  ←/→: provider  Enter: start  Esc: cancel",
+                        Style::new().fg(Color::DarkGray),
+                    ),
+                ],
+            )
+        }
+        Dialog::TabTitle { rename, value } => (
+            if rename.is_some() {
+                " rename tab ".to_owned()
+            } else {
+                " new tab ".to_owned()
+            },
+            vec![
+                Line::from(vec![
+                    Span::raw("  title: "),
+                    Span::styled(value.clone(), Style::new().add_modifier(Modifier::REVERSED)),
+                ]),
+                Line::raw(""),
+                Line::styled(
+                    "  Enter: save  Esc: cancel",
+                    Style::new().fg(Color::DarkGray),
+                ),
+            ],
+        ),
+        Dialog::Confirm { message, items, .. } => {
+            let mut lines = vec![Line::raw(format!("  {message}"))];
+            lines.extend(items.iter().map(|i| Line::raw(format!("    {i}"))));
+            lines.push(Line::raw(""));
+            lines.push(Line::styled(
+                "  y: close them all   n / Esc: cancel",
+                Style::new().fg(Color::Yellow),
+            ));
+            (" confirm ".to_owned(), lines)
+        }
+    };
+    let _ = app;
+    let width = lines.iter().map(|l| l.width()).max().unwrap_or(20) as u16 + 4;
+    let r = centered(area, width.max(40), lines.len() as u16 + 2);
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::bordered()
+                .border_type(BorderType::Rounded)
+                .title(title),
+        ),
+        r,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_like_a_person_would_say_them() {
+        assert_eq!(age(10_000, 0), "-");
+        assert_eq!(age(70_000, 10_000), "1m");
+        assert_eq!(age(5_000, 1_000), "4s");
+        assert_eq!(age(3 * 86_400_000, 1), "2d");
+    }
+}

@@ -1,0 +1,597 @@
+//! The process-level test harness: one real hangar daemon per test, in its own
+//! temp `HANGAR_HOME`, with `hangar-fake-agent` standing in for every provider.
+//!
+//! Tests count processes from `/proc`, never from the daemon's own word. A
+//! process belongs to a test when its environment carries that test's
+//! `HANGAR_HOME` (children inherit the daemon's environment, and the daemon
+//! inherits the CLI's), so counts stay right while tests run in parallel.
+//!
+//! This harness must never leak a process: `Drop` asks the daemon to shut
+//! down, then SIGKILLs every process still carrying the test's home, even
+//! when the test panicked. Nothing here is global; every helper is per fixture.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The default deadline for a named wait: generous, because 2 shared cores
+/// may be busy building while the tests run.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Polls `f` until it holds; panics naming `what` after `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        if f() {
+            return;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting until {what}"
+        );
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
+/// `target/<profile>/hangar`, built by cargo for this package's tests.
+pub fn hangar_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_hangar"))
+}
+
+/// `hangar-fake-agent`, next to `hangar` in the same target dir.
+pub fn fake_agent_bin() -> PathBuf {
+    let bin = hangar_bin()
+        .parent()
+        .expect("hangar binary has a parent dir")
+        .join("hangar-fake-agent");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first",
+        bin.display()
+    );
+    bin
+}
+
+/// One test's hangar: temp home, project folder, env, and the daemon it starts.
+pub struct Hangar {
+    _dir: tempfile::TempDir,
+    /// The canonical temp root (symlinks resolved: the fake agent sees the
+    /// kernel's cwd, and Claude slugs are made from it).
+    pub root: PathBuf,
+    /// `HANGAR_HOME`.
+    pub home: PathBuf,
+    /// A project folder with a '.' in its path; the CLI runs here, so it is
+    /// every session's default cwd.
+    pub work: PathBuf,
+    /// `CLAUDE_CONFIG_DIR`.
+    pub claude_dir: PathBuf,
+    /// `CODEX_HOME`.
+    pub codex_home: PathBuf,
+    /// `HOME` for the daemon and its children.
+    pub user_home: PathBuf,
+    /// The wrapper scripts `HANGAR_CODEX_BIN` / `HANGAR_OPENCODE_BIN` point at.
+    pub codex_bin: PathBuf,
+    pub opencode_bin: PathBuf,
+    env: Vec<(String, OsString)>,
+    daemon: Mutex<Option<Child>>,
+}
+
+impl Default for Hangar {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Hangar {
+    pub fn new() -> Hangar {
+        Self::with_env(&[])
+    }
+
+    /// A fixture whose CLI (and so daemon, and so agents) also get `extra` env.
+    pub fn with_env(extra: &[(&str, &str)]) -> Hangar {
+        let dir = tempfile::Builder::new()
+            .prefix("hangar-test-")
+            .tempdir()
+            .expect("temp dir");
+        let root = fs::canonicalize(dir.path()).expect("canonical temp dir");
+        let home = root.join("hangar-home");
+        let work = root.join("proj.x").join("work");
+        let claude_dir = root.join("claude");
+        let codex_home = root.join("codex");
+        let user_home = root.join("user");
+        let opencode_dir = root.join("opencode");
+        for d in [&work, &claude_dir, &codex_home, &user_home, &opencode_dir] {
+            fs::create_dir_all(d).expect("create test folder");
+        }
+        let fake = fake_agent_bin();
+        let codex_bin = root.join("bin").join("codex");
+        let opencode_bin = root.join("bin").join("opencode");
+        write_wrapper(&codex_bin, &fake, "codex");
+        write_wrapper(&opencode_bin, &fake, "opencode");
+
+        let mut env: Vec<(String, OsString)> = vec![
+            ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+            ("HOME".into(), user_home.clone().into()),
+            ("HANGAR_HOME".into(), home.clone().into()),
+            ("HANGAR_CLAUDE_BIN".into(), fake.clone().into()),
+            ("HANGAR_CODEX_BIN".into(), codex_bin.clone().into()),
+            ("HANGAR_OPENCODE_BIN".into(), opencode_bin.clone().into()),
+            ("HANGAR_SHELL".into(), "/bin/sh".into()),
+            ("SHELL".into(), "/bin/sh".into()),
+            ("CLAUDE_CONFIG_DIR".into(), claude_dir.clone().into()),
+            ("CODEX_HOME".into(), codex_home.clone().into()),
+            ("HANGAR_FAKE_OPENCODE_DIR".into(), opencode_dir.into()),
+            ("TERM".into(), "xterm-256color".into()),
+            ("HANGAR_LOG".into(), "info".into()),
+        ];
+        for (k, v) in extra {
+            env.retain(|(ek, _)| ek != k);
+            env.push(((*k).into(), (*v).into()));
+        }
+        Hangar {
+            _dir: dir,
+            root,
+            home,
+            work,
+            claude_dir,
+            codex_home,
+            user_home,
+            codex_bin,
+            opencode_bin,
+            env,
+            daemon: Mutex::new(None),
+        }
+    }
+
+    /// A `hangar` command with this fixture's env (nothing inherited but PATH)
+    /// and cwd.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(hangar_bin());
+        cmd.args(args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.work)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `hangar ARGS` to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run hangar")
+    }
+
+    /// Runs `hangar ARGS`, asserts success, returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "`hangar {}` failed ({}):\nstdout: {}\nstderr: {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs `hangar --json ARGS`, asserts success, parses stdout.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.ok(&all);
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("`hangar {}` printed no JSON ({e}): {out}", all.join(" ")))
+    }
+
+    /// Runs `hangar ARGS`, asserts failure, returns stderr.
+    pub fn fail(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "`hangar {}` should have failed but succeeded:\nstdout: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// Starts `hangar daemon` in the background (explicitly, not by
+    /// auto-start) and waits until it answers. Returns its pid.
+    pub fn start_daemon(&self) -> i32 {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.root.join("daemon-foreground.log"))
+            .expect("daemon log");
+        let child = self
+            .command(&["daemon"])
+            .stdout(log.try_clone().expect("dup log"))
+            .stderr(log)
+            .spawn()
+            .expect("start hangar daemon");
+        let pid = child.id() as i32;
+        {
+            let mut slot = self.daemon.lock().unwrap();
+            if let Some(mut old) = slot.take() {
+                let _ = old.try_wait();
+            }
+            *slot = Some(child);
+        }
+        self.wait_until("the daemon answers status", DEADLINE, || {
+            self.run(&["status"]).status.success() && self.daemon_pid_opt() == Some(pid)
+        });
+        pid
+    }
+
+    /// Stops the daemon with `hangar shutdown` and waits until no daemon
+    /// process for this home is left.
+    pub fn shutdown(&self) {
+        self.ok(&["shutdown"]);
+        self.wait_until("the daemon process has exited", DEADLINE, || {
+            self.daemon_pid_opt().is_none()
+        });
+        if let Some(mut child) = self.daemon.lock().unwrap().take() {
+            let _ = child.wait();
+        }
+    }
+
+    /// The running daemon's pid, found in /proc (a `hangar daemon` process
+    /// carrying this home).
+    pub fn daemon_pid_opt(&self) -> Option<i32> {
+        self.pids_for_home().into_iter().find(|&pid| {
+            let c = cmdline(pid);
+            c.len() >= 2
+                && c[0].ends_with("hangar")
+                && c[1] == "daemon"
+                && !is_zombie(pid)
+        })
+    }
+
+    /// The running daemon's pid; panics when none runs.
+    pub fn daemon_pid(&self) -> i32 {
+        self.daemon_pid_opt()
+            .unwrap_or_else(|| panic!("no hangar daemon runs for {}", self.home.display()))
+    }
+
+    /// `hangar new --json ARGS`: the new session's id.
+    pub fn new_agent(&self, args: &[&str]) -> String {
+        let mut all = vec!["new"];
+        all.extend_from_slice(args);
+        let v = self.json(&all);
+        v["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("`hangar new` printed no id: {v}"))
+            .to_owned()
+    }
+
+    /// A claude pane in the active tab (a new tab when none).
+    pub fn new_pane(&self) -> String {
+        self.new_agent(&["--provider", "claude"])
+    }
+
+    /// A claude pane that splits `of`.
+    pub fn split(&self, of: &str, direction: &str) -> String {
+        self.new_agent(&[
+            "--provider",
+            "claude",
+            "--split",
+            of,
+            "--direction",
+            direction,
+        ])
+    }
+
+    /// `hangar ls --json` rows.
+    pub fn ls(&self) -> Vec<Value> {
+        match self.json(&["ls"]) {
+            Value::Array(rows) => rows,
+            other => panic!("`hangar ls --json` is not an array: {other}"),
+        }
+    }
+
+    /// One `ls` row, by full id.
+    pub fn session(&self, id: &str) -> Value {
+        self.ls()
+            .into_iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("session {id} is not in `hangar ls`"))
+    }
+
+    pub fn status(&self) -> Value {
+        self.json(&["status"])
+    }
+
+    /// The session's state (`live`, `hibernated`, ...).
+    pub fn state_of(&self, id: &str) -> String {
+        self.session(id)["state"].as_str().unwrap_or("").to_owned()
+    }
+
+    /// Waits until session `id` is in `state`; returns its ls row.
+    pub fn wait_state(&self, id: &str, state: &str) -> Value {
+        let mut row = Value::Null;
+        self.wait_until(&format!("session {id} is {state}"), DEADLINE, || {
+            row = self.session(id);
+            row["state"] == state
+        });
+        row
+    }
+
+    /// The session's pid as ls reports it; panics when it has none.
+    pub fn pid_of(&self, id: &str) -> i32 {
+        self.session(id)["pid"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("session {id} has no pid")) as i32
+    }
+
+    /// `hangar screen ID` as text.
+    pub fn screen(&self, id: &str) -> String {
+        self.ok(&["screen", id])
+    }
+
+    /// Waits until `needle` shows on session `id`'s screen.
+    pub fn wait_screen(&self, id: &str, needle: &str) -> String {
+        let mut last = String::new();
+        let what = format!("session {id}'s screen shows {needle:?}");
+        let start = Instant::now();
+        loop {
+            last = self.screen(id);
+            if last.contains(needle) {
+                return last;
+            }
+            assert!(start.elapsed() < DEADLINE, "timed out waiting until {what}; screen:\n{last}");
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+
+    /// The Claude transcript of provider session `psid` run in `cwd`.
+    pub fn claude_transcript(&self, cwd: &Path, psid: &str) -> PathBuf {
+        let slug: String = cwd
+            .to_string_lossy()
+            .chars()
+            .map(|c| if c == '/' || c == '.' { '-' } else { c })
+            .collect();
+        self.claude_dir
+            .join("projects")
+            .join(slug)
+            .join(format!("{psid}.jsonl"))
+    }
+
+    pub fn wait_until(&self, what: &str, timeout: Duration, f: impl FnMut() -> bool) {
+        wait_until(what, timeout, f)
+    }
+
+    /// Every process whose environment carries this fixture's `HANGAR_HOME`:
+    /// the daemon, its agents and their children.
+    pub fn pids_for_home(&self) -> Vec<i32> {
+        let needle = format!("HANGAR_HOME={}", self.home.display());
+        all_pids()
+            .into_iter()
+            .filter(|&pid| environ(pid).iter().any(|e| *e == needle))
+            .collect()
+    }
+
+    /// Running (non-zombie) `hangar-fake-agent` processes of this fixture.
+    pub fn fake_agent_pids_for_home(&self) -> Vec<i32> {
+        self.pids_for_home()
+            .into_iter()
+            .filter(|&pid| {
+                cmdline(pid)
+                    .first()
+                    .is_some_and(|a| a.ends_with("hangar-fake-agent"))
+                    && !is_zombie(pid)
+            })
+            .collect()
+    }
+
+    /// Fake agents of this fixture whose command line contains `arg`.
+    pub fn processes_with_arg(&self, arg: &str) -> Vec<i32> {
+        self.fake_agent_pids_for_home()
+            .into_iter()
+            .filter(|&pid| cmdline(pid).iter().any(|a| a == arg))
+            .collect()
+    }
+
+    /// Fake agents of this fixture whose command line has `flag value`
+    /// (e.g. `--resume <id>`).
+    pub fn processes_with_flag(&self, flag: &str, value: &str) -> Vec<i32> {
+        self.fake_agent_pids_for_home()
+            .into_iter()
+            .filter(|&pid| arg_after(&cmdline(pid), flag).as_deref() == Some(value))
+            .collect()
+    }
+
+    /// SIGKILLs every process carrying this home (used by Drop; also to
+    /// simulate a crash).
+    pub fn kill_everything(&self) {
+        for _ in 0..5 {
+            let pids = self.pids_for_home();
+            if pids.is_empty() {
+                break;
+            }
+            for pid in pids {
+                // SAFETY: kill has no memory effects; a stale pid at worst
+                // gets ESRCH. Only processes carrying our unique temp home
+                // are named.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(mut child) = self.daemon.lock().unwrap().take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Hangar {
+    fn drop(&mut self) {
+        if self.daemon_pid_opt().is_some() {
+            // Bounded: `hangar shutdown` waits at most 30s itself; we give it
+            // 10s and then kill regardless.
+            if let Ok(mut child) = self
+                .command(&["shutdown"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+            {
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_secs(10) {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        self.kill_everything();
+    }
+}
+
+fn write_wrapper(path: &Path, fake: &Path, style: &str) {
+    fs::create_dir_all(path.parent().expect("wrapper has a parent")).expect("bin dir");
+    fs::write(
+        path,
+        format!(
+            "#!/bin/sh\nexec '{}' --style {style} \"$@\"\n",
+            fake.display()
+        ),
+    )
+    .expect("write wrapper");
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("chmod wrapper");
+}
+
+/// The value after `flag` in `args`, if any.
+pub fn arg_after(args: &[String], flag: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+/// Every pid in /proc.
+pub fn all_pids() -> Vec<i32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// `/proc/<pid>/environ` entries (empty when unreadable or gone).
+pub fn environ(pid: i32) -> Vec<String> {
+    split_nul(&fs::read(format!("/proc/{pid}/environ")).unwrap_or_default())
+}
+
+/// `/proc/<pid>/cmdline` arguments (empty for zombies and gone processes).
+pub fn cmdline(pid: i32) -> Vec<String> {
+    split_nul(&fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+}
+
+fn split_nul(bytes: &[u8]) -> Vec<String> {
+    bytes
+        .split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
+/// Fields of `/proc/<pid>/stat` after the command name: state, ppid, pgrp, ...
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may itself contain spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// The process's state letter (`R`, `S`, `Z`, ...), if it exists.
+pub fn proc_state(pid: i32) -> Option<char> {
+    stat_fields(pid)?.first()?.chars().next()
+}
+
+pub fn exists(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Exists and is not a zombie.
+pub fn is_running(pid: i32) -> bool {
+    matches!(proc_state(pid), Some(s) if s != 'Z' && s != 'X')
+}
+
+pub fn is_zombie(pid: i32) -> bool {
+    proc_state(pid) == Some('Z')
+}
+
+pub fn ppid(pid: i32) -> Option<i32> {
+    stat_fields(pid)?.get(1)?.parse().ok()
+}
+
+pub fn pgid(pid: i32) -> Option<i32> {
+    stat_fields(pid)?.get(2)?.parse().ok()
+}
+
+/// Direct children of `pid` (zombies included).
+pub fn children_of(pid: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|&p| ppid(p) == Some(pid))
+        .collect()
+}
+
+/// Every descendant of `pid` (zombies included).
+pub fn descendants_of(pid: i32) -> Vec<i32> {
+    let parents: Vec<(i32, i32)> = all_pids()
+        .into_iter()
+        .filter_map(|p| Some((p, ppid(p)?)))
+        .collect();
+    let mut found = BTreeSet::new();
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for &(child, parent) in &parents {
+            if parent == p && found.insert(child) {
+                frontier.push(child);
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// Every process in process group `pgid` (zombies included).
+pub fn processes_in_group(group: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|&p| pgid(p) == Some(group))
+        .collect()
+}
+
+/// How many fds `pid` has open.
+pub fn open_fds(pid: i32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// `VmRSS` of `pid` in KiB.
+pub fn rss_kib(pid: i32) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}

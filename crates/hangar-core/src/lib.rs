@@ -12,6 +12,7 @@ pub mod fixtures;
 pub mod governor;
 pub mod ledger;
 pub mod model;
+pub mod orchestration;
 pub mod ownership;
 pub mod placement;
 pub mod prune;

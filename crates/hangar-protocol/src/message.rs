@@ -227,6 +227,87 @@ pub struct CloseIdle {
     pub yes: bool,
 }
 
+/// The orchestration tools an agent calls through `hangar mcp`; each is its
+/// own request kind (`agent_<tool>`), permanent like every other kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AgentTool {
+    Create,
+    SendPrompt,
+    List,
+    Read,
+    ReadRunOutputs,
+    Wait,
+    Close,
+    CloseRun,
+    Park,
+    Hibernate,
+}
+
+impl AgentTool {
+    pub const ALL: [AgentTool; 10] = [
+        AgentTool::Create,
+        AgentTool::SendPrompt,
+        AgentTool::List,
+        AgentTool::Read,
+        AgentTool::ReadRunOutputs,
+        AgentTool::Wait,
+        AgentTool::Close,
+        AgentTool::CloseRun,
+        AgentTool::Park,
+        AgentTool::Hibernate,
+    ];
+
+    /// The permanent wire name of this tool's request kind.
+    pub fn kind(self) -> &'static str {
+        match self {
+            AgentTool::Create => "agent_create",
+            AgentTool::SendPrompt => "agent_send_prompt",
+            AgentTool::List => "agent_list",
+            AgentTool::Read => "agent_read",
+            AgentTool::ReadRunOutputs => "agent_read_run_outputs",
+            AgentTool::Wait => "agent_wait",
+            AgentTool::Close => "agent_close",
+            AgentTool::CloseRun => "agent_close_run",
+            AgentTool::Park => "agent_park",
+            AgentTool::Hibernate => "agent_hibernate",
+        }
+    }
+
+    pub fn from_kind(kind: &str) -> Option<AgentTool> {
+        AgentTool::ALL.into_iter().find(|t| t.kind() == kind)
+    }
+}
+
+/// One orchestration tool call. `caller` is the session `hangar mcp` was
+/// launched for and `token` the secret the daemon minted for it; the daemon
+/// takes the caller's identity from these two only, never from `args`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentCall {
+    #[serde(skip, default = "agent_tool_default")]
+    pub tool: AgentTool,
+    pub caller: String,
+    pub token: String,
+    /// The tool's own arguments, validated by the daemon.
+    #[serde(default)]
+    pub args: Value,
+}
+
+fn agent_tool_default() -> AgentTool {
+    AgentTool::List
+}
+
+/// Never prints the token: requests may end up in logs.
+impl std::fmt::Debug for AgentCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentCall")
+            .field("tool", &self.tool)
+            .field("caller", &self.caller)
+            .field("token", &"<redacted>")
+            .field("args", &self.args)
+            .finish()
+    }
+}
+
 /// Every request kind this build understands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Request {
@@ -277,6 +358,8 @@ pub enum Request {
     Ratio(Ratio),
     /// The worktrees hangar created, with their state (`hangar worktrees`).
     Worktrees(Worktrees),
+    /// An orchestration tool call from an agent (`agent_*` kinds).
+    Agent(AgentCall),
     /// A kind this build does not know; answered with `unknown_kind`.
     Unknown(String),
 }
@@ -327,6 +410,7 @@ impl Request {
             Request::CloseIdle(_) => "close_idle",
             Request::ResumeQueue => "resume_queue",
             Request::Ratio(_) => "ratio",
+            Request::Agent(call) => call.tool.kind(),
             Request::Unknown(kind) => kind,
         }
     }
@@ -363,6 +447,7 @@ impl Request {
             Request::Evict(b) => v(b),
             Request::CloseIdle(b) => v(b),
             Request::Ratio(b) => v(b),
+            Request::Agent(b) => v(b),
             Request::List
             | Request::Status
             | Request::TabList
@@ -448,7 +533,14 @@ impl Request {
             "close_idle" => Request::CloseIdle(b(id, k, body)?),
             "resume_queue" => Request::ResumeQueue,
             "ratio" => Request::Ratio(b(id, k, body)?),
-            other => Request::Unknown(other.to_owned()),
+            other => match AgentTool::from_kind(other) {
+                Some(tool) => {
+                    let mut call: AgentCall = b(id, k, body)?;
+                    call.tool = tool;
+                    Request::Agent(call)
+                }
+                None => Request::Unknown(other.to_owned()),
+            },
         };
         Ok((id, req))
     }
@@ -469,6 +561,15 @@ pub mod codes {
     pub const SHUTTING_DOWN: &str = "shutting_down";
     /// Waking would run a second process on a conversation a live session holds.
     pub const DUPLICATE: &str = "duplicate";
+    /// Orchestration: the MCP caller's token does not match its session.
+    pub const UNAUTHORIZED: &str = "unauthorized";
+    /// Orchestration: an agent asked to close itself.
+    pub const SELF_CLOSE: &str = "self_close";
+    /// Orchestration: the named session is not the caller's child or
+    /// descendant in its project tab.
+    pub const NOT_YOUR_AGENT: &str = "not_your_agent";
+    /// Orchestration: the close would also close sessions not named.
+    pub const CASCADE_REFUSED: &str = "cascade_refused";
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -551,12 +652,38 @@ mod tests {
                 title: "n".into(),
             }),
             Request::Shutdown,
+            Request::Agent(AgentCall {
+                tool: AgentTool::ReadRunOutputs,
+                caller: "c".into(),
+                token: "t".into(),
+                args: serde_json::json!({"run": "r1"}),
+            }),
         ];
         for r in reqs {
             let (id, back) = Request::decode(&r.encode(7)).unwrap();
             assert_eq!(id, 7);
             assert_eq!(back, r);
         }
+    }
+
+    #[test]
+    fn every_agent_tool_has_its_own_permanent_kind_and_the_token_never_prints() {
+        let kinds: std::collections::BTreeSet<_> =
+            AgentTool::ALL.iter().map(|t| t.kind()).collect();
+        assert_eq!(kinds.len(), AgentTool::ALL.len());
+        assert_eq!(
+            Request::decode(br#"{"id":1,"kind":"agent_teleport","body":{}}"#)
+                .unwrap()
+                .1,
+            Request::Unknown("agent_teleport".into())
+        );
+        let call = AgentCall {
+            tool: AgentTool::Close,
+            caller: "c".into(),
+            token: "s3cret".into(),
+            args: Value::Null,
+        };
+        assert!(!format!("{call:?}").contains("s3cret"));
     }
 
     #[test]

@@ -251,10 +251,7 @@ impl Hangar {
     pub fn daemon_pid_opt(&self) -> Option<i32> {
         self.pids_for_home().into_iter().find(|&pid| {
             let c = cmdline(pid);
-            c.len() >= 2
-                && c[0].ends_with("hangar")
-                && c[1] == "daemon"
-                && !is_zombie(pid)
+            c.len() >= 2 && c[0].ends_with("hangar") && c[1] == "daemon" && !is_zombie(pid)
         })
     }
 
@@ -341,15 +338,17 @@ impl Hangar {
 
     /// Waits until `needle` shows on session `id`'s screen.
     pub fn wait_screen(&self, id: &str, needle: &str) -> String {
-        let mut last = String::new();
         let what = format!("session {id}'s screen shows {needle:?}");
         let start = Instant::now();
         loop {
-            last = self.screen(id);
+            let last = self.screen(id);
             if last.contains(needle) {
                 return last;
             }
-            assert!(start.elapsed() < DEADLINE, "timed out waiting until {what}; screen:\n{last}");
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting until {what}; screen:\n{last}"
+            );
             std::thread::sleep(Duration::from_millis(30));
         }
     }

@@ -260,12 +260,15 @@ pub fn pick_transcript<'t>(
                 || (m.current.is_some() && t.cleared_from.as_deref() == m.current)
         })
         .collect();
-    // Newest first; on a tie prefer the current id (no needless change).
-    eligible.sort_by(|a, b| {
-        b.modified_ms.cmp(&a.modified_ms).then_with(|| {
-            (m.current == Some(b.id.as_str())).cmp(&(m.current == Some(a.id.as_str())))
-        })
-    });
+    // Newest first. On a tie (a `/clear` writes its last line to the old
+    // transcript and its first to the new one within the same millisecond)
+    // the successor of the current id wins, then the current id itself.
+    let rank = |t: &TranscriptFacts| {
+        let successor = m.current.is_some() && t.cleared_from.as_deref() == m.current;
+        let current = m.current == Some(t.id.as_str());
+        (t.modified_ms, successor, current)
+    };
+    eligible.sort_by_key(|t| std::cmp::Reverse(rank(t)));
     eligible.first().copied()
 }
 
@@ -560,6 +563,24 @@ mod tests {
         assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
         let c = vec![facts("a", "/w", 5, None), facts("a2", "/w", 9, Some("a"))];
         assert_eq!(pick_transcript(&c, &m).unwrap().id, "a2");
+    }
+
+    #[test]
+    fn a_cleared_successor_written_in_the_same_millisecond_wins_the_tie() {
+        // Regression: the `/clear` line in the old transcript and the first
+        // line of the new one share a timestamp, and the old id was kept.
+        let held = BTreeSet::new();
+        let m = TranscriptMatch {
+            session_cwd: "/w",
+            started_ms: 0,
+            current: Some("a"),
+            held_by_others: &held,
+            shares_folder: false,
+        };
+        let c = vec![facts("a", "/w", 9, None), facts("a2", "/w", 9, Some("a"))];
+        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a2");
+        let c = vec![facts("a", "/w", 9, None), facts("b", "/w", 9, None)];
+        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
     }
 
     fn ws_with(ids: &[(&str, Provider, Option<ProviderSessionId>)]) -> Workspace {

@@ -8,9 +8,9 @@
 
 pub mod activity;
 pub mod config;
-pub mod identity;
 pub mod eviction;
 pub mod governor;
+pub mod identity;
 pub mod journal;
 pub mod layout_ops;
 pub mod lifecycle;

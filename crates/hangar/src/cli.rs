@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
@@ -414,16 +414,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }),
             "sent to",
         ),
-        Command::Close { id, yes } => {
-            simple(
-                Request::Close(msg::Close {
-                    session: id,
-                    yes,
-                    ..Default::default()
-                }),
-                "closed",
-            )
-        }
+        Command::Close { id, yes } => simple(
+            Request::Close(msg::Close {
+                session: id,
+                yes,
+                ..Default::default()
+            }),
+            "closed",
+        ),
         Command::Screen { id } => {
             let mut c = Client::connect(&paths)?;
             let v = c.request(Request::Screen(msg::Screen { session: id }))?;

@@ -108,6 +108,19 @@ impl Conversation {
                     };
                     self.answer(out, &reply)?;
                 }
+                Input::Api { url, text } => {
+                    self.record(Event::User(&line))?;
+                    let session = lock(&self.transcript).session_id().to_owned();
+                    let style = self.start.style;
+                    let called = crate::api::call(url, text, style, &session, &mut |l: &str| {
+                        say(out, l)
+                    });
+                    let reply = match called {
+                        Ok(status) => format!("api-done {status}"),
+                        Err(e) => format!("api-error: {e:#}"),
+                    };
+                    self.answer(out, &reply)?;
+                }
                 Input::Alloc(mb) => {
                     self.record(Event::User(&line))?;
                     self.ballast.add(mb);

@@ -23,6 +23,11 @@ pub enum Input<'a> {
     Crash(i32),
     SpawnChild,
     Alloc(usize),
+    /// `api <url> <text>`: one streamed API call through `HTTPS_PROXY`.
+    Api {
+        url: &'a str,
+        text: &'a str,
+    },
 }
 
 pub fn parse(line: &str) -> Input<'_> {
@@ -43,6 +48,13 @@ pub fn parse(line: &str) -> Input<'_> {
         ("alloc", mb) => mb.parse().ok().map(Input::Alloc),
         ("ask", text) if !text.is_empty() => Some(Input::Ask(text)),
         ("permission", tool) if !tool.is_empty() => Some(Input::Permission(tool)),
+        ("api", args) => {
+            let (url, text) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+            (url.starts_with("https://") || url.starts_with("http://")).then(|| Input::Api {
+                url,
+                text: text.trim_start(),
+            })
+        }
         ("slow", args) => {
             let (ms, text) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
             ms.parse().ok().map(|ms| Input::Slow {
@@ -83,6 +95,13 @@ mod tests {
         assert_eq!(parse("crash 3"), Input::Crash(3));
         assert_eq!(parse("spawn-child"), Input::SpawnChild);
         assert_eq!(parse("alloc 16"), Input::Alloc(16));
+        assert_eq!(
+            parse("api https://localhost:1/v1/messages hello there"),
+            Input::Api {
+                url: "https://localhost:1/v1/messages",
+                text: "hello there"
+            }
+        );
     }
 
     #[test]
@@ -92,5 +111,6 @@ mod tests {
         assert_eq!(parse("alloc lots"), Input::Prompt("alloc lots"));
         assert_eq!(parse("exit now"), Input::Prompt("exit now"));
         assert_eq!(parse("ask"), Input::Prompt("ask"));
+        assert_eq!(parse("api localhost hi"), Input::Prompt("api localhost hi"));
     }
 }

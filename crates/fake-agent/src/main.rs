@@ -2,11 +2,13 @@
 //!
 //! hangar's tests start it in a PTY where a real agent CLI would run, then
 //! read its transcripts, count its processes and type into it. It must stay
-//! small, start in milliseconds and be deterministic: no network, no
-//! randomness beyond the uuids it mints. It must never kill its own children
+//! small, start in milliseconds and be deterministic: no network except
+//! the `api` input's one call through the proxy it was given, no randomness
+//! beyond the uuids it mints. It must never kill its own children
 //! (ending the process group is hangar's job, and the thing under test).
 //! Every flag, input and knob is documented in this crate's README.md.
 
+mod api;
 mod args;
 mod ballast;
 mod claude_lines;

@@ -24,6 +24,8 @@ pub struct Config {
     pub governor: GovernorConfig,
     #[serde(default)]
     pub worktree: WorktreeConfig,
+    #[serde(default)]
+    pub proxy: crate::proxy::ProxyConfig,
 }
 
 /// `[worktree]`: where `hangar new --worktree` puts worktrees and what runs

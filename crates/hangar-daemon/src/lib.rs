@@ -18,6 +18,7 @@ pub mod ops;
 pub mod os;
 pub mod paths;
 pub mod provider;
+pub mod proxy;
 pub mod pty;
 pub mod restore;
 pub mod server;
@@ -48,6 +49,8 @@ pub struct Daemon {
     pub os: Arc<dyn ProcessControl>,
     pub journal: journal::Journal,
     pub queue: wake_queue::WakeQueue,
+    /// The recording proxy shared by every session; started lazily.
+    pub proxy: proxy::Proxy,
     state: Mutex<State>,
     shutdown: watch::Sender<bool>,
 }
@@ -205,6 +208,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         os: Arc::new(os::RealOs),
         journal: journal::Journal::new(paths.home.join("journal.jsonl")),
         queue: wake_queue::WakeQueue::new(config.governor.queue_limits()),
+        proxy: proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
         state: Mutex::new(State {
             ws: opened.workspace.clone(),
             store: opened.store,

@@ -137,6 +137,8 @@ impl Daemon {
     }
 
     async fn try_spawn(self: &Arc<Self>, id: &SessionId) -> Result<(), SpawnFailure> {
+        // Proxy credentials for this process (issue 7); revoked when dropped.
+        let proxy_grant = self.proxy_grant(id).await?;
         let (request, resumed, provider, title) = {
             let mut st = self.lock();
             let dangerous = st.ws.settings.dangerous;
@@ -197,6 +199,9 @@ impl Daemon {
             env_vars.push(("TERM".into(), "xterm-256color".into()));
             env_vars.push(("HANGAR_SESSION_ID".into(), id.to_string()));
             env_vars.push(("HANGAR_HOME".into(), self.paths.home.display().to_string()));
+            if let Some(g) = &proxy_grant {
+                env_vars.extend(g.env.iter().cloned());
+            }
             let request = SpawnRequest {
                 program: spec.program,
                 args: spec.args,
@@ -241,6 +246,9 @@ impl Daemon {
         }
         self.watch_exit(id.clone(), live.clone());
         self.watch_identity(id.clone(), live.clone());
+        if let Some(g) = proxy_grant {
+            self.hold_grant_until_exit(g, live.exit_watch());
+        }
 
         let mut first = live.first_output_watch();
         let mut exit = live.exit_watch();

@@ -158,6 +158,10 @@ impl Daemon {
             .ordered_sessions()
             .iter()
             .filter_map(|id| st.session_view(id))
+            .map(|mut row| {
+                row.usage = self.proxy.usage_view(&row.id);
+                row
+            })
             .collect();
         serde_json::to_value(rows).unwrap_or(Value::Null)
     }
@@ -202,6 +206,7 @@ impl Daemon {
                     consecutive_auth_failures: q.consecutive_auth_failures,
                 }
             },
+            proxy: self.proxy.view(),
         };
         serde_json::to_value(view).unwrap_or(Value::Null)
     }

@@ -286,6 +286,8 @@ impl State {
             },
             duplicate_of: crate::identity::duplicate_ids(&self.ws, id),
             worktree: meta.worktree.as_ref().map(crate::worktree::static_view),
+            // Filled in from the proxy by the caller (`Daemon::op_list`).
+            usage: None,
         })
     }
 

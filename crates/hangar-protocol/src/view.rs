@@ -48,6 +48,43 @@ pub struct SessionView {
     /// The git worktree the session runs in (`hangar new --worktree`).
     #[serde(default)]
     pub worktree: Option<WorktreeView>,
+    /// Token usage and errors seen by the recording proxy; null until the
+    /// session's API traffic was seen.
+    #[serde(default)]
+    pub usage: Option<UsageView>,
+}
+
+/// A session's API usage, summed over its turns, from captured traffic.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageView {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Recorded API requests (turns).
+    pub requests: u64,
+    /// Requests that failed: an error status, an error event, or an
+    /// unreachable upstream.
+    pub errors: u64,
+    #[serde(default)]
+    pub last_error: Option<String>,
+}
+
+/// The recording proxy in `hangar status`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProxyView {
+    /// `[proxy] enabled` in config.toml.
+    pub enabled: bool,
+    /// Started (it starts with the first session that uses it).
+    pub running: bool,
+    pub port: Option<u16>,
+    /// Live sessions holding proxy credentials.
+    pub sessions: usize,
+    pub allow_hosts: Vec<String>,
+    /// hangar's CA certificate, trusted by agents.
+    pub ca_file: String,
+    pub capture_dir: String,
+    /// Why the last start failed, if it did.
+    #[serde(default)]
+    pub fault: Option<String>,
 }
 
 /// A session's worktree in `hangar ls`. `dirty`, `ahead` and `behind` are
@@ -119,6 +156,8 @@ pub struct StatusView {
     pub budget: BudgetView,
     #[serde(default)]
     pub wake_queue: WakeQueueView,
+    #[serde(default)]
+    pub proxy: ProxyView,
 }
 
 /// The live budget and current usage.

@@ -1,0 +1,585 @@
+//! The recording proxy: one HTTPS intercepting proxy inside the daemon,
+//! shared by every session, instead of one proxy process per agent.
+//!
+//! It starts lazily, with the first session that uses it, on 127.0.0.1 only.
+//! Each claude or codex session with capture on is given its own proxy
+//! credentials and hangar's CA (see `agent_env`); the proxy records the
+//! exchanges with allow-listed hosts and tunnels everything else untouched.
+//! A fault (port taken, CA unreadable) never stops an agent from starting
+//! unless `[proxy] required = true`: the session starts without capture and
+//! a notice says why.
+//!
+//! Modules: `attribution` (credentials), `ca` (the CA and per-host
+//! certificates), `capture` (the capture files), `relay` (one connection),
+//! `usage` (tokens and errors from the traffic).
+
+pub mod attribution;
+pub mod ca;
+pub mod capture;
+pub mod relay;
+pub mod usage;
+
+#[cfg(test)]
+mod end_to_end;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use hangar_core::{Provider, SessionId};
+use hangar_protocol::view::{ProxyView, UsageView};
+use serde::Deserialize;
+
+use crate::Daemon;
+use crate::journal::FailureKind;
+use crate::lifecycle::{SpawnFailure, short};
+use attribution::Credential;
+use relay::Shared;
+use usage::Usage;
+
+/// `[proxy]` in config.toml.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// Capture claude and codex sessions' API traffic (`hangar new
+    /// --no-capture` turns it off for one session).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Refuse to start an agent whose capture cannot be set up.
+    #[serde(default)]
+    pub required: bool,
+    /// The port on 127.0.0.1; 0 picks a free one.
+    #[serde(default)]
+    pub port: u16,
+    /// Hosts whose traffic is decrypted and recorded (`*.example.com` for
+    /// subdomains). Everything else is tunnelled untouched.
+    #[serde(default = "default_allow_hosts")]
+    pub allow_hosts: Vec<String>,
+    /// An extra CA (PEM) trusted for upstream connections, on top of the
+    /// system's roots (a corporate proxy, or a test server).
+    #[serde(default)]
+    pub extra_ca_file: Option<PathBuf>,
+    /// A capture file is rotated once it would grow past this.
+    #[serde(default = "default_max_capture_bytes")]
+    pub max_capture_bytes: u64,
+    /// Capture files kept per session.
+    #[serde(default = "default_max_files")]
+    pub max_files: usize,
+    /// Most bytes of one request body, and of one response, recorded.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_allow_hosts() -> Vec<String> {
+    vec!["api.anthropic.com".into(), "api.openai.com".into()]
+}
+fn default_max_capture_bytes() -> u64 {
+    16 * 1024 * 1024
+}
+fn default_max_files() -> usize {
+    8
+}
+fn default_max_body_bytes() -> usize {
+    1024 * 1024
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            enabled: true,
+            required: false,
+            port: 0,
+            allow_hosts: default_allow_hosts(),
+            extra_ca_file: None,
+            max_capture_bytes: default_max_capture_bytes(),
+            max_files: default_max_files(),
+            max_body_bytes: default_max_body_bytes(),
+        }
+    }
+}
+
+/// Why the proxy could not serve a session.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyFault {
+    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
+    Listen { port: u16, source: std::io::Error },
+    #[error(transparent)]
+    Ca(#[from] ca::CaError),
+    #[error("cannot read [proxy] extra_ca_file {path}: {source}")]
+    ExtraCa {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the capture writer: {0}")]
+    Capture(std::io::Error),
+}
+
+/// Per-session figures from the traffic.
+#[derive(Debug, Default)]
+pub struct Stats {
+    by_session: Mutex<HashMap<String, SessionStats>>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct SessionStats {
+    pub usage: Usage,
+    pub last_error: Option<String>,
+    pub provider_id: Option<String>,
+}
+
+impl Stats {
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionStats>> {
+        self.by_session.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn turn(&self, session: &str, usage: &Usage) {
+        self.table()
+            .entry(session.to_owned())
+            .or_default()
+            .usage
+            .add(usage);
+    }
+
+    pub fn error(&self, session: &str, message: String) {
+        tracing::warn!("proxy, session {session}: {message}");
+        self.table()
+            .entry(session.to_owned())
+            .or_default()
+            .last_error = Some(message);
+    }
+
+    /// Pass a provider session id on to the daemon when it is new.
+    pub fn observe_provider_id(
+        &self,
+        session: &str,
+        id: &str,
+        to: &tokio::sync::mpsc::UnboundedSender<(String, String)>,
+    ) {
+        let mut t = self.table();
+        let s = t.entry(session.to_owned()).or_default();
+        if s.provider_id.as_deref() != Some(id) {
+            s.provider_id = Some(id.to_owned());
+            let _ = to.send((session.to_owned(), id.to_owned()));
+        }
+    }
+
+    pub fn get(&self, session: &str) -> Option<SessionStats> {
+        self.table().get(session).cloned()
+    }
+}
+
+struct Running {
+    port: u16,
+    shared: Arc<Shared>,
+}
+
+/// The daemon's handle on the proxy.
+pub struct Proxy {
+    config: ProxyConfig,
+    home: PathBuf,
+    running: tokio::sync::Mutex<Option<Arc<Running>>>,
+    /// Set once running, for synchronous readers (`ls`, `status`).
+    snapshot: Mutex<Option<Arc<Running>>>,
+    last_fault: Mutex<Option<String>>,
+}
+
+/// Credentials handed to one process; dropping it revokes them.
+pub struct Lease {
+    shared: Arc<Shared>,
+    credential: Credential,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.shared.grants.revoke(&self.credential);
+        self.shared.sink.close(&self.credential.session);
+    }
+}
+
+/// What a session's process is given to use the proxy.
+pub struct Grant {
+    pub env: Vec<(String, String)>,
+    pub lease: Lease,
+}
+
+impl Proxy {
+    pub fn new(config: ProxyConfig, home: PathBuf) -> Proxy {
+        Proxy {
+            config,
+            home,
+            running: tokio::sync::Mutex::new(None),
+            snapshot: Mutex::new(None),
+            last_fault: Mutex::new(None),
+        }
+    }
+
+    pub fn config(&self) -> &ProxyConfig {
+        &self.config
+    }
+
+    pub fn ca_files(&self) -> ca::CaFiles {
+        ca::CaFiles::new(self.home.join("proxy"))
+    }
+
+    pub fn capture_root(&self) -> PathBuf {
+        self.home.join("capture")
+    }
+
+    /// Start the proxy if it is not running. A failed start is not cached:
+    /// the next session tries again (the port may have been freed).
+    async fn ensure_started(
+        &self,
+        observed: impl FnOnce() -> tokio::sync::mpsc::UnboundedSender<(String, String)>,
+    ) -> Result<Arc<Running>, ProxyFault> {
+        let mut running = self.running.lock().await;
+        if let Some(r) = running.as_ref() {
+            return Ok(r.clone());
+        }
+        let result = self.start(observed()).await;
+        match &result {
+            Ok(r) => {
+                *running = Some(r.clone());
+                *self.snapshot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r.clone());
+                *self.last_fault.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                tracing::info!("recording proxy listening on 127.0.0.1:{}", r.port);
+            }
+            Err(e) => {
+                *self.last_fault.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            }
+        }
+        result
+    }
+
+    async fn start(
+        &self,
+        observed: tokio::sync::mpsc::UnboundedSender<(String, String)>,
+    ) -> Result<Arc<Running>, ProxyFault> {
+        let authority = ca::Authority::load_or_create(self.ca_files())?;
+        authority.ensure_bundle()?;
+        let upstream_tls = Arc::new(self.upstream_tls()?);
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.config.port))
+            .await
+            .map_err(|source| ProxyFault::Listen {
+                port: self.config.port,
+                source,
+            })?;
+        let port = listener
+            .local_addr()
+            .map_err(|source| ProxyFault::Listen {
+                port: self.config.port,
+                source,
+            })?
+            .port();
+        let limits = capture::Limits {
+            max_file_bytes: self.config.max_capture_bytes.max(1024),
+            max_files: self.config.max_files.max(1),
+            max_body_bytes: self.config.max_body_bytes,
+        };
+        let sink =
+            capture::Sink::start(self.capture_root(), limits).map_err(ProxyFault::Capture)?;
+        let shared = Arc::new(Shared {
+            grants: Default::default(),
+            ca: authority,
+            sink,
+            allow_hosts: self
+                .config
+                .allow_hosts
+                .iter()
+                .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
+                .collect(),
+            upstream_tls,
+            stats: Stats::default(),
+            exchanges: AtomicU64::new(0),
+            observed,
+        });
+        let accepting = shared.clone();
+        tokio::spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((tcp, _)) => {
+                        tokio::spawn(relay::serve_client(accepting.clone(), tcp));
+                    }
+                    Err(e) => {
+                        // Out of fds, most likely: back off instead of spinning.
+                        tracing::warn!("proxy accept failed: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+        Ok(Arc::new(Running { port, shared }))
+    }
+
+    /// The system's roots plus `extra_ca_file`.
+    fn upstream_tls(&self) -> Result<rustls::ClientConfig, ProxyFault> {
+        let mut roots = rustls::RootCertStore::empty();
+        let native = rustls_native_certs::load_native_certs();
+        for cert in native.certs {
+            let _ = roots.add(cert);
+        }
+        if let Some(path) = &self.config.extra_ca_file {
+            let certs = ca::certificates_in(path).map_err(|source| ProxyFault::ExtraCa {
+                path: path.clone(),
+                source,
+            })?;
+            for cert in certs {
+                roots.add(cert).map_err(|e| ProxyFault::ExtraCa {
+                    path: path.clone(),
+                    source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                })?;
+            }
+        }
+        let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ProxyFault::Capture(std::io::Error::other(e)))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(config)
+    }
+
+    /// Credentials and trust for one process of `session`.
+    async fn grant(
+        &self,
+        session: &SessionId,
+        provider: &Provider,
+        observed: impl FnOnce() -> tokio::sync::mpsc::UnboundedSender<(String, String)>,
+    ) -> Result<Grant, ProxyFault> {
+        let running = self.ensure_started(observed).await?;
+        let files = running.shared.ca.files.clone();
+        let credential = running.shared.grants.grant(session.as_str());
+        Ok(Grant {
+            env: agent_env(provider, &credential.proxy_url(running.port), &files),
+            lease: Lease {
+                shared: running.shared.clone(),
+                credential,
+            },
+        })
+    }
+
+    /// Whether a session of this provider and capture flag uses the proxy.
+    pub fn wanted(&self, provider: &Provider, capture: bool) -> bool {
+        self.config.enabled && capture && matches!(provider, Provider::Claude | Provider::Codex)
+    }
+
+    fn running_now(&self) -> Option<Arc<Running>> {
+        self.snapshot
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// `usage` of `hangar ls`: null until the session's traffic was seen.
+    pub fn usage_view(&self, session: &str) -> Option<UsageView> {
+        let running = self.running_now()?;
+        let s = running.shared.stats.get(session)?;
+        Some(UsageView {
+            input_tokens: s.usage.input_tokens,
+            output_tokens: s.usage.output_tokens,
+            requests: s.usage.requests,
+            errors: s.usage.errors,
+            last_error: s.last_error,
+        })
+    }
+
+    /// `proxy` of `hangar status`.
+    pub fn view(&self) -> ProxyView {
+        let running = self.running_now();
+        ProxyView {
+            enabled: self.config.enabled,
+            running: running.is_some(),
+            port: running.as_ref().map(|r| r.port),
+            sessions: running.as_ref().map_or(0, |r| r.shared.grants.len()),
+            allow_hosts: self.config.allow_hosts.clone(),
+            ca_file: self.ca_files().cert().display().to_string(),
+            capture_dir: self.capture_root().display().to_string(),
+            fault: self
+                .last_fault
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        }
+    }
+}
+
+/// The environment a session's process gets to use the proxy.
+///
+/// Every agent: `HTTPS_PROXY`/`HTTP_PROXY` (and lowercase) with its own
+/// credentials. Claude (Node): `NODE_EXTRA_CA_CERTS`, which adds hangar's CA
+/// to Node's built-in roots without replacing them. Codex (Rust, reqwest
+/// with rustls-native-certs or native-tls): `SSL_CERT_FILE` pointing at
+/// `ca-bundle.pem`, the system bundle plus hangar's CA, because that
+/// variable replaces the trust store rather than adding to it; it also gets
+/// `NODE_EXTRA_CA_CERTS` for its Node launcher.
+pub fn agent_env(
+    provider: &Provider,
+    proxy_url: &str,
+    files: &ca::CaFiles,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]
+        .iter()
+        .map(|k| ((*k).to_owned(), proxy_url.to_owned()))
+        .collect();
+    env.push((
+        "NODE_EXTRA_CA_CERTS".into(),
+        files.cert().display().to_string(),
+    ));
+    if matches!(provider, Provider::Codex) {
+        env.push(("SSL_CERT_FILE".into(), files.bundle().display().to_string()));
+    }
+    env
+}
+
+impl Daemon {
+    /// The proxy environment for a session about to start, or `None` when it
+    /// runs without capture. A proxy fault is a per-session notice, or a
+    /// failed start when `[proxy] required = true`.
+    pub(crate) async fn proxy_grant(
+        self: &Arc<Self>,
+        id: &SessionId,
+    ) -> Result<Option<Grant>, SpawnFailure> {
+        let (provider, capture) = {
+            let st = self.lock();
+            match st.ws.sessions.get(id) {
+                Some(m) => (m.provider.clone(), m.capture),
+                None => return Ok(None),
+            }
+        };
+        if !self.proxy.wanted(&provider, capture) {
+            return Ok(None);
+        }
+        let daemon = self.clone();
+        let observed = move || daemon.provider_ids_from_proxy();
+        match self.proxy.grant(id, &provider, observed).await {
+            Ok(g) => Ok(Some(g)),
+            Err(fault) if self.proxy.config().required => Err(SpawnFailure::new(
+                FailureKind::Other,
+                format!(
+                    "cannot start {} with capture: {fault}; capture is required by [proxy] required = true in config.toml",
+                    short(id)
+                ),
+            )),
+            Err(fault) => {
+                let notice = format!("session {} started without capture: {fault}", short(id));
+                tracing::warn!("{notice}");
+                let mut st = self.lock();
+                if !st.notices.contains(&notice) {
+                    st.notices.push(notice);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Keep `grant`'s credentials valid until the process exits.
+    pub(crate) fn hold_grant_until_exit(
+        &self,
+        grant: Grant,
+        mut exit: tokio::sync::watch::Receiver<Option<crate::pty::ExitCode>>,
+    ) {
+        tokio::spawn(async move {
+            let _ = exit.wait_for(|e| e.is_some()).await;
+            drop(grant.lease);
+        });
+    }
+
+    /// A channel whose receiver records provider session ids seen in request
+    /// headers (source `proxy-header`: provisional, never resumed).
+    fn provider_ids_from_proxy(
+        self: &Arc<Self>,
+    ) -> tokio::sync::mpsc::UnboundedSender<(String, String)> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
+        let daemon = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some((session, id)) = rx.recv().await {
+                let Some(daemon) = daemon.upgrade() else {
+                    return;
+                };
+                let session = SessionId::from(session.as_str());
+                let cwd = {
+                    let st = daemon.lock();
+                    match st.ws.sessions.get(&session) {
+                        Some(m) => m.cwd.clone(),
+                        None => continue,
+                    }
+                };
+                let observed = hangar_core::ledger::Observation {
+                    id,
+                    source: hangar_core::IdSource::ProxyHeader,
+                    cwd: None,
+                };
+                daemon.record_provider_id(&session, &observed, &cwd);
+            }
+        });
+        tx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_gets_node_extra_ca_certs_and_codex_a_full_bundle() {
+        let files = ca::CaFiles::new(PathBuf::from("/h/proxy"));
+        let claude = agent_env(&Provider::Claude, "http://s:t@127.0.0.1:1", &files);
+        let get = |env: &[(String, String)], k: &str| {
+            env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        };
+        for k in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
+            assert_eq!(get(&claude, k).as_deref(), Some("http://s:t@127.0.0.1:1"));
+        }
+        assert_eq!(
+            get(&claude, "NODE_EXTRA_CA_CERTS").as_deref(),
+            Some("/h/proxy/ca.pem")
+        );
+        assert_eq!(
+            get(&claude, "SSL_CERT_FILE"),
+            None,
+            "claude keeps the system trust"
+        );
+        let codex = agent_env(&Provider::Codex, "http://s:t@127.0.0.1:1", &files);
+        assert_eq!(
+            get(&codex, "SSL_CERT_FILE").as_deref(),
+            Some("/h/proxy/ca-bundle.pem")
+        );
+    }
+
+    #[test]
+    fn the_proxy_section_has_safe_defaults_and_refuses_unknown_keys() {
+        let c: ProxyConfig = toml::from_str("").unwrap();
+        assert!(c.enabled && !c.required);
+        assert_eq!(c.allow_hosts, vec!["api.anthropic.com", "api.openai.com"]);
+        assert!(toml::from_str::<ProxyConfig>("bogus = 1").is_err());
+        let c: ProxyConfig =
+            toml::from_str("allow_hosts = [\"localhost\"]\nrequired = true\nmax_files = 2")
+                .unwrap();
+        assert_eq!(c.allow_hosts, vec!["localhost"]);
+        assert!(c.required);
+        assert_eq!(c.max_files, 2);
+    }
+
+    #[test]
+    fn only_claude_and_codex_sessions_with_capture_use_the_proxy() {
+        let p = Proxy::new(ProxyConfig::default(), PathBuf::from("/h"));
+        assert!(p.wanted(&Provider::Claude, true));
+        assert!(p.wanted(&Provider::Codex, true));
+        assert!(!p.wanted(&Provider::Claude, false));
+        assert!(!p.wanted(&Provider::Shell, true));
+        assert!(!p.wanted(&Provider::Opencode, true));
+        let off = Proxy::new(
+            ProxyConfig {
+                enabled: false,
+                ..Default::default()
+            },
+            PathBuf::from("/h"),
+        );
+        assert!(!off.wanted(&Provider::Claude, true));
+    }
+}

@@ -142,11 +142,18 @@ impl Daemon {
         let facts = self.live_facts();
         let decision = enforce_budget(&facts, budget, protect);
         let memory: u64 = facts.iter().map(|f| f.memory_bytes).sum();
+        let remaining = memory.saturating_sub(
+            facts
+                .iter()
+                .filter(|f| decision.hibernate.contains(&f.id))
+                .map(|f| f.memory_bytes)
+                .sum(),
+        );
         {
             let mut st = self.lock();
             st.budget = BudgetStatus {
                 live: facts.len() - decision.hibernate.len(),
-                memory_bytes: memory,
+                memory_bytes: remaining,
                 over_budget: decision.over_budget,
                 reason: decision.reason.clone(),
             };

@@ -21,6 +21,11 @@ use crate::state::{ApiError, RunState};
 
 /// Outgoing frames queued per connection before the writer pushes back.
 const OUTGOING_QUEUE: usize = 256;
+/// A client must finish the hello handshake within this time of connecting.
+/// Without it, a client that connects and trickles bytes (or none) holds a
+/// task and its buffers forever; after the handshake a slow client costs
+/// only its own connection.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
     let mut shutdown = daemon.shutdown_watch();
@@ -101,6 +106,7 @@ async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
     let mut buf = vec![0u8; 64 * 1024];
     let mut greeted = false;
+    let handshake_deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
     let mut attached: Option<Attached> = None;
     'conn: loop {
         // Drain every complete frame before reading more.
@@ -238,7 +244,18 @@ async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
                 }
             }
         }
-        let n = match reader.read(&mut buf).await {
+        let read = if greeted {
+            reader.read(&mut buf).await
+        } else {
+            match tokio::time::timeout_at(handshake_deadline, reader.read(&mut buf)).await {
+                Ok(read) => read,
+                Err(_) => {
+                    tracing::debug!("dropping a client that did not say hello in time");
+                    break;
+                }
+            }
+        };
+        let n = match read {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
@@ -291,10 +308,16 @@ async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiEr
         }
         Request::ResumeQueue => Ok(daemon.resume_queue()),
         Request::Ratio(r) => daemon.op_ratio(r),
+        Request::Agent(call) => daemon.op_agent(call).await,
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
             Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))
         }
+        // Placeholder until the orchestration module is wired in.
+        Request::Agent(_) => Err(ApiError::new(
+            codes::UNKNOWN_KIND,
+            "orchestration is not available in this daemon build",
+        )),
         Request::Unknown(kind) => Err(ApiError::new(
             codes::UNKNOWN_KIND,
             format!(

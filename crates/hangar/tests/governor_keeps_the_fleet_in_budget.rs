@@ -249,3 +249,49 @@ fn the_journal_holds_no_prompt_text_and_summarize_reports_a_wake_storm() {
     assert_eq!(storms.len(), 1, "{summary}");
     assert!(storms[0]["wakes"].as_u64().unwrap() >= 11);
 }
+
+#[test]
+fn a_memory_budget_hibernates_the_least_recently_used_agent_when_the_fleet_grows_past_it() {
+    // Each agent holds 64 MiB; the budget fits two of them.
+    let h = Hangar::with_env(&[("FAKE_AGENT_ALLOC_MB", "64")]);
+    with_config(&h, "[governor]\nmax_memory_mb = 150\ncheck_interval_ms = 600000\n");
+    let ids: Vec<String> = (0..3).map(|i| parked(&h, &format!("m{i}"))).collect();
+    for id in &ids {
+        h.ok(&["wake", id]);
+        h.wait_screen(id, "fake-agent");
+    }
+    h.wait_until("the first agent is hibernated to fit the budget", DEADLINE, || {
+        h.state_of(&ids[0]) == "hibernated"
+    });
+    assert_eq!(h.state_of(&ids[1]), "live");
+    assert_eq!(h.state_of(&ids[2]), "live");
+    let status = h.status();
+    assert!(status["budget"]["memory_bytes"].as_u64().unwrap() <= 150 * 1024 * 1024);
+}
+
+#[test]
+fn close_idle_asks_first_then_closes_only_idle_agents_and_skips_busy_ones() {
+    let h = Hangar::new();
+    let idle = parked(&h, "idle");
+    let busy = parked(&h, "busy");
+    let fresh = parked(&h, "fresh");
+    h.ok(&["wake", &busy]);
+    h.ok(&["send", &busy, "slow 600000 long job"]);
+    h.wait_screen(&busy, "working");
+    // Everything is older than 0s; `fresh` is touched right before.
+    std::thread::sleep(Duration::from_millis(20));
+    let asked = h.fail(&["close-idle", "--older-than", "0s", "--include-live"]);
+    assert!(asked.contains("--yes"), "{asked}");
+    assert_eq!(h.ls().len(), 3, "nothing closes without --yes");
+    let done = h.json(&["close-idle", "--older-than", "0s", "--include-live", "--yes"]);
+    let closed: BTreeSet<String> = done["closed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    assert!(closed.contains(&idle));
+    assert!(closed.contains(&fresh));
+    assert!(!closed.contains(&busy), "a busy agent is never closed");
+    assert_eq!(h.state_of(&busy), "live");
+}

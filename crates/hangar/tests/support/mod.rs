@@ -12,6 +12,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod workspace;
+
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fs;
@@ -364,6 +366,28 @@ impl Hangar {
             .join("projects")
             .join(slug)
             .join(format!("{psid}.jsonl"))
+    }
+
+    /// Writes `workspace` (export format) to a file and runs `hangar import
+    /// hangar FILE`: into the store when no daemon runs, else into the daemon.
+    pub fn import(&self, workspace: &Value) -> Value {
+        let file = self.root.join("import.json");
+        fs::write(
+            &file,
+            serde_json::to_vec(workspace).expect("encode workspace"),
+        )
+        .expect("write import file");
+        self.json(&["import", "hangar", file.to_str().expect("utf-8 path")])
+    }
+
+    /// Waits until `status` reports the restore complete; returns the status.
+    pub fn wait_restore_complete(&self) -> Value {
+        let mut status = Value::Null;
+        self.wait_until("the restore is complete", DEADLINE, || {
+            status = self.status();
+            status["restore"]["complete"] == true
+        });
+        status
     }
 
     pub fn wait_until(&self, what: &str, timeout: Duration, f: impl FnMut() -> bool) {

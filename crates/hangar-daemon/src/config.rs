@@ -26,6 +26,9 @@ pub struct Config {
     pub worktree: WorktreeConfig,
     #[serde(default)]
     pub proxy: crate::proxy::ProxyConfig,
+    /// `[mcp]`: orchestration over MCP (on by default).
+    #[serde(default)]
+    pub mcp: crate::orchestration::McpConfig,
 }
 
 /// `[worktree]`: where `hangar new --worktree` puts worktrees and what runs

@@ -106,6 +106,7 @@ impl Daemon {
         };
         futures::future::join_all(lives.iter().map(|l| self.stop_process(l))).await;
         let mut st = self.lock();
+        self.orchestration_closed(&st.ws, ids);
         st.ws.remove_sessions(ids);
         for id in ids {
             st.runtimes.remove(id);

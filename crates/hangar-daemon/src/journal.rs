@@ -134,6 +134,16 @@ pub enum Event {
     Evict {
         session: String,
     },
+    /// An orchestration tool call by the agent `caller` (its request kind,
+    /// the sessions it named or touched, the error code if refused). Never
+    /// the prompt text or the token.
+    AgentAction {
+        caller: String,
+        action: String,
+        sessions: Vec<String>,
+        ok: bool,
+        code: Option<String>,
+    },
     /// An event kind from a newer hangar (when reading).
     #[serde(other)]
     Unknown,

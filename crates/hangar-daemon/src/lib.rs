@@ -8,13 +8,14 @@
 
 pub mod activity;
 pub mod config;
+pub mod identity;
 pub mod eviction;
 pub mod governor;
-pub mod identity;
 pub mod journal;
 pub mod layout_ops;
 pub mod lifecycle;
 pub mod ops;
+pub mod orchestration;
 pub mod os;
 pub mod paths;
 pub mod provider;
@@ -51,6 +52,8 @@ pub struct Daemon {
     pub queue: wake_queue::WakeQueue,
     /// The recording proxy shared by every session; started lazily.
     pub proxy: proxy::Proxy,
+    /// MCP tokens, turn marks, tombstones and first prompts of agents.
+    pub orchestration: orchestration::Orchestration,
     state: Mutex<State>,
     shutdown: watch::Sender<bool>,
 }
@@ -130,7 +133,16 @@ impl Daemon {
             }
         };
         for p in recorded {
-            if p.start_time != 0 && self.os.start_time(p.pid) == Some(p.start_time) {
+            let leader_matches =
+                p.start_time != 0 && self.os.start_time(p.pid) == Some(p.start_time);
+            // The leader often dies of the terminal hangup while children it
+            // started in its group (a dev server, a `sleep`) live on. With the
+            // leader gone, a group that still has members is the recorded
+            // one: the kernel does not hand out a pid number while it is
+            // still some group's id, so no newer process can own it.
+            let stragglers_of_dead_leader =
+                self.os.start_time(p.pid).is_none() && self.os.signal_group(p.pgid, 0);
+            if leader_matches || stragglers_of_dead_leader {
                 tracing::info!("ending orphaned agent of {} (pid {})", p.session, p.pid);
                 self.os.signal_group(p.pgid, libc::SIGKILL);
             }
@@ -208,6 +220,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         os: Arc::new(os::RealOs),
         journal: journal::Journal::new(paths.home.join("journal.jsonl")),
         queue: wake_queue::WakeQueue::new(config.governor.queue_limits()),
+        orchestration: orchestration::Orchestration::new(paths.home.clone()),
         proxy: proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
         state: Mutex::new(State {
             ws: opened.workspace.clone(),

@@ -166,15 +166,21 @@ impl Daemon {
                     format!("{}: {e}", describe(&meta)),
                 )
             })?;
+            let spec = self.with_orchestration_mcp(&meta, spec);
             let cwd = PathBuf::from(&meta.cwd);
             if !cwd.is_dir() {
                 // A worktree deleted by hand is reported, never recreated.
                 let reason = crate::worktree::missing_worktree_reason(&meta).unwrap_or_else(|| {
-                    format!(
-                        "{}: its folder {} does not exist",
-                        describe(&meta),
-                        meta.cwd
-                    )
+                    // Say why: "does not exist" was misleading for a folder
+                    // that loops through symlinks or cannot be read.
+                    let why = match std::fs::metadata(&cwd) {
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            "does not exist".to_owned()
+                        }
+                        Err(e) => format!("cannot be used ({e})"),
+                        Ok(_) => "is not a folder".to_owned(),
+                    };
+                    format!("{}: its folder {} {why}", describe(&meta), meta.cwd)
                 });
                 return Err(SpawnFailure::new(FailureKind::CwdMissing, reason));
             }

@@ -349,7 +349,9 @@ impl Daemon {
     pub async fn op_hibernate(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
         let id = self.lock().resolve_session(session)?;
         self.hibernate_session(&id).await?;
-        Ok(json!({"id": id.to_string(), "state": "hibernated"}))
+        let children = self.hibernate_idle_children(&id).await;
+        Ok(json!({"id": id.to_string(), "state": "hibernated",
+            "also_hibernated": children.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
     }
 
     /// Stop every process of `ids` and remove them from the model, then
@@ -380,6 +382,7 @@ impl Daemon {
         futures::future::join_all(lives.iter().map(|l| self.stop_process(l))).await;
         {
             let mut st = self.lock();
+            self.orchestration_closed(&st.ws, ids);
             st.ws.remove_sessions(ids);
             for id in ids {
                 st.runtimes.remove(id);

@@ -161,6 +161,89 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
     })
 }
 
+/// How an agent reaches hangar's orchestration MCP server (`hangar mcp`).
+#[derive(Clone, PartialEq)]
+pub struct McpServer {
+    /// The `hangar` binary.
+    pub command: PathBuf,
+    pub args: Vec<String>,
+    /// The server's environment: its token and `HANGAR_HOME`.
+    pub env: BTreeMap<String, String>,
+    /// The claude `--mcp-config` file holding the same, written mode 0600.
+    pub config_file: PathBuf,
+}
+
+/// Never prints the environment: it holds the session's token.
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("config_file", &self.config_file)
+            .finish()
+    }
+}
+
+/// The launch with hangar's MCP server added, for the providers that take
+/// one (claude: `--mcp-config FILE`; codex: `-c mcp_servers.hangar.*`
+/// overrides, which must come before its `resume` subcommand). Others are
+/// returned unchanged.
+pub fn with_mcp(mut spec: LaunchSpec, provider: &Provider, server: &McpServer) -> LaunchSpec {
+    let front: Vec<String> = match provider {
+        Provider::Claude => vec![
+            "--mcp-config".to_owned(),
+            server.config_file.display().to_string(),
+        ],
+        Provider::Codex => {
+            let args = server
+                .args
+                .iter()
+                .map(|a| toml_string(a))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let env = server
+                .env
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", toml_string(v)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            vec![
+                "-c".to_owned(),
+                format!(
+                    "mcp_servers.hangar.command={}",
+                    toml_string(&server.command.display().to_string())
+                ),
+                "-c".to_owned(),
+                format!("mcp_servers.hangar.args=[{args}]"),
+                "-c".to_owned(),
+                format!("mcp_servers.hangar.env={{{env}}}"),
+            ]
+        }
+        _ => return spec,
+    };
+    spec.args.splice(0..0, front);
+    spec
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +335,82 @@ mod tests {
         meta.provider = Provider::Opencode;
         let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
         assert_eq!(spec.args, vec!["--session", "t-1"]);
+    }
+
+    fn mcp_server() -> McpServer {
+        McpServer {
+            command: PathBuf::from("/opt/hangar \"x\"/hangar"),
+            args: vec!["mcp".into(), "--session".into(), "s1".into()],
+            env: BTreeMap::from([
+                ("HANGAR_HOME".to_owned(), "/h".to_owned()),
+                ("HANGAR_MCP_TOKEN".to_owned(), "tok".to_owned()),
+            ]),
+            config_file: PathBuf::from("/h/mcp/s1.json"),
+        }
+    }
+
+    #[test]
+    fn claude_gets_its_mcp_config_file_before_its_session_arguments() {
+        let config = Config::default();
+        let bin = true_bin();
+        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
+        let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = with_mcp(spec, &Provider::Claude, &mcp_server());
+        assert_eq!(
+            spec.args,
+            vec![
+                "--mcp-config",
+                "/h/mcp/s1.json",
+                "--session-id",
+                "minted-uuid"
+            ]
+        );
+    }
+
+    #[test]
+    fn codex_gets_toml_overrides_before_its_resume_subcommand() {
+        let config = Config::default();
+        let bin = true_bin();
+        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
+        meta.provider_session = Some(ProviderSessionId::new("t-1", IdSource::Transcript));
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = with_mcp(spec, &Provider::Codex, &mcp_server());
+        assert_eq!(
+            spec.args,
+            vec![
+                "-c",
+                r#"mcp_servers.hangar.command="/opt/hangar \"x\"/hangar""#,
+                "-c",
+                r#"mcp_servers.hangar.args=["mcp", "--session", "s1"]"#,
+                "-c",
+                r#"mcp_servers.hangar.env={HANGAR_HOME = "/h", HANGAR_MCP_TOKEN = "tok"}"#,
+                "resume",
+                "t-1",
+            ]
+        );
+        // Each override's value is TOML that codex can parse back.
+        let value = |arg: &str| {
+            let v = arg.split_once('=').unwrap().1;
+            toml::from_str::<toml::Table>(&format!("v = {v}")).unwrap()["v"].clone()
+        };
+        assert_eq!(
+            value(&spec.args[1]).as_str(),
+            Some("/opt/hangar \"x\"/hangar")
+        );
+        assert_eq!(value(&spec.args[3]).as_array().unwrap().len(), 3);
+        assert_eq!(value(&spec.args[5])["HANGAR_MCP_TOKEN"].as_str(), Some("tok"));
+    }
+
+    #[test]
+    fn providers_without_mcp_support_are_left_unchanged() {
+        let config = Config::default();
+        let vars = |k: &str| (k == "HANGAR_SHELL").then(|| "/bin/sh".to_owned());
+        let meta = SessionMeta::new(SessionId::from("s1"), Provider::Shell, "/tmp");
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(with_mcp(spec.clone(), &Provider::Shell, &mcp_server()), spec);
+        assert!(!format!("{:?}", mcp_server()).contains("tok"));
     }
 
     #[test]

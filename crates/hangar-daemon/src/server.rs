@@ -313,11 +313,6 @@ async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiEr
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
             Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))
         }
-        // Placeholder until the orchestration module is wired in.
-        Request::Agent(_) => Err(ApiError::new(
-            codes::UNKNOWN_KIND,
-            "orchestration is not available in this daemon build",
-        )),
         Request::Unknown(kind) => Err(ApiError::new(
             codes::UNKNOWN_KIND,
             format!(

@@ -1,0 +1,1093 @@
+//! The orchestration tools, one function each, behind the `agent_*` request
+//! kinds.
+//!
+//! Every call is authenticated first (caller session + its token), every
+//! argument is validated with a bound, and every session named is resolved
+//! among the caller's own visible descendants only, so a session of another
+//! agent or another project tab is never touched, nor even confirmed beyond
+//! `not_your_agent`. Nothing here wakes an agent to read it: status, messages
+//! and outputs come from transcripts.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hangar_core::orchestration::{CloseRefusal, check_close, project_tab, visible_agents};
+use hangar_core::{
+    IdSource, Placement, Provider, ProviderSessionId, SessionId, SessionMeta, TabId,
+};
+use hangar_protocol::message::{self as msg, AgentCall, AgentTool, codes};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::ledger::{FirstPrompt, Tombstone};
+use super::turns;
+use crate::Daemon;
+use crate::activity::Activity;
+use crate::journal::{Caller, CloseCause, Event, HibernateReason};
+use crate::state::{ApiError, RunState};
+
+/// The largest prompt an agent may send (bytes).
+pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
+/// The most child agents (live, parked or hibernated) one agent may have.
+pub const MAX_AGENTS: usize = 64;
+const MAX_TITLE_CHARS: usize = 200;
+const MAX_ROLE_CHARS: usize = 64;
+const MAX_RUN_CHARS: usize = 64;
+const MAX_ID_CHARS: usize = 128;
+const DEFAULT_MESSAGES: usize = 20;
+const MAX_MESSAGES: usize = 200;
+const DEFAULT_CHARS: usize = 20_000;
+const MAX_CHARS: usize = 200_000;
+const DEFAULT_TOTAL_CHARS: usize = 50_000;
+const MAX_TOTAL_CHARS: usize = 500_000;
+const DEFAULT_WAIT_MS: u64 = 60_000;
+const MAX_WAIT_MS: u64 = 600_000;
+const MAX_WAIT_SESSIONS: usize = 64;
+/// How often `wait_agents` looks at transcripts.
+const WAIT_POLL: Duration = Duration::from_millis(200);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateArgs {
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    prompt: Option<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    run: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendPromptArgs {
+    session: String,
+    prompt: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    #[serde(default)]
+    run: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionArgs {
+    session: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    session: String,
+    #[serde(default)]
+    max_messages: Option<usize>,
+    #[serde(default)]
+    max_chars: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadRunArgs {
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default)]
+    max_total_chars: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitArgs {
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default)]
+    sessions: Option<Vec<String>>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+/// The MCP tool name of a request kind, for messages an agent reads.
+pub fn tool_name(tool: AgentTool) -> &'static str {
+    match tool {
+        AgentTool::Create => "create_agent",
+        AgentTool::SendPrompt => "send_prompt",
+        AgentTool::List => "list_agents",
+        AgentTool::Read => "read_agent",
+        AgentTool::ReadRunOutputs => "read_run_outputs",
+        AgentTool::Wait => "wait_agents",
+        AgentTool::Close => "close_agent",
+        AgentTool::CloseRun => "close_run",
+        AgentTool::Park => "park_agent",
+        AgentTool::Hibernate => "hibernate_agent",
+    }
+}
+
+fn parse<T: DeserializeOwned>(tool: AgentTool, args: Value) -> Result<T, ApiError> {
+    let args = if args.is_null() {
+        Value::Object(Default::default())
+    } else {
+        args
+    };
+    serde_json::from_value(args)
+        .map_err(|e| ApiError::invalid(format!("bad arguments for {}: {e}", tool_name(tool))))
+}
+
+/// A short free-text field: trimmed, bounded, no control characters.
+fn text_field(name: &str, value: Option<String>, max: usize) -> Result<Option<String>, ApiError> {
+    let Some(v) = value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    if v.chars().count() > max {
+        return Err(ApiError::invalid(format!(
+            "{name} is longer than {max} characters"
+        )));
+    }
+    if v.chars().any(char::is_control) {
+        return Err(ApiError::invalid(format!(
+            "{name} must not contain control characters"
+        )));
+    }
+    Ok(Some(v))
+}
+
+fn run_field(value: Option<String>) -> Result<Option<String>, ApiError> {
+    let Some(run) = value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    if run.len() > MAX_RUN_CHARS
+        || !run
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(ApiError::invalid(format!(
+            "run {run:?} must be 1 to {MAX_RUN_CHARS} characters of letters, digits, '-', '_' or '.'"
+        )));
+    }
+    Ok(Some(run))
+}
+
+fn prompt_field(prompt: &str) -> Result<(), ApiError> {
+    if prompt.trim().is_empty() {
+        return Err(ApiError::invalid("the prompt is empty"));
+    }
+    if prompt.len() > MAX_PROMPT_BYTES {
+        return Err(ApiError::invalid(format!(
+            "the prompt is {} bytes; the limit is {MAX_PROMPT_BYTES}",
+            prompt.len()
+        )));
+    }
+    Ok(())
+}
+
+fn new_run_id() -> String {
+    let u = uuid::Uuid::new_v4().simple().to_string();
+    format!("run-{}", &u[..8])
+}
+
+/// What a session name given by an agent resolves to.
+enum Target {
+    /// The caller itself.
+    Me,
+    /// One of the caller's visible descendants.
+    Mine(SessionId),
+}
+
+/// A status an agent sees: live, working, waiting, hibernated, failed.
+fn status_name(state: &RunState, activity: Activity) -> &'static str {
+    match state {
+        RunState::Live | RunState::Spawning => match activity {
+            Activity::Working => "working",
+            Activity::Waiting => "waiting",
+            _ => "live",
+        },
+        RunState::Hibernated => "hibernated",
+        RunState::Failed(_) | RunState::Exited(_) => "failed",
+    }
+}
+
+fn reason_of(state: &RunState) -> Option<String> {
+    match state {
+        RunState::Failed(r) => Some(r.clone()),
+        RunState::Exited(c) => Some(format!("exited with code {c}")),
+        _ => None,
+    }
+}
+
+/// A tombstone as metadata, so its transcript can still be read.
+fn tombstone_meta(t: &Tombstone) -> SessionMeta {
+    let mut m = SessionMeta::new(
+        SessionId::new(t.id.clone()),
+        Provider::from_name(&t.provider),
+        t.cwd.clone(),
+    );
+    m.title = t.title.clone();
+    m.provider_session = t
+        .provider_session_id
+        .as_ref()
+        .map(|p| ProviderSessionId::new(p.clone(), IdSource::Transcript));
+    m
+}
+
+fn tombstone_view(t: &Tombstone) -> Value {
+    json!({
+        "id": t.id,
+        "title": t.title,
+        "role": t.role,
+        "run": t.run,
+        "parent": t.parent,
+        "provider": t.provider,
+        "status": "closed",
+        "placement": null,
+        "provider_session_id": t.provider_session_id,
+        "closed_at_ms": t.closed_at_ms,
+    })
+}
+
+/// One visible agent's facts, gathered under the state lock.
+#[derive(Clone)]
+struct Snapshot {
+    meta: SessionMeta,
+    state: RunState,
+    placement: Option<Placement>,
+}
+
+impl Daemon {
+    /// Answer one orchestration tool call, journaling it with its caller.
+    pub async fn op_agent(self: &Arc<Self>, call: AgentCall) -> Result<Value, ApiError> {
+        let tool = call.tool;
+        let caller = self.authenticate(&call)?;
+        let mut touched: Vec<String> = Vec::new();
+        let result = match tool {
+            AgentTool::Create => self.tool_create(&caller, call.args, &mut touched).await,
+            AgentTool::SendPrompt => self.tool_send_prompt(&caller, call.args, &mut touched).await,
+            AgentTool::List => self.tool_list(&caller, call.args).await,
+            AgentTool::Read => self.tool_read(&caller, call.args, &mut touched).await,
+            AgentTool::ReadRunOutputs => self.tool_read_run(&caller, call.args).await,
+            AgentTool::Wait => self.tool_wait(&caller, call.args, &mut touched).await,
+            AgentTool::Close => self.tool_close(&caller, call.args, &mut touched).await,
+            AgentTool::CloseRun => self.tool_close_run(&caller, call.args, &mut touched).await,
+            AgentTool::Park => self.tool_park(&caller, call.args, &mut touched).await,
+            AgentTool::Hibernate => self.tool_hibernate(&caller, call.args, &mut touched).await,
+        };
+        if tool != AgentTool::List && tool != AgentTool::ReadRunOutputs || result.is_err() {
+            self.journal.record(Event::AgentAction {
+                caller: caller.to_string(),
+                action: tool.kind().to_owned(),
+                sessions: touched,
+                ok: result.is_ok(),
+                code: result.as_ref().err().map(|e| e.code.to_owned()),
+            });
+        }
+        result
+    }
+
+    /// The caller's session, proven by its token; never from an argument.
+    fn authenticate(&self, call: &AgentCall) -> Result<SessionId, ApiError> {
+        let caller = SessionId::new(call.caller.trim());
+        let unauthorized = || {
+            ApiError::new(
+                codes::UNAUTHORIZED,
+                format!(
+                    "hangar does not recognise this MCP server for session {caller}: its token \
+                     is missing or stale (the agent was restarted or closed); use the server \
+                     hangar configured for the agent"
+                ),
+            )
+        };
+        if call.token.is_empty() || call.token.len() > 256 || caller.as_str().is_empty() {
+            return Err(unauthorized());
+        }
+        if !self.lock().ws.sessions.contains_key(&caller) {
+            return Err(unauthorized());
+        }
+        if !self.orchestration.token_matches(&caller, &call.token) {
+            return Err(unauthorized());
+        }
+        Ok(caller)
+    }
+
+    /// Resolve a session name (id or unique prefix) among the caller and its
+    /// visible descendants only.
+    fn resolve_target(&self, caller: &SessionId, given: &str) -> Result<Target, ApiError> {
+        let given = given.trim();
+        if given.is_empty() || given.chars().count() > MAX_ID_CHARS {
+            return Err(ApiError::invalid("give a session id from list_agents"));
+        }
+        let st = self.lock();
+        let mut candidates = visible_agents(&st.ws, caller);
+        candidates.push(caller.clone());
+        let exact: Vec<&SessionId> = candidates.iter().filter(|c| c.as_str() == given).collect();
+        let matches: Vec<&SessionId> = if exact.is_empty() {
+            candidates
+                .iter()
+                .filter(|c| c.as_str().starts_with(given))
+                .collect()
+        } else {
+            exact
+        };
+        match matches.as_slice() {
+            [one] if *one == caller => Ok(Target::Me),
+            [one] => Ok(Target::Mine((*one).clone())),
+            [] => {
+                let closed = self
+                    .orchestration
+                    .ledger()
+                    .data
+                    .tombstones
+                    .contains_key(given);
+                if closed {
+                    Err(ApiError::not_found(format!(
+                        "agent {given} is already closed"
+                    )))
+                } else if st.resolve_session(given).is_ok() {
+                    Err(ApiError::new(
+                        codes::NOT_YOUR_AGENT,
+                        format!(
+                            "session {given} is not one of your agents; you can act only on \
+                             agents you created (and theirs) in your project tab"
+                        ),
+                    ))
+                } else {
+                    Err(ApiError::not_found(format!(
+                        "no agent {given}; list_agents shows yours"
+                    )))
+                }
+            }
+            _ => Err(ApiError::new(
+                codes::AMBIGUOUS,
+                format!("agent id {given:?} is ambiguous; give more characters"),
+            )),
+        }
+    }
+
+    fn resolve_mine(&self, caller: &SessionId, given: &str, what: &str) -> Result<SessionId, ApiError> {
+        match self.resolve_target(caller, given)? {
+            Target::Mine(id) => Ok(id),
+            Target::Me => Err(ApiError::new(
+                codes::NOT_YOUR_AGENT,
+                format!("{given} is you; {what} acts on the agents you created"),
+            )),
+        }
+    }
+
+    /// Tombstones of the caller's closed descendants in its project tab.
+    fn my_tombstones(&self, caller: &SessionId) -> Vec<Tombstone> {
+        let (tab, parents) = {
+            let st = self.lock();
+            let tab = project_tab(&st.ws, caller);
+            let parents: HashMap<String, String> = st
+                .ws
+                .sessions
+                .values()
+                .filter_map(|m| {
+                    Some((
+                        m.id.to_string(),
+                        m.relationships.orchestration_parent.as_ref()?.to_string(),
+                    ))
+                })
+                .collect();
+            (tab, parents)
+        };
+        let Some(tab) = tab else {
+            return Vec::new();
+        };
+        let mut ledger = self.orchestration.ledger();
+        if ledger
+            .data
+            .expire(crate::now_ms(), self.config.mcp.tombstone_keep_ms())
+        {
+            let _ = ledger.save();
+        }
+        let tombs = &ledger.data.tombstones;
+        let parent_of = |id: &str| -> Option<String> {
+            parents
+                .get(id)
+                .cloned()
+                .or_else(|| tombs.get(id).and_then(|t| t.parent.clone()))
+        };
+        tombs
+            .values()
+            .filter(|t| t.tab.as_deref() == Some(tab.as_str()))
+            .filter(|t| {
+                let mut at = t.parent.clone();
+                for _ in 0..128 {
+                    match at {
+                        Some(p) if p == caller.as_str() => return true,
+                        Some(p) => at = parent_of(&p),
+                        None => return false,
+                    }
+                }
+                false
+            })
+            .cloned()
+            .collect()
+    }
+
+    fn snapshot(&self, ids: &[SessionId]) -> Vec<Snapshot> {
+        let st = self.lock();
+        ids.iter()
+            .filter_map(|id| {
+                Some(Snapshot {
+                    meta: st.ws.sessions.get(id)?.clone(),
+                    state: st.run_state(id),
+                    placement: st.ws.placement_of(id).map(|(p, _)| p),
+                })
+            })
+            .collect()
+    }
+
+    /// The activity of each snapshot's turn, read off the runtime.
+    async fn activities(&self, snaps: &[Snapshot]) -> Vec<Activity> {
+        let marks = self.orchestration.turns().clone();
+        let work: Vec<(SessionMeta, Option<turns::TurnMark>, bool)> = snaps
+            .iter()
+            .map(|s| {
+                (
+                    s.meta.clone(),
+                    marks.get(&s.meta.id).cloned(),
+                    matches!(s.state, RunState::Live | RunState::Spawning),
+                )
+            })
+            .collect();
+        tokio::task::spawn_blocking(move || {
+            work.iter()
+                .map(|(meta, mark, running)| {
+                    if *running {
+                        turns::turn_activity(meta, mark.as_ref())
+                    } else {
+                        Activity::Unknown
+                    }
+                })
+                .collect()
+        })
+        .await
+        .unwrap_or_else(|_| vec![Activity::Unknown; snaps.len()])
+    }
+
+    fn view(s: &Snapshot, activity: Activity) -> Value {
+        let rel = &s.meta.relationships;
+        json!({
+            "id": s.meta.id.to_string(),
+            "title": s.meta.title,
+            "role": rel.role,
+            "run": rel.run,
+            "parent": rel.orchestration_parent.as_ref().map(|p| p.to_string()),
+            "provider": s.meta.provider.name(),
+            "status": status_name(&s.state, activity),
+            "placement": s.placement.as_ref().map(|p| p.name()),
+            "provider_session_id": s.meta.provider_session.as_ref().map(|p| p.id.clone()),
+            "reason": reason_of(&s.state),
+        })
+    }
+
+    /// Type a prompt into a live child, remembering where its turn starts.
+    async fn type_prompt(self: &Arc<Self>, id: &SessionId, text: &str) -> Result<(), ApiError> {
+        let meta = self
+            .lock()
+            .ws
+            .sessions
+            .get(id)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+        let mark = tokio::task::spawn_blocking(move || turns::mark(&meta))
+            .await
+            .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
+        self.orchestration.turns().insert(id.clone(), mark);
+        self.op_send(msg::Send {
+            session: id.to_string(),
+            text: text.to_owned(),
+            enter: true,
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Deliver a child's pending first prompt, at most once ever: the ledger
+    /// records the delivery (and drops the text) before it is typed, so a
+    /// daemon restart can never send it a second time.
+    async fn deliver_first_prompt(self: &Arc<Self>, id: &SessionId) -> Result<bool, ApiError> {
+        let text = {
+            let mut ledger = self.orchestration.ledger();
+            let Some(pending) = ledger
+                .data
+                .first_prompts
+                .get_mut(id.as_str())
+                .and_then(|p| p.text.take())
+            else {
+                return Ok(false);
+            };
+            if let Some(p) = ledger.data.first_prompts.get_mut(id.as_str()) {
+                p.delivered_at_ms = Some(crate::now_ms());
+            }
+            ledger.save().map_err(|e| {
+                ApiError::internal(format!("cannot record the first prompt's delivery: {e}"))
+            })?;
+            pending
+        };
+        self.type_prompt(id, &text).await?;
+        Ok(true)
+    }
+
+    async fn tool_create(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        args: Value,
+        touched: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let a: CreateArgs = parse(AgentTool::Create, args)?;
+        let prompt = a.prompt.filter(|p| !p.trim().is_empty());
+        if let Some(p) = &prompt {
+            prompt_field(p)?;
+        }
+        let title = text_field("title", a.title, MAX_TITLE_CHARS)?;
+        let role = text_field("role", a.role, MAX_ROLE_CHARS)?;
+        let run = run_field(a.run)?.unwrap_or_else(new_run_id);
+        let provider = match a.provider.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(p) => {
+                let provider = Provider::from_name(p);
+                if let Provider::Custom(name) = &provider
+                    && !self.config.providers.contains_key(name)
+                {
+                    return Err(ApiError::invalid(format!(
+                        "unknown provider {name:?}: use claude, codex, opencode or shell"
+                    )));
+                }
+                Some(provider)
+            }
+        };
+        if let Some(cwd) = &a.cwd
+            && (!Path::new(cwd).is_absolute() || !Path::new(cwd).is_dir())
+        {
+            return Err(ApiError::invalid(format!(
+                "cwd {cwd:?} is not an existing absolute folder"
+            )));
+        }
+        let now = crate::now_ms();
+        let id = SessionId::new(uuid::Uuid::new_v4().to_string());
+        let (provider_name, title) = {
+            let mut st = self.lock();
+            let parent = st
+                .ws
+                .sessions
+                .get(caller)
+                .cloned()
+                .ok_or_else(|| ApiError::not_found("your session no longer exists"))?;
+            let tab: TabId = project_tab(&st.ws, caller).ok_or_else(|| {
+                ApiError::invalid("your session has no project tab to create agents in")
+            })?;
+            if visible_agents(&st.ws, caller).len() >= MAX_AGENTS {
+                return Err(ApiError::invalid(format!(
+                    "you already have {MAX_AGENTS} agents; close some (close_agent, close_run) first"
+                )));
+            }
+            let provider = provider.unwrap_or_else(|| parent.provider.clone());
+            let mut meta = SessionMeta::new(
+                id.clone(),
+                provider.clone(),
+                a.cwd.clone().unwrap_or_else(|| parent.cwd.clone()),
+            );
+            meta.title = title
+                .clone()
+                .or_else(|| role.clone())
+                .unwrap_or_else(|| format!("{} agent", provider.name()));
+            meta.created_at_ms = now;
+            meta.last_active_ms = now;
+            meta.capture = parent.capture;
+            meta.dangerous = st.ws.settings.dangerous;
+            let rel = &mut meta.relationships;
+            rel.orchestration_parent = Some(caller.clone());
+            rel.orchestration_root = Some(
+                parent
+                    .relationships
+                    .orchestration_root
+                    .clone()
+                    .unwrap_or_else(|| caller.clone()),
+            );
+            rel.run = Some(run.clone());
+            rel.role = role.clone();
+            let title = meta.title.clone();
+            st.ws.add_parked_session(meta, &tab, now)?;
+            st.save(&[])?;
+            (provider.name().to_owned(), title)
+        };
+        touched.push(id.to_string());
+        let mut state = RunState::Hibernated;
+        let mut delivered = false;
+        if let Some(prompt) = prompt {
+            {
+                let mut ledger = self.orchestration.ledger();
+                ledger.data.first_prompts.insert(
+                    id.to_string(),
+                    FirstPrompt {
+                        text: Some(prompt),
+                        delivered_at_ms: None,
+                    },
+                );
+                ledger.save().map_err(|e| {
+                    ApiError::internal(format!("cannot record the first prompt: {e}"))
+                })?;
+            }
+            state = self.wake_as(&id, Caller::Agent).await?;
+            if state == RunState::Live {
+                delivered = self.deliver_first_prompt(&id).await?;
+            }
+        }
+        Ok(json!({
+            "id": id.to_string(),
+            "run": run,
+            "role": role,
+            "title": title,
+            "provider": provider_name,
+            "status": status_name(&state, Activity::Unknown),
+            "reason": reason_of(&state),
+            "prompt_delivered": delivered,
+        }))
+    }
+
+    async fn tool_send_prompt(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        args: Value,
+        touched: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let a: SendPromptArgs = parse(AgentTool::SendPrompt, args)?;
+        let id = self.resolve_mine(caller, &a.session, "send_prompt")?;
+        touched.push(id.to_string());
+        prompt_field(&a.prompt)?;
+        let was_live = matches!(
+            self.lock().run_state(&id),
+            RunState::Live | RunState::Spawning
+        );
+        if let RunState::Failed(reason) = self.wake_as(&id, Caller::Agent).await? {
+            return Err(ApiError::new(codes::FAILED, reason));
+        }
+        let first_prompt_delivered = self.deliver_first_prompt(&id).await?;
+        self.type_prompt(&id, &a.prompt).await?;
+        let st = self.lock();
+        let rt = st.runtimes.get(&id);
+        Ok(json!({
+            "id": id.to_string(),
+            "status": "working",
+            "woke": !was_live,
+            "started": rt.and_then(|r| r.resumed).map(|r| if r { "resumed" } else { "fresh" }),
+            "provider_session_id": st.ws.sessions.get(&id)
+                .and_then(|m| m.provider_session.as_ref()).map(|p| p.id.clone()),
+            "first_prompt_delivered": first_prompt_delivered,
+        }))
+    }
+
+    async fn tool_list(self: &Arc<Self>, caller: &SessionId, args: Value) -> Result<Value, ApiError> {
+        let a: RunArgs = parse(AgentTool::List, args)?;
+        let run = run_field(a.run)?;
+        let ids = visible_agents(&self.lock().ws, caller);
+        let snaps: Vec<Snapshot> = self
+            .snapshot(&ids)
+            .into_iter()
+            .filter(|s| run.is_none() || s.meta.relationships.run == run)
+            .collect();
+        let activities = self.activities(&snaps).await;
+        let mut agents: Vec<Value> = snaps
+            .iter()
+            .zip(activities)
+            .map(|(s, a)| Self::view(s, a))
+            .collect();
+        agents.extend(
+            self.my_tombstones(caller)
+                .iter()
+                .filter(|t| run.is_none() || t.run == run)
+                .map(tombstone_view),
+        );
+        Ok(json!({"agents": agents}))
+    }
+
+    /// A visible agent's or a closed one's metadata and status.
+    async fn readable(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        given: &str,
+    ) -> Result<(SessionMeta, &'static str), ApiError> {
+        match self.resolve_mine(caller, given, "read_agent") {
+            Ok(id) => {
+                let snaps = self.snapshot(std::slice::from_ref(&id));
+                let snap = snaps
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| ApiError::not_found(format!("no agent {id}")))?;
+                let act = self.activities(std::slice::from_ref(&snap)).await[0];
+                Ok((snap.meta.clone(), status_name(&snap.state, act)))
+            }
+            Err(e) if e.code == codes::NOT_FOUND => self
+                .my_tombstones(caller)
+                .into_iter()
+                .find(|t| t.id == given.trim())
+                .map(|t| (tombstone_meta(&t), "closed"))
+                .ok_or(e),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn tool_read(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        args: Value,
+        touched: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let a: ReadArgs = parse(AgentTool::Read, args)?;
+        let (meta, status) = self.readable(caller, &a.session).await?;
+        touched.push(meta.id.to_string());
+        let max_messages = a.max_messages.unwrap_or(DEFAULT_MESSAGES).clamp(1, MAX_MESSAGES);
+        let max_chars = a.max_chars.unwrap_or(DEFAULT_CHARS).clamp(1, MAX_CHARS);
+        let id = meta.id.to_string();
+        let (messages, truncated) =
+            tokio::task::spawn_blocking(move || turns::read_messages(&meta, max_messages, max_chars))
+                .await
+                .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?
+                .map_err(ApiError::invalid)?;
+        Ok(json!({
+            "id": id,
+            "status": status,
+            "messages": messages,
+            "truncated": truncated,
+        }))
+    }
+
+    /// The agents a run names (all of the caller's when `run` is `None`):
+    /// visible ones, then tombstones.
+    fn run_members(&self, caller: &SessionId, run: &Option<String>) -> (Vec<Snapshot>, Vec<Tombstone>) {
+        let ids = visible_agents(&self.lock().ws, caller);
+        let snaps = self
+            .snapshot(&ids)
+            .into_iter()
+            .filter(|s| run.is_none() || &s.meta.relationships.run == run)
+            .collect();
+        let tombs = self
+            .my_tombstones(caller)
+            .into_iter()
+            .filter(|t| run.is_none() || &t.run == run)
+            .collect();
+        (snaps, tombs)
+    }
+
+    async fn tool_read_run(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        args: Value,
+    ) -> Result<Value, ApiError> {
+        let a: ReadRunArgs = parse(AgentTool::ReadRunOutputs, args)?;
+        let run = run_field(a.run)?;
+        let total = a
+            .max_total_chars
+            .unwrap_or(DEFAULT_TOTAL_CHARS)
+            .clamp(1, MAX_TOTAL_CHARS);
+        let (snaps, tombs) = self.run_members(caller, &run);
+        let activities = self.activities(&snaps).await;
+        let mut members: Vec<(SessionMeta, &'static str)> = snaps
+            .iter()
+            .zip(activities)
+            .map(|(s, a)| (s.meta.clone(), status_name(&s.state, a)))
+            .collect();
+        members.extend(tombs.iter().map(|t| (tombstone_meta(t), "closed")));
+        let per = (total / members.len().max(1)).max(1);
+        let outputs = tokio::task::spawn_blocking(move || {
+            members
+                .into_iter()
+                .map(|(meta, status)| {
+                    let (output, truncated) = turns::latest_output(&meta, per);
+                    json!({
+                        "id": meta.id.to_string(),
+                        "title": meta.title,
+                        "status": status,
+                        "output": output,
+                        "truncated": truncated,
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
+        Ok(json!({"run": run, "outputs": outputs}))
+    }
+
+    async fn tool_wait(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        args: Value,
+        touched: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let a: WaitArgs = parse(AgentTool::Wait, args)?;
+        let run = run_field(a.run)?;
+        let timeout = Duration::from_millis(a.timeout_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
+        let ids: Vec<SessionId> = match a.sessions {
+            Some(list) if !list.is_empty() => {
+                if run.is_some() {
+                    return Err(ApiError::invalid("give run or sessions, not both"));
+                }
+                if list.len() > MAX_WAIT_SESSIONS {
+                    return Err(ApiError::invalid(format!(
+                        "at most {MAX_WAIT_SESSIONS} sessions at once"
+                    )));
+                }
+                let mut ids = Vec::new();
+                for s in &list {
+                    let id = self.resolve_mine(caller, s, "wait_agents")?;
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+                ids
+            }
+            _ => self
+                .run_members(caller, &run)
+                .0
+                .into_iter()
+                .map(|s| s.meta.id)
+                .collect(),
+        };
+        touched.extend(ids.iter().map(|i| i.to_string()));
+        let begun = Instant::now();
+        let deadline = begun + timeout;
+        let mut shutdown = self.shutdown_watch();
+        let (snaps, activities) = loop {
+            let snaps = self.snapshot(&ids);
+            let activities = self.activities(&snaps).await;
+            // A session that vanished (closed) is settled too.
+            let all_settled = snaps
+                .iter()
+                .zip(&activities)
+                .all(|(s, a)| settled(&s.state, *a));
+            if all_settled || Instant::now() >= deadline || *shutdown.borrow() {
+                break (snaps, activities);
+            }
+            let pause = WAIT_POLL.min(deadline.saturating_duration_since(Instant::now()));
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = shutdown.changed() => {}
+            }
+        };
+        let per = (DEFAULT_TOTAL_CHARS / snaps.len().max(1)).max(500);
+        let present: BTreeSet<SessionId> = snaps.iter().map(|s| s.meta.id.clone()).collect();
+        let rows: Vec<(Snapshot, Activity)> = snaps.into_iter().zip(activities).collect();
+        let mut all_finished = true;
+        let views = tokio::task::spawn_blocking(move || {
+            rows.into_iter()
+                .map(|(s, a)| {
+                    let finished = finished(&s.state, a);
+                    let (output, truncated) = turns::latest_output(&s.meta, per);
+                    (
+                        finished,
+                        json!({
+                            "id": s.meta.id.to_string(),
+                            "status": status_name(&s.state, a),
+                            "finished": finished,
+                            "output": output,
+                            "truncated": truncated,
+                            "reason": reason_of(&s.state),
+                        }),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
+        let mut agents: Vec<Value> = Vec::new();
+        for (f, v) in views {
+            all_finished &= f;
+            agents.push(v);
+        }
+        for gone in ids.iter().filter(|i| !present.contains(*i)) {
+            agents.push(json!({"id": gone.to_string(), "status": "closed", "finished": true}));
+        }
+        Ok(json!({
+            "all_finished": all_finished,
+            "timed_out": !all_finished && Instant::now() >= deadline,
+            "waited_ms": begun.elapsed().as_millis() as u64,
+            "agents": agents,
+        }))
+    }
+
+    /// Close exactly `ids` for the caller, journaled as closed by an agent.
+    async fn close_for_agent(self: &Arc<Self>, ids: &[SessionId]) -> Result<(), ApiError> {
+        self.stop_and_remove(ids).await?;
+        for id in ids {
+            self.journal.record(Event::Close {
+                session: id.to_string(),
+                cause: CloseCause::Agent,
+            });
+        }
+        Ok(())
+    }
+
+    async fn tool_close(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        args: Value,
+        touched: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let a: SessionArgs = parse(AgentTool::Close, args)?;
+        let id = match self.resolve_target(caller, &a.session)? {
+            Target::Me => {
+                touched.push(caller.to_string());
+                return Err(refusal(CloseRefusal::SelfClose));
+            }
+            Target::Mine(id) => id,
+        };
+        touched.push(id.to_string());
+        let plan = check_close(&self.lock().ws, caller, std::slice::from_ref(&id));
+        let closing = plan.map_err(refusal)?;
+        self.close_for_agent(&closing).await?;
+        Ok(json!({"closed": closing.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
+    }
+
+    async fn tool_close_run(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        args: Value,
+        touched: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let a: RunArgs = parse(AgentTool::CloseRun, args)?;
+        let run = run_field(a.run)?;
+        let named: Vec<SessionId> = self
+            .run_members(caller, &run)
+            .0
+            .into_iter()
+            .map(|s| s.meta.id)
+            .collect();
+        touched.extend(named.iter().map(|s| s.to_string()));
+        // Close every member whose cascade stays inside the run; report the
+        // others with what closing them would also close.
+        let (closable, skipped) = {
+            let st = self.lock();
+            let named_set: BTreeSet<&SessionId> = named.iter().collect();
+            let mut closable = Vec::new();
+            let mut skipped = Vec::new();
+            for id in &named {
+                let cascade = st.ws.close_cascade(id);
+                if cascade.iter().all(|c| named_set.contains(c)) {
+                    closable.push(id.clone());
+                } else {
+                    skipped.push(json!({
+                        "id": id.to_string(),
+                        "code": codes::CASCADE_REFUSED,
+                        "reason": "closing it would also close sessions outside this run",
+                        "would_close": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                    }));
+                }
+            }
+            let closing = if closable.is_empty() {
+                Vec::new()
+            } else {
+                check_close(&st.ws, caller, &closable).map_err(refusal)?
+            };
+            (closing, skipped)
+        };
+        if !closable.is_empty() {
+            self.close_for_agent(&closable).await?;
+        }
+        Ok(json!({
+            "run": run,
+            "closed": closable.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            "skipped": skipped,
+        }))
+    }
+
+    async fn tool_park(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        args: Value,
+        touched: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let a: SessionArgs = parse(AgentTool::Park, args)?;
+        let id = self.resolve_mine(caller, &a.session, "park_agent")?;
+        touched.push(id.to_string());
+        let mut st = self.lock();
+        let changed = match st.ws.placement_of(&id).map(|(p, _)| p) {
+            Some(Placement::Pane) => {
+                st.ws.park(&id, crate::now_ms())?;
+                st.save(&[])?;
+                true
+            }
+            Some(Placement::Parked) => false,
+            _ => {
+                return Err(ApiError::invalid(format!(
+                    "agent {id} is buried; a person unburies it"
+                )));
+            }
+        };
+        Ok(json!({"id": id.to_string(), "placement": "parked", "changed": changed}))
+    }
+
+    async fn tool_hibernate(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        args: Value,
+        touched: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let a: SessionArgs = parse(AgentTool::Hibernate, args)?;
+        let id = self.resolve_mine(caller, &a.session, "hibernate_agent")?;
+        touched.push(id.to_string());
+        self.hibernate_session(&id).await?;
+        self.journal.record(Event::Hibernate {
+            session: id.to_string(),
+            reason: HibernateReason::Agent,
+        });
+        let also = self.hibernate_idle_children(&id).await;
+        Ok(json!({
+            "id": id.to_string(),
+            "status": "hibernated",
+            "also_hibernated": also.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        }))
+    }
+}
+
+/// Done waiting on an agent: its turn finished, it waits for a person, or
+/// it has no process to make progress with.
+fn settled(state: &RunState, activity: Activity) -> bool {
+    match state {
+        RunState::Spawning => false,
+        RunState::Live => activity != Activity::Working,
+        _ => true,
+    }
+}
+
+/// Its turn is over (not merely paused at a question for a person).
+fn finished(state: &RunState, activity: Activity) -> bool {
+    settled(state, activity) && activity != Activity::Waiting
+}
+
+fn refusal(r: CloseRefusal) -> ApiError {
+    let ids = |v: &[SessionId]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    match r {
+        CloseRefusal::SelfClose => ApiError::new(
+            codes::SELF_CLOSE,
+            "an agent cannot close itself; a person can (`hangar close`)",
+        ),
+        CloseRefusal::NotYours(id) => ApiError::new(
+            codes::NOT_YOUR_AGENT,
+            format!("session {id} is not one of your agents"),
+        ),
+        CloseRefusal::Cascade {
+            beyond,
+            would_close,
+        } => ApiError {
+            code: codes::CASCADE_REFUSED,
+            message: format!(
+                "refused: this close would also close {} session(s) you did not name: {}; \
+                 close those first, or name them all (close_run)",
+                beyond.len(),
+                ids(&beyond).join(", ")
+            ),
+            detail: json!({"would_close": ids(&would_close), "not_named": ids(&beyond)}),
+        },
+    }
+}

@@ -5,6 +5,8 @@
 //! `frame` for the byte framing and `message` for the control messages.
 
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod message;
 pub mod view;
 

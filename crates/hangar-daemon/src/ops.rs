@@ -163,6 +163,18 @@ impl Daemon {
                 row
             })
             .collect();
+        drop(st);
+        // Activity is read off the state lock: a hibernated session's
+        // transcript may be read (never woken).
+        let rows: Vec<_> = rows
+            .into_iter()
+            .map(|mut row| {
+                let (activity, since) = self.activity_of(&SessionId::from(row.id.as_str()));
+                row.activity = activity.name().to_owned();
+                row.activity_since = (since > 0).then_some(since);
+                row
+            })
+            .collect();
         serde_json::to_value(rows).unwrap_or(Value::Null)
     }
 
@@ -241,6 +253,7 @@ impl Daemon {
                 format!("cannot type into {}: {e}", short(&id)),
             )
         };
+        let _typing = live.typing().await;
         if live.bracketed_paste() {
             let mut bytes = b"\x1b[200~".to_vec();
             bytes.extend_from_slice(req.text.as_bytes());
@@ -251,7 +264,10 @@ impl Daemon {
         }
         if req.enter {
             tokio::time::sleep(ENTER_DELAY).await;
+            // Taken before the Enter, so the agent's reply is never older.
+            let typed_at = crate::now_ms();
             live.write(b"\r").await.map_err(write)?;
+            self.note_input(&id, typed_at);
         }
         self.touch(&id);
         self.lock().save(&[])?;
@@ -387,6 +403,7 @@ impl Daemon {
             for id in ids {
                 st.runtimes.remove(id);
                 let _ = st.store.forget_process(id);
+                self.forget_activity(id);
             }
             st.save(ids)?;
         }

@@ -42,6 +42,9 @@ pub struct LiveProcess {
     screen: Mutex<vt100::Parser>,
     output: broadcast::Sender<Bytes>,
     writer: tokio::sync::Mutex<pty_process::OwnedWritePty>,
+    /// Held by one `send` from its text to its Enter: without it, two clients
+    /// sending to one session at once typed `ab` then two Enters.
+    typing: tokio::sync::Mutex<()>,
     /// `true` once the child printed anything.
     first_output: watch::Sender<bool>,
     /// `Some` once the child has exited and been reaped.
@@ -86,6 +89,7 @@ impl LiveProcess {
             screen: Mutex::new(parser),
             output,
             writer: tokio::sync::Mutex::new(writer),
+            typing: tokio::sync::Mutex::new(()),
             first_output,
             exit,
         });
@@ -116,6 +120,11 @@ impl LiveProcess {
     /// The process group (the child is a session leader: pgid == pid).
     pub fn pgid(&self) -> u32 {
         self.pid
+    }
+
+    /// Exclusive typing: hold the guard across a text and its Enter.
+    pub async fn typing(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.typing.lock().await
     }
 
     pub async fn write(&self, bytes: &[u8]) -> std::io::Result<()> {

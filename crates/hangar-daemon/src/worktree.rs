@@ -46,7 +46,9 @@ const STATUS_TTL: Duration = Duration::from_secs(2);
 /// do next.
 #[derive(Debug, thiserror::Error)]
 pub enum WorktreeError {
-    #[error("--worktree needs a git repository, but {cwd} is not inside one; run it from a repository or pass --cwd")]
+    #[error(
+        "--worktree needs a git repository, but {cwd} is not inside one; run it from a repository or pass --cwd"
+    )]
     NotARepository { cwd: String },
     #[error("the repository at {root} has no commits yet; commit once before using --worktree")]
     NoCommits { root: String },
@@ -138,7 +140,12 @@ impl Repo {
             other => other,
         })?;
         let mut lines = out.lines();
-        let root = PathBuf::from(lines.next().filter(|l| !l.is_empty()).ok_or_else(not_repo)?);
+        let root = PathBuf::from(
+            lines
+                .next()
+                .filter(|l| !l.is_empty())
+                .ok_or_else(not_repo)?,
+        );
         let common = PathBuf::from(lines.next().unwrap_or_default());
         let name_from = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
         let name = if common.file_name().is_some_and(|n| n == ".git") {
@@ -163,7 +170,12 @@ impl Repo {
     fn branch_exists(&self, branch: &str) -> bool {
         git(
             &self.root,
-            &["show-ref", "--verify", "-q", &format!("refs/heads/{branch}")],
+            &[
+                "show-ref",
+                "--verify",
+                "-q",
+                &format!("refs/heads/{branch}"),
+            ],
         )
         .is_ok()
     }
@@ -414,10 +426,17 @@ pub fn inspect(info: &WorktreeInfo, with_unpushed: bool) -> WorktreeState {
                 .ok()
                 .and_then(|s| s.trim().parse::<usize>().ok())
         };
-        count(&["rev-list", "--count", "HEAD", "--not", &info.base, "--remotes"])
-            // The base branch is gone: count against the remotes alone.
-            .or_else(|| count(&["rev-list", "--count", "HEAD", "--not", "--remotes"]))
-            .unwrap_or(usize::MAX)
+        count(&[
+            "rev-list",
+            "--count",
+            "HEAD",
+            "--not",
+            &info.base,
+            "--remotes",
+        ])
+        // The base branch is gone: count against the remotes alone.
+        .or_else(|| count(&["rev-list", "--count", "HEAD", "--not", "--remotes"]))
+        .unwrap_or(usize::MAX)
     } else {
         0
     };
@@ -602,14 +621,13 @@ fn cached_status(info: &WorktreeInfo) -> WorktreeState {
     state
 }
 
-fn blocking<T: Send + 'static>(
+/// Run git work off the async workers.
+async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
-) -> impl std::future::Future<Output = Result<T, ApiError>> {
-    async move {
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(|e| ApiError::internal(format!("worktree task failed: {e}")))
-    }
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::internal(format!("worktree task failed: {e}")))
 }
 
 impl Daemon {
@@ -661,13 +679,10 @@ impl Daemon {
             adopted: false,
         };
         if let Some(command) = settings.setup_command.filter(|c| !c.trim().is_empty()) {
-            let timeout = settings
-                .setup_timeout
-                .unwrap_or(Duration::from_secs(600));
-            prepared.setup_failure =
-                run_setup(&command, &prepared.info, &self.paths.home, timeout)
-                    .await
-                    .err();
+            let timeout = settings.setup_timeout.unwrap_or(Duration::from_secs(600));
+            prepared.setup_failure = run_setup(&command, &prepared.info, &self.paths.home, timeout)
+                .await
+                .err();
         }
         Ok(Some(prepared))
     }
@@ -919,8 +934,18 @@ mod tests {
         let out = Command::new("git")
             .arg("-C")
             .arg(dir)
-            .args(["-c", "user.name=hangar test", "-c", "user.email=test@hangar.invalid"])
-            .args(["-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"])
+            .args([
+                "-c",
+                "user.name=hangar test",
+                "-c",
+                "user.email=test@hangar.invalid",
+            ])
+            .args([
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "init.defaultBranch=main",
+            ])
             .args(args)
             .output()
             .expect("git runs");
@@ -994,10 +1019,7 @@ mod tests {
     fn outside_a_repository_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         let e = create(dir.path(), None, "x", dir.path(), &settings()).unwrap_err();
-        assert!(
-            matches!(e, WorktreeError::NotARepository { .. }),
-            "{e}"
-        );
+        assert!(matches!(e, WorktreeError::NotARepository { .. }), "{e}");
         assert!(e.to_string().contains("not inside one"), "{e}");
     }
 
@@ -1035,7 +1057,10 @@ mod tests {
         .unwrap();
         let info = create(&r.root, None, "inc", &r.home, &settings()).unwrap();
         let wt = Path::new(&info.path);
-        assert_eq!(std::fs::read_to_string(wt.join(".env")).unwrap(), "TOKEN=1\n");
+        assert_eq!(
+            std::fs::read_to_string(wt.join(".env")).unwrap(),
+            "TOKEN=1\n"
+        );
         assert!(wt.join("secrets/deep/key.pem").is_file(), "** matches");
         assert!(!wt.join("secrets/skip.txt").exists(), "unlisted");
         assert!(!wt.join("app.log").exists(), "negated");
@@ -1058,12 +1083,22 @@ mod tests {
         let info = create(&r.root, None, "work", &r.home, &settings()).unwrap();
         let wt = Path::new(&info.path);
         let clean = inspect(&info, true);
-        assert_eq!(clean.facts, WorktreeFacts { exists: true, dirty_files: 0, unpushed: 0 });
+        assert_eq!(
+            clean.facts,
+            WorktreeFacts {
+                exists: true,
+                dirty_files: 0,
+                unpushed: 0
+            }
+        );
         assert_eq!((clean.ahead, clean.behind), (Some(0), Some(0)));
 
         std::fs::write(wt.join("new.txt"), "x").unwrap();
         assert_eq!(inspect(&info, true).facts.dirty_files, 1);
-        assert!(remove(&info, false).is_err(), "git refuses a dirty worktree");
+        assert!(
+            remove(&info, false).is_err(),
+            "git refuses a dirty worktree"
+        );
 
         sh_git(wt, &["add", "."]);
         sh_git(wt, &["commit", "-q", "-m", "work"]);
@@ -1080,7 +1115,10 @@ mod tests {
         sh_git(&r.root, &["merge", "-q", "--ff-only", &info.branch]);
         let merged = inspect(&info, true);
         assert_eq!(merged.facts.unpushed, 0);
-        assert_eq!(cleanup_decision(&info, &merged.facts), CleanupDecision::Remove);
+        assert_eq!(
+            cleanup_decision(&info, &merged.facts),
+            CleanupDecision::Remove
+        );
     }
 
     #[test]
@@ -1094,7 +1132,11 @@ mod tests {
 
         let del = create(&r.root, None, "del", &r.home, &settings()).unwrap();
         assert!(remove(&del, true).unwrap().branch_deleted);
-        assert!(sh_git(&r.root, &["branch", "--list", "del"]).trim().is_empty());
+        assert!(
+            sh_git(&r.root, &["branch", "--list", "del"])
+                .trim()
+                .is_empty()
+        );
     }
 
     #[test]

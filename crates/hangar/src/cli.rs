@@ -63,6 +63,10 @@ pub enum Command {
         /// Do not give it the orchestration MCP server.
         #[arg(long)]
         no_mcp: bool,
+        /// Run it in a new git worktree (on a new branch BRANCH, default made
+        /// from the title) of the repository its folder is in.
+        #[arg(long, value_name = "BRANCH", num_args = 0..=1, default_missing_value = "")]
+        worktree: Option<String>,
     },
     /// List every session.
     Ls,
@@ -140,6 +144,15 @@ pub enum Command {
         id: String,
         #[arg(long)]
         yes: bool,
+        /// Also delete the branch of a worktree that is removed (`git branch -d`).
+        #[arg(long)]
+        delete_branch: bool,
+    },
+    /// List the git worktrees hangar created, with their state.
+    Worktrees {
+        /// Remove the clean ones whose session is gone (never one holding work).
+        #[arg(long)]
+        prune: bool,
     },
     /// Print a session's screen as text (the last saved one when hibernated).
     Screen { id: String },
@@ -286,6 +299,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             parked,
             no_capture,
             no_mcp,
+            worktree,
         } => {
             let cwd = cwd.map(|c| abs(&c)).transpose()?;
             let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
@@ -301,7 +315,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 no_capture,
                 no_mcp,
                 fallback_cwd,
-                ..Default::default()
+                worktree: worktree.is_some(),
+                worktree_branch: worktree.filter(|b| !b.is_empty()),
             }))?;
             print(json, &serde_json::json!({"id": v["id"]}), |_| {
                 println!("{}", v["id"].as_str().unwrap_or_default());
@@ -414,14 +429,24 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }),
             "sent to",
         ),
-        Command::Close { id, yes } => simple(
+        Command::Close {
+            id,
+            yes,
+            delete_branch,
+        } => simple(
             Request::Close(msg::Close {
                 session: id,
                 yes,
-                ..Default::default()
+                delete_branch,
             }),
             "closed",
         ),
+        Command::Worktrees { prune } => {
+            let mut c = Client::connect(&paths)?;
+            let v = c.request(Request::Worktrees(msg::Worktrees { prune }))?;
+            print(json, &v, human::worktrees);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Screen { id } => {
             let mut c = Client::connect(&paths)?;
             let v = c.request(Request::Screen(msg::Screen { session: id }))?;

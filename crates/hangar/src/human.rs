@@ -22,6 +22,7 @@ pub fn done(what: &str, v: &Value) {
                 ids.join(", ")
             }
         );
+        closed_worktrees(v);
         return;
     }
     if let Some(restarted) = v.get("restarted").and_then(Value::as_array) {
@@ -207,5 +208,65 @@ pub fn evicted(v: &Value) {
             s(&e["title"]),
             s(&e["resume_command"])
         );
+    }
+}
+
+/// What closing did with worktrees: kept ones say where and why.
+fn closed_worktrees(v: &Value) {
+    for w in v["removed_worktrees"].as_array().into_iter().flatten() {
+        let branch = if w["branch_deleted"].as_bool() == Some(true) {
+            "branch deleted"
+        } else {
+            "branch kept"
+        };
+        println!(
+            "  removed worktree {} ({branch} {})",
+            s(&w["path"]),
+            s(&w["branch"])
+        );
+        if let Some(note) = w["note"].as_str() {
+            println!("    {note}");
+        }
+    }
+    for w in v["kept_worktrees"].as_array().into_iter().flatten() {
+        println!(
+            "  kept worktree {} of {}: {}",
+            s(&w["path"]),
+            short(&w["id"]),
+            s(&w["reason"])
+        );
+    }
+}
+
+/// `hangar worktrees`.
+pub fn worktrees(v: &Value) {
+    let rows = v["worktrees"].as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        println!("no worktrees; `hangar new --worktree` creates one");
+        return;
+    }
+    println!(
+        "{:<9} {:<9} {:<24} {:>5} {:>6} PATH",
+        "STATE", "SESSION", "BRANCH", "AHEAD", "BEHIND"
+    );
+    for r in &rows {
+        let n = |k: &str| r[k].as_u64().map(|n| n.to_string()).unwrap_or("-".into());
+        println!(
+            "{:<9} {:<9} {:<24} {:>5} {:>6} {}{}",
+            s(&r["state"]),
+            short(&r["session"]),
+            s(&r["branch"]),
+            n("ahead"),
+            n("behind"),
+            s(&r["path"]),
+            if r["removed"].as_bool() == Some(true) {
+                "  (removed)"
+            } else {
+                ""
+            }
+        );
+        if let Some(note) = r["note"].as_str() {
+            println!("          {note}");
+        }
     }
 }

@@ -231,7 +231,12 @@ impl Hangar {
             *slot = Some(child);
         }
         self.wait_until("the daemon answers status", DEADLINE, || {
-            self.run(&["status"]).status.success() && self.daemon_pid_opt() == Some(pid)
+            // Connect first: `hangar status` on a missing or stale socket
+            // auto-starts a second daemon that can win the lock from ours.
+            std::os::unix::net::UnixStream::connect(self.home.join("run").join("hangar.sock"))
+                .is_ok()
+                && self.daemon_pid_opt() == Some(pid)
+                && self.run(&["status"]).status.success()
         });
         pid
     }
@@ -400,7 +405,7 @@ impl Hangar {
         let needle = format!("HANGAR_HOME={}", self.home.display());
         all_pids()
             .into_iter()
-            .filter(|&pid| environ(pid).iter().any(|e| *e == needle))
+            .filter(|&pid| environ(pid).contains(&needle))
             .collect()
     }
 

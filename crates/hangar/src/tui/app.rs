@@ -153,13 +153,13 @@ impl App {
         };
         let ws = &self.snap.ws;
         let mut parked: Vec<_> = ws.parked.values().filter(|p| p.tab == tab.id).collect();
-        parked.sort_by(|a, b| b.parked_at_ms.cmp(&a.parked_at_ms));
+        parked.sort_by_key(|p| std::cmp::Reverse(p.parked_at_ms));
         let mut buried: Vec<_> = ws
             .buried
             .values()
             .filter(|b| b.source_tab == tab.id)
             .collect();
-        buried.sort_by(|a, b| b.buried_at_ms.cmp(&a.buried_at_ms));
+        buried.sort_by_key(|b| std::cmp::Reverse(b.buried_at_ms));
         parked
             .into_iter()
             .map(|p| SideEntry {
@@ -782,5 +782,36 @@ pub fn parent_split(tile: &Tile, id: &SessionId) -> Option<(Direction, f32, bool
                 parent_split(a, id).or_else(|| parent_split(b, id))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::Side;
+
+    #[test]
+    fn the_parent_split_of_a_pane_is_the_one_directly_holding_it() {
+        let mut root = Tile::leaf("a".into());
+        root.split(&"a".into(), "b".into(), Direction::Vertical, 0.3, Side::B)
+            .unwrap();
+        root.split(&"b".into(), "c".into(), Direction::Horizontal, 0.6, Side::B)
+            .unwrap();
+        assert_eq!(
+            parent_split(&root, &"a".into()),
+            Some((Direction::Vertical, 0.3, true))
+        );
+        assert_eq!(
+            parent_split(&root, &"c".into()),
+            Some((Direction::Horizontal, 0.6, false))
+        );
+        assert_eq!(parent_split(&Tile::leaf("a".into()), &"a".into()), None);
+    }
+
+    #[test]
+    fn keys_typed_after_enter_in_one_chunk_are_text_for_the_pane() {
+        assert_eq!(key_char(&Key::Char('x')), Some('x'));
+        assert_eq!(key_char(&Key::Enter), Some('\r'));
+        assert_eq!(key_char(&Key::Up), None);
     }
 }

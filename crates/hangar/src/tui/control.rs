@@ -56,7 +56,7 @@ fn run(paths: Paths, mut client: Client, commands: Receiver<Command>, events: Se
                 };
                 let lost = result.as_ref().is_err_and(|e| e.code == "connection");
                 if events
-                    .send(Event::Done(Outcome { command, result }))
+                    .send(Event::Done(Box::new(Outcome { command, result })))
                     .is_err()
                 {
                     return;

@@ -33,7 +33,7 @@ use crate::tui::pane::PaneEvent;
 pub enum Event {
     Input(Vec<u8>),
     Snapshot(Box<control::Snapshot>),
-    Done(control::Outcome),
+    Done(Box<control::Outcome>),
     DaemonLost(String),
     Pane {
         session: String,
@@ -58,6 +58,7 @@ impl TerminalGuard {
         execute!(
             std::io::stdout(),
             terminal::EnterAlternateScreen,
+            terminal::Clear(terminal::ClearType::All),
             event::EnableBracketedPaste,
             cursor::Hide
         )
@@ -113,7 +114,8 @@ pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
         .context("cannot draw on this terminal")?;
-    terminal.clear()?;
+    // No `terminal.clear()`: it asks the terminal for the cursor position,
+    // and the answer would arrive on stdin, which the input thread reads.
     let mut app = App::new(paths.clone(), events_tx, commands_tx);
     loop {
         let size = terminal.size()?;
@@ -149,7 +151,7 @@ fn handle(app: &mut App, event: Event) {
     match event {
         Event::Input(bytes) => app.handle_input(&bytes),
         Event::Snapshot(s) => app.apply_snapshot(*s),
-        Event::Done(outcome) => app.apply_outcome(outcome),
+        Event::Done(outcome) => app.apply_outcome(*outcome),
         Event::DaemonLost(e) => app.daemon_lost = Some(e),
         Event::Pane {
             session,

@@ -142,10 +142,6 @@ impl Pane {
         std::thread::spawn(move || read_pane(client, session, rows, cols, send));
     }
 
-    pub fn disconnect(&mut self) {
-        self.conn = None;
-    }
-
     /// Apply an event from this pane's current connection.
     pub fn apply(&mut self, event: PaneEvent) {
         match event {

@@ -199,6 +199,13 @@ pub enum Command {
         #[arg(long)]
         tab: Option<String>,
     },
+    /// The orchestration MCP server on stdio, for the agent of session ID
+    /// (hangar gives it to claude and codex agents; its token comes from
+    /// HANGAR_MCP_TOKEN).
+    Mcp {
+        #[arg(long)]
+        session: String,
+    },
     /// Set the share (0.1..0.9) of the first side of the split holding a pane.
     Ratio { id: String, ratio: f32 },
 }
@@ -496,6 +503,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Export => crate::identity::export(&paths),
+        Command::Mcp { session } => crate::mcp::run(&paths, session),
         Command::Transcript { id, tail } => crate::identity::transcript(&paths, json, id, tail),
         Command::Doctor { fork, forget, yes } => {
             crate::identity::doctor(&paths, json, fork, forget, yes)

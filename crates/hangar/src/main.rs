@@ -11,6 +11,7 @@ mod client;
 mod human;
 mod identity;
 mod journal;
+mod mcp;
 mod tui;
 
 use std::process::ExitCode;

@@ -269,7 +269,10 @@ impl Daemon {
         let mut touched: Vec<String> = Vec::new();
         let result = match tool {
             AgentTool::Create => self.tool_create(&caller, call.args, &mut touched).await,
-            AgentTool::SendPrompt => self.tool_send_prompt(&caller, call.args, &mut touched).await,
+            AgentTool::SendPrompt => {
+                self.tool_send_prompt(&caller, call.args, &mut touched)
+                    .await
+            }
             AgentTool::List => self.tool_list(&caller, call.args).await,
             AgentTool::Read => self.tool_read(&caller, call.args, &mut touched).await,
             AgentTool::ReadRunOutputs => self.tool_read_run(&caller, call.args).await,
@@ -370,7 +373,12 @@ impl Daemon {
         }
     }
 
-    fn resolve_mine(&self, caller: &SessionId, given: &str, what: &str) -> Result<SessionId, ApiError> {
+    fn resolve_mine(
+        &self,
+        caller: &SessionId,
+        given: &str,
+        what: &str,
+    ) -> Result<SessionId, ApiError> {
         match self.resolve_target(caller, given)? {
             Target::Mine(id) => Ok(id),
             Target::Me => Err(ApiError::new(
@@ -687,7 +695,11 @@ impl Daemon {
         }))
     }
 
-    async fn tool_list(self: &Arc<Self>, caller: &SessionId, args: Value) -> Result<Value, ApiError> {
+    async fn tool_list(
+        self: &Arc<Self>,
+        caller: &SessionId,
+        args: Value,
+    ) -> Result<Value, ApiError> {
         let a: RunArgs = parse(AgentTool::List, args)?;
         let run = run_field(a.run)?;
         let ids = visible_agents(&self.lock().ws, caller);
@@ -746,14 +758,18 @@ impl Daemon {
         let a: ReadArgs = parse(AgentTool::Read, args)?;
         let (meta, status) = self.readable(caller, &a.session).await?;
         touched.push(meta.id.to_string());
-        let max_messages = a.max_messages.unwrap_or(DEFAULT_MESSAGES).clamp(1, MAX_MESSAGES);
+        let max_messages = a
+            .max_messages
+            .unwrap_or(DEFAULT_MESSAGES)
+            .clamp(1, MAX_MESSAGES);
         let max_chars = a.max_chars.unwrap_or(DEFAULT_CHARS).clamp(1, MAX_CHARS);
         let id = meta.id.to_string();
-        let (messages, truncated) =
-            tokio::task::spawn_blocking(move || turns::read_messages(&meta, max_messages, max_chars))
-                .await
-                .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?
-                .map_err(ApiError::invalid)?;
+        let (messages, truncated) = tokio::task::spawn_blocking(move || {
+            turns::read_messages(&meta, max_messages, max_chars)
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?
+        .map_err(ApiError::invalid)?;
         Ok(json!({
             "id": id,
             "status": status,
@@ -764,7 +780,11 @@ impl Daemon {
 
     /// The agents a run names (all of the caller's when `run` is `None`):
     /// visible ones, then tombstones.
-    fn run_members(&self, caller: &SessionId, run: &Option<String>) -> (Vec<Snapshot>, Vec<Tombstone>) {
+    fn run_members(
+        &self,
+        caller: &SessionId,
+        run: &Option<String>,
+    ) -> (Vec<Snapshot>, Vec<Tombstone>) {
         let ids = visible_agents(&self.lock().ws, caller);
         let snaps = self
             .snapshot(&ids)
@@ -827,7 +847,8 @@ impl Daemon {
     ) -> Result<Value, ApiError> {
         let a: WaitArgs = parse(AgentTool::Wait, args)?;
         let run = run_field(a.run)?;
-        let timeout = Duration::from_millis(a.timeout_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
+        let timeout =
+            Duration::from_millis(a.timeout_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
         let ids: Vec<SessionId> = match a.sessions {
             Some(list) if !list.is_empty() => {
                 if run.is_some() {

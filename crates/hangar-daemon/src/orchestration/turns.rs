@@ -104,7 +104,9 @@ fn codex_turn(lines: &[String]) -> TurnFacts {
         let p = v.get("payload").cloned().unwrap_or(Value::Null);
         let ptype = p.get("type").and_then(Value::as_str).unwrap_or("");
         match (kind, ptype) {
-            ("response_item", "message") if p.get("role").and_then(Value::as_str) == Some("user") => {
+            ("response_item", "message")
+                if p.get("role").and_then(Value::as_str) == Some("user") =>
+            {
                 facts.prompted = true;
                 facts.activity = Activity::Working;
             }
@@ -243,7 +245,10 @@ mod tests {
             r#"{"type":"user","message":{"content":"x"}}"#,
             r#"{"type":"assistant","message":{"stop_reason":"end_turn"}}"#,
         ]);
-        assert_eq!(turn_facts(&Provider::Claude, &done).activity, Activity::Idle);
+        assert_eq!(
+            turn_facts(&Provider::Claude, &done).activity,
+            Activity::Idle
+        );
         assert!(!turn_facts(&Provider::Claude, &[]).prompted);
     }
 
@@ -259,7 +264,10 @@ mod tests {
         assert_eq!(turn_facts(&Provider::Codex, &done).activity, Activity::Idle);
         let mut asking = l;
         asking.push(r#"{"type":"event_msg","payload":{"type":"exec_approval_request"}}"#.into());
-        assert_eq!(turn_facts(&Provider::Codex, &asking).activity, Activity::Waiting);
+        assert_eq!(
+            turn_facts(&Provider::Codex, &asking).activity,
+            Activity::Waiting
+        );
     }
 
     #[test]

@@ -1,0 +1,47 @@
+//! The bridge from an MCP tool call to the daemon: one `agent_*` request on
+//! the control socket, carrying the session this server was launched for and
+//! its token.
+//!
+//! It never starts a daemon (an agent's MCP server outlives nothing; with no
+//! daemon there is no agent either) and never prints the token.
+
+use anyhow::Context;
+use hangar_daemon::Paths;
+use hangar_protocol::message::{AgentCall, AgentTool, ErrorBody, Request};
+use serde_json::Value;
+
+use crate::client::{Client, DaemonError};
+
+/// Who is calling: fixed when `hangar mcp` starts.
+#[derive(Clone)]
+pub struct Identity {
+    pub paths: Paths,
+    pub session: String,
+    pub token: String,
+}
+
+/// The daemon's answer to one call: its body, or its error with a code.
+pub type Answer = Result<Value, ErrorBody>;
+
+/// Send one tool call and wait for the answer (blocking; run it off the
+/// async runtime).
+pub fn call(who: &Identity, tool: AgentTool, args: Value) -> Answer {
+    let attempt = || -> anyhow::Result<Value> {
+        let mut client = Client::connect_existing(&who.paths)?
+            .context("no hangar daemon is running for this agent's HANGAR_HOME")?;
+        client.request(Request::Agent(AgentCall {
+            tool,
+            caller: who.session.clone(),
+            token: who.token.clone(),
+            args,
+        }))
+    };
+    attempt().map_err(|e| match e.downcast::<DaemonError>() {
+        Ok(d) => d.0,
+        Err(other) => ErrorBody {
+            code: "unavailable".to_owned(),
+            message: format!("{other:#}"),
+            detail: Value::Null,
+        },
+    })
+}

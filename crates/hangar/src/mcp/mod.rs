@@ -1,0 +1,322 @@
+//! `hangar mcp --session ID`: the orchestration MCP server an agent is given,
+//! on stdio, built with rmcp (the official Rust SDK).
+//!
+//! Each tool is a thin bridge: it forwards its arguments to the daemon as an
+//! `agent_*` request together with the session id this server was launched
+//! for and the token from `HANGAR_MCP_TOKEN`. The daemon decides everything;
+//! this server must never take the caller's identity from a tool argument,
+//! and never write anything but MCP messages to stdout.
+
+mod bridge;
+
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use hangar_daemon::Paths;
+use hangar_protocol::message::AgentTool;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ServerCapabilities, ServerConfig};
+use rmcp::schemars::JsonSchema;
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use bridge::Identity;
+
+const INSTRUCTIONS: &str = "hangar orchestration: create child agents (parked in your project tab), \
+prompt them, wait for their turns to finish, read their outputs from transcripts, and close them. \
+You see and act on only the agents you created and theirs. Errors carry a code: self_close, \
+not_your_agent, cascade_refused, not_found, invalid, failed, unauthorized.";
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct CreateAgent {
+    /// claude, codex, opencode or shell (default: your own provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// A first prompt, delivered exactly once (the child is started for it).
+    /// At most 64 KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// An existing absolute folder (default: yours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// At most 200 characters (default: the role, else "<provider> agent").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// A free-form role such as "reviewer" (at most 64 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The run to group it in (letters, digits, '-', '_', '.'; at most 64);
+    /// default: a new run, returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct SendPrompt {
+    /// The agent's id (or a unique prefix) from list_agents.
+    pub session: String,
+    /// The prompt, typed into the agent followed by Enter. At most 64 KiB.
+    pub prompt: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct RunFilter {
+    /// Only this run (default: all of your agents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct SessionArg {
+    /// The agent's id (or a unique prefix) from list_agents.
+    pub session: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct ReadAgent {
+    /// The agent's id (or a unique prefix); closed agents can be read too.
+    pub session: String,
+    /// How many messages from the end (default 20, at most 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_messages: Option<usize>,
+    /// At most this many characters in all (default 20000, at most 200000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct ReadRunOutputs {
+    /// Only this run (default: all of your agents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// The outputs' total size bound (default 50000, at most 500000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_chars: Option<usize>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct WaitAgents {
+    /// Wait for every agent of this run (default: all of yours)...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// ...or for these agents (at most 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<Vec<String>>,
+    /// Give up after this long (default 60000, at most 600000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// The server: who it speaks for, and its tools.
+#[derive(Clone)]
+pub struct HangarMcp {
+    who: Identity,
+    tool_router: ToolRouter<Self>,
+}
+
+/// A tool's answer: the daemon's body as structured content, or its error
+/// as a tool error whose text starts with the code.
+fn answer(result: bridge::Answer) -> Result<CallToolResult, ErrorData> {
+    Ok(match result {
+        Ok(body) => CallToolResult::structured(wrap(body)),
+        Err(e) => {
+            let mut r = CallToolResult::structured_error(json!({
+                "error": {"code": e.code, "message": e.message, "detail": e.detail}
+            }));
+            r.content = vec![rmcp::model::ContentBlock::text(format!(
+                "{}: {}",
+                e.code, e.message
+            ))];
+            r
+        }
+    })
+}
+
+/// Structured content must be an object.
+fn wrap(body: Value) -> Value {
+    if body.is_object() {
+        body
+    } else {
+        json!({ "result": body })
+    }
+}
+
+impl HangarMcp {
+    async fn call(
+        &self,
+        tool: AgentTool,
+        args: impl Serialize,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args = serde_json::to_value(args).unwrap_or(Value::Null);
+        let who = self.who.clone();
+        let result = tokio::task::spawn_blocking(move || bridge::call(&who, tool, args))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("bridge failed: {e}"), None))?;
+        answer(result)
+    }
+}
+
+#[tool_router]
+impl HangarMcp {
+    pub fn new(who: Identity) -> Self {
+        HangarMcp {
+            who,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        description = "Create a child agent, parked in your project tab, optionally with a \
+        first prompt (delivered exactly once; the child is started for it). Returns its id and run."
+    )]
+    async fn create_agent(
+        &self,
+        Parameters(p): Parameters<CreateAgent>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::Create, p).await
+    }
+
+    #[tool(
+        description = "Send a prompt to one of your agents; a hibernated agent is woken first \
+        (resuming its conversation)."
+    )]
+    async fn send_prompt(
+        &self,
+        Parameters(p): Parameters<SendPrompt>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::SendPrompt, p).await
+    }
+
+    #[tool(
+        description = "List your agents (and closed ones for 24 h) with their status: live, \
+        working, waiting, hibernated, failed or closed. Wakes nobody."
+    )]
+    async fn list_agents(
+        &self,
+        Parameters(p): Parameters<RunFilter>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::List, p).await
+    }
+
+    #[tool(description = "Read an agent's last messages from its transcript, without waking it.")]
+    async fn read_agent(
+        &self,
+        Parameters(p): Parameters<ReadAgent>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::Read, p).await
+    }
+
+    #[tool(
+        description = "The latest output of every agent of a run, from transcripts, without \
+        waking any."
+    )]
+    async fn read_run_outputs(
+        &self,
+        Parameters(p): Parameters<ReadRunOutputs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::ReadRunOutputs, p).await
+    }
+
+    #[tool(
+        description = "Wait until every named agent (a run, or a list of sessions) has \
+        finished its turn, or the timeout passes; returns their status and latest outputs."
+    )]
+    async fn wait_agents(
+        &self,
+        Parameters(p): Parameters<WaitAgents>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::Wait, p).await
+    }
+
+    #[tool(
+        description = "Close one of your agents. Refused (cascade_refused) when it has agents \
+        of its own that you did not name; never closes you (self_close)."
+    )]
+    async fn close_agent(
+        &self,
+        Parameters(p): Parameters<SessionArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::Close, p).await
+    }
+
+    #[tool(
+        description = "Close every agent of a run (default: all of yours); reports what was \
+        closed and what was skipped, and why."
+    )]
+    async fn close_run(
+        &self,
+        Parameters(p): Parameters<RunFilter>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::CloseRun, p).await
+    }
+
+    #[tool(description = "Move one of your agents out of the grid into the tab's parked pool.")]
+    async fn park_agent(
+        &self,
+        Parameters(p): Parameters<SessionArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::Park, p).await
+    }
+
+    #[tool(
+        description = "Stop one of your agents' process, keeping everything needed to wake it \
+        (send_prompt wakes it). Its idle children are hibernated too."
+    )]
+    async fn hibernate_agent(
+        &self,
+        Parameters(p): Parameters<SessionArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::Hibernate, p).await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for HangarMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+/// Serve MCP on stdin/stdout until the client goes away.
+pub fn run(paths: &Paths, session: String) -> anyhow::Result<ExitCode> {
+    let token = std::env::var("HANGAR_MCP_TOKEN").unwrap_or_default();
+    if token.trim().is_empty() {
+        bail!(
+            "HANGAR_MCP_TOKEN is not set: `hangar mcp` is started by an agent hangar launched, \
+             from the MCP config hangar wrote for it ($HANGAR_HOME/mcp/<session>.json)"
+        );
+    }
+    if session.trim().is_empty() {
+        bail!("--session needs the agent's session id");
+    }
+    let who = Identity {
+        paths: paths.clone(),
+        session: session.trim().to_owned(),
+        token: token.trim().to_owned(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the MCP server's runtime")?;
+    rt.block_on(async move {
+        let service = HangarMcp::new(who)
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("the MCP client did not complete the handshake")?;
+        service.waiting().await.context("the MCP session failed")?;
+        anyhow::Ok(())
+    })?;
+    // A blocking stdin read may still be pending; nothing else is.
+    rt.shutdown_background();
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,496 @@
+//! Orchestration over MCP, end to end: a test MCP client (rmcp's own) drives
+//! `hangar mcp --session <parent>` over stdio, exactly as an agent's MCP
+//! client would, with the token from the MCP config file hangar wrote for
+//! the parent. Every step is checked against the processes in /proc.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use support::{DEADLINE, Hangar};
+
+/// An rmcp client connected to `hangar mcp` for one session.
+struct Mcp {
+    rt: tokio::runtime::Runtime,
+    client: Option<RunningService<RoleClient, ()>>,
+}
+
+/// The MCP config hangar wrote for `session` (what the agent receives).
+fn mcp_config(h: &Hangar, session: &str) -> (PathBuf, Value) {
+    let path = h.home.join("mcp").join(format!("{session}.json"));
+    h.wait_until(
+        &format!("the MCP config of {session} exists"),
+        DEADLINE,
+        || path.exists(),
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    (path, v)
+}
+
+fn token_of(h: &Hangar, session: &str) -> String {
+    let (_, v) = mcp_config(h, session);
+    v["mcpServers"]["hangar"]["env"]["HANGAR_MCP_TOKEN"]
+        .as_str()
+        .expect("the config carries a token")
+        .to_owned()
+}
+
+impl Mcp {
+    /// Start `hangar mcp --session ID` with the session's token.
+    fn launch(h: &Hangar, session: &str) -> Mcp {
+        Mcp::launch_with_token(h, session, &token_of(h, session))
+    }
+
+    fn launch_with_token(h: &Hangar, session: &str, token: &str) -> Mcp {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut cmd = h.command(&["mcp", "--session", session]);
+        cmd.env("HANGAR_MCP_TOKEN", token);
+        let client = rt.block_on(async {
+            let transport = TokioChildProcess::new(tokio::process::Command::from(cmd)).unwrap();
+            ().serve(transport).await.expect("MCP handshake")
+        });
+        Mcp {
+            rt,
+            client: Some(client),
+        }
+    }
+
+    fn tools(&self) -> Vec<String> {
+        let client = self.client.as_ref().unwrap();
+        self.rt
+            .block_on(client.list_all_tools())
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
+    /// Call a tool; `Ok(structured)` or `Err((code, text))`.
+    fn call(&self, name: &'static str, args: Value) -> Result<Value, (String, String)> {
+        let client = self.client.as_ref().unwrap();
+        let params = CallToolRequestParams::new(name)
+            .with_arguments(args.as_object().cloned().unwrap_or_default());
+        let r = self
+            .rt
+            .block_on(client.call_tool(params))
+            .unwrap_or_else(|e| panic!("{name} failed at the protocol level: {e}"));
+        let structured = r.structured_content.clone().unwrap_or(Value::Null);
+        if r.is_error == Some(true) {
+            let text = r
+                .content
+                .first()
+                .and_then(|c| c.as_text())
+                .map(|t| t.text.clone())
+                .unwrap_or_default();
+            let code = structured["error"]["code"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            assert!(text.starts_with(&code), "error text names its code: {text}");
+            return Err((code, text));
+        }
+        Ok(structured)
+    }
+
+    fn ok(&self, name: &'static str, args: Value) -> Value {
+        self.call(name, args.clone())
+            .unwrap_or_else(|e| panic!("{name}({args}) failed: {e:?}"))
+    }
+
+    fn refused(&self, name: &'static str, args: Value) -> String {
+        match self.call(name, args.clone()) {
+            Ok(v) => panic!("{name}({args}) should have been refused, got {v}"),
+            Err((code, _)) => code,
+        }
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = self.rt.block_on(client.cancel());
+        }
+    }
+}
+
+fn fake_count(h: &Hangar) -> usize {
+    h.fake_agent_pids_for_home().len()
+}
+
+fn wait_fakes(h: &Hangar, n: usize) {
+    h.wait_until(&format!("{n} fake agents run"), DEADLINE, || {
+        fake_count(h) == n
+    });
+}
+
+fn ids_of(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap_or(&Vec::new())
+        .iter()
+        .map(|a| a["id"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+fn agent<'a>(list: &'a Value, id: &str) -> &'a Value {
+    list["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id)
+        .unwrap_or_else(|| panic!("{id} is not in {list}"))
+}
+
+/// How many user entries of a claude transcript are exactly `text`.
+fn user_entries(path: &Path, text: &str) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "user" && v["message"]["content"] == text)
+        .count()
+}
+
+#[test]
+fn agents_are_given_hangar_mcp_with_a_private_config_and_a_checked_token() {
+    let h = Hangar::new();
+    let parent = h.new_pane();
+    let (path, v) = mcp_config(&h, &parent);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let server = &v["mcpServers"]["hangar"];
+    assert_eq!(server["args"], json!(["mcp", "--session", parent]));
+    assert_eq!(server["env"]["HANGAR_HOME"], h.home.display().to_string());
+    let path = path.display().to_string();
+    assert_eq!(h.processes_with_flag("--mcp-config", &path).len(), 1);
+
+    let no_mcp = h.new_agent(&["--provider", "claude", "--no-mcp"]);
+    h.wait_state(&no_mcp, "live");
+    assert!(!h.home.join("mcp").join(format!("{no_mcp}.json")).exists());
+
+    let forged = Mcp::launch_with_token(&h, &parent, "not-the-token");
+    assert_eq!(forged.refused("list_agents", json!({})), "unauthorized");
+    let other_sessions_token = Mcp::launch_with_token(&h, &no_mcp, &token_of(&h, &parent));
+    assert_eq!(
+        other_sessions_token.refused("list_agents", json!({})),
+        "unauthorized"
+    );
+}
+
+#[test]
+fn an_agent_creates_prompts_waits_for_reads_and_closes_a_run_of_children() {
+    let h = Hangar::new();
+    let parent = h.new_pane();
+    wait_fakes(&h, 1);
+    let mcp = Mcp::launch(&h, &parent);
+    let tools = mcp.tools();
+    for t in [
+        "create_agent",
+        "send_prompt",
+        "list_agents",
+        "read_agent",
+        "read_run_outputs",
+        "wait_agents",
+        "close_agent",
+        "close_run",
+        "park_agent",
+        "hibernate_agent",
+    ] {
+        assert!(tools.iter().any(|n| n == t), "{t} missing from {tools:?}");
+    }
+
+    let a = mcp.ok(
+        "create_agent",
+        json!({"run": "r1", "role": "coder", "prompt": "slow 400 first-a"}),
+    );
+    assert_eq!(a["prompt_delivered"], true);
+    let a = a["id"].as_str().unwrap().to_owned();
+    wait_fakes(&h, 2);
+    let b = mcp.ok("create_agent", json!({"run": "r1", "role": "tester"}));
+    assert_eq!(b["status"], "hibernated", "no prompt, no process: {b}");
+    let b = b["id"].as_str().unwrap().to_owned();
+    assert_eq!(fake_count(&h), 2);
+    let row = h.session(&b);
+    assert_eq!(row["placement"], "parked");
+    assert_eq!(row["parent"], parent);
+    assert_eq!(row["run"], "r1");
+
+    let sent = mcp.ok(
+        "send_prompt",
+        json!({"session": b, "prompt": "slow 200 second-b"}),
+    );
+    assert_eq!(sent["woke"], true);
+    wait_fakes(&h, 3);
+
+    let waited = mcp.ok("wait_agents", json!({"run": "r1", "timeout_ms": 30000}));
+    assert_eq!(waited["all_finished"], true, "{waited}");
+    assert_eq!(agent(&waited, &a)["output"], "answer: first-a");
+    assert_eq!(agent(&waited, &b)["output"], "answer: second-b");
+    assert_eq!(fake_count(&h), 3, "waiting wakes nobody");
+
+    let outputs = mcp.ok("read_run_outputs", json!({"run": "r1"}));
+    let outs: Vec<&str> = outputs["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["output"].as_str().unwrap_or(""))
+        .collect();
+    assert!(outs.contains(&"answer: first-a") && outs.contains(&"answer: second-b"));
+
+    let read = mcp.ok("read_agent", json!({"session": a, "max_messages": 5}));
+    let texts: Vec<&str> = read["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(texts, vec!["slow 400 first-a", "answer: first-a"]);
+
+    let listed = mcp.ok("list_agents", json!({"run": "r1"}));
+    assert_eq!(listed["agents"].as_array().unwrap().len(), 2);
+    assert_eq!(agent(&listed, &a)["status"], "live");
+
+    let closed = mcp.ok("close_run", json!({"run": "r1"}));
+    let mut got = closed["closed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect::<Vec<_>>();
+    got.sort();
+    let mut want = vec![a.clone(), b.clone()];
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(closed["skipped"], json!([]));
+    wait_fakes(&h, 1);
+    assert_eq!(ids_of(&Value::Array(h.ls())), vec![parent.clone()]);
+    let listed = mcp.ok("list_agents", json!({}));
+    assert_eq!(agent(&listed, &a)["status"], "closed");
+    assert_eq!(agent(&listed, &b)["status"], "closed");
+}
+
+#[test]
+fn send_prompt_wakes_a_hibernated_child_with_its_provider_session_id() {
+    let h = Hangar::new();
+    let parent = h.new_pane();
+    let mcp = Mcp::launch(&h, &parent);
+    let child = mcp.ok("create_agent", json!({"prompt": "hello"}));
+    let child = child["id"].as_str().unwrap().to_owned();
+    mcp.ok(
+        "wait_agents",
+        json!({"sessions": [child], "timeout_ms": 30000}),
+    );
+    wait_fakes(&h, 2);
+    let hib = mcp.ok("hibernate_agent", json!({"session": child}));
+    assert_eq!(hib["status"], "hibernated");
+    wait_fakes(&h, 1);
+    let listed = mcp.ok("list_agents", json!({}));
+    let row = agent(&listed, &child);
+    assert_eq!(row["status"], "hibernated");
+    let psid = row["provider_session_id"].as_str().unwrap().to_owned();
+
+    let sent = mcp.ok("send_prompt", json!({"session": child, "prompt": "again"}));
+    assert_eq!(sent["woke"], true);
+    assert_eq!(sent["started"], "resumed");
+    wait_fakes(&h, 2);
+    assert_eq!(h.processes_with_flag("--resume", &psid).len(), 1);
+    let waited = mcp.ok(
+        "wait_agents",
+        json!({"sessions": [child], "timeout_ms": 30000}),
+    );
+    assert_eq!(agent(&waited, &child)["output"], "answer: again");
+}
+
+#[test]
+fn self_close_another_parents_child_and_a_cascading_close_are_refused_with_distinct_codes() {
+    let h = Hangar::new();
+    let p1 = h.new_pane();
+    let p2 = h.new_pane();
+    let m1 = Mcp::launch(&h, &p1);
+    let m2 = Mcp::launch(&h, &p2);
+
+    assert_eq!(
+        m1.refused("close_agent", json!({"session": p1})),
+        "self_close"
+    );
+
+    let theirs = m2.ok("create_agent", json!({}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        m1.refused("close_agent", json!({"session": theirs})),
+        "not_your_agent"
+    );
+    assert_eq!(
+        m1.refused("close_agent", json!({"session": p2})),
+        "not_your_agent"
+    );
+    assert_eq!(
+        m1.refused("send_prompt", json!({"session": theirs, "prompt": "x"})),
+        "not_your_agent"
+    );
+
+    // A child with a child of its own: closing only the child would cascade.
+    let child = m1.ok("create_agent", json!({"prompt": "hi"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mc = Mcp::launch(&h, &child);
+    let grandchild = mc.ok("create_agent", json!({}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = fake_count(&h);
+    match m1.call("close_agent", json!({"session": child})) {
+        Err((code, text)) => {
+            assert_eq!(code, "cascade_refused");
+            assert!(text.contains(&grandchild), "{text}");
+        }
+        Ok(v) => panic!("a cascading close went through: {v}"),
+    }
+    assert_eq!(fake_count(&h), before, "a refused close stops nothing");
+    assert_eq!(h.state_of(&child), "live");
+    // The grandchild is p1's descendant too: naming it first is allowed.
+    assert_eq!(
+        mc.refused("close_agent", json!({"session": child})),
+        "self_close"
+    );
+    m1.ok("close_agent", json!({"session": grandchild}));
+    m1.ok("close_agent", json!({"session": child}));
+    wait_fakes(&h, 2);
+
+    // Another project tab is invisible, even for a known id.
+    h.ok(&["tab", "new", "elsewhere"]);
+    let far = h.new_pane();
+    assert_eq!(
+        m1.refused("close_agent", json!({"session": far})),
+        "not_your_agent"
+    );
+    assert_eq!(
+        m1.refused("close_agent", json!({"session": "nope"})),
+        "not_found"
+    );
+
+    let journal = std::fs::read_to_string(h.home.join("journal.jsonl")).unwrap();
+    assert!(journal.contains(r#""event":"agent-action""#), "{journal}");
+    assert!(journal.contains(r#""code":"cascade_refused""#));
+    assert!(
+        !journal.contains(&token_of(&h, &p1)),
+        "the journal never holds a token"
+    );
+}
+
+#[test]
+fn closing_the_parent_reaps_its_children_and_list_agents_reports_tombstones() {
+    let h = Hangar::new();
+    let root = h.new_pane();
+    let mr = Mcp::launch(&h, &root);
+    let parent = mr.ok("create_agent", json!({"prompt": "hi", "run": "top"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mp = Mcp::launch(&h, &parent);
+    let kids: Vec<String> = (0..2)
+        .map(|i| {
+            mp.ok(
+                "create_agent",
+                json!({"prompt": format!("kid {i}"), "run": "kids"}),
+            )["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    wait_fakes(&h, 4);
+    let pids: Vec<i32> = kids.iter().map(|k| h.pid_of(k)).collect();
+
+    h.ok(&["close", &parent, "--yes"]);
+    wait_fakes(&h, 1);
+    for pid in pids {
+        assert!(!support::is_running(pid), "child {pid} was reaped");
+    }
+    let check = |m: &Mcp| {
+        let listed = m.ok("list_agents", json!({}));
+        for id in kids.iter().chain([&parent]) {
+            assert_eq!(agent(&listed, id)["status"], "closed", "{listed}");
+        }
+        assert_eq!(
+            m.ok("list_agents", json!({"run": "kids"}))["agents"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+    };
+    check(&mr);
+    drop(mr);
+    drop(mp);
+
+    // Tombstones survive a daemon restart (the root gets a fresh token).
+    h.shutdown();
+    h.start_daemon();
+    h.wait_state(&root, "live");
+    let mr = Mcp::launch(&h, &root);
+    check(&mr);
+    // A closed child's transcript can still be read.
+    let read = mr.ok("read_agent", json!({"session": kids[0]}));
+    assert_eq!(read["status"], "closed");
+    assert_eq!(read["messages"][1]["text"], "answer: kid 0");
+}
+
+#[test]
+fn the_first_prompt_is_delivered_exactly_once_across_a_daemon_restart() {
+    let h = Hangar::new();
+    let root = h.new_pane();
+    let m = Mcp::launch(&h, &root);
+    let child = m.ok("create_agent", json!({"prompt": "only-once"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    m.ok(
+        "wait_agents",
+        json!({"sessions": [child], "timeout_ms": 30000}),
+    );
+    let psid = agent(&m.ok("list_agents", json!({})), &child)["provider_session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let transcript = h.claude_transcript(&h.work, &psid);
+    assert_eq!(user_entries(&transcript, "only-once"), 1);
+    let ledger = std::fs::read_to_string(h.home.join("orchestration.json")).unwrap();
+    assert!(
+        !ledger.contains("only-once"),
+        "a delivered prompt's text is dropped"
+    );
+    drop(m);
+
+    h.shutdown();
+    assert_eq!(fake_count(&h), 0);
+    h.start_daemon();
+    h.wait_state(&root, "live");
+    wait_fakes(&h, 1);
+    let m = Mcp::launch(&h, &root);
+    let sent = m.ok(
+        "send_prompt",
+        json!({"session": child, "prompt": "after-restart"}),
+    );
+    assert_eq!(sent["first_prompt_delivered"], false);
+    assert_eq!(sent["started"], "resumed");
+    let waited = m.ok(
+        "wait_agents",
+        json!({"sessions": [child], "timeout_ms": 30000}),
+    );
+    assert_eq!(agent(&waited, &child)["output"], "answer: after-restart");
+    assert_eq!(user_entries(&transcript, "only-once"), 1);
+    assert_eq!(user_entries(&transcript, "after-restart"), 1);
+}

@@ -180,6 +180,15 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         tail: usize,
     },
+    /// A session's captured API traffic (recorded by hangar's proxy), read
+    /// from $HANGAR_HOME/capture without waking anything.
+    Capture {
+        id: String,
+        /// Keep printing events as they are recorded (with --json: one
+        /// event per line).
+        #[arg(long)]
+        follow: bool,
+    },
     /// List sessions sharing one provider session id, and fix them.
     Doctor {
         /// Forget this session's provider id: its next wake starts fresh.
@@ -505,6 +514,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export => crate::identity::export(&paths),
         Command::Mcp { session } => crate::mcp::run(&paths, session),
         Command::Transcript { id, tail } => crate::identity::transcript(&paths, json, id, tail),
+        Command::Capture { id, follow } => crate::capture::capture(&paths, json, &id, follow),
         Command::Doctor { fork, forget, yes } => {
             crate::identity::doctor(&paths, json, fork, forget, yes)
         }

@@ -148,6 +148,28 @@ pub fn status(v: &Value) {
             ""
         }
     );
+    let p = &v["proxy"];
+    if p.is_object() {
+        let state = match (p["enabled"].as_bool(), p["port"].as_u64()) {
+            (Some(false), _) => "off ([proxy] enabled = false)".to_owned(),
+            (_, Some(port)) => format!(
+                "127.0.0.1:{port}, {} session(s) attributed, capturing {}",
+                p["sessions"],
+                p["allow_hosts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => "not started (starts with the first claude or codex session)".to_owned(),
+        };
+        println!("proxy    {state}");
+        if let Some(f) = p["fault"].as_str() {
+            println!("proxy    last start failed: {f}");
+        }
+    }
     for n in v["notices"].as_array().into_iter().flatten() {
         println!("notice   {}", s(n));
     }

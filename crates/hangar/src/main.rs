@@ -6,6 +6,7 @@
 //! with a non-zero exit code.
 
 mod attach;
+mod capture;
 mod cli;
 mod client;
 mod human;

@@ -1,0 +1,359 @@
+//! Issue 7, end to end: hangar-fake-agent, started by hangar, calls a local
+//! HTTPS test server (the stand-in for the provider API) through the
+//! daemon's shared recording proxy.
+
+mod proxy_support;
+mod support;
+
+use std::time::Duration;
+
+use proxy_support::{
+    ApiServer, all_capture_text, basic, capture_events, connect_status, env_of, write_proxy_config,
+};
+use serde_json::Value;
+use support::{DEADLINE, Hangar, descendants_of};
+
+const PAUSE: Duration = Duration::from_millis(60);
+
+fn fixture(server_events: usize, extra_config: &str) -> (Hangar, ApiServer) {
+    let h = Hangar::new();
+    let server = ApiServer::start(&h.root, server_events, PAUSE);
+    write_proxy_config(&h.home, &server, extra_config);
+    (h, server)
+}
+
+/// Types `api <url> <text>` into a session and waits for its answer line.
+fn call_api(h: &Hangar, id: &str, url: &str, text: &str) -> String {
+    h.ok(&["send", id, &format!("api {url} {text}")]);
+    wait_answer(h, id, text)
+}
+
+fn wait_answer(h: &Hangar, id: &str, text: &str) -> String {
+    let mut screen = String::new();
+    h.wait_until(
+        &format!("{id} answered the api call {text}"),
+        DEADLINE,
+        || {
+            screen = h.screen(id);
+            screen.contains("api-done") || screen.contains("api-error")
+        },
+    );
+    screen
+}
+
+fn wait_capture_end(h: &Hangar, id: &str) -> Vec<Value> {
+    let mut events = Vec::new();
+    h.wait_until(
+        &format!("{id}'s capture has an end event"),
+        DEADLINE,
+        || {
+            events = capture_events(&h.home, id);
+            events.iter().any(|e| e["event"] == "end")
+        },
+    );
+    events
+}
+
+#[test]
+fn an_agent_call_streams_through_the_proxy_and_lands_in_its_own_capture_only() {
+    let (h, server) = fixture(5, "");
+    let id = h.new_agent(&["--provider", "claude"]);
+    let other = h.new_agent(&["--provider", "claude"]);
+    let url = format!("https://localhost:{}/v1/messages", server.port);
+
+    let screen = call_api(&h, &id, &url, "hello-proxy");
+    assert!(screen.contains("api-done 200"), "{screen}");
+    assert!(
+        screen.contains("hello-proxy part 4"),
+        "the last chunk reached the agent: {screen}"
+    );
+
+    // The upstream got the agent's request, without the proxy's credentials.
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/v1/messages");
+    assert!(seen[0].headers.iter().any(|(k, _)| k == "authorization"));
+    assert!(
+        !seen[0]
+            .headers
+            .iter()
+            .any(|(k, _)| k == "proxy-authorization")
+    );
+
+    let events = wait_capture_end(&h, &id);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"request"));
+    assert_eq!(kinds.get(1), Some(&"response"));
+    assert_eq!(kinds.last(), Some(&"end"));
+    let chunks: Vec<&Value> = events.iter().filter(|e| e["event"] == "chunk").collect();
+    assert_eq!(
+        chunks.len(),
+        server.events,
+        "every streamed chunk is recorded"
+    );
+    for (i, c) in chunks.iter().enumerate().skip(1) {
+        assert!(
+            c["data"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("hello-proxy part {i}")),
+            "chunk {i}: {c}"
+        );
+    }
+    assert_eq!(events[0]["method"], "POST");
+    assert_eq!(events[0]["path"], "/v1/messages");
+    assert!(events[0]["body"].as_str().unwrap().contains("hello-proxy"));
+    assert_eq!(events[1]["status"], 200);
+    assert!(events.iter().all(|e| e["session"] == id.as_str()));
+
+    // Nowhere else: no other session has a capture.
+    let dirs: Vec<String> = std::fs::read_dir(h.home.join("capture"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(dirs, vec![id.clone()]);
+    assert!(capture_events(&h.home, &other).is_empty());
+
+    // Credentials never reach a capture file.
+    let text = all_capture_text(&h.home).to_lowercase();
+    for secret in [
+        "authorization",
+        "x-api-key",
+        "cookie",
+        "sk-ant-fake",
+        "0000secret",
+    ] {
+        assert!(!text.contains(secret), "a capture holds {secret:?}");
+    }
+
+    // Usage per turn, in ls and in the capture.
+    let row = h.session(&id);
+    assert_eq!(row["usage"]["requests"], 1, "{row}");
+    assert_eq!(row["usage"]["input_tokens"], 25);
+    assert_eq!(row["usage"]["output_tokens"], 28);
+    assert_eq!(row["usage"]["errors"], 0);
+    assert!(h.session(&other)["usage"].is_null());
+
+    // `hangar capture` reads it back, by a prefix of the id.
+    let doc = h.json(&["capture", &id[..8]]);
+    assert_eq!(doc["session"], id.as_str());
+    assert_eq!(doc["events"].as_array().unwrap().len(), events.len());
+    let human = h.ok(&["capture", &id]);
+    assert!(human.contains("> POST https://localhost"), "{human}");
+
+    let status = h.status();
+    assert_eq!(status["proxy"]["running"], true, "{status}");
+    assert_eq!(status["proxy"]["sessions"], 2);
+}
+
+#[test]
+fn two_agents_calling_at_once_are_each_attributed_to_their_own_session() {
+    let h = Hangar::new();
+    // Neither response starts before both requests are in: they overlap.
+    let server = ApiServer::start_together(&h.root, 6, PAUSE, 2);
+    write_proxy_config(&h.home, &server, "");
+    let a = h.new_agent(&["--provider", "claude"]);
+    let b = h.new_agent(&["--provider", "codex"]);
+    let url = format!("https://localhost:{}/v1/messages", server.port);
+    h.ok(&["send", &a, &format!("api {url} from-agent-a")]);
+    h.ok(&["send", &b, &format!("api {url} from-agent-b")]);
+    assert!(wait_answer(&h, &a, "from-agent-a").contains("api-done 200"));
+    assert!(wait_answer(&h, &b, "from-agent-b").contains("api-done 200"));
+
+    let ea = wait_capture_end(&h, &a);
+    let eb = wait_capture_end(&h, &b);
+    let text = |events: &[Value]| events.iter().map(Value::to_string).collect::<String>();
+    let (ta, tb) = (text(&ea), text(&eb));
+    assert!(ta.contains("from-agent-a") && !ta.contains("from-agent-b"));
+    assert!(tb.contains("from-agent-b") && !tb.contains("from-agent-a"));
+    assert_eq!(ea.iter().filter(|e| e["event"] == "chunk").count(), 6);
+    assert_eq!(eb.iter().filter(|e| e["event"] == "chunk").count(), 6);
+    // The two exchanges overlapped in time (the server saw to it):
+    // attribution is by credential, not by order.
+    let span = |events: &[Value]| {
+        let ts: Vec<u64> = events.iter().filter_map(|e| e["ts"].as_u64()).collect();
+        (*ts.iter().min().unwrap(), *ts.iter().max().unwrap())
+    };
+    let ((a0, a1), (b0, b1)) = (span(&ea), span(&eb));
+    assert!(a0 < b1 && b0 < a1, "the calls did not overlap");
+}
+
+#[test]
+fn a_host_off_the_allow_list_is_tunnelled_untouched_and_not_captured() {
+    let h0 = Hangar::new();
+    let server = ApiServer::start(&h0.root, 3, PAUSE);
+    // The agent sees the server's own certificate through the tunnel: let
+    // the fake trust that CA too.
+    let ca = server.ca_file.display().to_string();
+    let h = Hangar::with_env(&[("FAKE_AGENT_CA_FILE", &ca)]);
+    write_proxy_config(&h.home, &server, "");
+    let id = h.new_agent(&["--provider", "claude"]);
+    // 127.0.0.1 is not on the allow-list (only "localhost" is).
+    let url = format!("https://127.0.0.1:{}/v1/messages", server.port);
+    let screen = call_api(&h, &id, &url, "tunnelled-call");
+    assert!(screen.contains("api-done 200"), "{screen}");
+    assert!(screen.contains("tunnelled-call part 2"), "{screen}");
+    assert_eq!(server.seen().len(), 1, "the request reached the server");
+    assert!(capture_events(&h.home, &id).is_empty());
+    assert!(!all_capture_text(&h.home).contains("tunnelled-call"));
+    assert!(h.session(&id)["usage"].is_null());
+}
+
+#[test]
+fn requests_without_valid_credentials_get_407_and_credentials_die_with_the_process() {
+    let (h, server) = fixture(2, "");
+    let id = h.new_agent(&["--provider", "claude"]);
+    let port = h.status()["proxy"]["port"].as_u64().expect("proxy port") as u16;
+    let target = format!("localhost:{}", server.port);
+    let pid = h.pid_of(&id);
+    let url = env_of(pid, "HTTPS_PROXY").expect("the agent has HTTPS_PROXY");
+    assert_eq!(env_of(pid, "HTTP_PROXY").as_deref(), Some(url.as_str()));
+    assert_eq!(env_of(pid, "https_proxy").as_deref(), Some(url.as_str()));
+    let ca = env_of(pid, "NODE_EXTRA_CA_CERTS").expect("claude gets NODE_EXTRA_CA_CERTS");
+    assert_eq!(
+        ca,
+        h.home.join("proxy").join("ca.pem").display().to_string()
+    );
+    assert_eq!(
+        env_of(pid, "SSL_CERT_FILE"),
+        None,
+        "claude keeps the system trust"
+    );
+    let creds = url
+        .strip_prefix("http://")
+        .and_then(|r| r.rsplit_once('@'))
+        .map(|(c, _)| c.to_owned())
+        .expect("credentials in HTTPS_PROXY");
+    assert!(creds.starts_with(&format!("{id}:")));
+    assert!(url.ends_with(&format!("@127.0.0.1:{port}")));
+
+    assert_eq!(connect_status(port, &target, None), 407);
+    assert_eq!(
+        connect_status(port, &target, Some(&basic(&format!("{id}:wrong")))),
+        407
+    );
+    assert_eq!(connect_status(port, &target, Some("Basic not-base64")), 407);
+    assert_eq!(connect_status(port, &target, Some(&basic(&creds))), 200);
+
+    // The key file is private.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(h.home.join("proxy").join("ca.key"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    h.ok(&["hibernate", &id]);
+    h.wait_until("the proxy holds no credentials", DEADLINE, || {
+        h.status()["proxy"]["sessions"] == 0
+    });
+    assert_eq!(connect_status(port, &target, Some(&basic(&creds))), 407);
+    assert!(server.seen().is_empty());
+}
+
+#[test]
+fn codex_gets_a_bundle_of_the_system_trust_plus_hangars_ca() {
+    let (h, _server) = fixture(1, "");
+    let id = h.new_agent(&["--provider", "codex"]);
+    let bundle = env_of(h.pid_of(&id), "SSL_CERT_FILE").expect("codex gets SSL_CERT_FILE");
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    let ca = std::fs::read_to_string(h.home.join("proxy").join("ca.pem")).unwrap();
+    assert!(text.ends_with(&ca));
+    let system = std::fs::read_to_string("/etc/ssl/certs/ca-certificates.crt").unwrap_or_default();
+    assert!(
+        text.starts_with(&system),
+        "the system bundle comes first, whole"
+    );
+}
+
+#[test]
+fn no_capture_and_non_agent_sessions_get_no_proxy() {
+    let (h, _server) = fixture(1, "");
+    let plain = h.new_agent(&["--provider", "claude", "--no-capture"]);
+    let shell = h.new_agent(&["--provider", "shell"]);
+    assert_eq!(env_of(h.pid_of(&plain), "HTTPS_PROXY"), None);
+    assert_eq!(env_of(h.pid_of(&shell), "HTTPS_PROXY"), None);
+    assert_eq!(
+        h.status()["proxy"]["running"],
+        false,
+        "nothing used the proxy yet"
+    );
+}
+
+#[test]
+fn a_taken_port_starts_the_agent_without_capture_and_says_so() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let (h, _server) = fixture(1, &format!("port = {port}\n"));
+    let id = h.new_agent(&["--provider", "claude"]);
+    assert_eq!(h.state_of(&id), "live");
+    assert_eq!(env_of(h.pid_of(&id), "HTTPS_PROXY"), None);
+    let status = h.status();
+    let notices = status["notices"].to_string();
+    assert!(
+        notices.contains("without capture") && notices.contains(&format!("127.0.0.1:{port}")),
+        "{status}"
+    );
+    assert!(status["proxy"]["fault"].is_string());
+}
+
+#[test]
+fn a_taken_port_fails_the_start_when_capture_is_required() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let (h, _server) = fixture(1, &format!("port = {port}\nrequired = true\n"));
+    let out = h.json(&["new", "--provider", "claude"]);
+    let id = out["id"].as_str().unwrap().to_owned();
+    let row = h.session(&id);
+    assert_eq!(row["state"], "failed", "{row}");
+    assert!(
+        row["reason"].as_str().unwrap().contains("required"),
+        "{row}"
+    );
+    assert!(h.fake_agent_pids_for_home().is_empty());
+}
+
+#[test]
+fn fifty_live_sessions_share_one_proxy_listener_and_add_no_process() {
+    let (h, _server) = fixture(1, "[governor]\nwake_spacing_ms = 0\nwake_concurrency = 8\n");
+    let mut ids = Vec::new();
+    for i in 0..50 {
+        if i % 10 == 0 {
+            h.ok(&["tab", "new", &format!("t{i}")]);
+        }
+        ids.push(h.new_agent(&["--provider", "claude"]));
+    }
+    let daemon = h.daemon_pid();
+    h.wait_until("50 sessions are live", DEADLINE, || {
+        h.ls().iter().filter(|r| r["state"] == "live").count() == 50
+    });
+    let status = h.status();
+    let port = status["proxy"]["port"].as_u64().unwrap();
+    assert_eq!(status["proxy"]["sessions"], 50);
+
+    // Exactly the 50 agents under the daemon: the proxy adds no process.
+    let agents = h.fake_agent_pids_for_home();
+    assert_eq!(agents.len(), 50);
+    assert_eq!(descendants_of(daemon).len(), 50);
+
+    // Every agent points at the same listener, with its own credentials.
+    let mut tokens = std::collections::BTreeSet::new();
+    for pid in &agents {
+        let url = env_of(*pid, "HTTPS_PROXY").expect("HTTPS_PROXY");
+        assert!(url.ends_with(&format!("@127.0.0.1:{port}")), "{url}");
+        tokens.insert(url);
+    }
+    assert_eq!(tokens.len(), 50, "each session has its own credentials");
+
+    // One listening socket on that port, owned by the daemon.
+    let listening = std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[3] == "0A" && f[1].ends_with(&format!(":{port:04X}"))
+        })
+        .count();
+    assert_eq!(listening, 1);
+}

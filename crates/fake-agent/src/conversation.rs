@@ -12,8 +12,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use serde_json::json;
+
 use crate::ballast::Ballast;
 use crate::event::{Event, StartRecord};
+use crate::hooks::Hooks;
 use crate::input::{self, Input};
 use crate::terminal;
 use crate::transcript::Transcript;
@@ -38,6 +41,10 @@ pub struct Conversation {
     pub ballast: Ballast,
     /// Children from `spawn-child`, kept so they are not reaped early.
     pub children: Vec<Child>,
+    /// The Claude Code hooks of `--settings`.
+    pub hooks: Hooks,
+    /// `false` with `FAKE_AGENT_NO_TRANSCRIPT=1` (also for `/clear`'s file).
+    pub write_transcript: bool,
 }
 
 /// How the loop ended.
@@ -61,7 +68,11 @@ impl Conversation {
                 // win the race to record the exit; either way the exit is clean.
                 Err(_) => return self.finish("input-error"),
             };
-            match input::parse(&line) {
+            let parsed = input::parse(&line);
+            if parsed.is_turn() {
+                self.hook("UserPromptSubmit", json!({ "prompt": line }));
+            }
+            match parsed {
                 Input::Blank => {}
                 Input::Exit => {
                     self.record(Event::User(&line))?;
@@ -86,6 +97,22 @@ impl Conversation {
                 Input::Ask(text) => {
                     let question = format!("question: {}?", text.trim_end_matches('?'));
                     self.turn(out, &line, &question)?;
+                    let _ = out.flush();
+                    // The turn ends with a question: Stop, then the agent
+                    // waits for the person.
+                    self.hook("Stop", json!({ "stop_hook_active": false }));
+                    self.hook(
+                        "Notification",
+                        json!({ "message": "Claude is waiting for your input" }),
+                    );
+                    prompt(out);
+                    continue;
+                }
+                Input::PermissionScreenOnly(tool) => {
+                    self.record(Event::User(&line))?;
+                    if !self.ask_on_screen(input, out, tool)? {
+                        return self.finish("eof");
+                    }
                 }
                 Input::Permission(tool) => {
                     self.record(Event::User(&line))?;
@@ -112,9 +139,8 @@ impl Conversation {
                     self.record(Event::User(&line))?;
                     let session = lock(&self.transcript).session_id().to_owned();
                     let style = self.start.style;
-                    let called = crate::api::call(url, text, style, &session, &mut |l: &str| {
-                        say(out, l)
-                    });
+                    let called =
+                        crate::api::call(url, text, style, &session, &mut |l: &str| say(out, l));
                     let reply = match called {
                         Ok(status) => format!("api-done {status}"),
                         Err(e) => format!("api-error: {e:#}"),
@@ -127,8 +153,28 @@ impl Conversation {
                     self.answer(out, &format!("allocated {mb}"))?;
                 }
             }
+            if parsed.is_turn() {
+                let _ = out.flush();
+                self.hook("Stop", json!({ "stop_hook_active": false }));
+            }
             prompt(out);
         }
+    }
+
+    /// Runs the hooks configured for `event` (see hooks.rs).
+    fn hook(&self, event: &str, extra: serde_json::Value) {
+        if self.hooks.is_empty() {
+            return;
+        }
+        let (session_id, path) = {
+            let t = lock(&self.transcript);
+            (t.session_id().to_owned(), t.path().display().to_string())
+        };
+        let mut common = serde_json::Map::new();
+        common.insert("session_id".into(), json!(session_id));
+        common.insert("transcript_path".into(), json!(path));
+        common.insert("cwd".into(), json!(self.cwd));
+        self.hooks.run(event, &common, extra);
     }
 
     pub fn record(&self, event: Event<'_>) -> anyhow::Result<()> {
@@ -171,6 +217,10 @@ impl Conversation {
         say(out, "❯ 1. Yes");
         say(out, "  2. No");
         let _ = out.flush();
+        self.hook(
+            "Notification",
+            json!({ "message": format!("Claude needs your permission to use {tool}") }),
+        );
         let Ok(Some(reply)) = read_line(input) else {
             return Ok(false);
         };
@@ -192,13 +242,37 @@ impl Conversation {
         Ok(true)
     }
 
+    /// A permission prompt that only the screen shows: nothing is recorded
+    /// until it is answered, and no hook runs. `false` on end of input.
+    fn ask_on_screen(
+        &self,
+        input: &mut impl BufRead,
+        out: &mut impl Write,
+        tool: &str,
+    ) -> anyhow::Result<bool> {
+        say(out, &format!("Do you want to allow {tool}?"));
+        say(out, "❯ 1. Yes");
+        say(out, "  2. No");
+        let _ = out.flush();
+        let Ok(Some(reply)) = read_line(input) else {
+            return Ok(false);
+        };
+        let allowed = matches!(
+            reply.trim().to_ascii_lowercase().as_str(),
+            "1" | "y" | "yes"
+        );
+        self.answer(out, if allowed { "allowed" } else { "denied" })?;
+        Ok(true)
+    }
+
     /// Rotates to a fresh session id with a new transcript, like Claude Code's `/clear`.
     fn clear(&mut self) -> anyhow::Result<String> {
         let mut shared = lock(&self.transcript);
         let old_id = shared.session_id().to_string();
         let new_id = uuid::Uuid::new_v4().to_string();
         let style = self.start.style;
-        let placement = Transcript::place(&self.roots, style, &self.cwd, &new_id, false)?;
+        let mut placement = Transcript::place(&self.roots, style, &self.cwd, &new_id, false)?;
+        placement.write = self.write_transcript;
         let mut next = Transcript::open(&placement, style, &self.cwd, &new_id, &self.model)?;
         let start = StartRecord {
             resumed: false,

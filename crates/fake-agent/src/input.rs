@@ -18,6 +18,8 @@ pub enum Input<'a> {
     },
     Ask(&'a str),
     Permission(&'a str),
+    /// A permission prompt on the screen only: no transcript entry, no hook.
+    PermissionScreenOnly(&'a str),
     Size,
     Exit,
     Crash(i32),
@@ -28,6 +30,17 @@ pub enum Input<'a> {
         url: &'a str,
         text: &'a str,
     },
+}
+
+impl Input<'_> {
+    /// Whether the line starts a turn of the conversation (and so runs the
+    /// `UserPromptSubmit` and `Stop` hooks).
+    pub fn is_turn(&self) -> bool {
+        !matches!(
+            self,
+            Input::Blank | Input::Clear | Input::Exit | Input::Crash(_)
+        )
+    }
 }
 
 pub fn parse(line: &str) -> Input<'_> {
@@ -48,6 +61,9 @@ pub fn parse(line: &str) -> Input<'_> {
         ("alloc", mb) => mb.parse().ok().map(Input::Alloc),
         ("ask", text) if !text.is_empty() => Some(Input::Ask(text)),
         ("permission", tool) if !tool.is_empty() => Some(Input::Permission(tool)),
+        ("permission-screen-only", tool) if !tool.is_empty() => {
+            Some(Input::PermissionScreenOnly(tool))
+        }
         ("api", args) => {
             let (url, text) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
             (url.starts_with("https://") || url.starts_with("http://")).then(|| Input::Api {
@@ -90,6 +106,11 @@ mod tests {
         assert_eq!(parse("slow 5"), Input::Slow { ms: 5, text: "" });
         assert_eq!(parse("ask which branch"), Input::Ask("which branch"));
         assert_eq!(parse("permission Bash"), Input::Permission("Bash"));
+        assert_eq!(
+            parse("permission-screen-only Bash"),
+            Input::PermissionScreenOnly("Bash")
+        );
+        assert!(parse("slow 5 x").is_turn() && !parse("exit").is_turn());
         assert_eq!(parse("size"), Input::Size);
         assert_eq!(parse("exit"), Input::Exit);
         assert_eq!(parse("crash 3"), Input::Crash(3));

@@ -18,6 +18,8 @@ pub struct Knobs {
     pub fail: Option<Failure>,
     pub start_delay_ms: Option<u64>,
     pub ignore_sigterm: bool,
+    /// `FAKE_AGENT_NO_TRANSCRIPT=1`: write no transcript at all.
+    pub no_transcript: bool,
 }
 
 pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
@@ -45,6 +47,10 @@ pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
         start_delay_ms: number("FAKE_AGENT_START_DELAY_MS")?,
         ignore_sigterm: matches!(
             get("FAKE_AGENT_IGNORE_SIGTERM").as_deref(),
+            Some("1" | "true" | "yes")
+        ),
+        no_transcript: matches!(
+            get("FAKE_AGENT_NO_TRANSCRIPT").as_deref(),
             Some("1" | "true" | "yes")
         ),
     })
@@ -75,6 +81,7 @@ mod tests {
             ("FAKE_AGENT_FAIL", "exit:7"),
             ("FAKE_AGENT_START_DELAY_MS", "250"),
             ("FAKE_AGENT_IGNORE_SIGTERM", "1"),
+            ("FAKE_AGENT_NO_TRANSCRIPT", "1"),
         ])
         .unwrap();
         assert_eq!(
@@ -83,7 +90,8 @@ mod tests {
                 alloc_mb: Some(64),
                 fail: Some(Failure::Exit(7)),
                 start_delay_ms: Some(250),
-                ignore_sigterm: true
+                ignore_sigterm: true,
+                no_transcript: true,
             }
         );
         assert_eq!(

@@ -15,6 +15,7 @@ mod claude_lines;
 mod codex_lines;
 mod conversation;
 mod event;
+mod hooks;
 mod input;
 mod knobs;
 mod signals;
@@ -132,7 +133,8 @@ fn run(
         SessionRequest::Resume(id) => (id.clone(), true),
     };
     let model = inv.model.clone().unwrap_or_else(|| "fake-agent".into());
-    let placement = Transcript::place(&roots, inv.style, &cwd, &session_id, resumed)?;
+    let mut placement = Transcript::place(&roots, inv.style, &cwd, &session_id, resumed)?;
+    placement.write = !knobs.no_transcript;
     let mut transcript = Transcript::open(&placement, inv.style, &cwd, &session_id, &model)?;
 
     let banner = format!(
@@ -171,6 +173,7 @@ fn run(
         exit(0);
     });
 
+    let hooks = hooks::Hooks::load(start.invocation.settings.as_deref());
     let mut out = stdout().lock();
     say(&mut out, &banner);
     let _ = out.flush();
@@ -182,6 +185,8 @@ fn run(
         model,
         ballast,
         children: Vec::new(),
+        hooks,
+        write_transcript: !knobs.no_transcript,
     };
     let ending = conversation.run(&mut std::io::stdin().lock(), &mut out)?;
     Ok(ending.code)

@@ -22,7 +22,8 @@ use crate::transcript_paths::{self, Roots};
 pub struct Transcript {
     style: Style,
     path: PathBuf,
-    file: File,
+    /// `None` with `FAKE_AGENT_NO_TRANSCRIPT=1`: nothing is written.
+    file: Option<File>,
     session_id: String,
     cwd: String,
     model: String,
@@ -38,6 +39,8 @@ pub struct Transcript {
 pub struct Placement {
     pub path: PathBuf,
     pub existed: bool,
+    /// Whether the transcript is written at all (`FAKE_AGENT_NO_TRANSCRIPT`).
+    pub write: bool,
 }
 
 impl Transcript {
@@ -77,7 +80,11 @@ impl Transcript {
         if existed && !resume && style == Style::Claude {
             bail!("Session ID {session_id} is already in use.");
         }
-        Ok(Placement { path, existed })
+        Ok(Placement {
+            path,
+            existed,
+            write: true,
+        })
     }
 
     /// Opens (creating directories and file as needed) for appending.
@@ -88,15 +95,21 @@ impl Transcript {
         session_id: &str,
         model: &str,
     ) -> anyhow::Result<Transcript> {
-        if let Some(dir) = placement.path.parent() {
-            fs::create_dir_all(dir)
-                .with_context(|| format!("creating transcript directory {}", dir.display()))?;
-        }
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&placement.path)
-            .with_context(|| format!("opening transcript {}", placement.path.display()))?;
+        let file = if placement.write {
+            if let Some(dir) = placement.path.parent() {
+                fs::create_dir_all(dir)
+                    .with_context(|| format!("creating transcript directory {}", dir.display()))?;
+            }
+            Some(
+                OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&placement.path)
+                    .with_context(|| format!("opening transcript {}", placement.path.display()))?,
+            )
+        } else {
+            None
+        };
         Ok(Transcript {
             style,
             path: placement.path.clone(),
@@ -111,6 +124,11 @@ impl Transcript {
 
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// Where the transcript is (or would be, when not written).
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
     }
 
     /// Appends the lines for `event`. After an `Exit` this does nothing.
@@ -137,12 +155,14 @@ impl Transcript {
             }
             Style::Codex => codex_lines::lines(&event, &self.session_id, &self.cwd, &timestamp),
         };
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
         for line in lines {
             let mut text = line.to_string();
             text.push('\n');
             // One write per line: append-mode writes of a line this size land whole.
-            self.file
-                .write_all(text.as_bytes())
+            file.write_all(text.as_bytes())
                 .with_context(|| format!("writing transcript {}", self.path.display()))?;
         }
         Ok(())

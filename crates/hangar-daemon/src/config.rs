@@ -26,6 +26,12 @@ pub struct Config {
     pub worktree: WorktreeConfig,
     #[serde(default)]
     pub proxy: crate::proxy::ProxyConfig,
+    /// `[activity]`: the sources of working/waiting/idle and the debounce.
+    #[serde(default)]
+    pub activity: crate::activity::ActivityConfig,
+    /// `[notify]`: how the person is told an agent waits or finished.
+    #[serde(default)]
+    pub notify: crate::activity::notify::NotifyConfig,
     /// `[mcp]`: orchestration over MCP (on by default).
     #[serde(default)]
     pub mcp: crate::orchestration::McpConfig,

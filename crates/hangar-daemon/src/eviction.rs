@@ -14,7 +14,6 @@ use hangar_protocol::message::codes;
 use serde_json::{Value, json};
 
 use crate::Daemon;
-use crate::activity::{Activity, session_activity};
 use crate::journal::{CloseCause, Event};
 use crate::state::{ApiError, RunState};
 
@@ -111,6 +110,7 @@ impl Daemon {
         for id in ids {
             st.runtimes.remove(id);
             let _ = st.store.forget_process(id);
+            self.forget_activity(id);
         }
         st.save(ids)?;
         Ok(())
@@ -138,11 +138,9 @@ impl Daemon {
         if st.ws.close_cascade(id).len() > 1 {
             return false;
         }
-        let screen = rt.and_then(|r| r.proc.as_ref()).map(|p| p.text());
-        !matches!(
-            session_activity(meta, screen.as_deref()),
-            Activity::Working | Activity::Waiting
-        )
+        drop(st);
+        // Off the state lock: a hibernated session's transcript may be read.
+        !self.is_busy(id)
     }
 
     /// Close agents inactive for longer than `older_than_ms`.

@@ -14,7 +14,7 @@ use hangar_core::governor::{BudgetDecision, LiveFacts, enforce_budget};
 use hangar_core::{Placement, SessionId};
 
 use crate::Daemon;
-use crate::activity::{Activity, session_activity};
+use crate::activity::Activity;
 use crate::journal::{Event, HibernateReason};
 use crate::state::RunState;
 
@@ -91,7 +91,7 @@ pub struct BudgetStatus {
 impl Daemon {
     /// Facts about every live agent session.
     fn live_facts(&self) -> Vec<LiveFacts> {
-        let snapshot: Vec<(SessionId, hangar_core::SessionMeta, u32, String, bool, bool)> = {
+        let snapshot: Vec<(SessionId, hangar_core::SessionMeta, u32, bool, bool)> = {
             let st = self.lock();
             st.runtimes
                 .iter()
@@ -107,7 +107,6 @@ impl Daemon {
                         id.clone(),
                         meta.clone(),
                         proc.pid,
-                        proc.text(),
                         visible,
                         st.ws.is_pinned(id),
                     ))
@@ -118,8 +117,8 @@ impl Daemon {
         let memory = tree_memory(&pids);
         snapshot
             .into_iter()
-            .map(|(id, meta, pid, screen, visible, pinned)| {
-                let activity = session_activity(&meta, Some(&screen));
+            .map(|(id, meta, pid, visible, pinned)| {
+                let (activity, _) = self.activity_of(&id);
                 LiveFacts {
                     id,
                     last_active_ms: meta.last_active_ms,

@@ -8,9 +8,9 @@
 
 pub mod activity;
 pub mod config;
-pub mod identity;
 pub mod eviction;
 pub mod governor;
+pub mod identity;
 pub mod journal;
 pub mod layout_ops;
 pub mod lifecycle;
@@ -52,6 +52,8 @@ pub struct Daemon {
     pub queue: wake_queue::WakeQueue,
     /// The recording proxy shared by every session; started lazily.
     pub proxy: proxy::Proxy,
+    /// Every session's activity (working, waiting, idle) and its viewers.
+    pub activity: Arc<activity::Hub>,
     /// MCP tokens, turn marks, tombstones and first prompts of agents.
     pub orchestration: orchestration::Orchestration,
     state: Mutex<State>,
@@ -222,6 +224,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         queue: wake_queue::WakeQueue::new(config.governor.queue_limits()),
         orchestration: orchestration::Orchestration::new(paths.home.clone()),
         proxy: proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
+        activity: Arc::new(activity::Hub::new(&config.activity)),
         state: Mutex::new(State {
             ws: opened.workspace.clone(),
             store: opened.store,
@@ -233,6 +236,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         }),
         shutdown,
     });
+    daemon.proxy.report_activity_to(daemon.activity.clone());
     daemon.end_orphans();
 
     let socket = paths.socket();

@@ -139,6 +139,11 @@ impl Daemon {
     async fn try_spawn(self: &Arc<Self>, id: &SessionId) -> Result<(), SpawnFailure> {
         // Proxy credentials for this process (issue 7); revoked when dropped.
         let proxy_grant = self.proxy_grant(id).await?;
+        // Claude Code hooks that report activity (issue 11), written off the lock.
+        let hook_settings = {
+            let provider = self.lock().ws.sessions.get(id).map(|m| m.provider.clone());
+            provider.and_then(|p| self.hook_settings(id, &p))
+        };
         let (request, resumed, provider, title) = {
             let mut st = self.lock();
             let dangerous = st.ws.settings.dangerous;
@@ -208,9 +213,13 @@ impl Daemon {
             if let Some(g) = &proxy_grant {
                 env_vars.extend(g.env.iter().cloned());
             }
+            let mut args = spec.args;
+            if let Some(settings) = &hook_settings {
+                args.extend(["--settings".to_owned(), settings.display().to_string()]);
+            }
             let request = SpawnRequest {
                 program: spec.program,
-                args: spec.args,
+                args,
                 cwd,
                 env: env_vars,
                 rows: DEFAULT_ROWS,
@@ -252,6 +261,7 @@ impl Daemon {
         }
         self.watch_exit(id.clone(), live.clone());
         self.watch_identity(id.clone(), live.clone());
+        self.watch_activity(id.clone(), live.clone());
         if let Some(g) = proxy_grant {
             self.hold_grant_until_exit(g, live.exit_watch());
         }

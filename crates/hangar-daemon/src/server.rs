@@ -106,6 +106,7 @@ async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
     let mut buf = vec![0u8; 64 * 1024];
     let mut greeted = false;
+    let mut stop_daemon = false;
     let handshake_deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
     let mut attached: Option<Attached> = None;
     'conn: loop {
@@ -228,7 +229,11 @@ async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
                         }
                         Request::Shutdown => {
                             conn.reply(Reply::ok(id, json!({"stopping": true}))).await;
-                            daemon.shutdown().await;
+                            // Shut down only after the reply is written (below):
+                            // the process exits when shutdown ends, and a reply
+                            // still queued then was lost ("the daemon closed the
+                            // connection").
+                            stop_daemon = true;
                             break 'conn;
                         }
                         other => {
@@ -266,6 +271,9 @@ async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
     }
     drop(conn);
     let _ = writer_task.await;
+    if stop_daemon {
+        daemon.shutdown().await;
+    }
 }
 
 fn error_reply(id: u64, e: ApiError) -> Reply {
@@ -309,6 +317,8 @@ async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiEr
         Request::ResumeQueue => Ok(daemon.resume_queue()),
         Request::Ratio(r) => daemon.op_ratio(r),
         Request::Agent(call) => daemon.op_agent(call).await,
+        Request::Wait(r) => daemon.op_wait(&r.sessions, &r.until, r.timeout_ms).await,
+        Request::Hook(r) => daemon.op_hook(&r.session, &r.event),
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
             Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))
@@ -326,6 +336,8 @@ async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiEr
 struct Attached {
     live: Arc<crate::pty::LiveProcess>,
     forwarder: tokio::task::JoinHandle<()>,
+    /// Counts this client as viewing the session: no notifications about it.
+    _viewer: crate::activity::ViewerGuard,
 }
 
 async fn start_attach(
@@ -358,24 +370,51 @@ async fn start_attach(
     .await;
     let (snapshot, rx) = live.snapshot_and_subscribe();
     conn.data(&snapshot).await;
+    let viewer = daemon.activity.view(&session);
+    let notices = daemon
+        .config
+        .notify
+        .osc
+        .then(|| daemon.activity.osc_notifications());
     let forwarder = tokio::spawn(forward_output(
         Conn {
             out: conn.out.clone(),
         },
         live.clone(),
         rx,
+        (session.clone(), notices),
     ));
-    Ok(Attached { live, forwarder })
+    Ok(Attached {
+        live,
+        forwarder,
+        _viewer: viewer,
+    })
 }
+
+/// Notification escapes about other sessions, for the client viewing one.
+type Notices = (
+    hangar_core::SessionId,
+    Option<broadcast::Receiver<(hangar_core::SessionId, Vec<u8>)>>,
+);
 
 async fn forward_output(
     conn: Conn,
     live: Arc<crate::pty::LiveProcess>,
     mut rx: broadcast::Receiver<bytes::Bytes>,
+    (viewing, mut notices): Notices,
 ) {
     let mut exit = live.exit_watch();
     loop {
         tokio::select! {
+            notice = async { notices.as_mut()?.recv().await.ok() }, if notices.is_some() => {
+                // The terminal shows its own notification (OSC 9 / 777).
+                if let Some((about, bytes)) = notice
+                    && about != viewing
+                    && !conn.data(&bytes).await
+                {
+                    return;
+                }
+            },
             chunk = rx.recv() => match chunk {
                 Ok(bytes) => {
                     if !conn.data(&bytes).await {

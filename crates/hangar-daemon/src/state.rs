@@ -288,6 +288,9 @@ impl State {
             worktree: meta.worktree.as_ref().map(crate::worktree::static_view),
             // Filled in from the proxy by the caller (`Daemon::op_list`).
             usage: None,
+            // Filled in by the caller from the activity board (`Daemon::op_list`).
+            activity: "unknown".to_owned(),
+            activity_since: None,
         })
     }
 

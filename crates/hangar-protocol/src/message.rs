@@ -227,6 +227,30 @@ pub struct CloseIdle {
     pub yes: bool,
 }
 
+/// Wait until sessions reach an activity state (`hangar wait`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Wait {
+    pub sessions: Vec<String>,
+    /// `idle`, `waiting` or `any`.
+    #[serde(default = "until_idle")]
+    pub until: String,
+    /// Give up after this long; wait forever when absent.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+fn until_idle() -> String {
+    "idle".to_owned()
+}
+
+/// A provider hook calling back (`hangar hook EVENT --session ID`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hook {
+    pub session: String,
+    /// `stop`, `notification` or `user-prompt-submit`.
+    pub event: String,
+}
+
 /// The orchestration tools an agent calls through `hangar mcp`; each is its
 /// own request kind (`agent_<tool>`), permanent like every other kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -360,6 +384,10 @@ pub enum Request {
     Worktrees(Worktrees),
     /// An orchestration tool call from an agent (`agent_*` kinds).
     Agent(AgentCall),
+    /// Wait until sessions finish their turn or wait for the person.
+    Wait(Wait),
+    /// A provider hook reporting an agent's activity.
+    Hook(Hook),
     /// A kind this build does not know; answered with `unknown_kind`.
     Unknown(String),
 }
@@ -411,6 +439,8 @@ impl Request {
             Request::ResumeQueue => "resume_queue",
             Request::Ratio(_) => "ratio",
             Request::Agent(call) => call.tool.kind(),
+            Request::Wait(_) => "wait",
+            Request::Hook(_) => "hook",
             Request::Unknown(kind) => kind,
         }
     }
@@ -448,6 +478,8 @@ impl Request {
             Request::CloseIdle(b) => v(b),
             Request::Ratio(b) => v(b),
             Request::Agent(b) => v(b),
+            Request::Wait(b) => v(b),
+            Request::Hook(b) => v(b),
             Request::List
             | Request::Status
             | Request::TabList
@@ -533,6 +565,8 @@ impl Request {
             "close_idle" => Request::CloseIdle(b(id, k, body)?),
             "resume_queue" => Request::ResumeQueue,
             "ratio" => Request::Ratio(b(id, k, body)?),
+            "wait" => Request::Wait(b(id, k, body)?),
+            "hook" => Request::Hook(b(id, k, body)?),
             other => match AgentTool::from_kind(other) {
                 Some(tool) => {
                     let mut call: AgentCall = b(id, k, body)?;
@@ -657,6 +691,15 @@ mod tests {
                 caller: "c".into(),
                 token: "t".into(),
                 args: serde_json::json!({"run": "r1"}),
+            }),
+            Request::Wait(Wait {
+                sessions: vec!["a".into(), "b".into()],
+                until: "any".into(),
+                timeout_ms: Some(500),
+            }),
+            Request::Hook(Hook {
+                session: "a".into(),
+                event: "stop".into(),
             }),
         ];
         for r in reqs {

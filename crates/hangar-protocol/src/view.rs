@@ -52,6 +52,17 @@ pub struct SessionView {
     /// session's API traffic was seen.
     #[serde(default)]
     pub usage: Option<UsageView>,
+    /// What the agent is doing: `working`, `waiting` (for the person),
+    /// `idle` (turn finished) or `unknown`.
+    #[serde(default = "unknown_activity")]
+    pub activity: String,
+    /// When it entered that state, in ms since the epoch.
+    #[serde(default)]
+    pub activity_since: Option<u64>,
+}
+
+fn unknown_activity() -> String {
+    "unknown".to_owned()
 }
 
 /// A session's API usage, summed over its turns, from captured traffic.

@@ -217,6 +217,24 @@ pub enum Command {
     },
     /// Set the share (0.1..0.9) of the first side of the split holding a pane.
     Ratio { id: String, ratio: f32 },
+    /// Wait until agents finish their turn (or wait for you); exits 124 on
+    /// timeout.
+    Wait {
+        #[arg(required = true)]
+        ids: Vec<String>,
+        #[arg(long, default_value = "idle", value_parser = ["idle", "waiting", "any"])]
+        until: String,
+        /// Give up after this long (e.g. 30s, 10m).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        timeout: Option<std::time::Duration>,
+    },
+    /// Called back by an agent's hooks (installed by hangar); not for people.
+    #[command(hide = true)]
+    Hook {
+        event: String,
+        #[arg(long)]
+        session: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -374,6 +392,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Focus { id, tab } => {
             simple(Request::Focus(msg::Focus { tab, session: id }), "focused")
         }
+        Command::Wait {
+            ids,
+            until,
+            timeout,
+        } => crate::activity::wait(&paths, json, ids, until, timeout),
+        Command::Hook { event, session } => crate::activity::hook(&paths, event, session),
         Command::Ratio { id, ratio } => {
             simple(Request::Ratio(msg::Ratio { session: id, ratio }), "resized")
         }

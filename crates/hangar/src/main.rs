@@ -5,6 +5,7 @@
 //! command prints exactly one JSON document on stdout; errors go to stderr
 //! with a non-zero exit code.
 
+mod activity;
 mod attach;
 mod capture;
 mod cli;

@@ -185,6 +185,9 @@ pub struct Proxy {
     /// Set once running, for synchronous readers (`ls`, `status`).
     snapshot: Mutex<Option<Arc<Running>>>,
     last_fault: Mutex<Option<String>>,
+    /// Where recorded requests are reported as activity; set once by the
+    /// daemon.
+    activity: std::sync::OnceLock<Arc<crate::activity::Hub>>,
 }
 
 /// Credentials handed to one process; dropping it revokes them.
@@ -214,7 +217,14 @@ impl Proxy {
             running: tokio::sync::Mutex::new(None),
             snapshot: Mutex::new(None),
             last_fault: Mutex::new(None),
+            activity: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Report every recorded request to `hub` (requests in flight mean
+    /// working). Call before the first session starts.
+    pub fn report_activity_to(&self, hub: Arc<crate::activity::Hub>) {
+        let _ = self.activity.set(hub);
     }
 
     pub fn config(&self) -> &ProxyConfig {
@@ -295,6 +305,7 @@ impl Proxy {
             stats: Stats::default(),
             exchanges: AtomicU64::new(0),
             observed,
+            activity: self.activity.get().cloned(),
         });
         let accepting = shared.clone();
         tokio::spawn(async move {

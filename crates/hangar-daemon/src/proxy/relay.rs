@@ -46,6 +46,8 @@ pub struct Shared {
     pub exchanges: AtomicU64,
     /// Provider session ids seen in headers, for the daemon to record.
     pub observed: tokio::sync::mpsc::UnboundedSender<(String, String)>,
+    /// Where recorded requests are reported as activity (issue 11).
+    pub activity: Option<Arc<crate::activity::Hub>>,
 }
 
 impl Shared {
@@ -341,6 +343,14 @@ async fn exchange(
 ) -> Response<ProxyBody> {
     let begun = Instant::now();
     let n = shared.exchanges.fetch_add(1, Ordering::Relaxed) + 1;
+    // A request in flight means the agent is working; reported as finished
+    // when this guard drops, on every path out.
+    let in_flight = match &shared.activity {
+        Some(hub) if record => Some(crate::activity::sources::proxy::InFlight::start(
+            hub, session,
+        )),
+        _ => None,
+    };
     let (mut parts, body) = req.into_parts();
     // Request bodies are small and sent whole; only responses stream.
     let body = match body.collect().await {
@@ -437,6 +447,7 @@ async fn exchange(
         exchange: n,
         status,
         meter: Some(TurnMeter::new(status, content_type)),
+        in_flight,
         chunks: 0,
         bytes: 0,
         recorded: 0,
@@ -478,6 +489,8 @@ struct Tap {
     exchange: u64,
     status: u16,
     meter: Option<TurnMeter>,
+    /// Dropped when the response ends: the turn's stop reason is reported.
+    in_flight: Option<crate::activity::sources::proxy::InFlight>,
     chunks: u64,
     bytes: u64,
     /// Bytes of chunk data written to the capture so far (capped).
@@ -491,6 +504,9 @@ impl Tap {
         self.bytes += data.len() as u64;
         if let Some(m) = &mut self.meter {
             m.feed(data);
+        }
+        if let Some(f) = &mut self.in_flight {
+            f.feed(data);
         }
         let room = self
             .shared
@@ -510,6 +526,7 @@ impl Tap {
     }
 
     fn finish(&mut self, error: Option<String>) {
+        self.in_flight = None;
         let Some(meter) = self.meter.take() else {
             return;
         };

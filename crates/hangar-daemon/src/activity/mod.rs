@@ -1,0 +1,839 @@
+//! What an agent is doing, beside its process state: `working` on a turn,
+//! `waiting` for the person (a question, a permission prompt), `idle` (turn
+//! finished, ready for input), or `unknown`, with the time it entered that
+//! state.
+//!
+//! Read from structured signals in order of trust (`sources`): the
+//! transcript, the capture proxy, the provider's hooks, and the screen only
+//! as the last resort; `combine` is the one rule that merges them and
+//! `tracker` debounces the result so a flickering signal does not flap.
+//! A live session is watched by one task for as long as its process lives;
+//! a hibernated session's transcript is read on demand, never watched, and
+//! the session is never woken to learn its state.
+//!
+//! The governor ("mid-turn"), eviction, orchestration ("finished its turn"),
+//! `hangar ls` and `hangar wait` all read activity through `Daemon::
+//! activity_of` and `Daemon::wait_activity`; nothing else may guess it.
+
+pub mod notify;
+pub mod sources;
+pub mod tracker;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use hangar_core::{Provider, SessionId, SessionMeta};
+use hangar_protocol::message::codes;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, broadcast, watch};
+
+use crate::Daemon;
+use crate::pty::LiveProcess;
+use crate::state::ApiError;
+use sources::hooks::HookEvent;
+use sources::proxy::{ProxyState, Signal};
+use sources::transcript::TranscriptWatch;
+use tracker::{Tracker, Transition};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activity {
+    Working,
+    Waiting,
+    Idle,
+    Unknown,
+}
+
+impl Activity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Activity::Working => "working",
+            Activity::Waiting => "waiting",
+            Activity::Idle => "idle",
+            Activity::Unknown => "unknown",
+        }
+    }
+}
+
+/// A source of activity signals, as named in `[activity] sources`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Transcript,
+    Proxy,
+    Hooks,
+    Screen,
+}
+
+/// `[activity]` in config.toml.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActivityConfig {
+    /// The sources read; remove one to turn it off.
+    #[serde(default = "all_sources")]
+    pub sources: Vec<Source>,
+    /// How long a new state must hold before it is committed.
+    #[serde(default = "default_debounce")]
+    pub debounce_ms: u64,
+}
+
+fn all_sources() -> Vec<Source> {
+    vec![
+        Source::Transcript,
+        Source::Proxy,
+        Source::Hooks,
+        Source::Screen,
+    ]
+}
+
+fn default_debounce() -> u64 {
+    1000
+}
+
+impl Default for ActivityConfig {
+    fn default() -> Self {
+        ActivityConfig {
+            sources: all_sources(),
+            debounce_ms: default_debounce(),
+        }
+    }
+}
+
+impl ActivityConfig {
+    pub fn enabled(&self, source: Source) -> bool {
+        self.sources.contains(&source)
+    }
+}
+
+/// One source's view: a state, and when the source says it began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    pub activity: Activity,
+    pub at_ms: u64,
+}
+
+/// Every source's current view of one session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Readings {
+    pub transcript: Option<Reading>,
+    pub proxy: Option<Reading>,
+    pub hooks: Option<Reading>,
+    pub screen: Option<Reading>,
+    /// When hangar last typed a prompt into the session (`hangar send`).
+    pub input_ms: Option<u64>,
+}
+
+/// How long typed input alone counts as a turn in progress.
+pub const INPUT_ALONE_MS: u64 = 5000;
+
+/// The rule that merges the sources.
+///
+/// 1. A turn starts at the latest `working` reading or typed input; any
+///    `idle` or `waiting` reading older than that is stale (it describes the
+///    turn before) and is dropped.
+/// 2. Of what remains, the most trusted source wins: transcript, proxy,
+///    hooks, screen; with nothing left, typed input alone means working,
+///    for `INPUT_ALONE_MS` (an agent no source can see must not stay
+///    "working" forever after one `hangar send`).
+/// 3. A turn in progress that a less trusted source sees blocked on the
+///    person (a permission prompt on screen, a hook notification) is
+///    `waiting`: the turn is real, and so is the prompt.
+pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
+    let ranked = [r.transcript, r.proxy, r.hooks, r.screen];
+    let turn_start = ranked
+        .iter()
+        .flatten()
+        .filter(|x| x.activity == Activity::Working)
+        .map(|x| x.at_ms)
+        .chain(r.input_ms)
+        .max();
+    let current: Vec<Reading> = ranked
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|x| match x.activity {
+            Activity::Working => true,
+            Activity::Unknown => false,
+            _ => turn_start.is_none_or(|t| x.at_ms >= t),
+        })
+        .collect();
+    let typed = r
+        .input_ms
+        .filter(|at| now_ms.saturating_sub(*at) < INPUT_ALONE_MS)
+        .map(|at_ms| Reading {
+            activity: Activity::Working,
+            at_ms,
+        });
+    let best = current.first().copied().or(typed)?;
+    if best.activity == Activity::Working
+        && let Some(w) = current.iter().find(|x| x.activity == Activity::Waiting)
+    {
+        return Some(*w);
+    }
+    Some(best)
+}
+
+/// Activity from a run of claude transcript lines (a whole conversation's
+/// tail, or the lines since a turn mark); `unknown` when none is
+/// conversational.
+pub fn claude_activity(lines: &[String]) -> Activity {
+    sources::transcript::claude_reading(lines, false, 0)
+        .map(|r| r.activity)
+        .unwrap_or(Activity::Unknown)
+}
+
+/// How often a live session's sources are looked at.
+const POLL: Duration = Duration::from_millis(200);
+
+/// A hook or proxy signal, or typed input: look again now rather than at
+/// the next poll.
+type Nudge = Arc<Notify>;
+
+#[derive(Default)]
+struct Entry {
+    tracker: Option<Tracker>,
+    hooks: Option<Reading>,
+    proxy: ProxyState,
+    input_ms: Option<u64>,
+    /// A watcher task evaluates this session (its process is live).
+    watched: bool,
+    nudge: Nudge,
+    /// A hibernated session's transcript, read on demand.
+    offline: Option<TranscriptWatch>,
+}
+
+impl Entry {
+    fn clear_signals(&mut self) {
+        self.hooks = None;
+        self.proxy = ProxyState::default();
+        self.input_ms = None;
+    }
+}
+
+/// The daemon's activity board: every session's tracker and signals, the
+/// clients viewing each session, and the notification channel.
+pub struct Hub {
+    entries: Mutex<HashMap<SessionId, Entry>>,
+    viewers: Mutex<HashMap<SessionId, usize>>,
+    /// Bumped on every committed change; `wait_activity` listens.
+    changed: watch::Sender<u64>,
+    /// Terminal notification escapes for attached clients: (the session it
+    /// is about, the bytes). A client never gets one about what it views.
+    osc: broadcast::Sender<(SessionId, Vec<u8>)>,
+    /// `[activity] sources` names the proxy.
+    proxy_source: bool,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub::new(&ActivityConfig::default())
+    }
+}
+
+impl Hub {
+    pub fn new(config: &ActivityConfig) -> Hub {
+        let (changed, _) = watch::channel(0);
+        let (osc, _) = broadcast::channel(64);
+        Hub {
+            entries: Mutex::new(HashMap::new()),
+            viewers: Mutex::new(HashMap::new()),
+            changed,
+            osc,
+            proxy_source: config.enabled(Source::Proxy),
+        }
+    }
+
+    /// The proxy's hook: a request of `session` to the provider API began
+    /// or ended. Sessions without a watcher (not live) are ignored.
+    pub fn proxy_signal(&self, session: &str, signal: Signal) {
+        if !self.proxy_source {
+            return;
+        }
+        let nudge = {
+            let mut entries = self.entries();
+            let Some(e) = entries
+                .get_mut(&SessionId::from(session))
+                .filter(|e| e.watched)
+            else {
+                return;
+            };
+            e.proxy.apply(&signal, crate::now_ms());
+            e.nudge.clone()
+        };
+        nudge.notify_one();
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<SessionId, Entry>> {
+        // Plain data, consistent between statements: keep going after a panic.
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn viewer_table(&self) -> MutexGuard<'_, HashMap<SessionId, usize>> {
+        self.viewers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Clients currently attached to `id`.
+    pub fn viewers(&self, id: &SessionId) -> usize {
+        self.viewer_table().get(id).copied().unwrap_or(0)
+    }
+
+    /// Count a client viewing `id` until the guard is dropped.
+    pub fn view(self: &Arc<Self>, id: &SessionId) -> ViewerGuard {
+        *self.viewer_table().entry(id.clone()).or_default() += 1;
+        ViewerGuard {
+            hub: self.clone(),
+            id: id.clone(),
+        }
+    }
+
+    /// Notification escapes for attached clients.
+    pub fn osc_notifications(&self) -> broadcast::Receiver<(SessionId, Vec<u8>)> {
+        self.osc.subscribe()
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|g| *g += 1);
+    }
+
+    /// Drop everything known about a session that no longer exists.
+    pub fn forget(&self, id: &SessionId) {
+        self.entries().remove(id);
+    }
+}
+
+/// One attached client; dropping it stops counting the client.
+pub struct ViewerGuard {
+    hub: Arc<Hub>,
+    id: SessionId,
+}
+
+impl Drop for ViewerGuard {
+    fn drop(&mut self) {
+        let mut t = self.hub.viewer_table();
+        if let Some(n) = t.get_mut(&self.id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                t.remove(&self.id);
+            }
+        }
+    }
+}
+
+/// What `hangar wait` waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Until {
+    /// The turn finished and the agent is ready for input.
+    Idle,
+    /// The agent waits for the person.
+    Waiting,
+    /// Either: the agent stopped working.
+    Any,
+}
+
+impl Until {
+    pub fn parse(s: &str) -> Option<Until> {
+        match s.trim() {
+            "idle" => Some(Until::Idle),
+            "waiting" => Some(Until::Waiting),
+            "any" => Some(Until::Any),
+            _ => None,
+        }
+    }
+
+    pub fn reached(self, a: Activity) -> bool {
+        match self {
+            Until::Idle => a == Activity::Idle,
+            Until::Waiting => a == Activity::Waiting,
+            Until::Any => matches!(a, Activity::Idle | Activity::Waiting),
+        }
+    }
+}
+
+/// A session's activity as reported by `ls` and `wait`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ActivityView {
+    pub id: String,
+    pub activity: Activity,
+    pub activity_since: u64,
+}
+
+/// Where a provider's transcripts are, from the daemon's environment.
+fn transcript_root(provider: &Provider) -> Option<PathBuf> {
+    crate::identity::discovery::transcript_root(provider, &crate::identity::discovery::env_var)
+}
+
+impl Daemon {
+    /// A session's activity and the time (ms since the epoch) it entered it.
+    /// A session whose process is not running is read from its transcript
+    /// once (per change of the file), never woken.
+    pub fn activity_of(&self, id: &SessionId) -> (Activity, u64) {
+        {
+            let entries = self.activity.entries();
+            if let Some(e) = entries.get(id)
+                && e.watched
+                && let Some(t) = &e.tracker
+            {
+                return (t.activity(), t.since_ms());
+            }
+        }
+        self.offline_activity(id)
+    }
+
+    /// A non-live session's activity, from its transcript alone. A turn
+    /// that was in progress when the process ended is over: idle.
+    fn offline_activity(&self, id: &SessionId) -> (Activity, u64) {
+        let meta = self.lock().ws.sessions.get(id).cloned();
+        let Some(meta) = meta else {
+            return (Activity::Unknown, 0);
+        };
+        let fallback = (Activity::Unknown, meta.last_active_ms);
+        if !self.config.activity.enabled(Source::Transcript) {
+            return fallback;
+        }
+        let Some(root) = transcript_root(&meta.provider) else {
+            return fallback;
+        };
+        // Taken out of the table so the file is read without the lock held.
+        let mut watch = self
+            .activity
+            .entries()
+            .entry(id.clone())
+            .or_default()
+            .offline
+            .take()
+            .unwrap_or_default();
+        let reading = watch.read(
+            &meta.provider,
+            &root,
+            &meta.cwd,
+            meta.provider_session.as_ref().map(|p| p.id.as_str()),
+        );
+        if let Some(e) = self.activity.entries().get_mut(id) {
+            e.offline = Some(watch);
+        }
+        match reading {
+            Some(r) if r.activity == Activity::Working => (Activity::Idle, r.at_ms),
+            Some(r) => (r.activity, r.at_ms),
+            None => fallback,
+        }
+    }
+
+    /// Every session's activity, for `ls`.
+    pub fn activity_views(&self, ids: &[SessionId]) -> Vec<ActivityView> {
+        ids.iter()
+            .map(|id| {
+                let (activity, since) = self.activity_of(id);
+                ActivityView {
+                    id: id.to_string(),
+                    activity,
+                    activity_since: since,
+                }
+            })
+            .collect()
+    }
+
+    /// Wait until every session in `ids` has reached `until`, or `timeout`
+    /// passes. Returns whether they all did, and each one's activity.
+    pub async fn wait_activity(
+        &self,
+        ids: &[SessionId],
+        until: Until,
+        timeout: Option<Duration>,
+    ) -> (bool, Vec<ActivityView>) {
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut changed = self.activity.changed.subscribe();
+        let mut shutdown = self.shutdown_watch();
+        // A session closed meanwhile has nothing left to wait for.
+        let settled = |v: &ActivityView| {
+            until.reached(v.activity)
+                || !self
+                    .lock()
+                    .ws
+                    .sessions
+                    .contains_key(&SessionId::from(v.id.as_str()))
+        };
+        loop {
+            changed.borrow_and_update();
+            let views = self.activity_views(ids);
+            if views.iter().all(settled) {
+                return (true, views);
+            }
+            // Hibernated sessions change without a commit (their file is read
+            // on demand): look again every few seconds regardless.
+            let tick = tokio::time::sleep(Duration::from_secs(2));
+            let expired = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = changed.changed() => {}
+                _ = tick => {}
+                _ = shutdown.wait_for(|s| *s) => return (false, self.activity_views(ids)),
+                _ = expired => {
+                    let views = self.activity_views(ids);
+                    let done = views.iter().all(settled);
+                    return (done, views);
+                }
+            }
+        }
+    }
+
+    /// `hangar wait`.
+    pub async fn op_wait(
+        self: &Arc<Self>,
+        sessions: &[String],
+        until: &str,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, ApiError> {
+        let until = Until::parse(until).ok_or_else(|| {
+            ApiError::invalid(format!("--until {until:?}: use idle, waiting or any"))
+        })?;
+        if sessions.is_empty() {
+            return Err(ApiError::invalid("name at least one session to wait for"));
+        }
+        let ids = {
+            let st = self.lock();
+            sessions
+                .iter()
+                .map(|s| st.resolve_session(s))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        let (done, views) = self
+            .wait_activity(&ids, until, timeout_ms.map(Duration::from_millis))
+            .await;
+        Ok(json!({
+            "done": done,
+            "timed_out": !done,
+            "until": until,
+            "sessions": views,
+        }))
+    }
+
+    /// A hook callback from a session's agent (`hangar hook EVENT`).
+    pub fn op_hook(&self, session: &str, event: &str) -> Result<Value, ApiError> {
+        let event = HookEvent::parse(event).ok_or_else(|| {
+            ApiError::invalid(format!(
+                "unknown hook event {event:?}; hangar listens to stop, notification and user-prompt-submit"
+            ))
+        })?;
+        let id = SessionId::from(session.trim());
+        if !self.lock().ws.sessions.contains_key(&id) {
+            return Err(ApiError::new(codes::NOT_FOUND, format!("no session {id}")));
+        }
+        if !self.config.activity.enabled(Source::Hooks) {
+            return Ok(json!({"recorded": false, "reason": "the hooks source is off"}));
+        }
+        let nudge = {
+            let mut entries = self.activity.entries();
+            let e = entries.entry(id.clone()).or_default();
+            e.hooks = Some(Reading {
+                activity: event.activity(),
+                at_ms: crate::now_ms(),
+            });
+            e.nudge.clone()
+        };
+        nudge.notify_one();
+        Ok(json!({"recorded": true, "event": event.cli_name()}))
+    }
+
+    /// A request of `session` to the provider API began or ended (the
+    /// capture proxy reports through `Hub::proxy_signal` directly).
+    pub fn activity_signal(&self, session: &str, signal: Signal) {
+        self.activity.proxy_signal(session, signal);
+    }
+
+    /// A prompt was typed into `id` at `at_ms` (taken just before the Enter):
+    /// a turn starts. Committed at once, since typed input does not flicker.
+    pub fn note_input(&self, id: &SessionId, at_ms: u64) {
+        let is_agent = self
+            .lock()
+            .ws
+            .sessions
+            .get(id)
+            .is_some_and(|m| m.provider.is_agent());
+        if !is_agent {
+            return;
+        }
+        let (transition, nudge) = {
+            let mut entries = self.activity.entries();
+            let e = entries.entry(id.clone()).or_default();
+            e.input_ms = Some(at_ms);
+            let transition = match (&mut e.tracker, e.watched) {
+                (Some(t), true) => t.force(Activity::Working, at_ms),
+                _ => None,
+            };
+            (transition, e.nudge.clone())
+        };
+        if transition.is_some() {
+            self.activity.bump();
+        }
+        nudge.notify_one();
+    }
+
+    /// The `--settings` file that installs hangar's hooks for a claude
+    /// session, written before it starts; `None` when the hooks source is
+    /// off or the file cannot be written (the session starts without hooks).
+    pub fn hook_settings(&self, id: &SessionId, provider: &Provider) -> Option<PathBuf> {
+        if !matches!(provider, Provider::Claude) || !self.config.activity.enabled(Source::Hooks) {
+            return None;
+        }
+        let hangar = std::env::current_exe().ok()?;
+        match sources::hooks::write_settings(&hangar, &self.paths.home, id) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot write the hook settings of {id}: {e}; it runs without hooks"
+                );
+                None
+            }
+        }
+    }
+
+    /// Watch a freshly spawned session's activity for as long as `live` is
+    /// its process.
+    pub fn watch_activity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
+        let Some(meta) = self.lock().ws.sessions.get(&id).cloned() else {
+            return;
+        };
+        if matches!(meta.provider, Provider::Shell) {
+            return;
+        }
+        let nudge = {
+            let mut entries = self.activity.entries();
+            let e = entries.entry(id.clone()).or_default();
+            e.clear_signals();
+            e.watched = true;
+            e.tracker = Some(Tracker::new(crate::now_ms()));
+            e.nudge.clone()
+        };
+        self.activity.bump();
+        let daemon = self.clone();
+        tokio::spawn(async move {
+            let mut watch = TranscriptWatch::default();
+            let root = transcript_root(&meta.provider);
+            let mut exit = live.exit_watch();
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(POLL) => {}
+                    _ = nudge.notified() => {}
+                    _ = exit.wait_for(|e| e.is_some()) => break,
+                }
+                let current = {
+                    let st = daemon.lock();
+                    let is_current = st
+                        .runtimes
+                        .get(&id)
+                        .and_then(|r| r.proc.as_ref())
+                        .is_some_and(|p| Arc::ptr_eq(p, &live));
+                    is_current
+                        .then(|| st.ws.sessions.get(&id).cloned())
+                        .flatten()
+                };
+                let Some(meta) = current else { break };
+                daemon.evaluate(&id, &meta, &live, root.as_deref(), &mut watch);
+            }
+            daemon.stop_watching(&id, &live);
+        });
+    }
+
+    /// One look at a live session's sources.
+    fn evaluate(
+        &self,
+        id: &SessionId,
+        meta: &SessionMeta,
+        live: &LiveProcess,
+        root: Option<&std::path::Path>,
+        watch: &mut TranscriptWatch,
+    ) {
+        let config = &self.config.activity;
+        let now = crate::now_ms();
+        let transcript = match root {
+            Some(root) if config.enabled(Source::Transcript) => watch.read(
+                &meta.provider,
+                root,
+                &meta.cwd,
+                meta.provider_session.as_ref().map(|p| p.id.as_str()),
+            ),
+            _ => None,
+        };
+        let screen = (config.enabled(Source::Screen)
+            && sources::screen::permission_prompt_open(&meta.provider, &live.text()))
+        .then_some(Reading {
+            activity: Activity::Waiting,
+            at_ms: now,
+        });
+        let transition = {
+            let mut entries = self.activity.entries();
+            let Some(e) = entries.get_mut(id) else { return };
+            let readings = Readings {
+                transcript,
+                proxy: e.proxy.reading(),
+                hooks: e.hooks,
+                screen,
+                input_ms: e.input_ms,
+            };
+            let combined = combine(&readings, now);
+            e.tracker.get_or_insert_with(|| Tracker::new(now)).observe(
+                combined,
+                now,
+                config.debounce_ms,
+            )
+        };
+        if let Some(t) = transition {
+            tracing::debug!("session {id}: {} -> {}", t.from.name(), t.to.name());
+            self.activity.bump();
+            self.maybe_notify(id, meta, t);
+        }
+    }
+
+    fn stop_watching(&self, id: &SessionId, _live: &Arc<LiveProcess>) {
+        {
+            let mut entries = self.activity.entries();
+            if let Some(e) = entries.get_mut(id) {
+                e.watched = false;
+                e.tracker = None;
+                e.clear_signals();
+            }
+        }
+        self.activity.bump();
+    }
+
+    /// Tell the person about a committed change, unless someone is looking
+    /// at the session.
+    fn maybe_notify(&self, id: &SessionId, meta: &SessionMeta, t: Transition) {
+        if !notify::worth_notifying(t.from, t.to) || self.activity.viewers(id) > 0 {
+            return;
+        }
+        let config = &self.config.notify;
+        notify::run_commands(config, id.as_str(), &meta.title, t.to);
+        if config.osc {
+            let text = notify::message(&meta.title, id.as_str(), t.to);
+            // No receivers is normal: nobody is attached anywhere.
+            let _ = self
+                .activity
+                .osc
+                .send((id.clone(), notify::osc_bytes(&text)));
+        }
+    }
+
+    /// Whether `id` is mid-turn or waiting for the person: what the governor
+    /// and close-idle must never interrupt.
+    pub fn is_busy(&self, id: &SessionId) -> bool {
+        matches!(
+            self.activity_of(id).0,
+            Activity::Working | Activity::Waiting
+        )
+    }
+
+    /// Only for runtimes that are gone for good (closed sessions).
+    pub fn forget_activity(&self, id: &SessionId) {
+        self.activity.forget(id);
+        sources::hooks::remove_settings(&self.paths.home, id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(activity: Activity, at_ms: u64) -> Option<Reading> {
+        Some(Reading { activity, at_ms })
+    }
+
+    #[test]
+    fn the_most_trusted_source_wins() {
+        let r = Readings {
+            transcript: at(Activity::Idle, 10),
+            hooks: at(Activity::Idle, 12),
+            proxy: at(Activity::Idle, 11),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Idle, 10));
+        let r = Readings {
+            hooks: at(Activity::Idle, 12),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Idle, 12));
+        assert_eq!(combine(&Readings::default(), 0), None);
+    }
+
+    #[test]
+    fn a_reading_older_than_the_last_turn_start_is_stale() {
+        // The transcript still shows the previous answer; the prompt was typed after it.
+        let r = Readings {
+            transcript: at(Activity::Idle, 10),
+            input_ms: Some(20),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
+        // Typed input nobody picked up stops counting after a while.
+        assert_eq!(combine(&r, 20 + INPUT_ALONE_MS), None);
+        // A hook saw the new prompt start; the older transcript is stale too.
+        let r = Readings {
+            transcript: at(Activity::Idle, 10),
+            hooks: at(Activity::Working, 15),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Working, 15));
+        // Once the transcript records the answer, it wins again.
+        let r = Readings {
+            transcript: at(Activity::Idle, 30),
+            hooks: at(Activity::Working, 15),
+            input_ms: Some(14),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Idle, 30));
+    }
+
+    #[test]
+    fn a_prompt_on_screen_during_a_turn_is_waiting() {
+        let r = Readings {
+            transcript: at(Activity::Working, 10),
+            screen: at(Activity::Waiting, 50),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Waiting, 50));
+        let r = Readings {
+            screen: at(Activity::Waiting, 50),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Waiting, 50));
+    }
+
+    #[test]
+    fn a_hook_notification_answered_since_is_stale() {
+        let r = Readings {
+            hooks: at(Activity::Waiting, 10),
+            transcript: at(Activity::Working, 20),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
+    }
+
+    #[test]
+    fn the_sources_and_debounce_have_defaults_and_unknown_keys_are_refused() {
+        let c: ActivityConfig = toml::from_str("").unwrap();
+        assert_eq!(c.sources.len(), 4);
+        assert_eq!(c.debounce_ms, 1000);
+        let c: ActivityConfig = toml::from_str("sources = [\"screen\"]\ndebounce_ms = 0").unwrap();
+        assert!(c.enabled(Source::Screen) && !c.enabled(Source::Transcript));
+        assert!(toml::from_str::<ActivityConfig>("sources = [\"tea leaves\"]").is_err());
+        assert!(toml::from_str::<ActivityConfig>("bogus = 1").is_err());
+    }
+
+    #[test]
+    fn until_any_is_reached_by_idle_and_waiting_but_not_working() {
+        assert!(Until::Any.reached(Activity::Idle));
+        assert!(Until::Any.reached(Activity::Waiting));
+        assert!(!Until::Any.reached(Activity::Working));
+        assert!(!Until::Idle.reached(Activity::Waiting));
+        assert_eq!(Until::parse("waiting"), Some(Until::Waiting));
+        assert_eq!(Until::parse("later"), None);
+    }
+}

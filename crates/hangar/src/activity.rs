@@ -1,0 +1,91 @@
+//! `hangar wait` (for scripts and the orchestration tools) and the hidden
+//! `hangar hook` a provider's hooks call back.
+//!
+//! `hook` runs inside the agent's own turn (Claude Code waits for it), so it
+//! must be quick, print nothing (a `UserPromptSubmit` hook's output becomes
+//! part of the prompt) and never fail the agent: it always exits 0 and
+//! never starts a daemon.
+
+use std::io::{IsTerminal, Read};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use hangar_daemon::Paths;
+use hangar_protocol::message::{self as msg, Request};
+use serde_json::Value;
+
+use crate::client::Client;
+
+/// The exit code of a `wait` that timed out (as `timeout(1)` uses).
+const TIMED_OUT: u8 = 124;
+
+pub fn wait(
+    paths: &Paths,
+    json: bool,
+    sessions: Vec<String>,
+    until: String,
+    timeout: Option<Duration>,
+) -> anyhow::Result<ExitCode> {
+    let mut c = Client::connect(paths)?;
+    let v = c.request(Request::Wait(msg::Wait {
+        sessions,
+        until: until.clone(),
+        timeout_ms: timeout.map(|t| t.as_millis() as u64),
+    }))?;
+    let timed_out = v["timed_out"].as_bool() == Some(true);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        for s in v["sessions"].as_array().into_iter().flatten() {
+            println!(
+                "{}  {}",
+                s["id"].as_str().unwrap_or_default(),
+                s["activity"].as_str().unwrap_or("unknown")
+            );
+        }
+    }
+    if timed_out {
+        let waiting: Vec<&str> = v["sessions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| !reached(&until, s))
+            .filter_map(|s| s["id"].as_str())
+            .collect();
+        eprintln!(
+            "hangar: timed out waiting for {} to be {until}; `hangar ls` shows what they are doing",
+            waiting.join(", ")
+        );
+        return Ok(ExitCode::from(TIMED_OUT));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn reached(until: &str, s: &Value) -> bool {
+    let a = s["activity"].as_str().unwrap_or("");
+    match until {
+        "any" => a == "idle" || a == "waiting",
+        other => a == other,
+    }
+}
+
+/// Report a hook event. Every failure is swallowed (and logged to stderr,
+/// which Claude Code shows only in its debug view).
+pub fn hook(paths: &Paths, event: String, session: String) -> anyhow::Result<ExitCode> {
+    // Claude Code pipes the hook's JSON input; drain it so it never blocks
+    // on a full pipe. Nothing in it is needed: the session is on our line.
+    if !std::io::stdin().is_terminal() {
+        let mut sink = Vec::new();
+        let _ = std::io::stdin().take(1 << 20).read_to_end(&mut sink);
+    }
+    let sent = Client::connect_existing(paths).and_then(|c| match c {
+        Some(mut c) => c
+            .request(Request::Hook(msg::Hook { session, event }))
+            .map(|_| ()),
+        None => Ok(()),
+    });
+    if let Err(e) = sent {
+        eprintln!("hangar hook: {e:#}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

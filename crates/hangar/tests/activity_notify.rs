@@ -1,0 +1,114 @@
+//! Issue 11 acceptance, notifications: the `notify.command` runs exactly once
+//! per transition (an agent starts waiting for the person, or finishes its
+//! turn) with the session's id, title and state in its environment; it stays
+//! quiet while a client is attached to that pane; and clients attached
+//! elsewhere get the terminal's own notification escape (OSC 9 / OSC 777).
+
+mod pty_screen;
+mod support;
+
+use std::fs;
+use std::path::Path;
+
+use pty_screen::PtyApp;
+use support::*;
+
+fn notified(file: &Path) -> Vec<String> {
+    fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A hangar whose notify command appends "<id> <title> <activity>" to a file.
+fn hangar_with_notify() -> (Hangar, std::path::PathBuf) {
+    let h = Hangar::new();
+    let log = h.root.join("notified.log");
+    fs::create_dir_all(&h.home).unwrap();
+    fs::write(
+        h.home.join("config.toml"),
+        format!(
+            "[activity]\ndebounce_ms = 200\n[notify]\ndesktop = false\ncommand = \"printf '%s %s %s\\\\n' \\\"$HANGAR_SESSION_ID\\\" \\\"$HANGAR_SESSION_TITLE\\\" \\\"$HANGAR_ACTIVITY\\\" >> '{}'\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    (h, log)
+}
+
+fn wait_activity(h: &Hangar, id: &str, state: &str) {
+    h.wait_until(&format!("{id} is {state}"), DEADLINE, || {
+        h.session(id)["activity"] == state
+    });
+}
+
+fn wait_lines(h: &Hangar, log: &Path, n: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    h.wait_until(&format!("{n} notifications"), DEADLINE, || {
+        lines = notified(log);
+        lines.len() >= n
+    });
+    lines
+}
+
+#[test]
+fn the_notify_command_runs_exactly_once_per_transition_and_not_while_the_pane_is_viewed() {
+    let (h, log) = hangar_with_notify();
+    let a = h.new_agent(&["--provider", "claude", "--title", "api-review"]);
+    h.wait_screen(&a, "> ");
+    wait_activity(&h, &a, "idle");
+    assert!(notified(&log).is_empty(), "starting up is not news");
+
+    h.ok(&["send", &a, "ask which branch"]);
+    let lines = wait_lines(&h, &log, 1);
+    assert_eq!(lines, vec![format!("{a} api-review waiting")]);
+
+    h.ok(&["send", &a, "slow 600 main"]);
+    h.ok(&["wait", &a, "--until", "idle", "--timeout", "60s"]);
+    let lines = wait_lines(&h, &log, 2);
+    assert_eq!(lines[1], format!("{a} api-review idle"));
+
+    // A client views the pane: the next transitions stay quiet.
+    let mut term = PtyApp::spawn(h.command(&["attach", &a]), 24, 100);
+    term.wait_text("fake-agent claude session");
+    h.ok(&["send", &a, "ask and now"]);
+    wait_activity(&h, &a, "waiting");
+    h.ok(&["send", &a, "slow 300 ok"]);
+    h.ok(&["wait", &a, "--until", "idle", "--timeout", "60s"]);
+    term.write(b"\x02d");
+    assert_eq!(term.wait_exit(), Some(0));
+
+    // Nobody looks any more: the next transition is announced, and it is
+    // the third line: nothing came while attached, nothing was repeated.
+    h.ok(&["send", &a, "ask one more"]);
+    let lines = wait_lines(&h, &log, 3);
+    assert_eq!(
+        lines,
+        vec![
+            format!("{a} api-review waiting"),
+            format!("{a} api-review idle"),
+            format!("{a} api-review waiting"),
+        ]
+    );
+}
+
+#[test]
+fn a_client_attached_to_another_pane_gets_the_terminal_notification_escape() {
+    let (h, log) = hangar_with_notify();
+    let a = h.new_agent(&["--provider", "claude", "--title", "builder"]);
+    let b = h.split(&a, "vertical");
+    h.wait_screen(&a, "> ");
+    h.wait_screen(&b, "> ");
+    wait_activity(&h, &a, "idle");
+    let term = PtyApp::spawn(h.command(&["attach", &b]), 24, 100);
+    term.wait_text("fake-agent claude session");
+
+    h.ok(&["send", &a, "ask ready to ship"]);
+    wait_lines(&h, &log, 1);
+    h.wait_until("the OSC 9 escape reached the client", DEADLINE, || {
+        let raw = String::from_utf8_lossy(&term.raw_output()).into_owned();
+        raw.contains("\x1b]9;hangar: builder is waiting for you\x07")
+            && raw.contains("\x1b]777;notify;hangar;builder is waiting for you\x07")
+    });
+}

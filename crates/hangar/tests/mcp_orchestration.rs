@@ -494,3 +494,33 @@ fn the_first_prompt_is_delivered_exactly_once_across_a_daemon_restart() {
     assert_eq!(user_entries(&transcript, "only-once"), 1);
     assert_eq!(user_entries(&transcript, "after-restart"), 1);
 }
+
+#[test]
+fn hibernating_a_parent_hibernates_its_idle_children_but_never_a_busy_one() {
+    let h = Hangar::new();
+    let root = h.new_pane();
+    let m = Mcp::launch(&h, &root);
+    let idle = m.ok("create_agent", json!({"prompt": "quick"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    m.ok(
+        "wait_agents",
+        json!({"sessions": [idle], "timeout_ms": 30000}),
+    );
+    let busy = m.ok("create_agent", json!({"prompt": "slow 60000 long job"}))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.wait_until("the busy child is working", DEADLINE, || {
+        agent(&m.ok("list_agents", json!({})), &busy)["status"] == "working"
+    });
+    wait_fakes(&h, 3);
+    drop(m);
+
+    let out = h.json(&["hibernate", &root]);
+    assert_eq!(out["also_hibernated"], json!([idle]));
+    wait_fakes(&h, 1);
+    assert_eq!(h.state_of(&idle), "hibernated");
+    assert_eq!(h.state_of(&busy), "live");
+}

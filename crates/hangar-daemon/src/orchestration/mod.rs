@@ -233,16 +233,8 @@ impl Daemon {
                     .collect()
             };
             for child in children {
-                let mark = self.orchestration.turns().get(&child.id).cloned();
-                let m = child.clone();
-                let activity =
-                    tokio::task::spawn_blocking(move || turns::turn_activity(&m, mark.as_ref()))
-                        .await
-                        .unwrap_or(crate::activity::Activity::Working);
-                if matches!(
-                    activity,
-                    crate::activity::Activity::Working | crate::activity::Activity::Waiting
-                ) {
+                // Mid-turn or waiting for a person: left alone (issue 11).
+                if self.is_busy(&child.id) {
                     continue;
                 }
                 if self.hibernate_session(&child.id).await.is_ok() {

@@ -455,31 +455,20 @@ impl Daemon {
     }
 
     /// The activity of each snapshot's turn, read off the runtime.
+    /// Read from the activity board (issue 11): the one place that decides
+    /// "mid-turn" and "finished its turn" (a prompt typed through `op_send`
+    /// marks the turn's start there).
     async fn activities(&self, snaps: &[Snapshot]) -> Vec<Activity> {
-        let marks = self.orchestration.turns().clone();
-        let work: Vec<(SessionMeta, Option<turns::TurnMark>, bool)> = snaps
+        snaps
             .iter()
             .map(|s| {
-                (
-                    s.meta.clone(),
-                    marks.get(&s.meta.id).cloned(),
-                    matches!(s.state, RunState::Live | RunState::Spawning),
-                )
+                if matches!(s.state, RunState::Live | RunState::Spawning) {
+                    self.activity_of(&s.meta.id).0
+                } else {
+                    Activity::Unknown
+                }
             })
-            .collect();
-        tokio::task::spawn_blocking(move || {
-            work.iter()
-                .map(|(meta, mark, running)| {
-                    if *running {
-                        turns::turn_activity(meta, mark.as_ref())
-                    } else {
-                        Activity::Unknown
-                    }
-                })
-                .collect()
-        })
-        .await
-        .unwrap_or_else(|_| vec![Activity::Unknown; snaps.len()])
+            .collect()
     }
 
     fn view(s: &Snapshot, activity: Activity) -> Value {

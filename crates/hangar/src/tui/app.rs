@@ -141,6 +141,14 @@ impl App {
         self.views.get(id.as_str())
     }
 
+    /// The session's activity when it is worth showing: `working` or
+    /// `waiting` (idle and unknown are the calm default and show nothing).
+    pub fn activity(&self, id: &SessionId) -> Option<&str> {
+        self.view(id)
+            .map(|v| v.activity.as_str())
+            .filter(|a| matches!(*a, "working" | "waiting"))
+    }
+
     pub fn is_pinned(&self, id: &SessionId) -> bool {
         self.snap.ws.is_pinned(id)
     }
@@ -153,7 +161,11 @@ impl App {
         };
         let ws = &self.snap.ws;
         let mut parked: Vec<_> = ws.parked.values().filter(|p| p.tab == tab.id).collect();
-        parked.sort_by_key(|p| std::cmp::Reverse(p.parked_at_ms));
+        // Agents waiting for the person come first (issue 11).
+        parked.sort_by_key(|p| {
+            let waiting = self.activity(&p.session) == Some("waiting");
+            (!waiting, std::cmp::Reverse(p.parked_at_ms))
+        });
         let mut buried: Vec<_> = ws
             .buried
             .values()

@@ -106,6 +106,10 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
     title.push_str(&app.describe(id));
     title.push_str(" · ");
     title.push_str(&state_of(app, id));
+    if let Some(activity) = app.activity(id) {
+        title.push_str(" · ");
+        title.push_str(activity);
+    }
     if app.zoomed.as_ref() == Some(id) {
         title.push_str(" [zoom]");
     }
@@ -293,7 +297,12 @@ fn draw_side(frame: &mut Frame, app: &App, area: Rect, now_ms: u64) {
             .get(id)
             .map(|m| age(now_ms, m.last_active_ms))
             .unwrap_or_default();
-        let tail = format!(" {state} {last:>3}");
+        let activity = match app.activity(id) {
+            Some("waiting") => " wait",
+            Some("working") => " work",
+            _ => "",
+        };
+        let tail = format!(" {state}{activity} {last:>3}");
         let pin = if app.is_pinned(id) { "★" } else { "" };
         let name = format!("{marker}{pin}{}", app.describe(id));
         let room = width.saturating_sub(tail.chars().count());

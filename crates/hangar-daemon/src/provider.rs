@@ -400,7 +400,10 @@ mod tests {
             Some("/opt/hangar \"x\"/hangar")
         );
         assert_eq!(value(&spec.args[3]).as_array().unwrap().len(), 3);
-        assert_eq!(value(&spec.args[5])["HANGAR_MCP_TOKEN"].as_str(), Some("tok"));
+        assert_eq!(
+            value(&spec.args[5])["HANGAR_MCP_TOKEN"].as_str(),
+            Some("tok")
+        );
     }
 
     #[test]
@@ -409,7 +412,10 @@ mod tests {
         let vars = |k: &str| (k == "HANGAR_SHELL").then(|| "/bin/sh".to_owned());
         let meta = SessionMeta::new(SessionId::from("s1"), Provider::Shell, "/tmp");
         let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
-        assert_eq!(with_mcp(spec.clone(), &Provider::Shell, &mcp_server()), spec);
+        assert_eq!(
+            with_mcp(spec.clone(), &Provider::Shell, &mcp_server()),
+            spec
+        );
         assert!(!format!("{:?}", mcp_server()).contains("tok"));
     }
 

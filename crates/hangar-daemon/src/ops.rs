@@ -155,9 +155,8 @@ impl Daemon {
     pub fn op_list(&self) -> Value {
         let st = self.lock();
         let rows: Vec<_> = st
-            .ordered_sessions()
-            .iter()
-            .filter_map(|id| st.session_view(id))
+            .ordered_session_views()
+            .into_iter()
             .map(|mut row| {
                 row.usage = self.proxy.usage_view(&row.id);
                 row

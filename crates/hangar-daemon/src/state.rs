@@ -234,6 +234,28 @@ impl State {
     }
 
     pub fn session_view(&self, id: &SessionId) -> Option<SessionView> {
+        self.session_view_with(id, crate::identity::duplicate_ids(&self.ws, id))
+    }
+
+    /// Every session's view in display order. The duplicate groups are found
+    /// once: asking per session made `ls` quadratic (100,000 sessions never
+    /// answered).
+    pub fn ordered_session_views(&self) -> Vec<SessionView> {
+        let mut duplicates: std::collections::HashMap<SessionId, Vec<String>> =
+            std::collections::HashMap::new();
+        for group in hangar_core::ledger::duplicate_groups(&self.ws) {
+            for id in &group.sessions {
+                let others = group.sessions.iter().filter(|o| *o != id);
+                duplicates.insert(id.clone(), others.map(|o| o.to_string()).collect());
+            }
+        }
+        self.ordered_sessions()
+            .iter()
+            .filter_map(|id| self.session_view_with(id, duplicates.remove(id).unwrap_or_default()))
+            .collect()
+    }
+
+    fn session_view_with(&self, id: &SessionId, duplicate_of: Vec<String>) -> Option<SessionView> {
         let meta = self.ws.sessions.get(id)?;
         let (placement, tab) = match self.ws.placement_of(id) {
             Some((p, t)) => (p, Some(t)),
@@ -284,7 +306,7 @@ impl State {
                 RunState::Exited(c) => Some(c),
                 _ => None,
             },
-            duplicate_of: crate::identity::duplicate_ids(&self.ws, id),
+            duplicate_of,
             worktree: meta.worktree.as_ref().map(crate::worktree::static_view),
             // Filled in from the proxy by the caller (`Daemon::op_list`).
             usage: None,

@@ -17,8 +17,10 @@ pub const TAG_DATA: u8 = 2;
 /// The largest frame a client may send the daemon. Requests are small; a
 /// bigger one is refused before it is read into memory.
 pub const MAX_CLIENT_FRAME: usize = 1024 * 1024;
-/// The largest frame the daemon sends (a full screen with scrollback fits).
-pub const MAX_SERVER_FRAME: usize = 16 * 1024 * 1024;
+/// The largest frame a client accepts from the daemon. The daemon is the
+/// same user's own process, so this only guards against a corrupt stream; it
+/// was 16 MiB, and `ls --json` of 100,000 sessions (about 50 MB) failed.
+pub const MAX_SERVER_FRAME: usize = 512 * 1024 * 1024;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Frame {

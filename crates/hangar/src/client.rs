@@ -64,13 +64,31 @@ impl Client {
         if let Some(c) = Client::connect_existing(paths)? {
             return Ok(c);
         }
-        start_daemon(paths)?;
+        let mut child = start_daemon(paths)?;
         let deadline = Instant::now() + START_DEADLINE;
         loop {
             if let Some(c) = Client::connect_existing(paths)? {
+                reap_in_background(child);
                 return Ok(c);
             }
+            // A daemon that refused to start (a newer store, a bad config)
+            // has said why in its log: pass that on now instead of waiting
+            // out the deadline. Another daemon winning the lock also exits,
+            // so look once more for it before giving up.
+            if let Ok(Some(_)) = child.try_wait() {
+                if let Some(c) = Client::connect_existing(paths)? {
+                    return Ok(c);
+                }
+                bail!(
+                    "the hangar daemon did not start: {}",
+                    last_log_line(paths).unwrap_or_else(|| format!(
+                        "it exited at once; see {}",
+                        paths.log().display()
+                    ))
+                );
+            }
             if Instant::now() > deadline {
+                reap_in_background(child);
                 bail!(
                     "started the hangar daemon but it did not answer within {}s; see {}",
                     START_DEADLINE.as_secs(),
@@ -174,7 +192,7 @@ impl Client {
 
 /// Start `hangar daemon` detached from this terminal, logging to the home's
 /// daemon.log.
-fn start_daemon(paths: &Paths) -> anyhow::Result<()> {
+fn start_daemon(paths: &Paths) -> anyhow::Result<std::process::Child> {
     hangar_daemon::paths::ensure_private_dir(&paths.home)
         .with_context(|| format!("cannot create {}", paths.home.display()))?;
     let log = std::fs::OpenOptions::new()
@@ -197,11 +215,22 @@ fn start_daemon(paths: &Paths) -> anyhow::Result<()> {
             Ok(())
         });
     }
-    let mut child = cmd.spawn().context("cannot start the hangar daemon")?;
-    // Reap it if it exits early (e.g. another daemon won the lock) so no
-    // zombie is left behind; a running daemon outlives us and is adopted.
+    cmd.spawn().context("cannot start the hangar daemon")
+}
+
+/// Reap the started daemon if it exits while we still run, so no zombie is
+/// left behind; a running daemon outlives us and is adopted.
+fn reap_in_background(mut child: std::process::Child) {
     std::thread::spawn(move || {
         let _ = child.wait();
     });
-    Ok(())
+}
+
+/// The last line the daemon wrote to its log, without the timestamp and
+/// level prefix when it has one: the reason a failed start gives.
+fn last_log_line(paths: &Paths) -> Option<String> {
+    let text = std::fs::read_to_string(paths.log()).ok()?;
+    let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
+    let line = line.strip_prefix("hangar: ").unwrap_or(line);
+    Some(line.trim().to_owned())
 }

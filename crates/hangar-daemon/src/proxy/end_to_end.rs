@@ -206,6 +206,7 @@ async fn call(
         .header("cookie", "c=secret-cookie")
         .header("content-type", "application/json")
         .header("x-claude-code-session-id", "provider-conv-1")
+        .header("accept-encoding", "gzip, br")
         .body(Full::new(Bytes::from(format!(
             "{{\"messages\":[{{\"content\":\"{text}\"}}]}}"
         ))))
@@ -314,6 +315,10 @@ async fn an_allow_listed_exchange_streams_through_and_every_chunk_is_captured_fo
         assert_eq!(seen.len(), 1);
         assert!(seen[0].1.get("authorization").is_some());
         assert!(seen[0].1.get("proxy-authorization").is_none());
+        assert!(
+            seen[0].1.get("accept-encoding").is_none(),
+            "recorded hosts are asked for plain bodies"
+        );
     }
 
     let lines = capture_lines(&proxy, "s-one", ended).await;

@@ -382,6 +382,9 @@ async fn exchange(
                 .stats
                 .observe_provider_id(session, &id, &shared.observed);
         }
+        // A compressed response would be recorded as bytes nobody can read
+        // and its usage lost: ask recorded hosts for plain bodies.
+        parts.headers.remove(header::ACCEPT_ENCODING);
     }
     strip_hop_by_hop(&mut parts.headers);
     if !parts.headers.contains_key(header::HOST)

@@ -417,7 +417,13 @@ async fn forward_output(
             },
             chunk = rx.recv() => match chunk {
                 Ok(bytes) => {
-                    if !conn.data(&bytes).await {
+                    // Coalesce what is already queued into one frame: one
+                    // frame per PTY read made the client pay per 4 KiB.
+                    let (batch, lagged) = coalesce(bytes, &mut rx);
+                    if !conn.data(&batch).await {
+                        return;
+                    }
+                    if lagged && !conn.data(&live.redraw()).await {
                         return;
                     }
                 }
@@ -442,4 +448,28 @@ async fn forward_output(
     }
     let code = live.exited();
     conn.event(json!({"event": "exited", "code": code})).await;
+}
+
+/// Largest batch of output sent to an attached client as one frame.
+const MAX_BATCH: usize = 64 * 1024;
+
+/// `first` plus every chunk already waiting, up to `MAX_BATCH` bytes, and
+/// whether the receiver lagged meanwhile (the caller then redraws).
+fn coalesce(
+    first: bytes::Bytes,
+    rx: &mut broadcast::Receiver<bytes::Bytes>,
+) -> (bytes::Bytes, bool) {
+    let mut batch: Option<Vec<u8>> = None;
+    while batch.as_ref().map_or(first.len(), Vec::len) < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(more) => batch
+                .get_or_insert_with(|| first.to_vec())
+                .extend_from_slice(&more),
+            Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                return (batch.map_or(first, bytes::Bytes::from), true);
+            }
+            Err(_) => break,
+        }
+    }
+    (batch.map_or(first, bytes::Bytes::from), false)
 }

@@ -162,7 +162,12 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
         }
     });
 
-    let mut stdout = std::io::stdout();
+    // Straight to fd 1: `Stdout` is line-buffered, which split every frame
+    // into two writes. ManuallyDrop: the fd belongs to the process, not us.
+    // SAFETY: fd 1 stays open for the life of the process.
+    let mut stdout = std::mem::ManuallyDrop::new(unsafe {
+        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
+    });
     let mut ended = None;
     loop {
         match client.read() {

@@ -66,7 +66,9 @@ pub fn doctor(
                 Some("fork") => println!(
                     "forked {}: its next wake starts a fresh conversation (forgot {})",
                     f["session"].as_str().unwrap_or_default(),
-                    f["forgot_provider_session_id"].as_str().unwrap_or("nothing")
+                    f["forgot_provider_session_id"]
+                        .as_str()
+                        .unwrap_or("nothing")
                 ),
                 _ => println!("forgot {}", f["session"].as_str().unwrap_or_default()),
             }

@@ -45,7 +45,11 @@ fn over_a_budget_of_five_the_least_recently_used_eligible_agent_is_hibernated() 
     h.ok(&["send", &busy, "slow 600000 think hard"]);
     h.wait_screen(&busy, "working");
     h.ok(&["wake", &oldest_eligible]);
-    assert_eq!(h.fake_agent_pids_for_home().len(), 5, "five live: at the budget");
+    assert_eq!(
+        h.fake_agent_pids_for_home().len(),
+        5,
+        "five live: at the budget"
+    );
     // The sixth wake: the panes, the pinned and the busy agent are all older
     // than `oldest_eligible`, but none of them may go.
     h.ok(&["wake", &sixth]);
@@ -105,9 +109,15 @@ fn forty_wakes_at_once_never_run_more_than_k_spawns_and_all_finish() {
         .collect();
     let mut peak = 0;
     let start = Instant::now();
-    while wakes.iter_mut().any(|c| c.try_wait().ok().flatten().is_none()) {
+    while wakes
+        .iter_mut()
+        .any(|c| c.try_wait().ok().flatten().is_none())
+    {
         peak = peak.max(younger_than(&h, Duration::from_millis(350)));
-        assert!(start.elapsed() < Duration::from_secs(120), "wakes did not finish");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "wakes did not finish"
+        );
         std::thread::sleep(Duration::from_millis(15));
     }
     for mut w in wakes {
@@ -136,7 +146,15 @@ fn three_auth_failures_trip_the_breaker_and_resuming_drains_the_queue() {
     );
     fs::write(&h.codex_bin, script).unwrap();
     let ids: Vec<String> = (0..4)
-        .map(|i| h.new_agent(&["--provider", "codex", "--parked", "--title", &format!("c{i}")]))
+        .map(|i| {
+            h.new_agent(&[
+                "--provider",
+                "codex",
+                "--parked",
+                "--title",
+                &format!("c{i}"),
+            ])
+        })
         .collect();
     for id in &ids[..3] {
         let err = h.fail(&["wake", id]);
@@ -171,7 +189,10 @@ fn evicting_stale_parked_agents_keeps_transcripts_and_records_resume_commands() 
     let mut transcripts = Vec::new();
     for id in &ids {
         h.ok(&["wake", id]);
-        let psid = h.session(id)["provider_session_id"].as_str().unwrap().to_owned();
+        let psid = h.session(id)["provider_session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let t = h.claude_transcript(&h.work, &psid);
         h.wait_until("the transcript exists", DEADLINE, || t.exists());
         transcripts.push(t);
@@ -207,13 +228,23 @@ fn evicting_stale_parked_agents_keeps_transcripts_and_records_resume_commands() 
     assert_eq!(done["dry_run"], false);
     for e in done["evicted"].as_array().unwrap() {
         assert!(
-            e["resume_command"].as_str().unwrap().contains("claude --resume "),
+            e["resume_command"]
+                .as_str()
+                .unwrap()
+                .contains("claude --resume "),
             "{e}"
         );
     }
-    let left: Vec<String> = h.ls().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+    let left: Vec<String> = h
+        .ls()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(left, vec![ids[2].clone()]);
-    assert!(transcripts.iter().all(|t| t.exists()), "transcripts are never deleted");
+    assert!(
+        transcripts.iter().all(|t| t.exists()),
+        "transcripts are never deleted"
+    );
     let log = fs::read_to_string(h.home.join("evicted.jsonl")).unwrap();
     assert_eq!(log.lines().count(), 2);
     assert!(log.contains("resume_command"));
@@ -222,7 +253,10 @@ fn evicting_stale_parked_agents_keeps_transcripts_and_records_resume_commands() 
 #[test]
 fn the_journal_holds_no_prompt_text_and_summarize_reports_a_wake_storm() {
     let h = Hangar::new();
-    with_config(&h, "[governor]\nwake_spacing_ms = 0\ncheck_interval_ms = 600000\n");
+    with_config(
+        &h,
+        "[governor]\nwake_spacing_ms = 0\ncheck_interval_ms = 600000\n",
+    );
     let agent = h.new_pane();
     h.ok(&["send", &agent, "SECRET-PROMPT-4242 please"]);
     h.wait_screen(&agent, "answer: SECRET-PROMPT-4242");
@@ -236,7 +270,11 @@ fn the_journal_holds_no_prompt_text_and_summarize_reports_a_wake_storm() {
     }
     let journal = fs::read_to_string(h.home.join("journal.jsonl")).unwrap();
     assert!(!journal.contains("SECRET-PROMPT-4242"));
-    assert!(journal.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()));
+    assert!(
+        journal
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok())
+    );
     let summary = h.json(&[
         "journal",
         "summarize",
@@ -254,15 +292,20 @@ fn the_journal_holds_no_prompt_text_and_summarize_reports_a_wake_storm() {
 fn a_memory_budget_hibernates_the_least_recently_used_agent_when_the_fleet_grows_past_it() {
     // Each agent holds 64 MiB; the budget fits two of them.
     let h = Hangar::with_env(&[("FAKE_AGENT_ALLOC_MB", "64")]);
-    with_config(&h, "[governor]\nmax_memory_mb = 150\ncheck_interval_ms = 600000\n");
+    with_config(
+        &h,
+        "[governor]\nmax_memory_mb = 150\ncheck_interval_ms = 600000\n",
+    );
     let ids: Vec<String> = (0..3).map(|i| parked(&h, &format!("m{i}"))).collect();
     for id in &ids {
         h.ok(&["wake", id]);
         h.wait_screen(id, "fake-agent");
     }
-    h.wait_until("the first agent is hibernated to fit the budget", DEADLINE, || {
-        h.state_of(&ids[0]) == "hibernated"
-    });
+    h.wait_until(
+        "the first agent is hibernated to fit the budget",
+        DEADLINE,
+        || h.state_of(&ids[0]) == "hibernated",
+    );
     assert_eq!(h.state_of(&ids[1]), "live");
     assert_eq!(h.state_of(&ids[2]), "live");
     let status = h.status();
@@ -283,7 +326,13 @@ fn close_idle_asks_first_then_closes_only_idle_agents_and_skips_busy_ones() {
     let asked = h.fail(&["close-idle", "--older-than", "0s", "--include-live"]);
     assert!(asked.contains("--yes"), "{asked}");
     assert_eq!(h.ls().len(), 3, "nothing closes without --yes");
-    let done = h.json(&["close-idle", "--older-than", "0s", "--include-live", "--yes"]);
+    let done = h.json(&[
+        "close-idle",
+        "--older-than",
+        "0s",
+        "--include-live",
+        "--yes",
+    ]);
     let closed: BTreeSet<String> = done["closed"]
         .as_array()
         .unwrap()

@@ -122,17 +122,26 @@ fn after_a_daemon_sigkill_the_next_start_ends_the_orphans_it_left() {
     let parent = h.new_agent(&["--provider", "shell", "--title", "leaves a child"]);
     h.wait_state(&stubborn, "live");
     h.wait_state(&parent, "live");
-    let groups = [pgid(h.pid_of(&stubborn)).expect("pgid"), pgid(h.pid_of(&parent)).expect("pgid")];
+    let groups = [
+        pgid(h.pid_of(&stubborn)).expect("pgid"),
+        pgid(h.pid_of(&parent)).expect("pgid"),
+    ];
     h.ok(&["send", &stubborn, "trap '' HUP TERM; exec sleep 1000"]);
-    h.ok(&["send", &parent, "set +m; (trap '' HUP TERM; exec sleep 1001) &"]);
+    h.ok(&[
+        "send",
+        &parent,
+        "set +m; (trap '' HUP TERM; exec sleep 1001) &",
+    ]);
     let sleeping = |group: i32, arg: &str| {
         processes_in_group(group)
             .into_iter()
             .any(|p| is_running(p) && cmdline(p).iter().any(|a| a == arg))
     };
-    wait_until("both stubborn sleeps run in their sessions' groups", DEADLINE, || {
-        sleeping(groups[0], "1000") && sleeping(groups[1], "1001")
-    });
+    wait_until(
+        "both stubborn sleeps run in their sessions' groups",
+        DEADLINE,
+        || sleeping(groups[0], "1000") && sleeping(groups[1], "1001"),
+    );
 
     // SAFETY: as above.
     unsafe { libc::kill(daemon, libc::SIGKILL) };
@@ -140,8 +149,15 @@ fn after_a_daemon_sigkill_the_next_start_ends_the_orphans_it_left() {
     wait_until("the second shell died of the hangup", DEADLINE, || {
         !is_running(groups[1])
     });
-    let orphans: Vec<i32> = members(&groups).into_iter().filter(|&p| is_running(p)).collect();
-    assert_eq!(orphans.len(), 2, "a leader and a straggler outlived the daemon: {orphans:?}");
+    let orphans: Vec<i32> = members(&groups)
+        .into_iter()
+        .filter(|&p| is_running(p))
+        .collect();
+    assert_eq!(
+        orphans.len(),
+        2,
+        "a leader and a straggler outlived the daemon: {orphans:?}"
+    );
 
     h.start_daemon();
     wait_until("the next start ended every orphan", DEADLINE, || {
@@ -150,7 +166,10 @@ fn after_a_daemon_sigkill_the_next_start_ends_the_orphans_it_left() {
     // And restored the panes as new processes.
     for id in [&stubborn, &parent] {
         h.wait_state(id, "live");
-        assert!(!groups.contains(&h.pid_of(id)), "a pane was restored as a new process");
+        assert!(
+            !groups.contains(&h.pid_of(id)),
+            "a pane was restored as a new process"
+        );
     }
     reliability_support::figures(
         "orphans",

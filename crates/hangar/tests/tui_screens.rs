@@ -92,11 +92,15 @@ fn a_hibernated_agent_shows_its_last_screen_and_waking_until_it_is_live() {
     let a = h.new_pane();
     h.ok(&["send", &a, "remember me"]);
     h.wait_screen(&a, "answer: remember me");
+    // The saved screen must hold the prompt that follows the answer.
+    h.wait_until("the prompt is back after the answer", DEADLINE, || {
+        h.screen(&a).trim_end().ends_with('>')
+    });
     h.ok(&["hibernate", &a]);
     h.wait_state(&a, "hibernated");
     let app = tui(&h);
-    app.wait_for("the saved screen with a waking line", |t| {
-        t.contains("waking...") && t.contains("answer: remember me")
+    app.wait_for("the tab bar and the saved screen with a waking line", |t| {
+        t.contains("waking...") && t.contains("answer: remember me") && t.contains(" hangar ")
     });
     insta::assert_snapshot!("waking_agent", screen(&app));
     app.wait_for("the pane is live and resumed", |t| {

@@ -23,7 +23,10 @@ const HEAD_LINES: usize = 64;
 
 /// Where a provider keeps its transcripts, from the daemon's environment (the
 /// agents inherit it, so they write where we read).
-pub fn transcript_root(provider: &Provider, var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub fn transcript_root(
+    provider: &Provider,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
     let (explicit, rel) = match provider {
         Provider::Claude => ("CLAUDE_CONFIG_DIR", ".claude"),
         Provider::Codex => ("CODEX_HOME", ".codex"),
@@ -318,7 +321,13 @@ mod tests {
     #[test]
     fn codex_looks_only_at_the_date_folders_since_the_start() {
         let day = 86_400_000;
-        let dirs = candidate_dirs(&Provider::Codex, Path::new("/c"), "/w", 10 * day, 10 * day + 5);
+        let dirs = candidate_dirs(
+            &Provider::Codex,
+            Path::new("/c"),
+            "/w",
+            10 * day,
+            10 * day + 5,
+        );
         assert_eq!(dirs, vec![PathBuf::from("/c/sessions/1970/01/11")]);
         let dirs = candidate_dirs(&Provider::Codex, Path::new("/c"), "/w", 1, 40 * day);
         assert_eq!(dirs.len(), 3);

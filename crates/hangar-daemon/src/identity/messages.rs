@@ -55,7 +55,9 @@ pub fn read_tail(provider: &Provider, path: &Path, tail: usize) -> std::io::Resu
 }
 
 fn timestamp(v: &Value) -> Option<String> {
-    v.get("timestamp").and_then(Value::as_str).map(str::to_owned)
+    v.get("timestamp")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 /// The readable text of one content block.
@@ -176,7 +178,9 @@ mod tests {
         fs::write(&p, lines.join("\n")).unwrap();
         let m = read_tail(&Provider::Codex, &p, 10).unwrap();
         assert_eq!(
-            m.iter().map(|m| (m.role.as_str(), m.text.as_str())).collect::<Vec<_>>(),
+            m.iter()
+                .map(|m| (m.role.as_str(), m.text.as_str()))
+                .collect::<Vec<_>>(),
             vec![("user", "hi"), ("assistant", "answer: hi")]
         );
     }

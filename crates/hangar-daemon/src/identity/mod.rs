@@ -340,16 +340,16 @@ impl Daemon {
         let tail = req.tail.unwrap_or(DEFAULT_TAIL);
         let provider = meta.provider.clone();
         let read = tokio::task::spawn_blocking(move || {
-            let path = discovery::find_transcript(&provider, &root, &meta.cwd, &psid)
-                .ok_or_else(|| {
+            let path = discovery::find_transcript(&provider, &root, &meta.cwd, &psid).ok_or_else(
+                || {
                     ApiError::not_found(format!(
                         "no transcript of {provider} session {psid} under {}; was it deleted?",
                         root.display()
                     ))
-                })?;
-            let messages = messages::read_tail(&provider, &path, tail).map_err(|e| {
-                ApiError::internal(format!("cannot read {}: {e}", path.display()))
-            })?;
+                },
+            )?;
+            let messages = messages::read_tail(&provider, &path, tail)
+                .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", path.display())))?;
             Ok::<_, ApiError>((psid, path, messages))
         })
         .await

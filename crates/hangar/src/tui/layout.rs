@@ -132,8 +132,8 @@ mod tests {
         let area = Rect::new(0, 0, 121, 41);
         let l = compute(area, Some(&two_by_one()), None);
         assert_eq!(l.body, Rect::new(0, 1, 121 - SIDE_LIST_WIDTH, 39));
-        let cells: u32 = l.panes.iter().map(|(_, r)| u32::from(r.area())).sum();
-        assert_eq!(cells, u32::from(l.body.area()));
+        let cells: u32 = l.panes.iter().map(|(_, r)| r.area()).sum();
+        assert_eq!(cells, l.body.area());
         let (_, a) = &l.panes[0];
         let (_, b) = &l.panes[1];
         let (_, c) = &l.panes[2];

@@ -88,7 +88,7 @@ fn meta(c: &Crafted, provider: &str, cwd: &Path, relationships: Value) -> Value 
 /// four, the first of each family is the parent of the other three, and
 /// parked agent 0 is every family's root.
 pub fn orchestration_parent_index(i: usize) -> Option<usize> {
-    (i % 4 != 0).then_some(i - i % 4)
+    (!i.is_multiple_of(4)).then_some(i - i % 4)
 }
 
 /// Builds the workspace. Parked agents are spread over the tabs round-robin.

@@ -127,7 +127,11 @@ fn no_token_given_to_an_agent_appears_in_logs_journal_or_output() {
     // The MCP token travels in a config file the agent is pointed at.
     if let Some(config) = arg_after(&cmdline(pid), "--mcp-config") {
         let path = Path::new(&config);
-        assert_eq!(mode(path), 0o600, "the MCP config file {config} holds a token");
+        assert_eq!(
+            mode(path),
+            0o600,
+            "the MCP config file {config} holds a token"
+        );
         let text = fs::read_to_string(path).expect("read the MCP config");
         if let Some(at) = text.find("HANGAR_MCP_TOKEN") {
             let token: String = text[at + "HANGAR_MCP_TOKEN".len()..]

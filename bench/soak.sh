@@ -44,7 +44,7 @@ cleanup() {
     # Anything still carrying this home is a leak: report it, then end it.
     LEFT=0
     for p in /proc/[0-9]*; do
-        if tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "HANGAR_HOME=$HANGAR_HOME"; then
+        if tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qx "HANGAR_HOME=$HANGAR_HOME"; then
             LEFT=$((LEFT + 1))
             kill -9 "${p#/proc/}" 2>/dev/null
         fi

@@ -383,29 +383,7 @@ impl Daemon {
                 .filter_map(|id| Some((id.clone(), st.ws.sessions.get(id)?.worktree.clone()?)))
                 .collect()
         };
-        let lives: Vec<_> = {
-            let mut st = self.lock();
-            ids.iter()
-                .filter_map(|id| {
-                    let rt = st.runtimes.get_mut(id)?;
-                    let live = rt.proc.take();
-                    rt.set_state(RunState::Hibernated);
-                    live
-                })
-                .collect()
-        };
-        futures::future::join_all(lives.iter().map(|l| self.stop_process(l))).await;
-        {
-            let mut st = self.lock();
-            self.orchestration_closed(&st.ws, ids);
-            st.ws.remove_sessions(ids);
-            for id in ids {
-                st.runtimes.remove(id);
-                let _ = st.store.forget_process(id);
-                self.forget_activity(id);
-            }
-            st.save(ids)?;
-        }
+        self.stop_and_remove(ids).await?;
         Ok(self.clean_up_worktrees(worktrees, delete_branch).await)
     }
 

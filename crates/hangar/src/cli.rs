@@ -220,8 +220,12 @@ pub enum Command {
     /// Wait until agents finish their turn (or wait for you); exits 124 on
     /// timeout.
     Wait {
+        /// The sessions to wait for (ids or unique prefixes); all of them
+        /// must reach the state.
         #[arg(required = true)]
         ids: Vec<String>,
+        /// `idle`: the turn finished; `waiting`: the agent asks you
+        /// something; `any`: either.
         #[arg(long, default_value = "idle", value_parser = ["idle", "waiting", "any"])]
         until: String,
         /// Give up after this long (e.g. 30s, 10m).

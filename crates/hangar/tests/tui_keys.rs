@@ -179,11 +179,17 @@ fn resizing_the_outer_terminal_resizes_the_panes_session() {
     let mut app = tui_with_panes(&h, 1);
     app.write(b"\r");
     app.wait_text("TYPING");
-    // One pane: the body minus the side list (32) and the borders.
+    // One pane: the body minus the side list (a quarter of the terminal,
+    // 32 to 48 columns) and the borders.
+    let side_list = |cols: u16| (cols / 4).clamp(32, 48);
     app.write(b"size\r");
-    app.wait_text(&format!("size: {}x{}", COLS - 32 - 2, ROWS - 2 - 2));
+    app.wait_text(&format!(
+        "size: {}x{}",
+        COLS - side_list(COLS) - 2,
+        ROWS - 2 - 2
+    ));
     app.resize(40, 150);
-    let want = format!("size: {}x{}", 150 - 32 - 2, 40 - 4);
+    let want = format!("size: {}x{}", 150 - side_list(150) - 2, 40 - 4);
     let deadline = Instant::now() + pty_screen::DEADLINE;
     while !app.text().contains(&want) {
         assert!(

@@ -48,8 +48,10 @@ fn three_panes_in_two_splits_each_show_their_session() {
     let b = h.split(&a, "vertical");
     h.split(&b, "horizontal");
     let app = tui(&h);
-    app.wait_for("three live panes with their banners", |t| {
-        banners(t) == 3 && t.matches("· live").count() == 3
+    // A fresh agent is idle once its prompt is up; waiting for that keeps
+    // the snapshot free of the moment before.
+    app.wait_for("three live, idle panes with their banners", |t| {
+        banners(t) == 3 && t.matches("· live · idle").count() == 3
     });
     insta::assert_snapshot!("three_panes_two_splits", screen(&app));
 }
@@ -65,8 +67,13 @@ fn the_side_list_shows_the_tabs_parked_agents_and_buried_panes() {
     h.ok(&["bury", &gone]);
     h.ok(&["pin", &a]);
     let app = tui(&h);
-    app.wait_for("two parked, one buried, one live pane", |t| {
-        t.contains("review api") && t.contains("fix tests") && banners(t) == 1
+    app.wait_for("two parked, one buried, one live idle pane", |t| {
+        t.contains("review api")
+            && t.contains("fix tests")
+            && banners(t) == 1
+            && t.contains("· live · idle")
+            && t.matches("live idle").count() == 2
+            && t.matches("hib ?").count() == 2
     });
     insta::assert_snapshot!("parked_list", screen(&app));
 }
@@ -100,7 +107,10 @@ fn a_hibernated_agent_shows_its_last_screen_and_waking_until_it_is_live() {
     h.wait_state(&a, "hibernated");
     let app = tui(&h);
     app.wait_for("the tab bar and the saved screen with a waking line", |t| {
-        t.contains("waking...") && t.contains("answer: remember me") && t.contains(" hangar ")
+        t.contains("waking...")
+            && t.contains("answer: remember me")
+            && t.contains(" hangar ")
+            && t.contains("· waking · idle")
     });
     insta::assert_snapshot!("waking_agent", screen(&app));
     app.wait_for("the pane is live and resumed", |t| {
@@ -149,4 +159,41 @@ fn a_failed_pane_shows_its_reason_and_retries_on_w() {
     app.write(b"w");
     app.wait_for("the retried pane is live", |t| banners(t) == 1);
     assert_eq!(h.state_of(&a), "live");
+}
+
+#[test]
+fn every_pane_shows_its_activity_and_agents_waiting_for_you_are_parked_first() {
+    let h = Hangar::new();
+    start(&h);
+    let a = h.new_pane();
+    let asking = h.new_agent(&["--provider", "claude", "--title", "asks you"]);
+    h.ok(&["send", &asking, "ask which branch"]);
+    h.wait_until("the asking agent is waiting", DEADLINE, || {
+        h.session(&asking)["activity"] == "waiting"
+    });
+    h.ok(&["park", &asking]);
+    // Parked after the asking one, so by recency alone it would come first.
+    h.new_agent(&["--provider", "codex", "--parked", "--title", "later"]);
+    h.wait_until("the pane is idle", DEADLINE, || {
+        h.session(&a)["activity"] == "idle"
+    });
+    let app = tui(&h);
+    app.wait_for("the idle pane and both parked agents", |t| {
+        t.contains("· live · idle") && t.contains("asks you") && t.contains("later")
+    });
+    let text = app.rows().join("\n");
+    let row = |needle: &str| {
+        app.rows()
+            .into_iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("no row with {needle:?} in\n{text}"))
+    };
+    assert!(
+        row("asks you") < row("later"),
+        "the agent waiting for you is listed first:\n{text}"
+    );
+    let asking_row = &app.rows()[row("asks you")];
+    assert!(asking_row.contains("live wait"), "{asking_row}");
+    let later_row = &app.rows()[row("later")];
+    assert!(later_row.contains("hib ?"), "{later_row}");
 }

@@ -141,12 +141,14 @@ impl App {
         self.views.get(id.as_str())
     }
 
-    /// The session's activity when it is worth showing: `working` or
-    /// `waiting` (idle and unknown are the calm default and show nothing).
-    pub fn activity(&self, id: &SessionId) -> Option<&str> {
+    /// The session's activity as the daemon reports it: `working`,
+    /// `waiting`, `idle` or `unknown` (also for a session it has not
+    /// described yet).
+    pub fn activity(&self, id: &SessionId) -> &str {
         self.view(id)
             .map(|v| v.activity.as_str())
-            .filter(|a| matches!(*a, "working" | "waiting"))
+            .filter(|a| !a.is_empty())
+            .unwrap_or("unknown")
     }
 
     pub fn is_pinned(&self, id: &SessionId) -> bool {
@@ -163,7 +165,7 @@ impl App {
         let mut parked: Vec<_> = ws.parked.values().filter(|p| p.tab == tab.id).collect();
         // Agents waiting for the person come first (issue 11).
         parked.sort_by_key(|p| {
-            let waiting = self.activity(&p.session) == Some("waiting");
+            let waiting = self.activity(&p.session) == "waiting";
             (!waiting, std::cmp::Reverse(p.parked_at_ms))
         });
         let mut buried: Vec<_> = ws

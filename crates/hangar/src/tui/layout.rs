@@ -9,7 +9,14 @@ use ratatui::layout::Rect;
 
 /// The side list is shown only when the terminal is at least this wide.
 pub const SIDE_LIST_MIN_TERMINAL_WIDTH: u16 = 80;
-pub const SIDE_LIST_WIDTH: u16 = 32;
+/// The side list takes a quarter of the terminal, within these bounds: wide
+/// enough for a name beside state, activity and age, never a pane's worth.
+pub const SIDE_LIST_MIN_WIDTH: u16 = 32;
+pub const SIDE_LIST_MAX_WIDTH: u16 = 48;
+
+pub fn side_list_width(terminal_width: u16) -> u16 {
+    (terminal_width / 4).clamp(SIDE_LIST_MIN_WIDTH, SIDE_LIST_MAX_WIDTH)
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScreenLayout {
@@ -40,13 +47,14 @@ pub fn compute(area: Rect, tab: Option<&Tab>, zoomed: Option<&SessionId>) -> Scr
         ..area
     };
     let (body, side) = if area.width >= SIDE_LIST_MIN_TERMINAL_WIDTH {
+        let side_width = side_list_width(area.width);
         let body = Rect {
-            width: main.width - SIDE_LIST_WIDTH,
+            width: main.width - side_width,
             ..main
         };
         let side = Rect {
             x: main.x + body.width,
-            width: SIDE_LIST_WIDTH,
+            width: side_width,
             ..main
         };
         (body, Some(side))
@@ -131,7 +139,7 @@ mod tests {
     fn three_panes_in_two_splits_tile_the_body_without_gaps() {
         let area = Rect::new(0, 0, 121, 41);
         let l = compute(area, Some(&two_by_one()), None);
-        assert_eq!(l.body, Rect::new(0, 1, 121 - SIDE_LIST_WIDTH, 39));
+        assert_eq!(l.body, Rect::new(0, 1, 121 - side_list_width(121), 39));
         let cells: u32 = l.panes.iter().map(|(_, r)| r.area()).sum();
         assert_eq!(cells, l.body.area());
         let (_, a) = &l.panes[0];
@@ -155,5 +163,12 @@ mod tests {
         let l = compute(Rect::new(0, 0, 60, 20), None, None);
         assert_eq!(l.side, None);
         assert_eq!(l.body.width, 60);
+    }
+
+    #[test]
+    fn the_side_list_grows_with_the_terminal_within_its_bounds() {
+        assert_eq!(side_list_width(80), SIDE_LIST_MIN_WIDTH);
+        assert_eq!(side_list_width(170), 42);
+        assert_eq!(side_list_width(400), SIDE_LIST_MAX_WIDTH);
     }
 }

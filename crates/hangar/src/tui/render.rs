@@ -106,10 +106,8 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
     title.push_str(&app.describe(id));
     title.push_str(" · ");
     title.push_str(&state_of(app, id));
-    if let Some(activity) = app.activity(id) {
-        title.push_str(" · ");
-        title.push_str(activity);
-    }
+    title.push_str(" · ");
+    title.push_str(app.activity(id));
     if app.zoomed.as_ref() == Some(id) {
         title.push_str(" [zoom]");
     }
@@ -278,6 +276,16 @@ fn short_state(state: &str) -> &str {
     }
 }
 
+/// Four columns at most, so the parked list keeps room for names.
+fn short_activity(activity: &str) -> &str {
+    match activity {
+        "waiting" => "wait",
+        "working" => "work",
+        "idle" => "idle",
+        _ => "?",
+    }
+}
+
 fn draw_side(frame: &mut Frame, app: &App, area: Rect, now_ms: u64) {
     let block = Block::bordered()
         .border_style(Style::new().fg(Color::DarkGray))
@@ -297,12 +305,8 @@ fn draw_side(frame: &mut Frame, app: &App, area: Rect, now_ms: u64) {
             .get(id)
             .map(|m| age(now_ms, m.last_active_ms))
             .unwrap_or_default();
-        let activity = match app.activity(id) {
-            Some("waiting") => " wait",
-            Some("working") => " work",
-            _ => "",
-        };
-        let tail = format!(" {state}{activity} {last:>3}");
+        let activity = short_activity(app.activity(id));
+        let tail = format!(" {state} {activity:<4} {last:>3}");
         let pin = if app.is_pinned(id) { "★" } else { "" };
         let name = format!("{marker}{pin}{}", app.describe(id));
         let room = width.saturating_sub(tail.chars().count());

@@ -112,3 +112,55 @@ fn a_client_attached_to_another_pane_gets_the_terminal_notification_escape() {
             && raw.contains("\x1b]777;notify;hangar;builder is waiting for you\x07")
     });
 }
+
+#[test]
+fn notify_send_on_path_is_run_once_per_transition_with_a_readable_message() {
+    // A stand-in `notify-send` first on the daemon's PATH records its argv.
+    let bin = tempfile::tempdir().unwrap();
+    let log = bin.path().join("notify-send.log");
+    let script = bin.path().join("notify-send");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s|' \"$@\" >> '{}'\necho >> '{}'\n",
+            log.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let h = Hangar::with_env(&[("PATH", &path)]);
+    fs::create_dir_all(&h.home).unwrap();
+    fs::write(
+        h.home.join("config.toml"),
+        "[activity]\ndebounce_ms = 200\n",
+    )
+    .unwrap();
+    let a = h.new_agent(&["--provider", "claude", "--title", "deploy"]);
+    h.wait_screen(&a, "> ");
+    wait_activity(&h, &a, "idle");
+
+    h.ok(&["send", &a, "ask which region"]);
+    let lines = wait_lines(&h, &log, 1);
+    assert_eq!(
+        lines,
+        vec!["--app-name=hangar|hangar|deploy is waiting for you|"]
+    );
+    h.ok(&["send", &a, "eu"]);
+    h.ok(&["wait", &a, "--until", "idle", "--timeout", "60s"]);
+    h.ok(&["send", &a, "ask and then"]);
+    let lines = wait_lines(&h, &log, 3);
+    assert_eq!(
+        lines,
+        vec![
+            "--app-name=hangar|hangar|deploy is waiting for you|",
+            "--app-name=hangar|hangar|deploy finished its turn|",
+            "--app-name=hangar|hangar|deploy is waiting for you|",
+        ]
+    );
+}

@@ -84,6 +84,35 @@ fn the_transcript_alone_shows_working_waiting_and_idle() {
 }
 
 #[test]
+fn the_codex_rollout_alone_shows_working_waiting_and_idle() {
+    let h = Hangar::new();
+    with_config(
+        &h,
+        "[activity]\nsources = [\"transcript\"]\ndebounce_ms = 200\n",
+    );
+    let a = h.new_agent(&["--provider", "codex"]);
+    h.wait_screen(&a, "> ");
+    wait_activity(&h, &a, "idle");
+
+    send(&h, &a, "slow 4000 think");
+    h.wait_screen(&a, "working...");
+    wait_activity(&h, &a, "working");
+    wait_activity(&h, &a, "idle");
+
+    send(&h, &a, "ask which branch");
+    wait_activity(&h, &a, "waiting");
+    send(&h, &a, "main");
+    wait_activity(&h, &a, "idle");
+
+    send(&h, &a, "permission shell");
+    h.wait_screen(&a, "Do you want to allow shell?");
+    wait_activity(&h, &a, "waiting");
+    send(&h, &a, "1");
+    h.wait_screen(&a, "allowed");
+    wait_activity(&h, &a, "idle");
+}
+
+#[test]
 fn with_no_transcript_the_claude_hooks_show_each_state() {
     // The transcript (most trusted) gives nothing: the hooks are next.
     let h = Hangar::with_env(&[("FAKE_AGENT_NO_TRANSCRIPT", "1")]);

@@ -54,8 +54,8 @@ pub fn sessions(v: &Value) {
         return;
     }
     println!(
-        "{:<9} {:<9} {:<11} {:<7} {:<9} {:<7} {:<20} CWD",
-        "ID", "PROVIDER", "STATE", "WHERE", "TAB", "PID", "TITLE"
+        "{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {:<20} CWD",
+        "ID", "PROVIDER", "STATE", "ACTIVITY", "WHERE", "TAB", "PID", "TITLE"
     );
     for r in rows {
         let pid = r["pid"]
@@ -67,10 +67,11 @@ pub fn sessions(v: &Value) {
             title.insert_str(0, "* ");
         }
         println!(
-            "{:<9} {:<9} {:<11} {:<7} {:<9} {:<7} {:<20} {}",
+            "{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {:<20} {}",
             short(&r["id"]),
             s(&r["provider"]),
             s(&r["state"]),
+            r["activity"].as_str().unwrap_or("unknown"),
             s(&r["placement"]),
             short(&r["tab"]),
             pid,

@@ -54,62 +54,47 @@ fn agent(h: &Hangar) -> String {
     id
 }
 
+/// Drives `a` (idle at its prompt) through a slow answer, a question and a
+/// permission prompt, checking the activity `ls` reports at each step.
+fn each_state_in_turn(h: &Hangar, a: &str, tool: &str) {
+    wait_activity(h, a, "idle");
+
+    send(h, a, "slow 4000 think");
+    h.wait_screen(a, "working...");
+    let row = wait_activity(h, a, "working");
+    assert!(row["activity_since"].as_u64().is_some());
+    wait_activity(h, a, "idle");
+
+    send(h, a, "ask which branch");
+    wait_activity(h, a, "waiting");
+    send(h, a, "main");
+    wait_activity(h, a, "idle");
+
+    send(h, a, &format!("permission {tool}"));
+    h.wait_screen(a, &format!("Do you want to allow {tool}?"));
+    wait_activity(h, a, "waiting");
+    send(h, a, "1");
+    h.wait_screen(a, "allowed");
+    wait_activity(h, a, "idle");
+}
+
+const TRANSCRIPT_ONLY: &str = "[activity]\nsources = [\"transcript\"]\ndebounce_ms = 200\n";
+
 #[test]
 fn the_transcript_alone_shows_working_waiting_and_idle() {
     let h = Hangar::new();
-    with_config(
-        &h,
-        "[activity]\nsources = [\"transcript\"]\ndebounce_ms = 200\n",
-    );
+    with_config(&h, TRANSCRIPT_ONLY);
     let a = agent(&h);
-    wait_activity(&h, &a, "idle");
-
-    send(&h, &a, "slow 4000 think");
-    h.wait_screen(&a, "working...");
-    let row = wait_activity(&h, &a, "working");
-    assert!(row["activity_since"].as_u64().is_some());
-    wait_activity(&h, &a, "idle");
-
-    send(&h, &a, "ask which branch");
-    wait_activity(&h, &a, "waiting");
-    send(&h, &a, "main");
-    wait_activity(&h, &a, "idle");
-
-    send(&h, &a, "permission Bash");
-    h.wait_screen(&a, "Do you want to allow Bash?");
-    wait_activity(&h, &a, "waiting");
-    send(&h, &a, "1");
-    h.wait_screen(&a, "allowed");
-    wait_activity(&h, &a, "idle");
+    each_state_in_turn(&h, &a, "Bash");
 }
 
 #[test]
 fn the_codex_rollout_alone_shows_working_waiting_and_idle() {
     let h = Hangar::new();
-    with_config(
-        &h,
-        "[activity]\nsources = [\"transcript\"]\ndebounce_ms = 200\n",
-    );
+    with_config(&h, TRANSCRIPT_ONLY);
     let a = h.new_agent(&["--provider", "codex"]);
     h.wait_screen(&a, "> ");
-    wait_activity(&h, &a, "idle");
-
-    send(&h, &a, "slow 4000 think");
-    h.wait_screen(&a, "working...");
-    wait_activity(&h, &a, "working");
-    wait_activity(&h, &a, "idle");
-
-    send(&h, &a, "ask which branch");
-    wait_activity(&h, &a, "waiting");
-    send(&h, &a, "main");
-    wait_activity(&h, &a, "idle");
-
-    send(&h, &a, "permission shell");
-    h.wait_screen(&a, "Do you want to allow shell?");
-    wait_activity(&h, &a, "waiting");
-    send(&h, &a, "1");
-    h.wait_screen(&a, "allowed");
-    wait_activity(&h, &a, "idle");
+    each_state_in_turn(&h, &a, "shell");
 }
 
 #[test]

@@ -189,6 +189,13 @@ impl std::fmt::Debug for McpServer {
 /// one (claude: `--mcp-config FILE`; codex: `-c mcp_servers.hangar.*`
 /// overrides, which must come before its `resume` subcommand). Others are
 /// returned unchanged.
+///
+/// Codex never sees the server's environment on its command line: any
+/// local user can read another's `/proc/PID/cmdline`, and the environment
+/// holds the session's MCP token. The values go into codex's own
+/// environment (readable by its owner only) and `env_vars` names them, so
+/// codex forwards them to the server it starts (it gives MCP servers only a
+/// short default list of variables plus the ones named there).
 pub fn with_mcp(mut spec: LaunchSpec, provider: &Provider, server: &McpServer) -> LaunchSpec {
     let front: Vec<String> = match provider {
         Provider::Claude => vec![
@@ -202,12 +209,15 @@ pub fn with_mcp(mut spec: LaunchSpec, provider: &Provider, server: &McpServer) -
                 .map(|a| toml_string(a))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let env = server
+            let names = server
                 .env
-                .iter()
-                .map(|(k, v)| format!("{k} = {}", toml_string(v)))
+                .keys()
+                .map(|k| toml_string(k))
                 .collect::<Vec<_>>()
                 .join(", ");
+            for (k, v) in &server.env {
+                spec.env.insert(k.clone(), v.clone());
+            }
             vec![
                 "-c".to_owned(),
                 format!(
@@ -217,7 +227,7 @@ pub fn with_mcp(mut spec: LaunchSpec, provider: &Provider, server: &McpServer) -
                 "-c".to_owned(),
                 format!("mcp_servers.hangar.args=[{args}]"),
                 "-c".to_owned(),
-                format!("mcp_servers.hangar.env={{{env}}}"),
+                format!("mcp_servers.hangar.env_vars=[{names}]"),
             ]
         }
         _ => return spec,
@@ -369,7 +379,7 @@ mod tests {
     }
 
     #[test]
-    fn codex_gets_toml_overrides_before_its_resume_subcommand() {
+    fn codex_gets_toml_overrides_before_its_resume_subcommand_and_its_token_in_its_environment() {
         let config = Config::default();
         let bin = true_bin();
         let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
@@ -385,7 +395,7 @@ mod tests {
                 "-c",
                 r#"mcp_servers.hangar.args=["mcp", "--session", "s1"]"#,
                 "-c",
-                r#"mcp_servers.hangar.env={HANGAR_HOME = "/h", HANGAR_MCP_TOKEN = "tok"}"#,
+                r#"mcp_servers.hangar.env_vars=["HANGAR_HOME", "HANGAR_MCP_TOKEN"]"#,
                 "resume",
                 "t-1",
             ]
@@ -400,10 +410,15 @@ mod tests {
             Some("/opt/hangar \"x\"/hangar")
         );
         assert_eq!(value(&spec.args[3]).as_array().unwrap().len(), 3);
+        assert_eq!(value(&spec.args[5]).as_array().unwrap().len(), 2);
+        // The token reaches codex through its environment, never its
+        // command line (readable by every local user in /proc).
+        assert!(spec.args.iter().all(|a| !a.contains("tok")));
         assert_eq!(
-            value(&spec.args[5])["HANGAR_MCP_TOKEN"].as_str(),
+            spec.env.get("HANGAR_MCP_TOKEN").map(String::as_str),
             Some("tok")
         );
+        assert_eq!(spec.env.get("HANGAR_HOME").map(String::as_str), Some("/h"));
     }
 
     #[test]

@@ -524,3 +524,195 @@ fn hibernating_a_parent_hibernates_its_idle_children_but_never_a_busy_one() {
     assert_eq!(h.state_of(&idle), "hibernated");
     assert_eq!(h.state_of(&busy), "live");
 }
+
+/// The value of `name` in a process's environment.
+fn env_value(pid: i32, name: &str) -> Option<String> {
+    let prefix = format!("{name}=");
+    support::environ(pid)
+        .into_iter()
+        .find_map(|e| e.strip_prefix(&prefix).map(str::to_owned))
+}
+
+/// The value of a codex `-c key=value` override on a command line.
+fn codex_override(args: &[String], key: &str) -> Option<String> {
+    let prefix = format!("{key}=");
+    args.windows(2)
+        .filter(|w| w[0] == "-c")
+        .find_map(|w| w[1].strip_prefix(&prefix).map(str::to_owned))
+}
+
+#[test]
+fn codex_gets_hangar_mcp_by_config_overrides_and_no_agent_shows_its_token_on_its_command_line() {
+    let h = Hangar::new();
+    let codex = h.new_agent(&["--provider", "codex"]);
+    let claude = h.new_pane();
+    wait_fakes(&h, 2);
+    let pid = h.pid_of(&codex);
+    let args = support::cmdline(pid);
+
+    // Regression: the token used to ride on codex's command line
+    // (`-c mcp_servers.hangar.env={HANGAR_MCP_TOKEN = ...}`), readable by
+    // every local user in /proc/PID/cmdline.
+    for (id, agent_pid) in [(&codex, pid), (&claude, h.pid_of(&claude))] {
+        let token = token_of(&h, id);
+        let line = support::cmdline(agent_pid).join(" ");
+        assert!(
+            !line.contains(&token),
+            "{id}'s token is on its command line: {line}"
+        );
+        assert!(!line.contains("HANGAR_MCP_TOKEN ="), "{line}");
+    }
+
+    // What codex needs to start the server, the way its config reads it.
+    let value = |key: &str| -> toml::Value {
+        let raw = codex_override(&args, key).unwrap_or_else(|| panic!("no -c {key} in {args:?}"));
+        toml::from_str::<toml::Table>(&format!("v = {raw}")).unwrap()["v"].clone()
+    };
+    let command = value("mcp_servers.hangar.command");
+    assert!(command.as_str().unwrap().ends_with("hangar"), "{command}");
+    let server_args: Vec<String> = value("mcp_servers.hangar.args")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(server_args, vec!["mcp", "--session", codex.as_str()]);
+    let forwarded: Vec<String> = value("mcp_servers.hangar.env_vars")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        forwarded.contains(&"HANGAR_MCP_TOKEN".to_owned()),
+        "{forwarded:?}"
+    );
+    assert!(codex_override(&args, "mcp_servers.hangar.env").is_none());
+
+    // Codex's own environment holds the token (readable by its owner only),
+    // and a server started the way codex starts it, with the forwarded
+    // variables, is let in.
+    let token = env_value(pid, "HANGAR_MCP_TOKEN").expect("codex's environment has the token");
+    assert_eq!(token, token_of(&h, &codex));
+    let mut cmd = std::process::Command::new(command.as_str().unwrap());
+    cmd.args(&server_args).env_clear();
+    for name in ["PATH", "HOME"]
+        .iter()
+        .copied()
+        .chain(forwarded.iter().map(String::as_str))
+    {
+        if let Some(v) = env_value(pid, name) {
+            cmd.env(name, v);
+        }
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let m = Mcp {
+        client: Some(rt.block_on(async {
+            let transport = TokioChildProcess::new(tokio::process::Command::from(cmd)).unwrap();
+            ().serve(transport).await.expect("MCP handshake")
+        })),
+        rt,
+    };
+    let list = m.ok("list_agents", json!({}));
+    assert!(ids_of(&list["agents"]).is_empty(), "{list}");
+}
+
+#[test]
+fn with_mcp_disabled_in_config_agents_get_no_mcp_server_and_no_token() {
+    let h = Hangar::new();
+    std::fs::create_dir_all(&h.home).unwrap();
+    std::fs::write(h.home.join("config.toml"), "[mcp]\nenabled = false\n").unwrap();
+    let claude = h.new_pane();
+    let codex = h.new_agent(&["--provider", "codex"]);
+    wait_fakes(&h, 2);
+    for id in [&claude, &codex] {
+        let pid = h.pid_of(id);
+        let line = support::cmdline(pid).join(" ");
+        assert!(!line.contains("--mcp-config"), "{line}");
+        assert!(!line.contains("mcp_servers"), "{line}");
+        assert_eq!(env_value(pid, "HANGAR_MCP_TOKEN"), None);
+        assert!(!h.home.join("mcp").join(format!("{id}.json")).exists());
+    }
+    // With no token minted, no token opens the server.
+    let m = Mcp::launch_with_token(&h, &claude, "any-guess");
+    assert_eq!(m.refused("list_agents", json!({})), "unauthorized");
+}
+
+#[test]
+fn invalid_and_oversize_tool_inputs_are_refused_with_a_clear_error_and_the_daemon_stays_up() {
+    let h = Hangar::new();
+    let parent = h.new_pane();
+    wait_fakes(&h, 1);
+    let daemon = h.daemon_pid();
+    let m = Mcp::launch(&h, &parent);
+    let refused = |name: &'static str, args: Value, says: &str| match m.call(name, args.clone()) {
+        Ok(v) => panic!("{name}({args}) should have been refused, got {v}"),
+        Err((code, text)) => {
+            assert_eq!(code, "invalid", "{name}: {text}");
+            assert!(text.contains(says), "{name}: {text:?} should say {says:?}");
+        }
+    };
+    let big = "x".repeat(64 * 1024 + 1);
+    refused("create_agent", json!({"prompt": big}), "limit is 65536");
+    refused(
+        "create_agent",
+        json!({"title": "t".repeat(201)}),
+        "title is longer than 200",
+    );
+    refused(
+        "create_agent",
+        json!({"role": "r\u{7}"}),
+        "control characters",
+    );
+    refused("create_agent", json!({"run": "no spaces allowed"}), "run ");
+    refused(
+        "send_prompt",
+        json!({"session": "", "prompt": "hi"}),
+        "session id",
+    );
+    refused(
+        "send_prompt",
+        json!({"session": "s".repeat(129), "prompt": "hi"}),
+        "session id",
+    );
+
+    // A wrong type is refused before it reaches the daemon (by rmcp, which
+    // names the type it wanted but not the field).
+    let client = m.client.as_ref().unwrap();
+    let params = CallToolRequestParams::new("send_prompt").with_arguments(
+        json!({"session": parent, "prompt": 42})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    match m.rt.block_on(client.call_tool(params)) {
+        Err(e) => assert!(e.to_string().contains("expected a string"), "{e}"),
+        Ok(r) => {
+            assert_eq!(r.is_error, Some(true), "{r:?}");
+            assert!(
+                format!("{:?}", r.content).contains("expected a string"),
+                "{r:?}"
+            );
+        }
+    }
+
+    // A prompt of several megabytes: refused, and nothing else breaks.
+    let huge = "y".repeat(8 * 1024 * 1024);
+    match m.call("create_agent", json!({"prompt": huge})) {
+        Ok(v) => panic!("an 8 MiB prompt was accepted: {v}"),
+        Err((code, text)) => {
+            assert_eq!(code, "too_large", "{text}");
+            assert!(text.contains("exceeds the limit"), "{text}");
+        }
+    }
+
+    // Nothing was created, the same daemon answers, and this server still works.
+    assert_eq!(h.daemon_pid(), daemon);
+    assert!(ids_of(&m.ok("list_agents", json!({}))["agents"]).is_empty());
+    assert_eq!(fake_count(&h), 1);
+    assert_eq!(h.ls().len(), 1);
+}

@@ -96,6 +96,14 @@ pub struct ProxyView {
     /// Why the last start failed, if it did.
     #[serde(default)]
     pub fault: Option<String>,
+    /// Totals over every session's captured traffic: this daemon's, and
+    /// earlier daemons' read back from the capture files. `last_error` is
+    /// the fleet's latest.
+    #[serde(default)]
+    pub usage: UsageView,
+    /// The session whose error `usage.last_error` is.
+    #[serde(default)]
+    pub last_error_session: Option<String>,
 }
 
 /// A session's worktree in `hangar ls`. `dirty`, `ahead` and `behind` are

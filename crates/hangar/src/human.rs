@@ -170,6 +170,22 @@ pub fn status(v: &Value) {
         if let Some(f) = p["fault"].as_str() {
             println!("proxy    last start failed: {f}");
         }
+        let u = &p["usage"];
+        if u.is_object() {
+            println!(
+                "usage    {} request(s), {} input / {} output tokens, {} error(s)",
+                u["requests"], u["input_tokens"], u["output_tokens"], u["errors"]
+            );
+            if let Some(e) = u["last_error"].as_str() {
+                let session: String = p["last_error_session"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .chars()
+                    .take(8)
+                    .collect();
+                println!("usage    last error ({session}): {e}");
+            }
+        }
     }
     for n in v["notices"].as_array().into_iter().flatten() {
         println!("notice   {}", s(n));

@@ -357,3 +357,284 @@ fn fifty_live_sessions_share_one_proxy_listener_and_add_no_process() {
         .count();
     assert_eq!(listening, 1);
 }
+
+/// Kills a `hangar capture --follow` child even when the test fails.
+struct Follower {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Follower {
+    fn start(h: &Hangar, id: &str) -> Follower {
+        let mut child = h
+            .command(&["capture", id, "--follow", "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start hangar capture --follow");
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Follower { child, lines }
+    }
+
+    /// Events printed so far, waiting until `done` holds for them.
+    fn wait_for(&self, what: &str, mut done: impl FnMut(&[Value]) -> bool) -> Vec<Value> {
+        let mut events: Vec<Value> = Vec::new();
+        let deadline = std::time::Instant::now() + DEADLINE;
+        while !done(&events) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(
+                !left.is_zero(),
+                "timed out waiting until {what}: {events:?}"
+            );
+            if let Ok(line) = self
+                .lines
+                .recv_timeout(left.min(Duration::from_millis(200)))
+            {
+                events.push(serde_json::from_str(&line).unwrap_or_else(|e| {
+                    panic!("--follow --json printed a line that is not JSON ({e}): {line}")
+                }));
+            }
+        }
+        events
+    }
+}
+
+#[test]
+fn capture_follow_prints_what_is_there_then_each_new_event_once_as_it_is_recorded() {
+    let (h, server) = fixture(3, "");
+    let id = h.new_agent(&["--provider", "claude"]);
+    let url = format!("https://localhost:{}/v1/messages", server.port);
+    assert!(call_api(&h, &id, &url, "before-follow").contains("api-done 200"));
+    let before = wait_capture_end(&h, &id);
+
+    let follower = Follower::start(&h, &id[..8]);
+    let ends = |events: &[Value]| events.iter().filter(|e| e["event"] == "end").count();
+    let shown = follower.wait_for("the existing exchange is printed", |e| ends(e) == 1);
+    assert_eq!(shown, before, "the existing events, in order");
+
+    // A second exchange while following: its events arrive as they are
+    // recorded, each once.
+    assert!(call_api(&h, &id, &url, "while-following").contains("api-done 200"));
+    let more = follower.wait_for("the new exchange is printed", |e| ends(e) == 1);
+    assert_eq!(
+        more.first().map(|e| &e["event"]),
+        Some(&Value::from("request"))
+    );
+    assert!(
+        more[0]["body"]
+            .as_str()
+            .unwrap()
+            .contains("while-following")
+    );
+    assert_eq!(more.iter().filter(|e| e["event"] == "chunk").count(), 3);
+    let exchange = &more[0]["exchange"];
+    assert!(
+        more.iter()
+            .all(|e| &e["exchange"] == exchange && e["session"] == id.as_str())
+    );
+    assert_ne!(exchange, &before[0]["exchange"]);
+    let all = capture_events(&h.home, &id);
+    assert_eq!(
+        all.len(),
+        before.len() + more.len(),
+        "nothing repeated or lost"
+    );
+}
+
+#[test]
+fn usage_survives_a_daemon_restart_in_ls_and_status() {
+    let (h, server) = fixture(4, "");
+    let id = h.new_agent(&["--provider", "claude"]);
+    let url = format!("https://localhost:{}/v1/messages", server.port);
+    assert!(call_api(&h, &id, &url, "first-turn").contains("api-done 200"));
+    assert!(call_api(&h, &id, &url, "second-turn").contains("api-done 200"));
+    h.wait_until("both turns are counted", DEADLINE, || {
+        h.session(&id)["usage"]["requests"] == 2
+    });
+    let before = h.session(&id)["usage"].clone();
+    assert_eq!(before["input_tokens"], 50, "{before}");
+    let status = h.status();
+    assert_eq!(status["proxy"]["usage"]["requests"], 2, "{status}");
+    assert_eq!(status["proxy"]["usage"]["input_tokens"], 50);
+    assert_eq!(
+        status["proxy"]["usage"]["output_tokens"],
+        before["output_tokens"]
+    );
+    assert_eq!(status["proxy"]["usage"]["errors"], 0);
+
+    h.shutdown();
+    h.start_daemon();
+    // Regression: usage lived only in memory and was zero after a restart.
+    h.wait_until(
+        "usage is read back from the capture files",
+        DEADLINE,
+        || h.session(&id)["usage"] == before,
+    );
+    let status = h.status();
+    assert_eq!(status["proxy"]["usage"]["requests"], 2, "{status}");
+    assert_eq!(
+        status["proxy"]["usage"]["output_tokens"],
+        before["output_tokens"]
+    );
+    let human = h.ok(&["status"]);
+    assert!(
+        human.contains(&format!(
+            "usage    2 request(s), 50 input / {} output tokens, 0 error(s)",
+            before["output_tokens"]
+        )),
+        "{human}"
+    );
+
+    // New turns add to the restored figures, counted once.
+    assert!(call_api(&h, &id, &url, "third-turn").contains("api-done 200"));
+    h.wait_until("the third turn is counted once", DEADLINE, || {
+        h.session(&id)["usage"]["requests"] == 3
+    });
+    assert_eq!(h.status()["proxy"]["usage"]["input_tokens"], 75);
+}
+
+#[test]
+fn status_shows_fleet_errors_and_the_latest_one() {
+    let (h, _server) = fixture(2, "");
+    let id = h.new_agent(&["--provider", "claude"]);
+    // Nothing listens there: the proxy cannot reach the upstream.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("https://localhost:{port}/v1/messages");
+    h.ok(&["send", &id, &format!("api {url} into-the-void")]);
+    h.wait_until("the failed call is counted", DEADLINE, || {
+        h.status()["proxy"]["usage"]["errors"] == 1
+    });
+    let status = h.status();
+    let p = &status["proxy"];
+    assert_eq!(p["usage"]["requests"], 1, "{status}");
+    assert!(
+        p["usage"]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("upstream"),
+        "{status}"
+    );
+    assert_eq!(p["last_error_session"], id.as_str());
+    let human = h.ok(&["status"]);
+    assert!(human.contains("1 error(s)"), "{human}");
+    assert!(
+        human.contains(&format!("last error ({})", &id[..8])),
+        "{human}"
+    );
+}
+
+/// The TCP ports `pid` listens on (from its socket fds and /proc/net).
+fn listening_ports(pid: i32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .filter_map(|l| {
+                    let l = l.to_string_lossy().into_owned();
+                    l.strip_prefix("socket:[")?
+                        .strip_suffix(']')
+                        .map(str::to_owned)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .lines()
+                .skip(1)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let listening = f.len() > 9 && f[3] == "0A" && inodes.iter().any(|i| i == f[9]);
+            listening.then(|| u16::from_str_radix(f[1].rsplit(':').next()?, 16).ok())?
+        })
+        .collect()
+}
+
+#[test]
+fn with_the_proxy_disabled_in_config_agents_get_no_proxy_and_nothing_listens() {
+    let (h, _server) = fixture(1, "enabled = false\n");
+    let claude = h.new_agent(&["--provider", "claude"]);
+    let codex = h.new_agent(&["--provider", "codex"]);
+    h.wait_until("both agents run", DEADLINE, || {
+        h.fake_agent_pids_for_home().len() == 2
+    });
+    for id in [&claude, &codex] {
+        let pid = h.pid_of(id);
+        for var in [
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "NODE_EXTRA_CA_CERTS",
+            "SSL_CERT_FILE",
+        ] {
+            assert_eq!(env_of(pid, var), None, "{id} got {var}");
+        }
+    }
+    let status = h.status();
+    assert_eq!(status["proxy"]["enabled"], false, "{status}");
+    assert_eq!(status["proxy"]["running"], false);
+    assert!(status["proxy"]["port"].is_null());
+    assert!(h.ok(&["status"]).contains("off ([proxy] enabled = false)"));
+    // The daemon listens on no TCP port at all (its socket is a Unix one).
+    assert_eq!(listening_ports(h.daemon_pid()), Vec::<u16>::new());
+    assert!(
+        !h.home.join("proxy").join("ca.key").exists(),
+        "no CA was even made"
+    );
+}
+
+#[test]
+fn a_provider_id_seen_only_in_a_request_header_is_provisional_and_never_resumed() {
+    // No transcript: the request header is the only place the id shows.
+    let h = Hangar::with_env(&[("FAKE_AGENT_NO_TRANSCRIPT", "1")]);
+    let server = ApiServer::start(&h.root, 2, PAUSE);
+    write_proxy_config(&h.home, &server, "");
+    let id = h.new_agent(&["--provider", "codex"]);
+    let url = format!("https://localhost:{}/v1/responses", server.port);
+    assert!(call_api(&h, &id, &url, "header-only").contains("api-done 200"));
+    let events = wait_capture_end(&h, &id);
+    let sent = events[0]["headers"]["session_id"]
+        .as_str()
+        .expect("the request carried codex's session_id header")
+        .to_owned();
+    h.wait_until("ls shows the header's id", DEADLINE, || {
+        h.session(&id)["provider_session_id"] == sent.as_str()
+    });
+    assert_eq!(h.session(&id)["provider_session_source"], "proxy-header");
+
+    h.ok(&["hibernate", &id]);
+    h.wait_state(&id, "hibernated");
+    h.ok(&["wake", &id]);
+    h.wait_state(&id, "live");
+    let args = support::cmdline(h.pid_of(&id));
+    assert!(
+        !args.iter().any(|a| a == "resume" || a == &sent),
+        "a provisional id was used to resume: {args:?}"
+    );
+}

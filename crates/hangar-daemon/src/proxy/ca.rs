@@ -5,6 +5,9 @@
 //! `ca.key` (mode 0600, never leaves the home), and `ca-bundle.pem`, the
 //! system trust plus `ca.pem`, for TLS stacks that take one bundle file
 //! (`SSL_CERT_FILE`) instead of adding a certificate to the system trust.
+//! The bundle is remade whenever the system's bundle changes (a CA update),
+//! and never made without one: a bundle of hangar's CA alone would break
+//! every other TLS client (git, pip, curl) of the agent given it.
 //!
 //! It must never replace an existing key (agents already trust its
 //! certificate) and never write the key with a looser mode than 0600.
@@ -204,19 +207,33 @@ impl Authority {
         })
     }
 
-    /// `ca-bundle.pem`: the system's trusted roots followed by hangar's CA.
-    /// Made once; an existing bundle is kept.
-    pub fn ensure_bundle(&self) -> Result<PathBuf, CaError> {
+    /// `ca-bundle.pem`: the system's trusted roots followed by hangar's CA,
+    /// or `None` when the system has no bundle file to start from.
+    pub fn ensure_bundle(&self) -> Result<Option<PathBuf>, CaError> {
+        let ours = self.files.bundle();
+        self.ensure_bundle_from(system_bundle().filter(|s| *s != ours).as_deref())
+    }
+
+    /// `ensure_bundle` with the system's bundle given. Remade when missing,
+    /// or older than the system bundle or `ca.pem`; otherwise kept as is.
+    pub fn ensure_bundle_from(&self, system: Option<&Path>) -> Result<Option<PathBuf>, CaError> {
         let path = self.files.bundle();
-        if path.exists() {
-            return Ok(path);
-        }
-        let mut text = String::new();
-        if let Some(system) = system_bundle() {
-            text.push_str(&std::fs::read_to_string(&system).unwrap_or_default());
-            if !text.ends_with('\n') && !text.is_empty() {
-                text.push('\n');
+        let Some(system) = system else {
+            return Ok(None);
+        };
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        if let Some(made) = modified(&path) {
+            let newer = |p: &Path| modified(p).is_some_and(|t| t > made);
+            if !newer(system) && !newer(&self.files.cert()) {
+                return Ok(Some(path));
             }
+        }
+        let mut text = std::fs::read_to_string(system).map_err(|source| CaError::Read {
+            path: system.to_path_buf(),
+            source,
+        })?;
+        if !text.ends_with('\n') && !text.is_empty() {
+            text.push('\n');
         }
         let ca = std::fs::read_to_string(self.files.cert()).map_err(|source| CaError::Read {
             path: self.files.cert(),
@@ -228,7 +245,7 @@ impl Authority {
             path: path.clone(),
             source,
         })?;
-        Ok(path)
+        Ok(Some(path))
     }
 
     /// The TLS server config presenting a certificate for `host`, signed by
@@ -392,10 +409,60 @@ mod tests {
     fn the_bundle_holds_the_system_roots_and_the_ca() {
         let dir = tempfile::tempdir().unwrap();
         let ca = Authority::load_or_create(CaFiles::new(dir.path().join("p"))).unwrap();
-        let bundle = ca.ensure_bundle().unwrap();
+        let system = dir.path().join("system.pem");
+        std::fs::write(&system, "SYSTEM ROOTS v1").unwrap();
+        let bundle = ca.ensure_bundle_from(Some(&system)).unwrap().unwrap();
         let text = std::fs::read_to_string(bundle).unwrap();
         let ca_pem = std::fs::read_to_string(ca.files.cert()).unwrap();
+        assert!(text.starts_with("SYSTEM ROOTS v1\n"), "{text}");
         assert!(text.ends_with(&ca_pem));
+    }
+
+    fn set_modified(path: &Path, at: std::time::SystemTime) {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(at)
+            .unwrap();
+    }
+
+    #[test]
+    fn the_bundle_is_remade_when_the_system_bundle_is_newer_and_kept_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = Authority::load_or_create(CaFiles::new(dir.path().join("p"))).unwrap();
+        let system = dir.path().join("system.pem");
+        std::fs::write(&system, "SYSTEM ROOTS v1\n").unwrap();
+        let bundle = ca.ensure_bundle_from(Some(&system)).unwrap().unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let day_ago = hour_ago - std::time::Duration::from_secs(23 * 3600);
+        set_modified(&ca.files.cert(), day_ago);
+
+        // The system bundle is older than ours: ours is kept untouched.
+        set_modified(&system, day_ago);
+        set_modified(&bundle, hour_ago);
+        ca.ensure_bundle_from(Some(&system)).unwrap();
+        assert!(
+            std::fs::read_to_string(&bundle)
+                .unwrap()
+                .starts_with("SYSTEM ROOTS v1")
+        );
+
+        // A CA update on the system (newer file): the bundle follows it.
+        std::fs::write(&system, "SYSTEM ROOTS v2\n").unwrap();
+        ca.ensure_bundle_from(Some(&system)).unwrap();
+        let text = std::fs::read_to_string(&bundle).unwrap();
+        assert!(text.starts_with("SYSTEM ROOTS v2\n"), "{text}");
+        assert!(text.ends_with(&std::fs::read_to_string(ca.files.cert()).unwrap()));
+        assert!(!text.contains("v1"));
+    }
+
+    #[test]
+    fn without_a_system_bundle_no_bundle_of_hangars_ca_alone_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = Authority::load_or_create(CaFiles::new(dir.path().join("p"))).unwrap();
+        assert_eq!(ca.ensure_bundle_from(None).unwrap(), None);
+        assert!(!ca.files.bundle().exists());
     }
 
     #[test]

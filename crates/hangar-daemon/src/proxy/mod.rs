@@ -11,13 +11,15 @@
 //!
 //! Modules: `attribution` (credentials), `ca` (the CA and per-host
 //! certificates), `capture` (the capture files), `relay` (one connection),
-//! `usage` (tokens and errors from the traffic).
+//! `usage` (tokens and errors from the traffic), `usage_replay` (usage
+//! rebuilt from the capture files at start).
 
 pub mod attribution;
 pub mod ca;
 pub mod capture;
 pub mod relay;
 pub mod usage;
+pub mod usage_replay;
 
 #[cfg(test)]
 mod end_to_end;
@@ -116,6 +118,10 @@ pub enum ProxyFault {
     },
     #[error("cannot start the capture writer: {0}")]
     Capture(std::io::Error),
+    #[error(
+        "no system CA bundle found (looked at SSL_CERT_FILE and the usual /etc/ssl paths); codex trusts hangar's CA only through SSL_CERT_FILE, which replaces the system trust, so it runs without capture rather than with a bundle that breaks its other TLS clients"
+    )]
+    NoSystemBundle,
 }
 
 /// Per-session figures from the traffic.
@@ -128,6 +134,9 @@ pub struct Stats {
 pub struct SessionStats {
     pub usage: Usage,
     pub last_error: Option<String>,
+    /// When `last_error` happened (ms since the epoch): the fleet's latest
+    /// error is the one `hangar status` shows.
+    pub last_error_at: u64,
     pub provider_id: Option<String>,
 }
 
@@ -146,10 +155,42 @@ impl Stats {
 
     pub fn error(&self, session: &str, message: String) {
         tracing::warn!("proxy, session {session}: {message}");
-        self.table()
-            .entry(session.to_owned())
-            .or_default()
-            .last_error = Some(message);
+        let mut t = self.table();
+        let s = t.entry(session.to_owned()).or_default();
+        s.last_error = Some(message);
+        s.last_error_at = crate::now_ms();
+    }
+
+    /// Add what earlier daemons recorded (rebuilt from the capture files).
+    pub fn seed(&self, replayed: HashMap<String, usage_replay::Replayed>) {
+        let mut t = self.table();
+        for (session, r) in replayed {
+            let s = t.entry(session).or_default();
+            s.usage.add(&r.usage);
+            if let Some((at, message)) = r.last_error
+                && (s.last_error.is_none() || at > s.last_error_at)
+            {
+                s.last_error = Some(message);
+                s.last_error_at = at;
+            }
+        }
+    }
+
+    /// Totals over every session, and the latest error with its session.
+    pub fn fleet(&self) -> (Usage, Option<(String, String)>) {
+        let t = self.table();
+        let mut total = Usage::default();
+        let mut latest: Option<(u64, &str, &str)> = None;
+        for (session, s) in t.iter() {
+            total.add(&s.usage);
+            if let Some(e) = &s.last_error
+                && latest.is_none_or(|(at, _, _)| s.last_error_at >= at)
+            {
+                latest = Some((s.last_error_at, session, e));
+            }
+        }
+        let latest = latest.map(|(_, session, e)| (session.to_owned(), e.to_owned()));
+        (total, latest)
     }
 
     /// Pass a provider session id on to the daemon when it is new.
@@ -185,6 +226,9 @@ pub struct Proxy {
     /// Set once running, for synchronous readers (`ls`, `status`).
     snapshot: Mutex<Option<Arc<Running>>>,
     last_fault: Mutex<Option<String>>,
+    /// Usage per session: outlives a proxy start, and is seeded from the
+    /// capture files so a daemon restart does not reset it.
+    stats: Arc<Stats>,
     /// Where recorded requests are reported as activity; set once by the
     /// daemon.
     activity: std::sync::OnceLock<Arc<crate::activity::Hub>>,
@@ -211,12 +255,25 @@ pub struct Grant {
 
 impl Proxy {
     pub fn new(config: ProxyConfig, home: PathBuf) -> Proxy {
+        let stats = Arc::new(Stats::default());
+        let started_ms = crate::now_ms();
+        let (root, seeded) = (home.join("capture"), stats.clone());
+        // Reading every capture file can take a while in a big home: never
+        // hold the daemon's start up for it. Turns of this daemon are
+        // counted live, so only earlier ones are read back.
+        let replay = std::thread::Builder::new()
+            .name("hangar-usage-replay".into())
+            .spawn(move || seeded.seed(usage_replay::replay(&root, started_ms)));
+        if let Err(e) = replay {
+            tracing::warn!("cannot read past usage from the capture files: {e}");
+        }
         Proxy {
             config,
             home,
             running: tokio::sync::Mutex::new(None),
             snapshot: Mutex::new(None),
             last_fault: Mutex::new(None),
+            stats,
             activity: std::sync::OnceLock::new(),
         }
     }
@@ -269,7 +326,6 @@ impl Proxy {
         observed: tokio::sync::mpsc::UnboundedSender<(String, String)>,
     ) -> Result<Arc<Running>, ProxyFault> {
         let authority = ca::Authority::load_or_create(self.ca_files())?;
-        authority.ensure_bundle()?;
         let upstream_tls = Arc::new(self.upstream_tls()?);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.config.port))
             .await
@@ -302,7 +358,7 @@ impl Proxy {
                 .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
                 .collect(),
             upstream_tls,
-            stats: Stats::default(),
+            stats: self.stats.clone(),
             exchanges: AtomicU64::new(0),
             observed,
             activity: self.activity.get().cloned(),
@@ -364,9 +420,25 @@ impl Proxy {
     ) -> Result<Grant, ProxyFault> {
         let running = self.ensure_started(observed).await?;
         let files = running.shared.ca.files.clone();
+        // Checked at every codex start: a system CA update since the last
+        // one remakes the bundle.
+        let bundle = match provider {
+            Provider::Codex => Some(
+                running
+                    .shared
+                    .ca
+                    .ensure_bundle()?
+                    .ok_or(ProxyFault::NoSystemBundle)?,
+            ),
+            _ => None,
+        };
         let credential = running.shared.grants.grant(session.as_str());
         Ok(Grant {
-            env: agent_env(provider, &credential.proxy_url(running.port), &files),
+            env: agent_env(
+                &credential.proxy_url(running.port),
+                &files,
+                bundle.as_deref(),
+            ),
             lease: Lease {
                 shared: running.shared.clone(),
                 credential,
@@ -388,8 +460,7 @@ impl Proxy {
 
     /// `usage` of `hangar ls`: null until the session's traffic was seen.
     pub fn usage_view(&self, session: &str) -> Option<UsageView> {
-        let running = self.running_now()?;
-        let s = running.shared.stats.get(session)?;
+        let s = self.stats.get(session)?;
         Some(UsageView {
             input_tokens: s.usage.input_tokens,
             output_tokens: s.usage.output_tokens,
@@ -402,7 +473,17 @@ impl Proxy {
     /// `proxy` of `hangar status`.
     pub fn view(&self) -> ProxyView {
         let running = self.running_now();
+        let (total, latest) = self.stats.fleet();
+        let (last_error_session, last_error) = latest.unzip();
         ProxyView {
+            usage: UsageView {
+                input_tokens: total.input_tokens,
+                output_tokens: total.output_tokens,
+                requests: total.requests,
+                errors: total.errors,
+                last_error,
+            },
+            last_error_session,
             enabled: self.config.enabled,
             running: running.is_some(),
             port: running.as_ref().map(|r| r.port),
@@ -426,12 +507,13 @@ impl Proxy {
 /// to Node's built-in roots without replacing them. Codex (Rust, reqwest
 /// with rustls-native-certs or native-tls): `SSL_CERT_FILE` pointing at
 /// `ca-bundle.pem`, the system bundle plus hangar's CA, because that
-/// variable replaces the trust store rather than adding to it; it also gets
-/// `NODE_EXTRA_CA_CERTS` for its Node launcher.
+/// variable replaces the trust store rather than adding to it (`bundle`,
+/// given for codex only); it also gets `NODE_EXTRA_CA_CERTS` for its Node
+/// launcher.
 pub fn agent_env(
-    provider: &Provider,
     proxy_url: &str,
     files: &ca::CaFiles,
+    bundle: Option<&std::path::Path>,
 ) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"]
         .iter()
@@ -441,8 +523,8 @@ pub fn agent_env(
         "NODE_EXTRA_CA_CERTS".into(),
         files.cert().display().to_string(),
     ));
-    if matches!(provider, Provider::Codex) {
-        env.push(("SSL_CERT_FILE".into(), files.bundle().display().to_string()));
+    if let Some(bundle) = bundle {
+        env.push(("SSL_CERT_FILE".into(), bundle.display().to_string()));
     }
     env
 }
@@ -539,7 +621,7 @@ mod tests {
     #[test]
     fn claude_gets_node_extra_ca_certs_and_codex_a_full_bundle() {
         let files = ca::CaFiles::new(PathBuf::from("/h/proxy"));
-        let claude = agent_env(&Provider::Claude, "http://s:t@127.0.0.1:1", &files);
+        let claude = agent_env("http://s:t@127.0.0.1:1", &files, None);
         let get = |env: &[(String, String)], k: &str| {
             env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
         };
@@ -555,7 +637,7 @@ mod tests {
             None,
             "claude keeps the system trust"
         );
-        let codex = agent_env(&Provider::Codex, "http://s:t@127.0.0.1:1", &files);
+        let codex = agent_env("http://s:t@127.0.0.1:1", &files, Some(&files.bundle()));
         assert_eq!(
             get(&codex, "SSL_CERT_FILE").as_deref(),
             Some("/h/proxy/ca-bundle.pem")

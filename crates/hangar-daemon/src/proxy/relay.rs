@@ -42,7 +42,7 @@ pub struct Shared {
     /// Lowercase host names; `*.example.com` matches subdomains.
     pub allow_hosts: Vec<String>,
     pub upstream_tls: Arc<rustls::ClientConfig>,
-    pub stats: super::Stats,
+    pub stats: Arc<super::Stats>,
     pub exchanges: AtomicU64,
     /// Provider session ids seen in headers, for the daemon to record.
     pub observed: tokio::sync::mpsc::UnboundedSender<(String, String)>,

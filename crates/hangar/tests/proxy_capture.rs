@@ -638,3 +638,65 @@ fn a_provider_id_seen_only_in_a_request_header_is_provisional_and_never_resumed(
         "a provisional id was used to resume: {args:?}"
     );
 }
+
+#[test]
+fn codex_bundle_follows_a_system_ca_update() {
+    let h = Hangar::new();
+    let server = ApiServer::start(&h.root, 1, PAUSE);
+    let system = h.root.join("system-roots.pem");
+    std::fs::write(&system, "# system roots v1\n").unwrap();
+    write_proxy_config(
+        &h.home,
+        &server,
+        &format!("system_ca_bundle = {:?}\n", system.display().to_string()),
+    );
+    let ca = || std::fs::read_to_string(h.home.join("proxy").join("ca.pem")).unwrap();
+    let first = h.new_agent(&["--provider", "codex"]);
+    let bundle = env_of(h.pid_of(&first), "SSL_CERT_FILE").expect("codex gets SSL_CERT_FILE");
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    assert!(text.starts_with("# system roots v1\n"), "{text}");
+    assert!(text.ends_with(&ca()));
+
+    // Regression: the bundle was made once and never again, so a CA update
+    // on the system never reached codex.
+    std::fs::write(&system, "# system roots v2\n").unwrap();
+    let made = std::fs::metadata(&bundle).unwrap().modified().unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&system)
+        .unwrap()
+        .set_modified(made + Duration::from_secs(10))
+        .unwrap();
+    let second = h.new_agent(&["--provider", "codex"]);
+    assert_eq!(
+        env_of(h.pid_of(&second), "SSL_CERT_FILE").as_deref(),
+        Some(bundle.as_str())
+    );
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    assert!(text.starts_with("# system roots v2\n"), "{text}");
+    assert!(!text.contains("roots v1"), "{text}");
+    assert!(text.ends_with(&ca()));
+}
+
+#[test]
+fn without_a_system_ca_bundle_codex_starts_without_capture_and_says_so() {
+    let (h, _server) = fixture(1, "system_ca_bundle = \"/nonexistent/roots.pem\"\n");
+    let codex = h.new_agent(&["--provider", "codex"]);
+    let claude = h.new_agent(&["--provider", "claude"]);
+    assert_eq!(h.state_of(&codex), "live");
+    let pid = h.pid_of(&codex);
+    // Regression: codex got a bundle of hangar's CA alone, which broke
+    // git, pip and curl inside it.
+    assert_eq!(env_of(pid, "SSL_CERT_FILE"), None);
+    assert_eq!(env_of(pid, "HTTPS_PROXY"), None);
+    assert!(!h.home.join("proxy").join("ca-bundle.pem").exists());
+    let status = h.status();
+    let notices = status["notices"].to_string();
+    assert!(
+        notices.contains("without capture") && notices.contains("no system CA bundle"),
+        "{status}"
+    );
+    // Claude adds hangar's CA to its trust instead: it keeps capture.
+    assert!(env_of(h.pid_of(&claude), "HTTPS_PROXY").is_some());
+    assert!(env_of(h.pid_of(&claude), "NODE_EXTRA_CA_CERTS").is_some());
+}

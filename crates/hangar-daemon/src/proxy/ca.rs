@@ -77,6 +77,9 @@ pub struct Authority {
     ca_der: CertificateDer<'static>,
     pub files: CaFiles,
     by_host: Mutex<HashMap<String, Arc<ServerConfig>>>,
+    /// One bundle writer at a time: two codex starts at once share one
+    /// temporary file.
+    bundle_writer: Mutex<()>,
 }
 
 impl std::fmt::Debug for Authority {
@@ -204,23 +207,20 @@ impl Authority {
             ca_der,
             files,
             by_host: Mutex::new(HashMap::new()),
+            bundle_writer: Mutex::new(()),
         })
     }
 
-    /// `ca-bundle.pem`: the system's trusted roots followed by hangar's CA,
-    /// or `None` when the system has no bundle file to start from.
-    pub fn ensure_bundle(&self) -> Result<Option<PathBuf>, CaError> {
-        let ours = self.files.bundle();
-        self.ensure_bundle_from(system_bundle().filter(|s| *s != ours).as_deref())
-    }
-
-    /// `ensure_bundle` with the system's bundle given. Remade when missing,
-    /// or older than the system bundle or `ca.pem`; otherwise kept as is.
+    /// `ca-bundle.pem`: the `system` bundle followed by hangar's CA, or
+    /// `None` when there is no system bundle to start from. Remade when
+    /// missing, or older than the system bundle or `ca.pem`; otherwise kept
+    /// as is.
     pub fn ensure_bundle_from(&self, system: Option<&Path>) -> Result<Option<PathBuf>, CaError> {
         let path = self.files.bundle();
         let Some(system) = system else {
             return Ok(None);
         };
+        let _writer = self.bundle_writer.lock().unwrap_or_else(|p| p.into_inner());
         let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
         if let Some(made) = modified(&path) {
             let newer = |p: &Path| modified(p).is_some_and(|t| t > made);
@@ -454,7 +454,7 @@ mod tests {
         let text = std::fs::read_to_string(&bundle).unwrap();
         assert!(text.starts_with("SYSTEM ROOTS v2\n"), "{text}");
         assert!(text.ends_with(&std::fs::read_to_string(ca.files.cert()).unwrap()));
-        assert!(!text.contains("v1"));
+        assert!(!text.contains("SYSTEM ROOTS v1"), "{text}");
     }
 
     #[test]

@@ -62,6 +62,10 @@ pub struct ProxyConfig {
     /// system's roots (a corporate proxy, or a test server).
     #[serde(default)]
     pub extra_ca_file: Option<PathBuf>,
+    /// The system CA bundle codex's `ca-bundle.pem` starts from (default:
+    /// the daemon's `SSL_CERT_FILE`, else the usual /etc/ssl paths).
+    #[serde(default)]
+    pub system_ca_bundle: Option<PathBuf>,
     /// A capture file is rotated once it would grow past this.
     #[serde(default = "default_max_capture_bytes")]
     pub max_capture_bytes: u64,
@@ -97,6 +101,7 @@ impl Default for ProxyConfig {
             port: 0,
             allow_hosts: default_allow_hosts(),
             extra_ca_file: None,
+            system_ca_bundle: None,
             max_capture_bytes: default_max_capture_bytes(),
             max_files: default_max_files(),
             max_body_bytes: default_max_body_bytes(),
@@ -119,7 +124,7 @@ pub enum ProxyFault {
     #[error("cannot start the capture writer: {0}")]
     Capture(std::io::Error),
     #[error(
-        "no system CA bundle found (looked at SSL_CERT_FILE and the usual /etc/ssl paths); codex trusts hangar's CA only through SSL_CERT_FILE, which replaces the system trust, so it runs without capture rather than with a bundle that breaks its other TLS clients"
+        "no system CA bundle found ([proxy] system_ca_bundle, else SSL_CERT_FILE and the usual /etc/ssl paths); codex trusts hangar's CA only through SSL_CERT_FILE, which replaces the system trust, so it runs without capture rather than with a bundle that breaks its other TLS clients"
     )]
     NoSystemBundle,
 }
@@ -423,13 +428,21 @@ impl Proxy {
         // Checked at every codex start: a system CA update since the last
         // one remakes the bundle.
         let bundle = match provider {
-            Provider::Codex => Some(
-                running
-                    .shared
-                    .ca
-                    .ensure_bundle()?
-                    .ok_or(ProxyFault::NoSystemBundle)?,
-            ),
+            Provider::Codex => {
+                let system = match &self.config.system_ca_bundle {
+                    Some(p) => Some(p.clone()),
+                    None => ca::system_bundle(),
+                }
+                // Never a bundle of itself (a daemon started inside codex).
+                .filter(|p| p.is_file() && *p != files.bundle());
+                Some(
+                    running
+                        .shared
+                        .ca
+                        .ensure_bundle_from(system.as_deref())?
+                        .ok_or(ProxyFault::NoSystemBundle)?,
+                )
+            }
             _ => None,
         };
         let credential = running.shared.grants.grant(session.as_str());

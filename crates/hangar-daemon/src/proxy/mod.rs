@@ -672,6 +672,53 @@ mod tests {
     }
 
     #[test]
+    fn fleet_totals_add_every_session_and_name_the_latest_error() {
+        let stats = Stats::default();
+        let turn = |i, o| Usage {
+            input_tokens: i,
+            output_tokens: o,
+            requests: 1,
+            errors: 0,
+        };
+        stats.seed(HashMap::from([
+            (
+                "old".to_owned(),
+                usage_replay::Replayed {
+                    usage: turn(10, 1),
+                    last_error: Some((5, "from the capture files".to_owned())),
+                },
+            ),
+            (
+                "live".to_owned(),
+                usage_replay::Replayed {
+                    usage: turn(3, 3),
+                    last_error: None,
+                },
+            ),
+        ]));
+        stats.turn("live", &turn(2, 2));
+        let (total, latest) = stats.fleet();
+        assert_eq!(
+            (total.input_tokens, total.output_tokens, total.requests),
+            (15, 6, 3)
+        );
+        assert_eq!(
+            latest,
+            Some(("old".to_owned(), "from the capture files".to_owned()))
+        );
+        // An error seen now is later than anything read back.
+        stats.error("live", "upstream failed".to_owned());
+        assert_eq!(
+            stats.fleet().1,
+            Some(("live".to_owned(), "upstream failed".to_owned()))
+        );
+        assert_eq!(
+            stats.get("old").unwrap().last_error.as_deref(),
+            Some("from the capture files")
+        );
+    }
+
+    #[test]
     fn only_claude_and_codex_sessions_with_capture_use_the_proxy() {
         let p = Proxy::new(ProxyConfig::default(), PathBuf::from("/h"));
         assert!(p.wanted(&Provider::Claude, true));

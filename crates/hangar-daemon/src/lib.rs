@@ -7,6 +7,7 @@
 //! the workspace saved.
 
 pub mod activity;
+pub mod attach_size;
 pub mod config;
 pub mod eviction;
 pub mod governor;

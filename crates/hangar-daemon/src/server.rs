@@ -17,6 +17,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::Daemon;
+use crate::attach_size::{ClientId, ClientSizes};
 use crate::state::{ApiError, RunState};
 
 /// Outgoing frames queued per connection before the writer pushes back.
@@ -29,12 +30,16 @@ pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 
 pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
     let mut shutdown = daemon.shutdown_watch();
+    // Every attached client's terminal size, per session: the PTY takes the
+    // smallest (tmux's rule).
+    let sizes = Arc::new(ClientSizes::default());
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let daemon = daemon.clone();
-                    tokio::spawn(async move { handle(daemon, stream).await });
+                    let sizes = sizes.clone();
+                    tokio::spawn(async move { handle(daemon, sizes, stream).await });
                 }
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");
@@ -80,7 +85,7 @@ fn peer_is_us(stream: &UnixStream) -> bool {
     stream.peer_cred().is_ok_and(|c| c.uid() == me)
 }
 
-async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
+async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream: UnixStream) {
     if !peer_is_us(&stream) {
         let mut stream = stream;
         let reply = Reply::err(
@@ -206,22 +211,31 @@ async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
                         continue;
                     }
                     match request {
-                        Request::Attach(a) => match start_attach(&daemon, &conn, id, a).await {
-                            Ok(att) => attached = Some(att),
-                            Err(e) => {
-                                if !conn.reply(error_reply(id, e)).await {
-                                    break 'conn;
+                        Request::Attach(a) => {
+                            match start_attach(&daemon, &sizes, &conn, id, a).await {
+                                Ok(att) => {
+                                    if let Some(old) = attached.replace(att) {
+                                        old.release(&sizes).await;
+                                    }
+                                }
+                                Err(e) => {
+                                    if !conn.reply(error_reply(id, e)).await {
+                                        break 'conn;
+                                    }
                                 }
                             }
-                        },
+                        }
                         Request::Resize(r) => {
-                            if let Some(a) = &attached {
-                                let _ = a.live.resize(r.rows, r.cols).await;
+                            if let Some(a) = &attached
+                                && let Some((rows, cols)) =
+                                    sizes.set(&a.session, a.client, Some((r.rows, r.cols)))
+                            {
+                                let _ = a.live.resize(rows, cols).await;
                             }
                         }
                         Request::Detach => {
                             if let Some(a) = attached.take() {
-                                a.forwarder.abort();
+                                a.release(&sizes).await;
                             }
                             if !conn.reply(Reply::ok(id, json!({"detached": true}))).await {
                                 break 'conn;
@@ -267,7 +281,7 @@ async fn handle(daemon: Arc<Daemon>, stream: UnixStream) {
         decoder.push(&buf[..n]);
     }
     if let Some(a) = attached {
-        a.forwarder.abort();
+        a.release(&sizes).await;
     }
     drop(conn);
     let _ = writer_task.await;
@@ -334,14 +348,32 @@ async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiEr
 }
 
 struct Attached {
+    session: hangar_core::SessionId,
+    /// This connection's entry in the table of client sizes.
+    client: ClientId,
     live: Arc<crate::pty::LiveProcess>,
     forwarder: tokio::task::JoinHandle<()>,
     /// Counts this client as viewing the session: no notifications about it.
     _viewer: crate::activity::ViewerGuard,
 }
 
+impl Attached {
+    /// Stop streaming to this client and give the session the smallest size
+    /// of the clients still attached (a big client leaving must not leave
+    /// the PTY too large for a small one).
+    async fn release(self, sizes: &ClientSizes) {
+        self.forwarder.abort();
+        if let Some((rows, cols)) = sizes.set(&self.session, self.client, None)
+            && self.live.exited().is_none()
+        {
+            let _ = self.live.resize(rows, cols).await;
+        }
+    }
+}
+
 async fn start_attach(
     daemon: &Arc<Daemon>,
+    sizes: &ClientSizes,
     conn: &Conn,
     id: u64,
     req: msg::Attach,
@@ -359,8 +391,9 @@ async fn start_attach(
         .get(&session)
         .and_then(|r| r.proc.clone())
         .ok_or_else(|| ApiError::new(codes::FAILED, "the session is not running"))?;
-    if req.rows > 0 && req.cols > 0 {
-        let _ = live.resize(req.rows, req.cols).await;
+    let client = sizes.new_client();
+    if let Some((rows, cols)) = sizes.set(&session, client, Some((req.rows, req.cols))) {
+        let _ = live.resize(rows, cols).await;
     }
     let detach_key = daemon.config.attach.detach_key.clone();
     conn.reply(Reply::ok(
@@ -385,6 +418,8 @@ async fn start_attach(
         (session.clone(), notices),
     ));
     Ok(Attached {
+        session,
+        client,
         live,
         forwarder,
         _viewer: viewer,

@@ -2,14 +2,20 @@
 //! real PTY. Typing reaches the agent and its answer comes back; detaching
 //! restores the terminal and leaves the session live; reattaching shows the
 //! same screen; the outer terminal's size follows to the session's PTY; two
-//! clients can attach at once.
+//! clients can attach at once, the session taking the smallest of their
+//! sizes; a client that stops reading is resynced from the screen instead of
+//! slowing the session or growing the daemon.
 
 mod pty_screen;
+mod reliability_support;
 mod support;
 
 use std::time::{Duration, Instant};
 
+use hangar_protocol::frame::Frame;
 use pty_screen::PtyApp;
+use reliability_support::RawClient;
+use serde_json::json;
 use support::*;
 
 /// Start the daemon as a user does, by the CLI's auto-start. (The harness's
@@ -23,6 +29,35 @@ fn attach(h: &Hangar, id: &str, rows: u16, cols: u16) -> PtyApp {
     let app = PtyApp::spawn(h.command(&["attach", id]), rows, cols);
     app.wait_text("fake-agent claude session");
     app
+}
+
+/// The size the session reported last on `app`'s screen (`COLSxROWS`).
+fn last_size_answer(app: &PtyApp) -> Option<String> {
+    app.rows()
+        .iter()
+        .rev()
+        .find_map(|r| r.split("size: ").nth(1).map(|s| s.trim().to_owned()))
+}
+
+/// Ask the session its terminal size through `app` until it answers `want`
+/// (a new size reaches the session asynchronously).
+fn wait_session_size(app: &mut PtyApp, want: &str) {
+    let deadline = Instant::now() + pty_screen::DEADLINE;
+    loop {
+        app.write(b"size\r");
+        let asked = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < asked && last_size_answer(app).as_deref() != Some(want) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if last_size_answer(app).as_deref() == Some(want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session never reported {want}:\n{}",
+            app.rows().join("\n")
+        );
+    }
 }
 
 fn detach(app: &mut PtyApp) {
@@ -89,23 +124,7 @@ fn resizing_the_outer_terminal_resizes_the_sessions_pty() {
     app.write(b"size\r");
     app.wait_text("size: 80x24");
     app.resize(30, 100);
-    // The new size reaches the session asynchronously: ask until it shows.
-    let deadline = Instant::now() + pty_screen::DEADLINE;
-    loop {
-        app.write(b"size\r");
-        let seen = Instant::now() + Duration::from_millis(500);
-        while Instant::now() < seen && !app.text().contains("size: 100x30") {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if app.text().contains("size: 100x30") {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the session never saw 100x30:\n{}",
-            app.rows().join("\n")
-        );
-    }
+    wait_session_size(&mut app, "100x30");
     detach(&mut app);
 }
 
@@ -126,4 +145,101 @@ fn two_clients_attached_to_one_session_both_see_its_output() {
     two.wait_text("answer: still here");
     detach(&mut two);
     assert_eq!(h.state_of(&a), "live");
+}
+
+#[test]
+fn a_bigger_client_that_attaches_and_detaches_leaves_the_session_at_the_smaller_clients_size() {
+    let h = Hangar::new();
+    start(&h);
+    let a = h.new_pane();
+    // The TUI's pane, say, is 126x32.
+    let mut small = attach(&h, &a, 32, 126);
+    wait_session_size(&mut small, "126x32");
+    let mut big = attach(&h, &a, 50, 200);
+    // Both attached: the smallest size wins, so the small one sees everything.
+    wait_session_size(&mut big, "126x32");
+    detach(&mut big);
+    wait_session_size(&mut small, "126x32");
+    detach(&mut small);
+}
+
+#[test]
+fn rows_and_columns_each_follow_the_smallest_attached_client_and_come_back_when_it_leaves() {
+    let h = Hangar::new();
+    start(&h);
+    let a = h.new_pane();
+    let mut wide = attach(&h, &a, 40, 200);
+    let tall = attach(&h, &a, 60, 100);
+    wait_session_size(&mut wide, "100x40");
+    // A client that vanishes without detaching (killed) counts as gone too.
+    let pid = tall.pid();
+    drop(tall);
+    assert!(!is_running(pid), "the killed client is gone");
+    wait_session_size(&mut wide, "200x40");
+    wide.resize(30, 90);
+    wait_session_size(&mut wide, "90x30");
+    detach(&mut wide);
+    assert_eq!(h.state_of(&a), "live");
+}
+
+#[test]
+fn an_attached_client_that_stops_reading_is_resynced_and_never_holds_up_the_session() {
+    const FLOOD_MB: u64 = 64;
+    let h = Hangar::new();
+    start(&h);
+    let id = h.new_agent(&["--provider", "shell"]);
+    h.wait_state(&id, "live");
+    let daemon = h.daemon_pid();
+    let mut slow = RawClient::connect(&h.home.join("run").join("hangar.sock")).expect("connect");
+    slow.request("attach", json!({"session": id, "cols": 80, "rows": 24}))
+        .expect("attach");
+    let rss_before = rss_kib(daemon).unwrap_or(0);
+
+    // The client reads nothing from here on while the session prints a flood.
+    h.ok(&[
+        "send",
+        &id,
+        &format!("yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c {FLOOD_MB}000000; echo flood-$((40+2))"),
+    ]);
+    h.wait_until(
+        "the session printed the whole flood",
+        Duration::from_secs(180),
+        || h.screen(&id).contains("flood-42"),
+    );
+    let rss_after = rss_kib(daemon).unwrap_or(0);
+    assert!(
+        rss_after.saturating_sub(rss_before) < FLOOD_MB * 1024 / 2,
+        "the daemon grew by {} KiB buffering output for a client that does not read",
+        rss_after.saturating_sub(rss_before)
+    );
+    assert!(
+        h.run(&["status"]).status.success(),
+        "other clients are served"
+    );
+
+    // Reading again, the client catches up to the current screen: what it
+    // missed was replaced by a redraw.
+    let mut screen = vt100::Parser::new(
+        std::num::NonZeroU16::new(24).unwrap(),
+        std::num::NonZeroU16::new(80).unwrap(),
+        0,
+    );
+    let mut received: u64 = 0;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !screen.screen().contents().contains("flood-42") {
+        assert!(
+            Instant::now() < deadline,
+            "the slow client never caught up:\n{}",
+            screen.screen().contents()
+        );
+        if let Frame::Data(bytes) = slow.next_frame().expect("the daemon keeps the client") {
+            received += bytes.len() as u64;
+            screen.process(&bytes);
+        }
+    }
+    assert!(
+        received < FLOOD_MB * 1_000_000,
+        "the client got a redraw, not the whole flood ({received} bytes)"
+    );
+    assert_eq!(h.state_of(&id), "live");
 }

@@ -273,7 +273,11 @@ pub fn create(
 /// same place under `dest`. git itself does the matching (`ls-files
 /// --others --ignored --exclude-from`), so the file has exactly gitignore's
 /// syntax: `*`, `**`, `?`, leading and trailing `/`, `!` negation, comments.
-/// Tracked files are never copied: the checkout already has them.
+/// Tracked files are never copied: the checkout already has them. Only files
+/// git also ignores are copied (`.worktreeinclude` selects among the
+/// gitignored files, as Claude Code and Conductor define it): a copied file
+/// git does not ignore would make the new worktree dirty forever, so closing
+/// its agent could never remove it.
 pub fn copy_included(root: &Path, dest: &Path) -> Result<Vec<String>, WorktreeError> {
     let include = root.join(INCLUDE_FILE);
     if !include.is_file() {
@@ -284,8 +288,10 @@ pub fn copy_included(root: &Path, dest: &Path) -> Result<Vec<String>, WorktreeEr
         root,
         &["ls-files", "-z", "--others", "--ignored", &exclude_from],
     )?;
+    let named: Vec<&str> = listed.split('\0').filter(|r| !r.is_empty()).collect();
+    let ignored = ignored_by_git(root, &named)?;
     let mut copied = Vec::new();
-    for rel in listed.split('\0').filter(|r| !r.is_empty()) {
+    for rel in named.into_iter().filter(|r| ignored.contains(*r)) {
         let from = root.join(rel);
         let to = dest.join(rel);
         let io = |what: &str| {
@@ -310,6 +316,58 @@ pub fn copy_included(root: &Path, dest: &Path) -> Result<Vec<String>, WorktreeEr
         copied.push(rel.to_owned());
     }
     Ok(copied)
+}
+
+/// Of the untracked `paths` (relative to `root`), the ones git ignores
+/// (`.gitignore`, `.git/info/exclude`, the global excludes file).
+fn ignored_by_git(
+    root: &Path,
+    paths: &[&str],
+) -> Result<std::collections::HashSet<String>, WorktreeError> {
+    use std::io::Write;
+    if paths.is_empty() {
+        return Ok(Default::default());
+    }
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["check-ignore", "-z", "--stdin"])
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(WorktreeError::NoGit)?;
+    let mut input = Vec::new();
+    for p in paths {
+        input.extend_from_slice(p.as_bytes());
+        input.push(0);
+    }
+    // Written from a thread: git answers while it reads, and a full stdout
+    // pipe would otherwise block both sides.
+    let writer = child.stdin.take().map(|mut stdin| {
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        })
+    });
+    let out = child.wait_with_output().map_err(WorktreeError::NoGit)?;
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    match out.status.code() {
+        // 0: some are ignored (listed); 1: none of them is.
+        Some(0) | Some(1) => Ok(String::from_utf8_lossy(&out.stdout)
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect()),
+        _ => Err(WorktreeError::Git {
+            args: "check-ignore -z --stdin".into(),
+            dir: root.display().to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        }),
+    }
 }
 
 /// Run the configured setup command in a new worktree. `Err` carries what a
@@ -1075,6 +1133,24 @@ mod tests {
         );
         // The copies are ignored files: the new worktree is clean.
         assert_eq!(inspect(&info, true).facts.dirty_files, 0);
+    }
+
+    #[test]
+    fn worktreeinclude_never_copies_a_file_git_does_not_ignore() {
+        let r = repo();
+        // `.env` is ignored by the test repository; `local.toml` is not.
+        std::fs::write(r.root.join(".env"), "TOKEN=1\n").unwrap();
+        std::fs::write(r.root.join("local.toml"), "x = 1\n").unwrap();
+        std::fs::write(r.root.join(INCLUDE_FILE), ".env\nlocal.toml\n").unwrap();
+        let info = create(&r.root, None, "only-ignored", &r.home, &settings()).unwrap();
+        let wt = Path::new(&info.path);
+        assert!(wt.join(".env").is_file(), "an ignored file is copied");
+        assert!(
+            !wt.join("local.toml").exists(),
+            "a file git would show as untracked is not copied"
+        );
+        assert_eq!(inspect(&info, true).facts.dirty_files, 0);
+        remove(&info, false).expect("a clean worktree can be removed without --force");
     }
 
     #[test]

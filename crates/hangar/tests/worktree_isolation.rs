@@ -6,51 +6,10 @@ mod support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
+use support::git::{git, make_repo};
 use support::*;
-
-/// `git -C dir ARGS` with an identity, so commits work on a clean machine.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=hangar test",
-            "-c",
-            "user.email=test@hangar.invalid",
-        ])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Turn the fixture's project folder into a repository with one commit:
-/// `file.txt` tracked, `.env` ignored.
-fn make_repo(h: &Hangar) -> PathBuf {
-    let repo = h.work.clone();
-    git(&repo, &["init", "-q"]);
-    fs::write(repo.join("file.txt"), "original\n").unwrap();
-    fs::write(repo.join(".gitignore"), ".env\n").unwrap();
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "first"]);
-    repo
-}
 
 fn worktree_of(h: &Hangar, id: &str) -> Value {
     let row = h.session(id);
@@ -296,4 +255,37 @@ fn restore_starts_each_agent_in_its_worktree_and_one_removed_by_hand_fails_with_
     assert!(err.contains("deleted by hand"), "{err}");
     assert!(!lost_path.exists(), "never recreated");
     assert_eq!(h.session(&lost)["cwd"], lost_path.display().to_string());
+}
+
+#[test]
+fn worktreeinclude_skips_a_file_git_does_not_ignore_so_the_clean_worktree_is_removed_on_close() {
+    let h = Hangar::new();
+    let repo = make_repo(&h);
+    // This repository does not ignore `.env`: it would show as untracked.
+    fs::write(repo.join(".gitignore"), "*.log\n").unwrap();
+    git(&repo, &["commit", "-q", "-am", "stop ignoring .env"]);
+    fs::write(repo.join(".env"), "TOKEN=secret-42\n").unwrap();
+    fs::write(repo.join(".worktreeinclude"), ".env\n").unwrap();
+
+    let id = h.new_agent(&["--provider", "shell", "--worktree", "--title", "plain"]);
+    h.wait_state(&id, "live");
+    let path = path_of(&worktree_of(&h, &id));
+    assert!(
+        !path.join(".env").exists(),
+        "only files git ignores are copied"
+    );
+    assert_eq!(
+        git(&path, &["status", "--porcelain"]),
+        "",
+        "the worktree is clean"
+    );
+
+    let closed = h.json(&["close", &id]);
+    assert_eq!(closed["kept_worktrees"], serde_json::json!([]), "{closed}");
+    assert_eq!(
+        closed["removed_worktrees"][0]["path"],
+        path.display().to_string(),
+        "{closed}"
+    );
+    assert!(!path.exists(), "the clean worktree is removed");
 }

@@ -12,6 +12,7 @@
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod git;
 pub mod workspace;
 
 use std::collections::BTreeSet;

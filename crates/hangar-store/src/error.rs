@@ -3,7 +3,8 @@
 //!
 //! Every message says what happened, to which file, and what to do next. A
 //! variant never hides whether something was written: the ones that refuse
-//! (`NewerSchema`, `UnexplainedDrop`, `DuplicateTab`) guarantee nothing was.
+//! (`NewerSchema`, `UnexplainedDrop`, `DuplicateTab`,
+//! `ScreenWithoutSession`) guarantee nothing was.
 
 use std::io;
 use std::path::PathBuf;
@@ -45,6 +46,14 @@ pub enum StoreError {
          (this is a bug in the caller)"
     )]
     DuplicateTab { id: TabId },
+
+    /// A screen was to be saved for a session the workspace does not have;
+    /// nothing would ever show or delete it. Nothing was written.
+    #[error(
+        "refusing to save the workspace: a screen names session {id}, which is not in it; \
+         nothing was written (this is a bug in the caller)"
+    )]
+    ScreenWithoutSession { id: SessionId },
 
     /// A file operation failed (creating the folder or file, reading the
     /// header, moving a damaged file aside).

@@ -1,12 +1,18 @@
 //! hangar's own JSON export: a versioned, deterministic document, and its
 //! import.
 //!
-//! The document is `{"format":"hangar-workspace","version":1,"workspace":{..}}`,
-//! pretty printed. Maps are `BTreeMap`s, so the same workspace always exports
+//! The document is `{"format":"hangar-workspace","version":1,"workspace":{..},
+//! "screens":{..}}`, pretty printed. `screens` (the last screen of each
+//! session that has one, see `screen.rs`) was added without a version bump:
+//! it is optional on import, so an export written before it still imports,
+//! and an older hangar, which reads only `workspace`, still imports a newer
+//! export (losing only the screens, as it would have before). Maps are `BTreeMap`s, so the same workspace always exports
 //! to the same bytes and export -> import -> export is byte-identical. An
 //! import never accepts a newer version (it would silently lose what it does
 //! not understand) and always prunes what it reads (which also clamps split
 //! ratios and re-files misfiled records).
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -14,8 +20,9 @@ use serde_json::Value;
 
 use hangar_core::{SessionId, TabId, Workspace};
 
-use crate::import::{self, ImportError, ImportReport};
+use crate::import::{self, DroppedItem, ImportError, ImportReport};
 use crate::json_walk::Node;
+use crate::screen::{self, ExportedScreen, Screens};
 
 /// The `format` field of every hangar export.
 pub const EXPORT_FORMAT: &str = "hangar-workspace";
@@ -27,14 +34,29 @@ struct ExportDocument<'a> {
     format: &'static str,
     version: u64,
     workspace: &'a Workspace,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    screens: BTreeMap<&'a str, ExportedScreen>,
 }
 
-/// The workspace as a pretty-printed, deterministic JSON document.
+/// The workspace alone (no screens) as a pretty-printed, deterministic JSON
+/// document.
 pub fn export_json(ws: &Workspace) -> String {
+    export_document(ws, &Screens::new())
+}
+
+/// The workspace and the saved screens of its sessions as a pretty-printed,
+/// deterministic JSON document. Screens of sessions that are not in `ws`
+/// are left out.
+pub fn export_document(ws: &Workspace, screens: &Screens) -> String {
     let doc = ExportDocument {
         format: EXPORT_FORMAT,
         version: EXPORT_VERSION,
         workspace: ws,
+        screens: screens
+            .iter()
+            .filter(|(id, _)| ws.sessions.contains_key(*id))
+            .map(|(id, saved)| (id.as_str(), ExportedScreen::from(saved)))
+            .collect(),
     };
     // Cannot fail: every map key is a string and serde_json writes
     // non-finite floats as null instead of failing.
@@ -44,6 +66,8 @@ pub fn export_json(ws: &Workspace) -> String {
 }
 
 /// Read a hangar export. Refuses a newer `version`; prunes what it reads.
+/// The screens it carries come back in [`ImportReport::screens`], only for
+/// sessions that survived pruning.
 pub fn import_hangar_json(text: &str) -> Result<ImportReport, ImportError> {
     let value: Value = serde_json::from_str(text).map_err(ImportError::Syntax)?;
     let root = Node::root(&value);
@@ -63,7 +87,20 @@ pub fn import_hangar_json(text: &str) -> Result<ImportReport, ImportError> {
         _ => {}
     }
     let ws = read_workspace(&root.field("workspace")?)?;
-    Ok(import::finish(ws, Vec::new()))
+    let screens = screen::read_screens(root.opt_field("screens")?)?;
+    let mut report = import::finish(ws, Vec::new());
+    for (id, saved) in screens {
+        if report.workspace.sessions.contains_key(&id) {
+            report.screens.insert(id, saved);
+        } else {
+            report.dropped.push(DroppedItem::new(
+                id.as_str(),
+                "screen",
+                "screen of a session that is not in the imported workspace",
+            ));
+        }
+    }
+    Ok(report)
 }
 
 /// Decode one record with serde, reporting failures at the record's path.

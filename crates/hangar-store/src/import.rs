@@ -10,6 +10,8 @@ use thiserror::Error;
 
 use hangar_core::{SessionId, Workspace};
 
+use crate::screen::Screens;
+
 /// An import that could not be done. Nothing was imported.
 #[derive(Debug, Error)]
 pub enum ImportError {
@@ -37,6 +39,10 @@ pub struct ImportReport {
     pub imported: ImportCounts,
     /// Everything left out, each with the reason.
     pub dropped: Vec<DroppedItem>,
+    /// The last screens of imported sessions (hangar exports only), to be
+    /// saved with the workspace.
+    #[serde(skip)]
+    pub screens: Screens,
 }
 
 /// What the imported workspace holds (after pruning).
@@ -55,7 +61,8 @@ pub struct ImportCounts {
 pub struct DroppedItem {
     /// The session (or tab) id it concerned.
     pub id: String,
-    /// `pane`, `parked`, `buried`, `session`, `pin`, `link` or `active-tab`.
+    /// `pane`, `parked`, `buried`, `session`, `pin`, `link`, `active-tab` or
+    /// `screen`.
     pub kind: String,
     pub reason: String,
 }
@@ -164,5 +171,6 @@ pub(crate) fn finish(ws: Workspace, mut dropped: Vec<DroppedItem>) -> ImportRepo
         workspace: after,
         imported,
         dropped,
+        screens: Screens::new(),
     }
 }

@@ -14,11 +14,13 @@ mod export;
 mod import;
 mod json_walk;
 mod schema;
+mod screen;
 mod store;
 
 pub use agent_code::import_agent_code;
 pub use error::StoreError;
-pub use export::{EXPORT_FORMAT, EXPORT_VERSION, export_json, import_hangar_json};
+pub use export::{EXPORT_FORMAT, EXPORT_VERSION, export_document, export_json, import_hangar_json};
 pub use import::{DroppedItem, ImportCounts, ImportError, ImportReport};
 pub use schema::SUPPORTED_VERSION;
+pub use screen::{SavedScreen, Screens};
 pub use store::{Opened, RecordedProcess, Recovery, SaveStats, SkippedRow, Store};

@@ -60,6 +60,7 @@ use serde::de::DeserializeOwned;
 use crate::diff::{MapDiff, TabChange, WorkspaceDiff};
 use crate::error::StoreError;
 use crate::schema::{self, SUPPORTED_VERSION};
+use crate::screen::{SavedScreen, Screens};
 
 /// How long a statement waits for a lock held by another connection before
 /// failing with "database is locked".
@@ -268,6 +269,22 @@ impl Store {
     /// process records of removed sessions are deleted in the same
     /// transaction.
     pub fn save(&mut self, ws: &Workspace, removed: &[SessionId]) -> Result<SaveStats, StoreError> {
+        self.save_with_screens(ws, removed, &Screens::new())
+    }
+
+    /// [`Store::save`], and in the same transaction the last screens of
+    /// sessions of `ws` (an import brings a workspace and its screens: both
+    /// are saved, or neither). A screen of a session that is not in `ws` is
+    /// refused, since nothing would ever show or delete it.
+    pub fn save_with_screens(
+        &mut self,
+        ws: &Workspace,
+        removed: &[SessionId],
+        screens: &Screens,
+    ) -> Result<SaveStats, StoreError> {
+        if let Some(id) = screens.keys().find(|id| !ws.sessions.contains_key(*id)) {
+            return Err(StoreError::ScreenWithoutSession { id: id.clone() });
+        }
         let diff = WorkspaceDiff::between(&self.last_saved, ws);
         let removed: BTreeSet<&SessionId> = removed.iter().collect();
         let unexplained: Vec<SessionId> = diff
@@ -290,7 +307,7 @@ impl Store {
             .into_iter()
             .filter(|id| !ws.sessions.contains_key(*id))
             .collect();
-        if diff.is_empty() && gone.is_empty() {
+        if diff.is_empty() && gone.is_empty() && screens.is_empty() {
             return Ok(SaveStats::default());
         }
 
@@ -305,6 +322,7 @@ impl Store {
             stats: SaveStats::default(),
         };
         writer.write(&diff, &gone)?;
+        writer.write_screens(screens)?;
         let stats = writer.stats;
         // Dropping `tx` without commit (on any `?` above) rolls it back.
         tx.commit()
@@ -350,6 +368,36 @@ impl Store {
                     .optional()
             })
             .map_err(sql_error(&self.path, "load a screen from"))
+    }
+
+    /// Every saved screen, by session (what an export carries).
+    pub fn screens(&self) -> Result<Screens, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT session, screen, updated_ms FROM screens")
+            .map_err(sql_error(&self.path, "load screens from"))?;
+        let rows = st
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, Vec<u8>>(1)?,
+                    row.get::<_, i64>(2)?,
+                ))
+            })
+            .map_err(sql_error(&self.path, "load screens from"))?;
+        let mut screens = Screens::new();
+        for row in rows {
+            let (id, screen, updated) = row.map_err(sql_error(&self.path, "load screens from"))?;
+            screens.insert(
+                SessionId::new(id),
+                SavedScreen {
+                    screen,
+                    // A negative time can only come from a hand-edited file.
+                    updated_ms: u64::try_from(updated).unwrap_or(0),
+                },
+            );
+        }
+        Ok(screens)
     }
 
     /// Record a live child process of a session (replacing any previous
@@ -567,6 +615,19 @@ impl Writer<'_> {
             self.stats.deleted += self.exec(
                 "DELETE FROM processes WHERE session = ?1",
                 params![id.as_str()],
+            )?;
+        }
+        Ok(())
+    }
+
+    fn write_screens(&mut self, screens: &Screens) -> Result<(), StoreError> {
+        for (id, saved) in screens {
+            let updated = to_i64(saved.updated_ms, "screen updated_ms", self.path)?;
+            self.stats.written += self.exec(
+                "INSERT INTO screens (session, screen, updated_ms) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(session) DO UPDATE
+                 SET screen = excluded.screen, updated_ms = excluded.updated_ms",
+                params![id.as_str(), saved.screen, updated],
             )?;
         }
         Ok(())

@@ -352,6 +352,25 @@ impl Workspace {
         root.set_ratio(id, ratio).map_err(|_| self.not_in_pane(id))
     }
 
+    /// Resize the nearest split of `direction` around pane `id` (see
+    /// `Tile::set_enclosing_ratio`). `Ok(false)`: no split that way around it.
+    pub fn set_split_ratio(
+        &mut self,
+        id: &SessionId,
+        direction: crate::tile::Direction,
+        ratio: f32,
+    ) -> Result<bool, PlacementError> {
+        let not_in_pane = self.not_in_pane(id);
+        let root = self
+            .tabs
+            .iter_mut()
+            .find(|t| t.contains_leaf(id))
+            .and_then(|t| t.root.as_mut())
+            .ok_or(not_in_pane)?;
+        root.set_enclosing_ratio(id, direction, ratio)
+            .map_err(|_| self.not_in_pane(id))
+    }
+
     fn not_in_pane(&self, id: &SessionId) -> PlacementError {
         if self.sessions.contains_key(id) {
             PlacementError::NotInPane(id.clone())

@@ -299,6 +299,88 @@ impl Tile {
         Ok(())
     }
 
+    /// The ratio of the nearest split of `direction` around leaf `id`: the
+    /// one directly holding it when it has that direction, else the closest
+    /// ancestor that has. This is the divider a "resize left/right" (or
+    /// "up/down") key moves: in `a | (b / c)`, widening `c` moves the
+    /// vertical divider even though `c`'s own split is horizontal. `None`
+    /// when no split of that direction holds the leaf.
+    pub fn enclosing_ratio(&self, id: &SessionId, direction: Direction) -> Option<f32> {
+        let path = self.enclosing_split_path(id, direction)?;
+        match self.at_path(&path) {
+            Tile::Split { ratio, .. } => Some(*ratio),
+            Tile::Leaf { .. } => None,
+        }
+    }
+
+    /// Set the ratio (clamped) of the split `enclosing_ratio` names.
+    /// `Ok(false)` when no split of that direction holds the leaf.
+    pub fn set_enclosing_ratio(
+        &mut self,
+        id: &SessionId,
+        direction: Direction,
+        ratio: f32,
+    ) -> Result<bool, TileError> {
+        if !self.contains(id) {
+            return Err(TileError::NoSuchLeaf(id.clone()));
+        }
+        let Some(path) = self.enclosing_split_path(id, direction) else {
+            return Ok(false);
+        };
+        let mut tile = self;
+        for side in path {
+            tile = match tile {
+                Tile::Split { a, .. } if side == Side::A => a,
+                Tile::Split { b, .. } => b,
+                Tile::Leaf { .. } => return Ok(false),
+            };
+        }
+        match tile {
+            Tile::Split { ratio: r, .. } => {
+                *r = clamp_ratio(ratio);
+                Ok(true)
+            }
+            Tile::Leaf { .. } => Ok(false),
+        }
+    }
+
+    /// The sides taken from the root to the deepest split of `direction` on
+    /// the way to leaf `id`.
+    fn enclosing_split_path(&self, id: &SessionId, want: Direction) -> Option<Vec<Side>> {
+        let mut path = Vec::new();
+        let mut best = None;
+        let mut tile = self;
+        loop {
+            match tile {
+                Tile::Leaf { session } => return (session == id).then_some(best).flatten(),
+                Tile::Split {
+                    direction, a, b, ..
+                } => {
+                    if *direction == want {
+                        best = Some(path.clone());
+                    }
+                    if a.contains(id) {
+                        path.push(Side::A);
+                        tile = a;
+                    } else if b.contains(id) {
+                        path.push(Side::B);
+                        tile = b;
+                    } else {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    fn at_path(&self, path: &[Side]) -> &Tile {
+        path.iter().fold(self, |tile, side| match (tile, side) {
+            (Tile::Split { a, .. }, Side::A) => a,
+            (Tile::Split { b, .. }, Side::B) => b,
+            (leaf, _) => leaf,
+        })
+    }
+
     /// Keep the leaves `keep` accepts, visited in reading order; splits that
     /// lose a side collapse. `None` when no leaf is kept.
     pub fn retain_leaves(self, keep: &mut impl FnMut(&SessionId) -> bool) -> Option<Tile> {
@@ -507,6 +589,65 @@ mod tests {
     fn closing_a_leaf_that_is_not_there_is_an_error() {
         assert_eq!(
             v(leaf("a"), leaf("b")).close(&sid("x")),
+            Err(TileError::NoSuchLeaf(sid("x")))
+        );
+    }
+
+    #[test]
+    fn resizing_a_pane_moves_the_nearest_enclosing_split_of_that_direction() {
+        // a | (b / c): c's own split is horizontal; left/right moves the root.
+        let mut tree = v(leaf("a"), h(leaf("b"), leaf("c")));
+        assert_eq!(
+            tree.enclosing_ratio(&sid("c"), Direction::Vertical),
+            Some(0.5)
+        );
+        assert_eq!(
+            tree.set_enclosing_ratio(&sid("c"), Direction::Vertical, 0.3),
+            Ok(true)
+        );
+        assert_eq!(
+            tree,
+            split(Direction::Vertical, 0.3, leaf("a"), h(leaf("b"), leaf("c")))
+        );
+        // Up/down moves c's own horizontal split.
+        assert_eq!(
+            tree.set_enclosing_ratio(&sid("c"), Direction::Horizontal, 0.95),
+            Ok(true)
+        );
+        assert_eq!(
+            tree,
+            split(
+                Direction::Vertical,
+                0.3,
+                leaf("a"),
+                split(Direction::Horizontal, 0.9, leaf("b"), leaf("c"))
+            )
+        );
+        // The nearest one wins over a farther one of the same direction.
+        let mut nested = v(leaf("a"), h(leaf("b"), v(leaf("c"), leaf("d"))));
+        nested
+            .set_enclosing_ratio(&sid("d"), Direction::Vertical, 0.2)
+            .unwrap();
+        assert_eq!(
+            nested.enclosing_ratio(&sid("a"), Direction::Vertical),
+            Some(0.5)
+        );
+        assert_eq!(
+            nested.enclosing_ratio(&sid("d"), Direction::Vertical),
+            Some(0.2)
+        );
+        // No split that way around: nothing changes.
+        let mut only_vertical = v(leaf("a"), leaf("b"));
+        assert_eq!(
+            only_vertical.set_enclosing_ratio(&sid("a"), Direction::Horizontal, 0.2),
+            Ok(false)
+        );
+        assert_eq!(
+            only_vertical.enclosing_ratio(&sid("a"), Direction::Horizontal),
+            None
+        );
+        assert_eq!(
+            only_vertical.set_enclosing_ratio(&sid("x"), Direction::Vertical, 0.2),
             Err(TileError::NoSuchLeaf(sid("x")))
         );
     }

@@ -43,9 +43,29 @@ impl Daemon {
                 "a ratio must be a number between 0.1 and 0.9",
             ));
         }
+        let direction = match req.direction.as_deref() {
+            None => None,
+            Some("vertical") => Some(hangar_core::Direction::Vertical),
+            Some("horizontal") => Some(hangar_core::Direction::Horizontal),
+            Some(other) => {
+                return Err(ApiError::invalid(format!(
+                    "direction {other:?} is neither vertical nor horizontal"
+                )));
+            }
+        };
         let mut st = self.lock();
         let id = st.resolve_session(&req.session)?;
-        st.ws.set_ratio(&id, req.ratio)?;
+        match direction {
+            None => st.ws.set_ratio(&id, req.ratio)?,
+            Some(d) => {
+                if !st.ws.set_split_ratio(&id, d, req.ratio)? {
+                    return Err(ApiError::invalid(format!(
+                        "no {} split around session {id}",
+                        req.direction.as_deref().unwrap_or_default()
+                    )));
+                }
+            }
+        }
         st.save(&[])?;
         Ok(json!({"id": id.to_string(), "ratio": hangar_core::tile::clamp_ratio(req.ratio)}))
     }

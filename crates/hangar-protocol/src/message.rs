@@ -180,6 +180,11 @@ pub struct Focus {
 pub struct Ratio {
     pub session: String,
     pub ratio: f32,
+    /// `vertical` or `horizontal`: resize the nearest split of that
+    /// direction around the pane (an ancestor when the pane's own split
+    /// runs the other way) instead of the one directly holding it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -15,6 +15,7 @@ use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
 
 use crate::client::{Client, Incoming};
+use crate::tui::keys::PassThroughFilter;
 
 /// Modes a session may have switched on that must not leak into the shell.
 const RESET_TERMINAL: &[u8] =
@@ -47,9 +48,12 @@ impl DetachKey {
 }
 
 /// Splits keyboard input into bytes for the session and a detach request.
+/// The prefix is found by the TUI's pass-through filter, so a prefix byte
+/// inside a bracketed paste is pasted text, never the start of a detach.
 #[derive(Debug)]
 pub struct InputFilter {
     key: DetachKey,
+    prefix: PassThroughFilter,
     pending_prefix: bool,
 }
 
@@ -57,6 +61,7 @@ impl InputFilter {
     pub fn new(key: DetachKey) -> Self {
         InputFilter {
             key,
+            prefix: PassThroughFilter::new(key.prefix),
             pending_prefix: false,
         }
     }
@@ -64,24 +69,34 @@ impl InputFilter {
     /// Returns the bytes to forward and whether the user asked to detach.
     pub fn feed(&mut self, input: &[u8]) -> (Vec<u8>, bool) {
         let mut out = Vec::with_capacity(input.len());
-        for &b in input {
+        let mut rest = input.to_vec();
+        loop {
             if self.pending_prefix {
+                let Some(&b) = rest.first() else {
+                    return (out, false);
+                };
                 self.pending_prefix = false;
                 if b == self.key.key {
                     return (out, true);
                 }
-                // Prefix twice sends one literal prefix; anything else passes both.
+                // Prefix twice sends one literal prefix; anything else passes
+                // both (the key itself goes through the filter: it may start
+                // a paste).
                 out.push(self.key.prefix);
-                if b != self.key.prefix {
-                    out.push(b);
+                if b == self.key.prefix {
+                    rest.remove(0);
                 }
-            } else if b == self.key.prefix {
-                self.pending_prefix = true;
-            } else {
-                out.push(b);
+            }
+            let split = self.prefix.feed(&rest);
+            out.extend_from_slice(&split.forward);
+            match split.left {
+                None => return (out, false),
+                Some(after) => {
+                    self.pending_prefix = true;
+                    rest = after;
+                }
             }
         }
-        (out, false)
     }
 }
 
@@ -245,6 +260,20 @@ mod tests {
         let mut f = InputFilter::new(DetachKey::parse("C-b d"));
         assert_eq!(f.feed(b"\x02"), (vec![], false));
         assert_eq!(f.feed(b"d"), (vec![], true));
+    }
+
+    #[test]
+    fn a_prefix_inside_a_bracketed_paste_is_pasted_and_never_detaches() {
+        let mut f = InputFilter::new(DetachKey::parse("C-b d"));
+        assert_eq!(
+            f.feed(b"\x1b[200~a\x02d"),
+            (b"\x1b[200~a\x02d".to_vec(), false)
+        );
+        // Still inside the paste in the next read; after it, keys count again.
+        assert_eq!(
+            f.feed(b"\x02d\x1b[201~\x02d"),
+            (b"\x02d\x1b[201~".to_vec(), true)
+        );
     }
 
     #[test]

@@ -402,9 +402,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
         } => crate::activity::wait(&paths, json, ids, until, timeout),
         Command::Hook { event, session } => crate::activity::hook(&paths, event, session),
-        Command::Ratio { id, ratio } => {
-            simple(Request::Ratio(msg::Ratio { session: id, ratio }), "resized")
-        }
+        Command::Ratio { id, ratio } => simple(
+            Request::Ratio(msg::Ratio {
+                session: id,
+                ratio,
+                direction: None,
+            }),
+            "resized",
+        ),
         Command::Bury { id } => simple(Request::Bury(session(id)), "buried"),
         Command::Unbury { id } => simple(Request::Unbury(session(id)), "unburied"),
         Command::Pin { id } => simple(Request::Pin(session(id)), "pinned"),

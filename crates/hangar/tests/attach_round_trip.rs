@@ -243,3 +243,17 @@ fn an_attached_client_that_stops_reading_is_resynced_and_never_holds_up_the_sess
     );
     assert_eq!(h.state_of(&id), "live");
 }
+
+#[test]
+fn a_detach_key_inside_a_bracketed_paste_is_pasted_and_does_not_detach() {
+    let h = Hangar::new();
+    start(&h);
+    let a = h.new_pane();
+    let mut app = attach(&h, &a, 24, 80);
+    // A paste that happens to hold Ctrl-b d reaches the session whole.
+    app.write(b"\x1b[200~pasted\x02dtext\x1b[201~\r");
+    app.wait_text("answer: pasteddtext");
+    assert!(is_running(app.pid()), "the paste did not detach");
+    detach(&mut app);
+    assert_eq!(h.state_of(&a), "live");
+}

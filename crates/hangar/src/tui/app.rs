@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::mpsc::Sender;
 
-use hangar_core::{Direction, FocusMove, Placement, SessionId, Tab, TabId, Tile};
+use hangar_core::{Direction, FocusMove, Placement, SessionId, Tab, TabId};
 use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, ErrorBody, Request, codes};
 use hangar_protocol::view::SessionView;
@@ -24,6 +24,13 @@ use crate::tui::pane::{Pane, PaneEvent, PaneStatus};
 /// Providers offered by the new-agent dialog; `auto` lets the daemon pick.
 pub const PROVIDERS: &[&str] = &["auto", "claude", "codex", "opencode", "shell"];
 
+/// The new-agent dialog's fields, in Tab order.
+pub const FIELD_PROVIDER: usize = 0;
+pub const FIELD_FOLDER: usize = 1;
+pub const FIELD_WORKTREE: usize = 2;
+pub const FIELD_BRANCH: usize = 3;
+const NEW_AGENT_FIELDS: usize = 4;
+
 /// How much one resize key moves a divider.
 const RATIO_STEP: f32 = 0.05;
 
@@ -31,10 +38,14 @@ pub enum Dialog {
     NewAgent {
         provider: usize,
         cwd: String,
-        /// 0: provider, 1: folder.
+        /// Which field has the keys: one of the `FIELD_*` constants.
         field: usize,
         /// Split this pane in this direction instead of the tab's automatic spot.
         split: Option<(String, Direction)>,
+        /// Start it in a new git worktree of the folder's repository.
+        worktree: bool,
+        /// The worktree's new branch; empty: the daemon makes one from the title.
+        branch: String,
     },
     TabTitle {
         /// `None`: a new tab; `Some(id)`: rename that tab.
@@ -73,6 +84,9 @@ pub struct App {
     pub zoomed: Option<SessionId>,
     pub passthrough: bool,
     filter: PassThroughFilter,
+    /// The prefix byte (Ctrl-b unless `[attach] detach_key` names another),
+    /// learnt from the daemon when a pane attaches.
+    pub prefix: u8,
     /// The prefix key just left pass-through: a second one sends it literally.
     armed: bool,
     pub help: bool,
@@ -102,6 +116,7 @@ impl App {
             zoomed: None,
             passthrough: false,
             filter: PassThroughFilter::default(),
+            prefix: keys::PREFIX,
             armed: false,
             help: false,
             dialog: None,
@@ -216,7 +231,21 @@ impl App {
         }
     }
 
+    /// The prefix key as a person reads it: `Ctrl-b`.
+    pub fn prefix_name(&self) -> String {
+        format!("Ctrl-{}", keys::ctrl_letter(self.prefix))
+    }
+
     pub fn apply_pane_event(&mut self, session: &str, generation: u64, event: PaneEvent) {
+        if let PaneEvent::Attached {
+            detach_key: Some(spec),
+        } = &event
+        {
+            let prefix = crate::attach::DetachKey::parse(spec).prefix;
+            if prefix != self.prefix && !self.passthrough {
+                self.prefix = prefix;
+            }
+        }
         if let Some(p) = self.panes.get_mut(session)
             && p.generation == generation
         {
@@ -230,7 +259,13 @@ impl App {
     pub fn apply_outcome(&mut self, outcome: Outcome) {
         self.pending = self.pending.saturating_sub(1);
         match outcome.result {
-            Ok(_) => self.message = Some((outcome.command.label, false)),
+            Ok(body) => {
+                self.message = Some(match kept_worktrees(&body) {
+                    // Work that exists nowhere else stays on disk: say where.
+                    Some(kept) => (format!("{}; {kept}", outcome.command.label), true),
+                    None => (outcome.command.label, false),
+                })
+            }
             Err(e) if e.code == codes::NEEDS_CONFIRMATION => {
                 self.confirm(outcome.command.request, e)
             }
@@ -405,15 +440,16 @@ impl App {
             return;
         }
         match key {
-            Key::Ctrl('b') if armed => {
+            Key::Ctrl(c) if armed && c == keys::ctrl_letter(self.prefix) => {
+                let prefix = self.prefix;
                 if let Some(focus) = self.focus()
                     && let Some(p) = self.panes.get_mut(focus.as_str())
                 {
-                    p.type_bytes(&[keys::PREFIX]);
+                    p.type_bytes(&[prefix]);
                 }
                 self.enter_passthrough();
             }
-            Key::Ctrl('b') => {}
+            Key::Ctrl(c) if c == keys::ctrl_letter(self.prefix) => {}
             Key::Char('q') => self.quit = true,
             Key::Char('?') => self.help = true,
             Key::Esc => self.message = None,
@@ -510,7 +546,7 @@ impl App {
         match self.panes.get(focus.as_str()).map(|p| &p.status) {
             Some(PaneStatus::Live) => {
                 self.passthrough = true;
-                self.filter = PassThroughFilter::default();
+                self.filter = PassThroughFilter::new(self.prefix);
             }
             Some(PaneStatus::Failed(_) | PaneStatus::Exited(_)) => self.retry_focused(),
             _ => {}
@@ -532,8 +568,10 @@ impl App {
         self.dialog = Some(Dialog::NewAgent {
             provider: 0,
             cwd,
-            field: 0,
+            field: FIELD_PROVIDER,
             split,
+            worktree: false,
+            branch: String::new(),
         });
     }
 
@@ -563,25 +601,25 @@ impl App {
         }
     }
 
+    /// Move the nearest divider of direction `want` around the focused pane
+    /// (an ancestor split when the pane's own split runs the other way).
     fn resize(&mut self, want: Direction, delta: f32) {
         let Some(focus) = self.focus() else { return };
-        let Some((direction, ratio, _)) = self
+        let Some(ratio) = self
             .active_tab()
             .and_then(|t| t.root.as_ref())
-            .and_then(|r| parent_split(r, &focus))
+            .and_then(|r| r.enclosing_ratio(&focus, want))
         else {
-            return;
-        };
-        if direction != want {
             self.message = Some(("no split that way around this pane".into(), true));
             return;
-        }
+        };
         let ratio = hangar_core::clamp_ratio(ratio + delta);
-        if self.snap.ws.set_ratio(&focus, ratio).is_ok() {
+        if self.snap.ws.set_split_ratio(&focus, want, ratio) == Ok(true) {
             self.send(
                 Request::Ratio(msg::Ratio {
                     session: focus.to_string(),
                     ratio,
+                    direction: Some(direction_name(want).to_owned()),
                 }),
                 "resized",
             );
@@ -681,37 +719,47 @@ impl App {
                 cwd,
                 field,
                 split,
+                worktree,
+                branch,
             } => match key {
-                Key::Tab | Key::BackTab | Key::Up | Key::Down => *field = 1 - *field,
-                Key::Left if *field == 0 => {
+                Key::Tab | Key::Down => *field = (*field + 1) % NEW_AGENT_FIELDS,
+                Key::BackTab | Key::Up => {
+                    *field = (*field + NEW_AGENT_FIELDS - 1) % NEW_AGENT_FIELDS
+                }
+                Key::Left if *field == FIELD_PROVIDER => {
                     *provider = (*provider + PROVIDERS.len() - 1) % PROVIDERS.len()
                 }
-                Key::Right | Key::Char(' ') if *field == 0 => {
+                Key::Right | Key::Char(' ') if *field == FIELD_PROVIDER => {
                     *provider = (*provider + 1) % PROVIDERS.len()
                 }
-                Key::Backspace if *field == 1 => {
+                Key::Backspace if *field == FIELD_FOLDER => {
                     cwd.pop();
                 }
-                Key::Char(c) if *field == 1 => cwd.push(c),
+                Key::Char(c) if *field == FIELD_FOLDER => cwd.push(c),
+                Key::Left | Key::Right | Key::Char(' ') if *field == FIELD_WORKTREE => {
+                    *worktree = !*worktree
+                }
+                Key::Backspace if *field == FIELD_BRANCH => {
+                    branch.pop();
+                }
+                // Naming a branch asks for a worktree.
+                Key::Char(c) if *field == FIELD_BRANCH => {
+                    branch.push(c);
+                    *worktree = true;
+                }
                 Key::Enter => {
                     let provider = match PROVIDERS[*provider] {
                         "auto" => None,
                         p => Some(p.to_owned()),
                     };
                     let (split, direction) = match split.take() {
-                        Some((s, d)) => (
-                            Some(s),
-                            Some(
-                                match d {
-                                    Direction::Vertical => "vertical",
-                                    Direction::Horizontal => "horizontal",
-                                }
-                                .to_owned(),
-                            ),
-                        ),
+                        Some((s, d)) => (Some(s), Some(direction_name(d).to_owned())),
                         None => (None, None),
                     };
                     let cwd = cwd.trim().to_owned();
+                    let branch = branch.trim().to_owned();
+                    // As `hangar new --worktree [BRANCH]` asks for it.
+                    let worktree = *worktree;
                     let request = Request::New(msg::NewSession {
                         provider,
                         cwd: (!cwd.is_empty()).then_some(cwd),
@@ -719,10 +767,17 @@ impl App {
                         split,
                         direction,
                         fallback_cwd: Some(self.home_cwd.clone()),
+                        worktree,
+                        worktree_branch: (worktree && !branch.is_empty()).then_some(branch),
                         ..Default::default()
                     });
                     self.dialog = None;
-                    self.send(request, "started a new agent");
+                    let label = if worktree {
+                        "started a new agent in a new worktree"
+                    } else {
+                        "started a new agent"
+                    };
+                    self.send(request, label);
                 }
                 _ => {}
             },
@@ -761,6 +816,23 @@ impl App {
     }
 }
 
+/// "kept worktree PATH: WHY" for each worktree a close left on disk, or
+/// `None` when it kept none.
+fn kept_worktrees(reply: &serde_json::Value) -> Option<String> {
+    let kept: Vec<String> = reply["kept_worktrees"]
+        .as_array()?
+        .iter()
+        .map(|w| {
+            format!(
+                "kept worktree {}: {}",
+                w["path"].as_str().unwrap_or("?"),
+                w["reason"].as_str().unwrap_or("it holds work")
+            )
+        })
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("; "))
+}
+
 fn sref(session: String) -> msg::SessionRef {
     msg::SessionRef { session }
 }
@@ -776,50 +848,32 @@ fn key_char(key: &Key) -> Option<char> {
     }
 }
 
-/// The split directly holding leaf `id`: its direction, ratio, and whether
-/// the leaf is its first side.
-pub fn parent_split(tile: &Tile, id: &SessionId) -> Option<(Direction, f32, bool)> {
-    match tile {
-        Tile::Leaf { .. } => None,
-        Tile::Split {
-            direction,
-            ratio,
-            a,
-            b,
-        } => {
-            let is = |t: &Tile| matches!(t, Tile::Leaf { session } if session == id);
-            if is(a) {
-                Some((*direction, *ratio, true))
-            } else if is(b) {
-                Some((*direction, *ratio, false))
-            } else {
-                parent_split(a, id).or_else(|| parent_split(b, id))
-            }
-        }
+/// A direction as the protocol spells it.
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Vertical => "vertical",
+        Direction::Horizontal => "horizontal",
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hangar_core::Side;
 
     #[test]
-    fn the_parent_split_of_a_pane_is_the_one_directly_holding_it() {
-        let mut root = Tile::leaf("a".into());
-        root.split(&"a".into(), "b".into(), Direction::Vertical, 0.3, Side::B)
-            .unwrap();
-        root.split(&"b".into(), "c".into(), Direction::Horizontal, 0.6, Side::B)
-            .unwrap();
+    fn a_close_that_kept_a_worktree_says_where_and_why() {
+        let reply = serde_json::json!({
+            "closed": ["s"],
+            "kept_worktrees": [{"id": "s", "path": "/w/fix", "reason": "1 uncommitted file(s)"}],
+        });
         assert_eq!(
-            parent_split(&root, &"a".into()),
-            Some((Direction::Vertical, 0.3, true))
+            kept_worktrees(&reply).as_deref(),
+            Some("kept worktree /w/fix: 1 uncommitted file(s)")
         );
         assert_eq!(
-            parent_split(&root, &"c".into()),
-            Some((Direction::Horizontal, 0.6, false))
+            kept_worktrees(&serde_json::json!({"kept_worktrees": []})),
+            None
         );
-        assert_eq!(parent_split(&Tile::leaf("a".into()), &"a".into()), None);
     }
 
     #[test]

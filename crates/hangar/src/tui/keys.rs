@@ -4,10 +4,17 @@
 //!
 //! The TUI reads stdin itself instead of using crossterm's event reader so
 //! that pass-through forwards exactly the bytes the user typed (bracketed
-//! paste included); only command mode needs keys decoded.
+//! paste included); only command mode needs keys decoded. `hangar attach`
+//! splits its input with the same paste-aware filter.
 
-/// The prefix key: Ctrl-b, as in tmux.
+/// The default prefix key: Ctrl-b, as in tmux (`[attach] detach_key`
+/// changes it).
 pub const PREFIX: u8 = 0x02;
+
+/// The `Key::Ctrl` letter a prefix byte decodes to (`0x02` -> `b`).
+pub fn ctrl_letter(prefix: u8) -> char {
+    (prefix | 0x60) as char
+}
 
 const PASTE_START: &[u8] = b"\x1b[200~";
 const PASTE_END: &[u8] = b"\x1b[201~";
@@ -121,12 +128,26 @@ pub struct PassThrough {
 
 /// Splits pass-through input at the prefix key. Inside a bracketed paste the
 /// prefix byte is pasted text, not a key.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PassThroughFilter {
+    prefix: u8,
     in_paste: bool,
 }
 
+impl Default for PassThroughFilter {
+    fn default() -> Self {
+        PassThroughFilter::new(PREFIX)
+    }
+}
+
 impl PassThroughFilter {
+    pub fn new(prefix: u8) -> Self {
+        PassThroughFilter {
+            prefix,
+            in_paste: false,
+        }
+    }
+
     pub fn feed(&mut self, input: &[u8]) -> PassThrough {
         let mut i = 0;
         while i < input.len() {
@@ -140,7 +161,7 @@ impl PassThroughFilter {
                 i += PASTE_END.len();
                 continue;
             }
-            if input[i] == PREFIX && !self.in_paste {
+            if input[i] == self.prefix && !self.in_paste {
                 return PassThrough {
                     forward: input[..i].to_vec(),
                     left: Some(input[i + 1..].to_vec()),
@@ -232,6 +253,16 @@ mod tests {
         let out = f.feed(b"c\x1b[201~\x02");
         assert_eq!(out.forward, b"c\x1b[201~");
         assert_eq!(out.left, Some(vec![]));
+    }
+
+    #[test]
+    fn another_prefix_key_splits_pass_through_and_ctrl_b_is_then_typed() {
+        let mut f = PassThroughFilter::new(0x01);
+        let out = f.feed(b"a\x02b\x01z");
+        assert_eq!(out.forward, b"a\x02b");
+        assert_eq!(out.left, Some(b"z".to_vec()));
+        assert_eq!(ctrl_letter(0x01), 'a');
+        assert_eq!(ctrl_letter(PREFIX), 'b');
     }
 
     #[test]

@@ -9,7 +9,7 @@
 mod app;
 mod control;
 mod help;
-mod keys;
+pub(crate) mod keys;
 mod layout;
 mod pane;
 mod render;

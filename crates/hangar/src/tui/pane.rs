@@ -26,8 +26,11 @@ const AUTO_RETRY_EVERY: Duration = Duration::from_secs(2);
 pub enum PaneEvent {
     /// The session's last saved screen, shown while it wakes.
     SavedScreen(String),
-    /// The daemon accepted the attach: the live stream follows.
-    Attached,
+    /// The daemon accepted the attach: the live stream follows. It names
+    /// the configured detach key, whose prefix is also the TUI's prefix.
+    Attached {
+        detach_key: Option<String>,
+    },
     Data(Vec<u8>),
     Exited(i64),
     /// The attach was refused (a failed wake names its reason).
@@ -150,7 +153,7 @@ impl Pane {
                     *saved = Some(text);
                 }
             }
-            PaneEvent::Attached => self.status = PaneStatus::Live,
+            PaneEvent::Attached { .. } => self.status = PaneStatus::Live,
             PaneEvent::Data(bytes) => self.parser.process(&bytes),
             PaneEvent::Exited(code) => {
                 self.status = PaneStatus::Exited(code);
@@ -220,8 +223,9 @@ fn read_pane(
         cols,
         rows,
     })) {
-        Ok(_) => {
-            if !send(PaneEvent::Attached) {
+        Ok(reply) => {
+            let detach_key = reply["detach_key"].as_str().map(str::to_owned);
+            if !send(PaneEvent::Attached { detach_key }) {
                 return;
             }
         }

@@ -13,7 +13,9 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 
-use crate::tui::app::{App, Dialog, PROVIDERS, SideKind};
+use crate::tui::app::{
+    App, Dialog, FIELD_BRANCH, FIELD_FOLDER, FIELD_PROVIDER, FIELD_WORKTREE, PROVIDERS, SideKind,
+};
 use crate::tui::help::KEYS;
 use crate::tui::layout::{ScreenLayout, inner};
 use crate::tui::pane::{Pane, PaneStatus};
@@ -32,7 +34,7 @@ pub fn draw(frame: &mut Frame, app: &App, layout: &ScreenLayout, now_ms: u64) {
     }
     draw_status(frame, app, layout.status);
     if app.help {
-        draw_help(frame, frame.area());
+        draw_help(frame, app, frame.area());
     }
     if let Some(d) = &app.dialog {
         draw_dialog(frame, app, d, frame.area());
@@ -351,7 +353,7 @@ fn draw_side(frame: &mut Frame, app: &App, area: Rect, now_ms: u64) {
 fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let mode = if app.passthrough {
         Span::styled(
-            " TYPING (Ctrl-b leaves) ",
+            format!(" TYPING ({} leaves) ", app.prefix_name()),
             Style::new().fg(Color::Black).bg(Color::Green),
         )
     } else {
@@ -390,9 +392,20 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
     }
 }
 
-fn draw_help(frame: &mut Frame, area: Rect) {
-    let key_w = KEYS.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    let lines: Vec<Line> = KEYS
+fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
+    // The table names the default prefix; show the configured one.
+    let prefix = app.prefix_name();
+    let keys: Vec<(String, String)> = KEYS
+        .iter()
+        .map(|(k, what)| {
+            (
+                k.replace("Ctrl-b", &prefix),
+                what.replace("Ctrl-b", &prefix),
+            )
+        })
+        .collect();
+    let key_w = keys.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let lines: Vec<Line> = keys
         .iter()
         .map(|(k, what)| {
             Line::from(vec![
@@ -400,11 +413,11 @@ fn draw_help(frame: &mut Frame, area: Rect) {
                     format!(" {k:<key_w$}  "),
                     Style::new().fg(Color::Cyan).bold(),
                 ),
-                Span::raw(*what),
+                Span::raw(what.clone()),
             ])
         })
         .collect();
-    let width = KEYS
+    let width = keys
         .iter()
         .map(|(_, w)| w.len() + key_w + 5)
         .max()
@@ -428,6 +441,8 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
             cwd,
             field,
             split,
+            worktree,
+            branch,
         } => {
             let sel = |on: bool| {
                 if on {
@@ -452,18 +467,30 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
                     },
                 ));
             }
-            if *field == 0 {
-                providers.insert(0, Span::raw(">"));
-            } else {
-                providers.insert(0, Span::raw(" "));
-            }
+            let mark = |f: usize| if *field == f { ">" } else { " " };
+            providers.insert(0, Span::raw(mark(FIELD_PROVIDER)));
             let folder = Line::from(vec![
-                Span::raw(if *field == 1 {
-                    "> folder:   "
+                Span::raw(format!("{} folder:   ", mark(FIELD_FOLDER))),
+                Span::styled(cwd.clone(), sel(*field == FIELD_FOLDER)),
+            ]);
+            let worktree_line = Line::from(vec![
+                Span::raw(format!("{} worktree: ", mark(FIELD_WORKTREE))),
+                Span::styled(
+                    if *worktree {
+                        "[x] a new git worktree"
+                    } else {
+                        "[ ] no (the folder itself)"
+                    },
+                    sel(*field == FIELD_WORKTREE),
+                ),
+            ]);
+            let branch_line = Line::from(vec![
+                Span::raw(format!("{} branch:   ", mark(FIELD_BRANCH))),
+                if branch.is_empty() && *field != FIELD_BRANCH {
+                    Span::styled("(from the title)", Style::new().fg(Color::DarkGray))
                 } else {
-                    "  folder:   "
-                }),
-                Span::styled(cwd.clone(), sel(*field == 1)),
+                    Span::styled(branch.clone(), sel(*field == FIELD_BRANCH))
+                },
             ]);
             (
                 " new agent ".to_owned(),
@@ -472,9 +499,11 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
                     Line::raw(""),
                     Line::from(providers),
                     folder,
+                    worktree_line,
+                    branch_line,
                     Line::raw(""),
                     Line::styled(
-                        "  Tab: field  ←/→: provider  Enter: start  Esc: cancel",
+                        "  Tab: field  ←/→: choose  Space: worktree  Enter: start  Esc: cancel",
                         Style::new().fg(Color::DarkGray),
                     ),
                 ],

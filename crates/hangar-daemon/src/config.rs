@@ -4,9 +4,17 @@
 //! A missing file is the defaults. A file that does not parse is an error the
 //! daemon reports at start (it refuses to run on a config it cannot read,
 //! rather than silently ignoring what the user asked for).
+//!
+//! `hangar reload` (and `hangar wake` of a failed session) read the file
+//! again: the sections read at each use (providers, restore, attach,
+//! worktree, notify, mcp) take effect at once; the sections that built
+//! running machinery at start (governor, proxy, activity) are kept and named
+//! as needing a daemon restart. A reload never applies a file that does not
+//! parse: the daemon keeps the settings it has.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::RwLock;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -278,6 +286,91 @@ impl Config {
     }
 }
 
+/// The daemon's settings, replaced whole when config.toml is read again.
+///
+/// It derefs to the current `Config`, so every `daemon.config.x` reads the
+/// latest settings. Each version is leaked on purpose: a reference taken
+/// before a reload (held across an await, say) must stay valid, and a
+/// version is only made when the file changed (a few KB per edit a person
+/// made), so the leak is bounded by the edits of one daemon's life.
+pub struct LiveConfig {
+    current: RwLock<&'static Config>,
+}
+
+/// What reading config.toml again changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReloadOutcome {
+    /// Whether the file differed from the settings in use.
+    pub changed: bool,
+    /// Sections that changed but only take effect after a daemon restart.
+    pub needs_restart: Vec<&'static str>,
+}
+
+impl LiveConfig {
+    pub fn new(config: Config) -> LiveConfig {
+        LiveConfig {
+            current: RwLock::new(Box::leak(Box::new(config))),
+        }
+    }
+
+    /// The settings in use now.
+    pub fn get(&self) -> &'static Config {
+        // A poisoned lock still holds a valid reference.
+        *self.current.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Read `path` again and take its reloadable sections; a file that does
+    /// not parse changes nothing.
+    pub fn reload(&self, path: &Path) -> Result<ReloadOutcome, ConfigError> {
+        let fresh = Config::load(path)?;
+        let mut slot = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let old: &Config = *slot;
+        let (merged, needs_restart) = old.merged_with(fresh);
+        let changed = !same_text(old, &merged);
+        if changed {
+            *slot = Box::leak(Box::new(merged));
+        }
+        Ok(ReloadOutcome {
+            changed,
+            needs_restart,
+        })
+    }
+}
+
+impl std::ops::Deref for LiveConfig {
+    type Target = Config;
+    fn deref(&self) -> &Config {
+        self.get()
+    }
+}
+
+/// Compared through `Debug`: the config types are plain data and several
+/// live in other modules without `PartialEq`.
+fn same_text<T: std::fmt::Debug>(a: &T, b: &T) -> bool {
+    format!("{a:?}") == format!("{b:?}")
+}
+
+impl Config {
+    /// `fresh` with the sections that built running machinery at start kept
+    /// from `self`; also names those that differ (they need a restart).
+    pub fn merged_with(&self, mut fresh: Config) -> (Config, Vec<&'static str>) {
+        let mut needs_restart = Vec::new();
+        if !same_text(&self.governor, &fresh.governor) {
+            needs_restart.push("governor");
+        }
+        if !same_text(&self.proxy, &fresh.proxy) {
+            needs_restart.push("proxy");
+        }
+        if !same_text(&self.activity, &fresh.activity) {
+            needs_restart.push("activity");
+        }
+        fresh.governor = self.governor.clone();
+        fresh.proxy = self.proxy.clone();
+        fresh.activity = self.activity.clone();
+        (fresh, needs_restart)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,5 +419,39 @@ mod tests {
         std::fs::write(&p, "[restore\n").unwrap();
         let e = Config::load(&p).unwrap_err().to_string();
         assert!(e.contains("config.toml"), "{e}");
+    }
+
+    #[test]
+    fn a_reload_takes_new_providers_and_keeps_the_machinery_sections() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        std::fs::write(&p, "[governor]\nmax_live = 3\n").unwrap();
+        let live = LiveConfig::new(Config::load(&p).unwrap());
+        std::fs::write(
+            &p,
+            "[providers.aider]\nprogram = \"aider\"\n[governor]\nmax_live = 5\n[restore]\nspawn_timeout_secs = 7\n",
+        )
+        .unwrap();
+        let outcome = live.reload(&p).unwrap();
+        assert!(outcome.changed);
+        assert_eq!(outcome.needs_restart, vec!["governor"]);
+        assert!(live.providers.contains_key("aider"));
+        assert_eq!(live.restore.spawn_timeout_secs, 7);
+        assert_eq!(live.governor.max_live, Some(3), "kept until a restart");
+    }
+
+    #[test]
+    fn a_reload_of_a_broken_file_keeps_the_settings_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        std::fs::write(&p, "[providers.aider]\nprogram = \"aider\"\n").unwrap();
+        let live = LiveConfig::new(Config::load(&p).unwrap());
+        let before = live.get() as *const Config;
+        std::fs::write(&p, "[providers.aider\n").unwrap();
+        assert!(live.reload(&p).is_err());
+        assert!(live.providers.contains_key("aider"));
+        std::fs::write(&p, "[providers.aider]\nprogram = \"aider\"\n").unwrap();
+        assert!(!live.reload(&p).unwrap().changed);
+        assert_eq!(live.get() as *const Config, before, "no new version");
     }
 }

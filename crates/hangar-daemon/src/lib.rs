@@ -10,6 +10,7 @@ pub mod activity;
 pub mod attach_size;
 pub mod config;
 pub mod eviction;
+pub mod failure_reason;
 pub mod governor;
 pub mod identity;
 pub mod journal;
@@ -22,6 +23,7 @@ pub mod paths;
 pub mod provider;
 pub mod proxy;
 pub mod pty;
+pub mod reload;
 pub mod restore;
 pub mod server;
 pub mod state;
@@ -47,7 +49,8 @@ use crate::state::{RestoreProgress, State};
 
 pub struct Daemon {
     pub paths: Paths,
-    pub config: Config,
+    /// The settings in use; `hangar reload` reads config.toml again.
+    pub config: config::LiveConfig,
     pub os: Arc<dyn ProcessControl>,
     pub journal: journal::Journal,
     pub queue: wake_queue::WakeQueue,
@@ -219,7 +222,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     let (shutdown, _) = watch::channel(false);
     let daemon = Arc::new(Daemon {
         paths: paths.clone(),
-        config: config.clone(),
+        config: config::LiveConfig::new(config.clone()),
         os: Arc::new(os::RealOs),
         journal: journal::Journal::new(paths.home.join("journal.jsonl")),
         queue: wake_queue::WakeQueue::new(config.governor.queue_limits()),

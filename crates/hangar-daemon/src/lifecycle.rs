@@ -168,7 +168,16 @@ impl Daemon {
             let spec = launch_spec(&meta, &env).map_err(|e| {
                 SpawnFailure::new(
                     FailureKind::ProgramMissing,
-                    format!("{}: {e}", describe(&meta)),
+                    format!(
+                        "{}: {}",
+                        describe(&meta),
+                        crate::failure_reason::launch_failure(
+                            &e,
+                            &meta.provider,
+                            &self.paths.home,
+                            short(id)
+                        )
+                    ),
                 )
             })?;
             let spec = self.with_orchestration_mcp(&meta, spec);
@@ -312,7 +321,7 @@ impl Daemon {
             return Err(SpawnFailure::new(
                 FailureKind::Timeout,
                 format!(
-                    "{program} showed no output within {}s; `hangar wake {}` retries",
+                    "{program} showed no output within the {}s spawn timeout ([restore] spawn_timeout_secs in config.toml); `hangar wake {}` retries",
                     timeout.as_secs(),
                     short(id)
                 ),

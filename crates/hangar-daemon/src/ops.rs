@@ -218,6 +218,7 @@ impl Daemon {
                 }
             },
             proxy: self.proxy.view(),
+            failed: st.failed_views(),
         };
         serde_json::to_value(view).unwrap_or(Value::Null)
     }
@@ -348,6 +349,11 @@ impl Daemon {
 
     pub async fn op_wake(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
         let id = self.lock().resolve_session(session)?;
+        // A retry after the person fixed config.toml (as the failed reason
+        // advises) must see the fix: read it again, cheaply, first.
+        if matches!(self.lock().run_state(&id), RunState::Failed(_)) {
+            self.reload_config()?;
+        }
         let state = self.wake(&id).await?;
         self.touch(&id);
         let view = self.lock().session_view(&id);
@@ -481,6 +487,7 @@ impl Daemon {
     /// Store the setting, then restart live agent sessions one at a time
     /// under the same ids. Hibernated sessions pick it up when they wake.
     pub async fn op_reload(self: &Arc<Self>, req: msg::Reload) -> Result<Value, ApiError> {
+        let config = self.reload_config()?;
         let live_agents: Vec<SessionId> = {
             let mut st = self.lock();
             if let Some(d) = req.dangerous {
@@ -493,7 +500,7 @@ impl Daemon {
                     st.ws
                         .sessions
                         .get(id)
-                        .is_some_and(|m| m.provider.is_agent())
+                        .is_some_and(|m| self.restarts_on_reload(&m.provider))
                         && matches!(st.run_state(id), RunState::Live | RunState::Spawning)
                 })
                 .collect()
@@ -510,7 +517,10 @@ impl Daemon {
             }
         }
         let dangerous = self.lock().ws.settings.dangerous;
-        Ok(json!({"dangerous": dangerous, "restarted": restarted, "failed": failed}))
+        Ok(
+            json!({"dangerous": dangerous, "restarted": restarted, "failed": failed,
+            "config": {"changed": config.changed, "needs_restart": config.needs_restart}}),
+        )
     }
 
     pub fn op_screen(&self, session: &str) -> Result<Value, ApiError> {

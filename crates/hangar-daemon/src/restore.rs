@@ -33,6 +33,11 @@ impl Daemon {
         for id in &plan.hibernate {
             st.runtime(id);
         }
+        // Shown as `spawning` until its slot comes (cleared by
+        // `restore_spawn` once its wake has run).
+        for id in &plan.spawn {
+            st.runtime(id).awaiting_restore = true;
+        }
         st.restore.expected += plan.spawn.len();
         st.restore.hibernated += plan.hibernate.len();
         if st.restore.started.is_none() {
@@ -62,6 +67,9 @@ impl Daemon {
                 let _permit = sem.acquire_owned().await;
                 let outcome = daemon.wake_as(&id, crate::journal::Caller::Restore).await;
                 let mut st = daemon.lock();
+                if let Some(rt) = st.runtimes.get_mut(&id) {
+                    rt.awaiting_restore = false;
+                }
                 match outcome {
                     Ok(RunState::Live) => st.restore.restored += 1,
                     Ok(RunState::Failed(reason)) => {

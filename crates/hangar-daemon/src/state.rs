@@ -44,6 +44,9 @@ pub struct Runtime {
     pub proc: Option<Arc<LiveProcess>>,
     /// Whether the last start resumed a provider session.
     pub resumed: Option<bool>,
+    /// In the restore's spawn set, waiting for a slot: shown as `spawning`
+    /// (a pane about to start is not hibernated).
+    pub awaiting_restore: bool,
     /// Bumped on every state change; waiters subscribe to it.
     pub changed: watch::Sender<u64>,
 }
@@ -55,6 +58,7 @@ impl Runtime {
             state: RunState::Hibernated,
             proc: None,
             resumed: None,
+            awaiting_restore: false,
             changed,
         }
     }
@@ -90,6 +94,7 @@ impl RestoreProgress {
             hibernated: self.hibernated,
             failed: self.failed,
             complete: self.finished >= self.expected,
+            all_live: self.finished >= self.expected && self.failed == 0,
             duration_ms: self.duration_ms.or_else(|| {
                 self.started
                     .filter(|_| self.finished < self.expected)
@@ -159,6 +164,16 @@ impl State {
             .get(id)
             .map(|r| r.state.clone())
             .unwrap_or(RunState::Hibernated)
+    }
+
+    /// The state people are shown: `run_state`, except that a pane waiting
+    /// for a restore slot is `spawning`.
+    pub fn shown_state(&self, id: &SessionId) -> RunState {
+        match self.runtimes.get(id) {
+            Some(r) if r.awaiting_restore && r.state == RunState::Hibernated => RunState::Spawning,
+            Some(r) => r.state.clone(),
+            None => RunState::Hibernated,
+        }
     }
 
     /// Persist the model; `removed` names every session intentionally gone.
@@ -262,7 +277,7 @@ impl State {
             None => (Placement::Parked, None),
         };
         let rt = self.runtimes.get(id);
-        let state = rt.map(|r| r.state.clone()).unwrap_or(RunState::Hibernated);
+        let state = self.shown_state(id);
         let pid = rt
             .filter(|r| matches!(r.state, RunState::Live | RunState::Spawning))
             .and_then(|r| r.proc.as_ref())
@@ -352,7 +367,7 @@ impl State {
                 Some(Placement::Buried) => c.buried += 1,
                 _ => c.parked += 1,
             }
-            match self.run_state(id) {
+            match self.shown_state(id) {
                 RunState::Live => c.live += 1,
                 RunState::Hibernated => c.hibernated += 1,
                 RunState::Failed(_) => c.failed += 1,
@@ -361,6 +376,24 @@ impl State {
             }
         }
         c
+    }
+
+    /// Every failed session with its reason, in display order.
+    pub fn failed_views(&self) -> Vec<hangar_protocol::view::FailedView> {
+        self.ordered_sessions()
+            .into_iter()
+            .filter_map(|id| {
+                let RunState::Failed(reason) = self.run_state(&id) else {
+                    return None;
+                };
+                let title = self.ws.sessions.get(&id)?.title.clone();
+                Some(hangar_protocol::view::FailedView {
+                    id: id.to_string(),
+                    title,
+                    reason,
+                })
+            })
+            .collect()
     }
 
     pub fn tab_views(&self) -> Vec<TabView> {

@@ -159,6 +159,9 @@ pub struct RestoreView {
     /// Every expected spawn has finished, whether it succeeded or failed.
     pub complete: bool,
     pub duration_ms: Option<u64>,
+    /// Complete, and every expected spawn ended live (no pane failed).
+    #[serde(default)]
+    pub all_live: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -177,6 +180,17 @@ pub struct StatusView {
     pub wake_queue: WakeQueueView,
     #[serde(default)]
     pub proxy: ProxyView,
+    /// Every session in state `failed`, with the reason it shows.
+    #[serde(default)]
+    pub failed: Vec<FailedView>,
+}
+
+/// A failed session in `hangar status`: what it is and why it failed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailedView {
+    pub id: String,
+    pub title: String,
+    pub reason: String,
 }
 
 /// The live budget and current usage.

@@ -38,10 +38,23 @@ pub fn done(what: &str, v: &Value) {
         for f in v["failed"].as_array().into_iter().flatten() {
             println!("  failed {}: {}", short(&f["id"]), s(&f["reason"]));
         }
+        let c = &v["config"];
+        if c["changed"].as_bool() == Some(true) {
+            println!("read config.toml again");
+        }
+        for section in c["needs_restart"].as_array().into_iter().flatten() {
+            println!(
+                "  [{}] changed: it takes effect after a daemon restart (`hangar shutdown`)",
+                s(section)
+            );
+        }
         return;
     }
     let id = v.get("id").map(short).unwrap_or_default();
     match v.get("state").and_then(Value::as_str) {
+        Some(state) if v["started"] == "fresh" && state == "live" => {
+            println!("{what} {id} ({state}, started fresh: no provider session id to resume)")
+        }
         Some(state) => println!("{what} {id} ({state})"),
         None => println!("{what} {id}"),
     }
@@ -66,11 +79,16 @@ pub fn sessions(v: &Value) {
         if r["pinned"].as_bool() == Some(true) {
             title.insert_str(0, "* ");
         }
+        // `fresh`: started without a provider session id to resume.
+        let state = match (s(&r["state"]), r["started"].as_str()) {
+            ("live", Some("fresh")) => "live fresh",
+            (state, _) => state,
+        };
         println!(
             "{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {:<20} {}",
             short(&r["id"]),
             s(&r["provider"]),
-            s(&r["state"]),
+            state,
             r["activity"].as_str().unwrap_or("unknown"),
             s(&r["placement"]),
             short(&r["tab"]),
@@ -106,10 +124,10 @@ pub fn status(v: &Value) {
         r["expected"],
         r["failed"],
         r["hibernated"],
-        if r["complete"].as_bool() == Some(true) {
-            "complete"
-        } else {
-            "in progress"
+        match (r["complete"].as_bool(), r["all_live"].as_bool()) {
+            (Some(true), Some(true)) => "complete, all live",
+            (Some(true), _) => "complete",
+            _ => "in progress",
         },
         r["duration_ms"]
             .as_u64()
@@ -186,6 +204,14 @@ pub fn status(v: &Value) {
                 println!("usage    last error ({session}): {e}");
             }
         }
+    }
+    for f in v["failed"].as_array().into_iter().flatten() {
+        println!(
+            "failed   {} {}: {}",
+            short(&f["id"]),
+            s(&f["title"]),
+            s(&f["reason"])
+        );
     }
     for n in v["notices"].as_array().into_iter().flatten() {
         println!("notice   {}", s(n));

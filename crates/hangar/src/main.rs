@@ -20,10 +20,65 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, Command};
+
+/// Whether the command prints its report and exits: those may die of a
+/// reader that went away (`hangar ls | head -3`), as Unix tools do. The
+/// daemon, attach and the TUI must not: they write to sockets and a
+/// terminal in raw mode, where a lost peer is an error to handle.
+fn prints_and_exits(cli: &Cli) -> bool {
+    !matches!(
+        cli.command,
+        None | Some(Command::Daemon | Command::Attach { .. } | Command::Mcp { .. })
+    )
+}
+
+/// Rust ignores SIGPIPE, so `println!` to a closed pipe panics with "failed
+/// printing to stdout: Broken pipe". Take the default action back: the
+/// process ends silently when its reader is gone. A daemon this process
+/// starts is unaffected (a new program starts with Rust's own setting).
+fn die_quietly_on_a_closed_stdout() {
+    // SAFETY: setting a signal's disposition to its default has no memory
+    // effects; nothing else in this process handles SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Close every fd above stderr the daemon inherited. Whoever started it
+/// (a shell, a test, an editor, `$(hangar ls)` auto-starting it) may have
+/// left fds open without close-on-exec; the daemon would hold them for its
+/// whole life (a `$(...)` never sees EOF) and pass them to every agent.
+/// Runs first, before this process opens anything of its own.
+fn close_inherited_fds() {
+    let listed = ["/proc/self/fd", "/dev/fd"]
+        .iter()
+        .find_map(|dir| std::fs::read_dir(dir).ok())
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&fd| fd > 2)
+                .collect::<Vec<_>>()
+        });
+    // Without a listing, the first 1024 (the usual soft limit) are tried.
+    let fds = listed.unwrap_or_else(|| (3..1024).collect());
+    for fd in fds {
+        // SAFETY: nothing in this process owns an fd above 2 yet (the
+        // listing's own fd is already closed: EBADF at worst).
+        unsafe {
+            libc::close(fd);
+        }
+    }
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if prints_and_exits(&cli) {
+        die_quietly_on_a_closed_stdout();
+    }
+    if matches!(cli.command, Some(Command::Daemon)) {
+        close_inherited_fds();
+    }
     match cli::run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -48,6 +48,7 @@ fn assert_only_panes_run(h: &Hangar, ws: &support::workspace::CraftedWorkspace) 
     assert_eq!(status["restore"]["expected"], ws.panes.len(), "{status}");
     assert_eq!(status["restore"]["restored"], ws.panes.len(), "{status}");
     assert_eq!(status["restore"]["failed"], 0, "{status}");
+    assert_eq!(status["restore"]["all_live"], true, "{status}");
     let agents = h.fake_agent_pids_for_home();
     assert_eq!(
         agents.len(),
@@ -265,7 +266,11 @@ fn a_pane_whose_program_is_missing_fails_alone_and_every_record_survives_two_res
     assert_eq!(status["restore"]["expected"], 9, "{status}");
     assert_eq!(status["restore"]["restored"], 8, "{status}");
     assert_eq!(status["restore"]["failed"], 1, "{status}");
+    // Honest: every planned spawn finished, but not all of them are live.
+    assert_eq!(status["restore"]["complete"], true, "{status}");
+    assert_eq!(status["restore"]["all_live"], false, "{status}");
     assert_eq!(status["sessions"]["failed"], 1, "{status}");
+    assert_eq!(status["failed"][0]["id"], broken.id.as_str(), "{status}");
     let row = h.session(&broken.id);
     assert_eq!(row["state"], "failed", "{row}");
     assert!(

@@ -157,6 +157,19 @@ impl Hangar {
         }
     }
 
+    /// Sets (or replaces) one variable of the env every later command (and
+    /// so a daemon started later, and its agents) gets.
+    pub fn set_env(&mut self, key: &str, value: impl Into<OsString>) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.into(), value.into()));
+    }
+
+    /// Writes `$HANGAR_HOME/config.toml`.
+    pub fn write_config(&self, text: &str) {
+        fs::create_dir_all(&self.home).expect("create HANGAR_HOME");
+        fs::write(self.home.join("config.toml"), text).expect("write config.toml");
+    }
+
     /// A `hangar` command with this fixture's env (nothing inherited but PATH)
     /// and cwd.
     pub fn command(&self, args: &[&str]) -> Command {

@@ -230,36 +230,44 @@ pub struct TranscriptMatch<'a> {
     /// Another live session of the same provider runs in the same folder, so
     /// "the newest transcript there" could be its one. A different id is then
     /// only adopted when the transcript names the current id as the one it
-    /// was cleared from.
+    /// was cleared from, or when this session's own process holds it open.
     pub shares_folder: bool,
+    /// Ids of the transcripts this session's process tree holds open right
+    /// now (codex keeps its rollout open for the whole session). The
+    /// strongest evidence there is: the process writing a file is its owner.
+    pub open_by_self: &'a BTreeSet<String>,
+    /// Ids of the transcripts the processes of other live sessions hold
+    /// open: written by someone else, so never this session's.
+    pub open_by_others: &'a BTreeSet<String>,
 }
 
 /// Allowance for file-system timestamp granularity and clock steps between
 /// the process start and its first write.
 pub const MTIME_SLACK_MS: u64 = 2_000;
 
-/// The transcript that is this session's own right now: the newest one, in
-/// the session's folder, written since the process started, that no other
-/// session holds. `None` when nothing qualifies.
+/// The transcript that is this session's own right now.
+///
+/// A transcript another session holds as its id, or that another session's
+/// process holds open, is never picked. When this session's own process
+/// holds transcripts open, the newest of those is the answer, whatever its
+/// age or the folder's other sessions: the writer is the owner. Otherwise
+/// it is the newest one in the session's folder written since the process
+/// started (in a folder shared with another live session of the same
+/// provider, only the current id or its `/clear` successor). `None` when
+/// nothing qualifies.
 pub fn pick_transcript<'t>(
     candidates: &'t [TranscriptFacts],
     m: &TranscriptMatch<'_>,
 ) -> Option<&'t TranscriptFacts> {
-    let mut eligible: Vec<&TranscriptFacts> = candidates
-        .iter()
-        .filter(|t| t.modified_ms + MTIME_SLACK_MS >= m.started_ms)
-        .filter(|t| {
-            t.cwd
-                .as_deref()
-                .is_some_and(|c| cwd_matches(m.session_cwd, c))
-        })
-        .filter(|t| !m.held_by_others.contains(&t.id))
-        .filter(|t| {
-            !m.shares_folder
-                || m.current == Some(t.id.as_str())
-                || (m.current.is_some() && t.cleared_from.as_deref() == m.current)
-        })
-        .collect();
+    let own_folder = |t: &&TranscriptFacts| {
+        t.cwd
+            .as_deref()
+            .is_some_and(|c| cwd_matches(m.session_cwd, c))
+    };
+    let not_someone_elses = |t: &&TranscriptFacts| {
+        !m.held_by_others.contains(&t.id)
+            && (!m.open_by_others.contains(&t.id) || m.open_by_self.contains(&t.id))
+    };
     // Newest first. On a tie (a `/clear` writes its last line to the old
     // transcript and its first to the new one within the same millisecond)
     // the successor of the current id wins, then the current id itself.
@@ -268,8 +276,31 @@ pub fn pick_transcript<'t>(
         let current = m.current == Some(t.id.as_str());
         (t.modified_ms, successor, current)
     };
-    eligible.sort_by_key(|t| std::cmp::Reverse(rank(t)));
-    eligible.first().copied()
+    let newest = |mut v: Vec<&'t TranscriptFacts>| {
+        v.sort_by_key(|t| std::cmp::Reverse(rank(t)));
+        v.first().copied()
+    };
+    let written_by_self: Vec<&TranscriptFacts> = candidates
+        .iter()
+        .filter(|t| m.open_by_self.contains(&t.id))
+        .filter(own_folder)
+        .filter(not_someone_elses)
+        .collect();
+    if !written_by_self.is_empty() {
+        return newest(written_by_self);
+    }
+    let eligible: Vec<&TranscriptFacts> = candidates
+        .iter()
+        .filter(|t| t.modified_ms + MTIME_SLACK_MS >= m.started_ms)
+        .filter(own_folder)
+        .filter(not_someone_elses)
+        .filter(|t| {
+            !m.shares_folder
+                || m.current == Some(t.id.as_str())
+                || (m.current.is_some() && t.cleared_from.as_deref() == m.current)
+        })
+        .collect();
+    newest(eligible)
 }
 
 /// Sessions sharing one durable provider session id.
@@ -523,6 +554,8 @@ mod tests {
             current: Some("a"),
             held_by_others: &held,
             shares_folder: false,
+            open_by_self: &NONE,
+            open_by_others: &NONE,
         };
         let c = vec![
             facts("old", "/w", 10_000, None),
@@ -544,6 +577,8 @@ mod tests {
             current: Some("a"),
             held_by_others: &held,
             shares_folder: false,
+            open_by_self: &NONE,
+            open_by_others: &NONE,
         };
         let c = vec![facts("a", "/w", 5, None), facts("b", "/w", 9, None)];
         assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
@@ -558,11 +593,89 @@ mod tests {
             current: Some("a"),
             held_by_others: &held,
             shares_folder: true,
+            open_by_self: &NONE,
+            open_by_others: &NONE,
         };
         let c = vec![facts("a", "/w", 5, None), facts("neighbour", "/w", 9, None)];
         assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
         let c = vec![facts("a", "/w", 5, None), facts("a2", "/w", 9, Some("a"))];
         assert_eq!(pick_transcript(&c, &m).unwrap().id, "a2");
+    }
+
+    static NONE: BTreeSet<String> = BTreeSet::new();
+
+    fn ids(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn in_a_shared_folder_the_transcript_a_session_holds_open_is_its_own_even_without_an_id() {
+        // Two fresh codex sessions in one folder: neither has an id yet.
+        let (mine, theirs) = (ids(&["a"]), ids(&["b"]));
+        let m = TranscriptMatch {
+            session_cwd: "/w",
+            started_ms: 0,
+            current: None,
+            held_by_others: &NONE,
+            shares_folder: true,
+            open_by_self: &mine,
+            open_by_others: &theirs,
+        };
+        let c = vec![facts("a", "/w", 5, None), facts("b", "/w", 9, None)];
+        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
+        // Without the open files the shared folder leaves it undecided.
+        let m = TranscriptMatch {
+            open_by_self: &NONE,
+            open_by_others: &NONE,
+            ..m
+        };
+        assert_eq!(pick_transcript(&c, &m), None);
+    }
+
+    #[test]
+    fn a_transcript_another_sessions_process_holds_open_is_never_adopted_even_alone_in_the_folder()
+    {
+        // The probe that lost a conversation: A hibernated, B alone in the
+        // folder saw A's rollout as the newest one there.
+        let (theirs, held) = (ids(&["a"]), ids(&["a"]));
+        let m = TranscriptMatch {
+            session_cwd: "/w",
+            started_ms: 0,
+            current: None,
+            held_by_others: &NONE,
+            shares_folder: false,
+            open_by_self: &NONE,
+            open_by_others: &theirs,
+        };
+        let c = vec![facts("a", "/w", 9, None)];
+        assert_eq!(pick_transcript(&c, &m), None);
+        let m = TranscriptMatch {
+            held_by_others: &held,
+            open_by_others: &NONE,
+            ..m
+        };
+        assert_eq!(pick_transcript(&c, &m), None);
+    }
+
+    #[test]
+    fn a_session_whose_process_holds_its_transcript_open_ignores_newer_ones_it_does_not_write() {
+        let mine = ids(&["b"]);
+        let m = TranscriptMatch {
+            session_cwd: "/w",
+            started_ms: 100_000,
+            current: None,
+            held_by_others: &NONE,
+            shares_folder: false,
+            open_by_self: &mine,
+            open_by_others: &NONE,
+        };
+        // "b" is older than the process (a resumed rollout) but open by it;
+        // "a" is newer, in the folder, and no one else's: still not ours.
+        let c = vec![facts("b", "/w", 10, None), facts("a", "/w", 101_000, None)];
+        assert_eq!(pick_transcript(&c, &m).unwrap().id, "b");
+        // An open file from another folder is not adopted (the cwd rule holds).
+        let c = vec![facts("b", "/x", 101_000, None)];
+        assert_eq!(pick_transcript(&c, &m), None);
     }
 
     #[test]
@@ -576,6 +689,8 @@ mod tests {
             current: Some("a"),
             held_by_others: &held,
             shares_folder: false,
+            open_by_self: &NONE,
+            open_by_others: &NONE,
         };
         let c = vec![facts("a", "/w", 9, None), facts("a2", "/w", 9, Some("a"))];
         assert_eq!(pick_transcript(&c, &m).unwrap().id, "a2");

@@ -108,6 +108,7 @@ impl Daemon {
         };
         let stops = lives.iter().map(|(id, live)| async move {
             let screen = live.formatted();
+            self.note_identity_before_stop(id, live);
             self.stop_process(live).await;
             (id.clone(), screen)
         });

@@ -410,6 +410,7 @@ impl Daemon {
         };
         if let Some(live) = live {
             let screen = live.formatted();
+            self.note_identity_before_stop(id, &live);
             self.stop_process(&live).await;
             let mut st = self.lock();
             let _ = st.store.save_screen(id, &screen, crate::now_ms());

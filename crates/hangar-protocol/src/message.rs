@@ -252,8 +252,18 @@ fn until_idle() -> String {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Hook {
     pub session: String,
-    /// `stop`, `notification` or `user-prompt-submit`.
+    /// `stop`, `notification`, `user-prompt-submit` or `session-start`.
     pub event: String,
+    /// `session-start` only: the provider session id the agent reported
+    /// (its hook input's `session_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_session_id: Option<String>,
+    /// `session-start` only: the folder the agent runs in (its hook input's `cwd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// `session-start` only: why it started (`startup`, `resume`, `clear`, `compact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// The orchestration tools an agent calls through `hangar mcp`; each is its
@@ -705,6 +715,14 @@ mod tests {
             Request::Hook(Hook {
                 session: "a".into(),
                 event: "stop".into(),
+                ..Default::default()
+            }),
+            Request::Hook(Hook {
+                session: "a".into(),
+                event: "session-start".into(),
+                provider_session_id: Some("p".into()),
+                cwd: Some("/w".into()),
+                source: Some("clear".into()),
             }),
         ];
         for r in reqs {

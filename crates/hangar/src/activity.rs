@@ -80,7 +80,11 @@ pub fn hook(paths: &Paths, event: String, session: String) -> anyhow::Result<Exi
     }
     let sent = Client::connect_existing(paths).and_then(|c| match c {
         Some(mut c) => c
-            .request(Request::Hook(msg::Hook { session, event }))
+            .request(Request::Hook(msg::Hook {
+                session,
+                event,
+                ..Default::default()
+            }))
             .map(|_| ()),
         None => Ok(()),
     });

@@ -4,11 +4,11 @@
 //!
 //! Cost is bounded by construction: a claude session only ever lists its own
 //! project folder (`projects/<cwd slug>`), a codex session only the date
-//! folders between its start and today (at most three), and a file is only
+//! folders around its start and around today (at most a dozen), and a file is only
 //! re-read when its size or modification time changed. This module must never
 //! read a whole transcript to find an id: the first entries carry it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -73,6 +73,22 @@ pub fn utc_date(ms: u64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// How far local time is ahead of UTC at `ms` (negative west of Greenwich),
+/// in milliseconds, from the C library's time zone rules (`TZ`,
+/// `/etc/localtime`). 0 when it cannot tell.
+pub fn local_offset_ms(ms: u64) -> i64 {
+    let t = (ms / 1000) as libc::time_t;
+    // SAFETY: localtime_r only writes the `tm` we own; a zeroed `tm` is a
+    // valid value of that plain C struct.
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return 0;
+        }
+        tm.tm_gmtoff as i64 * 1000
+    }
+}
+
 /// The folders a session's new transcripts can appear in.
 pub fn candidate_dirs(
     provider: &Provider,
@@ -81,15 +97,42 @@ pub fn candidate_dirs(
     started_ms: u64,
     now_ms: u64,
 ) -> Vec<PathBuf> {
+    candidate_dirs_in_zone(provider, root, cwd, started_ms, now_ms, &local_offset_ms)
+}
+
+/// [`candidate_dirs`] with the local time zone given, for tests.
+///
+/// Codex names its date folders by the LOCAL date, so the days are taken in
+/// both UTC and local time: one day either side of the session's start
+/// (its first rollout) and of now (a rollout begun since). The days in
+/// between are not listed, which keeps a long-lived session's poll to at
+/// most a dozen folders; a rollout begun on such a day was seen while it
+/// was "now", and an open one is found through the process anyway.
+pub fn candidate_dirs_in_zone(
+    provider: &Provider,
+    root: &Path,
+    cwd: &str,
+    started_ms: u64,
+    now_ms: u64,
+    local_offset_ms: &dyn Fn(u64) -> i64,
+) -> Vec<PathBuf> {
+    const DAY: i64 = 86_400_000;
     match provider {
         Provider::Claude => vec![root.join("projects").join(claude_slug(cwd))],
         Provider::Codex => {
-            let mut days = vec![
-                utc_date(started_ms),
-                utc_date(now_ms.saturating_sub(86_400_000).max(started_ms)),
-                utc_date(now_ms),
-            ];
-            days.dedup();
+            let mut days = Vec::new();
+            for anchor in [started_ms, now_ms.max(started_ms)] {
+                for offset in [0, local_offset_ms(anchor)] {
+                    for shift in [-DAY, 0, DAY] {
+                        let at = (anchor as i64).saturating_add(offset + shift).max(0) as u64;
+                        let day = utc_date(at);
+                        if !days.contains(&day) {
+                            days.push(day);
+                        }
+                    }
+                }
+            }
+            days.sort();
             days.into_iter()
                 .map(|(y, m, d)| {
                     root.join("sessions")
@@ -132,54 +175,76 @@ pub struct TranscriptCache {
 
 impl TranscriptCache {
     /// The facts of every transcript in `dirs` (missing folders are fine:
-    /// the provider has not written anything yet).
-    pub fn scan(&mut self, provider: &Provider, dirs: &[PathBuf]) -> Vec<TranscriptFacts> {
+    /// the provider has not written anything yet), plus those of `files`
+    /// wherever they are (a resumed rollout lives in an older date folder).
+    pub fn scan(
+        &mut self,
+        provider: &Provider,
+        dirs: &[PathBuf],
+        files: &[PathBuf],
+    ) -> Vec<TranscriptFacts> {
         let mut out = Vec::new();
-        let mut seen = Vec::new();
-        for dir in dirs {
-            let Ok(entries) = fs::read_dir(dir) else {
+        let mut seen: HashSet<PathBuf> = HashSet::new();
+        let listed = dirs
+            .iter()
+            .filter_map(|dir| fs::read_dir(dir).ok())
+            .flat_map(|entries| entries.flatten().map(|e| e.path()));
+        for path in listed.chain(files.iter().cloned()) {
+            if seen.contains(&path) {
+                continue;
+            }
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
                 continue;
             };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let Some(name) = name.to_str() else { continue };
-                if !is_transcript_name(provider, name) {
-                    continue;
-                }
-                let path = entry.path();
-                let Ok(md) = entry.metadata() else { continue };
-                if !md.is_file() {
-                    continue;
-                }
-                let modified_ms = md.modified().map(millis).unwrap_or(0);
-                let len = md.len();
-                let fresh = self
-                    .files
-                    .get(&path)
-                    .is_some_and(|c| c.len == len && c.modified_ms == modified_ms);
-                if !fresh {
-                    let facts = read_facts(provider, &path).map(|mut f| {
-                        f.modified_ms = modified_ms;
-                        f
-                    });
-                    self.files.insert(
-                        path.clone(),
-                        Cached {
-                            len,
-                            modified_ms,
-                            facts,
-                        },
-                    );
-                }
-                if let Some(f) = self.files.get(&path).and_then(|c| c.facts.clone()) {
-                    out.push(f);
-                }
-                seen.push(path);
+            if !is_transcript_name(provider, name) {
+                continue;
             }
+            let Ok(md) = fs::metadata(&path) else {
+                continue;
+            };
+            if !md.is_file() {
+                continue;
+            }
+            let modified_ms = md.modified().map(millis).unwrap_or(0);
+            let len = md.len();
+            let fresh = self
+                .files
+                .get(&path)
+                .is_some_and(|c| c.len == len && c.modified_ms == modified_ms);
+            if !fresh {
+                let facts = read_facts(provider, &path).map(|mut f| {
+                    f.modified_ms = modified_ms;
+                    f
+                });
+                self.files.insert(
+                    path.clone(),
+                    Cached {
+                        len,
+                        modified_ms,
+                        facts,
+                    },
+                );
+            }
+            if let Some(f) = self.files.get(&path).and_then(|c| c.facts.clone()) {
+                out.push(f);
+            }
+            seen.insert(path);
         }
         // Forget files that went away so the cache stays as small as the folders.
         self.files.retain(|p, _| seen.contains(p));
         out
+    }
+
+    /// The ids of the transcripts at `paths`, read through the cache (a
+    /// file not yet scanned is read once).
+    pub fn ids_of(&mut self, provider: &Provider, paths: &[PathBuf]) -> BTreeSet<String> {
+        paths
+            .iter()
+            .filter_map(|p| match self.files.get(p) {
+                Some(c) => c.facts.as_ref().map(|f| f.id.clone()),
+                None => read_facts(provider, p).map(|f| f.id),
+            })
+            .collect()
     }
 }
 
@@ -318,19 +383,59 @@ mod tests {
         assert_eq!(claude_slug("/tmp/a.b/c"), "-tmp-a-b-c");
     }
 
+    fn day_dirs(dirs: &[PathBuf]) -> Vec<String> {
+        dirs.iter()
+            .map(|d| d.strip_prefix("/c/sessions").unwrap().display().to_string())
+            .collect()
+    }
+
     #[test]
-    fn codex_looks_only_at_the_date_folders_since_the_start() {
+    fn codex_looks_at_the_days_around_the_start_and_now_in_utc_and_local_time() {
         let day = 86_400_000;
-        let dirs = candidate_dirs(
+        let utc = |_: u64| 0;
+        // 1970-01-11 00:30 UTC, started and looked at the same minute.
+        let t = 10 * day + 30 * 60_000;
+        let dirs = candidate_dirs_in_zone(&Provider::Codex, Path::new("/c"), "/w", t, t, &utc);
+        assert_eq!(day_dirs(&dirs), ["1970/01/10", "1970/01/11", "1970/01/12"]);
+        // Long-lived: the days around the start and around now only.
+        let dirs =
+            candidate_dirs_in_zone(&Provider::Codex, Path::new("/c"), "/w", 1, 40 * day, &utc);
+        assert_eq!(dirs.len(), 5);
+    }
+
+    #[test]
+    fn codex_finds_a_rollout_in_the_local_date_folder_two_days_off_utc() {
+        // 2025-06-10 23:30 UTC is already 2025-06-11 13:30 at UTC+14 (Kiribati):
+        // codex writes into 2025/06/11 and on the next local day into 06/12.
+        let t = 1_749_598_200_000;
+        assert_eq!(utc_date(t), (2025, 6, 10));
+        let plus14 = |_: u64| 14 * 3_600_000;
+        let dirs = candidate_dirs_in_zone(&Provider::Codex, Path::new("/c"), "/w", t, t, &plus14);
+        let days = day_dirs(&dirs);
+        for local in ["2025/06/11", "2025/06/12"] {
+            assert!(days.contains(&local.to_owned()), "{local} not in {days:?}");
+        }
+        // West of Greenwich the local date lags: UTC-11 at 2025-06-10 05:00 UTC
+        // is 2025-06-09 18:00, and the day before that is looked at too.
+        let t = 1_749_531_600_000;
+        let minus11 = |_: u64| -11 * 3_600_000;
+        let days = day_dirs(&candidate_dirs_in_zone(
             &Provider::Codex,
             Path::new("/c"),
             "/w",
-            10 * day,
-            10 * day + 5,
-        );
-        assert_eq!(dirs, vec![PathBuf::from("/c/sessions/1970/01/11")]);
-        let dirs = candidate_dirs(&Provider::Codex, Path::new("/c"), "/w", 1, 40 * day);
-        assert_eq!(dirs.len(), 3);
+            t,
+            t,
+            &minus11,
+        ));
+        for local in ["2025/06/08", "2025/06/09"] {
+            assert!(days.contains(&local.to_owned()), "{local} not in {days:?}");
+        }
+    }
+
+    #[test]
+    fn the_local_offset_follows_tz() {
+        // Whatever the machine's zone, the offset is within a day.
+        assert!(local_offset_ms(1_749_598_200_000).abs() < 86_400_000);
     }
 
     #[test]

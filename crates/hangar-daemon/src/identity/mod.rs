@@ -10,6 +10,7 @@
 
 pub mod discovery;
 pub mod messages;
+pub mod open_files;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -80,6 +81,12 @@ pub fn duplicate_notices(ws: &Workspace) -> Vec<String> {
         .collect()
 }
 
+/// Whether a hook event is Claude Code's `SessionStart` (either spelling).
+pub fn is_session_start(event: &str) -> bool {
+    let e = event.trim();
+    e.eq_ignore_ascii_case("session-start") || e.eq_ignore_ascii_case("SessionStart")
+}
+
 impl Daemon {
     /// Watch a freshly spawned agent's transcripts for as long as `live` is
     /// its process; record the provider session id they show.
@@ -111,7 +118,8 @@ impl Daemon {
                 }
                 // One last look after an exit: a `/clear` just before quitting
                 // must still be what the next wake resumes.
-                daemon.discover_once(&id, &provider, &root, started_ms, &mut cache);
+                let pid = (!exited).then_some(live.pid);
+                daemon.discover_once(&id, &provider, &root, started_ms, pid, &mut cache, false);
                 if exited {
                     return;
                 }
@@ -120,15 +128,20 @@ impl Daemon {
     }
 
     /// Look at the transcript folders once and record what they show.
+    /// `pid` is the session's process while it runs (`None` after it
+    /// exited): the transcripts its tree holds open are its own.
+    #[allow(clippy::too_many_arguments)]
     fn discover_once(
         &self,
         id: &SessionId,
         provider: &Provider,
         root: &std::path::Path,
         started_ms: u64,
+        pid: Option<u32>,
         cache: &mut TranscriptCache,
+        only_open: bool,
     ) {
-        let (cwd, current, held, shares_folder) = {
+        let (cwd, current, held, shares_folder, neighbours) = {
             let st = self.lock();
             let Some(meta) = st.ws.sessions.get(id) else {
                 return;
@@ -140,28 +153,65 @@ impl Daemon {
                 .filter(|(o, m)| *o != id && m.provider == *provider);
             let mut held = BTreeSet::new();
             let mut shares = false;
+            let mut neighbours = Vec::new();
             for (other, m) in same_provider {
                 if let Some(pid) = m.durable_provider_id() {
                     held.insert(pid.to_owned());
                 }
-                shares |= m.cwd == meta.cwd && is_running(&st.run_state(other));
+                let beside = m.cwd == meta.cwd && is_running(&st.run_state(other));
+                shares |= beside;
+                if beside && let Some(p) = st.runtimes.get(other).and_then(|r| r.proc.as_ref()) {
+                    neighbours.push(p.pid);
+                }
             }
             (
                 meta.cwd.clone(),
                 meta.durable_provider_id().map(str::to_owned),
                 held,
                 shares,
+                neighbours,
             )
         };
+        // Only codex is known to hold its transcript open for the whole
+        // session; Claude Code opens, appends and closes, so for claude the
+        // open files prove nothing (its SessionStart hook tells instead).
+        let by_fd = matches!(provider, Provider::Codex);
+        // `/proc` shows the path as the kernel sees it: symlinks resolved.
+        let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let open_of = |pid: u32| -> Vec<std::path::PathBuf> {
+            open_files::open_under(pid, &real_root)
+                .into_iter()
+                .collect()
+        };
+        let mine = match pid {
+            Some(p) if by_fd => open_of(p),
+            _ => Vec::new(),
+        };
+        if only_open && mine.is_empty() {
+            return;
+        }
+        let theirs: Vec<std::path::PathBuf> = if by_fd {
+            neighbours.into_iter().flat_map(open_of).collect()
+        } else {
+            Vec::new()
+        };
         let cwd = discovery::canonical_cwd(&cwd);
-        let dirs = discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::now_ms());
-        let facts = cache.scan(provider, &dirs);
+        let dirs = if only_open {
+            Vec::new()
+        } else {
+            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::now_ms())
+        };
+        let facts = cache.scan(provider, &dirs, &mine);
+        let open_by_self = cache.ids_of(provider, &mine);
+        let open_by_others = cache.ids_of(provider, &theirs);
         let m = TranscriptMatch {
             session_cwd: &cwd,
             started_ms,
             current: current.as_deref(),
             held_by_others: &held,
             shares_folder,
+            open_by_self: &open_by_self,
+            open_by_others: &open_by_others,
         };
         let Some(own) = ledger::pick_transcript(&facts, &m) else {
             return;
@@ -172,6 +222,66 @@ impl Daemon {
             cwd: own.cwd.clone(),
         };
         self.record_provider_id(id, &observed, &cwd);
+    }
+
+    /// One last look at the transcripts `live` holds open, just before it is
+    /// stopped: after the exit its open files are gone, and a session
+    /// hibernated before the watcher's first poll must still keep its
+    /// conversation.
+    pub fn note_identity_before_stop(&self, id: &SessionId, live: &LiveProcess) {
+        if live.exited().is_some() {
+            return;
+        }
+        let Some(provider) = self.lock().ws.sessions.get(id).map(|m| m.provider.clone()) else {
+            return;
+        };
+        let Some(root) = discovery::transcript_root(&provider, &discovery::env_var) else {
+            return;
+        };
+        let mut cache = TranscriptCache::default();
+        let now = crate::now_ms();
+        self.discover_once(id, &provider, &root, now, Some(live.pid), &mut cache, true);
+    }
+
+    /// `hangar hook session-start`: the session's own Claude Code process
+    /// reports the conversation it now writes (at startup, on resume, after
+    /// `/clear` or a compaction). As trustworthy as its transcript, so it is
+    /// recorded with source `transcript`; real Claude Code links a `/clear`
+    /// to nothing else, so in a folder shared with another claude session
+    /// this is what follows the rotation.
+    pub fn op_session_start(&self, req: &msg::Hook) -> Result<Value, ApiError> {
+        let id = SessionId::from(req.session.trim());
+        let session_cwd = {
+            let st = self.lock();
+            let meta = st
+                .ws
+                .sessions
+                .get(&id)
+                .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+            if !is_running(&st.run_state(&id)) {
+                // A late hook of a process hangar already stopped: whatever
+                // it says was seen by the transcript watcher's last look.
+                return Ok(json!({"recorded": false, "reason": "the session is not running"}));
+            }
+            meta.cwd.clone()
+        };
+        let Some(psid) = req.provider_session_id.clone() else {
+            return Err(ApiError::invalid(
+                "a session-start hook needs the session_id of the hook's JSON input on stdin",
+            ));
+        };
+        let observed = Observation {
+            id: psid,
+            source: IdSource::Transcript,
+            cwd: req.cwd.as_deref().map(discovery::canonical_cwd),
+        };
+        let recorded =
+            self.record_provider_id(&id, &observed, &discovery::canonical_cwd(&session_cwd));
+        Ok(json!({
+            "recorded": recorded,
+            "event": "session-start",
+            "source": req.source,
+        }))
     }
 
     /// Record an observed provider session id if the ledger accepts it;

@@ -26,6 +26,9 @@ pub struct LiveFacts {
     pub last_active_ms: u64,
     /// Shown in a pane of some tab.
     pub visible: bool,
+    /// A person's terminal is attached to it (`hangar attach`): taking it
+    /// would throw them out.
+    pub viewed: bool,
     pub pinned: bool,
     /// A turn is in progress.
     pub busy: bool,
@@ -37,7 +40,7 @@ pub struct LiveFacts {
 
 impl LiveFacts {
     pub fn evictable(&self) -> bool {
-        !(self.visible || self.pinned || self.busy || self.waiting)
+        !(self.visible || self.viewed || self.pinned || self.busy || self.waiting)
     }
 }
 
@@ -86,7 +89,7 @@ pub fn enforce_budget(
     if over(count, memory) {
         decision.over_budget = true;
         decision.reason = Some(format!(
-            "over budget ({count} live, {} MiB) but every live agent is visible, pinned, busy or waiting",
+            "over budget ({count} live, {} MiB) but every live agent is visible, attached, pinned, busy or waiting",
             memory / (1024 * 1024)
         ));
     }
@@ -108,6 +111,43 @@ pub fn stale_parked(ws: &Workspace, now_ms: u64, older_than_ms: u64) -> Vec<Sess
         .collect();
     stale.sort();
     stale.into_iter().map(|(_, id)| id).collect()
+}
+
+/// What a close of `candidates` may take as whole close cascades: a
+/// candidate goes only together with everything its close would take
+/// (orchestration children, linked sessions), and only when every one of
+/// those `qualifies` too; otherwise it stays, so closing a parent never
+/// leaves its children running as orphans. Returns the groups to close and
+/// the candidates held back, each with the linked session that holds it.
+pub fn whole_cascades(
+    ws: &Workspace,
+    candidates: &[SessionId],
+    qualifies: impl Fn(&SessionId) -> bool,
+) -> (Vec<Vec<SessionId>>, Vec<(SessionId, SessionId)>) {
+    let mut taken: BTreeSet<SessionId> = BTreeSet::new();
+    let mut groups = Vec::new();
+    let mut held = Vec::new();
+    for id in candidates {
+        if taken.contains(id) {
+            continue;
+        }
+        let cascade = ws.close_cascade(id);
+        if let Some(blocker) = cascade
+            .iter()
+            .find(|s| !taken.contains(*s) && !qualifies(s))
+        {
+            held.push((id.clone(), blocker.clone()));
+            continue;
+        }
+        let group: Vec<SessionId> = cascade
+            .into_iter()
+            .filter(|s| taken.insert(s.clone()))
+            .collect();
+        if !group.is_empty() {
+            groups.push(group);
+        }
+    }
+    (groups, held)
 }
 
 /// Wake-queue settings.
@@ -232,6 +272,7 @@ mod tests {
             id: SessionId::from(id),
             last_active_ms: last,
             visible: false,
+            viewed: false,
             pinned: false,
             busy: false,
             waiting: false,
@@ -259,6 +300,20 @@ mod tests {
         let d = enforce_budget(&live, budget, &BTreeSet::new());
         assert_eq!(d.hibernate, vec![SessionId::from("b")]);
         assert!(!d.over_budget);
+    }
+
+    #[test]
+    fn a_session_a_person_is_attached_to_is_never_chosen() {
+        let mut live = vec![facts("attached", 0), facts("other", 1)];
+        live[0].viewed = true;
+        let budget = Budget {
+            max_live: Some(1),
+            max_memory_bytes: None,
+        };
+        let d = enforce_budget(&live, budget, &BTreeSet::new());
+        assert_eq!(d.hibernate, vec![SessionId::from("other")]);
+        live[1].viewed = true;
+        assert!(enforce_budget(&live, budget, &BTreeSet::new()).over_budget);
     }
 
     #[test]
@@ -290,7 +345,7 @@ mod tests {
         assert!(
             d.reason
                 .unwrap()
-                .contains("visible, pinned, busy or waiting")
+                .contains("visible, attached, pinned, busy or waiting")
         );
     }
 
@@ -372,5 +427,33 @@ mod tests {
             stale_parked(&ws, 10 * day, 7 * day),
             vec![SessionId::from("old")]
         );
+    }
+
+    #[test]
+    fn a_parent_goes_only_with_its_whole_cascade_and_only_when_all_of_it_qualifies() {
+        use crate::model::{Provider, SessionMeta, Tab, TabId};
+        let mut ws = Workspace::default();
+        ws.add_tab(Tab::new(TabId::from("t"), "t")).unwrap();
+        for (id, parent) in [
+            ("p1", None),
+            ("c1", Some("p1")),
+            ("p2", None),
+            ("c2", Some("p2")),
+            ("lone", None),
+        ] {
+            let mut m = SessionMeta::new(SessionId::from(id), Provider::Claude, "/tmp");
+            m.relationships.orchestration_parent = parent.map(SessionId::from);
+            ws.add_parked_session(m, &TabId::from("t"), 0).unwrap();
+        }
+        let ids = |v: &[&str]| v.iter().map(|s| SessionId::from(*s)).collect::<Vec<_>>();
+        // c2 is busy: p2 must stay (its close would take c2), c2 too.
+        let qualifies = |s: &SessionId| s.as_str() != "c2";
+        let (groups, held) = whole_cascades(&ws, &ids(&["p1", "p2", "lone"]), qualifies);
+        assert_eq!(groups, vec![ids(&["p1", "c1"]), ids(&["lone"])]);
+        assert_eq!(held, vec![(SessionId::from("p2"), SessionId::from("c2"))]);
+        // A child listed before its parent goes once, alone, then the parent.
+        let (groups, held) = whole_cascades(&ws, &ids(&["c1", "p1"]), |_| true);
+        assert_eq!(groups, vec![ids(&["c1"]), ids(&["p1"])]);
+        assert!(held.is_empty());
     }
 }

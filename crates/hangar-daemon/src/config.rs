@@ -194,6 +194,14 @@ pub struct ProviderConfig {
     /// Extra environment for the program.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Output patterns that mark this provider's failed start as an
+    /// authentication failure (replacing `governor.auth_patterns`). Shell
+    /// and custom commands count toward the breaker only when set.
+    #[serde(default)]
+    pub auth_patterns: Option<Vec<String>>,
+    /// Exit codes that do the same (replacing `governor.auth_exit_codes`).
+    #[serde(default)]
+    pub auth_exit_codes: Option<Vec<i32>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

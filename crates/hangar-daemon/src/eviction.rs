@@ -4,18 +4,32 @@
 //! transcripts: the printed (and `evicted.jsonl`-recorded) resume command is
 //! how the conversation comes back. Closing idle agents re-checks each one
 //! right before closing it and skips any that became busy meanwhile.
+//!
+//! Neither ever takes a session in use (mid-turn, waiting for the person,
+//! attached), nor a parent without its whole close cascade (no orphaned
+//! children), and both close through the same path as `hangar close`, so
+//! clean worktrees are removed and ones holding work are reported.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::sync::Arc;
 
-use hangar_core::governor::stale_parked;
+use hangar_core::governor::{stale_parked, whole_cascades};
 use hangar_core::{Provider, SessionId, SessionMeta};
 use hangar_protocol::message::codes;
 use serde_json::{Value, json};
 
 use crate::Daemon;
 use crate::journal::{CloseCause, Event};
+use crate::lifecycle::short;
 use crate::state::{ApiError, RunState};
+
+/// What a close of many candidates may take: whole close cascades, and the
+/// candidates skipped with the reason (JSON rows for the reply).
+struct CascadePlan {
+    groups: Vec<Vec<SessionId>>,
+    skipped: Vec<Value>,
+}
 
 /// The shell command that resumes a session's conversation outside hangar.
 pub fn resume_command(meta: &SessionMeta) -> String {
@@ -45,49 +59,150 @@ fn shell_quote(s: &str) -> String {
 
 impl Daemon {
     /// Remove parked records untouched for longer than `older_than_ms`.
+    ///
+    /// A record in use (mid-turn, waiting for the person, attached) is
+    /// skipped, and so is a parent whose close would take a child that may
+    /// not go: evicting takes a parent together with its whole cascade or
+    /// not at all, so no child is left running as an orphan. Every skip is
+    /// reported with its reason.
     pub async fn evict_parked(
         self: &Arc<Self>,
         older_than_ms: u64,
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         let now = crate::now_ms();
-        let stale: Vec<(SessionId, SessionMeta)> = {
-            let st = self.lock();
-            stale_parked(&st.ws, now, older_than_ms)
-                .into_iter()
-                .filter_map(|id| st.ws.sessions.get(&id).cloned().map(|m| (id, m)))
-                .collect()
-        };
-        let evicted: Vec<Value> = stale
-            .iter()
-            .map(|(id, m)| json!({"id": id.to_string(), "title": m.title, "resume_command": resume_command(m)}))
-            .collect();
-        if !dry_run && !stale.is_empty() {
-            let ids: Vec<SessionId> = stale.iter().map(|(id, _)| id.clone()).collect();
-            self.stop_and_remove(&ids).await?;
-            let path = self.paths.home.join("evicted.jsonl");
-            let mut lines = Vec::new();
-            for e in &evicted {
-                let mut line = e.clone();
-                line["evicted_at_ms"] = json!(now);
-                lines.extend(serde_json::to_vec(&line).unwrap_or_default());
-                lines.push(b'\n');
+        let stale: Vec<SessionId> = stale_parked(&self.lock().ws, now, older_than_ms);
+        let plan = self.plan_whole_cascades(&stale);
+        let mut skipped = plan.skipped;
+        let mut evicted = Vec::new();
+        let mut kept_worktrees = Vec::new();
+        let mut removed_worktrees = Vec::new();
+        for group in plan.groups {
+            // Re-checked right before: a record may have been woken, attached
+            // or given a turn since the plan.
+            if !dry_run && let Some((id, why)) = self.first_in_use(&group) {
+                skipped.extend(self.skip_rows(&group, &id, why));
+                continue;
             }
-            let written = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .and_then(|mut f| f.write_all(&lines));
-            if let Err(e) = written {
-                tracing::warn!("cannot write {}: {e}", path.display());
+            let rows = self.evicted_rows(&group);
+            if !dry_run {
+                let (kept, removed) = self
+                    .close_sessions(&group, false, CloseCause::Evicted, &group)
+                    .await?;
+                kept_worktrees.extend(kept);
+                removed_worktrees.extend(removed);
+                self.record_evicted(&rows, now);
+                for id in &group {
+                    self.journal.record(Event::Evict {
+                        session: id.to_string(),
+                    });
+                }
             }
-            for id in &ids {
-                self.journal.record(Event::Evict {
-                    session: id.to_string(),
-                });
-            }
+            evicted.extend(rows);
         }
-        Ok(json!({"evicted": evicted, "dry_run": dry_run}))
+        Ok(json!({
+            "evicted": evicted,
+            "skipped": skipped,
+            "dry_run": dry_run,
+            "kept_worktrees": kept_worktrees,
+            "removed_worktrees": removed_worktrees,
+        }))
+    }
+
+    /// Split `candidates` into whole close cascades that may go (every
+    /// member is a candidate and not in use) and skipped
+    /// candidates with the reason. Off the state lock: reading a hibernated
+    /// session's activity may read its transcript.
+    fn plan_whole_cascades(&self, candidates: &[SessionId]) -> CascadePlan {
+        let in_use: BTreeMap<SessionId, &'static str> = candidates
+            .iter()
+            .filter_map(|id| Some((id.clone(), self.in_use(id)?)))
+            .collect();
+        let wanted: BTreeSet<&SessionId> = candidates.iter().collect();
+        let (groups, held) = {
+            let st = self.lock();
+            whole_cascades(&st.ws, candidates, |id| {
+                wanted.contains(id) && !in_use.contains_key(id)
+            })
+        };
+        let skipped = held
+            .into_iter()
+            .map(|(id, blocker)| {
+                let reason = match in_use.get(&blocker) {
+                    Some(why) if blocker == id => (*why).to_owned(),
+                    Some(why) => format!("its linked session {} is {why}", short(&blocker)),
+                    None => format!(
+                        "its close would also take linked session {}, which does not qualify",
+                        short(&blocker)
+                    ),
+                };
+                self.skip_row(&id, reason)
+            })
+            .collect();
+        CascadePlan { groups, skipped }
+    }
+
+    /// The first session of `ids` that is in use now, and why.
+    fn first_in_use(&self, ids: &[SessionId]) -> Option<(SessionId, &'static str)> {
+        ids.iter()
+            .find_map(|id| Some((id.clone(), self.in_use(id)?)))
+    }
+
+    fn skip_row(&self, id: &SessionId, reason: String) -> Value {
+        let title = self
+            .lock()
+            .ws
+            .sessions
+            .get(id)
+            .map(|m| m.title.clone())
+            .unwrap_or_default();
+        json!({"id": id.to_string(), "title": title, "reason": reason})
+    }
+
+    /// A group skipped at the last moment because `busy` became `why`.
+    fn skip_rows(&self, group: &[SessionId], busy: &SessionId, why: &str) -> Vec<Value> {
+        group
+            .iter()
+            .map(|id| {
+                let reason = if id == busy {
+                    format!("became {why}")
+                } else {
+                    format!("its linked session {} became {why}", short(busy))
+                };
+                self.skip_row(id, reason)
+            })
+            .collect()
+    }
+
+    fn evicted_rows(&self, ids: &[SessionId]) -> Vec<Value> {
+        let st = self.lock();
+        ids.iter()
+            .filter_map(|id| {
+                let m = st.ws.sessions.get(id)?;
+                Some(json!({"id": id.to_string(), "title": m.title, "resume_command": resume_command(m)}))
+            })
+            .collect()
+    }
+
+    /// Append the evicted sessions and their resume commands to
+    /// `evicted.jsonl`, so the conversations can be found again.
+    fn record_evicted(&self, rows: &[Value], now: u64) {
+        let path = self.paths.home.join("evicted.jsonl");
+        let mut lines = Vec::new();
+        for e in rows {
+            let mut line = e.clone();
+            line["evicted_at_ms"] = json!(now);
+            lines.extend(serde_json::to_vec(&line).unwrap_or_default());
+            lines.push(b'\n');
+        }
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(&lines));
+        if let Err(e) = written {
+            tracing::warn!("cannot write {}: {e}", path.display());
+        }
     }
 
     /// Stop the processes of `ids` and remove them from the model.
@@ -116,6 +231,8 @@ impl Daemon {
         Ok(())
     }
 
+    /// Inactive for longer than `older_than_ms` (and not live unless
+    /// `include_live`). Whether it is in use is checked separately.
     fn idle_candidate(
         &self,
         id: &SessionId,
@@ -132,18 +249,12 @@ impl Daemon {
         }
         let rt = st.runtimes.get(id);
         let live = rt.is_some_and(|r| matches!(r.state, RunState::Live | RunState::Spawning));
-        if live && !include_live {
-            return false;
-        }
-        if st.ws.close_cascade(id).len() > 1 {
-            return false;
-        }
-        drop(st);
-        // Off the state lock: a hibernated session's transcript may be read.
-        !self.is_busy(id)
+        include_live || !live
     }
 
-    /// Close agents inactive for longer than `older_than_ms`.
+    /// Close agents inactive for longer than `older_than_ms`. Like evict, a
+    /// parent goes only with its whole cascade and only when all of it is
+    /// idle; sessions in use (mid-turn, waiting, attached) stay.
     pub async fn close_idle(
         self: &Arc<Self>,
         older_than_ms: u64,
@@ -151,38 +262,60 @@ impl Daemon {
         yes: bool,
     ) -> Result<Value, ApiError> {
         let now = crate::now_ms();
-        let candidates: Vec<SessionId> = {
+        let idle: Vec<SessionId> = {
             let ids: Vec<SessionId> = self.lock().ws.sessions.keys().cloned().collect();
             ids.into_iter()
                 .filter(|id| self.idle_candidate(id, now, older_than_ms, include_live))
                 .collect()
         };
+        let plan = self.plan_whole_cascades(&idle);
+        let mut skipped = plan.skipped;
         if !yes {
+            let would: Vec<String> = plan
+                .groups
+                .iter()
+                .flatten()
+                .map(|s| s.to_string())
+                .collect();
             return Err(ApiError {
                 code: codes::NEEDS_CONFIRMATION,
                 message: format!(
                     "{} idle session(s) would be closed; pass --yes to close them",
-                    candidates.len()
+                    would.len()
                 ),
-                detail: json!({"would_close": candidates.iter().map(|s| s.to_string()).collect::<Vec<_>>()}),
+                detail: json!({"would_close": would, "skipped": skipped}),
             });
         }
         let mut closed = Vec::new();
-        let mut skipped = Vec::new();
-        for id in candidates {
+        let mut kept_worktrees = Vec::new();
+        let mut removed_worktrees = Vec::new();
+        for group in plan.groups {
             // Re-check right before closing: it may have become busy.
-            if !self.idle_candidate(&id, crate::now_ms(), older_than_ms, include_live) {
-                skipped.push(json!({"id": id.to_string(), "reason": "became active"}));
+            let later = crate::now_ms();
+            if let Some(id) = group
+                .iter()
+                .find(|id| !self.idle_candidate(id, later, older_than_ms, include_live))
+            {
+                skipped.extend(self.skip_rows(&group, id, "active"));
                 continue;
             }
-            self.stop_and_remove(std::slice::from_ref(&id)).await?;
-            self.journal.record(Event::Close {
-                session: id.to_string(),
-                cause: CloseCause::Idle,
-            });
-            closed.push(id.to_string());
+            if let Some((id, why)) = self.first_in_use(&group) {
+                skipped.extend(self.skip_rows(&group, &id, why));
+                continue;
+            }
+            let (kept, removed) = self
+                .close_sessions(&group, false, CloseCause::Idle, &group)
+                .await?;
+            kept_worktrees.extend(kept);
+            removed_worktrees.extend(removed);
+            closed.extend(group.iter().map(|s| s.to_string()));
         }
-        Ok(json!({"closed": closed, "skipped": skipped}))
+        Ok(json!({
+            "closed": closed,
+            "skipped": skipped,
+            "kept_worktrees": kept_worktrees,
+            "removed_worktrees": removed_worktrees,
+        }))
     }
 
     pub fn resume_queue(&self) -> Value {

@@ -2,8 +2,8 @@
 //! `hangar_core::governor` what to hibernate, and do it; evict stale parked
 //! records when a TTL is configured.
 //!
-//! It never touches a session that is visible, pinned, mid-turn or waiting
-//! for the user; when nothing qualifies it reports "over budget" in `status`
+//! It never touches a session that is visible, attached, pinned, mid-turn
+//! or waiting for the user; when nothing qualifies it reports "over budget" in `status`
 //! and leaves the fleet alone.
 
 use std::collections::{BTreeSet, HashMap};
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_core::governor::{BudgetDecision, LiveFacts, enforce_budget};
-use hangar_core::{Placement, SessionId};
+use hangar_core::{Placement, Provider, SessionId};
 
 use crate::Daemon;
 use crate::activity::Activity;
@@ -69,15 +69,30 @@ pub fn tree_memory(roots: &[u32]) -> HashMap<u32, u64> {
 }
 
 /// Whether a failed start's screen or exit code looks like an expired or
-/// missing login.
+/// missing login. Only agent CLIs log in: a shell or custom command that
+/// fails to start never counts toward the breaker, unless its
+/// `[providers.NAME]` table names its own `auth_patterns`/`auth_exit_codes`
+/// (which then replace the global ones for that provider).
 pub fn looks_like_auth_failure(
-    config: &crate::config::GovernorConfig,
+    config: &crate::config::Config,
+    provider: &Provider,
     screen: &str,
     code: i32,
 ) -> bool {
-    config.auth_exit_codes.contains(&code)
-        || hangar_core::governor::looks_like_auth_failure(screen, &config.auth_patterns())
+    let own = config.providers.get(provider.name());
+    let own_patterns = own.and_then(|p| p.auth_patterns.clone());
+    let own_codes = own.and_then(|p| p.auth_exit_codes.clone());
+    if own_patterns.is_none() && own_codes.is_none() && !provider.is_agent() {
+        return false;
+    }
+    let governor = &config.governor;
+    let patterns = own_patterns.unwrap_or_else(|| governor.auth_patterns());
+    let codes = own_codes.unwrap_or_else(|| governor.auth_exit_codes.clone());
+    codes.contains(&code) || hangar_core::governor::looks_like_auth_failure(screen, &patterns)
 }
+
+/// Attached input stores a session's last use at most this often.
+const TOUCH_EVERY_MS: u64 = 5_000;
 
 /// The last budget check, for `status`.
 #[derive(Clone, Debug, Default)]
@@ -91,7 +106,7 @@ pub struct BudgetStatus {
 impl Daemon {
     /// Facts about every live agent session.
     fn live_facts(&self) -> Vec<LiveFacts> {
-        let snapshot: Vec<(SessionId, hangar_core::SessionMeta, u32, bool, bool)> = {
+        let snapshot: Vec<(SessionId, hangar_core::SessionMeta, u32, bool, bool, bool)> = {
             let st = self.lock();
             st.runtimes
                 .iter()
@@ -108,6 +123,7 @@ impl Daemon {
                         meta.clone(),
                         proc.pid,
                         visible,
+                        self.activity.viewers(id) > 0,
                         st.ws.is_pinned(id),
                     ))
                 })
@@ -117,12 +133,13 @@ impl Daemon {
         let memory = tree_memory(&pids);
         snapshot
             .into_iter()
-            .map(|(id, meta, pid, visible, pinned)| {
+            .map(|(id, meta, pid, visible, viewed, pinned)| {
                 let (activity, _) = self.activity_of(&id);
                 LiveFacts {
                     id,
                     last_active_ms: meta.last_active_ms,
                     visible,
+                    viewed,
                     pinned,
                     busy: activity == Activity::Working,
                     waiting: activity == Activity::Waiting,
@@ -130,6 +147,39 @@ impl Daemon {
                 }
             })
             .collect()
+    }
+
+    /// A person used `id` (attached to it, typed into it): it becomes the
+    /// most recently used, so the budget takes others first. A `throttled`
+    /// touch (every keystroke of an attached terminal lands here) is stored
+    /// at most once per [`TOUCH_EVERY_MS`] per session.
+    pub fn touch_used(&self, id: &SessionId, throttled: bool) {
+        let now = crate::now_ms();
+        let mut st = self.lock();
+        let Some(meta) = st.ws.sessions.get_mut(id) else {
+            return;
+        };
+        if throttled && now.saturating_sub(meta.last_active_ms) < TOUCH_EVERY_MS {
+            return;
+        }
+        meta.last_active_ms = now;
+        if let Err(e) = st.save(&[]) {
+            tracing::warn!("cannot store the last use of {id}: {e:?}");
+        }
+    }
+
+    /// Why a person or a turn is using `id` right now (attached, mid-turn,
+    /// waiting for the person), if so: what evict, close-idle and the budget
+    /// must never interrupt.
+    pub fn in_use(&self, id: &SessionId) -> Option<&'static str> {
+        if self.activity.viewers(id) > 0 {
+            return Some("attached");
+        }
+        match self.activity_of(id).0 {
+            Activity::Working => Some("working"),
+            Activity::Waiting => Some("waiting for the person"),
+            _ => None,
+        }
     }
 
     /// Check the budget once and hibernate what the rules choose.
@@ -197,5 +247,45 @@ impl Daemon {
                 let _ = self.evict_parked(ttl.as_millis() as u64, false).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, ProviderConfig};
+
+    #[test]
+    fn only_agent_clis_or_providers_with_their_own_patterns_count_as_auth_failures() {
+        let mut config = Config::default();
+        let deploy = Provider::Custom("deploy".into());
+        let screen = "GET /status: 401 Unauthorized";
+        assert!(looks_like_auth_failure(
+            &config,
+            &Provider::Claude,
+            screen,
+            1
+        ));
+        assert!(!looks_like_auth_failure(
+            &config,
+            &Provider::Shell,
+            screen,
+            1
+        ));
+        assert!(!looks_like_auth_failure(&config, &deploy, screen, 1));
+        config.providers.insert(
+            "deploy".into(),
+            ProviderConfig {
+                auth_patterns: Some(vec!["token expired".into()]),
+                ..ProviderConfig::default()
+            },
+        );
+        assert!(looks_like_auth_failure(
+            &config,
+            &deploy,
+            "Token expired",
+            1
+        ));
+        assert!(!looks_like_auth_failure(&config, &deploy, screen, 1));
     }
 }

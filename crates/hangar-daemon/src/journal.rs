@@ -33,6 +33,15 @@ pub enum Caller {
     Tui,
 }
 
+impl Caller {
+    /// Whether a person is waiting on this wake at a terminal (answered at
+    /// once while the wake queue is paused) rather than an agent or the
+    /// daemon itself (queued until a person resumes it).
+    pub fn is_person(self) -> bool {
+        !matches!(self, Caller::Restore | Caller::Agent)
+    }
+}
+
 /// Why a spawn failed, as a category (never the program's output).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

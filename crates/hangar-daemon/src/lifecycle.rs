@@ -41,7 +41,9 @@ impl Daemon {
     ) -> Result<RunState, ApiError> {
         let mut joined = false;
         let mut requested = false;
-        loop {
+        // The state before this wake marked it spawning, to go back to when
+        // a paused queue refuses a person's wake.
+        let before = loop {
             let mut rx = {
                 let mut st = self.lock();
                 if st.shutting_down {
@@ -68,8 +70,14 @@ impl Daemon {
                     // The spawn we joined failed: report it, don't start another.
                     other if joined => return Ok(other.clone()),
                     _ => {
+                        // A person is told at once, never left waiting
+                        // silently behind an open breaker.
+                        if caller.is_person() && self.queue.snapshot().breaker_open {
+                            return Err(self.queue_paused_error());
+                        }
+                        let before = rt.state.clone();
                         rt.set_state(RunState::Spawning);
-                        break;
+                        break before;
                     }
                 }
             };
@@ -78,8 +86,22 @@ impl Daemon {
             if rx.changed().await.is_err() {
                 return Err(ApiError::internal("session runtime went away"));
             }
-        }
-        let state = self.spawn_marked(id, caller).await;
+        };
+        let state = match self.spawn_marked(id, caller).await {
+            Ok(state) => state,
+            Err(paused) => {
+                if let Some(rt) = self.lock().runtimes.get_mut(id) {
+                    rt.set_state(before);
+                }
+                self.journal.record(Event::WakeResult {
+                    session: id.to_string(),
+                    caller,
+                    ok: false,
+                    joined: false,
+                });
+                return Err(paused);
+            }
+        };
         self.journal.record(Event::WakeResult {
             session: id.to_string(),
             caller,
@@ -94,21 +116,34 @@ impl Daemon {
     }
 
     /// Spawn a session already marked `Spawning` by the caller, through the
-    /// wake queue.
-    async fn spawn_marked(self: &Arc<Self>, id: &SessionId, caller: Caller) -> RunState {
+    /// wake queue. A person's wake is refused (not queued) while the breaker
+    /// is open.
+    async fn spawn_marked(
+        self: &Arc<Self>,
+        id: &SessionId,
+        caller: Caller,
+    ) -> Result<RunState, ApiError> {
         let slot = match caller {
             // Restore has its own concurrency bound; it only honours the breaker.
             Caller::Restore => self.queue.acquire_breaker_only().await,
             Caller::Agent => self.queue.acquire(WakePriority::Background).await,
             _ => self.queue.acquire(WakePriority::Person).await,
         };
+        let Some(slot) = slot else {
+            return Err(self.queue_paused_error());
+        };
         let begun = std::time::Instant::now();
-        let outcome = self.try_spawn(id).await;
+        let mut outcome = self.try_spawn(id).await;
         let auth = matches!(&outcome, Err(f) if f.kind == FailureKind::AuthFailure);
         if self.queue.finish(slot, auth) {
             let failures = self.config.governor.breaker_threshold;
             tracing::warn!("{failures} consecutive authentication failures: wake queue paused");
             self.journal.record(Event::BreakerTrip { failures });
+            if let Err(f) = &mut outcome {
+                f.message.push_str(&format!(
+                    "; that is {failures} authentication failures in a row, so the wake queue is now paused: log in again, then `hangar wake --resume-queue`"
+                ));
+            }
         }
         let mut st = self.lock();
         let rt = st.runtime(id);
@@ -133,7 +168,18 @@ impl Daemon {
             }
         };
         rt.set_state(state.clone());
-        state
+        Ok(state)
+    }
+
+    /// The answer to a person's wake while the breaker holds the queue.
+    fn queue_paused_error(&self) -> ApiError {
+        let failures = self.queue.snapshot().consecutive_auth_failures;
+        ApiError::new(
+            codes::FAILED,
+            format!(
+                "the wake queue is paused after {failures} consecutive authentication failures; log in to the provider again, then run `hangar wake --resume-queue`"
+            ),
+        )
     }
 
     async fn try_spawn(self: &Arc<Self>, id: &SessionId) -> Result<(), SpawnFailure> {
@@ -297,7 +343,7 @@ impl Daemon {
         if let Some(code) = live.exited() {
             let screen = live.text();
             let auth =
-                crate::governor::looks_like_auth_failure(&self.config.governor, &screen, code);
+                crate::governor::looks_like_auth_failure(&self.config, &provider, &screen, code);
             let last = live.last_line().unwrap_or_default();
             return Err(SpawnFailure {
                 kind: if auth {
@@ -361,6 +407,10 @@ impl Daemon {
             rt.proc = None;
             if rt.state == RunState::Live {
                 rt.set_state(RunState::Exited(code));
+                daemon.journal.record(Event::Exited {
+                    session: id.to_string(),
+                    code,
+                });
             }
         });
     }

@@ -16,7 +16,7 @@ use hangar_protocol::message::{self as msg, codes};
 use serde_json::{Value, json};
 
 use crate::Daemon;
-use crate::journal::Caller;
+use crate::journal::{Caller, CloseCause, Event, HibernateReason};
 use crate::lifecycle::short;
 use crate::provider::{LaunchEnv, resolve_program};
 use crate::state::{ApiError, RunState};
@@ -370,18 +370,29 @@ impl Daemon {
     pub async fn op_hibernate(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
         let id = self.lock().resolve_session(session)?;
         self.hibernate_session(&id).await?;
-        let children = self.hibernate_idle_children(&id).await;
+        self.journal.record(Event::Hibernate {
+            session: id.to_string(),
+            reason: HibernateReason::User,
+        });
+        let children = self
+            .hibernate_idle_children(&id, HibernateReason::User)
+            .await;
         Ok(json!({"id": id.to_string(), "state": "hibernated",
             "also_hibernated": children.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
     }
 
     /// Stop every process of `ids` and remove them from the model, then
     /// remove their clean worktrees. Returns the worktrees kept (they hold
-    /// work) and removed, for the reply.
-    async fn close_sessions(
+    /// work) and removed, for the reply. Every close path goes through here
+    /// (close, tab close, evict, close-idle, an agent's close), so none
+    /// leaves a worktree behind; each closed session is journaled with
+    /// `cause` when it is one of `named`, as `cascade` otherwise.
+    pub(crate) async fn close_sessions(
         self: &Arc<Self>,
         ids: &[SessionId],
         delete_branch: bool,
+        cause: CloseCause,
+        named: &[SessionId],
     ) -> Result<(Vec<Value>, Vec<Value>), ApiError> {
         let worktrees: Vec<_> = {
             let st = self.lock();
@@ -390,6 +401,16 @@ impl Daemon {
                 .collect()
         };
         self.stop_and_remove(ids).await?;
+        for id in ids {
+            self.journal.record(Event::Close {
+                session: id.to_string(),
+                cause: if named.contains(id) {
+                    cause
+                } else {
+                    CloseCause::Cascade
+                },
+            });
+        }
         Ok(self.clean_up_worktrees(worktrees, delete_branch).await)
     }
 
@@ -414,7 +435,9 @@ impl Daemon {
                 &cascade,
             ));
         }
-        let (kept, removed) = self.close_sessions(&cascade, req.delete_branch).await?;
+        let (kept, removed) = self
+            .close_sessions(&cascade, req.delete_branch, CloseCause::User, &cascade[..1])
+            .await?;
         Ok(json!({
             "closed": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
             "kept_worktrees": kept,
@@ -462,7 +485,9 @@ impl Daemon {
                 &cascade,
             ));
         }
-        let (kept, removed) = self.close_sessions(&cascade, false).await?;
+        let (kept, removed) = self
+            .close_sessions(&cascade, false, CloseCause::Tab, &cascade)
+            .await?;
         let mut st = self.lock();
         st.ws.remove_tab(&tab)?;
         st.save(&[])?;
@@ -509,6 +534,10 @@ impl Daemon {
         let mut failed = Vec::new();
         for id in live_agents {
             self.hibernate_session(&id).await?;
+            self.journal.record(Event::Hibernate {
+                session: id.to_string(),
+                reason: HibernateReason::Reload,
+            });
             match self.wake_as(&id, Caller::Reload).await? {
                 RunState::Failed(reason) => {
                     failed.push(json!({"id": id.to_string(), "reason": reason}))
@@ -517,6 +546,11 @@ impl Daemon {
             }
         }
         let dangerous = self.lock().ws.settings.dangerous;
+        self.journal.record(Event::Reload {
+            dangerous,
+            restarted: restarted.len(),
+            failed: failed.len(),
+        });
         Ok(
             json!({"dangerous": dangerous, "restarted": restarted, "failed": failed,
             "config": {"changed": config.changed, "needs_restart": config.needs_restart}}),

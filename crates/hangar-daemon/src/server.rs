@@ -147,6 +147,8 @@ async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream: UnixStream
                         if let Err(e) = a.live.write(&bytes).await {
                             tracing::debug!("input to attached session failed: {e}");
                         }
+                        // A person typing: the session is in use (throttled).
+                        daemon.touch_used(&a.session, true);
                     } else if !conn
                         .reply(Reply::err(
                             0,
@@ -379,12 +381,16 @@ async fn start_attach(
     req: msg::Attach,
 ) -> Result<Attached, ApiError> {
     let session = daemon.lock().resolve_session(&req.session)?;
+    // Counted as viewed before it wakes, so the budget check of any wake
+    // from here on never takes the session this person is attaching to.
+    let viewer = daemon.activity.view(&session);
     if let RunState::Failed(reason) = daemon
         .wake_as(&session, crate::journal::Caller::Attach)
         .await?
     {
         return Err(ApiError::new(codes::FAILED, reason));
     }
+    daemon.touch_used(&session, false);
     let live = daemon
         .lock()
         .runtimes
@@ -403,7 +409,6 @@ async fn start_attach(
     .await;
     let (snapshot, rx) = live.snapshot_and_subscribe();
     conn.data(&snapshot).await;
-    let viewer = daemon.activity.view(&session);
     let notices = daemon
         .config
         .notify

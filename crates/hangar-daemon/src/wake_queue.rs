@@ -79,8 +79,11 @@ impl WakeQueue {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Wait for a turn to start a spawn.
-    pub async fn acquire(&self, priority: WakePriority) -> Slot<'_> {
+    /// Wait for a turn to start a spawn. A person is never left waiting
+    /// behind an open breaker: their request gets `None` at once (and when
+    /// the breaker opens while they wait); background wakes keep waiting
+    /// until a person resumes the queue.
+    pub async fn acquire(&self, priority: WakePriority) -> Option<Slot<'_>> {
         let key = {
             let mut inner = self.lock();
             inner.next_seq += 1;
@@ -96,6 +99,10 @@ impl WakeQueue {
         loop {
             let wait = {
                 let mut inner = self.lock();
+                if priority == WakePriority::Person && inner.state.breaker_open {
+                    // The ticket's drop takes it out of the waiting set.
+                    return None;
+                }
                 let head = inner.waiting.first().copied();
                 if head == Some(key) {
                     match inner.state.admit(self.limits, crate::now_ms()) {
@@ -106,11 +113,11 @@ impl WakeQueue {
                             drop(inner);
                             // The next in line may now be admitted too.
                             self.changed.notify_waiters();
-                            return Slot {
+                            return Some(Slot {
                                 queue: self,
                                 bypass: false,
                                 done: false,
-                            };
+                            });
                         }
                         Admission::WaitUntil(t) => {
                             Duration::from_millis(t.saturating_sub(crate::now_ms()))
@@ -130,14 +137,14 @@ impl WakeQueue {
 
     /// A slot for work that has its own concurrency bound (restore) and only
     /// honours the breaker: it waits while the breaker is open.
-    pub async fn acquire_breaker_only(&self) -> Slot<'_> {
+    pub async fn acquire_breaker_only(&self) -> Option<Slot<'_>> {
         loop {
             if !self.lock().state.breaker_open {
-                return Slot {
+                return Some(Slot {
                     queue: self,
                     bypass: true,
                     done: false,
-                };
+                });
             }
             tokio::select! {
                 _ = self.changed.notified() => {}
@@ -215,7 +222,7 @@ mod tests {
         for _ in 0..12 {
             let (q, running, peak) = (q.clone(), running.clone(), peak.clone());
             tasks.push(tokio::spawn(async move {
-                let slot = q.acquire(WakePriority::Background).await;
+                let slot = q.acquire(WakePriority::Background).await.unwrap();
                 let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                 peak.fetch_max(now, Ordering::SeqCst);
                 tokio::task::yield_now().await;
@@ -232,19 +239,19 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_open_breaker_holds_waiters_until_resumed() {
+    async fn an_open_breaker_holds_background_waiters_until_resumed() {
         let q = Arc::new(WakeQueue::new(QueueLimits {
             max_running: 2,
             spacing_ms: 0,
             breaker_threshold: 1,
         }));
-        let slot = q.acquire(WakePriority::Person).await;
+        let slot = q.acquire(WakePriority::Person).await.unwrap();
         assert!(q.finish(slot, true));
         assert!(q.snapshot().breaker_open);
         let waiter = {
             let q = q.clone();
             tokio::spawn(async move {
-                let s = q.acquire(WakePriority::Person).await;
+                let s = q.acquire(WakePriority::Background).await.unwrap();
                 q.finish(s, false);
             })
         };
@@ -256,5 +263,31 @@ mod tests {
             .await
             .expect("drains after resume")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_person_is_refused_at_once_while_the_breaker_is_open_even_when_already_waiting() {
+        let q = Arc::new(WakeQueue::new(QueueLimits {
+            max_running: 1,
+            spacing_ms: 0,
+            breaker_threshold: 1,
+        }));
+        let failing = q.acquire(WakePriority::Person).await.unwrap();
+        // Queued behind the running spawn when the breaker opens.
+        let waiting = {
+            let q = q.clone();
+            tokio::spawn(async move { q.acquire(WakePriority::Person).await.is_none() })
+        };
+        while q.snapshot().pending == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert!(q.finish(failing, true));
+        let refused = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("a waiting person is answered when the breaker opens")
+            .unwrap();
+        assert!(refused);
+        assert!(q.acquire(WakePriority::Person).await.is_none());
+        assert_eq!(q.snapshot().pending, 0, "refused tickets leave the queue");
     }
 }

@@ -257,8 +257,16 @@ pub fn import(v: &Value) {
 pub fn evicted(v: &Value) {
     let list = v["evicted"].as_array().cloned().unwrap_or_default();
     let dry = v["dry_run"].as_bool() == Some(true);
+    for e in v["skipped"].as_array().into_iter().flatten() {
+        println!(
+            "skipped {} {:<20} {}",
+            short(&e["id"]),
+            s(&e["title"]),
+            s(&e["reason"])
+        );
+    }
     if list.is_empty() {
-        println!("no parked session is that old");
+        println!("no parked session is that old and free to evict");
         return;
     }
     println!(

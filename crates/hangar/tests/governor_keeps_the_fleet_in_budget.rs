@@ -130,7 +130,7 @@ fn forty_wakes_at_once_never_run_more_than_k_spawns_and_all_finish() {
 }
 
 #[test]
-fn three_auth_failures_trip_the_breaker_and_resuming_drains_the_queue() {
+fn three_auth_failures_trip_the_breaker_and_a_person_resumes_it() {
     let h = Hangar::new();
     with_config(
         &h,
@@ -163,19 +163,18 @@ fn three_auth_failures_trip_the_breaker_and_resuming_drains_the_queue() {
     let status = h.status();
     assert_eq!(status["wake_queue"]["breaker"], "open");
 
-    fs::remove_file(&marker).unwrap();
-    let mut queued = h.command(&["wake", &ids[3]]).spawn().unwrap();
-    h.wait_until("the fourth wake waits in the queue", DEADLINE, || {
-        h.status()["wake_queue"]["pending"] == 1
-    });
-    assert_eq!(h.state_of(&ids[3]), "spawning");
-    assert!(queued.try_wait().unwrap().is_none(), "a queued wake waits");
+    // A person's wake is answered at once while the queue is paused (an
+    // agent's wake waits instead: governor_spares_people_and_families.rs).
+    let refused = h.fail(&["wake", &ids[3]]);
+    assert!(refused.contains("hangar wake --resume-queue"), "{refused}");
+    assert_eq!(h.state_of(&ids[3]), "hibernated");
     assert!(h.fake_agent_pids_for_home().is_empty());
 
+    fs::remove_file(&marker).unwrap();
     h.ok(&["wake", "--resume-queue"]);
-    assert!(queued.wait().unwrap().success());
-    assert_eq!(h.state_of(&ids[3]), "live");
     assert_eq!(h.status()["wake_queue"]["breaker"], "closed");
+    h.ok(&["wake", &ids[3]]);
+    assert_eq!(h.state_of(&ids[3]), "live");
     assert_eq!(h.fake_agent_pids_for_home().len(), 1);
     let summary = h.json(&["journal", "summarize"]);
     assert_eq!(summary["breaker_trips"], 1);

@@ -213,9 +213,15 @@ impl Daemon {
             .remember_closed(ws, ids, self.config.mcp.tombstone_keep_ms());
     }
 
-    /// After `parent` was hibernated: hibernate its live children that are
-    /// idle (never one mid-turn or waiting for a person), and theirs.
-    pub async fn hibernate_idle_children(self: &Arc<Self>, parent: &SessionId) -> Vec<SessionId> {
+    /// After `parent` was hibernated for `reason` (a person, an agent):
+    /// hibernate its live children that are idle (never one mid-turn,
+    /// waiting for a person or attached), and theirs, journaled with the
+    /// same reason.
+    pub async fn hibernate_idle_children(
+        self: &Arc<Self>,
+        parent: &SessionId,
+        reason: HibernateReason,
+    ) -> Vec<SessionId> {
         if !self.config.mcp.hibernate_idle_children {
             return Vec::new();
         }
@@ -233,14 +239,14 @@ impl Daemon {
                     .collect()
             };
             for child in children {
-                // Mid-turn or waiting for a person: left alone (issue 11).
-                if self.is_busy(&child.id) {
+                // Mid-turn, waiting for a person or attached: left alone.
+                if self.in_use(&child.id).is_some() {
                     continue;
                 }
                 if self.hibernate_session(&child.id).await.is_ok() {
                     self.journal.record(Event::Hibernate {
                         session: child.id.to_string(),
-                        reason: HibernateReason::Agent,
+                        reason,
                     });
                     done.push(child.id.clone());
                     frontier.push(child.id);

@@ -926,14 +926,18 @@ impl Daemon {
         }))
     }
 
-    /// Close exactly `ids` for the caller, journaled as closed by an agent.
+    /// Close exactly `ids` for the caller, journaled as closed by an agent,
+    /// through the close path that removes clean worktrees (kept ones hold
+    /// work and are left, like a person's close).
     async fn close_for_agent(self: &Arc<Self>, ids: &[SessionId]) -> Result<(), ApiError> {
-        self.stop_and_remove(ids).await?;
-        for id in ids {
-            self.journal.record(Event::Close {
-                session: id.to_string(),
-                cause: CloseCause::Agent,
-            });
+        let (kept, _) = self
+            .close_sessions(ids, false, CloseCause::Agent, ids)
+            .await?;
+        if !kept.is_empty() {
+            tracing::info!(
+                "an agent's close kept {} worktree(s) that hold work",
+                kept.len()
+            );
         }
         Ok(())
     }
@@ -1051,7 +1055,9 @@ impl Daemon {
             session: id.to_string(),
             reason: HibernateReason::Agent,
         });
-        let also = self.hibernate_idle_children(&id).await;
+        let also = self
+            .hibernate_idle_children(&id, HibernateReason::Agent)
+            .await;
         Ok(json!({
             "id": id.to_string(),
             "status": "hibernated",

@@ -45,6 +45,9 @@ pub struct Conversation {
     pub hooks: Hooks,
     /// `false` with `FAKE_AGENT_NO_TRANSCRIPT=1` (also for `/clear`'s file).
     pub write_transcript: bool,
+    /// `false` with `FAKE_AGENT_NO_CLEARED_FROM=1`: a `/clear`'s new
+    /// transcript does not name the old id, as in real Claude Code.
+    pub link_clears: bool,
 }
 
 /// How the loop ended.
@@ -59,6 +62,12 @@ impl Conversation {
         input: &mut impl BufRead,
         out: &mut impl Write,
     ) -> anyhow::Result<Ending> {
+        let source = if self.start.resumed {
+            "resume"
+        } else {
+            "startup"
+        };
+        self.hook("SessionStart", json!({ "source": source }));
         prompt(out);
         loop {
             let line = match read_line(input) {
@@ -85,6 +94,7 @@ impl Conversation {
                 Input::Clear => {
                     self.record(Event::User(&line))?;
                     let id = self.clear()?;
+                    self.hook("SessionStart", json!({ "source": "clear" }));
                     say(out, &format!("cleared: new session {id}"));
                 }
                 Input::Prompt(text) => self.turn(out, &line, &format!("answer: {text}"))?,
@@ -276,7 +286,7 @@ impl Conversation {
         let mut next = Transcript::open(&placement, style, &self.cwd, &new_id, &self.model)?;
         let start = StartRecord {
             resumed: false,
-            cleared_from: Some(old_id),
+            cleared_from: self.link_clears.then_some(old_id),
             transcript_existed: placement.existed,
             ..self.start.clone()
         };

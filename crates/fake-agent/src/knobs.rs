@@ -20,6 +20,9 @@ pub struct Knobs {
     pub ignore_sigterm: bool,
     /// `FAKE_AGENT_NO_TRANSCRIPT=1`: write no transcript at all.
     pub no_transcript: bool,
+    /// `FAKE_AGENT_NO_CLEARED_FROM=1`: `/clear` does not link the new
+    /// transcript to the old id (real Claude Code does not).
+    pub no_cleared_from: bool,
 }
 
 pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
@@ -53,6 +56,10 @@ pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
             get("FAKE_AGENT_NO_TRANSCRIPT").as_deref(),
             Some("1" | "true" | "yes")
         ),
+        no_cleared_from: matches!(
+            get("FAKE_AGENT_NO_CLEARED_FROM").as_deref(),
+            Some("1" | "true" | "yes")
+        ),
     })
 }
 
@@ -82,6 +89,7 @@ mod tests {
             ("FAKE_AGENT_START_DELAY_MS", "250"),
             ("FAKE_AGENT_IGNORE_SIGTERM", "1"),
             ("FAKE_AGENT_NO_TRANSCRIPT", "1"),
+            ("FAKE_AGENT_NO_CLEARED_FROM", "yes"),
         ])
         .unwrap();
         assert_eq!(
@@ -92,6 +100,7 @@ mod tests {
                 start_delay_ms: Some(250),
                 ignore_sigterm: true,
                 no_transcript: true,
+                no_cleared_from: true,
             }
         );
         assert_eq!(

@@ -187,6 +187,7 @@ fn run(
         children: Vec::new(),
         hooks,
         write_transcript: !knobs.no_transcript,
+        link_clears: !knobs.no_cleared_from,
     };
     let ending = conversation.run(&mut std::io::stdin().lock(), &mut out)?;
     Ok(ending.code)

@@ -334,6 +334,9 @@ async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiEr
         Request::Ratio(r) => daemon.op_ratio(r),
         Request::Agent(call) => daemon.op_agent(call).await,
         Request::Wait(r) => daemon.op_wait(&r.sessions, &r.until, r.timeout_ms).await,
+        Request::Hook(r) if crate::identity::is_session_start(&r.event) => {
+            daemon.op_session_start(&r)
+        }
         Request::Hook(r) => daemon.op_hook(&r.session, &r.event),
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {

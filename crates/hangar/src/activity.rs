@@ -73,23 +73,34 @@ fn reached(until: &str, s: &Value) -> bool {
 /// which Claude Code shows only in its debug view).
 pub fn hook(paths: &Paths, event: String, session: String) -> anyhow::Result<ExitCode> {
     // Claude Code pipes the hook's JSON input; drain it so it never blocks
-    // on a full pipe. Nothing in it is needed: the session is on our line.
+    // on a full pipe. Only SessionStart's is used: its `session_id` is the
+    // conversation this session's process now writes (after `/clear` too).
+    let mut input = Vec::new();
     if !std::io::stdin().is_terminal() {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().take(1 << 20).read_to_end(&mut sink);
+        let _ = std::io::stdin().take(1 << 20).read_to_end(&mut input);
+    }
+    let mut request = msg::Hook {
+        session,
+        event,
+        ..Default::default()
+    };
+    if is_session_start(&request.event) {
+        let v: Value = serde_json::from_slice(&input).unwrap_or(Value::Null);
+        let text = |k: &str| v[k].as_str().filter(|s| !s.is_empty()).map(str::to_owned);
+        request.provider_session_id = text("session_id");
+        request.cwd = text("cwd");
+        request.source = text("source");
     }
     let sent = Client::connect_existing(paths).and_then(|c| match c {
-        Some(mut c) => c
-            .request(Request::Hook(msg::Hook {
-                session,
-                event,
-                ..Default::default()
-            }))
-            .map(|_| ()),
+        Some(mut c) => c.request(Request::Hook(request)).map(|_| ()),
         None => Ok(()),
     });
     if let Err(e) = sent {
         eprintln!("hangar hook: {e:#}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn is_session_start(event: &str) -> bool {
+    event.eq_ignore_ascii_case("session-start") || event.eq_ignore_ascii_case("SessionStart")
 }

@@ -1,6 +1,7 @@
 //! The provider's own hook mechanism: Claude Code's `UserPromptSubmit`,
 //! `Stop` and `Notification` hooks, each calling back `hangar hook <event>
-//! --session <id>`.
+//! --session <id>` (plus `SessionStart`, which reports the provider session
+//! id to the resume ledger, not an activity).
 //!
 //! The hooks are installed through a settings file hangar writes for each
 //! session under `$HANGAR_HOME/hooks/` (mode 0600) and passes with
@@ -73,21 +74,26 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// The `hooks` settings that call `hangar` back for `session`.
+/// The `hooks` settings that call `hangar` back for `session`: the
+/// activity events, and `SessionStart`, whose `session_id` feeds the resume
+/// ledger (see `crate::identity`).
 pub fn settings_json(hangar: &Path, home: &Path, session: &SessionId) -> Value {
     let mut hooks = serde_json::Map::new();
-    for event in HookEvent::ALL {
+    let activity_events = HookEvent::ALL
+        .into_iter()
+        .map(|e| (e.claude_name(), e.cli_name()));
+    for (claude_name, cli_name) in activity_events.chain([("SessionStart", "session-start")]) {
         // HANGAR_HOME is in the agent's environment already; naming it here
         // too keeps the callback right if the agent scrubs its environment.
         let command = format!(
             "HANGAR_HOME={} {} hook {} --session {}",
             shell_quote(&home.display().to_string()),
             shell_quote(&hangar.display().to_string()),
-            event.cli_name(),
+            cli_name,
             shell_quote(session.as_str()),
         );
         hooks.insert(
-            event.claude_name().to_owned(),
+            claude_name.to_owned(),
             json!([{ "hooks": [{ "type": "command", "command": command, "timeout": 10 }] }]),
         );
     }
@@ -169,6 +175,13 @@ mod tests {
                 "{cmd}"
             );
         }
+        let start = v["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        assert!(
+            start.contains("hook session-start --session 's-1'"),
+            "{start}"
+        );
         remove_settings(dir.path(), &id);
         assert!(!path.exists());
     }

@@ -80,6 +80,13 @@ impl Daemon {
                     Err(e) => {
                         tracing::warn!("restore of {id} failed: {}", e.message);
                         st.restore.failed += 1;
+                        // A refused wake (a duplicate provider id) starts no
+                        // process: the pane says why, not only the count.
+                        if e.code != hangar_protocol::message::codes::SHUTTING_DOWN
+                            && let Some(rt) = st.runtimes.get_mut(&id)
+                        {
+                            rt.set_state(RunState::Failed(e.message.clone()));
+                        }
                     }
                 }
                 st.restore.finished += 1;

@@ -101,6 +101,12 @@ pub fn sessions(v: &Value) {
         {
             println!("          reason: {reason}");
         }
+        for other in r["duplicate_of"].as_array().into_iter().flatten() {
+            println!(
+                "          duplicate of {}: both resume one conversation; `hangar doctor` fixes it",
+                short(other)
+            );
+        }
     }
 }
 

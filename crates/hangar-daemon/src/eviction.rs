@@ -72,7 +72,7 @@ impl Daemon {
     ) -> Result<Value, ApiError> {
         let now = crate::now_ms();
         let stale: Vec<SessionId> = stale_parked(&self.lock().ws, now, older_than_ms);
-        let plan = self.plan_whole_cascades(&stale);
+        let plan = self.plan_whole_cascades(&stale, true);
         let mut skipped = plan.skipped;
         let mut evicted = Vec::new();
         let mut kept_worktrees = Vec::new();
@@ -80,7 +80,7 @@ impl Daemon {
         for group in plan.groups {
             // Re-checked right before: a record may have been woken, attached
             // or given a turn since the plan.
-            if !dry_run && let Some((id, why)) = self.first_in_use(&group) {
+            if !dry_run && let Some((id, why)) = self.first_in_use(&group, true) {
                 skipped.extend(self.skip_rows(&group, &id, why));
                 continue;
             }
@@ -113,10 +113,10 @@ impl Daemon {
     /// member is a candidate and not in use) and skipped
     /// candidates with the reason. Off the state lock: reading a hibernated
     /// session's activity may read its transcript.
-    fn plan_whole_cascades(&self, candidates: &[SessionId]) -> CascadePlan {
+    fn plan_whole_cascades(&self, candidates: &[SessionId], evicting: bool) -> CascadePlan {
         let in_use: BTreeMap<SessionId, &'static str> = candidates
             .iter()
-            .filter_map(|id| Some((id.clone(), self.in_use(id)?)))
+            .filter_map(|id| Some((id.clone(), self.in_use_for(id, evicting)?)))
             .collect();
         let wanted: BTreeSet<&SessionId> = candidates.iter().collect();
         let (groups, held) = {
@@ -143,9 +143,26 @@ impl Daemon {
     }
 
     /// The first session of `ids` that is in use now, and why.
-    fn first_in_use(&self, ids: &[SessionId]) -> Option<(SessionId, &'static str)> {
+    fn first_in_use(&self, ids: &[SessionId], evicting: bool) -> Option<(SessionId, &'static str)> {
         ids.iter()
-            .find_map(|id| Some((id.clone(), self.in_use(id)?)))
+            .find_map(|id| Some((id.clone(), self.in_use_for(id, evicting)?)))
+    }
+
+    /// Whether `id` is in use. When `evicting` stale records, a hibernated
+    /// record whose transcript ends with a question is not: nothing runs,
+    /// and it is stale by its age (its resume command is kept). Closing
+    /// idle agents counts it, since a person may still answer.
+    fn in_use_for(&self, id: &SessionId, evicting: bool) -> Option<&'static str> {
+        let running = || {
+            self.lock()
+                .runtimes
+                .get(id)
+                .is_some_and(|r| matches!(r.state, RunState::Live | RunState::Spawning))
+        };
+        if evicting && self.activity.viewers(id) == 0 && !running() {
+            return None;
+        }
+        self.in_use(id)
     }
 
     fn skip_row(&self, id: &SessionId, reason: String) -> Value {
@@ -268,7 +285,7 @@ impl Daemon {
                 .filter(|id| self.idle_candidate(id, now, older_than_ms, include_live))
                 .collect()
         };
-        let plan = self.plan_whole_cascades(&idle);
+        let plan = self.plan_whole_cascades(&idle, false);
         let mut skipped = plan.skipped;
         if !yes {
             let would: Vec<String> = plan
@@ -299,7 +316,7 @@ impl Daemon {
                 skipped.extend(self.skip_rows(&group, id, "active"));
                 continue;
             }
-            if let Some((id, why)) = self.first_in_use(&group) {
+            if let Some((id, why)) = self.first_in_use(&group, false) {
                 skipped.extend(self.skip_rows(&group, &id, why));
                 continue;
             }

@@ -490,3 +490,23 @@ fn evict_and_close_idle_remove_clean_worktrees_and_keep_ones_holding_work() {
     );
     assert!(!later_path.exists(), "close-idle removes a clean worktree");
 }
+
+#[test]
+fn evict_takes_a_stale_hibernated_record_whose_last_turn_asked_a_question() {
+    // Nothing runs: the question waits in the transcript, kept for resuming.
+    let h = Hangar::new();
+    with_config(&h, "[activity]\ndebounce_ms = 200\n");
+    let asked = parked(&h, "asked");
+    h.ok(&["send", &asked, "ask which branch"]);
+    h.wait_until("the agent asks", DEADLINE, || {
+        h.session(&asked)["activity"] == "waiting"
+    });
+    h.ok(&["hibernate", &asked]);
+    let done = h.json(&["evict", "--parked-older-than", "0s"]);
+    assert_eq!(
+        ids(&done["evicted"]),
+        BTreeSet::from([asked.clone()]),
+        "{done}"
+    );
+    assert!(h.ls().is_empty());
+}

@@ -510,3 +510,30 @@ fn evict_takes_a_stale_hibernated_record_whose_last_turn_asked_a_question() {
     );
     assert!(h.ls().is_empty());
 }
+
+#[test]
+fn typing_into_an_attached_session_makes_it_the_most_recently_used() {
+    let h = Hangar::new();
+    with_config(&h, "[governor]\nmax_live = 2\ncheck_interval_ms = 600000\n");
+    let a = parked(&h, "a");
+    let b = parked(&h, "b");
+    let c = parked(&h, "c");
+    h.ok(&["wake", &a]);
+    let mut term = attach(&h, &a);
+    let attached_at = std::time::Instant::now();
+    h.ok(&["wake", &b]);
+    // Typed input is stored at most every 5 s per session: let that pass
+    // since the attach stored it, so the next keystroke counts.
+    while attached_at.elapsed() < std::time::Duration::from_millis(5_300) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    term.write(b"hello\r");
+    term.wait_text("answer: hello");
+    term.write(b"\x02d");
+    assert_eq!(term.wait_exit(), Some(0), "detached");
+    h.ok(&["wake", &c]);
+    h.wait_until("b, used before the typing, is hibernated", DEADLINE, || {
+        h.state_of(&b) == "hibernated"
+    });
+    assert_eq!(h.state_of(&a), "live");
+}

@@ -48,7 +48,14 @@ fn started_pids(h: &Hangar) -> BTreeSet<i64> {
 /// agents alive). Processes are listed before transcripts are read, so an
 /// agent counted as starting really was starting when it was listed.
 fn look(h: &Hangar) -> (usize, usize) {
-    let alive = h.fake_agent_pids_for_home();
+    let fakes = h.fake_agent_pids_for_home();
+    // A fake agent forking a hook's shell has a child that, until its exec,
+    // still looks like a fake agent: only the agents themselves count.
+    let alive: Vec<i32> = fakes
+        .iter()
+        .copied()
+        .filter(|&p| !ppid(p).is_some_and(|parent| fakes.contains(&parent)))
+        .collect();
     let started = started_pids(h);
     let starting = alive
         .iter()

@@ -160,12 +160,14 @@ fn a_restore_starts_at_most_its_concurrency_of_agents_at_once_and_shows_waiting_
 #[test]
 fn a_pane_slower_than_the_spawn_timeout_fails_with_its_retry_and_the_others_restore() {
     let h = Hangar::new();
-    h.write_config("[restore]\nspawn_timeout_secs = 1\n");
+    // Two seconds is plenty for a healthy fake agent even on a loaded CI
+    // machine, and far below the slow one's delay.
+    h.write_config("[restore]\nspawn_timeout_secs = 2\n");
     // Only codex starts slowly: its wrapper sets the start delay.
     fs::write(
         &h.codex_bin,
         format!(
-            "#!/bin/sh\nFAKE_AGENT_START_DELAY_MS=3000 exec '{}' --style codex \"$@\"\n",
+            "#!/bin/sh\nFAKE_AGENT_START_DELAY_MS=10000 exec '{}' --style codex \"$@\"\n",
             fake_agent_bin().display()
         ),
     )

@@ -302,7 +302,8 @@ pub fn export_offline(paths: &Paths) -> anyhow::Result<String> {
             paths.store().display()
         )
     })?;
-    Ok(hangar_store::export_json(&opened.workspace))
+    let screens = opened.store.screens().context("cannot read the saved screens")?;
+    Ok(hangar_store::export_document(&opened.workspace, &screens))
 }
 
 /// Import into the store of a home whose daemon is not running: the next
@@ -324,7 +325,7 @@ pub fn import_offline(
     let merged = transfer::merge(opened.workspace, report.workspace.clone())
         .map_err(|e| anyhow::anyhow!(e.message))?;
     store
-        .save(&merged, &[])
+        .save_with_screens(&merged, &[], &report.screens)
         .context("cannot save the imported workspace")?;
     Ok(transfer::report_json(report, false))
 }

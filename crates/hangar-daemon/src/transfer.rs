@@ -4,7 +4,9 @@
 //! any id that is already present refuses the whole import (nothing is
 //! half-imported). The imported panes are then restored exactly as a daemon
 //! start would restore them: spawned with bounded concurrency, everything
-//! else hibernated.
+//! else hibernated. The last screens an export carries are saved in the same
+//! transaction as the workspace, so a hibernated session keeps its screen
+//! (DESIGN.md rule 3) across export and import.
 
 use std::sync::Arc;
 
@@ -53,6 +55,7 @@ pub fn report_json(report: &hangar_store::ImportReport, restored: bool) -> Value
     json!({
         "imported": report.imported,
         "dropped": report.dropped,
+        "screens": report.screens.len(),
         "restoring": restored,
     })
 }
@@ -60,7 +63,21 @@ pub fn report_json(report: &hangar_store::ImportReport, restored: bool) -> Value
 impl Daemon {
     pub fn op_export(&self) -> Result<Value, ApiError> {
         let st = self.lock();
-        let text = hangar_store::export_json(&st.ws);
+        let mut screens = st.store.screens()?;
+        // A live session's last screen is the one it shows now: it is what
+        // the session would keep if it were hibernated, and what the
+        // imported copy (hibernated until woken) must show.
+        let now = crate::now_ms();
+        for (id, rt) in &st.runtimes {
+            if let Some(live) = &rt.proc {
+                let saved = hangar_store::SavedScreen {
+                    screen: live.formatted(),
+                    updated_ms: now,
+                };
+                screens.insert(id.clone(), saved);
+            }
+        }
+        let text = hangar_store::export_document(&st.ws, &screens);
         Ok(json!({"format": hangar_store::EXPORT_FORMAT, "text": text}))
     }
 
@@ -73,7 +90,7 @@ impl Daemon {
         let to_spawn = {
             let mut st = self.lock();
             let merged = merge(st.ws.clone(), report.workspace.clone())?;
-            st.store.save(&merged, &[])?;
+            st.store.save_with_screens(&merged, &[], &report.screens)?;
             st.ws = merged;
             let plan = RestorePlan::new(report.workspace.clone());
             for id in &plan.hibernate {

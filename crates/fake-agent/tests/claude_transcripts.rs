@@ -194,6 +194,43 @@ fn clear_rotates_to_a_new_session_with_its_own_transcript() {
 }
 
 #[test]
+fn session_start_runs_at_start_and_after_clear_with_the_new_id_and_the_knob_drops_the_link() {
+    let setup = Setup::new();
+    let log = setup.home.join("session-start.jsonl");
+    let settings = setup.home.join("settings.json");
+    let hook = serde_json::json!({"hooks": {"SessionStart": [{"hooks": [
+        {"type": "command", "command": format!("cat >> '{}'; echo >> '{}'", log.display(), log.display())}
+    ]}]}});
+    std::fs::write(&settings, hook.to_string()).unwrap();
+    let mut agent = setup.start_with(
+        &["--session-id", ID, "--settings", settings.to_str().unwrap()],
+        &[("FAKE_AGENT_NO_CLEARED_FROM", "1")],
+    );
+    agent.wait_for_output("> ");
+    agent.send("/clear");
+    let out = agent.wait_for_output("cleared: new session ");
+    let new_id = out
+        .split("cleared: new session ")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    // The hook ran (and was waited for) before the screen said so.
+    let reports = read_jsonl(&log);
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert_eq!(reports[0]["hook_event_name"], "SessionStart");
+    assert_eq!(reports[0]["source"], "startup");
+    assert_eq!(reports[0]["session_id"], ID);
+    assert_eq!(reports[0]["cwd"], setup.cwd.to_str().unwrap());
+    assert_eq!(reports[1]["source"], "clear");
+    assert_eq!(reports[1]["session_id"], new_id.as_str());
+    let new = read_jsonl(&setup.claude_transcript(&new_id));
+    assert_eq!(new[0]["cleared_from"], serde_json::Value::Null);
+}
+
+#[test]
 fn the_config_dir_variable_and_the_proxy_are_honoured() {
     let setup = Setup::new();
     let config = setup.home.join("elsewhere");

@@ -160,3 +160,26 @@ fn codex_resume_of_an_unknown_id_creates_a_rollout() {
         false
     );
 }
+
+#[test]
+fn the_rollout_stays_open_while_the_agent_runs_as_real_codex_keeps_it() {
+    let setup = Setup::new();
+    let codex_home = setup.home.join("codex-home");
+    let mut agent = setup.start_with(
+        &[],
+        &[
+            ("FAKE_AGENT_STYLE", "codex"),
+            ("CODEX_HOME", codex_home.to_str().unwrap()),
+        ],
+    );
+    agent.send("hi");
+    agent.wait_for_output("answer: hi");
+    let files = rollouts(&codex_home);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let open: Vec<PathBuf> = std::fs::read_dir(format!("/proc/{}/fd", agent.pid()))
+        .unwrap()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .collect();
+    assert!(open.contains(&files[0]), "{:?} not in {open:?}", files[0]);
+}

@@ -270,13 +270,20 @@ impl Daemon {
                 "a session-start hook needs the session_id of the hook's JSON input on stdin",
             ));
         };
+        let session_cwd = discovery::canonical_cwd(&session_cwd);
         let observed = Observation {
             id: psid,
             source: IdSource::Transcript,
-            cwd: req.cwd.as_deref().map(discovery::canonical_cwd),
+            // Older Claude Code versions send no `cwd`; the process hangar
+            // started in the session's folder is then taken to run there.
+            cwd: Some(
+                req.cwd
+                    .as_deref()
+                    .map(discovery::canonical_cwd)
+                    .unwrap_or_else(|| session_cwd.clone()),
+            ),
         };
-        let recorded =
-            self.record_provider_id(&id, &observed, &discovery::canonical_cwd(&session_cwd));
+        let recorded = self.record_provider_id(&id, &observed, &session_cwd);
         Ok(json!({
             "recorded": recorded,
             "event": "session-start",

@@ -302,7 +302,10 @@ pub fn export_offline(paths: &Paths) -> anyhow::Result<String> {
             paths.store().display()
         )
     })?;
-    let screens = opened.store.screens().context("cannot read the saved screens")?;
+    let screens = opened
+        .store
+        .screens()
+        .context("cannot read the saved screens")?;
     Ok(hangar_store::export_document(&opened.workspace, &screens))
 }
 

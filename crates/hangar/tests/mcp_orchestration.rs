@@ -680,8 +680,8 @@ fn invalid_and_oversize_tool_inputs_are_refused_with_a_clear_error_and_the_daemo
         "session id",
     );
 
-    // A wrong type is refused before it reaches the daemon (by rmcp, which
-    // names the type it wanted but not the field).
+    // A wrong type is refused before it reaches the daemon (see
+    // a_tool_argument_of_the_wrong_type_is_refused_naming_the_tool_and_the_field).
     let client = m.client.as_ref().unwrap();
     let params = CallToolRequestParams::new("send_prompt").with_arguments(
         json!({"session": parent, "prompt": 42})
@@ -711,6 +711,68 @@ fn invalid_and_oversize_tool_inputs_are_refused_with_a_clear_error_and_the_daemo
     }
 
     // Nothing was created, the same daemon answers, and this server still works.
+    assert_eq!(h.daemon_pid(), daemon);
+    assert!(ids_of(&m.ok("list_agents", json!({}))["agents"]).is_empty());
+    assert_eq!(fake_count(&h), 1);
+    assert_eq!(h.ls().len(), 1);
+}
+
+#[test]
+fn a_tool_argument_of_the_wrong_type_is_refused_naming_the_tool_and_the_field() {
+    let h = Hangar::new();
+    let parent = h.new_pane();
+    wait_fakes(&h, 1);
+    let daemon = h.daemon_pid();
+    let m = Mcp::launch(&h, &parent);
+    let client = m.client.as_ref().unwrap();
+    // The refusal, whether it comes as a protocol error or a tool error.
+    let refusal = |name: &'static str, args: Value| -> String {
+        let params = CallToolRequestParams::new(name)
+            .with_arguments(args.as_object().cloned().unwrap_or_default());
+        match m.rt.block_on(client.call_tool(params)) {
+            Err(e) => e.to_string(),
+            Ok(r) => {
+                assert_eq!(r.is_error, Some(true), "{name}({args}) was accepted: {r:?}");
+                format!("{:?}", r.content)
+            }
+        }
+    };
+    let cases = [
+        (
+            "send_prompt",
+            json!({"session": parent, "prompt": 42}),
+            "send_prompt: argument prompt: invalid type: integer `42`, expected a string",
+        ),
+        (
+            "create_agent",
+            json!({"title": ["a list"]}),
+            "create_agent: argument title: invalid type: sequence, expected a string",
+        ),
+        (
+            "wait_agents",
+            json!({"sessions": [parent, 7]}),
+            "wait_agents: argument sessions[1]: invalid type: integer `7`, expected a string",
+        ),
+        (
+            "read_agent",
+            json!({"session": parent, "max_messages": "ten"}),
+            "read_agent: argument max_messages: invalid type: string \"ten\"",
+        ),
+        (
+            "close_agent",
+            json!({"id": parent}),
+            "close_agent: missing field `session`",
+        ),
+    ];
+    for (name, args, says) in cases {
+        let text = refusal(name, args.clone());
+        assert!(
+            text.contains(says),
+            "{name}({args}): {text:?} should say {says:?}"
+        );
+    }
+    // Nothing reached the daemon: no agent was created or closed, and the
+    // same daemon and server still answer.
     assert_eq!(h.daemon_pid(), daemon);
     assert!(ids_of(&m.ok("list_agents", json!({}))["agents"]).is_empty());
     assert_eq!(fake_count(&h), 1);

@@ -7,6 +7,7 @@
 //! this server must never take the caller's identity from a tool argument,
 //! and never write anything but MCP messages to stdout.
 
+mod arguments;
 mod bridge;
 
 use std::process::ExitCode;
@@ -281,6 +282,18 @@ impl HangarMcp {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for HangarMcp {
+    /// The router's call, after checking the arguments so that a value of
+    /// the wrong type is refused naming the tool and the field.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        arguments::check(&request.name, request.arguments.as_ref())?;
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(tcc).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_instructions(INSTRUCTIONS)

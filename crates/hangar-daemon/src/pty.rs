@@ -19,8 +19,10 @@ use tokio::sync::{broadcast, watch};
 /// Lines of scrollback kept per session.
 pub const SCROLLBACK_LINES: usize = 2000;
 /// Output chunks buffered per attached client before it is resynced from the
-/// screen instead.
-const OUTPUT_CHANNEL: usize = 1024;
+/// screen instead. With reads of at most `READ_CHUNK` bytes, a client that
+/// stops reading costs the daemon at most 8 MiB per session.
+const OUTPUT_CHANNEL: usize = 512;
+const READ_CHUNK: usize = 16 * 1024;
 
 pub const DEFAULT_ROWS: u16 = 40;
 pub const DEFAULT_COLS: u16 = 120;
@@ -209,7 +211,7 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
 }
 
 async fn read_output(live: Arc<LiveProcess>, mut reader: pty_process::OwnedReadPty) {
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = vec![0u8; READ_CHUNK];
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,

@@ -21,7 +21,10 @@ use crate::attach_size::{ClientId, ClientSizes};
 use crate::state::{ApiError, RunState};
 
 /// Outgoing frames queued per connection before the writer pushes back.
-const OUTGOING_QUEUE: usize = 256;
+/// Output frames are batched up to `MAX_BATCH`, so this bounds what a client
+/// that stops reading costs (1 MiB); beyond it the session's own channel
+/// lags and the client is resynced with a redraw.
+const OUTGOING_QUEUE: usize = 16;
 /// A client must finish the hello handshake within this time of connecting.
 /// Without it, a client that connects and trickles bytes (or none) holds a
 /// task and its buffers forever; after the handshake a slow client costs

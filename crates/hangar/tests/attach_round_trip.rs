@@ -207,8 +207,11 @@ fn an_attached_client_that_stops_reading_is_resynced_and_never_holds_up_the_sess
         || h.screen(&id).contains("flood-42"),
     );
     let rss_after = rss_kib(daemon).unwrap_or(0);
+    // The output kept for a client is bounded (8 MiB in the session's
+    // channel, 1 MiB queued on the connection); the rest is the screen's
+    // scrollback filling up and the allocator's slack (~14 MiB in all here).
     assert!(
-        rss_after.saturating_sub(rss_before) < FLOOD_MB * 1024 / 2,
+        rss_after.saturating_sub(rss_before) < 24 * 1024,
         "the daemon grew by {} KiB buffering output for a client that does not read",
         rss_after.saturating_sub(rss_before)
     );

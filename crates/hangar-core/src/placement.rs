@@ -342,14 +342,19 @@ impl Workspace {
 
     /// Resize the split directly holding pane `id` (the ratio is clamped).
     pub fn set_ratio(&mut self, id: &SessionId, ratio: f32) -> Result<(), PlacementError> {
+        self.tile_holding(id)?
+            .set_ratio(id, ratio)
+            .map_err(|_| self.not_in_pane(id))
+    }
+
+    /// The tile tree of the tab where `id` is a pane.
+    fn tile_holding(&mut self, id: &SessionId) -> Result<&mut crate::tile::Tile, PlacementError> {
         let not_in_pane = self.not_in_pane(id);
-        let root = self
-            .tabs
+        self.tabs
             .iter_mut()
             .find(|t| t.contains_leaf(id))
             .and_then(|t| t.root.as_mut())
-            .ok_or(not_in_pane)?;
-        root.set_ratio(id, ratio).map_err(|_| self.not_in_pane(id))
+            .ok_or(not_in_pane)
     }
 
     /// Resize the nearest split of `direction` around pane `id` (see
@@ -360,14 +365,8 @@ impl Workspace {
         direction: crate::tile::Direction,
         ratio: f32,
     ) -> Result<bool, PlacementError> {
-        let not_in_pane = self.not_in_pane(id);
-        let root = self
-            .tabs
-            .iter_mut()
-            .find(|t| t.contains_leaf(id))
-            .and_then(|t| t.root.as_mut())
-            .ok_or(not_in_pane)?;
-        root.set_enclosing_ratio(id, direction, ratio)
+        self.tile_holding(id)?
+            .set_enclosing_ratio(id, direction, ratio)
             .map_err(|_| self.not_in_pane(id))
     }
 

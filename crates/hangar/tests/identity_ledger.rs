@@ -10,31 +10,6 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 use support::{DEADLINE, Hangar};
 
-fn source_of(h: &Hangar, id: &str) -> (Option<String>, Option<String>) {
-    let s = h.session(id);
-    (
-        s["provider_session_id"].as_str().map(str::to_owned),
-        s["provider_session_source"].as_str().map(str::to_owned),
-    )
-}
-
-/// Waits until `id`'s provider id has source `transcript`; returns the id.
-fn wait_transcript_id(h: &Hangar, id: &str) -> String {
-    let mut found = None;
-    h.wait_until(
-        &format!("session {id} has a provider id from its transcript"),
-        DEADLINE,
-        || {
-            let (psid, source) = source_of(h, id);
-            if source.as_deref() == Some("transcript") {
-                found = psid;
-            }
-            found.is_some()
-        },
-    );
-    found.unwrap()
-}
-
 /// The session record as exported (it carries `provider_id_history`).
 fn exported_session(h: &Hangar, id: &str) -> Value {
     let doc: Value = serde_json::from_str(&h.ok(&["export"])).expect("export is JSON");
@@ -48,9 +23,9 @@ fn claude_and_codex_transcripts_are_discovered_and_persisted_with_source_transcr
     let codex = h.new_agent(&["--provider", "codex", "--parked"]);
     h.ok(&["wake", &codex]);
 
-    let claude_id = wait_transcript_id(&h, &claude);
+    let claude_id = h.wait_transcript_id(&claude);
     assert!(h.claude_transcript(&h.work, &claude_id).is_file());
-    let codex_id = wait_transcript_id(&h, &codex);
+    let codex_id = h.wait_transcript_id(&codex);
     let rollouts = walk(&h.codex_home.join("sessions"));
     assert!(
         rollouts
@@ -64,11 +39,11 @@ fn claude_and_codex_transcripts_are_discovered_and_persisted_with_source_transcr
     h.shutdown();
     h.start_daemon();
     assert_eq!(
-        source_of(&h, &claude),
+        h.provider_id(&claude),
         (Some(claude_id.clone()), Some("transcript".into()))
     );
     assert_eq!(
-        source_of(&h, &codex),
+        h.provider_id(&codex),
         (Some(codex_id.clone()), Some("transcript".into()))
     );
     h.ok(&["wake", &codex]);
@@ -111,12 +86,12 @@ fn cleared_to(screen: &str) -> String {
 fn a_clear_in_a_live_session_replaces_the_id_and_the_next_restore_resumes_the_new_one() {
     let h = Hangar::new();
     let s = h.new_pane();
-    let old = wait_transcript_id(&h, &s);
+    let old = h.wait_transcript_id(&s);
     h.ok(&["send", &s, "/clear"]);
     let new = cleared_to(&h.wait_screen(&s, "cleared: new session"));
     assert_ne!(new, old);
     h.wait_until("the new id replaces the old one", DEADLINE, || {
-        source_of(&h, &s) == (Some(new.clone()), Some("transcript".into()))
+        h.provider_id(&s) == (Some(new.clone()), Some("transcript".into()))
     });
     let history = exported_session(&h, &s)["provider_id_history"].clone();
     let change = history
@@ -139,7 +114,7 @@ fn a_clear_in_a_live_session_replaces_the_id_and_the_next_restore_resumes_the_ne
 fn a_transcript_whose_cwd_differs_is_not_adopted() {
     let h = Hangar::new();
     let s = h.new_pane();
-    let old = wait_transcript_id(&h, &s);
+    let old = h.wait_transcript_id(&s);
     // A transcript in the session's own project folder, newer than anything
     // the agent will write, but recorded as run elsewhere.
     let forged = h.claude_transcript(&h.work, "forged-id");
@@ -164,7 +139,7 @@ fn a_transcript_whose_cwd_differs_is_not_adopted() {
     h.ok(&["send", &s, "/clear"]);
     let new = cleared_to(&h.wait_screen(&s, "cleared: new session"));
     h.wait_until("the real new id is adopted", DEADLINE, || {
-        source_of(&h, &s).0.as_deref() == Some(new.as_str())
+        h.provider_id(&s).0.as_deref() == Some(new.as_str())
     });
     let record = exported_session(&h, &s);
     assert!(
@@ -266,7 +241,7 @@ fn transcript_prints_the_last_messages_without_waking_the_session() {
     let claude = h.new_pane();
     let codex = h.new_agent(&["--provider", "codex"]);
     for (s, word) in [(&claude, "alpha"), (&codex, "beta")] {
-        wait_transcript_id(&h, s);
+        h.wait_transcript_id(s);
         h.ok(&["send", s, &format!("{word} one")]);
         h.wait_screen(s, &format!("answer: {word} one"));
         h.ok(&["send", s, &format!("{word} two")]);

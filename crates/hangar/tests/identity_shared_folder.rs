@@ -7,32 +7,6 @@ mod support;
 use serde_json::Value;
 use support::{DEADLINE, Hangar, environ};
 
-/// The provider session id and its source, as `ls` shows them.
-fn provider_id(h: &Hangar, id: &str) -> (Option<String>, Option<String>) {
-    let s = h.session(id);
-    (
-        s["provider_session_id"].as_str().map(str::to_owned),
-        s["provider_session_source"].as_str().map(str::to_owned),
-    )
-}
-
-fn wait_transcript_id(h: &Hangar, id: &str) -> String {
-    let mut found = None;
-    h.wait_until(
-        &format!("session {id} has a provider id from its transcript"),
-        DEADLINE,
-        || {
-            if let (Some(p), Some(s)) = provider_id(h, id)
-                && s == "transcript"
-            {
-                found = Some(p);
-            }
-            found.is_some()
-        },
-    );
-    found.unwrap()
-}
-
 /// The hangar session a fake-agent process runs for (`HANGAR_SESSION_ID`).
 fn session_of_pid(pid: i32) -> Option<String> {
     environ(pid)
@@ -65,8 +39,8 @@ fn two_codex_sessions_in_one_folder_keep_their_own_conversations_across_hibernat
     // Hibernated at once: the watcher may not have looked yet.
     h.ok(&["hibernate", &a]);
 
-    let a_id = wait_transcript_id(&h, &a);
-    let b_id = wait_transcript_id(&h, &b);
+    let a_id = h.wait_transcript_id(&a);
+    let b_id = h.wait_transcript_id(&b);
     assert_ne!(a_id, b_id, "both sessions hold one conversation");
     assert!(
         messages(&h, &a).contains("hello from a"),
@@ -85,7 +59,7 @@ fn two_codex_sessions_in_one_folder_keep_their_own_conversations_across_hibernat
     h.wait_until("B resumes its own conversation", DEADLINE, || {
         sessions_resuming(&h, &b_id) == vec![b.clone()]
     });
-    assert_eq!(provider_id(&h, &a).0.as_deref(), Some(a_id.as_str()));
-    assert_eq!(provider_id(&h, &b).0.as_deref(), Some(b_id.as_str()));
+    assert_eq!(h.provider_id(&a).0.as_deref(), Some(a_id.as_str()));
+    assert_eq!(h.provider_id(&b).0.as_deref(), Some(b_id.as_str()));
     assert!(messages(&h, &a).contains("hello from a"));
 }

@@ -330,6 +330,34 @@ impl Hangar {
         self.json(&["status"])
     }
 
+    /// The session's provider session id and that id's source, as `ls`
+    /// shows them.
+    pub fn provider_id(&self, id: &str) -> (Option<String>, Option<String>) {
+        let s = self.session(id);
+        (
+            s["provider_session_id"].as_str().map(str::to_owned),
+            s["provider_session_source"].as_str().map(str::to_owned),
+        )
+    }
+
+    /// Waits until `id`'s provider id comes from its transcript; returns it.
+    pub fn wait_transcript_id(&self, id: &str) -> String {
+        let mut found = None;
+        self.wait_until(
+            &format!("session {id} has a provider id from its transcript"),
+            DEADLINE,
+            || {
+                if let (Some(p), Some(s)) = self.provider_id(id)
+                    && s == "transcript"
+                {
+                    found = Some(p);
+                }
+                found.is_some()
+            },
+        );
+        found.expect("the wait ends only once an id is found")
+    }
+
     /// The session's state (`live`, `hibernated`, ...).
     pub fn state_of(&self, id: &str) -> String {
         self.session(id)["state"].as_str().unwrap_or("").to_owned()

@@ -398,14 +398,10 @@ impl Daemon {
             return fallback;
         };
         // Taken out of the table so the file is read without the lock held.
-        let mut watch = self
-            .activity
-            .entries()
-            .entry(id.clone())
-            .or_default()
-            .offline
-            .take()
-            .unwrap_or_default();
+        let Some(mut watch) = self.with_known_entry(id, |e| e.offline.take().unwrap_or_default())
+        else {
+            return fallback;
+        };
         let reading = watch.read(
             &meta.provider,
             &root,
@@ -515,6 +511,19 @@ impl Daemon {
         }))
     }
 
+    /// Run `f` on `id`'s activity entry, creating it only while the session
+    /// exists. The workspace lock is held across the check and the insert:
+    /// a close forgets the entry under that same lock, so a signal racing a
+    /// close can never leave an entry behind for a session that is gone.
+    fn with_known_entry<R>(&self, id: &SessionId, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        let st = self.lock();
+        if !st.ws.sessions.contains_key(id) {
+            return None;
+        }
+        let mut entries = self.activity.entries();
+        Some(f(entries.entry(id.clone()).or_default()))
+    }
+
     /// A hook callback from a session's agent (`hangar hook EVENT`).
     pub fn op_hook(&self, session: &str, event: &str) -> Result<Value, ApiError> {
         let event = HookEvent::parse(event).ok_or_else(|| {
@@ -529,15 +538,15 @@ impl Daemon {
         if !self.config.activity.enabled(Source::Hooks) {
             return Ok(json!({"recorded": false, "reason": "the hooks source is off"}));
         }
-        let nudge = {
-            let mut entries = self.activity.entries();
-            let e = entries.entry(id.clone()).or_default();
-            e.hooks = Some(Reading {
-                activity: event.activity(),
-                at_ms: crate::now_ms(),
-            });
-            e.nudge.clone()
-        };
+        let nudge = self
+            .with_known_entry(&id, |e| {
+                e.hooks = Some(Reading {
+                    activity: event.activity(),
+                    at_ms: crate::now_ms(),
+                });
+                e.nudge.clone()
+            })
+            .ok_or_else(|| ApiError::new(codes::NOT_FOUND, format!("no session {id}")))?;
         nudge.notify_one();
         Ok(json!({"recorded": true, "event": event.cli_name()}))
     }
@@ -560,15 +569,15 @@ impl Daemon {
         if !is_agent {
             return;
         }
-        let (transition, nudge) = {
-            let mut entries = self.activity.entries();
-            let e = entries.entry(id.clone()).or_default();
+        let Some((transition, nudge)) = self.with_known_entry(id, |e| {
             e.input_ms = Some(at_ms);
             let transition = match (&mut e.tracker, e.watched) {
                 (Some(t), true) => t.force(Activity::Working, at_ms),
                 _ => None,
             };
             (transition, e.nudge.clone())
+        }) else {
+            return;
         };
         if transition.is_some() {
             self.activity.bump();

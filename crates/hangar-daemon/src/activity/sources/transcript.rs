@@ -68,9 +68,16 @@ fn claude_text(message: &Value) -> String {
     }
 }
 
-/// Activity from a claude transcript's last entries (`fallback_ms` stands in
-/// for entries without a timestamp).
-pub fn claude_reading(lines: &[String], complete: bool, fallback_ms: u64) -> Option<Reading> {
+/// The activity of the last entry `classify` recognises, newest first
+/// (`fallback_ms` stands in for entries without a timestamp). A complete file
+/// with only unrecognised entries (start records) is a fresh conversation,
+/// ready for its first prompt.
+fn last_reading(
+    lines: &[String],
+    complete: bool,
+    fallback_ms: u64,
+    classify: impl Fn(&Value) -> Option<Activity>,
+) -> Option<Reading> {
     let mut last_at = None;
     for line in lines.iter().rev() {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
@@ -78,15 +85,31 @@ pub fn claude_reading(lines: &[String], complete: bool, fallback_ms: u64) -> Opt
         };
         let at = timestamp_ms(&v).unwrap_or(fallback_ms);
         last_at.get_or_insert(at);
-        if v.get("isMeta").and_then(Value::as_bool) == Some(true) {
-            continue;
+        if let Some(activity) = classify(&v) {
+            return Some(Reading {
+                activity,
+                at_ms: at,
+            });
         }
-        let activity = match v.get("type").and_then(Value::as_str) {
+    }
+    (complete && !lines.is_empty()).then(|| Reading {
+        activity: Activity::Idle,
+        at_ms: last_at.unwrap_or(fallback_ms),
+    })
+}
+
+/// Activity from a claude transcript's last entries.
+pub fn claude_reading(lines: &[String], complete: bool, fallback_ms: u64) -> Option<Reading> {
+    last_reading(lines, complete, fallback_ms, |v| {
+        if v.get("isMeta").and_then(Value::as_bool) == Some(true) {
+            return None;
+        }
+        match v.get("type").and_then(Value::as_str) {
             // A prompt, or a tool's result: the agent goes on.
-            Some("user") => Activity::Working,
+            Some("user") => Some(Activity::Working),
             Some("assistant") => {
                 let message = v.get("message").unwrap_or(&Value::Null);
-                match message.get("stop_reason").and_then(Value::as_str) {
+                Some(match message.get("stop_reason").and_then(Value::as_str) {
                     Some("tool_use") => Activity::Waiting,
                     Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal") => {
                         if is_question(&claude_text(message)) {
@@ -96,34 +119,19 @@ pub fn claude_reading(lines: &[String], complete: bool, fallback_ms: u64) -> Opt
                         }
                     }
                     _ => Activity::Working,
-                }
+                })
             }
-            _ => continue,
-        };
-        return Some(Reading {
-            activity,
-            at_ms: at,
-        });
-    }
-    // Only start records: a fresh conversation, ready for its first prompt.
-    (complete && !lines.is_empty()).then(|| Reading {
-        activity: Activity::Idle,
-        at_ms: last_at.unwrap_or(fallback_ms),
+            _ => None,
+        }
     })
 }
 
 /// Activity from a codex rollout's last events.
 pub fn codex_reading(lines: &[String], complete: bool, fallback_ms: u64) -> Option<Reading> {
-    let mut last_at = None;
-    for line in lines.iter().rev() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        let at = timestamp_ms(&v).unwrap_or(fallback_ms);
-        last_at.get_or_insert(at);
+    last_reading(lines, complete, fallback_ms, |v| {
         let payload = v.get("payload").unwrap_or(&Value::Null);
         let kind = payload.get("type").and_then(Value::as_str).unwrap_or("");
-        let activity = match (v.get("type").and_then(Value::as_str), kind) {
+        Some(match (v.get("type").and_then(Value::as_str), kind) {
             (Some("event_msg"), "task_complete") => {
                 let last = payload
                     .get("last_agent_message")
@@ -143,16 +151,8 @@ pub fn codex_reading(lines: &[String], complete: bool, fallback_ms: u64) -> Opti
             (Some("response_item"), "message" | "function_call" | "function_call_output") => {
                 Activity::Working
             }
-            _ => continue,
-        };
-        return Some(Reading {
-            activity,
-            at_ms: at,
-        });
-    }
-    (complete && !lines.is_empty()).then(|| Reading {
-        activity: Activity::Idle,
-        at_ms: last_at.unwrap_or(fallback_ms),
+            _ => return None,
+        })
     })
 }
 

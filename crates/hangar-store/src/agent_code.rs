@@ -39,8 +39,8 @@ use serde_json::Value;
 
 use hangar_core::tile::{Direction, Side, Tile, clamp_ratio};
 use hangar_core::{
-    BuriedRecord, DispatchLane, IdSource, ParkedRecord, Provider, ProviderSessionId,
-    Relationships, SessionId, SessionMeta, Tab, TabId, Workspace,
+    BuriedRecord, DispatchLane, IdSource, ParkedRecord, Provider, ProviderSessionId, Relationships,
+    SessionId, SessionMeta, Tab, TabId, Workspace,
 };
 
 use crate::import::{self, DroppedItem, ImportError, ImportReport, KeptItem};
@@ -280,10 +280,7 @@ impl Importer {
                 self.kept.push(KeptItem::new(
                     key,
                     "field",
-                    format!(
-                        "{}.{key} is not a key this import knows; ignored",
-                        p.path()
-                    ),
+                    format!("{}.{key} is not a key this import knows; ignored", p.path()),
                 ));
             }
         }
@@ -336,7 +333,10 @@ impl Importer {
                 self.kept.push(KeptItem::new(
                     id,
                     "tab",
-                    format!("{}: repeats an earlier tab id; the first was kept", id_node.path()),
+                    format!(
+                        "{}: repeats an earlier tab id; the first was kept",
+                        id_node.path()
+                    ),
                 ));
                 continue;
             }
@@ -389,7 +389,9 @@ impl Importer {
             }
             trees.insert(tab, (root, focus));
         }
-        let rehome = active.clone().or_else(|| new_tabs.first().map(|(t, _)| t.id.clone()));
+        let rehome = active
+            .clone()
+            .or_else(|| new_tabs.first().map(|(t, _)| t.id.clone()));
         if let Some(detached) = p.opt_field("detachedSessions")? {
             for (key, entry) in detached.entries()? {
                 if !entry.value().is_object() {
@@ -403,9 +405,18 @@ impl Importer {
                         self.kept.push(KeptItem::new(
                             key,
                             "parked",
-                            format!("{} is damaged; parked in the active tab {tab}", entry.path()),
+                            format!(
+                                "{} is damaged; parked in the active tab {tab}",
+                                entry.path()
+                            ),
                         ));
-                        homes.insert(id, Home::Parked { tab: tab.clone(), at: None });
+                        homes.insert(
+                            id,
+                            Home::Parked {
+                                tab: tab.clone(),
+                                at: None,
+                            },
+                        );
                     }
                     continue;
                 }
@@ -421,7 +432,8 @@ impl Importer {
                     } else {
                         "session is parked twice; the first record was kept"
                     };
-                    self.dropped.push(DroppedItem::new(session.as_str(), "parked", reason));
+                    self.dropped
+                        .push(DroppedItem::new(session.as_str(), "parked", reason));
                     continue;
                 }
                 // A record whose tab is gone is a ghost: parked under the
@@ -485,7 +497,8 @@ impl Importer {
                     } else {
                         "session is also parked"
                     };
-                    self.dropped.push(DroppedItem::new(session.as_str(), "buried", reason));
+                    self.dropped
+                        .push(DroppedItem::new(session.as_str(), "buried", reason));
                     continue;
                 }
                 homes.insert(
@@ -505,7 +518,15 @@ impl Importer {
 
         let project_ids: BTreeSet<TabId> = tab_ids.values().cloned().collect();
         if stage_shape {
-            self.place_stage(p, &rows, &tab_ids, &project_ids, active.as_ref(), &mut homes, &mut trees)?;
+            self.place_stage(
+                p,
+                &rows,
+                &tab_ids,
+                &project_ids,
+                active.as_ref(),
+                &mut homes,
+                &mut trees,
+            )?;
         } else {
             self.read_dispatch(p, first_window);
             if let Some(tt) = p.opt_field("tileTabs")?
@@ -543,8 +564,9 @@ impl Importer {
                     Some(p) => format!(
                         "its project {p} is not a project of {window}; Agent Code drops it too"
                     ),
-                    None => "it has no project and no other owner; Agent Code drops it too"
-                        .to_owned(),
+                    None => {
+                        "it has no project and no other owner; Agent Code drops it too".to_owned()
+                    }
                 };
                 self.dropped
                     .push(DroppedItem::new(id.as_str(), "session", reason).with_meta(&row.meta));
@@ -603,7 +625,10 @@ impl Importer {
                 Home::Pane(_) => {}
                 Home::Parked { tab, at } => {
                     let parked_at_ms = at.unwrap_or_else(|| {
-                        self.ws.sessions.get(&id).map_or(self.now_ms, |m| m.last_active_ms)
+                        self.ws
+                            .sessions
+                            .get(&id)
+                            .map_or(self.now_ms, |m| m.last_active_ms)
                     });
                     self.ws.parked.insert(
                         id.clone(),
@@ -729,14 +754,15 @@ impl Importer {
             ));
         }
 
-        let focused = lanes
-            .get(focused_lane)
-            .cloned()
-            .flatten()
-            .filter(|id| members.contains_key(id) && rows.get(id).is_some_and(|r| r.view.is_none()));
+        let focused = lanes.get(focused_lane).cloned().flatten().filter(|id| {
+            members.contains_key(id) && rows.get(id).is_some_and(|r| r.view.is_none())
+        });
         if let Some(id) = &focused {
             let tab = members[id].clone();
-            trees.insert(tab.clone(), (Some(Tile::leaf(id.clone())), Some(id.clone())));
+            trees.insert(
+                tab.clone(),
+                (Some(Tile::leaf(id.clone())), Some(id.clone())),
+            );
             homes.insert(id.clone(), Home::Pane(tab));
         }
         let mut noted: BTreeSet<&SessionId> = BTreeSet::new();
@@ -791,7 +817,10 @@ impl Importer {
             self.kept.push(KeptItem::new(
                 "dispatchMode",
                 "view",
-                format!("{} is not an object; the dispatch view was not read", dispatch.path()),
+                format!(
+                    "{} is not an object; the dispatch view was not read",
+                    dispatch.path()
+                ),
             ));
             return;
         };

@@ -27,6 +27,7 @@ pub mod reload;
 pub mod restore;
 pub mod server;
 pub mod state;
+pub mod tmux_adoption;
 pub mod transfer;
 pub mod wake_queue;
 pub mod worktree;

@@ -106,6 +106,24 @@ pub fn resolve_program(provider: &Provider, env: &LaunchEnv<'_>) -> Result<PathB
 
 /// The command line that starts (or resumes) `meta`.
 pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec, LaunchError> {
+    // An adopted Agent Code terminal attaches to its tmux session. `=` makes
+    // tmux match the name exactly, never as a prefix of another session's.
+    if meta.provider == Provider::Shell
+        && let Some(name) = &meta.tmux_session
+        && let Some(tmux) = find_program("tmux", (env.var)("PATH").as_deref())
+    {
+        return Ok(LaunchSpec {
+            program: tmux,
+            args: vec![
+                "attach-session".to_owned(),
+                "-t".to_owned(),
+                format!("={name}"),
+            ],
+            env: BTreeMap::new(),
+            resumed: false,
+            minted: None,
+        });
+    }
     let program = resolve_program(&meta.provider, env)?;
     let resume = meta.durable_provider_id().map(str::to_owned);
     let mut args = Vec::new();

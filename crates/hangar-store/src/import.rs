@@ -123,7 +123,7 @@ pub struct KeptItem {
 }
 
 impl KeptItem {
-    pub(crate) fn new(id: impl Into<String>, kind: &str, note: impl Into<String>) -> Self {
+    pub fn new(id: impl Into<String>, kind: &str, note: impl Into<String>) -> Self {
         KeptItem {
             id: id.into(),
             kind: kind.to_owned(),

@@ -164,11 +164,15 @@ pub enum Command {
         #[arg(long, value_parser = ["on", "off"])]
         dangerous: Option<String>,
     },
-    /// Import a workspace: `agent-code FILE` or `hangar FILE`.
+    /// Import a workspace: `agent-code [FILE]` (default: where Agent Code
+    /// keeps it) or `hangar FILE`.
     Import {
         #[arg(value_parser = ["agent-code", "hangar"])]
         format: String,
-        file: PathBuf,
+        file: Option<PathBuf>,
+        /// Show what would be imported, kept and dropped, and import nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Export the whole workspace as JSON (from the store when no daemon runs).
     Export,
@@ -530,20 +534,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }),
             "reloaded",
         ),
-        Command::Import { format, file } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
-            let v = match Client::connect_existing(&paths)? {
-                Some(mut c) => c.request(Request::Import(msg::Import { format, text }))?,
-                None => {
-                    let report = hangar_daemon::transfer::parse_import(&format, &text)
-                        .map_err(|e| anyhow::anyhow!(e.message))?;
-                    hangar_daemon::import_offline(&paths, &report)?
-                }
-            };
-            print(json, &v, human::import);
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Import {
+            format,
+            file,
+            dry_run,
+        } => crate::import::run(&paths, json, format, file, dry_run),
         Command::Export => crate::identity::export(&paths),
         Command::Mcp { session } => crate::mcp::run(&paths, session),
         Command::Transcript { id, tail } => crate::identity::transcript(&paths, json, id, tail),

@@ -242,20 +242,92 @@ pub fn tabs(v: &Value) {
     }
 }
 
-pub fn import(v: &Value) {
-    let i = &v["imported"];
-    println!(
-        "imported {} session(s): {} tab(s), {} pane(s), {} parked, {} buried, {} pin(s)",
-        i["sessions"], i["tabs"], i["panes"], i["parked"], i["buried"], i["pins"]
-    );
-    let dropped = v["dropped"].as_array().cloned().unwrap_or_default();
-    if !dropped.is_empty() {
-        println!("dropped {}:", dropped.len());
-        for d in dropped {
-            println!("  {} {}: {}", s(&d["kind"]), s(&d["id"]), s(&d["reason"]));
+/// Text from the imported file (titles, folders, ids) with control
+/// characters and bidi overrides escaped, as `ls` and `git` do (DESIGN.md
+/// rule 11): a hostile workspace.json must not drive the terminal.
+fn file_text(v: &Value) -> String {
+    let mut out = String::new();
+    for c in s(v).chars() {
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}');
+        if c.is_control() || bidi {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
         }
     }
-    if v["restoring"].as_bool() != Some(true) {
+    out
+}
+
+pub fn import(v: &Value) {
+    let dry = v["dry_run"].as_bool() == Some(true);
+    if let Some(file) = v["file"].as_str() {
+        let source = v["source"]
+            .as_str()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        println!(
+            "{} {}{source}",
+            if dry { "dry run of" } else { "imported" },
+            file_text(&Value::from(file))
+        );
+    }
+    // Warnings first: they change what the user should do next.
+    for w in v["warnings"].as_array().into_iter().flatten() {
+        println!("warning: {}", file_text(w));
+    }
+    let i = &v["imported"];
+    println!(
+        "{} {} session(s): {} tab(s), {} pane(s) (started), {} parked, {} buried, {} pin(s)",
+        if dry { "would import" } else { "imported" },
+        i["sessions"],
+        i["tabs"],
+        i["panes"],
+        i["parked"],
+        i["buried"],
+        i["pins"]
+    );
+    let kept = v["kept"].as_array().cloned().unwrap_or_default();
+    if !kept.is_empty() {
+        println!("kept in another form ({}):", kept.len());
+        for k in kept {
+            println!(
+                "  {} {}: {}",
+                s(&k["kind"]),
+                file_text(&k["id"]),
+                file_text(&k["note"])
+            );
+        }
+    }
+    let dropped = v["dropped"].as_array().cloned().unwrap_or_default();
+    if !dropped.is_empty() {
+        println!(
+            "{} {}:",
+            if dry { "would drop" } else { "dropped" },
+            dropped.len()
+        );
+        for d in dropped {
+            println!(
+                "  {} {}: {}",
+                s(&d["kind"]),
+                file_text(&d["id"]),
+                file_text(&d["reason"])
+            );
+            if d["cwd"].is_string() {
+                let conversation = match d["provider_session_id"].as_str() {
+                    Some(id) => format!("conversation {}", file_text(&Value::from(id))),
+                    None => "no conversation id".to_owned(),
+                };
+                println!(
+                    "      {} {conversation} in {}",
+                    file_text(&d["provider"]),
+                    file_text(&d["cwd"])
+                );
+            }
+        }
+    }
+    if dry {
+        println!("nothing was imported (dry run)");
+    } else if v["restoring"].as_bool() != Some(true) {
         println!("the next daemon start restores it");
     }
 }

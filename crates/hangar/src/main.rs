@@ -12,6 +12,7 @@ mod cli;
 mod client;
 mod human;
 mod identity;
+mod import;
 mod journal;
 mod mcp;
 mod tui;

@@ -298,6 +298,38 @@ mod tests {
     }
 
     #[test]
+    fn an_adopted_terminal_attaches_to_its_tmux_session_by_exact_name_and_falls_back_to_a_shell() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let tmux = dir.path().join("tmux");
+        std::fs::write(&tmux, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&tmux, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let config = Config::default();
+        let path = dir.path().display().to_string();
+        let shell = true_bin();
+        let vars = |k: &str| match k {
+            "PATH" => Some(path.clone()),
+            "HANGAR_SHELL" => Some(shell.clone()),
+            _ => None,
+        };
+        let mut meta = SessionMeta::new(SessionId::new("t"), Provider::Shell, "/w");
+        meta.tmux_session = Some("agentcode-1".to_owned());
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(spec.program, tmux);
+        assert_eq!(spec.args, ["attach-session", "-t", "=agentcode-1"]);
+
+        // No tmux on PATH: the terminal still starts, as a plain shell.
+        let no_tmux = |k: &str| match k {
+            "PATH" => Some("/nonexistent".to_owned()),
+            "HANGAR_SHELL" => Some(shell.clone()),
+            _ => None,
+        };
+        let spec = launch_spec(&meta, &env_with(&config, &no_tmux, false)).unwrap();
+        assert_eq!(spec.program.display().to_string(), shell);
+        assert!(spec.args.is_empty());
+    }
+
+    #[test]
     fn claude_fresh_start_mints_a_session_id_recorded_as_resume_request() {
         let config = Config::default();
         let bin = true_bin();

@@ -120,7 +120,7 @@ fn a_bad_file_is_refused_with_its_path_and_nothing_is_imported_and_the_daemon_ke
     );
     fs::write(dir.join("deep.json"), deep).unwrap();
     let mut bad_value: Value = serde_json::from_str(&text).unwrap();
-    bad_value["workspace"]["tabs"][1]["root"]["a"]["ratio"] = json!("wide");
+    bad_value["workspace"]["tabs"][2]["root"]["a"]["ratio"] = json!("wide");
     fs::write(dir.join("bad-value.json"), bad_value.to_string()).unwrap();
     // 200 MB, sparse: costs no disk.
     let huge = fs::File::create(dir.join("huge.json")).unwrap();
@@ -133,7 +133,7 @@ fn a_bad_file_is_refused_with_its_path_and_nothing_is_imported_and_the_daemon_ke
         ("deep.json", "recursion limit"),
         (
             "bad-value.json",
-            "workspace.tabs[1].root.a.ratio: expected a number",
+            "workspace.tabs[2].root.a.ratio: expected a number",
         ),
         ("a-folder", "is a folder"),
         ("huge.json", "larger than 64 MiB"),
@@ -341,4 +341,56 @@ fn a_live_agentcode_tmux_session_is_adopted_by_its_shell_pane_and_a_gone_one_is_
             .status
             .success()
     );
+}
+
+#[test]
+fn importing_while_agent_code_rewrites_its_file_reads_one_whole_version_and_never_writes_it() {
+    let h = hangar();
+    let config = h.user_home.join(".config").join("agent-code");
+    fs::create_dir_all(&config).unwrap();
+    let file = config.join("workspace.json");
+    // Two versions Agent Code could have written, one after the other, each
+    // the way it writes (a temp file, then a rename over the old one).
+    let versions: Vec<String> = ["v1-july-2026.json", "v3-stage-september-2026.json"]
+        .iter()
+        .map(|n| serde_json::to_string_pretty(&fixture(n)).unwrap())
+        .collect();
+    fs::write(&file, &versions[0]).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, file, versions) = (stop.clone(), file.clone(), versions.clone());
+        std::thread::spawn(move || {
+            let tmp = file.with_extension("json.tmp");
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                fs::write(&tmp, &versions[n % 2]).unwrap();
+                fs::rename(&tmp, &file).unwrap();
+            }
+            n
+        })
+    };
+    let mut sources = std::collections::BTreeSet::new();
+    for _ in 0..6 {
+        let report = h.json(&["import", "agent-code", "--dry-run"]);
+        // Both versions hold 7 sessions; a torn read would fail to parse.
+        assert_eq!(report["imported"]["sessions"], 7, "{report}");
+        sources.insert(report["source"].as_str().unwrap().to_owned());
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rewrites = writer.join().unwrap();
+    assert!(rewrites > 0);
+    assert!(!sources.is_empty());
+    // A real import leaves Agent Code's file exactly as it was.
+    let before = (
+        fs::read(&file).unwrap(),
+        fs::metadata(&file).unwrap().modified().unwrap(),
+    );
+    let report = h.json(&["import", "agent-code"]);
+    assert_eq!(report["imported"]["sessions"], 7, "{report}");
+    let after = (
+        fs::read(&file).unwrap(),
+        fs::metadata(&file).unwrap().modified().unwrap(),
+    );
+    assert!(before == after, "hangar never writes Agent Code's file");
 }

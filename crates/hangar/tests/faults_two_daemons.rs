@@ -117,8 +117,11 @@ fn two_daemons_started_at_the_same_instant_one_serves_the_other_says_why() {
         stderr.contains(&format!("pid {winner_pid}")),
         "and names the one that serves (pid {winner_pid}): {stderr}"
     );
+    // Connect first: `hangar status` on a socket not bound yet would
+    // auto-start a third daemon.
     wait_until("the winner serves", DEADLINE, || {
-        h.run(&["status"]).status.success()
+        std::os::unix::net::UnixStream::connect(h.home.join("run").join("hangar.sock")).is_ok()
+            && h.run(&["status"]).status.success()
     });
     assert!(is_running(winner_pid as i32), "the winner is still running");
     assert_one_daemon_one_fleet(&h, &ids, "two `hangar daemon`");

@@ -119,6 +119,22 @@ fn five_hundred_create_agent_calls_at_once_are_all_answered_within_the_limits() 
     let status = h.status();
     drop(clients);
 
+    // The full tree's own children may not create more either: a limit on
+    // what each caller created alone would let every child create 64 again.
+    let child = rows
+        .iter()
+        .find(|r| r["parent"] == parents[0].as_str())
+        .and_then(|r| r["id"].as_str())
+        .expect("agent 0 has children")
+        .to_owned();
+    h.ok(&["wake", &child]);
+    let grandchild = Mcp::launch(&h, &child).call(
+        "create_agent",
+        json!({"title": "one too many", "run": "storm-0"}),
+    );
+    let (code, text) = grandchild.expect_err("a full tree refuses its children too");
+    assert!(text.contains("orchestration tree"), "{code}: {text}");
+
     h.shutdown();
     wait_until("no process of the home is left", DEADLINE, || {
         h.pids_for_home()

@@ -12,6 +12,7 @@ pub mod config;
 pub mod eviction;
 pub mod failure_reason;
 pub mod governor;
+pub mod home_watch;
 pub mod identity;
 pub mod journal;
 pub mod layout_ops;
@@ -193,11 +194,11 @@ impl Daemon {
 }
 
 /// Holds the per-home lock for as long as the daemon runs.
-struct HomeLock {
+pub(crate) struct HomeLock {
     _file: File,
 }
 
-fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
+pub(crate) fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
     let path = paths.lock();
     let mut file = std::fs::OpenOptions::new()
         .create(true)
@@ -310,6 +311,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     let restorer = daemon.clone();
     tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
     tokio::spawn(daemon.clone().govern());
+    tokio::spawn(daemon.clone().watch_home());
 
     let signals = daemon.clone();
     tokio::spawn(async move {

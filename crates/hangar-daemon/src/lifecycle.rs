@@ -422,6 +422,9 @@ impl Daemon {
         if live.exited().is_none() {
             self.os.signal_group(live.pgid(), libc::SIGTERM);
             self.os.signal_group(live.pgid(), libc::SIGHUP);
+            // A group stopped with SIGSTOP would only see those after the
+            // grace period's SIGKILL: let it run, so it can exit cleanly now.
+            self.os.signal_group(live.pgid(), libc::SIGCONT);
             let graceful = tokio::time::timeout(STOP_GRACE, exit.wait_for(|e| e.is_some()))
                 .await
                 .is_ok();

@@ -270,7 +270,11 @@ impl Daemon {
             self.note_input(&id, typed_at);
         }
         self.touch(&id);
-        self.lock().save(&[])?;
+        // The text is typed: a last-use time the disk cannot take (full,
+        // read-only) must not turn a delivered send into an error.
+        if let Err(e) = self.lock().save_observed(&[]) {
+            tracing::warn!("cannot store the last use of {id}: {}", e.message);
+        }
         Ok(json!({"id": id.to_string(), "sent": req.text.len()}))
     }
 

@@ -49,7 +49,9 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
             },
-            _ = shutdown.wait_for(|s| *s) => break,
+            // The guard `wait_for` returns is dropped inside: held in the
+            // select it would make this future not `Send`.
+            _ = async { drop(shutdown.wait_for(|s| *s).await) } => break,
         }
     }
 }

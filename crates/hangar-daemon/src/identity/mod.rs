@@ -97,7 +97,8 @@ impl Daemon {
         let Some(root) = discovery::transcript_root(&provider, &discovery::env_var) else {
             return;
         };
-        let started_ms = crate::now_ms();
+        // Transcript folders are named by the wall clock of the agent.
+        let started_ms = crate::wall_ms();
         let daemon = self.clone();
         tokio::spawn(async move {
             let mut cache = TranscriptCache::default();
@@ -199,7 +200,7 @@ impl Daemon {
         let dirs = if only_open {
             Vec::new()
         } else {
-            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::now_ms())
+            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::wall_ms())
         };
         let facts = cache.scan(provider, &dirs, &mine);
         let open_by_self = cache.ids_of(provider, &mine);
@@ -329,7 +330,7 @@ impl Daemon {
         if !ledger::apply(meta, decision) {
             return false;
         }
-        if let Err(e) = st.save(&[]) {
+        if let Err(e) = st.save_observed(&[]) {
             tracing::warn!("could not save the provider id of {id}: {}", e.message);
         }
         let dups = ledger::duplicates_of(&st.ws, id);

@@ -13,7 +13,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hangar_core::orchestration::{CloseRefusal, check_close, project_tab, visible_agents};
+use hangar_core::orchestration::{
+    CloseRefusal, check_close, project_tab, tree_size, visible_agents,
+};
 use hangar_core::{
     IdSource, Placement, Provider, ProviderSessionId, SessionId, SessionMeta, TabId,
 };
@@ -586,6 +588,12 @@ impl Daemon {
             if visible_agents(&st.ws, caller).len() >= MAX_AGENTS {
                 return Err(ApiError::invalid(format!(
                     "you already have {MAX_AGENTS} agents; close some (close_agent, close_run) first"
+                )));
+            }
+            if tree_size(&st.ws, caller) >= MAX_AGENTS {
+                return Err(ApiError::invalid(format!(
+                    "the orchestration tree you belong to already has {MAX_AGENTS} agents; \
+                     its root agent or a person must close some first"
                 )));
             }
             let provider = provider.unwrap_or_else(|| parent.provider.clone());

@@ -13,6 +13,7 @@
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
 pub mod git;
+pub mod mcp;
 pub mod workspace;
 
 use std::collections::BTreeSet;

@@ -15,6 +15,7 @@ mod identity;
 mod journal;
 mod mcp;
 mod tui;
+mod web;
 
 use std::process::ExitCode;
 
@@ -29,7 +30,9 @@ use crate::cli::{Cli, Command};
 fn prints_and_exits(cli: &Cli) -> bool {
     !matches!(
         cli.command,
-        None | Some(Command::Daemon | Command::Attach { .. } | Command::Mcp { .. })
+        None | Some(
+            Command::Daemon | Command::Attach { .. } | Command::Mcp { .. } | Command::Web { .. }
+        )
     )
 }
 

@@ -1,0 +1,512 @@
+//! Test support for `hangar web`: the server as a child process, a small
+//! blocking HTTP/1.1 client, and a WebDriver client for a real headless
+//! Chromium (Debian's `chromium` and `chromium-driver`).
+//!
+//! The WebDriver client speaks the W3C protocol (JSON over HTTP to
+//! chromedriver) with this file's HTTP client: a handful of endpoints, no
+//! extra crates. Everything it starts (the web server, chromedriver, the
+//! browser) is killed and reaped on drop, even when a test panics.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{DEADLINE, Hangar, all_pids, cmdline, wait_until};
+
+/// A running `hangar web`.
+pub struct WebServer {
+    child: Child,
+    /// The printed pairing URL, token included.
+    pub url: String,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    pub token: String,
+    pub read_only: bool,
+    /// What it wrote to stderr (read after it stops, or by `stderr_now`).
+    stderr_file: PathBuf,
+}
+
+impl WebServer {
+    /// `hangar --json web EXTRA...`, waiting for its one JSON line.
+    pub fn start(h: &Hangar, extra: &[&str]) -> WebServer {
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, Ordering::Relaxed);
+        let stderr_file = h.root.join(format!("web-{n}.stderr"));
+        let mut args = vec!["--json", "web"];
+        args.extend_from_slice(extra);
+        let mut child = h
+            .command(&args)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr_file).expect("web stderr file"))
+            .spawn()
+            .expect("start hangar web");
+        let stdout = child.stdout.take().expect("web stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = match rx.recv_timeout(DEADLINE) {
+            Ok(l) if !l.trim().is_empty() => l,
+            other => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "hangar web printed no URL ({other:?}); stderr: {}",
+                    std::fs::read_to_string(&stderr_file).unwrap_or_default()
+                );
+            }
+        };
+        let v: Value = serde_json::from_str(line.trim()).expect("hangar web --json prints JSON");
+        let url = v["url"].as_str().expect("url").to_owned();
+        let (base, token) = url.split_once("/?token=").expect("the URL carries a token");
+        WebServer {
+            child,
+            base: base.to_owned(),
+            token: token.to_owned(),
+            url,
+            read_only: v["read_only"].as_bool().expect("read_only"),
+            stderr_file,
+        }
+    }
+
+    /// host:port, as a browser sends it in `Host`.
+    pub fn host(&self) -> &str {
+        self.base
+            .trim_start_matches("http://")
+            .trim_start_matches("https://")
+    }
+
+    pub fn stderr_now(&self) -> String {
+        std::fs::read_to_string(&self.stderr_file).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// GET with the Bearer token.
+    pub fn get(&self, path: &str) -> Response {
+        http(
+            "GET",
+            &format!("{}{path}", self.base),
+            &[("Authorization", &format!("Bearer {}", self.token))],
+            None,
+        )
+    }
+
+    /// POST JSON with the Bearer token.
+    pub fn post(&self, path: &str, body: &Value) -> Response {
+        http(
+            "POST",
+            &format!("{}{path}", self.base),
+            &[
+                ("Authorization", &format!("Bearer {}", self.token)),
+                ("Content-Type", "application/json"),
+            ],
+            Some(body.to_string().as_bytes()),
+        )
+    }
+
+    /// Pair like a browser does and return the cookie (`name=value`).
+    pub fn pair_cookie(&self) -> String {
+        let r = http("GET", &self.url, &[], None);
+        assert_eq!(r.status, 303, "pairing redirects: {}", r.text());
+        let set = r.header("set-cookie").expect("pairing sets a cookie");
+        set.split(';').next().expect("cookie pair").trim().to_owned()
+    }
+}
+
+impl Drop for WebServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+}
+
+/// One HTTP/1.1 request over a fresh connection (`Connection: close`).
+pub fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Response {
+    let rest = url.strip_prefix("http://").expect("http:// URL");
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let mut stream = TcpStream::connect(host).unwrap_or_else(|e| panic!("connect {host}: {e}"));
+    stream
+        .set_read_timeout(Some(DEADLINE))
+        .expect("read timeout");
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(b) = body {
+        req.push_str(&format!("Content-Length: {}\r\n", b.len()));
+    }
+    req.push_str("\r\n");
+    let mut bytes = req.into_bytes();
+    if let Some(b) = body {
+        bytes.extend_from_slice(b);
+    }
+    stream.write_all(&bytes).expect("send request");
+    read_response(&mut stream)
+}
+
+/// Read a whole response (to EOF, or its length), decoding chunked bodies.
+pub fn read_response(stream: &mut impl Read) -> Response {
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    let (head_end, status, headers) = loop {
+        let n = stream.read(&mut buf).unwrap_or(0);
+        if n == 0 && raw.is_empty() {
+            panic!("the server closed without a response");
+        }
+        raw.extend_from_slice(&buf[..n]);
+        if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..i]).into_owned();
+            let mut lines = head.split("\r\n");
+            let status: u16 = lines
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|s| s.parse().ok())
+                .expect("status line");
+            let headers: Vec<(String, String)> = lines
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                .collect();
+            break (i + 4, status, headers);
+        }
+        assert!(n > 0, "the server closed mid-header");
+    };
+    let find = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    let mut body = raw[head_end..].to_vec();
+    if let Some(len) = find("content-length").and_then(|l| l.parse::<usize>().ok()) {
+        while body.len() < len {
+            let n = stream.read(&mut buf).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            body.extend_from_slice(&buf[..n]);
+        }
+        body.truncate(len);
+    } else if status != 101 && status != 304 {
+        loop {
+            let n = stream.read(&mut buf).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            body.extend_from_slice(&buf[..n]);
+        }
+        if find("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
+            body = dechunk(&body);
+        }
+    }
+    Response {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(i) = data.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(
+            String::from_utf8_lossy(&data[..i]).split(';').next().unwrap_or("0").trim(),
+            16,
+        )
+        .unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        let start = i + 2;
+        let end = (start + size).min(data.len());
+        out.extend_from_slice(&data[start..end]);
+        data = data.get(end + 2..).unwrap_or(&[]);
+    }
+    out
+}
+
+// ---- a real browser ----
+
+/// Debian's chromium and chromedriver, or `None` (the caller skips with one
+/// line saying so).
+pub fn browser_binaries() -> Option<(PathBuf, PathBuf)> {
+    let find = |names: &[&str]| {
+        names.iter().find_map(|n| {
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .map(|d| d.join(n))
+                .find(|p| p.is_file())
+        })
+    };
+    let chromium = find(&["chromium", "chromium-browser", "google-chrome"])?;
+    let driver = find(&["chromedriver"])?;
+    Some((chromium, driver))
+}
+
+/// Skip a browser test with one clear line when Chromium is not installed.
+#[macro_export]
+macro_rules! browser_or_skip {
+    () => {
+        match web_support::browser_binaries() {
+            Some(b) => b,
+            None => {
+                eprintln!(
+                    "skipped: chromium or chromedriver not on PATH (apt-get install chromium chromium-driver)"
+                );
+                return;
+            }
+        }
+    };
+}
+
+/// A screen to emulate.
+#[derive(Clone, Copy)]
+pub enum Screen {
+    /// A 390x844 phone (iPhone 12-14 class), touch, pixel ratio 3.
+    Phone,
+    Desktop,
+}
+
+/// A headless Chromium driven over WebDriver.
+pub struct Browser {
+    driver: Child,
+    port: u16,
+    session: String,
+    profile: tempfile::TempDir,
+}
+
+impl Browser {
+    pub fn start((chromium, chromedriver): &(PathBuf, PathBuf), screen: Screen) -> Browser {
+        let port = free_port();
+        let profile = tempfile::Builder::new()
+            .prefix("hangar-web-chromium-")
+            .tempdir()
+            .expect("profile dir");
+        let log = profile.path().join("chromedriver.log");
+        let mut cmd = Command::new(chromedriver);
+        cmd.arg(format!("--port={port}"))
+            .arg(format!("--log-path={}", log.display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own process group, so the browser it starts dies with it.
+            .process_group(0);
+        let driver = cmd.spawn().expect("start chromedriver");
+        let mut b = Browser {
+            driver,
+            port,
+            session: String::new(),
+            profile,
+        };
+        wait_until("chromedriver answers", DEADLINE, || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        let mut args = vec![
+            "--headless".to_owned(),
+            "--no-sandbox".to_owned(),
+            "--disable-gpu".to_owned(),
+            "--disable-dev-shm-usage".to_owned(),
+            "--disable-quic".to_owned(),
+            "--no-first-run".to_owned(),
+            "--disable-background-networking".to_owned(),
+            "--disable-component-update".to_owned(),
+            "--disable-sync".to_owned(),
+            "--disable-extensions".to_owned(),
+            format!("--user-data-dir={}", b.profile.path().join("profile").display()),
+        ];
+        let mut options = json!({"binary": chromium.display().to_string()});
+        match screen {
+            Screen::Phone => {
+                options["mobileEmulation"] = json!({
+                    "deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 3.0, "touch": true}
+                });
+                args.push("--window-size=390,844".to_owned());
+            }
+            Screen::Desktop => args.push("--window-size=1280,900".to_owned()),
+        }
+        options["args"] = json!(args);
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": options,
+        }}});
+        let v = b.call("POST", "/session", Some(caps));
+        b.session = v["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no WebDriver session: {v}"))
+            .to_owned();
+        b
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        let body = body.map(|b| b.to_string());
+        let r = http(
+            method,
+            &url,
+            &[("Content-Type", "application/json")],
+            body.as_deref().map(str::as_bytes),
+        );
+        let v: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+        assert!(
+            r.status < 400,
+            "WebDriver {method} {path} failed ({}): {}",
+            r.status,
+            r.text()
+        );
+        v["value"].clone()
+    }
+
+    fn at(&self, rest: &str) -> String {
+        format!("/session/{}{rest}", self.session)
+    }
+
+    pub fn goto(&self, url: &str) {
+        self.call("POST", &self.at("/url"), Some(json!({"url": url})));
+    }
+
+    /// Run `script` (a function body; `arguments[i]` are `args`) and return
+    /// its value.
+    pub fn js(&self, script: &str, args: Value) -> Value {
+        self.call(
+            "POST",
+            &self.at("/execute/sync"),
+            Some(json!({"script": script, "args": args})),
+        )
+    }
+
+    /// Wait until `script` returns true.
+    pub fn wait_js(&self, what: &str, script: &str) {
+        wait_until(what, DEADLINE, || self.js(script, json!([])) == Value::Bool(true));
+    }
+
+    pub fn find(&self, css: &str) -> String {
+        let v = self.call(
+            "POST",
+            &self.at("/element"),
+            Some(json!({"using": "css selector", "value": css})),
+        );
+        v.as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("no element {css}"))
+            .to_owned()
+    }
+
+    pub fn click(&self, css: &str) {
+        let e = self.find(css);
+        self.call("POST", &self.at(&format!("/element/{e}/click")), Some(json!({})));
+    }
+
+    /// Type into an element as a person does (real key events). WebDriver's
+    /// Enter is U+E007.
+    pub fn type_into(&self, css: &str, text: &str) {
+        let e = self.find(css);
+        self.call(
+            "POST",
+            &self.at(&format!("/element/{e}/value")),
+            Some(json!({"text": text})),
+        );
+    }
+
+    /// A PNG of the viewport, written to `path`.
+    pub fn screenshot(&self, path: &Path) {
+        use base64::Engine;
+        let v = self.call("GET", &self.at("/screenshot"), None);
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().expect("screenshot data"))
+            .expect("screenshot base64");
+        std::fs::write(path, png).expect("write screenshot");
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let url = format!("http://127.0.0.1:{}/session/{}", self.port, self.session);
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                let path = url.split_once(&format!("{}", self.port)).map(|x| x.1).unwrap_or("/");
+                let _ = s.write_all(
+                    format!("DELETE {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                        .as_bytes(),
+                );
+                let mut sink = Vec::new();
+                let _ = s.read_to_end(&mut sink);
+            }
+        }
+        let group = self.driver.id() as i32;
+        // SAFETY: kill has no memory effects; the group is chromedriver's own.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        // A browser that left the group still names our unique profile.
+        let profile = self.profile.path().display().to_string();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left: Vec<i32> = all_pids()
+                .into_iter()
+                .filter(|&p| cmdline(p).iter().any(|a| a.contains(&profile)))
+                .collect();
+            if left.is_empty() || Instant::now() > deadline {
+                break;
+            }
+            for p in left {
+                // SAFETY: as above; only processes naming our temp profile.
+                unsafe {
+                    libc::kill(p, libc::SIGKILL);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}

@@ -123,7 +123,11 @@ impl WebServer {
         let r = http("GET", &self.url, &[], None);
         assert_eq!(r.status, 303, "pairing redirects: {}", r.text());
         let set = r.header("set-cookie").expect("pairing sets a cookie");
-        set.split(';').next().expect("cookie pair").trim().to_owned()
+        set.split(';')
+            .next()
+            .expect("cookie pair")
+            .trim()
+            .to_owned()
     }
 }
 
@@ -171,7 +175,13 @@ pub fn http(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&[u8
     stream
         .set_read_timeout(Some(DEADLINE))
         .expect("read timeout");
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n");
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("connection"))
+    {
+        req.push_str("Connection: close\r\n");
+    }
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -252,7 +262,11 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     while let Some(i) = data.windows(2).position(|w| w == b"\r\n") {
         let size = usize::from_str_radix(
-            String::from_utf8_lossy(&data[..i]).split(';').next().unwrap_or("0").trim(),
+            String::from_utf8_lossy(&data[..i])
+                .split(';')
+                .next()
+                .unwrap_or("0")
+                .trim(),
             16,
         )
         .unwrap_or(0);
@@ -353,7 +367,10 @@ impl Browser {
             "--disable-component-update".to_owned(),
             "--disable-sync".to_owned(),
             "--disable-extensions".to_owned(),
-            format!("--user-data-dir={}", b.profile.path().join("profile").display()),
+            format!(
+                "--user-data-dir={}",
+                b.profile.path().join("profile").display()
+            ),
         ];
         let mut options = json!({"binary": chromium.display().to_string()});
         match screen {
@@ -415,9 +432,20 @@ impl Browser {
         )
     }
 
+    /// Run `script` asynchronously: it calls `arguments[0]` with its result.
+    pub fn call_async(&self, script: &str) -> Value {
+        self.call(
+            "POST",
+            &self.at("/execute/async"),
+            Some(json!({"script": script, "args": []})),
+        )
+    }
+
     /// Wait until `script` returns true.
     pub fn wait_js(&self, what: &str, script: &str) {
-        wait_until(what, DEADLINE, || self.js(script, json!([])) == Value::Bool(true));
+        wait_until(what, DEADLINE, || {
+            self.js(script, json!([])) == Value::Bool(true)
+        });
     }
 
     pub fn find(&self, css: &str) -> String {
@@ -433,9 +461,35 @@ impl Browser {
             .to_owned()
     }
 
+    /// Click the element `css` names. The live list re-renders as the
+    /// daemon's state moves, so an element found may be replaced before
+    /// the click lands: find it again then.
     pub fn click(&self, css: &str) {
-        let e = self.find(css);
-        self.call("POST", &self.at(&format!("/element/{e}/click")), Some(json!({})));
+        let mut tries = 0;
+        loop {
+            let e = self.find(css);
+            let url = format!(
+                "http://127.0.0.1:{}{}",
+                self.port,
+                self.at(&format!("/element/{e}/click"))
+            );
+            let r = http(
+                "POST",
+                &url,
+                &[("Content-Type", "application/json")],
+                Some(b"{}"),
+            );
+            if r.status < 400 {
+                return;
+            }
+            tries += 1;
+            assert!(
+                r.text().contains("stale element") && tries < 10,
+                "WebDriver click on {css} failed ({}): {}",
+                r.status,
+                r.text()
+            );
+        }
     }
 
     /// Type into an element as a person does (real key events). WebDriver's
@@ -466,10 +520,15 @@ impl Drop for Browser {
             let url = format!("http://127.0.0.1:{}/session/{}", self.port, self.session);
             if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
                 let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-                let path = url.split_once(&format!("{}", self.port)).map(|x| x.1).unwrap_or("/");
+                let path = url
+                    .split_once(&format!("{}", self.port))
+                    .map(|x| x.1)
+                    .unwrap_or("/");
                 let _ = s.write_all(
-                    format!("DELETE {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-                        .as_bytes(),
+                    format!(
+                        "DELETE {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                    )
+                    .as_bytes(),
                 );
                 let mut sink = Vec::new();
                 let _ = s.read_to_end(&mut sink);

@@ -1,0 +1,397 @@
+//! Issue 21 acceptance over plain HTTP: who may use `hangar web` and what
+//! its API answers. Each test runs the real daemon and a real `hangar web`
+//! in its own `HANGAR_HOME`.
+//!
+//! 401 without (or with a wrong) credential; the pairing URL's cookie is
+//! HttpOnly and SameSite=Strict; 403 for a state-changing request or a
+//! WebSocket from another Origin, and for anything but looking with a
+//! read-only token; 429 after failed logins; `--revoke` ends every pairing of
+//! a running server; no token in the process list or in hangar's files; a
+//! non-loopback listen needs TLS or `--insecure-lan`. The API's JSON is the
+//! CLI's.
+
+mod support;
+mod web_support;
+
+use serde_json::{Value, json};
+use support::*;
+use web_support::{WebServer, http};
+
+fn ws_upgrade_headers<'a>(origin: &'a str, cookie: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("Upgrade", "websocket"),
+        ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Version", "13"),
+        ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ("Origin", origin),
+        ("Cookie", cookie),
+    ]
+}
+
+#[test]
+fn every_request_needs_the_token_and_the_pairing_cookie_is_httponly_and_strict() {
+    let h = Hangar::new();
+    h.new_agent(&["--provider", "shell", "--title", "one"]);
+    let web = WebServer::start(&h, &[]);
+    assert!(!web.read_only);
+    assert!(web.url.starts_with("http://127.0.0.1:"), "{}", web.url);
+    assert_eq!(web.token.len(), 64);
+
+    for path in ["/api/sessions", "/", "/assets/app.js", "/assets/xterm.js"] {
+        let r = http("GET", &format!("{}{path}", web.base), &[], None);
+        assert_eq!(r.status, 401, "{path} without a token");
+    }
+    let r = http(
+        "GET",
+        &format!("{}/api/sessions", web.base),
+        &[("Authorization", "Bearer not-the-token")],
+        None,
+    );
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()["error"]["code"], "unauthorized");
+
+    // The printed URL pairs: a redirect that drops the token, and a cookie
+    // the page's scripts cannot read and other sites never send.
+    let r = http("GET", &web.url, &[], None);
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/"));
+    let cookie = r.header("set-cookie").expect("cookie").to_owned();
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(attr), "{cookie} lacks {attr}");
+    }
+    assert!(
+        !cookie.contains(&web.token),
+        "the cookie is the browser's own secret, not the token"
+    );
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    let page = http("GET", &format!("{}/", web.base), &[("Cookie", &pair)], None);
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("/assets/xterm.js"));
+    // A strict CSP: scripts from this server only, nothing inline, no framing.
+    let csp = page
+        .header("content-security-policy")
+        .expect("CSP")
+        .to_owned();
+    let script_src = csp
+        .split(';')
+        .find(|d| d.trim().starts_with("script-src"))
+        .expect("script-src");
+    assert_eq!(script_src.trim(), "script-src 'self'");
+    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"));
+    assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
+    // xterm.js is served from the binary.
+    let js = http(
+        "GET",
+        &format!("{}/assets/xterm.js", web.base),
+        &[("Cookie", &pair)],
+        None,
+    );
+    assert_eq!(js.status, 200);
+    assert!(js.text().contains("xterm"), "vendored xterm.js");
+    assert!(
+        js.header("content-type")
+            .unwrap_or_default()
+            .starts_with("text/javascript")
+    );
+}
+
+#[test]
+fn the_api_answers_with_the_clis_json_and_its_actions_act() {
+    let h = Hangar::new();
+    let a = h.new_agent(&["--provider", "shell", "--title", "api one"]);
+    let web = WebServer::start(&h, &[]);
+
+    // GET /api/sessions is `hangar ls --json` (polled until two reads agree:
+    // activity may move between them).
+    h.wait_until("the API's list equals `hangar ls --json`", DEADLINE, || {
+        let api = web.get("/api/sessions").json();
+        api == h.json(&["ls"])
+    });
+    let screen = web.get(&format!("/api/sessions/{a}/screen"));
+    assert_eq!(screen.status, 200);
+    assert_eq!(screen.json()["id"], json!(a));
+    assert_eq!(
+        web.get("/api/tabs").json(),
+        h.json(&["tab", "ls"]),
+        "GET /api/tabs is `hangar tab ls --json`"
+    );
+
+    let r = web.post(
+        &format!("/api/sessions/{a}/send"),
+        &json!({"text": "echo sent-$((4*4))"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    h.wait_screen(&a, "sent-16");
+    let shown = web.get(&format!("/api/sessions/{a}/screen")).json();
+    assert!(shown["screen"].as_str().unwrap().contains("sent-16"));
+
+    // Keys are keys, not pasted text: Ctrl-C interrupts.
+    web.post(
+        &format!("/api/sessions/{a}/send"),
+        &json!({"text": "sleep 300; echo missed-$((2+5))"}),
+    );
+    h.wait_until("sleep runs", DEADLINE, || {
+        h.screen(&a).contains("sleep 300")
+    });
+    let r = web.post(&format!("/api/sessions/{a}/interrupt"), &json!({}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    h.wait_until("the interrupt ends sleep", DEADLINE, || {
+        h.screen(&a).trim_end().ends_with("^C\n#")
+    });
+    let r = web.post(
+        &format!("/api/sessions/{a}/keys"),
+        &json!({"keys": ["e", "c", "h", "o", " ", "k", "e", "y", "s", "enter"]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    h.wait_screen(&a, "keys\n");
+    assert!(!h.screen(&a).contains("missed-7"));
+    let r = web.post(
+        &format!("/api/sessions/{a}/keys"),
+        &json!({"keys": ["f13"]}),
+    );
+    assert_eq!(r.status, 400);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("f13")
+    );
+
+    // Park, unpark, hibernate, wake: `hangar ls` sees each.
+    assert_eq!(
+        web.post(&format!("/api/sessions/{a}/park"), &json!({}))
+            .status,
+        200
+    );
+    assert_eq!(h.session(&a)["placement"], "parked");
+    assert_eq!(
+        web.post(&format!("/api/sessions/{a}/unpark"), &json!({}))
+            .status,
+        200
+    );
+    assert_eq!(h.session(&a)["placement"], "pane");
+    assert_eq!(
+        web.post(&format!("/api/sessions/{a}/hibernate"), &json!({}))
+            .status,
+        200
+    );
+    h.wait_state(&a, "hibernated");
+    assert_eq!(
+        web.post(&format!("/api/sessions/{a}/wake"), &json!({}))
+            .status,
+        200
+    );
+    h.wait_state(&a, "live");
+
+    // Bad input: a clear error, and the server and daemon stay up.
+    let r = web.post("/api/sessions/nope/send", &json!({"text": "x"}));
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["code"], "not_found");
+    let r = http(
+        "POST",
+        &format!("{}/api/sessions/{a}/send", web.base),
+        &[
+            ("Authorization", &format!("Bearer {}", web.token)),
+            ("Content-Type", "application/json"),
+        ],
+        Some(b"{not json"),
+    );
+    assert!(r.status == 400 || r.status == 422, "{}", r.status);
+    assert_eq!(web.get("/api/sessions").status, 200);
+}
+
+#[test]
+fn cross_origin_writes_and_websockets_are_forbidden_and_scripts_need_no_origin() {
+    let h = Hangar::new();
+    let a = h.new_agent(&["--provider", "shell"]);
+    let web = WebServer::start(&h, &[]);
+    let cookie = web.pair_cookie();
+    let send = format!("{}/api/sessions/{a}/send", web.base);
+    let body = json!({"text": "echo from-$((8*8))"}).to_string();
+    let own = format!("http://{}", web.host());
+    let post = |headers: &[(&str, &str)]| {
+        let mut all = vec![("Content-Type", "application/json")];
+        all.extend_from_slice(headers);
+        http("POST", &send, &all, Some(body.as_bytes())).status
+    };
+    // A browser's cookie from another site, or with no Origin: refused.
+    assert_eq!(
+        post(&[("Cookie", &cookie), ("Origin", "http://evil.example")]),
+        403
+    );
+    assert_eq!(post(&[("Cookie", &cookie)]), 403);
+    assert_eq!(
+        post(&[
+            ("Cookie", &cookie),
+            ("Origin", &format!("https://{}", web.host()))
+        ]),
+        403,
+        "the scheme is part of the origin"
+    );
+    // A WebSocket from another site: refused before any upgrade.
+    let attach = format!("{}/api/sessions/{a}/attach?cols=80&rows=24", web.base);
+    let r = http(
+        "GET",
+        &attach,
+        &ws_upgrade_headers("http://evil.example", &cookie),
+        None,
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error"]["code"], "bad_origin");
+    assert!(!h.screen(&a).contains("from-64"));
+    // The page's own origin works, for writes and for the terminal socket.
+    assert_eq!(post(&[("Cookie", &cookie), ("Origin", &own)]), 200);
+    h.wait_screen(&a, "from-64");
+    let r = http("GET", &attach, &ws_upgrade_headers(&own, &cookie), None);
+    assert_eq!(r.status, 101, "{}", r.text());
+    // A script with the Bearer token needs no Origin (no browser sends that
+    // header cross-site, so there is nothing to forge).
+    let bearer = format!("Bearer {}", web.token);
+    assert_eq!(post(&[("Authorization", &bearer)]), 200);
+}
+
+#[test]
+fn a_read_only_token_can_look_but_never_type_or_act() {
+    let h = Hangar::new();
+    let a = h.new_agent(&["--provider", "shell"]);
+    let web = WebServer::start(&h, &["--read-only"]);
+    assert!(web.read_only);
+    assert_eq!(web.get("/api/sessions").status, 200);
+    assert_eq!(web.get(&format!("/api/sessions/{a}/screen")).status, 200);
+    assert_eq!(web.get("/api/whoami").json()["read_only"], json!(true));
+    for (path, body) in [
+        ("send", json!({"text": "echo nope"})),
+        ("keys", json!({"keys": ["x"]})),
+        ("interrupt", json!({})),
+        ("hibernate", json!({})),
+        ("park", json!({})),
+        ("wake", json!({})),
+    ] {
+        let r = web.post(&format!("/api/sessions/{a}/{path}"), &body);
+        assert_eq!(r.status, 403, "{path}");
+        assert_eq!(r.json()["error"]["code"], "read_only");
+    }
+    assert_eq!(h.session(&a)["placement"], "pane");
+    assert_eq!(h.state_of(&a), "live");
+}
+
+#[test]
+fn failed_logins_are_rate_limited_per_address() {
+    let h = Hangar::new();
+    let web = WebServer::start(&h, &[]);
+    let api = format!("{}/api/sessions", web.base);
+    for _ in 0..5 {
+        let r = http("GET", &api, &[("Authorization", "Bearer guess")], None);
+        assert_eq!(r.status, 401);
+    }
+    // Now even the right token is turned away for a while from there.
+    let r = web.get("/api/sessions");
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after"), Some("60"));
+    let r = http("GET", &format!("{}/?token=guess", web.base), &[], None);
+    assert_eq!(r.status, 429, "pairing attempts count too");
+}
+
+#[test]
+fn revoke_ends_every_paired_browser_of_a_running_server() {
+    let h = Hangar::new();
+    let web = WebServer::start(&h, &[]);
+    let cookie = web.pair_cookie();
+    let with_cookie = |path: &str| {
+        http(
+            "GET",
+            &format!("{}{path}", web.base),
+            &[("Cookie", &cookie)],
+            None,
+        )
+    };
+    assert_eq!(with_cookie("/api/sessions").status, 200);
+    let out = h.json(&["web", "--revoke"]);
+    assert_eq!(out, json!({"revoked": true}));
+    let r = with_cookie("/api/sessions");
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()["error"]["code"], "revoked");
+    assert_eq!(
+        web.get("/api/sessions").status,
+        401,
+        "the token is dead too"
+    );
+    assert_eq!(
+        http("GET", &web.url, &[], None).status,
+        401,
+        "and the URL pairs no one"
+    );
+    let file = h.home.join("web").join("revoked");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    // A new run pairs anew.
+    let again = WebServer::start(&h, &[]);
+    assert_eq!(again.get("/api/sessions").status, 200);
+}
+
+#[test]
+fn the_token_is_in_no_process_list_and_no_file_of_hangars() {
+    let h = Hangar::new();
+    let a = h.new_agent(&["--provider", "shell"]);
+    let web = WebServer::start(&h, &[]);
+    let cookie = web.pair_cookie();
+    let secret = cookie.split_once('=').unwrap().1.to_owned();
+    assert_eq!(
+        web.post(&format!("/api/sessions/{a}/send"), &json!({"text": "true"}))
+            .status,
+        200
+    );
+    for pid in all_pids() {
+        let line = cmdline(pid).join(" ");
+        assert!(
+            !line.contains(&web.token),
+            "pid {pid} carries the token: {line}"
+        );
+        assert!(!line.contains(&secret), "pid {pid} carries a cookie secret");
+    }
+    let mut files = vec![h.home.clone()];
+    while let Some(p) = files.pop() {
+        if p.is_dir() {
+            files.extend(
+                std::fs::read_dir(&p)
+                    .unwrap()
+                    .filter_map(|e| Some(e.ok()?.path())),
+            );
+        } else if let Ok(bytes) = std::fs::read(&p) {
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(
+                !text.contains(&web.token),
+                "{} holds the token",
+                p.display()
+            );
+            assert!(
+                !text.contains(&secret),
+                "{} holds a cookie secret",
+                p.display()
+            );
+        }
+    }
+    assert!(!web.stderr_now().contains(&web.token));
+}
+
+#[test]
+fn listening_beyond_loopback_needs_tls_or_an_explicit_insecure_lan() {
+    let h = Hangar::new();
+    let err = h.fail(&["web", "--listen", "0.0.0.0:0"]);
+    assert!(
+        err.contains("--tls-cert") && err.contains("--insecure-lan"),
+        "{err}"
+    );
+    let err = h.fail(&["web", "--tls-cert", "/nonexistent.pem"]);
+    assert!(err.contains("--tls-key"), "{err}");
+    let web = WebServer::start(&h, &["--listen", "0.0.0.0:0", "--insecure-lan"]);
+    h.wait_until("the server warns about plain HTTP", DEADLINE, || {
+        web.stderr_now().contains("WARNING: plain HTTP")
+    });
+    let listen: Value = web.url.clone().into();
+    assert!(
+        !listen.as_str().unwrap().contains("0.0.0.0"),
+        "the URL names a reachable address"
+    );
+}

@@ -252,4 +252,11 @@ fn a_read_only_pairing_watches_but_cannot_type_or_act() {
     assert!(!screen.contains("forged"), "{screen}");
     assert!(browser.js(NO_OVERFLOW, json!([])) == json!(true));
     browser.screenshot(&screenshot_path("desktop-read-only.png"));
+
+    // `hangar web --revoke` cuts the open terminal and the page says why.
+    h.ok(&["web", "--revoke"]);
+    browser.wait_js(
+        "the page says its pairing was revoked",
+        "return document.getElementById('banner').textContent.includes('revoked');",
+    );
 }

@@ -395,3 +395,69 @@ fn listening_beyond_loopback_needs_tls_or_an_explicit_insecure_lan() {
         "the URL names a reachable address"
     );
 }
+
+#[test]
+fn with_a_certificate_it_serves_only_tls_and_the_cookie_is_secure() {
+    use rustls::pki_types::ServerName;
+    use std::io::Write;
+    use std::sync::Arc;
+
+    let h = Hangar::new();
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".into()])
+        .expect("params")
+        .self_signed(&key)
+        .expect("self-signed cert");
+    let (cert_file, key_file) = (h.root.join("web-cert.pem"), h.root.join("web-key.pem"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    let web = WebServer::start(
+        &h,
+        &[
+            "--tls-cert",
+            cert_file.to_str().unwrap(),
+            "--tls-key",
+            key_file.to_str().unwrap(),
+        ],
+    );
+    assert!(web.url.starts_with("https://127.0.0.1:"), "{}", web.url);
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.der().clone()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = std::net::TcpStream::connect(web.host()).unwrap();
+    tcp.set_read_timeout(Some(DEADLINE)).unwrap();
+    let conn = rustls::ClientConnection::new(
+        Arc::new(config),
+        ServerName::try_from("127.0.0.1").unwrap().to_owned(),
+    )
+    .unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    let path = web.url.split_once(web.host()).unwrap().1;
+    write!(
+        tls,
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        web.host()
+    )
+    .unwrap();
+    let r = web_support::read_response(&mut tls);
+    assert_eq!(r.status, 303);
+    let cookie = r.header("set-cookie").unwrap();
+    assert!(cookie.contains("; Secure"), "{cookie}");
+
+    // Plain HTTP to the same port gets no page.
+    let mut plain = std::net::TcpStream::connect(web.host()).unwrap();
+    plain.set_read_timeout(Some(DEADLINE)).unwrap();
+    plain
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut back = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut plain, &mut back);
+    assert!(!String::from_utf8_lossy(&back).contains("HTTP/1.1 200"));
+}

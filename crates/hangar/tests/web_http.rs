@@ -10,6 +10,7 @@
 //! non-loopback listen needs TLS or `--insecure-lan`. The API's JSON is the
 //! CLI's.
 
+mod pty_screen;
 mod support;
 mod web_support;
 
@@ -460,4 +461,70 @@ fn with_a_certificate_it_serves_only_tls_and_the_cookie_is_secure() {
     let mut back = Vec::new();
     let _ = std::io::Read::read_to_end(&mut plain, &mut back);
     assert!(!String::from_utf8_lossy(&back).contains("HTTP/1.1 200"));
+}
+
+#[test]
+fn on_a_terminal_it_prints_the_url_with_a_qr_code_and_ctrl_c_stops_it() {
+    let h = Hangar::new();
+    let mut term = pty_screen::PtyApp::spawn(h.command(&["web"]), 60, 120);
+    term.wait_text("web: http://127.0.0.1:");
+    term.wait_for("a QR code below the URL", |text| {
+        text.lines()
+            .filter(|l| l.contains("█") || l.contains("▀") || l.contains("▄"))
+            .count()
+            > 10
+    });
+    let url = term
+        .text()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("web: ").map(str::to_owned))
+        .expect("the URL line");
+    let token = url
+        .split_once("?token=")
+        .expect("token")
+        .1
+        .trim()
+        .to_owned();
+    assert_eq!(token.len(), 64, "{url}");
+    // A paired page's live list stays open (server-sent events); Ctrl-C
+    // must stop the server all the same.
+    let host = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut events = std::net::TcpStream::connect(&host).unwrap();
+    events.set_read_timeout(Some(DEADLINE)).unwrap();
+    std::io::Write::write_all(
+        &mut events,
+        format!(
+            "GET /api/events HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("event: sessions") {
+        let n = std::io::Read::read(&mut events, &mut buf).unwrap();
+        assert!(n > 0, "the event stream closed");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    term.write(b"\x03");
+    assert_eq!(term.wait_exit(), Some(0), "Ctrl-C stops the server cleanly");
+}
+
+#[test]
+fn the_screen_route_is_hangar_screen_json() {
+    let h = Hangar::new();
+    let a = h.new_agent(&["--provider", "shell"]);
+    h.ok(&["send", &a, "echo shown-$((3+4))"]);
+    h.wait_screen(&a, "shown-7");
+    let web = WebServer::start(&h, &[]);
+    h.wait_until(
+        "GET /screen equals `hangar screen --json`",
+        DEADLINE,
+        || web.get(&format!("/api/sessions/{a}/screen")).json() == h.json(&["screen", &a]),
+    );
 }

@@ -139,15 +139,30 @@ async fn serve(
         secure: scheme == "https",
     });
     let router = api::router(app);
-    axum::serve(
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let stopping = stop.clone();
+    let server = axum::serve(
         listener,
         router.into_make_service_with_connect_info::<listener::PeerAddr>(),
     )
-    .with_graceful_shutdown(stop_signal())
-    .await
-    .context("the web server stopped")?;
+    .with_graceful_shutdown(async move { stopping.notified().await });
+    let mut server = std::pin::pin!(server.into_future());
+    tokio::select! {
+        done = &mut server => done.context("the web server stopped")?,
+        _ = stop_signal() => {
+            stop.notify_one();
+            // A paired page keeps its live list and terminal open for ever;
+            // waiting for them all would never end on Ctrl-C.
+            if let Ok(done) = tokio::time::timeout(SHUTDOWN_GRACE, &mut server).await {
+                done.context("the web server stopped")?;
+            }
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// How long open requests may take to finish after Ctrl-C.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn stop_signal() {
     use tokio::signal::unix::{SignalKind, signal};

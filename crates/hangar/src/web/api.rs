@@ -161,8 +161,8 @@ fn refusal(verdict: Verdict, wants_page: bool) -> Response {
             "every pairing of this server was revoked; run `hangar web` again for a new URL",
         ),
         _ if wants_page => unpaired_page(
-            "Not paired. Open the URL that `hangar web` printed (it carries a one-time pairing \
-             token), or scan its QR code.",
+            "Not paired. Open the URL that `hangar web` printed (it carries the pairing token \
+             of that run), or scan its QR code.",
         ),
         _ => error(
             StatusCode::UNAUTHORIZED,

@@ -18,8 +18,10 @@
     ws: null,
     events: null,
     unpaired: false,
+    problem: false, // the banner shows a daemon problem from the live stream
   };
   const encoder = new TextEncoder();
+  const READ_ONLY = "Read-only view: you can watch, not type or act.";
 
   function short(id) {
     return String(id || "").slice(0, 8);
@@ -199,9 +201,14 @@
     state.events = es;
     es.addEventListener("sessions", (e) => {
       $("conn").classList.add("live");
+      if (state.problem) {
+        state.problem = false;
+        banner(state.readOnly ? READ_ONLY : "");
+      }
       update(JSON.parse(e.data));
     });
     es.addEventListener("problem", (e) => {
+      state.problem = true;
       banner(JSON.parse(e.data).message);
     });
     es.onerror = async () => {
@@ -375,7 +382,7 @@
     document.body.classList.toggle("read-only", state.readOnly);
     if (state.readOnly) {
       $("controls").hidden = true;
-      banner("Read-only view: you can watch, not type or act.");
+      banner(READ_ONLY);
     }
     try {
       const [sessions, tabs] = await Promise.all([api("GET", "/api/sessions"), api("GET", "/api/tabs")]);

@@ -528,3 +528,43 @@ fn the_screen_route_is_hangar_screen_json() {
         || web.get(&format!("/api/sessions/{a}/screen")).json() == h.json(&["screen", &a]),
     );
 }
+
+#[test]
+fn the_terminal_socket_types_resizes_refuses_read_only_input_and_closes_on_revoke() {
+    let h = Hangar::new();
+    let a = h.new_agent(&["--provider", "shell"]);
+    let web = WebServer::start(&h, &[]);
+    let bearer = format!("Bearer {}", web.token);
+    let path = format!("/api/sessions/{a}/attach?cols=100&rows=30");
+    let mut ws = web_support::WsClient::connect(web.host(), &path, &[("Authorization", &bearer)]);
+    // The terminal's own bytes come first (the screen), then the live stream.
+    ws.send_binary(b"echo ws-$((5+6))\r");
+    h.wait_screen(&a, "ws-11");
+    ws.send_text(r#"{"type":"resize","cols":91,"rows":27}"#);
+    ws.send_binary(b"stty size\r");
+    h.wait_screen(&a, "27 91");
+
+    // A read-only pairing sees the terminal but its keystrokes are refused.
+    let viewer = WebServer::start(&h, &["--read-only"]);
+    let bearer_ro = format!("Bearer {}", viewer.token);
+    let mut ro =
+        web_support::WsClient::connect(viewer.host(), &path, &[("Authorization", &bearer_ro)]);
+    ro.send_binary(b"echo ro-$((7+7))\r");
+    let refused = ro.next_notice();
+    assert_eq!(refused["code"], "read_only", "{refused}");
+    ro.send_text(r#"{"type":"resize","cols":20,"rows":5}"#);
+    ws.send_binary(b"stty size; echo probe-$((1+1))\r");
+    h.wait_screen(&a, "probe-2");
+    let screen = h.screen(&a);
+    assert!(!screen.contains("ro-14"), "{screen}");
+    assert!(
+        !screen.contains("5 20"),
+        "a read-only viewer never resizes: {screen}"
+    );
+
+    // Revoking closes open terminals with "policy violation".
+    h.ok(&["web", "--revoke"]);
+    assert_eq!(ws.wait_close(), 1008);
+    assert_eq!(ro.wait_close(), 1008);
+    assert_eq!(h.state_of(&a), "live", "the session keeps running");
+}

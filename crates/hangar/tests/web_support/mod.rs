@@ -569,3 +569,129 @@ fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("a free port")
 }
+
+/// A bare RFC 6455 WebSocket client: enough to type into an attached
+/// session and read what comes back, without a browser.
+pub struct WsClient {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl WsClient {
+    /// Open `path` on `host` with extra request headers; panics unless the
+    /// server switches protocols.
+    pub fn connect(host: &str, path: &str, headers: &[(&str, &str)]) -> WsClient {
+        let mut stream = TcpStream::connect(host).expect("connect");
+        stream.set_read_timeout(Some(DEADLINE)).expect("timeout");
+        let mut req = format!(
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        stream.write_all(req.as_bytes()).expect("handshake");
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let n = stream.read(&mut chunk).expect("handshake reply");
+            assert!(n > 0, "closed during the handshake");
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        assert!(head.starts_with("HTTP/1.1 101"), "no upgrade: {head}");
+        WsClient {
+            stream,
+            buf: buf[end..].to_vec(),
+        }
+    }
+
+    fn send(&mut self, opcode: u8, payload: &[u8]) {
+        // Clients must mask; a fixed mask is as good as any for a test.
+        let mask = [0x12u8, 0x34, 0x56, 0x78];
+        let mut frame = vec![0x80 | opcode];
+        match payload.len() {
+            n if n < 126 => frame.push(0x80 | n as u8),
+            n if n < 65536 => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        frame.extend_from_slice(&mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.stream.write_all(&frame).expect("send frame");
+    }
+
+    pub fn send_binary(&mut self, payload: &[u8]) {
+        self.send(0x2, payload);
+    }
+
+    pub fn send_text(&mut self, text: &str) {
+        self.send(0x1, text.as_bytes());
+    }
+
+    fn fill(&mut self, n: usize) {
+        let mut chunk = [0u8; 65536];
+        while self.buf.len() < n {
+            let got = self.stream.read(&mut chunk).expect("read frame");
+            assert!(got > 0, "the server closed the WebSocket");
+            self.buf.extend_from_slice(&chunk[..got]);
+        }
+    }
+
+    /// The next frame: (opcode, payload). Server frames are unmasked.
+    pub fn read_frame(&mut self) -> (u8, Vec<u8>) {
+        self.fill(2);
+        let opcode = self.buf[0] & 0x0f;
+        let (len, off) = match self.buf[1] & 0x7f {
+            126 => {
+                self.fill(4);
+                (u16::from_be_bytes([self.buf[2], self.buf[3]]) as usize, 4)
+            }
+            127 => {
+                self.fill(10);
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&self.buf[2..10]);
+                (u64::from_be_bytes(b) as usize, 10)
+            }
+            n => (n as usize, 2),
+        };
+        self.fill(off + len);
+        let payload = self.buf[off..off + len].to_vec();
+        self.buf.drain(..off + len);
+        (opcode, payload)
+    }
+
+    /// Read frames until a text frame (a JSON notice) arrives.
+    pub fn next_notice(&mut self) -> Value {
+        loop {
+            let (op, payload) = self.read_frame();
+            match op {
+                0x1 => return serde_json::from_slice(&payload).expect("notice JSON"),
+                0x8 => panic!("closed: {:?}", String::from_utf8_lossy(&payload)),
+                _ => continue,
+            }
+        }
+    }
+
+    /// Read frames until a close frame; its code.
+    pub fn wait_close(&mut self) -> u16 {
+        loop {
+            let (op, payload) = self.read_frame();
+            if op == 0x8 {
+                return payload
+                    .get(..2)
+                    .map(|b| u16::from_be_bytes([b[0], b[1]]))
+                    .unwrap_or(1005);
+            }
+        }
+    }
+}

@@ -116,8 +116,13 @@ async fn serve(
             if std::io::stdout().is_terminal()
                 && let Ok(code) = qrcode::QrCode::new(url.as_bytes())
             {
+                use qrcode::render::unicode::Dense1x2;
+                // Light modules drawn as blocks: on the usual dark terminal
+                // the code then reads dark-on-light, as phone cameras expect.
                 let qr = code
-                    .render::<qrcode::render::unicode::Dense1x2>()
+                    .render::<Dense1x2>()
+                    .dark_color(Dense1x2::Light)
+                    .light_color(Dense1x2::Dark)
                     .quiet_zone(true)
                     .build();
                 writeln!(out, "{qr}")?;

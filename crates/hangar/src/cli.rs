@@ -236,6 +236,29 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         timeout: Option<std::time::Duration>,
     },
+    /// Serve the web and phone view: prints a pairing URL (and a QR code on
+    /// a terminal). Default: 127.0.0.1 on a free port.
+    Web {
+        /// IP:PORT to listen on; anything but loopback needs TLS or
+        /// --insecure-lan.
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// The paired browsers can look but never type or act.
+        #[arg(long)]
+        read_only: bool,
+        /// Serve HTTPS with this PEM certificate chain (with --tls-key).
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Allow plain HTTP on a non-loopback address (anyone on the network
+        /// who sees the traffic can take over).
+        #[arg(long)]
+        insecure_lan: bool,
+        /// End every paired browser of every running `hangar web`, and exit.
+        #[arg(long, conflicts_with_all = ["listen", "read_only", "tls_cert", "tls_key", "insecure_lan"])]
+        revoke: bool,
+    },
     /// Called back by an agent's hooks (installed by hangar); not for people.
     #[command(hide = true)]
     Hook {
@@ -509,6 +532,26 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Attach { id } => crate::attach::attach(&paths, &id),
+        Command::Web {
+            listen,
+            read_only,
+            tls_cert,
+            tls_key,
+            insecure_lan,
+            revoke,
+        } => crate::web::run(
+            &paths,
+            json,
+            crate::web::WebOptions {
+                listen,
+                read_only,
+                tls_cert,
+                tls_key,
+                insecure_lan,
+                revoke,
+            },
+        ),
+
         Command::Tab(t) => match t {
             TabCommand::New { title, cwd } => {
                 let cwd = cwd.map(|c| abs(&c)).transpose()?;

@@ -16,6 +16,7 @@ mod import;
 mod journal;
 mod mcp;
 mod tui;
+mod web;
 
 use std::process::ExitCode;
 
@@ -30,7 +31,9 @@ use crate::cli::{Cli, Command};
 fn prints_and_exits(cli: &Cli) -> bool {
     !matches!(
         cli.command,
-        None | Some(Command::Daemon | Command::Attach { .. } | Command::Mcp { .. })
+        None | Some(
+            Command::Daemon | Command::Attach { .. } | Command::Mcp { .. } | Command::Web { .. }
+        )
     )
 }
 

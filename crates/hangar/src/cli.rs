@@ -26,6 +26,10 @@ pub struct Cli {
     /// Print exactly one JSON document on stdout.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Run the command on another machine's hangar, over SSH: a
+    /// `[hosts.NAME]` of config.toml.
+    #[arg(long, global = true, env = "HANGAR_HOST", value_name = "NAME")]
+    pub host: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -232,6 +236,13 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         timeout: Option<std::time::Duration>,
     },
+    /// This machine and every configured host: reachable or not, hangar
+    /// version, sessions and live count.
+    Hosts,
+    /// This machine's daemon socket over stdio, for `--host` from another
+    /// machine (run by ssh); not for people.
+    #[command(hide = true)]
+    Bridge,
     /// Called back by an agent's hooks (installed by hangar); not for people.
     #[command(hide = true)]
     Hook {
@@ -286,6 +297,9 @@ fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
     let json = cli.json;
+    if let Some(code) = crate::remote::route(&paths, cli.host.as_deref(), cli.command.as_ref())? {
+        return Ok(code);
+    }
     let Some(command) = cli.command else {
         return crate::tui::run(&paths);
     };
@@ -339,8 +353,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             no_mcp,
             worktree,
         } => {
-            let cwd = cwd.map(|c| abs(&c)).transpose()?;
-            let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
+            let (cwd, fallback_cwd) = if crate::remote::current().is_some() {
+                (crate::remote::remote_folder(cwd)?, None)
+            } else {
+                let fallback = Some(abs(&std::env::current_dir()?)?);
+                (cwd.map(|c| abs(&c)).transpose()?, fallback)
+            };
             let mut c = Client::connect(&paths)?;
             let v = c.request(Request::New(msg::NewSession {
                 provider,
@@ -507,7 +525,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Attach { id } => crate::attach::attach(&paths, &id),
         Command::Tab(t) => match t {
             TabCommand::New { title, cwd } => {
-                let cwd = cwd.map(|c| abs(&c)).transpose()?;
+                let cwd = if crate::remote::current().is_some() {
+                    crate::remote::remote_folder(cwd)?
+                } else {
+                    cwd.map(|c| abs(&c)).transpose()?
+                };
                 simple(Request::TabNew(msg::TabNew { title, cwd }), "created tab")
             }
             TabCommand::Ls => {
@@ -545,6 +567,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Export => crate::identity::export(&paths),
+        Command::Hosts => crate::remote::hosts_command::run(&paths, json),
+        Command::Bridge => crate::remote::bridge::run(&paths),
         Command::Mcp { session } => crate::mcp::run(&paths, session),
         Command::Transcript { id, tail } => crate::identity::transcript(&paths, json, id, tail),
         Command::Capture { id, follow } => crate::capture::capture(&paths, json, &id, follow),

@@ -14,6 +14,7 @@ mod human;
 mod identity;
 mod journal;
 mod mcp;
+mod remote;
 mod tui;
 
 use std::process::ExitCode;
@@ -29,7 +30,9 @@ use crate::cli::{Cli, Command};
 fn prints_and_exits(cli: &Cli) -> bool {
     !matches!(
         cli.command,
-        None | Some(Command::Daemon | Command::Attach { .. } | Command::Mcp { .. })
+        None | Some(
+            Command::Daemon | Command::Attach { .. } | Command::Mcp { .. } | Command::Bridge
+        )
     )
 }
 

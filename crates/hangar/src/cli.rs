@@ -353,12 +353,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             no_mcp,
             worktree,
         } => {
-            let (cwd, fallback_cwd) = if crate::remote::current().is_some() {
-                (crate::remote::remote_folder(cwd)?, None)
-            } else {
-                let fallback = Some(abs(&std::env::current_dir()?)?);
-                (cwd.map(|c| abs(&c)).transpose()?, fallback)
-            };
+            let cwd = cwd.map(|c| abs(&c)).transpose()?;
+            let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
             let mut c = Client::connect(&paths)?;
             let v = c.request(Request::New(msg::NewSession {
                 provider,
@@ -525,11 +521,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Attach { id } => crate::attach::attach(&paths, &id),
         Command::Tab(t) => match t {
             TabCommand::New { title, cwd } => {
-                let cwd = if crate::remote::current().is_some() {
-                    crate::remote::remote_folder(cwd)?
-                } else {
-                    cwd.map(|c| abs(&c)).transpose()?
-                };
+                let cwd = cwd.map(|c| abs(&c)).transpose()?;
                 simple(Request::TabNew(msg::TabNew { title, cwd }), "created tab")
             }
             TabCommand::Ls => {

@@ -6,8 +6,9 @@
 //! (a command, attach, the TUI) the remote daemon is a Unix stream like the
 //! local one, carrying the same versioned frames. The few commands that read
 //! the remote home's files rather than the socket (`journal`, `capture`,
-//! `shutdown`) run the remote `hangar` itself over the same ssh, so their
-//! output is exactly what that machine prints.
+//! `shutdown`), or name that machine's folders (`new`, `tab new`), run the
+//! remote `hangar` itself over the same ssh, so their output is exactly what
+//! that machine prints.
 //!
 //! Which daemon a process talks to is chosen once, before any connection,
 //! by [`select`]; the TUI's host switcher changes it between two views.
@@ -334,9 +335,17 @@ pub fn route(
         return Ok(None);
     }
     let host = resolve(paths, name)?;
+    // Folders (`new`, `tab new`) are that machine's, relative to where its
+    // shell starts, and the rest read that machine's files.
     if matches!(
         command,
-        Some(C::Journal { .. } | C::Capture { .. } | C::Shutdown)
+        Some(
+            C::Journal { .. }
+                | C::Capture { .. }
+                | C::Shutdown
+                | C::New { .. }
+                | C::Tab(crate::cli::TabCommand::New { .. })
+        )
     ) {
         return exec(&host).map(Some);
     }
@@ -385,20 +394,6 @@ pub fn args_without_host(args: impl Iterator<Item = String>) -> Vec<String> {
     out
 }
 
-/// A folder on the host for `--cwd`: it is that machine's path, so it is
-/// passed as written, and must be absolute (this machine's current folder
-/// means nothing there).
-pub fn remote_folder(cwd: Option<std::path::PathBuf>) -> anyhow::Result<Option<String>> {
-    match cwd {
-        None => Ok(None),
-        Some(p) if p.is_absolute() => Ok(Some(p.display().to_string())),
-        Some(p) => bail!(
-            "with --host, --cwd names a folder on that machine: give it as an absolute path, not {:?}",
-            p.display().to_string()
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,18 +413,5 @@ mod tests {
             args_without_host(args(&["send", "x", "--", "--host"]).into_iter()),
             args(&["send", "x", "--", "--host"])
         );
-    }
-
-    #[test]
-    fn a_remote_cwd_must_be_absolute() {
-        assert_eq!(
-            remote_folder(Some("/srv/x".into()))
-                .ok()
-                .flatten()
-                .as_deref(),
-            Some("/srv/x")
-        );
-        assert!(remote_folder(Some("rel".into())).is_err());
-        assert!(remote_folder(None).is_ok_and(|v| v.is_none()));
     }
 }

@@ -383,3 +383,75 @@ fn the_bridge_refuses_a_socket_it_does_not_own() {
     );
     assert!(out.stdout.is_empty(), "nothing may be relayed");
 }
+
+#[test]
+fn the_tui_shows_every_host_switches_between_them_and_an_unreachable_one_blocks_nothing() {
+    let Some(p) = pair_with(|sshd, _| {
+        format!(
+            "[hosts.nowhere]\nssh = \"{}@127.0.0.1\"\nport = {}\nconnect_timeout_secs = 3\n",
+            sshd.user,
+            sshd::closed_port()
+        )
+    }) else {
+        return;
+    };
+    let far = p
+        .remote
+        .new_agent(&["--provider", "claude", "--title", "far-agent"]);
+    let near = p
+        .local
+        .new_agent(&["--provider", "claude", "--title", "near-agent"]);
+    p.remote.wait_state(&far, "live");
+    p.local.wait_state(&near, "live");
+
+    let mut app = PtyApp::spawn(p.local.command(&[]), 30, 140);
+    // Every host in the switcher; the one that is down says so.
+    app.wait_for("the host bar with all three hosts", |t| {
+        t.contains(" local ")
+            && t.contains(" box ")
+            && t.contains(" direct ")
+            && t.contains(" nowhere unreachable ")
+    });
+    app.wait_for("this machine's agent", |t| {
+        t.contains("near-agent") && t.contains("fake-agent claude session")
+    });
+
+    // The next host: box's own workspace, its tab labelled with it.
+    app.write(b"}");
+    app.wait_for("box's view", |t| {
+        t.contains("@box") && t.contains("far-agent") && t.contains("fake-agent claude session")
+    });
+    assert!(
+        !app.text().contains("near-agent"),
+        "box's view shows only box's sessions:\n{}",
+        app.text()
+    );
+    // Keys go through to the remote agent with the same keys as locally.
+    app.write(b"\r");
+    app.wait_text("TYPING");
+    app.write(b"typed in the tui\r");
+    p.remote.wait_screen(&far, "answer: typed in the tui");
+    app.write(b"\x02");
+    app.wait_text("COMMAND");
+
+    // `direct` is the same machine by user@host and port: the same agent.
+    app.write(b"}");
+    app.wait_for("direct's view", |t| {
+        t.contains("@direct") && t.contains("far-agent")
+    });
+
+    // The host that is down: shown as such, at once, with why.
+    app.write(b"}");
+    app.wait_for("nowhere's view says it is unreachable", |t| {
+        t.contains("host nowhere is unreachable") && t.contains("Connection refused")
+    });
+    // And it never holds the others: straight back to this machine.
+    app.write(b"}");
+    app.wait_for("this machine's view again", |t| {
+        t.contains("near-agent") && !t.contains("far-agent")
+    });
+    app.write(b"q");
+    assert_eq!(app.wait_exit(), Some(0));
+    assert_eq!(p.remote.state_of(&far), "live");
+    assert_eq!(p.local.state_of(&near), "live");
+}

@@ -385,7 +385,8 @@ fn the_bridge_refuses_a_socket_it_does_not_own() {
 }
 
 #[test]
-fn the_tui_shows_every_host_switches_between_them_and_an_unreachable_one_blocks_nothing() {
+fn the_tui_shows_every_host_switches_between_them_survives_a_dropped_link_and_an_unreachable_one_blocks_nothing()
+ {
     let Some(p) = pair_with(|sshd, _| {
         format!(
             "[hosts.nowhere]\nssh = \"{}@127.0.0.1\"\nport = {}\nconnect_timeout_secs = 3\n",
@@ -431,6 +432,41 @@ fn the_tui_shows_every_host_switches_between_them_and_an_unreachable_one_blocks_
     app.wait_text("TYPING");
     app.write(b"typed in the tui\r");
     p.remote.wait_screen(&far, "answer: typed in the tui");
+    app.write(b"\x02");
+    app.wait_text("COMMAND");
+
+    // The links under the TUI drop: it says so, the remote agent runs on,
+    // and the view comes back by itself, typing arriving once.
+    let agent = p.remote.session(&far)["pid"].clone();
+    let links = ssh_children(app.pid());
+    assert!(!links.is_empty(), "the TUI reaches box over ssh");
+    for pid in links {
+        kill(pid);
+    }
+    p.local
+        .wait_until("the TUI says the link dropped", DEADLINE, || {
+            let raw = String::from_utf8_lossy(&app.raw_output()).into_owned();
+            raw.contains("connection lost") || raw.contains("reconnecting")
+        });
+    app.wait_for("box's agent on screen again", |t| {
+        t.contains("far-agent · live") && t.contains("answer: typed in the tui")
+    });
+    assert_eq!(p.remote.session(&far)["pid"], agent);
+    app.write(b"\r");
+    app.wait_text("TYPING");
+    app.write(b"after the drop\r");
+    p.remote.wait_screen(&far, "answer: after the drop");
+    let screen = p.remote.screen(&far);
+    assert_eq!(
+        screen.matches("answer: typed in the tui").count(),
+        1,
+        "{screen}"
+    );
+    assert_eq!(
+        screen.matches("answer: after the drop").count(),
+        1,
+        "{screen}"
+    );
     app.write(b"\x02");
     app.wait_text("COMMAND");
 

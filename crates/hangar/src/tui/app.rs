@@ -561,7 +561,9 @@ impl App {
                 self.passthrough = true;
                 self.filter = PassThroughFilter::new(self.prefix);
             }
-            Some(PaneStatus::Failed(_) | PaneStatus::Exited(_)) => self.retry_focused(),
+            Some(PaneStatus::Failed(_) | PaneStatus::Lost(_) | PaneStatus::Exited(_)) => {
+                self.retry_focused()
+            }
             _ => {}
         }
     }

@@ -50,6 +50,9 @@ pub enum PaneStatus {
     },
     Live,
     Failed(String),
+    /// Its connection broke (a daemon restart, a dropped SSH link); it is
+    /// attached again as soon as the session is seen live.
+    Lost(String),
     Exited(i64),
 }
 
@@ -198,7 +201,11 @@ impl Pane {
                 self.status = PaneStatus::Exited(code);
                 self.conn = None;
             }
-            PaneEvent::Failed(reason) | PaneEvent::Lost(reason) => {
+            PaneEvent::Lost(reason) => {
+                self.status = PaneStatus::Lost(reason);
+                self.conn = None;
+            }
+            PaneEvent::Failed(reason) => {
                 self.status = PaneStatus::Failed(reason);
                 self.conn = None;
             }
@@ -235,7 +242,7 @@ impl Pane {
             && conn.writer.send_data(&bytes).is_err()
         {
             self.conn = None;
-            self.status = PaneStatus::Failed("lost the connection to the daemon".into());
+            self.status = PaneStatus::Lost("lost the connection to the daemon".into());
         }
     }
 }

@@ -135,6 +135,7 @@ fn state_of(app: &App, id: &SessionId) -> String {
     match pane_status {
         Some(PaneStatus::Connecting { .. }) => "waking".into(),
         Some(PaneStatus::Failed(_)) => "failed".into(),
+        Some(PaneStatus::Lost(_)) => "reconnecting".into(),
         Some(PaneStatus::Exited(_)) => app
             .view(id)
             .map(|v| v.state.clone())
@@ -211,6 +212,16 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
             };
             frame.render_widget(Paragraph::new(lines), text_area);
             note(frame, body, "waking...", Color::Yellow);
+        }
+        PaneStatus::Lost(reason) => {
+            let lines = vec![
+                Line::styled(
+                    "connection lost; the session keeps running, reconnecting...",
+                    Style::new().fg(Color::Yellow).bold(),
+                ),
+                Line::raw(crate::remote::hosts_command::printable(reason)),
+            ];
+            frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
         }
         PaneStatus::Failed(reason) => {
             let lines = vec![

@@ -10,6 +10,7 @@
 #[doc(hidden)]
 pub mod fixtures;
 pub mod governor;
+pub mod hosts;
 pub mod ledger;
 pub mod model;
 pub mod orchestration;

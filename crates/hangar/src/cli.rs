@@ -26,6 +26,10 @@ pub struct Cli {
     /// Print exactly one JSON document on stdout.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Run the command on another machine's hangar, over SSH: a
+    /// `[hosts.NAME]` of config.toml.
+    #[arg(long, global = true, env = "HANGAR_HOST", value_name = "NAME")]
+    pub host: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -259,6 +263,13 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["listen", "read_only", "tls_cert", "tls_key", "insecure_lan"])]
         revoke: bool,
     },
+    /// This machine and every configured host: reachable or not, hangar
+    /// version, sessions and live count.
+    Hosts,
+    /// This machine's daemon socket over stdio, for `--host` from another
+    /// machine (run by ssh); not for people.
+    #[command(hide = true)]
+    Bridge,
     /// Called back by an agent's hooks (installed by hangar); not for people.
     #[command(hide = true)]
     Hook {
@@ -313,6 +324,9 @@ fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
     let json = cli.json;
+    if let Some(code) = crate::remote::route(&paths, cli.host.as_deref(), cli.command.as_ref())? {
+        return Ok(code);
+    }
     let Some(command) = cli.command else {
         return crate::tui::run(&paths);
     };
@@ -583,6 +597,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dry_run,
         } => crate::import::run(&paths, json, format, file, dry_run),
         Command::Export => crate::identity::export(&paths),
+        Command::Hosts => crate::remote::hosts_command::run(&paths, json),
+        Command::Bridge => crate::remote::bridge::run(&paths),
         Command::Mcp { session } => crate::mcp::run(&paths, session),
         Command::Transcript { id, tail } => crate::identity::transcript(&paths, json, id, tail),
         Command::Capture { id, follow } => crate::capture::capture(&paths, json, &id, follow),

@@ -21,6 +21,9 @@ pub struct Client {
     stream: UnixStream,
     decoder: Decoder,
     next_id: u64,
+    /// The ssh carrying this connection when it goes to another host
+    /// (`--host`); declared after the stream so the stream closes first.
+    link: Option<crate::remote::Link>,
 }
 
 /// An error reply from the daemon, kept whole so the CLI can show its code.
@@ -56,14 +59,24 @@ fn home_lock_is_held(paths: &Paths) -> bool {
 }
 
 impl Client {
-    /// Connect to a running daemon, without starting one.
+    /// Connect to a running daemon, without starting one. With a host
+    /// selected (`--host`), its daemon, which its bridge starts when none
+    /// runs there.
     pub fn connect_existing(paths: &Paths) -> anyhow::Result<Option<Client>> {
+        if let Some(host) = crate::remote::current() {
+            return crate::remote::connect(&host).map(Some);
+        }
+        Client::connect_existing_local(paths)
+    }
+
+    fn connect_existing_local(paths: &Paths) -> anyhow::Result<Option<Client>> {
         match UnixStream::connect(paths.socket()) {
             Ok(stream) => {
                 let mut c = Client {
                     stream,
                     decoder: Decoder::new(MAX_SERVER_FRAME),
                     next_id: 1,
+                    link: None,
                 };
                 c.hello()?;
                 Ok(Some(c))
@@ -72,15 +85,25 @@ impl Client {
         }
     }
 
-    /// Connect, starting the daemon in the background if none answers.
+    /// Connect, starting the daemon in the background if none answers
+    /// (with a host selected, on that host).
     pub fn connect(paths: &Paths) -> anyhow::Result<Client> {
-        if let Some(c) = Client::connect_existing(paths)? {
+        if let Some(host) = crate::remote::current() {
+            return crate::remote::connect(&host);
+        }
+        Client::connect_local(paths)
+    }
+
+    /// Connect to this machine's daemon, starting it if none answers,
+    /// whatever host is selected (`hangar bridge` relays it).
+    pub fn connect_local(paths: &Paths) -> anyhow::Result<Client> {
+        if let Some(c) = Client::connect_existing_local(paths)? {
             return Ok(c);
         }
         let mut child = start_daemon(paths)?;
         let deadline = Instant::now() + START_DEADLINE;
         loop {
-            if let Some(c) = Client::connect_existing(paths)? {
+            if let Some(c) = Client::connect_existing_local(paths)? {
                 reap_in_background(child);
                 return Ok(c);
             }
@@ -89,7 +112,7 @@ impl Client {
             // out the deadline. Another daemon winning the lock also exits,
             // so look once more for it before giving up.
             if let Ok(Some(_)) = child.try_wait() {
-                if let Some(c) = Client::connect_existing(paths)? {
+                if let Some(c) = Client::connect_existing_local(paths)? {
                     return Ok(c);
                 }
                 // Another command started a daemon at the same instant and
@@ -202,7 +225,27 @@ impl Client {
             stream,
             decoder: Decoder::new(MAX_SERVER_FRAME),
             next_id: 1_000_000,
+            link: None,
         }
+    }
+
+    /// A connection to another host's daemon: `stream` is our end of the
+    /// socketpair whose other end is `link`'s ssh.
+    pub(crate) fn over_link(stream: UnixStream, link: crate::remote::Link) -> Client {
+        Client {
+            stream,
+            decoder: Decoder::new(MAX_SERVER_FRAME),
+            next_id: 1,
+            link: Some(link),
+        }
+    }
+
+    pub(crate) fn link_mut(&mut self) -> Option<&mut crate::remote::Link> {
+        self.link.as_mut()
+    }
+
+    pub(crate) fn set_read_timeout(&self, timeout: Option<Duration>) -> anyhow::Result<()> {
+        Ok(self.stream.set_read_timeout(timeout)?)
     }
 
     pub fn try_clone_stream(&self) -> anyhow::Result<UnixStream> {

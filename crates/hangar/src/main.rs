@@ -15,6 +15,7 @@ mod identity;
 mod import;
 mod journal;
 mod mcp;
+mod remote;
 mod tui;
 mod web;
 
@@ -32,7 +33,11 @@ fn prints_and_exits(cli: &Cli) -> bool {
     !matches!(
         cli.command,
         None | Some(
-            Command::Daemon | Command::Attach { .. } | Command::Mcp { .. } | Command::Web { .. }
+            Command::Daemon
+                | Command::Attach { .. }
+                | Command::Mcp { .. }
+                | Command::Web { .. }
+                | Command::Bridge
         )
     )
 }

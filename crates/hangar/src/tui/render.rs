@@ -47,11 +47,18 @@ fn draw_tab_bar(frame: &mut Frame, app: &App, area: Rect) {
         " hangar ",
         Style::new().fg(Color::Black).bg(Color::Cyan),
     )];
+    if let Some(bar) = &app.host_bar {
+        host_spans(&mut spans, bar);
+    }
     if app.snap.ws.tabs.is_empty() {
         spans.push(Span::raw(" no tabs"));
     }
     for (i, tab) in app.snap.ws.tabs.iter().enumerate() {
-        let label = format!("{}:{}", i + 1, tab.title);
+        // With several hosts, each tab says whose it is.
+        let label = match app.host_name() {
+            Some(host) => format!("{}:{}@{host}", i + 1, tab.title),
+            None => format!("{}:{}", i + 1, tab.title),
+        };
         if Some(&tab.id) == active.as_ref() {
             spans.push(Span::styled(
                 format!(" [{label}] "),
@@ -64,9 +71,42 @@ fn draw_tab_bar(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// The host switcher: every host, the one on screen highlighted, one that
+/// cannot be reached marked so.
+fn host_spans(spans: &mut Vec<Span<'static>>, bar: &crate::tui::hosts::HostBar) {
+    for (i, row) in bar.rows.iter().enumerate() {
+        let (mark, color) = match row.reachable {
+            Some(true) => ("", Color::Green),
+            Some(false) => (" unreachable", Color::Red),
+            None => (" ?", Color::DarkGray),
+        };
+        let text = format!(" {}{mark} ", row.name);
+        let style = if i == bar.current {
+            Style::new()
+                .fg(Color::Black)
+                .bg(color)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::new().fg(color)
+        };
+        spans.push(Span::styled(text, style));
+    }
+    spans.push(Span::raw(" |"));
+}
+
 fn draw_empty(frame: &mut Frame, app: &App, area: Rect) {
+    let connecting = match (&app.daemon_lost, app.host_name()) {
+        (Some(e), Some(host)) => format!(
+            "host {host} is unreachable: {}",
+            crate::remote::hosts_command::printable(e)
+        ),
+        (None, Some(host)) if host != hangar_core::hosts::LOCAL => {
+            format!("connecting to host {host}...")
+        }
+        _ => "connecting to the hangar daemon...".to_owned(),
+    };
     let text = if !app.have_snapshot {
-        "connecting to the hangar daemon..."
+        connecting.as_str()
     } else if app.snap.ws.tabs.is_empty() {
         "No agents yet. Press n to start one, ? for help."
     } else {
@@ -76,12 +116,18 @@ fn draw_empty(frame: &mut Frame, app: &App, area: Rect) {
     let inner_area = block.inner(area);
     frame.render_widget(block, area);
     let y = inner_area.y + inner_area.height / 2;
+    // Up to 4 lines: why a host cannot be reached is worth reading whole.
     let line = Rect {
         y,
-        height: 1.min(inner_area.height),
+        height: 4.min(inner_area.height.saturating_sub(inner_area.height / 2)),
         ..inner_area
     };
-    frame.render_widget(Paragraph::new(text).alignment(Alignment::Center), line);
+    frame.render_widget(
+        Paragraph::new(text)
+            .alignment(Alignment::Center)
+            .wrap(Wrap { trim: true }),
+        line,
+    );
 }
 
 fn state_of(app: &App, id: &SessionId) -> String {
@@ -89,6 +135,7 @@ fn state_of(app: &App, id: &SessionId) -> String {
     match pane_status {
         Some(PaneStatus::Connecting { .. }) => "waking".into(),
         Some(PaneStatus::Failed(_)) => "failed".into(),
+        Some(PaneStatus::Lost(_)) => "reconnecting".into(),
         Some(PaneStatus::Exited(_)) => app
             .view(id)
             .map(|v| v.state.clone())
@@ -165,6 +212,16 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
             };
             frame.render_widget(Paragraph::new(lines), text_area);
             note(frame, body, "waking...", Color::Yellow);
+        }
+        PaneStatus::Lost(reason) => {
+            let lines = vec![
+                Line::styled(
+                    "connection lost; the session keeps running, reconnecting...",
+                    Style::new().fg(Color::Yellow).bold(),
+                ),
+                Line::raw(crate::remote::hosts_command::printable(reason)),
+            ];
+            frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
         }
         PaneStatus::Failed(reason) => {
             let lines = vec![
@@ -361,7 +418,15 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     };
     let message = match (&app.daemon_lost, &app.message) {
         (Some(e), _) => Span::styled(
-            format!(" daemon unreachable: {e}"),
+            match app.host_name() {
+                Some(host) if host != hangar_core::hosts::LOCAL => {
+                    format!(
+                        " host {host} unreachable: {}",
+                        crate::remote::hosts_command::printable(e)
+                    )
+                }
+                _ => format!(" daemon unreachable: {e}"),
+            },
             Style::new().fg(Color::Red),
         ),
         (None, Some((m, true))) => Span::styled(format!(" {m}"), Style::new().fg(Color::Red)),

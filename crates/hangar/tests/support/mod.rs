@@ -14,6 +14,7 @@
 
 pub mod git;
 pub mod mcp;
+pub mod sshd;
 pub mod workspace;
 
 use std::collections::BTreeSet;
@@ -163,6 +164,19 @@ impl Hangar {
     pub fn set_env(&mut self, key: &str, value: impl Into<OsString>) {
         self.env.retain(|(k, _)| k != key);
         self.env.push((key.into(), value.into()));
+    }
+
+    /// The env every command of this fixture gets.
+    pub fn env_vars(&self) -> &[(String, OsString)] {
+        &self.env
+    }
+
+    /// One variable of that env.
+    pub fn env_var(&self, key: &str) -> Option<String> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
     }
 
     /// Writes `$HANGAR_HOME/config.toml`.

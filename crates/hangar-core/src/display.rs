@@ -8,19 +8,21 @@
 //! is. Every human output of hangar passes such text through this module
 //! first; the data itself is stored and sent (`--json`) unchanged.
 //!
-//! One notation, as `ls` and `git` show unprintable names, chosen so a
-//! person can read it and tell any two names apart:
+//! One notation, as `ls` and `git` show unprintable names do, chosen so a
+//! person can read it and tell any two names apart. It is Rust's own
+//! `{:?}` notation (without the quotes), which the daemon's messages
+//! already use when they quote what they were given, so every escape
+//! hangar prints reads the same:
 //!
 //! | character | shown as |
 //! | --- | --- |
 //! | backslash (names only) | `\\` |
-//! | newline, carriage return, tab (names only) | `\n`, `\r`, `\t` |
-//! | ESC | `\e` |
-//! | any other C0 control (0x00-0x1f) and DEL | `\x07`, `\x7f` |
+//! | newline, carriage return, tab (names only), NUL | `\n`, `\r`, `\t`, `\0` |
+//! | ESC, any other C0 control, DEL | `\u{1b}`, `\u{7}`, `\u{7f}` |
 //! | C1 controls (U+0080-U+009F) | `\u{9b}` |
 //! | bidi controls (U+061C, U+200E/F, U+202A-202E, U+2066-2069), line and paragraph separators (U+2028/9) | `\u{202e}` |
 //! | Unicode tag characters (U+E0000-E007F) outside an emoji flag | `\u{e0041}` |
-//! | a byte that is not UTF-8 (paths) | `\xff` (always 0x80 or more, so never confused with a C0 `\x..`) |
+//! | a byte that is not UTF-8 (paths) | `\xFF` (as Rust shows a path) |
 //!
 //! Two flavours: [`name`] for one-line fields (titles, tab names, paths,
 //! ids, reasons) escapes every line break and doubles the backslash, so the
@@ -91,7 +93,7 @@ pub fn name_bytes(bytes: &[u8]) -> Cow<'_, str> {
             for chunk in bytes.utf8_chunks() {
                 out.push_str(&name(chunk.valid()));
                 for b in chunk.invalid() {
-                    let _ = write!(out, "\\x{b:02x}");
+                    let _ = write!(out, "\\x{b:02X}");
                 }
             }
             Cow::Owned(out)
@@ -231,8 +233,7 @@ fn escape_char<'a>(c: char, unit: &'a str, flavour: Flavour, rest: &mut &'a str)
         }
         '\r' => Cow::Borrowed("\\r"),
         '\n' | '\t' | '\\' => Cow::Borrowed(unit),
-        '\x1b' => Cow::Borrowed("\\e"),
-        '\0'..='\x1f' | '\x7f' => Cow::Owned(format!("\\x{:02x}", c as u32)),
+        '\0' => Cow::Borrowed("\\0"),
         c if is_terminal_unsafe(c) => Cow::Owned(format!("\\u{{{:x}}}", c as u32)),
         _ => Cow::Borrowed(unit),
     }
@@ -263,7 +264,7 @@ mod tests {
                 'n' => out.push(b'\n'),
                 'r' => out.push(b'\r'),
                 't' => out.push(b'\t'),
-                'e' => out.push(0x1b),
+                '0' => out.push(0),
                 'x' => {
                     let hex: String = chars.by_ref().take(2).collect();
                     out.push(u8::from_str_radix(&hex, 16).expect("two hex digits"));
@@ -374,18 +375,31 @@ mod tests {
 
     #[test]
     fn escapes_read_as_documented() {
-        assert_eq!(name("\x1b]2;pwned\x07"), "\\e]2;pwned\\x07");
-        assert_eq!(name("\x1b[2J"), "\\e[2J");
-        assert_eq!(name("a\u{9b}b\u{7f}"), "a\\u{9b}b\\x7f");
+        assert_eq!(name("\x1b]2;pwned\x07"), "\\u{1b}]2;pwned\\u{7}");
+        assert_eq!(name("\x1b[2J"), "\\u{1b}[2J");
+        assert_eq!(name("a\u{9b}b\u{7f}\0"), "a\\u{9b}b\\u{7f}\\0");
         assert_eq!(name("\u{202e}txt.exe"), "\\u{202e}txt.exe");
         assert_eq!(name("C:\\dir\nnext\ttab"), "C:\\\\dir\\nnext\\ttab");
         assert_eq!(
             body("printf(\"hi\\n\");\r\n\tok\rover"),
             "printf(\"hi\\n\");\n\tok\\rover"
         );
-        assert_eq!(name_bytes(b"caf\xc3\xa9-\xff\xfe"), "café-\\xff\\xfe");
-        assert_eq!(name_bytes(b"a\xff"), "a\\xff");
+        assert_eq!(name_bytes(b"caf\xc3\xa9-\xff\xfe"), "café-\\xFF\\xFE");
+        assert_eq!(name_bytes(b"a\xff"), "a\\xFF");
         assert_ne!(name_bytes(b"a\xff"), name_bytes(b"a\xfe"));
+    }
+
+    #[test]
+    fn the_notation_is_rusts_debug_notation_so_daemon_messages_read_the_same() {
+        for s in [
+            "\x1b]2;t\x07",
+            "a\u{202e}b\u{9b}",
+            "\0\t\r\n\\",
+            "\u{E0041}\u{2028}",
+        ] {
+            let debug = format!("{s:?}");
+            assert_eq!(format!("\"{}\"", name(s)), debug);
+        }
     }
 
     #[test]

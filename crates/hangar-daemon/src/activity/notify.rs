@@ -175,12 +175,12 @@ mod tests {
         let b = String::from_utf8(osc_bytes("x\x1b]52;c;aGk=\x07\u{9c}\u{202e}y")).unwrap();
         assert_eq!(
             b,
-            "\x1b]9;hangar: x\\e]52;c;aGk=\\x07\\u{9c}\\u{202e}y\x07\
-             \x1b]777;notify;hangar;x\\e]52;c;aGk=\\x07\\u{9c}\\u{202e}y\x07"
+            "\x1b]9;hangar: x\\u{1b}]52;c;aGk=\\u{7}\\u{9c}\\u{202e}y\x07\
+             \x1b]777;notify;hangar;x\\u{1b}]52;c;aGk=\\u{7}\\u{9c}\\u{202e}y\x07"
         );
         assert_eq!(
             desktop_body("<a href=\"https://evil.example\">fix</a> & \x1b[2J"),
-            "&lt;a href=\"https://evil.example\"&gt;fix&lt;/a&gt; &amp; \\e[2J"
+            "&lt;a href=\"https://evil.example\"&gt;fix&lt;/a&gt; &amp; \\u{1b}[2J"
         );
     }
 }

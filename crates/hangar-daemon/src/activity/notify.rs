@@ -162,7 +162,7 @@ mod tests {
         let b = String::from_utf8(osc_bytes("api\x07 review is waiting")).unwrap();
         assert_eq!(
             b,
-            "\x1b]9;hangar: api review is waiting\x07\x1b]777;notify;hangar;api review is waiting\x07"
+            "\x1b]9;hangar: api\\u{7} review is waiting\x07\x1b]777;notify;hangar;api\\u{7} review is waiting\x07"
         );
         assert_eq!(
             message("", "0123456789", Activity::Idle),

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use hangar_core::display;
 use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
 use serde_json::Value;
@@ -306,19 +307,19 @@ fn abs(p: &Path) -> anyhow::Result<String> {
         std::env::current_dir()?.join(p)
     };
     let p = std::fs::canonicalize(&p)
-        .with_context(|| format!("folder {} does not exist", p.display()))?;
-    Ok(p.display().to_string())
+        .with_context(|| format!("folder {} does not exist", display::path(&p)))?;
+    // Sessions keep their folder as text: a lossy conversion would run the
+    // agent in another folder (or none), so such a name is refused.
+    p.into_os_string().into_string().map_err(|p| {
+        anyhow::anyhow!(
+            "folder {} is not valid UTF-8; hangar keeps folders as text: rename it or choose another",
+            display::path(Path::new(&p))
+        )
+    })
 }
 
 fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(value).unwrap_or_default()
-        );
-    } else {
-        human(value);
-    }
+    crate::human::print(json, value, human)
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -353,7 +354,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print(
                     json,
                     &serde_json::json!({"stopped": false, "running": false}),
-                    |_| println!("no hangar daemon is running for {}", paths.home.display()),
+                    |_| {
+                        println!(
+                            "no hangar daemon is running for {}",
+                            display::path(&paths.home)
+                        )
+                    },
                 );
                 return Ok(ExitCode::SUCCESS);
             };
@@ -398,7 +404,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 worktree_branch: worktree.filter(|b| !b.is_empty()),
             }))?;
             print(json, &serde_json::json!({"id": v["id"]}), |_| {
-                println!("{}", v["id"].as_str().unwrap_or_default());
+                println!("{}", human::s(&v["id"]));
                 if v["state"] == "failed" {
                     eprintln!(
                         "hangar: the session was created but failed to start; `hangar ls` shows why"
@@ -541,7 +547,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut c = Client::connect(&paths)?;
             let v = c.request(Request::Screen(msg::Screen { session: id }))?;
             print(json, &v, |v| {
-                println!("{}", v["screen"].as_str().unwrap_or_default())
+                println!(
+                    "{}",
+                    display::body(v["screen"].as_str().unwrap_or_default())
+                )
             });
             Ok(ExitCode::SUCCESS)
         }

@@ -560,6 +560,11 @@ fn invalid_and_oversize_tool_inputs_are_refused_with_a_clear_error_and_the_daemo
         json!({"role": "r\u{7}"}),
         "control characters",
     );
+    refused(
+        "create_agent",
+        json!({"title": "fix\u{202e}gnp.exe"}),
+        "bidi controls",
+    );
     refused("create_agent", json!({"run": "no spaces allowed"}), "run ");
     refused(
         "send_prompt",

@@ -144,7 +144,8 @@ fn parse<T: DeserializeOwned>(tool: AgentTool, args: Value) -> Result<T, ApiErro
         .map_err(|e| ApiError::invalid(format!("bad arguments for {}: {e}", tool_name(tool))))
 }
 
-/// A short free-text field: trimmed, bounded, no control characters.
+/// A short free-text field: trimmed, bounded, no control characters and
+/// no bidi controls (a title that reads differently from what it is).
 fn text_field(name: &str, value: Option<String>, max: usize) -> Result<Option<String>, ApiError> {
     let Some(v) = value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) else {
         return Ok(None);
@@ -154,9 +155,9 @@ fn text_field(name: &str, value: Option<String>, max: usize) -> Result<Option<St
             "{name} is longer than {max} characters"
         )));
     }
-    if v.chars().any(char::is_control) {
+    if v.chars().any(hangar_core::display::is_terminal_unsafe) {
         return Err(ApiError::invalid(format!(
-            "{name} must not contain control characters"
+            "{name} must not contain control characters or bidi controls"
         )));
     }
     Ok(Some(v))

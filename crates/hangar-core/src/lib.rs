@@ -8,10 +8,12 @@
 //! Unix epoch by the caller.
 
 #[doc(hidden)]
+pub mod cli_versions;
 pub mod fixtures;
 pub mod governor;
 pub mod ledger;
 pub mod model;
+pub mod opencode_identity;
 pub mod orchestration;
 pub mod ownership;
 pub mod placement;

@@ -164,6 +164,11 @@ impl Hangar {
         self.env.push((key.into(), value.into()));
     }
 
+    /// The variables every command of this fixture gets.
+    pub fn env_vars(&self) -> &[(String, OsString)] {
+        &self.env
+    }
+
     /// Writes `$HANGAR_HOME/config.toml`.
     pub fn write_config(&self, text: &str) {
         fs::create_dir_all(&self.home).expect("create HANGAR_HOME");

@@ -8,6 +8,7 @@
 
 pub mod activity;
 pub mod attach_size;
+pub mod claude_bg;
 pub mod cli_probe;
 pub mod config;
 pub mod eviction;

@@ -198,6 +198,25 @@ impl Daemon {
                 None => None,
             }
         };
+        // A claude conversation held by Claude Code's own background-agent
+        // supervisor refuses --resume (issue 16 defect 9): say so, and what
+        // to do, instead of starting a claude that exits at once.
+        let claude_resume = {
+            let st = self.lock();
+            st.ws
+                .sessions
+                .get(id)
+                .filter(|m| m.provider == hangar_core::Provider::Claude)
+                .and_then(|m| m.durable_provider_id().map(str::to_owned))
+        };
+        if let Some(psid) = &claude_resume
+            && let Some(holder) = crate::claude_bg::holder(psid)
+        {
+            return Err(SpawnFailure::new(
+                FailureKind::Other,
+                crate::claude_bg::reason(short(id), psid, Some(&holder)),
+            ));
+        }
         let (request, resumed, provider, title) = {
             let mut st = self.lock();
             let dangerous = st.ws.settings.dangerous;
@@ -369,6 +388,16 @@ impl Daemon {
             let auth =
                 crate::governor::looks_like_auth_failure(&self.config, &provider, &screen, code);
             let last = live.last_line().unwrap_or_default();
+            if let Some(psid) = &claude_resume
+                && crate::claude_bg::refused_on_screen(&screen)
+            {
+                let holder = crate::claude_bg::holder(psid);
+                return Err(SpawnFailure {
+                    kind: FailureKind::ExitedDuringStart,
+                    message: crate::claude_bg::reason(short(id), psid, holder.as_ref()),
+                    exit_code: Some(code),
+                });
+            }
             return Err(SpawnFailure {
                 kind: if auth {
                     FailureKind::AuthFailure

@@ -581,8 +581,22 @@ impl RealCli {
 
     /// Types `text` into a ready session and waits for the model's answer
     /// (the fake's default reply, `ANSWER(<text>)`) on its screen.
+    ///
+    /// A freshly drawn claude sometimes drops the Enter of a paste (issue 16
+    /// defect 6, tested on its own elsewhere): when the turn has not reached
+    /// the model after a while, Enter is pressed again, as a person would.
     pub fn ask(&self, id: &str, text: &str) -> String {
         self.hangar.ok(&["send", id, text]);
+        for _ in 0..4 {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(20) {
+                if self.api.requests().iter().any(|r| r["turn"] == text) {
+                    return self.wait_screen(id, &format!("ANSWER({text})"));
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            self.hangar.ok(&["send", id, ""]);
+        }
         self.wait_screen(id, &format!("ANSWER({text})"))
     }
 
@@ -622,6 +636,45 @@ impl RealCli {
             .into_iter()
             .filter(|&p| support::is_running(p) && support::cmdline(p).join(" ").contains(needle))
             .collect()
+    }
+}
+
+/// The real CLIs start helpers of their own outside hangar's reach when run
+/// by `outside` (claude's background-agent supervisor, codex's app-server):
+/// they carry this test's CLI folders in their environment, which no other
+/// test shares, and are killed here, after the daemon is asked to stop.
+impl Drop for RealCli {
+    fn drop(&mut self) {
+        if self.hangar.daemon_pid_opt().is_some() {
+            // Let the daemon end its sessions itself first (bounded by
+            // `hangar shutdown`'s own wait).
+            let _ = self.hangar.run(&["shutdown"]);
+        }
+        let marks = [
+            format!("CLAUDE_CONFIG_DIR={}", self.hangar.claude_dir.display()),
+            format!("CODEX_HOME={}", self.hangar.codex_home.display()),
+            format!("XDG_DATA_HOME={}", self.xdg.join("data").display()),
+        ];
+        for _ in 0..5 {
+            let pids: Vec<i32> = support::all_pids()
+                .into_iter()
+                .filter(|&p| {
+                    let env = support::environ(p);
+                    marks.iter().any(|m| env.contains(m))
+                })
+                .collect();
+            if pids.is_empty() {
+                break;
+            }
+            for pid in pids {
+                // SAFETY: kill has no memory effects; only processes
+                // carrying this test's unique temp folders are named.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 

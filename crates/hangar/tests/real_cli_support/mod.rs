@@ -572,11 +572,30 @@ impl RealCli {
             }
             assert!(
                 start.elapsed() < timeout,
-                "timed out after {timeout:?} waiting until session {id}'s screen shows {needle:?}; screen:\n{last}\nfake API requests: {}",
-                self.api.requests().len()
+                "timed out after {timeout:?} waiting until session {id}'s screen shows {needle:?}; screen:\n{last}\nfake API requests: {}\nsession: {}\nclaude transcripts: {:?}",
+                self.api.requests().len(),
+                self.hangar.session(id),
+                self.claude_transcripts()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// Every file under `$CLAUDE_CONFIG_DIR/projects` (for failure messages).
+    pub fn claude_transcripts(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.hangar.claude_dir.join("projects")];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    out.push(p);
+                }
+            }
+        }
+        out
     }
 
     /// Types `text` into a ready session and waits for the model's answer
@@ -587,11 +606,27 @@ impl RealCli {
     /// the model after a while, Enter is pressed again, as a person would.
     pub fn ask(&self, id: &str, text: &str) -> String {
         self.hangar.ok(&["send", id, text]);
+        let answer = format!("ANSWER({text})");
         for _ in 0..4 {
             let start = Instant::now();
             while start.elapsed() < Duration::from_secs(20) {
                 if self.api.requests().iter().any(|r| r["turn"] == text) {
-                    return self.wait_screen(id, &format!("ANSWER({text})"));
+                    let screen = self.wait_screen(id, &answer);
+                    if self.hangar.session(id)["provider"] == "claude" {
+                        // Claude Code writes its transcript after drawing
+                        // the answer; a test that stops it sooner tests
+                        // the machine's load, not hangar.
+                        support::wait_until(
+                            "claude's transcript holds the answer",
+                            REAL_DEADLINE,
+                            || {
+                                self.claude_transcripts().iter().any(|p| {
+                                    fs::read_to_string(p).is_ok_and(|t| t.contains(&answer))
+                                })
+                            },
+                        );
+                    }
+                    return screen;
                 }
                 std::thread::sleep(Duration::from_millis(200));
             }

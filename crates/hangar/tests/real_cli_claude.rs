@@ -26,10 +26,12 @@ fn claude_gets_hangars_mcp_tools_and_a_real_tool_call_waits_for_permission_then_
     rc.hangar.start_daemon();
     let parent = rc.hangar.new_agent(&["--provider", "claude"]);
     rc.wait_ready(&parent);
-    rc.hangar.ok(&["send", &parent, "make a child"]);
-    let asked = rc.api.wait_request("the model was asked to make a child", |r| {
-        r["api"] == "anthropic" && r["reply"]["tool"] == CREATE
-    });
+    let asked = rc.submit(&parent, "make a child");
+    assert_eq!(
+        asked["reply"]["tool"], CREATE,
+        "the model was not offered hangar's create_agent: {:?}",
+        asked["body"]["tools"].as_array().map(|t| t.iter().map(|t| t["name"].clone()).collect::<Vec<_>>())
+    );
     let offered: Vec<String> = asked["body"]["tools"]
         .as_array()
         .into_iter()
@@ -117,25 +119,34 @@ fn claude_traffic_is_captured_through_the_real_tls_stack_and_usage_matches_the_m
 #[test]
 fn a_conversation_held_by_claudes_background_agent_supervisor_fails_its_pane_saying_what_to_do() {
     let Some(rc) = RealCli::start() else { return };
-    let psid = "0c0ffee0-0000-4000-8000-00000000b9b9";
-    // A person starts that conversation as one of Claude Code's own
-    // background agents, in the project folder.
+    // A person starts a conversation as one of Claude Code's own
+    // background agents, in the project folder (claude picks its id).
     let out = rc
         .outside(&rc.clis.claude, &rc.hangar.work)
-        .args(["--bg", "--session-id", psid, "background work"])
+        .args(["--bg", "background work"])
         .output()
         .expect("run claude --bg");
     assert!(
         out.status.success(),
-        "claude --bg failed: {}",
+        "claude --bg failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     let jobs = rc.hangar.claude_dir.join("sessions");
-    support::wait_until("the background agent holds the conversation", REAL_DEADLINE, || {
-        std::fs::read_dir(&jobs).into_iter().flatten().flatten().any(|e| {
-            std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(psid) && t.contains("\"bg\""))
-        })
+    let mut psid = String::new();
+    support::wait_until("the background agent holds a conversation", REAL_DEADLINE, || {
+        for e in std::fs::read_dir(&jobs).into_iter().flatten().flatten() {
+            let rec: Value = std::fs::read(e.path())
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or(Value::Null);
+            if rec["kind"] == "bg" && let Some(s) = rec["sessionId"].as_str() {
+                psid = s.to_owned();
+            }
+        }
+        !psid.is_empty()
     });
+    let psid = psid.as_str();
     // hangar's pane for the same conversation is restored.
     let sid = "b9b9b9b9-aaaa-4bbb-8ccc-000000000001";
     rc.hangar.import(&json!({

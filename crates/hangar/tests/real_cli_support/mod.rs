@@ -581,6 +581,33 @@ impl RealCli {
         }
     }
 
+    /// Types `text` into a ready session and returns the model request of
+    /// that turn; presses Enter again when the turn does not reach the
+    /// model (see `ask`).
+    pub fn submit(&self, id: &str, text: &str) -> Value {
+        self.hangar.ok(&["send", id, text]);
+        for _ in 0..4 {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(20) {
+                if let Some(r) = self.api.requests().into_iter().find(|r| r["turn"] == text) {
+                    return r;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            self.hangar.ok(&["send", id, ""]);
+        }
+        let seen: Vec<String> = self
+            .api
+            .requests()
+            .iter()
+            .map(|r| format!("{} {} turn={:?} reply={}", r["method"], r["target"], r["turn"], r["reply"]))
+            .collect();
+        panic!(
+            "the turn {text:?} of session {id} never reached the model; requests: {seen:#?}\nscreen:\n{}",
+            String::from_utf8_lossy(&self.hangar.run(&["screen", id]).stdout)
+        );
+    }
+
     /// Every file under `$CLAUDE_CONFIG_DIR/projects` (for failure messages).
     pub fn claude_transcripts(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
@@ -605,7 +632,7 @@ impl RealCli {
     /// defect 6, tested on its own elsewhere): when the turn has not reached
     /// the model after a while, Enter is pressed again, as a person would.
     pub fn ask(&self, id: &str, text: &str) -> String {
-        self.hangar.ok(&["send", id, text]);
+        self.submit(id, text);
         let answer = format!("ANSWER({text})");
         for _ in 0..4 {
             let start = Instant::now();

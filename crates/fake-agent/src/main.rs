@@ -12,12 +12,14 @@ mod api;
 mod args;
 mod ballast;
 mod claude_lines;
+mod codex_server;
 mod codex_lines;
 mod conversation;
 mod event;
 mod hooks;
 mod input;
 mod knobs;
+mod opencode_db;
 mod signals;
 mod terminal;
 mod timestamp;
@@ -25,6 +27,8 @@ mod transcript;
 mod transcript_paths;
 
 use std::io::{Write, stderr, stdout};
+
+use anyhow::Context;
 use std::process::exit;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -43,7 +47,7 @@ usage: hangar-fake-agent [--style claude|codex|opencode] [flags of that CLI]
 
   claude:   --session-id <id> | --resume <id>, --dangerously-skip-permissions,
             --mcp-config <file>, --settings <file>, --model <m>
-  codex:    [flags] resume <id>, --dangerously-bypass-approvals-and-sandbox,
+  codex:    [flags] resume <id>, --no-daemon, --dangerously-bypass-approvals-and-sandbox,
             -c key=value (repeatable), -m/--model <m>
   opencode: --session <id>, -m/--model <m>
 
@@ -58,6 +62,15 @@ const AUTH_ERROR: &str = r#"API Error: 401 {"type":"error","error":{"type":"auth
 fn main() {
     // First, before any thread exists: see signals.rs.
     let exit_signals = signals::block_exit_signals();
+    if codex_server::is_server() {
+        match Roots::from_env().codex_dir() {
+            Ok(home) => codex_server::serve(&home),
+            Err(e) => {
+                say(&mut stderr(), &format!("hangar-fake-agent app-server: {e}"));
+                exit(2);
+            }
+        }
+    }
 
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
@@ -73,7 +86,11 @@ fn main() {
             return;
         }
         Ok(Action::Help) => {
-            say(&mut stdout(), USAGE);
+            if codex_server::help_mentions_no_daemon() {
+                say(&mut stdout(), USAGE);
+            } else {
+                say(&mut stdout(), &USAGE.replace(" --no-daemon,", ""));
+            }
             return;
         }
         Err(e) => {
@@ -129,9 +146,30 @@ fn run(
     let roots = Roots::from_env();
     let (session_id, resumed) = match &inv.session {
         SessionRequest::Fresh(Some(id)) => (id.clone(), false),
+        // OpenCode's ids are `ses_...` (its conversation is created by the
+        // first prompt; see opencode_db.rs).
+        SessionRequest::Fresh(None) if inv.style == args::Style::Opencode => {
+            (opencode_db::new_id(), false)
+        }
         SessionRequest::Fresh(None) => (uuid::Uuid::new_v4().to_string(), false),
         SessionRequest::Resume(id) => (id.clone(), true),
     };
+    if inv.style == args::Style::Opencode && resumed {
+        let db = opencode_db::path(&|k| std::env::var(k).ok())
+            .context("no XDG_DATA_HOME or HOME for opencode's store")?;
+        if !opencode_db::Store::open(&db)?.has(&session_id)? {
+            // Real OpenCode 1.18.33's words and exit code.
+            say(
+                &mut stderr(),
+                &format!("Error: Session not found: {session_id}"),
+            );
+            return Ok(1);
+        }
+    }
+    if inv.style == args::Style::Codex && codex_server::wanted(&argv) {
+        let home = roots.codex_dir().map_err(anyhow::Error::msg)?;
+        codex_server::ensure(&home).context("starting the shared app-server")?;
+    }
     let model = inv.model.clone().unwrap_or_else(|| "fake-agent".into());
     let mut placement = Transcript::place(&roots, inv.style, &cwd, &session_id, resumed)?;
     placement.write = !knobs.no_transcript;

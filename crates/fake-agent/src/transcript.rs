@@ -33,6 +33,8 @@ pub struct Transcript {
     /// hangup wrote two exit lines: one from the signal watcher, one from the
     /// main thread seeing its terminal gone.
     closed: bool,
+    /// The opencode style's SQLite store (as real OpenCode keeps one).
+    opencode: Option<crate::opencode_db::Store>,
 }
 
 /// Where a session's transcript is, and whether it already exists.
@@ -110,7 +112,15 @@ impl Transcript {
         } else {
             None
         };
+        let opencode = if style == Style::Opencode {
+            let db = crate::opencode_db::path(&|k| std::env::var(k).ok())
+                .context("no XDG_DATA_HOME or HOME for opencode's store")?;
+            Some(crate::opencode_db::Store::open(&db)?)
+        } else {
+            None
+        };
         Ok(Transcript {
+            opencode,
             style,
             path: placement.path.clone(),
             file,
@@ -137,6 +147,9 @@ impl Transcript {
             return Ok(());
         }
         self.closed = matches!(event, Event::Exit { .. });
+        if let (Some(store), Event::User(text)) = (&self.opencode, &event) {
+            store.user_prompt(&self.session_id, &self.cwd, text)?;
+        }
         let timestamp = UtcTime::now().rfc3339();
         let lines: Vec<Value> = match self.style {
             Style::Claude | Style::Opencode => {

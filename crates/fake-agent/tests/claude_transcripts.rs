@@ -255,16 +255,66 @@ fn the_config_dir_variable_and_the_proxy_are_honoured() {
 #[test]
 fn opencode_style_writes_claude_shaped_lines_to_its_own_directory() {
     let setup = Setup::new();
-    let mut agent = setup.start(&["--style", "opencode", "--session", "ses_abc"]);
+    // A fresh start, so that the conversation exists (OpenCode refuses
+    // `--session` for an id it does not have).
+    let mut first = setup.start(&["--style", "opencode"]);
+    first.wait_for_output("> ");
+    let id = first.banner_session_id();
+    assert!(id.starts_with("ses_"), "opencode ids are ses_...: {id}");
+    first.send("first");
+    first.wait_for_output("answer: first");
+    first.send("exit");
+    first.wait_exit();
+
+    let mut agent = setup.start(&["--style", "opencode", "--session", &id]);
     let out = agent.wait_for_output("> ");
     assert!(
-        out.starts_with("fake-agent opencode session ses_abc (resumed)\n"),
+        out.starts_with(&format!("fake-agent opencode session {id} (resumed)\n")),
         "{out:?}"
     );
     agent.send("hi");
     agent.wait_for_output("answer: hi");
-    let lines = read_jsonl(&setup.home.join(".local/share/opencode/fake/ses_abc.jsonl"));
-    assert_eq!(lines[0]["style"], "opencode");
-    assert_eq!(lines[0]["resumed"], true);
-    assert_eq!(assistant_text(&lines[2]), Some("answer: hi"));
+    let lines = read_jsonl(&setup.home.join(format!(".local/share/opencode/fake/{id}.jsonl")));
+    let resumed: Vec<&serde_json::Value> = lines.iter().filter(|l| l["resumed"] == true).collect();
+    assert_eq!(resumed.len(), 1, "one resumed start line: {lines:?}");
+    assert_eq!(resumed[0]["style"], "opencode");
+    assert_eq!(assistant_text(lines.last().unwrap()), Some("answer: hi"));
+}
+
+/// Real OpenCode 1.18.33 keeps its conversations in SQLite, creates one with
+/// the first prompt, and refuses `--session` for an unknown id
+/// (REAL_CLIS.md, OpenCode).
+#[test]
+fn opencode_style_keeps_its_conversations_in_sqlite_and_refuses_an_unknown_session() {
+    let setup = Setup::new();
+    let mut refused = setup.start(&["--style", "opencode", "--session", "ses_unknown"]);
+    let status = refused.wait_exit();
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        refused.stderr().contains("Error: Session not found: ses_unknown"),
+        "{}",
+        refused.stderr()
+    );
+
+    let mut agent = setup.start(&["--style", "opencode"]);
+    agent.wait_for_output("> ");
+    let id = agent.banner_session_id();
+    let db = setup.home.join(".local/share/opencode/opencode.db");
+    agent.send("what is in the store");
+    agent.wait_for_output("answer: what is in the store");
+    let conn = rusqlite::Connection::open(&db).expect("opencode.db exists");
+    let (sid, dir): (String, String) = conn
+        .query_row("SELECT id, directory FROM session", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("one conversation");
+    assert_eq!(sid, id);
+    assert!(!dir.is_empty());
+    let text: String = conn
+        .query_row(
+            "SELECT json_extract(p.data, '$.text') FROM part p JOIN message m ON m.id = p.message_id \
+             WHERE json_extract(m.data, '$.role') = 'user'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the prompt is a user part");
+    assert_eq!(text, "what is in the store");
 }

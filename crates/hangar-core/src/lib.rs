@@ -9,11 +9,13 @@
 
 pub mod display;
 #[doc(hidden)]
+pub mod cli_versions;
 pub mod fixtures;
 pub mod governor;
 pub mod hosts;
 pub mod ledger;
 pub mod model;
+pub mod opencode_identity;
 pub mod orchestration;
 pub mod ownership;
 pub mod placement;

@@ -8,6 +8,8 @@
 
 pub mod activity;
 pub mod attach_size;
+pub mod claude_bg;
+pub mod cli_probe;
 pub mod config;
 pub mod eviction;
 pub mod failure_reason;
@@ -29,6 +31,7 @@ pub mod restore;
 pub mod server;
 pub mod state;
 pub mod tmux_adoption;
+pub mod strays;
 pub mod transfer;
 pub mod wake_queue;
 pub mod worktree;
@@ -62,6 +65,10 @@ pub struct Daemon {
     pub activity: Arc<activity::Hub>,
     /// MCP tokens, turn marks, tombstones and first prompts of agents.
     pub orchestration: orchestration::Orchestration,
+    /// Prompts hangar typed into each session (OpenCode's identity proof).
+    pub typed: identity::opencode::TypedLog,
+    /// Installed agent CLIs' versions and flags.
+    pub cli_probe: cli_probe::CliProbe,
     state: Mutex<State>,
     shutdown: watch::Sender<bool>,
 }
@@ -279,6 +286,8 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         journal: journal::Journal::new(paths.home.join("journal.jsonl")),
         queue: wake_queue::WakeQueue::new(config.governor.queue_limits()),
         orchestration: orchestration::Orchestration::new(paths.home.clone()),
+        typed: Default::default(),
+        cli_probe: Default::default(),
         proxy: proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
         activity: Arc::new(activity::Hub::new(&config.activity)),
         state: Mutex::new(State {

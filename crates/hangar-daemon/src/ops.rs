@@ -268,6 +268,7 @@ impl Daemon {
             let typed_at = crate::now_ms();
             live.write(b"\r").await.map_err(write)?;
             self.note_input(&id, typed_at);
+            self.note_typed(&id, &req.text);
         }
         self.touch(&id);
         // The text is typed: a last-use time the disk cannot take (full,

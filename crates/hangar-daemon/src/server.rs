@@ -322,7 +322,13 @@ async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiEr
         Request::TabRename(r) => daemon.op_tab_rename(r),
         Request::Reload(r) => daemon.op_reload(r).await,
         Request::Screen(r) => daemon.op_screen(&r.session),
-        Request::Doctor(r) => daemon.op_doctor(r).await,
+        Request::Doctor(r) => match daemon.op_doctor(r).await {
+            Ok(mut v) => {
+                v["clis"] = daemon.cli_report().await;
+                Ok(v)
+            }
+            Err(e) => Err(e),
+        },
         Request::Transcript(r) => daemon.op_transcript(r).await,
         Request::Export => daemon.op_export(),
         Request::Import(r) => daemon.op_import(r).await,

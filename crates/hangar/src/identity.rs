@@ -54,6 +54,7 @@ pub fn doctor(
     let mut c = Client::connect(paths)?;
     let v = c.request(Request::Doctor(msg::Doctor { fork, forget, yes }))?;
     print(json, &v, |v| {
+        print_clis(v);
         for f in v["fixed"].as_array().into_iter().flatten() {
             match f["action"].as_str() {
                 Some("fork") => println!(
@@ -123,4 +124,45 @@ pub fn export(paths: &Paths) -> anyhow::Result<ExitCode> {
     }
     print!("{}", display::json(&text));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `hangar doctor`'s lines about the agent CLIs: version found and the
+/// version hangar is tested with.
+fn print_clis(v: &Value) {
+    for c in v["clis"].as_array().into_iter().flatten() {
+        let provider = plain(c["provider"].as_str().unwrap_or_default());
+        let tested = c["tested"].as_str().unwrap_or("?");
+        match (c["program"].as_str(), c["version"].as_str()) {
+            (None, _) => println!("{provider}: not installed (tested with {tested})"),
+            (Some(p), None) => println!(
+                "{provider}: {} (version unknown; tested with {tested})",
+                plain(p)
+            ),
+            (Some(p), Some(ver)) => println!(
+                "{provider}: {} {} (tested with {tested})",
+                plain(p),
+                plain(ver)
+            ),
+        }
+        if let Some(n) = c["notice"].as_str() {
+            println!("  {}", plain(n));
+        }
+    }
+}
+
+/// A program path or version as text: control characters and bidi
+/// overrides escaped (DESIGN.md rule 11; a path is a file name anyone
+/// could choose).
+fn plain(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let hidden = c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+            let shown: Vec<char> = if hidden {
+                c.escape_unicode().collect()
+            } else {
+                vec![c]
+            };
+            shown
+        })
+        .collect()
 }

@@ -10,6 +10,7 @@
 
 pub mod discovery;
 pub mod messages;
+pub mod opencode;
 pub mod open_files;
 
 use std::collections::BTreeSet;

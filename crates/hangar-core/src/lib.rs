@@ -7,6 +7,7 @@
 //! and carries the answer out. Times are passed in as milliseconds since the
 //! Unix epoch by the caller.
 
+pub mod claude_slug;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod governor;

@@ -9,6 +9,7 @@
 pub mod activity;
 pub mod attach_size;
 pub mod config;
+pub mod delivery;
 pub mod eviction;
 pub mod failure_reason;
 pub mod governor;

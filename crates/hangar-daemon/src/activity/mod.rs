@@ -196,6 +196,8 @@ type Nudge = Arc<Notify>;
 struct Entry {
     tracker: Option<Tracker>,
     hooks: Option<Reading>,
+    /// When the agent's `UserPromptSubmit` hook last reported a turn start.
+    prompt_submitted_ms: Option<u64>,
     proxy: ProxyState,
     input_ms: Option<u64>,
     /// A watcher task evaluates this session (its process is live).
@@ -208,6 +210,7 @@ struct Entry {
 impl Entry {
     fn clear_signals(&mut self) {
         self.hooks = None;
+        self.prompt_submitted_ms = None;
         self.proxy = ProxyState::default();
         self.input_ms = None;
     }
@@ -538,12 +541,16 @@ impl Daemon {
         if !self.config.activity.enabled(Source::Hooks) {
             return Ok(json!({"recorded": false, "reason": "the hooks source is off"}));
         }
+        let now = crate::now_ms();
         let nudge = self
             .with_known_entry(&id, |e| {
                 e.hooks = Some(Reading {
                     activity: event.activity(),
-                    at_ms: crate::now_ms(),
+                    at_ms: now,
                 });
+                if event == HookEvent::UserPromptSubmit {
+                    e.prompt_submitted_ms = Some(now);
+                }
                 e.nudge.clone()
             })
             .ok_or_else(|| ApiError::new(codes::NOT_FOUND, format!("no session {id}")))?;
@@ -583,6 +590,21 @@ impl Daemon {
             self.activity.bump();
         }
         nudge.notify_one();
+    }
+
+    /// Whether the agent's `UserPromptSubmit` hook reported a turn start at
+    /// or after `since_ms` (a prompt being delivered, see `delivery`).
+    pub fn prompt_submitted_since(&self, id: &SessionId, since_ms: u64) -> bool {
+        self.activity
+            .entries()
+            .get(id)
+            .and_then(|e| e.prompt_submitted_ms)
+            .is_some_and(|at| at >= since_ms)
+    }
+
+    /// Whether claude sessions get hangar's hooks (the hooks source is on).
+    pub fn hooks_installed(&self) -> bool {
+        self.config.activity.enabled(Source::Hooks)
     }
 
     /// The `--settings` file that installs hangar's hooks for a claude

@@ -28,7 +28,11 @@ pub struct SessionRecord {
 
 impl SessionRecord {
     /// Writes the record for `session_id` under `claude_dir/sessions/`.
-    pub fn create(claude_dir: &Path, cwd: &str, session_id: &str) -> std::io::Result<SessionRecord> {
+    pub fn create(
+        claude_dir: &Path,
+        cwd: &str,
+        session_id: &str,
+    ) -> std::io::Result<SessionRecord> {
         let dir = claude_dir.join("sessions");
         fs::DirBuilder::new()
             .recursive(true)

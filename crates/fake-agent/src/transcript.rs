@@ -140,7 +140,8 @@ impl Transcript {
         if self.style != Style::Claude {
             return Ok(());
         }
-        let mut lines = vec![json!({"type": "mode", "mode": "normal", "sessionId": self.session_id})];
+        let mut lines =
+            vec![json!({"type": "mode", "mode": "normal", "sessionId": self.session_id})];
         if permission_mode {
             lines.push(json!({
                 "type": "permission-mode",

@@ -136,11 +136,14 @@ fn a_fresh_start_reusing_a_session_id_is_refused_like_claude_code() {
 
     let mut again = setup.start(&["--session-id", ID]);
     assert_eq!(again.wait_exit().code(), Some(1));
-    assert!(
-        again.stderr().contains("already in use"),
-        "{}",
-        again.stderr()
-    );
+    // stderr is read in the background: wait for the reader to catch up.
+    wait_until_stderr(&again, "already in use");
+}
+
+fn wait_until_stderr(agent: &support::Agent, needle: &str) {
+    support::wait_until(&format!("stderr says {needle:?}"), || {
+        agent.stderr().contains(needle).then_some(())
+    });
 }
 
 #[test]

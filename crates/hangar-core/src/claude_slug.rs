@@ -34,8 +34,9 @@ pub fn claude_project_slug(cwd: &str) -> String {
 
 /// `String.hashCode()` over UTF-16 units: `h = 31 * h + unit`, wrapping at 32 bits.
 fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 fn base36(mut n: u32) -> String {
@@ -65,12 +66,18 @@ mod tests {
             claude_project_slug("/tmp/obs/w/my.proj_dir/a b/é"),
             "-tmp-obs-w-my-proj-dir-a-b--"
         );
-        assert_eq!(claude_project_slug("/tmp/x/my.proj_dir/a b/é"), "-tmp-x-my-proj-dir-a-b--");
+        assert_eq!(
+            claude_project_slug("/tmp/x/my.proj_dir/a b/é"),
+            "-tmp-x-my-proj-dir-a-b--"
+        );
     }
 
     #[test]
     fn a_character_outside_the_bmp_is_two_utf16_units_and_so_two_dashes() {
-        assert_eq!(claude_project_slug("/tmp/obs/w/x😀y~+@z"), "-tmp-obs-w-x--y---z");
+        assert_eq!(
+            claude_project_slug("/tmp/obs/w/x😀y~+@z"),
+            "-tmp-obs-w-x--y---z"
+        );
     }
 
     #[test]

@@ -538,7 +538,12 @@ mod tests {
         // A person's own claude in another terminal, same folder, newer file:
         // rule 10 says it is not this session's, with or without an id yet.
         let c = vec![facts("mine", "/w", 5), facts("outside", "/w", 9)];
-        assert_eq!(pick_transcript(&c, &matching(Some("mine"), &NONE)).unwrap().id, "mine");
+        assert_eq!(
+            pick_transcript(&c, &matching(Some("mine"), &NONE))
+                .unwrap()
+                .id,
+            "mine"
+        );
         assert_eq!(pick_transcript(&c, &matching(None, &NONE)), None);
         let c = vec![facts("outside", "/w", 9)];
         assert_eq!(pick_transcript(&c, &matching(Some("mine"), &NONE)), None);
@@ -547,7 +552,10 @@ mod tests {
     #[test]
     fn the_current_ids_transcript_confirms_it_only_when_it_ran_in_the_sessions_folder() {
         let c = vec![facts("a", "/w", 5)];
-        assert_eq!(pick_transcript(&c, &matching(Some("a"), &NONE)).unwrap().id, "a");
+        assert_eq!(
+            pick_transcript(&c, &matching(Some("a"), &NONE)).unwrap().id,
+            "a"
+        );
         let c = vec![facts("a", "/x", 5)];
         assert_eq!(pick_transcript(&c, &matching(Some("a"), &NONE)), None);
     }
@@ -606,9 +614,15 @@ mod tests {
     fn of_two_open_transcripts_the_newest_wins_and_a_tie_keeps_the_current_id() {
         let mine = ids(&["a", "a2"]);
         let c = vec![facts("a", "/w", 5), facts("a2", "/w", 9)];
-        assert_eq!(pick_transcript(&c, &matching(Some("a"), &mine)).unwrap().id, "a2");
+        assert_eq!(
+            pick_transcript(&c, &matching(Some("a"), &mine)).unwrap().id,
+            "a2"
+        );
         let c = vec![facts("a", "/w", 9), facts("a2", "/w", 9)];
-        assert_eq!(pick_transcript(&c, &matching(Some("a"), &mine)).unwrap().id, "a");
+        assert_eq!(
+            pick_transcript(&c, &matching(Some("a"), &mine)).unwrap().id,
+            "a"
+        );
     }
 
     fn ws_with(ids: &[(&str, Provider, Option<ProviderSessionId>)]) -> Workspace {

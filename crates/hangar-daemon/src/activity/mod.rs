@@ -141,6 +141,9 @@ pub const INPUT_ALONE_MS: u64 = 5000;
 /// 3. A turn in progress that a less trusted source sees blocked on the
 ///    person (a permission prompt on screen, a hook notification) is
 ///    `waiting`: the turn is real, and so is the prompt.
+/// 4. But claude's `Stop` hook *is* the end of the turn: a `Stop` newer
+///    than every sign of work ends it, even while a transcript still shows
+///    a streaming entry as its last word. Output going quiet never does.
 pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
     let ranked = [r.transcript, r.proxy, r.hooks, r.screen];
     let turn_start = ranked
@@ -168,6 +171,12 @@ pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
             at_ms,
         });
     let best = current.first().copied().or(typed)?;
+    if best.activity == Activity::Working
+        && let Some(stop) = r.hooks.filter(|h| h.activity == Activity::Idle)
+        && turn_start.is_none_or(|t| stop.at_ms >= t)
+    {
+        return Some(stop);
+    }
     if best.activity == Activity::Working
         && let Some(w) = current.iter().find(|x| x.activity == Activity::Waiting)
     {
@@ -835,6 +844,25 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(combine(&r, 25), at(Activity::Waiting, 50));
+    }
+
+    #[test]
+    fn a_stop_hook_after_the_last_sign_of_work_ends_the_turn() {
+        // The transcript's last entry is still a streaming assistant one.
+        let r = Readings {
+            transcript: at(Activity::Working, 10),
+            hooks: at(Activity::Idle, 12),
+            input_ms: Some(9),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Idle, 12));
+        // A Stop from the turn before a new prompt says nothing of this one.
+        let r = Readings {
+            transcript: at(Activity::Working, 20),
+            hooks: at(Activity::Idle, 12),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
     }
 
     #[test]

@@ -469,7 +469,9 @@ mod tests {
         // The first four lines of a transcript Claude Code 2.1.197 wrote
         // (2026-12-01, this project's machine), cut to the fields that matter.
         let dir = tempfile::tempdir().unwrap();
-        let c = dir.path().join("11111111-2222-4333-8444-555555555555.jsonl");
+        let c = dir
+            .path()
+            .join("11111111-2222-4333-8444-555555555555.jsonl");
         let id = "11111111-2222-4333-8444-555555555555";
         let lines = [
             format!(r#"{{"type":"mode","mode":"normal","sessionId":"{id}"}}"#),

@@ -177,9 +177,8 @@ impl Daemon {
         };
         let cwd = discovery::canonical_cwd(&cwd);
         if matches!(provider, Provider::Claude) {
-            let record = pid.and_then(|p| {
-                process_record::own_record(root, &open_files::process_tree(p))
-            });
+            let record =
+                pid.and_then(|p| process_record::own_record(root, &open_files::process_tree(p)));
             if let Some(record) = record {
                 // As trustworthy as the SessionStart hook: the process's own
                 // word, so recorded with source `transcript`.

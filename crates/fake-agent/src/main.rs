@@ -12,14 +12,15 @@ mod api;
 mod args;
 mod ballast;
 mod claude_lines;
-mod codex_server;
 mod codex_lines;
+mod codex_server;
 mod conversation;
 mod event;
 mod hooks;
 mod input;
 mod knobs;
 mod opencode_db;
+mod session_record;
 mod signals;
 mod terminal;
 mod timestamp;
@@ -189,14 +190,27 @@ fn run(
         style: inv.style,
         resumed,
         env_proxy: std::env::var("HTTPS_PROXY").ok(),
-        cleared_from: None,
         transcript_existed: placement.existed,
         invocation: inv,
     };
+    if !placement.existed {
+        transcript.lead_lines(true)?;
+    }
     transcript.record(Event::Start(&start))?;
     let shared = Arc::new(Mutex::new(transcript));
+    // Claude Code's per-process record of the conversation it writes; an
+    // old claude (FAKE_AGENT_NO_SESSION_RECORD=1) writes none.
+    let record = match (start.style, knobs.no_session_record) {
+        (args::Style::Claude, false) => roots
+            .claude_dir()
+            .ok()
+            .and_then(|dir| session_record::SessionRecord::create(&dir, &cwd, &session_id).ok()),
+        _ => None,
+    };
+    let record = Arc::new(record);
 
     let watched = Arc::clone(&shared);
+    let watched_record = Arc::clone(&record);
     let ignore_sigterm = knobs.ignore_sigterm;
     signals::watch(exit_signals, move |signal| {
         let mut transcript = lock(&watched);
@@ -208,6 +222,9 @@ fn run(
             reason: "signal",
             signal: Some(signal),
         });
+        if let Some(r) = watched_record.as_ref() {
+            r.remove();
+        }
         exit(0);
     });
 
@@ -225,7 +242,11 @@ fn run(
         children: Vec::new(),
         hooks,
         write_transcript: !knobs.no_transcript,
-        link_clears: !knobs.no_cleared_from,
+        session_record: record,
+        prompt_id: String::new(),
+        last_answer: Mutex::new(String::new()),
+        swallow_enters: knobs.swallow_enters,
+        unsubmitted: None,
     };
     let ending = conversation.run(&mut std::io::stdin().lock(), &mut out)?;
     Ok(ending.code)

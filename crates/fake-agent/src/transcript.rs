@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::args::Style;
 use crate::claude_lines::{self, LineContext};
@@ -141,6 +141,41 @@ impl Transcript {
         &self.path
     }
 
+    /// The lines real Claude Code (2.1.197) writes first in a new
+    /// transcript, before anything else: they carry `sessionId` but no
+    /// `cwd`, so a reader must take the folder from a later line. A fresh
+    /// start writes `mode` and `permission-mode`; a `/clear` only `mode`.
+    /// Other styles write nothing here.
+    pub fn lead_lines(&mut self, permission_mode: bool) -> anyhow::Result<()> {
+        if self.style != Style::Claude {
+            return Ok(());
+        }
+        let mut lines =
+            vec![json!({"type": "mode", "mode": "normal", "sessionId": self.session_id})];
+        if permission_mode {
+            lines.push(json!({
+                "type": "permission-mode",
+                "permissionMode": "default",
+                "sessionId": self.session_id,
+            }));
+        }
+        self.write_lines(lines)
+    }
+
+    fn write_lines(&mut self, lines: Vec<Value>) -> anyhow::Result<()> {
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
+        for line in lines {
+            let mut text = line.to_string();
+            text.push('\n');
+            // One write per line: append-mode writes of a line this size land whole.
+            file.write_all(text.as_bytes())
+                .with_context(|| format!("writing transcript {}", self.path.display()))?;
+        }
+        Ok(())
+    }
+
     /// Appends the lines for `event`. After an `Exit` this does nothing.
     pub fn record(&mut self, event: Event<'_>) -> anyhow::Result<()> {
         if self.closed {
@@ -168,16 +203,6 @@ impl Transcript {
             }
             Style::Codex => codex_lines::lines(&event, &self.session_id, &self.cwd, &timestamp),
         };
-        let Some(file) = self.file.as_mut() else {
-            return Ok(());
-        };
-        for line in lines {
-            let mut text = line.to_string();
-            text.push('\n');
-            // One write per line: append-mode writes of a line this size land whole.
-            file.write_all(text.as_bytes())
-                .with_context(|| format!("writing transcript {}", self.path.display()))?;
-        }
-        Ok(())
+        self.write_lines(lines)
     }
 }

@@ -7,9 +7,10 @@
 //! and carries the answer out. Times are passed in as milliseconds since the
 //! Unix epoch by the caller.
 
+pub mod claude_slug;
+pub mod cli_versions;
 pub mod display;
 #[doc(hidden)]
-pub mod cli_versions;
 pub mod fixtures;
 pub mod governor;
 pub mod hosts;

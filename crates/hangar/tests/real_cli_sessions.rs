@@ -52,17 +52,17 @@ fn answers_and_resumes_its_own_conversation(provider: &str, api: &str) {
         .flat_map(support::cmdline)
         .collect();
     assert!(
-        all_args
-            .windows(2)
-            .any(|w| w[0] == flag && w[1] == psid)
+        all_args.windows(2).any(|w| w[0] == flag && w[1] == psid)
             || args.windows(2).any(|w| w[0] == flag && w[1] == psid),
         "the woken {provider} was not started with `{flag} {psid}`: {all_args:?}"
     );
     rc.wait_ready(&id);
     rc.ask(&id, &format!("second {provider} question"));
-    let second = rc.api.wait_request("the second turn reached the model", |r| {
-        r["api"] == api && r["turn"] == format!("second {provider} question")
-    });
+    let second = rc
+        .api
+        .wait_request("the second turn reached the model", |r| {
+            r["api"] == api && r["turn"] == format!("second {provider} question")
+        });
     assert!(
         mentions(&second, &format!("ANSWER(first {provider} question)")),
         "the woken {provider} did not continue its conversation: the model was not sent the first answer"
@@ -80,9 +80,11 @@ fn answers_and_resumes_its_own_conversation(provider: &str, api: &str) {
     rc.wait_state(&id, "live");
     rc.wait_ready(&id);
     rc.ask(&id, &format!("third {provider} question"));
-    let third = rc.api.wait_request("the third turn reached the model", |r| {
-        r["api"] == api && r["turn"] == format!("third {provider} question")
-    });
+    let third = rc
+        .api
+        .wait_request("the third turn reached the model", |r| {
+            r["api"] == api && r["turn"] == format!("third {provider} question")
+        });
     assert!(
         mentions(&third, &format!("ANSWER(second {provider} question)")),
         "after a restart {provider} did not resume its own conversation"

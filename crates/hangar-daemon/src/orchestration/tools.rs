@@ -534,8 +534,23 @@ impl Daemon {
             })?;
             pending
         };
-        self.type_prompt(id, &text).await?;
-        Ok(true)
+        match self.type_prompt(id, &text).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.detail.get("delivered") == Some(&Value::Bool(false)) => {
+                // Typed but never submitted: not recorded as delivered, and
+                // never typed again (the text may still be in the input box).
+                let mut ledger = self.orchestration.ledger();
+                if let Some(p) = ledger.data.first_prompts.get_mut(id.as_str()) {
+                    p.delivered_at_ms = None;
+                    p.undelivered = Some(e.message.clone());
+                }
+                ledger.save().map_err(|e| {
+                    ApiError::internal(format!("cannot record the first prompt's failure: {e}"))
+                })?;
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     async fn tool_create(
@@ -638,6 +653,7 @@ impl Daemon {
                     FirstPrompt {
                         text: Some(prompt),
                         delivered_at_ms: None,
+                        undelivered: None,
                     },
                 );
                 ledger.save().map_err(|e| {

@@ -115,10 +115,7 @@ fn host_spans(spans: &mut Vec<Span<'static>>, bar: &crate::tui::hosts::HostBar) 
 
 fn draw_empty(frame: &mut Frame, app: &App, area: Rect) {
     let connecting = match (&app.daemon_lost, app.host_name()) {
-        (Some(e), Some(host)) => format!(
-            "host {host} is unreachable: {}",
-            shown(e)
-        ),
+        (Some(e), Some(host)) => format!("host {host} is unreachable: {}", shown(e)),
         (None, Some(host)) if host != hangar_core::hosts::LOCAL => {
             format!("connecting to host {host}...")
         }

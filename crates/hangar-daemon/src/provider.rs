@@ -254,6 +254,41 @@ pub fn with_mcp(mut spec: LaunchSpec, provider: &Provider, server: &McpServer) -
     spec
 }
 
+/// Codex 0.17x run so that it stays inside the session's own process
+/// group: `--no-daemon`, when the installed codex accepts it. Without it,
+/// codex starts a shared `codex app-server --managed-daemon` (one per
+/// `CODEX_HOME`, in a process group of its own) that outlives the session,
+/// holds every session's rollout and makes every session's requests with
+/// the first session's environment (issue 16 defect 4). A top-level flag,
+/// so it comes first, before codex's `resume` subcommand.
+pub fn codex_in_process(mut spec: LaunchSpec, provider: &Provider, accepts: bool) -> LaunchSpec {
+    if *provider == Provider::Codex && accepts && !spec.args.iter().any(|a| a == "--no-daemon") {
+        spec.args.insert(0, "--no-daemon".to_owned());
+    }
+    spec
+}
+
+/// The `NO_PROXY` an agent gets: what the daemon was given, plus the
+/// loopback names and addresses, so an agent's local traffic (a local
+/// model server, codex's own loopback port) never goes through hangar's
+/// proxy, and never fails with 407 once that session's proxy credentials
+/// are revoked.
+pub fn no_proxy_with_loopback(existing: Option<&str>) -> String {
+    let mut entries: Vec<String> = existing
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .collect();
+    for loopback in ["127.0.0.1", "localhost", "::1"] {
+        if !entries.iter().any(|e| e.eq_ignore_ascii_case(loopback)) {
+            entries.push(loopback.to_owned());
+        }
+    }
+    entries.join(",")
+}
+
 /// A TOML basic string.
 fn toml_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -469,6 +504,39 @@ mod tests {
             Some("tok")
         );
         assert_eq!(spec.env.get("HANGAR_HOME").map(String::as_str), Some("/h"));
+    }
+
+    #[test]
+    fn codex_that_accepts_it_runs_with_no_daemon_before_its_resume_subcommand() {
+        let config = Config::default();
+        let bin = true_bin();
+        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
+        meta.provider_session = Some(ProviderSessionId::new("t-1", IdSource::Transcript));
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = with_mcp(spec, &Provider::Codex, &mcp_server());
+        let with = codex_in_process(spec.clone(), &Provider::Codex, true);
+        assert_eq!(with.args[0], "--no-daemon");
+        assert_eq!(&with.args[with.args.len() - 2..], ["resume", "t-1"]);
+        assert_eq!(codex_in_process(with.clone(), &Provider::Codex, true), with);
+        // An older codex without the flag, and other providers, unchanged.
+        assert_eq!(
+            codex_in_process(spec.clone(), &Provider::Codex, false),
+            spec
+        );
+        assert_eq!(
+            codex_in_process(spec.clone(), &Provider::Claude, true),
+            spec
+        );
+    }
+
+    #[test]
+    fn no_proxy_keeps_the_users_entries_and_adds_loopback_once() {
+        assert_eq!(no_proxy_with_loopback(None), "127.0.0.1,localhost,::1");
+        assert_eq!(
+            no_proxy_with_loopback(Some(" .corp.example, LOCALHOST,")),
+            ".corp.example,LOCALHOST,127.0.0.1,::1"
+        );
     }
 
     #[test]

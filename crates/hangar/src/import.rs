@@ -162,7 +162,7 @@ pub fn agent_code_candidates(home: &Path) -> Vec<PathBuf> {
             entry.path().is_file().then(|| (ms, entry.path()))
         })
         .collect();
-    backups.sort_by(|a, b| b.0.cmp(&a.0));
+    backups.sort_by_key(|b| std::cmp::Reverse(b.0));
     found.extend(backups.into_iter().map(|(_, p)| p));
     let old = config.join("cc-shell").join("workspace.json");
     if old.is_file() {

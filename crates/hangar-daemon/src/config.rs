@@ -43,6 +43,10 @@ pub struct Config {
     /// `[mcp]`: orchestration over MCP (on by default).
     #[serde(default)]
     pub mcp: crate::orchestration::McpConfig,
+    /// `[hosts.NAME]`: other machines' hangars, reached over SSH by the
+    /// CLI's `--host NAME`; the daemon itself never connects to them.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, hangar_core::hosts::HostConfig>,
 }
 
 /// `[worktree]`: where `hangar new --worktree` puts worktrees and what runs
@@ -286,6 +290,12 @@ impl Config {
                 path: path.display().to_string(),
                 message,
             })?;
+        for (name, host) in &config.hosts {
+            hangar_core::hosts::validate(name, host).map_err(|e| ConfigError::Parse {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+        }
         Ok(config)
     }
 

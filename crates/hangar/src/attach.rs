@@ -6,8 +6,8 @@
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -120,12 +120,7 @@ impl Drop for RawMode {
 
 pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    let mut client = Client::connect(paths)?;
-    let reply = client.request(Request::Attach(msg::Attach {
-        session: id.to_owned(),
-        cols,
-        rows,
-    }))?;
+    let (mut client, reply) = open(paths, id, (cols, rows))?;
     let session = reply["id"].as_str().unwrap_or(id).to_owned();
     let key = DetachKey::parse(reply["detach_key"].as_str().unwrap_or("C-b d"));
     eprintln!(
@@ -134,48 +129,76 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
         key.describe()
     );
     let raw = RawMode::enable()?;
-    let mut writer = Client::from_stream(client.try_clone_stream()?);
+    // The input thread's way to the daemon; None while a link to another
+    // host is down, and then typing is dropped, never queued: a key sent
+    // once is never sent again by a reconnect.
+    let writer = Arc::new(Mutex::new(Some(Client::from_stream(
+        client.try_clone_stream()?,
+    ))));
+    let size = Arc::new(Mutex::new((cols, rows)));
     let done = Arc::new(AtomicBool::new(false));
+    let detach_asked = Arc::new(AtomicBool::new(false));
 
-    let input_done = done.clone();
-    std::thread::spawn(move || {
-        let mut filter = InputFilter::new(key);
-        let mut stdin = std::io::stdin();
-        let mut buf = [0u8; 4096];
-        let mut size = (cols, rows);
-        loop {
-            if input_done.load(Ordering::Relaxed) {
-                return;
-            }
-            if !poll_stdin(Duration::from_millis(100)) {
-                if let Ok(now) = crossterm::terminal::size()
-                    && now != size
+    {
+        let (writer, size, done, detach_asked) = (
+            writer.clone(),
+            size.clone(),
+            done.clone(),
+            detach_asked.clone(),
+        );
+        std::thread::spawn(move || {
+            let send = |f: &mut dyn FnMut(&mut Client) -> anyhow::Result<()>| {
+                let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(c) = w.as_mut()
+                    && f(c).is_err()
                 {
-                    size = now;
-                    let _ = writer.send_request(&Request::Resize(msg::Resize {
-                        cols: now.0,
-                        rows: now.1,
-                    }));
+                    *w = None;
                 }
-                continue;
-            }
-            let n = match stdin.read(&mut buf) {
-                Ok(0) | Err(_) => {
-                    let _ = writer.send_request(&Request::Detach);
+            };
+            let mut filter = InputFilter::new(key);
+            let mut stdin = std::io::stdin();
+            let mut buf = [0u8; 4096];
+            loop {
+                if done.load(Ordering::Relaxed) {
                     return;
                 }
-                Ok(n) => n,
-            };
-            let (bytes, detach) = filter.feed(&buf[..n]);
-            if !bytes.is_empty() && writer.send_data(&bytes).is_err() {
-                return;
+                if !poll_stdin(Duration::from_millis(100)) {
+                    if let Ok(now) = crossterm::terminal::size() {
+                        let mut last = size.lock().unwrap_or_else(|e| e.into_inner());
+                        if now != *last {
+                            *last = now;
+                            drop(last);
+                            send(&mut |c| {
+                                c.send_request(&Request::Resize(msg::Resize {
+                                    cols: now.0,
+                                    rows: now.1,
+                                }))
+                                .map(drop)
+                            });
+                        }
+                    }
+                    continue;
+                }
+                let n = match stdin.read(&mut buf) {
+                    Ok(0) | Err(_) => 0,
+                    Ok(n) => n,
+                };
+                let (bytes, detach) = if n == 0 {
+                    (Vec::new(), true)
+                } else {
+                    filter.feed(&buf[..n])
+                };
+                if !bytes.is_empty() {
+                    send(&mut |c| c.send_data(&bytes));
+                }
+                if detach {
+                    detach_asked.store(true, Ordering::Relaxed);
+                    send(&mut |c| c.send_request(&Request::Detach).map(drop));
+                    return;
+                }
             }
-            if detach {
-                let _ = writer.send_request(&Request::Detach);
-                return;
-            }
-        }
-    });
+        });
+    }
 
     // Straight to fd 1: `Stdout` is line-buffered, which split every frame
     // into two writes. ManuallyDrop: the fd belongs to the process, not us.
@@ -200,9 +223,36 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
                     break;
                 }
             }
-            Err(_) => {
-                ended = Some(-1);
-                break;
+            Err(e) => {
+                let Some(host) = crate::remote::current() else {
+                    ended = Some(-1);
+                    break;
+                };
+                // Another machine's session runs on whatever happens to
+                // the link: say so, and attach again when the host answers.
+                *writer.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                eprint!(
+                    "\r\n[hangar] lost the connection to host {:?} ({e:#}); the session keeps running there; reconnecting ({} leaves)\r\n",
+                    host.name,
+                    key.describe()
+                );
+                match reconnect(paths, &session, &size, &detach_asked) {
+                    Reconnect::Attached(c) => {
+                        *writer.lock().unwrap_or_else(|e| e.into_inner()) =
+                            Some(Client::from_stream(c.try_clone_stream()?));
+                        client = c;
+                        eprint!("[hangar] reconnected to host {:?}\r\n", host.name);
+                        if detach_asked.load(Ordering::Relaxed) {
+                            break;
+                        }
+                    }
+                    Reconnect::Detached => break,
+                    Reconnect::Refused(reason) => {
+                        done.store(true, Ordering::Relaxed);
+                        drop(raw);
+                        anyhow::bail!("host {:?} refused to attach again: {reason}", host.name);
+                    }
+                }
             }
         }
     }
@@ -219,6 +269,58 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Connect and attach: the connection and the daemon's reply.
+fn open(
+    paths: &Paths,
+    id: &str,
+    (cols, rows): (u16, u16),
+) -> anyhow::Result<(Client, serde_json::Value)> {
+    let mut client = Client::connect(paths)?;
+    let reply = client.request(Request::Attach(msg::Attach {
+        session: id.to_owned(),
+        cols,
+        rows,
+    }))?;
+    Ok((client, reply))
+}
+
+enum Reconnect {
+    Attached(Client),
+    Detached,
+    /// The host answered and said no (the session is gone).
+    Refused(String),
+}
+
+/// Try again, less and less often, until the host answers or the person
+/// detaches.
+fn reconnect(
+    paths: &Paths,
+    session: &str,
+    size: &Mutex<(u16, u16)>,
+    detach_asked: &AtomicBool,
+) -> Reconnect {
+    let mut pause = Duration::from_millis(200);
+    loop {
+        let wait_until = std::time::Instant::now() + pause;
+        while std::time::Instant::now() < wait_until {
+            if detach_asked.load(Ordering::Relaxed) {
+                return Reconnect::Detached;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        pause = (pause * 2).min(Duration::from_secs(5));
+        let now = *size.lock().unwrap_or_else(|e| e.into_inner());
+        match open(paths, session, now) {
+            Ok((c, _)) => return Reconnect::Attached(c),
+            Err(e) => {
+                if let Some(d) = e.downcast_ref::<crate::client::DaemonError>() {
+                    return Reconnect::Refused(d.0.message.clone());
+                }
+            }
+        }
+    }
 }
 
 fn poll_stdin(timeout: Duration) -> bool {

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use hangar_core::display;
 use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
 use serde_json::Value;
@@ -26,6 +27,10 @@ pub struct Cli {
     /// Print exactly one JSON document on stdout.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Run the command on another machine's hangar, over SSH: a
+    /// `[hosts.NAME]` of config.toml.
+    #[arg(long, global = true, env = "HANGAR_HOST", value_name = "NAME")]
+    pub host: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -164,11 +169,15 @@ pub enum Command {
         #[arg(long, value_parser = ["on", "off"])]
         dangerous: Option<String>,
     },
-    /// Import a workspace: `agent-code FILE` or `hangar FILE`.
+    /// Import a workspace: `agent-code [FILE]` (default: where Agent Code
+    /// keeps it) or `hangar FILE`.
     Import {
         #[arg(value_parser = ["agent-code", "hangar"])]
         format: String,
-        file: PathBuf,
+        file: Option<PathBuf>,
+        /// Show what would be imported, kept and dropped, and import nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Export the whole workspace as JSON (from the store when no daemon runs).
     Export,
@@ -255,6 +264,13 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["listen", "read_only", "tls_cert", "tls_key", "insecure_lan"])]
         revoke: bool,
     },
+    /// This machine and every configured host: reachable or not, hangar
+    /// version, sessions and live count.
+    Hosts,
+    /// This machine's daemon socket over stdio, for `--host` from another
+    /// machine (run by ssh); not for people.
+    #[command(hide = true)]
+    Bridge,
     /// Called back by an agent's hooks (installed by hangar); not for people.
     #[command(hide = true)]
     Hook {
@@ -291,24 +307,27 @@ fn abs(p: &Path) -> anyhow::Result<String> {
         std::env::current_dir()?.join(p)
     };
     let p = std::fs::canonicalize(&p)
-        .with_context(|| format!("folder {} does not exist", p.display()))?;
-    Ok(p.display().to_string())
+        .with_context(|| format!("folder {} does not exist", display::path(&p)))?;
+    // Sessions keep their folder as text: a lossy conversion would run the
+    // agent in another folder (or none), so such a name is refused.
+    p.into_os_string().into_string().map_err(|p| {
+        anyhow::anyhow!(
+            "folder {} is not valid UTF-8; hangar keeps folders as text: rename it or choose another",
+            display::path(Path::new(&p))
+        )
+    })
 }
 
 fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(value).unwrap_or_default()
-        );
-    } else {
-        human(value);
-    }
+    crate::human::print(json, value, human)
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
     let json = cli.json;
+    if let Some(code) = crate::remote::route(&paths, cli.host.as_deref(), cli.command.as_ref())? {
+        return Ok(code);
+    }
     let Some(command) = cli.command else {
         return crate::tui::run(&paths);
     };
@@ -335,7 +354,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print(
                     json,
                     &serde_json::json!({"stopped": false, "running": false}),
-                    |_| println!("no hangar daemon is running for {}", paths.home.display()),
+                    |_| {
+                        println!(
+                            "no hangar daemon is running for {}",
+                            display::path(&paths.home)
+                        )
+                    },
                 );
                 return Ok(ExitCode::SUCCESS);
             };
@@ -380,7 +404,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 worktree_branch: worktree.filter(|b| !b.is_empty()),
             }))?;
             print(json, &serde_json::json!({"id": v["id"]}), |_| {
-                println!("{}", v["id"].as_str().unwrap_or_default());
+                println!("{}", human::s(&v["id"]));
                 if v["state"] == "failed" {
                     eprintln!(
                         "hangar: the session was created but failed to start; `hangar ls` shows why"
@@ -523,7 +547,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut c = Client::connect(&paths)?;
             let v = c.request(Request::Screen(msg::Screen { session: id }))?;
             print(json, &v, |v| {
-                println!("{}", v["screen"].as_str().unwrap_or_default())
+                println!(
+                    "{}",
+                    display::body(v["screen"].as_str().unwrap_or_default())
+                )
             });
             Ok(ExitCode::SUCCESS)
         }
@@ -573,21 +600,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }),
             "reloaded",
         ),
-        Command::Import { format, file } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
-            let v = match Client::connect_existing(&paths)? {
-                Some(mut c) => c.request(Request::Import(msg::Import { format, text }))?,
-                None => {
-                    let report = hangar_daemon::transfer::parse_import(&format, &text)
-                        .map_err(|e| anyhow::anyhow!(e.message))?;
-                    hangar_daemon::import_offline(&paths, &report)?
-                }
-            };
-            print(json, &v, human::import);
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Import {
+            format,
+            file,
+            dry_run,
+        } => crate::import::run(&paths, json, format, file, dry_run),
         Command::Export => crate::identity::export(&paths),
+        Command::Hosts => crate::remote::hosts_command::run(&paths, json),
+        Command::Bridge => crate::remote::bridge::run(&paths),
         Command::Mcp { session } => crate::mcp::run(&paths, session),
         Command::Transcript { id, tail } => crate::identity::transcript(&paths, json, id, tail),
         Command::Capture { id, follow } => crate::capture::capture(&paths, json, &id, follow),

@@ -21,6 +21,9 @@ pub struct Client {
     stream: UnixStream,
     decoder: Decoder,
     next_id: u64,
+    /// The ssh carrying this connection when it goes to another host
+    /// (`--host`); declared after the stream so the stream closes first.
+    link: Option<crate::remote::Link>,
 }
 
 /// An error reply from the daemon, kept whole so the CLI can show its code.
@@ -42,15 +45,38 @@ pub enum Incoming {
     Data(Vec<u8>),
 }
 
+/// Whether some process holds the home's daemon lock (a daemon is running
+/// or starting), tested with a shared non-blocking `flock` that is released
+/// at once.
+fn home_lock_is_held(paths: &Paths) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(file) = std::fs::File::open(paths.lock()) else {
+        return false;
+    };
+    // SAFETY: flock on an fd we own; the lock (if taken) goes with `file`.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+}
+
 impl Client {
-    /// Connect to a running daemon, without starting one.
+    /// Connect to a running daemon, without starting one. With a host
+    /// selected (`--host`), its daemon, which its bridge starts when none
+    /// runs there.
     pub fn connect_existing(paths: &Paths) -> anyhow::Result<Option<Client>> {
+        if let Some(host) = crate::remote::current() {
+            return crate::remote::connect(&host).map(Some);
+        }
+        Client::connect_existing_local(paths)
+    }
+
+    fn connect_existing_local(paths: &Paths) -> anyhow::Result<Option<Client>> {
         match UnixStream::connect(paths.socket()) {
             Ok(stream) => {
                 let mut c = Client {
                     stream,
                     decoder: Decoder::new(MAX_SERVER_FRAME),
                     next_id: 1,
+                    link: None,
                 };
                 c.hello()?;
                 Ok(Some(c))
@@ -59,15 +85,25 @@ impl Client {
         }
     }
 
-    /// Connect, starting the daemon in the background if none answers.
+    /// Connect, starting the daemon in the background if none answers
+    /// (with a host selected, on that host).
     pub fn connect(paths: &Paths) -> anyhow::Result<Client> {
-        if let Some(c) = Client::connect_existing(paths)? {
+        if let Some(host) = crate::remote::current() {
+            return crate::remote::connect(&host);
+        }
+        Client::connect_local(paths)
+    }
+
+    /// Connect to this machine's daemon, starting it if none answers,
+    /// whatever host is selected (`hangar bridge` relays it).
+    pub fn connect_local(paths: &Paths) -> anyhow::Result<Client> {
+        if let Some(c) = Client::connect_existing_local(paths)? {
             return Ok(c);
         }
         let mut child = start_daemon(paths)?;
         let deadline = Instant::now() + START_DEADLINE;
         loop {
-            if let Some(c) = Client::connect_existing(paths)? {
+            if let Some(c) = Client::connect_existing_local(paths)? {
                 reap_in_background(child);
                 return Ok(c);
             }
@@ -76,8 +112,15 @@ impl Client {
             // out the deadline. Another daemon winning the lock also exits,
             // so look once more for it before giving up.
             if let Ok(Some(_)) = child.try_wait() {
-                if let Some(c) = Client::connect_existing(paths)? {
+                if let Some(c) = Client::connect_existing_local(paths)? {
                     return Ok(c);
+                }
+                // Another command started a daemon at the same instant and
+                // it won the home lock but has not bound its socket yet:
+                // wait for that one rather than fail.
+                if home_lock_is_held(paths) && Instant::now() <= deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
                 }
                 bail!(
                     "the hangar daemon did not start: {}",
@@ -182,7 +225,27 @@ impl Client {
             stream,
             decoder: Decoder::new(MAX_SERVER_FRAME),
             next_id: 1_000_000,
+            link: None,
         }
+    }
+
+    /// A connection to another host's daemon: `stream` is our end of the
+    /// socketpair whose other end is `link`'s ssh.
+    pub(crate) fn over_link(stream: UnixStream, link: crate::remote::Link) -> Client {
+        Client {
+            stream,
+            decoder: Decoder::new(MAX_SERVER_FRAME),
+            next_id: 1,
+            link: Some(link),
+        }
+    }
+
+    pub(crate) fn link_mut(&mut self) -> Option<&mut crate::remote::Link> {
+        self.link.as_mut()
+    }
+
+    pub(crate) fn set_read_timeout(&self, timeout: Option<Duration>) -> anyhow::Result<()> {
+        Ok(self.stream.set_read_timeout(timeout)?)
     }
 
     pub fn try_clone_stream(&self) -> anyhow::Result<UnixStream> {

@@ -98,6 +98,10 @@ pub struct App {
     pending: usize,
     pub daemon_lost: Option<String>,
     pub quit: bool,
+    /// This machine and the configured hosts (None when there are none).
+    pub host_bar: Option<crate::tui::hosts::HostBar>,
+    /// The person asked for the previous (-1) or next (1) host's view.
+    pub switch_host: Option<isize>,
     /// The folder new agents default to when the tab names none.
     pub home_cwd: String,
 }
@@ -125,10 +129,17 @@ impl App {
             pending: 0,
             daemon_lost: None,
             quit: false,
+            host_bar: None,
+            switch_host: None,
             home_cwd: std::env::current_dir()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| "/".into()),
         }
+    }
+
+    /// The host this view shows, when hosts are configured.
+    pub fn host_name(&self) -> Option<&str> {
+        self.host_bar.as_ref().map(|b| b.current().name.as_str())
     }
 
     // ---- reading the mirror ----
@@ -535,6 +546,8 @@ impl App {
                     );
                 }
             }
+            Key::Char('{') if self.host_bar.is_some() => self.switch_host = Some(-1),
+            Key::Char('}') if self.host_bar.is_some() => self.switch_host = Some(1),
             Key::Char('[') => self.switch_tab(-1),
             Key::Char(']') => self.switch_tab(1),
             _ => {}
@@ -548,7 +561,9 @@ impl App {
                 self.passthrough = true;
                 self.filter = PassThroughFilter::new(self.prefix);
             }
-            Some(PaneStatus::Failed(_) | PaneStatus::Exited(_)) => self.retry_focused(),
+            Some(PaneStatus::Failed(_) | PaneStatus::Lost(_) | PaneStatus::Exited(_)) => {
+                self.retry_focused()
+            }
             _ => {}
         }
     }

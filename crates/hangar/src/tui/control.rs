@@ -42,8 +42,54 @@ pub struct Outcome {
     pub result: Result<Value, ErrorBody>,
 }
 
-pub fn spawn(paths: Paths, client: Client, commands: Receiver<Command>, events: Sender<Event>) {
-    std::thread::spawn(move || run(paths, client, commands, events));
+/// Start the control thread; without a client (another host, reached in
+/// the background) it connects first, reporting the host unreachable until
+/// it answers.
+pub fn spawn(
+    paths: Paths,
+    client: Option<Client>,
+    commands: Receiver<Command>,
+    events: Sender<Event>,
+) {
+    std::thread::spawn(move || {
+        let client = match client {
+            Some(c) => c,
+            None => match Client::connect(&paths) {
+                Ok(c) => c,
+                Err(e) => {
+                    if events.send(Event::DaemonLost(format!("{e:#}"))).is_err() {
+                        return;
+                    }
+                    let mut client = None;
+                    if !reconnect_into(&paths, &mut client, &events) {
+                        return;
+                    }
+                    match client {
+                        Some(c) => c,
+                        None => return,
+                    }
+                }
+            },
+        };
+        run(paths, client, commands, events)
+    });
+}
+
+fn reconnect_into(paths: &Paths, slot: &mut Option<Client>, events: &Sender<Event>) -> bool {
+    loop {
+        std::thread::sleep(POLL_EVERY);
+        match Client::connect(paths) {
+            Ok(c) => {
+                *slot = Some(c);
+                return true;
+            }
+            Err(e) => {
+                if events.send(Event::DaemonLost(format!("{e:#}"))).is_err() {
+                    return false;
+                }
+            }
+        }
+    }
 }
 
 fn run(paths: Paths, mut client: Client, commands: Receiver<Command>, events: Sender<Event>) {
@@ -89,19 +135,16 @@ fn run(paths: Paths, mut client: Client, commands: Receiver<Command>, events: Se
 /// Reconnect to a daemon that went away (a restart, a crash). Quitting the
 /// TUI stops this; it never starts a second daemon while one answers.
 fn reconnect(paths: &Paths, client: &mut Client, events: &Sender<Event>) -> bool {
-    loop {
-        std::thread::sleep(POLL_EVERY);
-        match Client::connect(paths) {
-            Ok(c) => {
-                *client = c;
-                return true;
-            }
-            Err(e) => {
-                if events.send(Event::DaemonLost(format!("{e:#}"))).is_err() {
-                    return false;
-                }
-            }
+    let mut slot = None;
+    if !reconnect_into(paths, &mut slot, events) {
+        return false;
+    }
+    match slot {
+        Some(c) => {
+            *client = c;
+            true
         }
+        None => false,
     }
 }
 

@@ -22,6 +22,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("x", "close the focused session"),
     ("t / r / X", "new / rename / close tab"),
     ("[ / ]", "previous / next tab"),
+    ("{ / }", "previous / next host ([hosts] in config)"),
     ("?", "this help"),
     ("q", "quit (sessions keep running)"),
 ];

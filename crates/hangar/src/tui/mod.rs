@@ -9,6 +9,7 @@
 mod app;
 mod control;
 mod help;
+mod hosts;
 pub(crate) mod keys;
 mod layout;
 mod pane;
@@ -17,6 +18,7 @@ mod render;
 use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -35,6 +37,11 @@ pub enum Event {
     Snapshot(Box<control::Snapshot>),
     Done(Box<control::Outcome>),
     DaemonLost(String),
+    /// A host switcher probe's answer (a `hangar hosts` row).
+    Host {
+        name: String,
+        row: serde_json::Value,
+    },
     Pane {
         session: String,
         generation: u64,
@@ -89,13 +96,30 @@ fn now_ms() -> u64 {
 }
 
 pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
-    // Connect (starting the daemon if needed) before touching the terminal,
-    // so a failure prints a plain error.
-    let client = Client::connect(paths)?;
-    let (events_tx, events) = mpsc::channel::<Event>();
-    let (commands_tx, commands) = mpsc::channel();
-    control::spawn(paths.clone(), client, commands, events_tx.clone());
-    let input_tx = events_tx.clone();
+    // With hosts configured, a switcher over this machine and each of them.
+    let configured = crate::remote::configured(paths)?;
+    let selected = crate::remote::current();
+    let mut bar = (!configured.is_empty()).then(|| {
+        let hosts = configured
+            .into_iter()
+            .map(|(name, config)| crate::remote::Host { name, config })
+            .collect();
+        hosts::HostBar::new(hosts, selected.as_ref().map(|h| h.name.as_str()))
+    });
+    // This machine's daemon is connected to (started if need be) before
+    // touching the terminal, so a failure prints a plain error. Another
+    // host is reached in the background: one that is down must not keep
+    // the screen (or the switch to another host) waiting.
+    let mut first = match &selected {
+        None => Some(Client::connect(paths)?),
+        Some(_) => None,
+    };
+    // Keys and probes go to the view on screen; a view's own threads get
+    // a channel of their own, so nothing from a view switched away from
+    // (another host's snapshot, a pane's bytes) reaches the next one.
+    let (first_tx, mut events) = mpsc::channel::<Event>();
+    let current_tx = Arc::new(Mutex::new(first_tx.clone()));
+    let input_tx = current_tx.clone();
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin();
         let mut buf = [0u8; 8192];
@@ -103,48 +127,88 @@ pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
             match stdin.read(&mut buf) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
-                    if input_tx.send(Event::Input(buf[..n].to_vec())).is_err() {
+                    let sent = input_tx
+                        .lock()
+                        .map(|tx| tx.send(Event::Input(buf[..n].to_vec())).is_ok())
+                        .unwrap_or(false);
+                    if !sent {
                         return;
                     }
                 }
             }
         }
     });
+    if let Some(bar) = &bar {
+        hosts::spawn_probes(bar, paths, current_tx.clone());
+    }
 
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))
         .context("cannot draw on this terminal")?;
     // No `terminal.clear()`: it asks the terminal for the cursor position,
     // and the answer would arrive on stdin, which the input thread reads.
-    let mut app = App::new(paths.clone(), events_tx, commands_tx);
+    let mut events_tx = first_tx;
+    loop {
+        let (commands_tx, commands) = mpsc::channel();
+        control::spawn(paths.clone(), first.take(), commands, events_tx.clone());
+        let mut app = App::new(paths.clone(), events_tx, commands_tx);
+        app.host_bar = bar.clone();
+        let switch = run_view(&mut terminal, &mut app, &events)?;
+        // Dropping the panes detaches them; the sessions keep running.
+        app.panes.clear();
+        bar = app.host_bar.take();
+        let (Some(step), Some(b)) = (switch, bar.as_mut()) else {
+            break;
+        };
+        b.step(step);
+        crate::remote::select(b.current().host.clone());
+        let (tx, rx) = mpsc::channel::<Event>();
+        *current_tx.lock().unwrap_or_else(|e| e.into_inner()) = tx.clone();
+        events = rx;
+        events_tx = tx;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Draw and handle events for one host's view until the person quits
+/// (None) or switches host (the step).
+fn run_view(
+    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    app: &mut App,
+    events: &mpsc::Receiver<Event>,
+) -> anyhow::Result<Option<isize>> {
     loop {
         let size = terminal.size()?;
         let layout = app.layout(ratatui::layout::Rect::new(0, 0, size.width, size.height));
         app.sync_panes(&layout);
-        terminal.draw(|f| render::draw(f, &app, &layout, now_ms()))?;
+        terminal.draw(|f| render::draw(f, app, &layout, now_ms()))?;
         if app.quit {
-            break;
+            return Ok(None);
+        }
+        if let Some(step) = app.switch_host.take() {
+            return Ok(Some(step));
         }
         let first = match events.recv_timeout(TICK) {
             Ok(e) => Some(e),
             Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Disconnected) => return Ok(None),
         };
         let deadline = Instant::now() + Duration::from_millis(15);
         let mut next = first;
         let mut handled = 0;
         while let Some(event) = next {
-            handle(&mut app, event);
+            handle(app, event);
             handled += 1;
-            if app.quit || handled >= MAX_EVENTS_PER_FRAME || Instant::now() > deadline {
+            if app.quit
+                || app.switch_host.is_some()
+                || handled >= MAX_EVENTS_PER_FRAME
+                || Instant::now() > deadline
+            {
                 break;
             }
             next = events.try_recv().ok();
         }
     }
-    // Dropping the panes detaches them; the sessions keep running.
-    app.panes.clear();
-    Ok(ExitCode::SUCCESS)
 }
 
 fn handle(app: &mut App, event: Event) {
@@ -153,6 +217,11 @@ fn handle(app: &mut App, event: Event) {
         Event::Snapshot(s) => app.apply_snapshot(*s),
         Event::Done(outcome) => app.apply_outcome(*outcome),
         Event::DaemonLost(e) => app.daemon_lost = Some(e),
+        Event::Host { name, row } => {
+            if let Some(bar) = &mut app.host_bar {
+                bar.update(&name, &row);
+            }
+        }
         Event::Pane {
             session,
             generation,

@@ -37,6 +37,9 @@ pub enum PaneEvent {
     Failed(String),
     /// The connection broke.
     Lost(String),
+    /// The connection is open (made off the UI thread: to another host it
+    /// is an ssh handshake); this is its writing half.
+    Connected(Box<PaneConn>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +50,9 @@ pub enum PaneStatus {
     },
     Live,
     Failed(String),
+    /// Its connection broke (a daemon restart, a dropped SSH link); it is
+    /// attached again as soon as the session is seen live.
+    Lost(String),
     Exited(i64),
 }
 
@@ -60,11 +66,23 @@ pub struct Pane {
     /// (rows, cols) of the inner area the session was last sized to.
     pub size: (u16, u16),
     connected_at: Option<Instant>,
+    /// A connection is being made (its `Connected` has not come yet).
+    connecting: bool,
 }
 
-struct PaneConn {
+pub struct PaneConn {
     writer: Client,
     stream: UnixStream,
+    /// The (rows, cols) the attach asked for.
+    size: (u16, u16),
+}
+
+impl std::fmt::Debug for PaneConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PaneConn")
+            .field("size", &self.size)
+            .finish()
+    }
 }
 
 impl Drop for PaneConn {
@@ -87,11 +105,12 @@ impl Pane {
             conn: None,
             size: (rows.max(1), cols.max(1)),
             connected_at: None,
+            connecting: false,
         }
     }
 
     pub fn is_connected(&self) -> bool {
-        self.conn.is_some()
+        self.conn.is_some() || self.connecting
     }
 
     /// Reattaching without a key press (the session went live elsewhere) is
@@ -124,30 +143,53 @@ impl Pane {
                     .is_ok()
             }
         };
-        let client = match Client::connect(paths) {
-            Ok(c) => c,
-            Err(e) => {
-                send(PaneEvent::Failed(format!("{e:#}")));
-                return;
+        self.connecting = true;
+        let paths = paths.clone();
+        std::thread::spawn(move || {
+            let client = match Client::connect(&paths) {
+                Ok(c) => c,
+                Err(e) => {
+                    send(PaneEvent::Failed(format!("{e:#}")));
+                    return;
+                }
+            };
+            let conn = match client
+                .try_clone_stream()
+                .and_then(|s| Ok((s.try_clone()?, Client::from_stream(s))))
+            {
+                Ok((stream, writer)) => PaneConn {
+                    writer,
+                    stream,
+                    size: (rows, cols),
+                },
+                Err(e) => {
+                    send(PaneEvent::Failed(format!("{e:#}")));
+                    return;
+                }
+            };
+            if send(PaneEvent::Connected(Box::new(conn))) {
+                read_pane(client, session, rows, cols, send);
             }
-        };
-        let (stream, writer) = match client
-            .try_clone_stream()
-            .and_then(|s| Ok((s.try_clone()?, Client::from_stream(s))))
-        {
-            Ok(x) => x,
-            Err(e) => {
-                send(PaneEvent::Failed(format!("{e:#}")));
-                return;
-            }
-        };
-        self.conn = Some(PaneConn { writer, stream });
-        std::thread::spawn(move || read_pane(client, session, rows, cols, send));
+        });
     }
 
     /// Apply an event from this pane's current connection.
     pub fn apply(&mut self, event: PaneEvent) {
+        if !matches!(event, PaneEvent::SavedScreen(_) | PaneEvent::Data(_)) {
+            self.connecting = false;
+        }
         match event {
+            PaneEvent::Connected(conn) => {
+                let mut conn = *conn;
+                // The layout may have changed while the connection was made.
+                let (rows, cols) = self.size;
+                if conn.size != (rows, cols) {
+                    let _ = conn
+                        .writer
+                        .send_request(&Request::Resize(msg::Resize { cols, rows }));
+                }
+                self.conn = Some(conn);
+            }
             PaneEvent::SavedScreen(text) => {
                 if let PaneStatus::Connecting { saved } = &mut self.status {
                     *saved = Some(text);
@@ -159,7 +201,11 @@ impl Pane {
                 self.status = PaneStatus::Exited(code);
                 self.conn = None;
             }
-            PaneEvent::Failed(reason) | PaneEvent::Lost(reason) => {
+            PaneEvent::Lost(reason) => {
+                self.status = PaneStatus::Lost(reason);
+                self.conn = None;
+            }
+            PaneEvent::Failed(reason) => {
                 self.status = PaneStatus::Failed(reason);
                 self.conn = None;
             }
@@ -196,7 +242,7 @@ impl Pane {
             && conn.writer.send_data(&bytes).is_err()
         {
             self.conn = None;
-            self.status = PaneStatus::Failed("lost the connection to the daemon".into());
+            self.status = PaneStatus::Lost("lost the connection to the daemon".into());
         }
     }
 }

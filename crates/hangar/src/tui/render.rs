@@ -4,8 +4,16 @@
 //! Rendering reads the app and never changes it; every visible word comes
 //! from the workspace mirror or the pane screens, so the same state always
 //! draws the same screen (the snapshot tests rely on it).
+//!
+//! Metadata text (titles, tab names, folders, reasons, messages carrying
+//! them) comes from agents and files and is shown through `shown` /
+//! `hangar_core::display`: ratatui would drop a control character
+//! silently and pass a bidi control to the terminal raw; a person sees its
+//! escape instead. A pane's own screen is the agent's terminal, emulated
+//! server-side, and is drawn cell by cell as it is.
 
 use hangar_core::SessionId;
+use hangar_core::display;
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
@@ -19,6 +27,16 @@ use crate::tui::app::{
 use crate::tui::help::KEYS;
 use crate::tui::layout::{ScreenLayout, inner};
 use crate::tui::pane::{Pane, PaneStatus};
+
+/// Columns a tab name may take in the tab bar, and a session's name in a
+/// pane's border, before they are cut with a marker.
+const TAB_NAME_COLS: usize = 30;
+const PANE_NAME_COLS: usize = 120;
+
+/// Untrusted one-line text as the TUI shows it.
+fn shown(text: &str) -> String {
+    display::name(text).into_owned()
+}
 
 pub fn draw(frame: &mut Frame, app: &App, layout: &ScreenLayout, now_ms: u64) {
     draw_tab_bar(frame, app, layout.tab_bar);
@@ -47,11 +65,19 @@ fn draw_tab_bar(frame: &mut Frame, app: &App, area: Rect) {
         " hangar ",
         Style::new().fg(Color::Black).bg(Color::Cyan),
     )];
+    if let Some(bar) = &app.host_bar {
+        host_spans(&mut spans, bar);
+    }
     if app.snap.ws.tabs.is_empty() {
         spans.push(Span::raw(" no tabs"));
     }
     for (i, tab) in app.snap.ws.tabs.iter().enumerate() {
-        let label = format!("{}:{}", i + 1, tab.title);
+        // With several hosts, each tab says whose it is.
+        let name = display::name_fit(&tab.title, TAB_NAME_COLS);
+        let label = match app.host_name() {
+            Some(host) => format!("{}:{name}@{}", i + 1, shown(host)),
+            None => format!("{}:{name}", i + 1),
+        };
         if Some(&tab.id) == active.as_ref() {
             spans.push(Span::styled(
                 format!(" [{label}] "),
@@ -64,9 +90,39 @@ fn draw_tab_bar(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// The host switcher: every host, the one on screen highlighted, one that
+/// cannot be reached marked so.
+fn host_spans(spans: &mut Vec<Span<'static>>, bar: &crate::tui::hosts::HostBar) {
+    for (i, row) in bar.rows.iter().enumerate() {
+        let (mark, color) = match row.reachable {
+            Some(true) => ("", Color::Green),
+            Some(false) => (" unreachable", Color::Red),
+            None => (" ?", Color::DarkGray),
+        };
+        let text = format!(" {}{mark} ", row.name);
+        let style = if i == bar.current {
+            Style::new()
+                .fg(Color::Black)
+                .bg(color)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::new().fg(color)
+        };
+        spans.push(Span::styled(text, style));
+    }
+    spans.push(Span::raw(" |"));
+}
+
 fn draw_empty(frame: &mut Frame, app: &App, area: Rect) {
+    let connecting = match (&app.daemon_lost, app.host_name()) {
+        (Some(e), Some(host)) => format!("host {host} is unreachable: {}", shown(e)),
+        (None, Some(host)) if host != hangar_core::hosts::LOCAL => {
+            format!("connecting to host {host}...")
+        }
+        _ => "connecting to the hangar daemon...".to_owned(),
+    };
     let text = if !app.have_snapshot {
-        "connecting to the hangar daemon..."
+        connecting.as_str()
     } else if app.snap.ws.tabs.is_empty() {
         "No agents yet. Press n to start one, ? for help."
     } else {
@@ -76,12 +132,18 @@ fn draw_empty(frame: &mut Frame, app: &App, area: Rect) {
     let inner_area = block.inner(area);
     frame.render_widget(block, area);
     let y = inner_area.y + inner_area.height / 2;
+    // Up to 4 lines: why a host cannot be reached is worth reading whole.
     let line = Rect {
         y,
-        height: 1.min(inner_area.height),
+        height: 4.min(inner_area.height.saturating_sub(inner_area.height / 2)),
         ..inner_area
     };
-    frame.render_widget(Paragraph::new(text).alignment(Alignment::Center), line);
+    frame.render_widget(
+        Paragraph::new(text)
+            .alignment(Alignment::Center)
+            .wrap(Wrap { trim: true }),
+        line,
+    );
 }
 
 fn state_of(app: &App, id: &SessionId) -> String {
@@ -89,6 +151,7 @@ fn state_of(app: &App, id: &SessionId) -> String {
     match pane_status {
         Some(PaneStatus::Connecting { .. }) => "waking".into(),
         Some(PaneStatus::Failed(_)) => "failed".into(),
+        Some(PaneStatus::Lost(_)) => "reconnecting".into(),
         Some(PaneStatus::Exited(_)) => app
             .view(id)
             .map(|v| v.state.clone())
@@ -105,7 +168,7 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
     if app.is_pinned(id) {
         title.push_str("★ ");
     }
-    title.push_str(&app.describe(id));
+    title.push_str(&display::name_fit(&app.describe(id), PANE_NAME_COLS));
     title.push_str(" · ");
     title.push_str(&state_of(app, id));
     title.push_str(" · ");
@@ -166,13 +229,31 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
             frame.render_widget(Paragraph::new(lines), text_area);
             note(frame, body, "waking...", Color::Yellow);
         }
-        PaneStatus::Failed(reason) => {
+        PaneStatus::Lost(reason) => {
             let lines = vec![
-                Line::styled("failed to start:", Style::new().fg(Color::Red).bold()),
-                Line::raw(reason.clone()),
-                Line::raw(""),
-                Line::styled("press w to retry", Style::new().fg(Color::Yellow)),
+                Line::styled(
+                    "connection lost; the session keeps running, reconnecting...",
+                    Style::new().fg(Color::Yellow).bold(),
+                ),
+                Line::raw(shown(reason)),
             ];
+            frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+        }
+        PaneStatus::Failed(reason) => {
+            let mut lines = vec![Line::styled(
+                "failed to start:",
+                Style::new().fg(Color::Red).bold(),
+            )];
+            lines.extend(
+                display::body(reason)
+                    .lines()
+                    .map(|l| Line::raw(l.replace('\t', "    "))),
+            );
+            lines.push(Line::raw(""));
+            lines.push(Line::styled(
+                "press w to retry",
+                Style::new().fg(Color::Yellow),
+            ));
             frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
         }
         PaneStatus::Exited(code) => {
@@ -310,10 +391,13 @@ fn draw_side(frame: &mut Frame, app: &App, area: Rect, now_ms: u64) {
         let activity = short_activity(app.activity(id));
         let tail = format!(" {state} {activity:<4} {last:>3}");
         let pin = if app.is_pinned(id) { "★" } else { "" };
-        let name = format!("{marker}{pin}{}", app.describe(id));
         let room = width.saturating_sub(tail.chars().count());
+        let lead = format!("{marker}{pin}");
+        let described = app.describe(id);
+        let name = display::name_fit(&described, room.saturating_sub(display::width(&lead)));
+        let name = format!("{lead}{name}");
         let name: String = name.chars().take(room).collect();
-        format!("{name:<room$}{tail}")
+        format!("{}{tail}", display::pad(&name, room))
     };
     let heading = |t: &str| Line::styled(t.to_owned(), Style::new().fg(Color::Cyan).bold());
     let mut lines = Vec::new();
@@ -361,11 +445,18 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     };
     let message = match (&app.daemon_lost, &app.message) {
         (Some(e), _) => Span::styled(
-            format!(" daemon unreachable: {e}"),
+            match app.host_name() {
+                Some(host) if host != hangar_core::hosts::LOCAL => {
+                    format!(" host {} unreachable: {}", shown(host), shown(e))
+                }
+                _ => format!(" daemon unreachable: {}", shown(e)),
+            },
             Style::new().fg(Color::Red),
         ),
-        (None, Some((m, true))) => Span::styled(format!(" {m}"), Style::new().fg(Color::Red)),
-        (None, Some((m, false))) => Span::raw(format!(" {m}")),
+        (None, Some((m, true))) => {
+            Span::styled(format!(" {}", shown(m)), Style::new().fg(Color::Red))
+        }
+        (None, Some((m, false))) => Span::raw(format!(" {}", shown(m))),
         (None, None) => Span::raw(""),
     };
     frame.render_widget(Paragraph::new(Line::from(vec![mode, message])), area);
@@ -471,7 +562,7 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
             providers.insert(0, Span::raw(mark(FIELD_PROVIDER)));
             let folder = Line::from(vec![
                 Span::raw(format!("{} folder:   ", mark(FIELD_FOLDER))),
-                Span::styled(cwd.clone(), sel(*field == FIELD_FOLDER)),
+                Span::styled(shown(cwd), sel(*field == FIELD_FOLDER)),
             ]);
             let worktree_line = Line::from(vec![
                 Span::raw(format!("{} worktree: ", mark(FIELD_WORKTREE))),
@@ -489,7 +580,7 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
                 if branch.is_empty() && *field != FIELD_BRANCH {
                     Span::styled("(from the title)", Style::new().fg(Color::DarkGray))
                 } else {
-                    Span::styled(branch.clone(), sel(*field == FIELD_BRANCH))
+                    Span::styled(shown(branch), sel(*field == FIELD_BRANCH))
                 },
             ]);
             (
@@ -518,7 +609,7 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
             vec![
                 Line::from(vec![
                     Span::raw("  title: "),
-                    Span::styled(value.clone(), Style::new().add_modifier(Modifier::REVERSED)),
+                    Span::styled(shown(value), Style::new().add_modifier(Modifier::REVERSED)),
                 ]),
                 Line::raw(""),
                 Line::styled(
@@ -528,8 +619,12 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
             ],
         ),
         Dialog::Confirm { message, items, .. } => {
-            let mut lines = vec![Line::raw(format!("  {message}"))];
-            lines.extend(items.iter().map(|i| Line::raw(format!("    {i}"))));
+            let mut lines = vec![Line::raw(format!("  {}", shown(message)))];
+            lines.extend(
+                items
+                    .iter()
+                    .map(|i| Line::raw(format!("    {}", display::name_fit(i, PANE_NAME_COLS)))),
+            );
             lines.push(Line::raw(""));
             lines.push(Line::styled(
                 "  y: close them all   n / Esc: cancel",

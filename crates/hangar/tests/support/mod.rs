@@ -13,6 +13,8 @@
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
 pub mod git;
+pub mod mcp;
+pub mod sshd;
 pub mod workspace;
 
 use std::collections::BTreeSet;
@@ -162,6 +164,19 @@ impl Hangar {
     pub fn set_env(&mut self, key: &str, value: impl Into<OsString>) {
         self.env.retain(|(k, _)| k != key);
         self.env.push((key.into(), value.into()));
+    }
+
+    /// The env every command of this fixture gets.
+    pub fn env_vars(&self) -> &[(String, OsString)] {
+        &self.env
+    }
+
+    /// One variable of that env.
+    pub fn env_var(&self, key: &str) -> Option<String> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
     }
 
     /// Writes `$HANGAR_HOME/config.toml`.
@@ -404,11 +419,7 @@ impl Hangar {
 
     /// The Claude transcript of provider session `psid` run in `cwd`.
     pub fn claude_transcript(&self, cwd: &Path, psid: &str) -> PathBuf {
-        let slug: String = cwd
-            .to_string_lossy()
-            .chars()
-            .map(|c| if c == '/' || c == '.' { '-' } else { c })
-            .collect();
+        let slug = hangar_core::claude_slug::claude_project_slug(&cwd.to_string_lossy());
         self.claude_dir
             .join("projects")
             .join(slug)

@@ -1,0 +1,136 @@
+//! `hangar hosts [--json]`: this machine and every configured host, each
+//! reached at the same time in the background, so one that is down costs
+//! its connect timeout once, never one per host.
+
+use std::process::ExitCode;
+use std::sync::mpsc;
+
+use hangar_daemon::Paths;
+use hangar_protocol::message::{PROTOCOL_VERSION, Request};
+use serde_json::{Value, json};
+
+use crate::client::Client;
+use crate::remote::{self, Host};
+
+/// One host's row: reachable or not, and what its daemon says.
+pub fn probe(host: Option<&Host>, paths: &Paths) -> Value {
+    let connected = match host {
+        Some(h) => remote::connect(h),
+        None => Client::connect_local(paths),
+    };
+    let (name, ssh) = match host {
+        Some(h) => (h.name.clone(), Value::from(h.config.ssh.clone())),
+        None => (hangar_core::hosts::LOCAL.to_owned(), Value::Null),
+    };
+    let mut row = json!({
+        "name": name,
+        "ssh": ssh,
+        "reachable": false,
+        "version": null,
+        "protocol_version": null,
+        "sessions": null,
+        "live": null,
+        "error": null,
+    });
+    let answer = connected.and_then(|mut c| {
+        let status = c.request(Request::Status)?;
+        Ok(status)
+    });
+    match answer {
+        Ok(status) => {
+            row["reachable"] = true.into();
+            row["version"] = status["daemon"]["version"].clone();
+            row["protocol_version"] = PROTOCOL_VERSION.into();
+            row["sessions"] = status["sessions"]["total"].clone();
+            row["live"] = status["sessions"]["live"].clone();
+        }
+        Err(e) => row["error"] = format!("{e:#}").into(),
+    }
+    row
+}
+
+pub fn run(paths: &Paths, json_out: bool) -> anyhow::Result<ExitCode> {
+    let hosts = remote::configured(paths)?;
+    let (tx, rx) = mpsc::channel();
+    let mut order = vec![hangar_core::hosts::LOCAL.to_owned()];
+    {
+        let tx = tx.clone();
+        let paths = paths.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send((hangar_core::hosts::LOCAL.to_owned(), probe(None, &paths)));
+        });
+    }
+    for (name, config) in hosts {
+        order.push(name.clone());
+        let tx = tx.clone();
+        let paths = paths.clone();
+        std::thread::spawn(move || {
+            let host = Host {
+                name: name.clone(),
+                config,
+            };
+            let _ = tx.send((name, probe(Some(&host), &paths)));
+        });
+    }
+    drop(tx);
+    let mut rows: std::collections::BTreeMap<String, Value> = rx.into_iter().collect();
+    let rows: Vec<Value> = order.iter().filter_map(|n| rows.remove(n)).collect();
+    if json_out {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Value::Array(rows)).unwrap_or_default()
+        );
+    } else {
+        print_table(&rows);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(rows: &[Value]) {
+    println!(
+        "{:<16} {:<28} {:<12} {:<9} {:>8} {:>5}",
+        "HOST", "SSH", "STATE", "VERSION", "SESSIONS", "LIVE"
+    );
+    for r in rows {
+        let text = |v: &Value| match v {
+            Value::Null => "-".to_owned(),
+            Value::String(s) => printable(s),
+            other => other.to_string(),
+        };
+        let state = if r["reachable"] == true {
+            "reachable"
+        } else {
+            "unreachable"
+        };
+        println!(
+            "{:<16} {:<28} {:<12} {:<9} {:>8} {:>5}",
+            text(&r["name"]),
+            text(&r["ssh"]),
+            state,
+            text(&r["version"]),
+            text(&r["sessions"]),
+            text(&r["live"])
+        );
+        if let Some(e) = r["error"].as_str() {
+            println!("  {}", printable(e));
+        }
+    }
+}
+
+/// Text from ssh and the far machine, shown with its control characters
+/// escaped (DESIGN.md rule 11).
+pub fn printable(s: &str) -> String {
+    hangar_core::display::name(s).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn far_text_cannot_drive_the_terminal() {
+        assert_eq!(printable("ok"), "ok");
+        assert_eq!(printable("a\x1b[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(printable("x\u{202e}y"), "x\\u{202e}y");
+    }
+}

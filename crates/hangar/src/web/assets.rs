@@ -35,14 +35,8 @@ pub fn asset(name: &str) -> Option<Response> {
         "xterm.js" => (XTERM_JS, "text/javascript; charset=utf-8"),
         "xterm.css" => (XTERM_CSS, "text/css; charset=utf-8"),
         "addon-fit.js" => (FIT_JS, "text/javascript; charset=utf-8"),
-        "LICENSE.xterm" | "LICENSE.addon-fit" => (
-            if name == "LICENSE.xterm" {
-                XTERM_LICENSE
-            } else {
-                FIT_LICENSE
-            },
-            "text/plain; charset=utf-8",
-        ),
+        "LICENSE.xterm" => (XTERM_LICENSE, "text/plain; charset=utf-8"),
+        "LICENSE.addon-fit" => (FIT_LICENSE, "text/plain; charset=utf-8"),
         _ => return None,
     };
     Some((StatusCode::OK, [(header::CONTENT_TYPE, kind)], body).into_response())

@@ -39,6 +39,16 @@ pub struct WebOptions {
 }
 
 pub fn run(paths: &Paths, json: bool, opts: WebOptions) -> anyhow::Result<ExitCode> {
+    // The server speaks to the local daemon's socket; serving another
+    // machine's agents from here would put its shells on this machine's
+    // network. Run it there and tunnel to it instead.
+    if let Some(host) = crate::remote::current() {
+        bail!(
+            "`hangar web` serves this machine's daemon only: run `hangar web` on host {:?} \
+             and reach it with an SSH tunnel (ssh -L 8080:127.0.0.1:PORT ...; see README)",
+            host.name
+        );
+    }
     if opts.revoke {
         auth::Revocation::new(&paths.home)
             .renew()

@@ -18,6 +18,7 @@ use crate::ballast::Ballast;
 use crate::event::{Event, StartRecord};
 use crate::hooks::Hooks;
 use crate::input::{self, Input};
+use crate::session_record::SessionRecord;
 use crate::terminal;
 use crate::transcript::Transcript;
 use crate::transcript_paths::Roots;
@@ -45,9 +46,16 @@ pub struct Conversation {
     pub hooks: Hooks,
     /// `false` with `FAKE_AGENT_NO_TRANSCRIPT=1` (also for `/clear`'s file).
     pub write_transcript: bool,
-    /// `false` with `FAKE_AGENT_NO_CLEARED_FROM=1`: a `/clear`'s new
-    /// transcript does not name the old id, as in real Claude Code.
-    pub link_clears: bool,
+    /// `$CLAUDE_CONFIG_DIR/sessions/<pid>.json` (claude style only).
+    pub session_record: Arc<Option<SessionRecord>>,
+    /// The id of the line being answered (hooks carry it).
+    pub prompt_id: String,
+    /// The last answer, for the `Stop` hook's `last_assistant_message`.
+    pub last_answer: Mutex<String>,
+    /// Enters still to lose (`FAKE_AGENT_SWALLOW_ENTERS`).
+    pub swallow_enters: u64,
+    /// A line whose Enter was lost, still in the input line.
+    pub unsubmitted: Option<String>,
 }
 
 /// How the loop ended.
@@ -67,7 +75,10 @@ impl Conversation {
         } else {
             "startup"
         };
-        self.hook("SessionStart", json!({ "source": source }));
+        self.hook(
+            "SessionStart",
+            json!({ "source": source, "model": self.model }),
+        );
         prompt(out);
         loop {
             let line = match read_line(input) {
@@ -77,14 +88,43 @@ impl Conversation {
                 // win the race to record the exit; either way the exit is clean.
                 Err(_) => return self.finish("input-error"),
             };
+            // Text whose Enter was lost is still in the input line: the next
+            // Enter submits it together with whatever was typed since.
+            let line = match self.unsubmitted.take() {
+                Some(before) => before + &line,
+                None => line,
+            };
+            if self.swallow_enters > 0 && !line.trim().is_empty() {
+                self.swallow_enters -= 1;
+                // The terminal already echoed the newline: go back up and
+                // draw the input line as it was, so the screen shows the
+                // text still waiting there (as claude's input box would).
+                let _ = write!(out, "\x1b[1A\r\x1b[2K> {line}");
+                let _ = out.flush();
+                self.unsubmitted = Some(line);
+                continue;
+            }
             let parsed = input::parse(&line);
+            // Claude Code gives every submitted line (a slash command too) a
+            // prompt id that the turn's hooks carry.
+            if !matches!(parsed, Input::Blank) {
+                self.prompt_id = uuid::Uuid::new_v4().to_string();
+            }
             if parsed.is_turn() {
-                self.hook("UserPromptSubmit", json!({ "prompt": line }));
+                self.hook(
+                    "UserPromptSubmit",
+                    json!({
+                        "prompt_id": self.prompt_id,
+                        "permission_mode": self.permission_mode(),
+                        "prompt": line,
+                    }),
+                );
             }
             match parsed {
                 Input::Blank => {}
                 Input::Exit => {
                     self.record(Event::User(&line))?;
+                    self.session_end("prompt_input_exit");
                     return self.finish("exit");
                 }
                 Input::Crash(code) => {
@@ -93,8 +133,14 @@ impl Conversation {
                 }
                 Input::Clear => {
                     self.record(Event::User(&line))?;
+                    // As Claude Code 2.1.197: SessionEnd for the old id, then
+                    // SessionStart for the new one, both with the prompt id.
+                    self.session_end("clear");
                     let id = self.clear()?;
-                    self.hook("SessionStart", json!({ "source": "clear" }));
+                    self.hook(
+                        "SessionStart",
+                        json!({ "prompt_id": self.prompt_id, "source": "clear" }),
+                    );
                     say(out, &format!("cleared: new session {id}"));
                 }
                 Input::Prompt(text) => self.turn(out, &line, &format!("answer: {text}"))?,
@@ -110,7 +156,7 @@ impl Conversation {
                     let _ = out.flush();
                     // The turn ends with a question: Stop, then the agent
                     // waits for the person.
-                    self.hook("Stop", json!({ "stop_hook_active": false }));
+                    self.stop_hook();
                     self.hook(
                         "Notification",
                         json!({ "message": "Claude is waiting for your input" }),
@@ -165,10 +211,47 @@ impl Conversation {
             }
             if parsed.is_turn() {
                 let _ = out.flush();
-                self.hook("Stop", json!({ "stop_hook_active": false }));
+                self.stop_hook();
             }
             prompt(out);
         }
+    }
+
+    fn permission_mode(&self) -> &'static str {
+        if self.start.invocation.dangerous {
+            "bypassPermissions"
+        } else {
+            "default"
+        }
+    }
+
+    /// The `Stop` hook, with the fields Claude Code 2.1.197 sends.
+    fn stop_hook(&self) {
+        let last = self
+            .last_answer
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_default();
+        self.hook(
+            "Stop",
+            json!({
+                "prompt_id": self.prompt_id,
+                "permission_mode": self.permission_mode(),
+                "effort": { "level": "high" },
+                "stop_hook_active": false,
+                "last_assistant_message": last,
+                "background_tasks": [],
+                "session_crons": [],
+            }),
+        );
+    }
+
+    /// `SessionEnd` with Claude Code's reason (`clear`, `prompt_input_exit`).
+    fn session_end(&self, reason: &str) {
+        self.hook(
+            "SessionEnd",
+            json!({ "prompt_id": self.prompt_id, "reason": reason }),
+        );
     }
 
     /// Runs the hooks configured for `event` (see hooks.rs).
@@ -199,6 +282,9 @@ impl Conversation {
 
     fn answer(&self, out: &mut impl Write, reply: &str) -> anyhow::Result<()> {
         self.record(Event::Assistant(reply))?;
+        if let Ok(mut last) = self.last_answer.lock() {
+            reply.clone_into(&mut last);
+        }
         say(out, reply);
         Ok(())
     }
@@ -208,6 +294,9 @@ impl Conversation {
             reason,
             signal: None,
         })?;
+        if let Some(r) = self.session_record.as_ref() {
+            r.remove();
+        }
         Ok(Ending { code: 0 })
     }
 
@@ -278,20 +367,25 @@ impl Conversation {
     /// Rotates to a fresh session id with a new transcript, like Claude Code's `/clear`.
     fn clear(&mut self) -> anyhow::Result<String> {
         let mut shared = lock(&self.transcript);
-        let old_id = shared.session_id().to_string();
         let new_id = uuid::Uuid::new_v4().to_string();
         let style = self.start.style;
         let mut placement = Transcript::place(&self.roots, style, &self.cwd, &new_id, false)?;
         placement.write = self.write_transcript;
         let mut next = Transcript::open(&placement, style, &self.cwd, &new_id, &self.model)?;
+        // Like Claude Code, nothing in the new transcript names the old id.
         let start = StartRecord {
             resumed: false,
-            cleared_from: self.link_clears.then_some(old_id),
             transcript_existed: placement.existed,
             ..self.start.clone()
         };
+        next.lead_lines(false)?;
         next.record(Event::Start(&start))?;
         *shared = next;
+        if let Some(r) = self.session_record.as_ref() {
+            // Claude Code names the new conversation at once; a failed write
+            // leaves the old id there, as a stale record would.
+            let _ = r.write(&new_id);
+        }
         Ok(new_id)
     }
 

@@ -15,8 +15,6 @@ pub struct StartRecord {
     pub resumed: bool,
     /// `HTTPS_PROXY` when set: lets tests check the proxy reached the agent.
     pub env_proxy: Option<String>,
-    /// Set when `/clear` rotated away from this id.
-    pub cleared_from: Option<String>,
     /// Whether the transcript file existed before this start.
     pub transcript_existed: bool,
     pub invocation: Invocation,
@@ -34,7 +32,6 @@ impl StartRecord {
             "style": self.style.name(),
             "resumed": self.resumed,
             "env_proxy": self.env_proxy,
-            "cleared_from": self.cleared_from,
             "transcript_existed": self.transcript_existed,
             "dangerous": inv.dangerous,
             "model": inv.model,

@@ -20,9 +20,14 @@ pub struct Knobs {
     pub ignore_sigterm: bool,
     /// `FAKE_AGENT_NO_TRANSCRIPT=1`: write no transcript at all.
     pub no_transcript: bool,
-    /// `FAKE_AGENT_NO_CLEARED_FROM=1`: `/clear` does not link the new
-    /// transcript to the old id (real Claude Code does not).
-    pub no_cleared_from: bool,
+    /// `FAKE_AGENT_NO_SESSION_RECORD=1`: write no
+    /// `$CLAUDE_CONFIG_DIR/sessions/<pid>.json` (as an older claude).
+    pub no_session_record: bool,
+    /// `FAKE_AGENT_SWALLOW_ENTERS=N`: the Enter of the first N non-blank
+    /// lines is lost, the text staying in the input line until the next
+    /// Enter, as a freshly drawn claude sometimes loses the Enter of a
+    /// pasted prompt (2 in about 30 first sends, see REAL_CLIS.md).
+    pub swallow_enters: u64,
 }
 
 pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
@@ -48,6 +53,7 @@ pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
         alloc_mb: number("FAKE_AGENT_ALLOC_MB")?.map(|n| n as usize),
         fail,
         start_delay_ms: number("FAKE_AGENT_START_DELAY_MS")?,
+        swallow_enters: number("FAKE_AGENT_SWALLOW_ENTERS")?.unwrap_or(0),
         ignore_sigterm: matches!(
             get("FAKE_AGENT_IGNORE_SIGTERM").as_deref(),
             Some("1" | "true" | "yes")
@@ -56,8 +62,8 @@ pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
             get("FAKE_AGENT_NO_TRANSCRIPT").as_deref(),
             Some("1" | "true" | "yes")
         ),
-        no_cleared_from: matches!(
-            get("FAKE_AGENT_NO_CLEARED_FROM").as_deref(),
+        no_session_record: matches!(
+            get("FAKE_AGENT_NO_SESSION_RECORD").as_deref(),
             Some("1" | "true" | "yes")
         ),
     })
@@ -89,7 +95,8 @@ mod tests {
             ("FAKE_AGENT_START_DELAY_MS", "250"),
             ("FAKE_AGENT_IGNORE_SIGTERM", "1"),
             ("FAKE_AGENT_NO_TRANSCRIPT", "1"),
-            ("FAKE_AGENT_NO_CLEARED_FROM", "yes"),
+            ("FAKE_AGENT_NO_SESSION_RECORD", "1"),
+            ("FAKE_AGENT_SWALLOW_ENTERS", "2"),
         ])
         .unwrap();
         assert_eq!(
@@ -100,7 +107,8 @@ mod tests {
                 start_delay_ms: Some(250),
                 ignore_sigterm: true,
                 no_transcript: true,
-                no_cleared_from: true,
+                no_session_record: true,
+                swallow_enters: 2,
             }
         );
         assert_eq!(

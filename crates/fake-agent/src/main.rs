@@ -13,11 +13,14 @@ mod args;
 mod ballast;
 mod claude_lines;
 mod codex_lines;
+mod codex_server;
 mod conversation;
 mod event;
 mod hooks;
 mod input;
 mod knobs;
+mod opencode_db;
+mod session_record;
 mod signals;
 mod terminal;
 mod timestamp;
@@ -25,6 +28,8 @@ mod transcript;
 mod transcript_paths;
 
 use std::io::{Write, stderr, stdout};
+
+use anyhow::Context;
 use std::process::exit;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -43,7 +48,7 @@ usage: hangar-fake-agent [--style claude|codex|opencode] [flags of that CLI]
 
   claude:   --session-id <id> | --resume <id>, --dangerously-skip-permissions,
             --mcp-config <file>, --settings <file>, --model <m>
-  codex:    [flags] resume <id>, --dangerously-bypass-approvals-and-sandbox,
+  codex:    [flags] resume <id>, --no-daemon, --dangerously-bypass-approvals-and-sandbox,
             -c key=value (repeatable), -m/--model <m>
   opencode: --session <id>, -m/--model <m>
 
@@ -58,6 +63,15 @@ const AUTH_ERROR: &str = r#"API Error: 401 {"type":"error","error":{"type":"auth
 fn main() {
     // First, before any thread exists: see signals.rs.
     let exit_signals = signals::block_exit_signals();
+    if codex_server::is_server() {
+        match Roots::from_env().codex_dir() {
+            Ok(home) => codex_server::serve(&home),
+            Err(e) => {
+                say(&mut stderr(), &format!("hangar-fake-agent app-server: {e}"));
+                exit(2);
+            }
+        }
+    }
 
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
@@ -73,7 +87,11 @@ fn main() {
             return;
         }
         Ok(Action::Help) => {
-            say(&mut stdout(), USAGE);
+            if codex_server::help_mentions_no_daemon() {
+                say(&mut stdout(), USAGE);
+            } else {
+                say(&mut stdout(), &USAGE.replace(" --no-daemon,", ""));
+            }
             return;
         }
         Err(e) => {
@@ -129,9 +147,30 @@ fn run(
     let roots = Roots::from_env();
     let (session_id, resumed) = match &inv.session {
         SessionRequest::Fresh(Some(id)) => (id.clone(), false),
+        // OpenCode's ids are `ses_...` (its conversation is created by the
+        // first prompt; see opencode_db.rs).
+        SessionRequest::Fresh(None) if inv.style == args::Style::Opencode => {
+            (opencode_db::new_id(), false)
+        }
         SessionRequest::Fresh(None) => (uuid::Uuid::new_v4().to_string(), false),
         SessionRequest::Resume(id) => (id.clone(), true),
     };
+    if inv.style == args::Style::Opencode && resumed {
+        let db = opencode_db::path(&|k| std::env::var(k).ok())
+            .context("no XDG_DATA_HOME or HOME for opencode's store")?;
+        if !opencode_db::Store::open(&db)?.has(&session_id)? {
+            // Real OpenCode 1.18.33's words and exit code.
+            say(
+                &mut stderr(),
+                &format!("Error: Session not found: {session_id}"),
+            );
+            return Ok(1);
+        }
+    }
+    if inv.style == args::Style::Codex && codex_server::wanted(&argv) {
+        let home = roots.codex_dir().map_err(anyhow::Error::msg)?;
+        codex_server::ensure(&home).context("starting the shared app-server")?;
+    }
     let model = inv.model.clone().unwrap_or_else(|| "fake-agent".into());
     let mut placement = Transcript::place(&roots, inv.style, &cwd, &session_id, resumed)?;
     placement.write = !knobs.no_transcript;
@@ -151,14 +190,27 @@ fn run(
         style: inv.style,
         resumed,
         env_proxy: std::env::var("HTTPS_PROXY").ok(),
-        cleared_from: None,
         transcript_existed: placement.existed,
         invocation: inv,
     };
+    if !placement.existed {
+        transcript.lead_lines(true)?;
+    }
     transcript.record(Event::Start(&start))?;
     let shared = Arc::new(Mutex::new(transcript));
+    // Claude Code's per-process record of the conversation it writes; an
+    // old claude (FAKE_AGENT_NO_SESSION_RECORD=1) writes none.
+    let record = match (start.style, knobs.no_session_record) {
+        (args::Style::Claude, false) => roots
+            .claude_dir()
+            .ok()
+            .and_then(|dir| session_record::SessionRecord::create(&dir, &cwd, &session_id).ok()),
+        _ => None,
+    };
+    let record = Arc::new(record);
 
     let watched = Arc::clone(&shared);
+    let watched_record = Arc::clone(&record);
     let ignore_sigterm = knobs.ignore_sigterm;
     signals::watch(exit_signals, move |signal| {
         let mut transcript = lock(&watched);
@@ -170,6 +222,9 @@ fn run(
             reason: "signal",
             signal: Some(signal),
         });
+        if let Some(r) = watched_record.as_ref() {
+            r.remove();
+        }
         exit(0);
     });
 
@@ -187,7 +242,11 @@ fn run(
         children: Vec::new(),
         hooks,
         write_transcript: !knobs.no_transcript,
-        link_clears: !knobs.no_cleared_from,
+        session_record: record,
+        prompt_id: String::new(),
+        last_answer: Mutex::new(String::new()),
+        swallow_enters: knobs.swallow_enters,
+        unsubmitted: None,
     };
     let ending = conversation.run(&mut std::io::stdin().lock(), &mut out)?;
     Ok(ending.code)

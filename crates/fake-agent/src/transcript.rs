@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::args::Style;
 use crate::claude_lines::{self, LineContext};
@@ -33,6 +33,8 @@ pub struct Transcript {
     /// hangup wrote two exit lines: one from the signal watcher, one from the
     /// main thread seeing its terminal gone.
     closed: bool,
+    /// The opencode style's SQLite store (as real OpenCode keeps one).
+    opencode: Option<crate::opencode_db::Store>,
 }
 
 /// Where a session's transcript is, and whether it already exists.
@@ -110,7 +112,15 @@ impl Transcript {
         } else {
             None
         };
+        let opencode = if style == Style::Opencode {
+            let db = crate::opencode_db::path(&|k| std::env::var(k).ok())
+                .context("no XDG_DATA_HOME or HOME for opencode's store")?;
+            Some(crate::opencode_db::Store::open(&db)?)
+        } else {
+            None
+        };
         Ok(Transcript {
+            opencode,
             style,
             path: placement.path.clone(),
             file,
@@ -131,12 +141,50 @@ impl Transcript {
         &self.path
     }
 
+    /// The lines real Claude Code (2.1.197) writes first in a new
+    /// transcript, before anything else: they carry `sessionId` but no
+    /// `cwd`, so a reader must take the folder from a later line. A fresh
+    /// start writes `mode` and `permission-mode`; a `/clear` only `mode`.
+    /// Other styles write nothing here.
+    pub fn lead_lines(&mut self, permission_mode: bool) -> anyhow::Result<()> {
+        if self.style != Style::Claude {
+            return Ok(());
+        }
+        let mut lines =
+            vec![json!({"type": "mode", "mode": "normal", "sessionId": self.session_id})];
+        if permission_mode {
+            lines.push(json!({
+                "type": "permission-mode",
+                "permissionMode": "default",
+                "sessionId": self.session_id,
+            }));
+        }
+        self.write_lines(lines)
+    }
+
+    fn write_lines(&mut self, lines: Vec<Value>) -> anyhow::Result<()> {
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
+        for line in lines {
+            let mut text = line.to_string();
+            text.push('\n');
+            // One write per line: append-mode writes of a line this size land whole.
+            file.write_all(text.as_bytes())
+                .with_context(|| format!("writing transcript {}", self.path.display()))?;
+        }
+        Ok(())
+    }
+
     /// Appends the lines for `event`. After an `Exit` this does nothing.
     pub fn record(&mut self, event: Event<'_>) -> anyhow::Result<()> {
         if self.closed {
             return Ok(());
         }
         self.closed = matches!(event, Event::Exit { .. });
+        if let (Some(store), Event::User(text)) = (&self.opencode, &event) {
+            store.user_prompt(&self.session_id, &self.cwd, text)?;
+        }
         let timestamp = UtcTime::now().rfc3339();
         let lines: Vec<Value> = match self.style {
             Style::Claude | Style::Opencode => {
@@ -155,16 +203,6 @@ impl Transcript {
             }
             Style::Codex => codex_lines::lines(&event, &self.session_id, &self.cwd, &timestamp),
         };
-        let Some(file) = self.file.as_mut() else {
-            return Ok(());
-        };
-        for line in lines {
-            let mut text = line.to_string();
-            text.push('\n');
-            // One write per line: append-mode writes of a line this size land whole.
-            file.write_all(text.as_bytes())
-                .with_context(|| format!("writing transcript {}", self.path.display()))?;
-        }
-        Ok(())
+        self.write_lines(lines)
     }
 }

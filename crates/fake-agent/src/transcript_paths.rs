@@ -64,10 +64,35 @@ impl Roots {
     }
 }
 
-/// Claude Code's project directory name: the absolute cwd with every '/' and
-/// '.' replaced by '-' (`/tmp/a.b/c` -> `-tmp-a-b-c`).
+/// Claude Code's project directory name, as Claude Code 2.1.197 makes it:
+/// every UTF-16 unit of the cwd that is not `[A-Za-z0-9]` becomes `-`; a slug
+/// longer than 200 is cut to 200 and gets `-` + base 36 of the absolute value
+/// of the path's Java-style 32-bit string hash (`h = 31 * h + unit`).
 pub fn claude_slug(cwd: &str) -> String {
-    cwd.replace(['/', '.'], "-")
+    let slug: String = cwd
+        .encode_utf16()
+        .map(|u| match u8::try_from(u) {
+            Ok(b) if b.is_ascii_alphanumeric() => char::from(b),
+            _ => '-',
+        })
+        .collect();
+    if slug.len() <= 200 {
+        return slug;
+    }
+    let hash = cwd
+        .encode_utf16()
+        .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(i32::from(u)));
+    let mut n = hash.unsigned_abs();
+    let mut digits = Vec::new();
+    loop {
+        digits.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.reverse();
+    format!("{}-{}", &slug[..200], String::from_utf8_lossy(&digits))
 }
 
 /// `<claude dir>/projects/<slug>/<id>.jsonl`
@@ -127,9 +152,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_slug_replaces_slashes_and_dots() {
+    fn the_slug_replaces_every_unit_but_ascii_letters_and_digits() {
+        // Folders the real Claude Code 2.1.197 created for these cwds.
         assert_eq!(claude_slug("/tmp/a.b/c"), "-tmp-a-b-c");
         assert_eq!(claude_slug("/home/u/.tmpX1"), "-home-u--tmpX1");
+        assert_eq!(
+            claude_slug("/tmp/obs/w/my.proj_dir/a b/é"),
+            "-tmp-obs-w-my-proj-dir-a-b--"
+        );
+        assert_eq!(claude_slug("/tmp/obs/w/x😀y~+@z"), "-tmp-obs-w-x--y---z");
+    }
+
+    #[test]
+    fn a_long_slug_is_cut_and_suffixed_with_the_paths_hash() {
+        let mut path = String::from("/tmp/obs/long/");
+        for i in 1..=22 {
+            path.push_str(&format!("segment_{i:02}.x/"));
+        }
+        path.push_str("end");
+        // The real folder name for this 303-character path.
+        assert_eq!(
+            claude_slug(&path),
+            "-tmp-obs-long-segment-01-x-segment-02-x-segment-03-x-segment-04-x-segment-05-x-\
+             segment-06-x-segment-07-x-segment-08-x-segment-09-x-segment-10-x-segment-11-x-\
+             segment-12-x-segment-13-x-segment-14-x-segm-ia1fnx"
+        );
     }
 
     #[test]

@@ -211,50 +211,36 @@ pub struct TranscriptFacts {
     pub cwd: Option<String>,
     /// Last modification, milliseconds since the epoch.
     pub modified_ms: u64,
-    /// The id this conversation was cleared from, when the transcript says so.
-    pub cleared_from: Option<String>,
 }
 
 /// The facts about a live session a transcript is matched against.
 #[derive(Clone, Debug)]
 pub struct TranscriptMatch<'a> {
     pub session_cwd: &'a str,
-    /// When the session's process started; older transcripts are someone
-    /// else's past, not this process's present.
-    pub started_ms: u64,
     /// The session's current durable id.
     pub current: Option<&'a str>,
     /// Durable ids other sessions hold: never adopted (it would make two
     /// sessions resume one conversation).
     pub held_by_others: &'a BTreeSet<String>,
-    /// Another live session of the same provider runs in the same folder, so
-    /// "the newest transcript there" could be its one. A different id is then
-    /// only adopted when the transcript names the current id as the one it
-    /// was cleared from, or when this session's own process holds it open.
-    pub shares_folder: bool,
     /// Ids of the transcripts this session's process tree holds open right
-    /// now (codex keeps its rollout open for the whole session). The
-    /// strongest evidence there is: the process writing a file is its owner.
+    /// now (codex keeps its rollout open for the whole session): proof that
+    /// the session's own process writes them (DESIGN.md rule 10).
     pub open_by_self: &'a BTreeSet<String>,
     /// Ids of the transcripts the processes of other live sessions hold
     /// open: written by someone else, so never this session's.
     pub open_by_others: &'a BTreeSet<String>,
 }
 
-/// Allowance for file-system timestamp granularity and clock steps between
-/// the process start and its first write.
-pub const MTIME_SLACK_MS: u64 = 2_000;
-
 /// The transcript that is this session's own right now.
 ///
-/// A transcript another session holds as its id, or that another session's
-/// process holds open, is never picked. When this session's own process
-/// holds transcripts open, the newest of those is the answer, whatever its
-/// age or the folder's other sessions: the writer is the owner. Otherwise
-/// it is the newest one in the session's folder written since the process
-/// started (in a folder shared with another live session of the same
-/// provider, only the current id or its `/clear` successor). `None` when
-/// nothing qualifies.
+/// Only proof counts (DESIGN.md rule 10): a transcript the session's own
+/// process tree holds open, the newest of them when there are several, or
+/// the transcript of the id the session already has (which confirms it). A
+/// transcript that merely appeared in the session's folder, however new, is
+/// never picked: it may be a person's own `claude` or `codex` in another
+/// terminal. A transcript another session holds as its id, or that another
+/// session's process holds open, is never picked, nor one that ran in
+/// another folder. `None` when nothing qualifies.
 pub fn pick_transcript<'t>(
     candidates: &'t [TranscriptFacts],
     m: &TranscriptMatch<'_>,
@@ -268,14 +254,8 @@ pub fn pick_transcript<'t>(
         !m.held_by_others.contains(&t.id)
             && (!m.open_by_others.contains(&t.id) || m.open_by_self.contains(&t.id))
     };
-    // Newest first. On a tie (a `/clear` writes its last line to the old
-    // transcript and its first to the new one within the same millisecond)
-    // the successor of the current id wins, then the current id itself.
-    let rank = |t: &TranscriptFacts| {
-        let successor = m.current.is_some() && t.cleared_from.as_deref() == m.current;
-        let current = m.current == Some(t.id.as_str());
-        (t.modified_ms, successor, current)
-    };
+    // Newest first; on a tie the current id stays.
+    let rank = |t: &TranscriptFacts| (t.modified_ms, m.current == Some(t.id.as_str()));
     let newest = |mut v: Vec<&'t TranscriptFacts>| {
         v.sort_by_key(|t| std::cmp::Reverse(rank(t)));
         v.first().copied()
@@ -289,18 +269,11 @@ pub fn pick_transcript<'t>(
     if !written_by_self.is_empty() {
         return newest(written_by_self);
     }
-    let eligible: Vec<&TranscriptFacts> = candidates
+    candidates
         .iter()
-        .filter(|t| t.modified_ms + MTIME_SLACK_MS >= m.started_ms)
+        .filter(|t| m.current == Some(t.id.as_str()))
         .filter(own_folder)
-        .filter(not_someone_elses)
-        .filter(|t| {
-            !m.shares_folder
-                || m.current == Some(t.id.as_str())
-                || (m.current.is_some() && t.cleared_from.as_deref() == m.current)
-        })
-        .collect();
-    newest(eligible)
+        .find(not_someone_elses)
 }
 
 /// Sessions sharing one durable provider session id.
@@ -536,70 +509,12 @@ mod tests {
         assert_eq!(forget_provider_id(&mut meta, 10), None);
     }
 
-    fn facts(id: &str, cwd: &str, at: u64, cleared_from: Option<&str>) -> TranscriptFacts {
+    fn facts(id: &str, cwd: &str, at: u64) -> TranscriptFacts {
         TranscriptFacts {
             id: id.into(),
             cwd: Some(cwd.into()),
             modified_ms: at,
-            cleared_from: cleared_from.map(str::to_owned),
         }
-    }
-
-    #[test]
-    fn the_newest_transcript_written_since_start_in_the_same_folder_is_picked() {
-        let held = BTreeSet::new();
-        let m = TranscriptMatch {
-            session_cwd: "/w",
-            started_ms: 100_000,
-            current: Some("a"),
-            held_by_others: &held,
-            shares_folder: false,
-            open_by_self: &NONE,
-            open_by_others: &NONE,
-        };
-        let c = vec![
-            facts("old", "/w", 10_000, None),
-            facts("a", "/w", 101_000, None),
-            facts("b", "/w", 102_000, None),
-            facts("other-folder", "/x", 103_000, None),
-        ];
-        assert_eq!(pick_transcript(&c, &m).unwrap().id, "b");
-        let c = vec![facts("old", "/w", 10_000, None)];
-        assert_eq!(pick_transcript(&c, &m), None);
-    }
-
-    #[test]
-    fn a_transcript_another_session_holds_is_never_picked() {
-        let held: BTreeSet<String> = ["b".to_owned()].into();
-        let m = TranscriptMatch {
-            session_cwd: "/w",
-            started_ms: 0,
-            current: Some("a"),
-            held_by_others: &held,
-            shares_folder: false,
-            open_by_self: &NONE,
-            open_by_others: &NONE,
-        };
-        let c = vec![facts("a", "/w", 5, None), facts("b", "/w", 9, None)];
-        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
-    }
-
-    #[test]
-    fn in_a_shared_folder_only_a_transcript_cleared_from_the_current_id_replaces_it() {
-        let held = BTreeSet::new();
-        let m = TranscriptMatch {
-            session_cwd: "/w",
-            started_ms: 0,
-            current: Some("a"),
-            held_by_others: &held,
-            shares_folder: true,
-            open_by_self: &NONE,
-            open_by_others: &NONE,
-        };
-        let c = vec![facts("a", "/w", 5, None), facts("neighbour", "/w", 9, None)];
-        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
-        let c = vec![facts("a", "/w", 5, None), facts("a2", "/w", 9, Some("a"))];
-        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a2");
     }
 
     static NONE: BTreeSet<String> = BTreeSet::new();
@@ -608,94 +523,106 @@ mod tests {
         list.iter().map(|s| (*s).to_owned()).collect()
     }
 
+    fn matching<'a>(current: Option<&'a str>, mine: &'a BTreeSet<String>) -> TranscriptMatch<'a> {
+        TranscriptMatch {
+            session_cwd: "/w",
+            current,
+            held_by_others: &NONE,
+            open_by_self: mine,
+            open_by_others: &NONE,
+        }
+    }
+
+    #[test]
+    fn a_newer_transcript_in_the_folder_that_the_session_does_not_write_is_never_adopted() {
+        // A person's own claude in another terminal, same folder, newer file:
+        // rule 10 says it is not this session's, with or without an id yet.
+        let c = vec![facts("mine", "/w", 5), facts("outside", "/w", 9)];
+        assert_eq!(
+            pick_transcript(&c, &matching(Some("mine"), &NONE))
+                .unwrap()
+                .id,
+            "mine"
+        );
+        assert_eq!(pick_transcript(&c, &matching(None, &NONE)), None);
+        let c = vec![facts("outside", "/w", 9)];
+        assert_eq!(pick_transcript(&c, &matching(Some("mine"), &NONE)), None);
+    }
+
+    #[test]
+    fn the_current_ids_transcript_confirms_it_only_when_it_ran_in_the_sessions_folder() {
+        let c = vec![facts("a", "/w", 5)];
+        assert_eq!(
+            pick_transcript(&c, &matching(Some("a"), &NONE)).unwrap().id,
+            "a"
+        );
+        let c = vec![facts("a", "/x", 5)];
+        assert_eq!(pick_transcript(&c, &matching(Some("a"), &NONE)), None);
+    }
+
+    #[test]
+    fn a_transcript_another_session_holds_is_never_picked() {
+        let held: BTreeSet<String> = ["b".to_owned()].into();
+        let mine = ids(&["b"]);
+        let m = TranscriptMatch {
+            held_by_others: &held,
+            ..matching(Some("a"), &mine)
+        };
+        let c = vec![facts("a", "/w", 5), facts("b", "/w", 9)];
+        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
+    }
+
     #[test]
     fn in_a_shared_folder_the_transcript_a_session_holds_open_is_its_own_even_without_an_id() {
         // Two fresh codex sessions in one folder: neither has an id yet.
         let (mine, theirs) = (ids(&["a"]), ids(&["b"]));
         let m = TranscriptMatch {
-            session_cwd: "/w",
-            started_ms: 0,
-            current: None,
-            held_by_others: &NONE,
-            shares_folder: true,
-            open_by_self: &mine,
             open_by_others: &theirs,
+            ..matching(None, &mine)
         };
-        let c = vec![facts("a", "/w", 5, None), facts("b", "/w", 9, None)];
+        let c = vec![facts("a", "/w", 5), facts("b", "/w", 9)];
         assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
-        // Without the open files the shared folder leaves it undecided.
-        let m = TranscriptMatch {
-            open_by_self: &NONE,
-            open_by_others: &NONE,
-            ..m
-        };
-        assert_eq!(pick_transcript(&c, &m), None);
+        // Without the open files nothing proves either is its own.
+        assert_eq!(pick_transcript(&c, &matching(None, &NONE)), None);
     }
 
     #[test]
     fn a_transcript_another_sessions_process_holds_open_is_never_adopted_even_alone_in_the_folder()
     {
-        // The probe that lost a conversation: A hibernated, B alone in the
-        // folder saw A's rollout as the newest one there.
-        let (theirs, held) = (ids(&["a"]), ids(&["a"]));
+        let theirs = ids(&["a"]);
         let m = TranscriptMatch {
-            session_cwd: "/w",
-            started_ms: 0,
-            current: None,
-            held_by_others: &NONE,
-            shares_folder: false,
-            open_by_self: &NONE,
             open_by_others: &theirs,
+            ..matching(Some("a"), &NONE)
         };
-        let c = vec![facts("a", "/w", 9, None)];
-        assert_eq!(pick_transcript(&c, &m), None);
-        let m = TranscriptMatch {
-            held_by_others: &held,
-            open_by_others: &NONE,
-            ..m
-        };
+        let c = vec![facts("a", "/w", 9)];
         assert_eq!(pick_transcript(&c, &m), None);
     }
 
     #[test]
     fn a_session_whose_process_holds_its_transcript_open_ignores_newer_ones_it_does_not_write() {
         let mine = ids(&["b"]);
-        let m = TranscriptMatch {
-            session_cwd: "/w",
-            started_ms: 100_000,
-            current: None,
-            held_by_others: &NONE,
-            shares_folder: false,
-            open_by_self: &mine,
-            open_by_others: &NONE,
-        };
-        // "b" is older than the process (a resumed rollout) but open by it;
-        // "a" is newer, in the folder, and no one else's: still not ours.
-        let c = vec![facts("b", "/w", 10, None), facts("a", "/w", 101_000, None)];
-        assert_eq!(pick_transcript(&c, &m).unwrap().id, "b");
+        // "b" is older (a resumed rollout) but open by the session's process;
+        // "a" is newer and in the folder: not its own.
+        let c = vec![facts("b", "/w", 10), facts("a", "/w", 101_000)];
+        assert_eq!(pick_transcript(&c, &matching(None, &mine)).unwrap().id, "b");
         // An open file from another folder is not adopted (the cwd rule holds).
-        let c = vec![facts("b", "/x", 101_000, None)];
-        assert_eq!(pick_transcript(&c, &m), None);
+        let c = vec![facts("b", "/x", 101_000)];
+        assert_eq!(pick_transcript(&c, &matching(None, &mine)), None);
     }
 
     #[test]
-    fn a_cleared_successor_written_in_the_same_millisecond_wins_the_tie() {
-        // Regression: the `/clear` line in the old transcript and the first
-        // line of the new one share a timestamp, and the old id was kept.
-        let held = BTreeSet::new();
-        let m = TranscriptMatch {
-            session_cwd: "/w",
-            started_ms: 0,
-            current: Some("a"),
-            held_by_others: &held,
-            shares_folder: false,
-            open_by_self: &NONE,
-            open_by_others: &NONE,
-        };
-        let c = vec![facts("a", "/w", 9, None), facts("a2", "/w", 9, Some("a"))];
-        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a2");
-        let c = vec![facts("a", "/w", 9, None), facts("b", "/w", 9, None)];
-        assert_eq!(pick_transcript(&c, &m).unwrap().id, "a");
+    fn of_two_open_transcripts_the_newest_wins_and_a_tie_keeps_the_current_id() {
+        let mine = ids(&["a", "a2"]);
+        let c = vec![facts("a", "/w", 5), facts("a2", "/w", 9)];
+        assert_eq!(
+            pick_transcript(&c, &matching(Some("a"), &mine)).unwrap().id,
+            "a2"
+        );
+        let c = vec![facts("a", "/w", 9), facts("a2", "/w", 9)];
+        assert_eq!(
+            pick_transcript(&c, &matching(Some("a"), &mine)).unwrap().id,
+            "a"
+        );
     }
 
     fn ws_with(ids: &[(&str, Provider, Option<ProviderSessionId>)]) -> Workspace {

@@ -7,12 +7,16 @@
 //! and carries the answer out. Times are passed in as milliseconds since the
 //! Unix epoch by the caller.
 
+pub mod claude_slug;
+pub mod cli_versions;
+pub mod display;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod governor;
 pub mod hosts;
 pub mod ledger;
 pub mod model;
+pub mod opencode_identity;
 pub mod orchestration;
 pub mod ownership;
 pub mod placement;

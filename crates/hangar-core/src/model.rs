@@ -249,6 +249,18 @@ pub struct SessionMeta {
     /// The git worktree this session runs in, when it was started with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<crate::worktree::WorktreeInfo>,
+    /// A tmux session this shell attaches to (`tmux attach`) instead of
+    /// starting a fresh shell: an Agent Code tmux-backed terminal adopted on
+    /// import. Without it, a migrating user's long-running terminal (a dev
+    /// server, a build) would be replaced by an empty shell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_session: Option<String>,
+    /// Fields of the file this session was imported from that hangar has no
+    /// use for (Agent Code's naming, view and per-agent MCP state), by field
+    /// name, each as compact JSON text: kept so an import loses nothing the
+    /// user had, and shown by `hangar export`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub imported_fields: BTreeMap<String, String>,
 }
 
 fn default_true() -> bool {
@@ -272,6 +284,8 @@ impl SessionMeta {
             mcp: true,
             provider_id_history: Vec::new(),
             worktree: None,
+            tmux_session: None,
+            imported_fields: BTreeMap::new(),
         }
     }
 

@@ -43,6 +43,22 @@ pub fn descendants(ws: &Workspace, ancestor: &SessionId) -> Vec<SessionId> {
     out
 }
 
+/// The orchestration tree `id` belongs to: its recorded root, or itself
+/// when it was not created by an agent.
+pub fn tree_root(ws: &Workspace, id: &SessionId) -> SessionId {
+    ws.sessions
+        .get(id)
+        .and_then(|m| m.relationships.orchestration_root.clone())
+        .unwrap_or_else(|| id.clone())
+}
+
+/// How many agents the orchestration tree of `id` holds (every descendant
+/// of its root). A limit on what one caller created alone would let each
+/// child create as many again, so a runaway tree is bounded by this count.
+pub fn tree_size(ws: &Workspace, id: &SessionId) -> usize {
+    descendants(ws, &tree_root(ws, id)).len()
+}
+
 /// The sessions `caller` may see and act on: its descendants in its own
 /// project tab. A caller with no tab sees nothing.
 pub fn visible_agents(ws: &Workspace, caller: &SessionId) -> Vec<SessionId> {
@@ -149,6 +165,20 @@ mod tests {
         assert_eq!(visible_agents(&ws, &sid("a")), ids(&["g"]));
         assert_eq!(visible_agents(&ws, &sid("q")), ids(&["z"]));
         assert!(visible_agents(&ws, &sid("nobody")).is_empty());
+    }
+
+    #[test]
+    fn a_tree_is_counted_from_its_root_whoever_asks() {
+        let ws = family();
+        // p's tree: a, b, g and x (in another tab, still created by it).
+        for member in ["p", "a", "b", "g"] {
+            assert_eq!(tree_size(&ws, &sid(member)), 4, "asked by {member}");
+        }
+        // A grandchild alone has no children, yet its tree is full-sized:
+        // a per-caller count would let it create as many again.
+        assert!(visible_agents(&ws, &sid("g")).is_empty());
+        assert_eq!(tree_size(&ws, &sid("q")), 1);
+        assert_eq!(tree_root(&ws, &sid("q")), sid("q"));
     }
 
     #[test]

@@ -163,7 +163,7 @@ impl Daemon {
             return;
         }
         meta.last_active_ms = now;
-        if let Err(e) = st.save(&[]) {
+        if let Err(e) = st.save_observed(&[]) {
             tracing::warn!("cannot store the last use of {id}: {e:?}");
         }
     }

@@ -161,6 +161,11 @@ pub enum Event {
 /// One line of the journal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
+    /// Strictly increasing over the journal's life (across restarts and
+    /// rotation): the order of events, whatever the clock said. Lines of
+    /// journals older than this field read as 0.
+    #[serde(default)]
+    pub seq: u64,
     pub time_ms: u64,
     #[serde(flatten)]
     pub event: Event,
@@ -169,15 +174,18 @@ pub struct Entry {
 pub struct Journal {
     path: PathBuf,
     max_bytes: u64,
-    lock: Mutex<()>,
+    /// The next entry's `seq`; held while a line is written, so lines are
+    /// in `seq` order in the file.
+    next_seq: Mutex<u64>,
 }
 
 impl Journal {
     pub fn new(path: PathBuf) -> Journal {
+        let next = last_seq(&path).map_or(1, |s| s + 1);
         Journal {
             path,
             max_bytes: MAX_JOURNAL_BYTES,
-            lock: Mutex::new(()),
+            next_seq: Mutex::new(next),
         }
     }
 
@@ -192,7 +200,9 @@ impl Journal {
 
     /// Append an event. Journal trouble (a full disk) is logged, never fatal.
     pub fn record(&self, event: Event) {
+        let mut next = self.next_seq.lock().unwrap_or_else(|p| p.into_inner());
         let entry = Entry {
+            seq: *next,
             time_ms: crate::now_ms(),
             event,
         };
@@ -200,7 +210,9 @@ impl Journal {
             return;
         };
         line.push(b'\n');
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        // A number is used even when the write fails: a gap says a line is
+        // missing, a repeat would be ambiguous.
+        *next += 1;
         if let Err(e) = self.append(&line) {
             tracing::warn!("cannot write the journal {}: {e}", self.path.display());
         }
@@ -222,6 +234,26 @@ impl Journal {
         };
         f.write_all(line)
     }
+}
+
+/// The highest `seq` in the last lines of the journal (or of its previous
+/// generation when the current one is empty or gone), read from the end so a
+/// start costs a few KiB however long the journal is.
+fn last_seq(path: &Path) -> Option<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL: u64 = 64 * 1024;
+    [path.to_path_buf(), rotated(path)].iter().find_map(|p| {
+        let mut f = std::fs::File::open(p).ok()?;
+        let len = f.metadata().ok()?.len();
+        f.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+        let mut tail = Vec::new();
+        f.read_to_end(&mut tail).ok()?;
+        String::from_utf8_lossy(&tail)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Entry>(l).ok())
+            .map(|e| e.seq)
+            .max()
+    })
 }
 
 /// The previous generation's path.
@@ -389,13 +421,34 @@ mod tests {
     }
 
     #[test]
+    fn the_sequence_continues_across_restarts_and_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let j = Journal::new(path.clone()).with_max_bytes(300);
+        for i in 0..20 {
+            j.record(Event::Evict {
+                session: format!("s{i}"),
+            });
+        }
+        drop(j);
+        Journal::new(path.clone()).record(Event::BreakerReset);
+        let seqs: Vec<u64> = read_entries(&path).iter().map(|e| e.seq).collect();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+        assert_eq!(seqs.last(), Some(&21), "{seqs:?}");
+    }
+
+    #[test]
     fn an_unknown_event_from_a_newer_hangar_reads_as_unknown() {
         let e: Entry = serde_json::from_str(r#"{"time_ms":1,"event":"teleport","x":1}"#).unwrap();
         assert_eq!(e.event, Event::Unknown);
     }
 
     fn at(time_ms: u64, event: Event) -> Entry {
-        Entry { time_ms, event }
+        Entry {
+            seq: 0,
+            time_ms,
+            event,
+        }
     }
 
     #[test]

@@ -8,10 +8,14 @@
 
 pub mod activity;
 pub mod attach_size;
+pub mod claude_bg;
+pub mod cli_probe;
 pub mod config;
+pub mod delivery;
 pub mod eviction;
 pub mod failure_reason;
 pub mod governor;
+pub mod home_watch;
 pub mod identity;
 pub mod journal;
 pub mod layout_ops;
@@ -27,6 +31,8 @@ pub mod reload;
 pub mod restore;
 pub mod server;
 pub mod state;
+pub mod strays;
+pub mod tmux_adoption;
 pub mod transfer;
 pub mod wake_queue;
 pub mod worktree;
@@ -60,15 +66,53 @@ pub struct Daemon {
     pub activity: Arc<activity::Hub>,
     /// MCP tokens, turn marks, tombstones and first prompts of agents.
     pub orchestration: orchestration::Orchestration,
+    /// Prompts hangar typed into each session (OpenCode's identity proof).
+    pub typed: identity::opencode::TypedLog,
+    /// Installed agent CLIs' versions and flags.
+    pub cli_probe: cli_probe::CliProbe,
     state: Mutex<State>,
     shutdown: watch::Sender<bool>,
 }
 
+/// The daemon's clock, in ms since the Unix epoch: the wall clock as read at
+/// the daemon's start, plus the time elapsed since on a clock that never
+/// jumps (`CLOCK_BOOTTIME` on Linux, which keeps counting through a suspend,
+/// so a laptop's night still ages its sessions).
+///
+/// Every timestamp the daemon stores and every age it computes (idle,
+/// parked, tombstones, activity) comes from here, so a wall clock stepped a
+/// day forward or back while it runs neither makes a session "idle for a
+/// day" nor yields a time before the one just stored. The price: a step of
+/// the wall clock (an NTP correction too) is taken at the next start.
 pub fn now_ms() -> u64 {
+    static ANCHOR: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+    let (wall_at_start, steady_at_start) = *ANCHOR.get_or_init(|| (wall_ms(), steady_ms()));
+    wall_at_start.saturating_add(steady_ms().saturating_sub(steady_at_start))
+}
+
+/// The wall clock as it is now, for comparing with times other programs
+/// wrote (file names and dates of transcripts).
+pub fn wall_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// Milliseconds on a clock that only moves forward.
+fn steady_ms() -> u64 {
+    #[cfg(target_os = "linux")]
+    const CLOCK: libc::clockid_t = libc::CLOCK_BOOTTIME;
+    #[cfg(not(target_os = "linux"))]
+    const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
+    // SAFETY: clock_gettime writes into the zeroed timespec we own.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    if unsafe { libc::clock_gettime(CLOCK, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1000)
+        .saturating_add(ts.tv_nsec as u64 / 1_000_000)
 }
 
 impl Daemon {
@@ -120,7 +164,7 @@ impl Daemon {
                 let _ = st.store.save_screen(&id, &screen, now);
                 let _ = st.store.forget_process(&id);
             }
-            if let Err(e) = st.save(&[]) {
+            if let Err(e) = st.save_observed(&[]) {
                 tracing::error!("final save failed: {}", e.message);
             }
         }
@@ -159,11 +203,11 @@ impl Daemon {
 }
 
 /// Holds the per-home lock for as long as the daemon runs.
-struct HomeLock {
+pub(crate) struct HomeLock {
     _file: File,
 }
 
-fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
+pub(crate) fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
     let path = paths.lock();
     let mut file = std::fs::OpenOptions::new()
         .create(true)
@@ -175,17 +219,30 @@ fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
     // SAFETY: flock on an fd we own.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {
-        let holder = std::fs::read_to_string(&path).unwrap_or_default();
         bail!(
-            "a hangar daemon is already running for {} (pid {}); use it, or stop it with `hangar shutdown`",
+            "a hangar daemon is already running for {} ({}); use it, or stop it with `hangar shutdown`",
             paths.home.display(),
-            holder.trim()
+            lock_holder(&path)
         );
     }
     file.set_len(0)?;
     write!(file, "{}", std::process::id())?;
     file.flush()?;
     Ok(HomeLock { _file: file })
+}
+
+/// Who holds the home lock, as "pid N". A daemon started at the same
+/// instant may hold the lock but not have written its pid yet, so the file
+/// is read again for a moment before giving up on the number.
+fn lock_holder(path: &std::path::Path) -> String {
+    for _ in 0..50 {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if let Ok(pid) = text.trim().parse::<u32>() {
+            return format!("pid {pid}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    "its pid is not recorded yet".to_owned()
 }
 
 /// Run the daemon in the foreground until it is shut down.
@@ -195,6 +252,8 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     paths::ensure_private_dir(&paths.run_dir())
         .with_context(|| format!("cannot create {}", paths.run_dir().display()))?;
     let _lock = take_home_lock(&paths)?;
+    // Anchor the daemon's clock now (see `now_ms`).
+    now_ms();
     let config = Config::load(&paths.config())?;
 
     let opened = Store::open(&paths.store()).with_context(|| {
@@ -228,6 +287,8 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         journal: journal::Journal::new(paths.home.join("journal.jsonl")),
         queue: wake_queue::WakeQueue::new(config.governor.queue_limits()),
         orchestration: orchestration::Orchestration::new(paths.home.clone()),
+        typed: Default::default(),
+        cli_probe: Default::default(),
         proxy: proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
         activity: Arc::new(activity::Hub::new(&config.activity)),
         state: Mutex::new(State {
@@ -261,6 +322,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     let restorer = daemon.clone();
     tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
     tokio::spawn(daemon.clone().govern());
+    tokio::spawn(daemon.clone().watch_home());
 
     let signals = daemon.clone();
     tokio::spawn(async move {

@@ -190,6 +190,33 @@ impl Daemon {
             let provider = self.lock().ws.sessions.get(id).map(|m| m.provider.clone());
             provider.and_then(|p| self.hook_settings(id, &p))
         };
+        // Codex's command line depends on its version (issue 16 defect 4).
+        let cli_facts = {
+            let provider = self.lock().ws.sessions.get(id).map(|m| m.provider.clone());
+            match provider {
+                Some(p) => self.cli_facts_before_start(&p).await,
+                None => None,
+            }
+        };
+        // A claude conversation held by Claude Code's own background-agent
+        // supervisor refuses --resume (issue 16 defect 9): say so, and what
+        // to do, instead of starting a claude that exits at once.
+        let claude_resume = {
+            let st = self.lock();
+            st.ws
+                .sessions
+                .get(id)
+                .filter(|m| m.provider == hangar_core::Provider::Claude)
+                .and_then(|m| m.durable_provider_id().map(str::to_owned))
+        };
+        if let Some(psid) = &claude_resume
+            && let Some(holder) = crate::claude_bg::holder(psid)
+        {
+            return Err(SpawnFailure::new(
+                FailureKind::Other,
+                crate::claude_bg::reason(short(id), psid, Some(&holder)),
+            ));
+        }
         let (request, resumed, provider, title) = {
             let mut st = self.lock();
             let dangerous = st.ws.settings.dangerous;
@@ -227,6 +254,11 @@ impl Daemon {
                 )
             })?;
             let spec = self.with_orchestration_mcp(&meta, spec);
+            let spec = crate::provider::codex_in_process(
+                spec,
+                &meta.provider,
+                cli_facts.as_ref().is_some_and(|f| f.no_daemon),
+            );
             let cwd = PathBuf::from(&meta.cwd);
             if !cwd.is_dir() {
                 // A worktree deleted by hand is reported, never recreated.
@@ -268,6 +300,16 @@ impl Daemon {
             if let Some(g) = &proxy_grant {
                 env_vars.extend(g.env.iter().cloned());
             }
+            // Loopback never goes through a proxy: a local model server,
+            // codex's own loopback traffic (issue 16 defect 7).
+            let no_proxy = crate::provider::no_proxy_with_loopback(
+                std::env::var("NO_PROXY")
+                    .ok()
+                    .or_else(|| std::env::var("no_proxy").ok())
+                    .as_deref(),
+            );
+            env_vars.push(("NO_PROXY".into(), no_proxy.clone()));
+            env_vars.push(("no_proxy".into(), no_proxy));
             let mut args = spec.args;
             if let Some(settings) = &hook_settings {
                 args.extend(["--settings".to_owned(), settings.display().to_string()]);
@@ -316,6 +358,7 @@ impl Daemon {
         }
         self.watch_exit(id.clone(), live.clone());
         self.watch_identity(id.clone(), live.clone());
+        self.watch_opencode_identity(id.clone(), live.clone());
         self.watch_activity(id.clone(), live.clone());
         if let Some(g) = proxy_grant {
             self.hold_grant_until_exit(g, live.exit_watch());
@@ -345,6 +388,16 @@ impl Daemon {
             let auth =
                 crate::governor::looks_like_auth_failure(&self.config, &provider, &screen, code);
             let last = live.last_line().unwrap_or_default();
+            if let Some(psid) = &claude_resume
+                && crate::claude_bg::refused_on_screen(&screen)
+            {
+                let holder = crate::claude_bg::holder(psid);
+                return Err(SpawnFailure {
+                    kind: FailureKind::ExitedDuringStart,
+                    message: crate::claude_bg::reason(short(id), psid, holder.as_ref()),
+                    exit_code: Some(code),
+                });
+            }
             return Err(SpawnFailure {
                 kind: if auth {
                     FailureKind::AuthFailure
@@ -388,6 +441,7 @@ impl Daemon {
             };
             // Stragglers of the group (children that outlived the leader).
             daemon.os.signal_group(live.pgid(), libc::SIGKILL);
+            daemon.end_strays(id.as_str(), &live).await;
             let screen = live.formatted();
             let mut st = daemon.lock();
             let _ = st.store.forget_process(&id);
@@ -418,10 +472,16 @@ impl Daemon {
     /// End a process group: SIGTERM, then SIGKILL after a grace period.
     /// Returns once the leader has been reaped.
     pub async fn stop_process(&self, live: &Arc<LiveProcess>) {
+        // Read while the leader runs: what it left outside its group is
+        // found by the session id it was given.
+        let session = crate::strays::session_of(live.pid as i32);
         let mut exit = live.exit_watch();
         if live.exited().is_none() {
             self.os.signal_group(live.pgid(), libc::SIGTERM);
             self.os.signal_group(live.pgid(), libc::SIGHUP);
+            // A group stopped with SIGSTOP would only see those after the
+            // grace period's SIGKILL: let it run, so it can exit cleanly now.
+            self.os.signal_group(live.pgid(), libc::SIGCONT);
             let graceful = tokio::time::timeout(STOP_GRACE, exit.wait_for(|e| e.is_some()))
                 .await
                 .is_ok();
@@ -431,6 +491,24 @@ impl Daemon {
             }
         }
         self.os.signal_group(live.pgid(), libc::SIGKILL);
+        if let Some(session) = session {
+            self.end_strays(&session, live).await;
+        }
+    }
+
+    /// End what session `session`'s process `stopped` started outside its
+    /// process group (codex's shared app-server), sparing a newer process
+    /// of the same session.
+    async fn end_strays(&self, session: &str, stopped: &Arc<LiveProcess>) {
+        let spare = {
+            let st = self.lock();
+            st.runtimes
+                .get(&SessionId::from(session))
+                .and_then(|r| r.proc.as_ref())
+                .filter(|p| !Arc::ptr_eq(p, stopped))
+                .map(|p| p.pgid() as i32)
+        };
+        crate::strays::end(session, &self.paths.home, spare).await;
     }
 
     /// Stop a session's process (if any) and mark it hibernated, keeping its

@@ -16,6 +16,7 @@ use hangar_protocol::message::{self as msg, codes};
 use serde_json::{Value, json};
 
 use crate::Daemon;
+use crate::delivery::Submitted;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
 use crate::lifecycle::short;
 use crate::provider::{LaunchEnv, resolve_program};
@@ -254,6 +255,14 @@ impl Daemon {
             )
         };
         let _typing = live.typing().await;
+        // Only a prompt typed into an agent ready for one starts a turn
+        // hangar can watch for; anything else is typed and Entered once.
+        let before = if req.enter && self.expects_turn(&id) {
+            self.before_prompt(&id).await
+        } else {
+            None
+        };
+        let screen_before = live.text();
         if live.bracketed_paste() {
             let mut bytes = b"\x1b[200~".to_vec();
             bytes.extend_from_slice(req.text.as_bytes());
@@ -262,16 +271,58 @@ impl Daemon {
         } else {
             live.write(req.text.as_bytes()).await.map_err(write)?;
         }
+        let mut delivery = None;
         if req.enter {
+            self.wait_echo(&live, &screen_before).await;
             tokio::time::sleep(ENTER_DELAY).await;
-            // Taken before the Enter, so the agent's reply is never older.
-            let typed_at = crate::now_ms();
-            live.write(b"\r").await.map_err(write)?;
-            self.note_input(&id, typed_at);
+            match &before {
+                Some(before) => {
+                    // The time is taken before the first Enter, so the
+                    // agent's reply is never older.
+                    let submitted = self
+                        .submit(&id, &live, before, |at| self.note_input(&id, at))
+                        .await
+                        .map_err(write)?;
+                    delivery = Some(submitted);
+                }
+                None => {
+                    let typed_at = crate::now_ms();
+                    live.write(b"\r").await.map_err(write)?;
+                    self.note_input(&id, typed_at);
+                }
+            }
+            self.note_typed(&id, &req.text);
         }
         self.touch(&id);
-        self.lock().save(&[])?;
-        Ok(json!({"id": id.to_string(), "sent": req.text.len()}))
+        // The text is typed: a last-use time the disk cannot take (full,
+        // read-only) must not turn a delivered send into an error.
+        if let Err(e) = self.lock().save_observed(&[]) {
+            tracing::warn!("cannot store the last use of {id}: {}", e.message);
+        }
+        let (confirmed, enters) = match delivery {
+            Some(Submitted::NotDelivered { enters }) => {
+                let mut err = ApiError::new(
+                    codes::FAILED,
+                    format!(
+                        "the prompt was typed into {} but no turn started after {enters} Enters; \
+                         it is probably still in its input box. `hangar attach {}` shows it",
+                        short(&id),
+                        short(&id)
+                    ),
+                );
+                err.detail = json!({"id": id.to_string(), "delivered": false, "enters": enters});
+                return Err(err);
+            }
+            Some(Submitted::Confirmed { enters }) => (Some(true), Some(enters)),
+            Some(Submitted::Unconfirmed) => (Some(false), Some(1)),
+            None => (None, req.enter.then_some(1)),
+        };
+        Ok(json!({
+            "id": id.to_string(),
+            "sent": req.text.len(),
+            "confirmed": confirmed,
+            "enters": enters,
+        }))
     }
 
     pub async fn op_park(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {

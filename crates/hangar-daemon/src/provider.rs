@@ -106,6 +106,24 @@ pub fn resolve_program(provider: &Provider, env: &LaunchEnv<'_>) -> Result<PathB
 
 /// The command line that starts (or resumes) `meta`.
 pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec, LaunchError> {
+    // An adopted Agent Code terminal attaches to its tmux session. `=` makes
+    // tmux match the name exactly, never as a prefix of another session's.
+    if meta.provider == Provider::Shell
+        && let Some(name) = &meta.tmux_session
+        && let Some(tmux) = find_program("tmux", (env.var)("PATH").as_deref())
+    {
+        return Ok(LaunchSpec {
+            program: tmux,
+            args: vec![
+                "attach-session".to_owned(),
+                "-t".to_owned(),
+                format!("={name}"),
+            ],
+            env: BTreeMap::new(),
+            resumed: false,
+            minted: None,
+        });
+    }
     let program = resolve_program(&meta.provider, env)?;
     let resume = meta.durable_provider_id().map(str::to_owned);
     let mut args = Vec::new();
@@ -236,6 +254,41 @@ pub fn with_mcp(mut spec: LaunchSpec, provider: &Provider, server: &McpServer) -
     spec
 }
 
+/// Codex 0.17x run so that it stays inside the session's own process
+/// group: `--no-daemon`, when the installed codex accepts it. Without it,
+/// codex starts a shared `codex app-server --managed-daemon` (one per
+/// `CODEX_HOME`, in a process group of its own) that outlives the session,
+/// holds every session's rollout and makes every session's requests with
+/// the first session's environment (issue 16 defect 4). A top-level flag,
+/// so it comes first, before codex's `resume` subcommand.
+pub fn codex_in_process(mut spec: LaunchSpec, provider: &Provider, accepts: bool) -> LaunchSpec {
+    if *provider == Provider::Codex && accepts && !spec.args.iter().any(|a| a == "--no-daemon") {
+        spec.args.insert(0, "--no-daemon".to_owned());
+    }
+    spec
+}
+
+/// The `NO_PROXY` an agent gets: what the daemon was given, plus the
+/// loopback names and addresses, so an agent's local traffic (a local
+/// model server, codex's own loopback port) never goes through hangar's
+/// proxy, and never fails with 407 once that session's proxy credentials
+/// are revoked.
+pub fn no_proxy_with_loopback(existing: Option<&str>) -> String {
+    let mut entries: Vec<String> = existing
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .collect();
+    for loopback in ["127.0.0.1", "localhost", "::1"] {
+        if !entries.iter().any(|e| e.eq_ignore_ascii_case(loopback)) {
+            entries.push(loopback.to_owned());
+        }
+    }
+    entries.join(",")
+}
+
 /// A TOML basic string.
 fn toml_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -277,6 +330,38 @@ mod tests {
             .unwrap()
             .display()
             .to_string()
+    }
+
+    #[test]
+    fn an_adopted_terminal_attaches_to_its_tmux_session_by_exact_name_and_falls_back_to_a_shell() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let tmux = dir.path().join("tmux");
+        std::fs::write(&tmux, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&tmux, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let config = Config::default();
+        let path = dir.path().display().to_string();
+        let shell = true_bin();
+        let vars = |k: &str| match k {
+            "PATH" => Some(path.clone()),
+            "HANGAR_SHELL" => Some(shell.clone()),
+            _ => None,
+        };
+        let mut meta = SessionMeta::new(SessionId::new("t"), Provider::Shell, "/w");
+        meta.tmux_session = Some("agentcode-1".to_owned());
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(spec.program, tmux);
+        assert_eq!(spec.args, ["attach-session", "-t", "=agentcode-1"]);
+
+        // No tmux on PATH: the terminal still starts, as a plain shell.
+        let no_tmux = |k: &str| match k {
+            "PATH" => Some("/nonexistent".to_owned()),
+            "HANGAR_SHELL" => Some(shell.clone()),
+            _ => None,
+        };
+        let spec = launch_spec(&meta, &env_with(&config, &no_tmux, false)).unwrap();
+        assert_eq!(spec.program.display().to_string(), shell);
+        assert!(spec.args.is_empty());
     }
 
     #[test]
@@ -419,6 +504,39 @@ mod tests {
             Some("tok")
         );
         assert_eq!(spec.env.get("HANGAR_HOME").map(String::as_str), Some("/h"));
+    }
+
+    #[test]
+    fn codex_that_accepts_it_runs_with_no_daemon_before_its_resume_subcommand() {
+        let config = Config::default();
+        let bin = true_bin();
+        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
+        meta.provider_session = Some(ProviderSessionId::new("t-1", IdSource::Transcript));
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = with_mcp(spec, &Provider::Codex, &mcp_server());
+        let with = codex_in_process(spec.clone(), &Provider::Codex, true);
+        assert_eq!(with.args[0], "--no-daemon");
+        assert_eq!(&with.args[with.args.len() - 2..], ["resume", "t-1"]);
+        assert_eq!(codex_in_process(with.clone(), &Provider::Codex, true), with);
+        // An older codex without the flag, and other providers, unchanged.
+        assert_eq!(
+            codex_in_process(spec.clone(), &Provider::Codex, false),
+            spec
+        );
+        assert_eq!(
+            codex_in_process(spec.clone(), &Provider::Claude, true),
+            spec
+        );
+    }
+
+    #[test]
+    fn no_proxy_keeps_the_users_entries_and_adds_loopback_once() {
+        assert_eq!(no_proxy_with_loopback(None), "127.0.0.1,localhost,::1");
+        assert_eq!(
+            no_proxy_with_loopback(Some(" .corp.example, LOCALHOST,")),
+            ".corp.example,LOCALHOST,127.0.0.1,::1"
+        );
     }
 
     #[test]

@@ -24,6 +24,20 @@ pub const SCROLLBACK_LINES: usize = 2000;
 const OUTPUT_CHANNEL: usize = 512;
 const READ_CHUNK: usize = 16 * 1024;
 
+/// How long a write into a session's terminal may make no progress before
+/// it fails (see [`LiveProcess::write`]).
+pub const WRITE_STALL: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn stalled() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!(
+            "the program has not read its input for {} s (is it stopped or hung?)",
+            WRITE_STALL.as_secs()
+        ),
+    )
+}
+
 pub const DEFAULT_ROWS: u16 = 40;
 pub const DEFAULT_COLS: u16 = 120;
 
@@ -129,10 +143,27 @@ impl LiveProcess {
         self.typing.lock().await
     }
 
+    /// Types `bytes` into the terminal. Fails when the program has not read
+    /// its input for [`WRITE_STALL`] (the terminal's input buffer stays full):
+    /// an agent stopped with SIGSTOP, or wedged, must not hold the request,
+    /// and with it the session's typing and writer locks, forever.
     pub async fn write(&self, bytes: &[u8]) -> std::io::Result<()> {
-        let mut w = self.writer.lock().await;
-        w.write_all(bytes).await?;
-        w.flush().await
+        let mut w = tokio::time::timeout(WRITE_STALL, self.writer.lock())
+            .await
+            .map_err(|_| stalled())?;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let n = tokio::time::timeout(WRITE_STALL, w.write(rest))
+                .await
+                .map_err(|_| stalled())??;
+            if n == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            rest = &rest[n..];
+        }
+        tokio::time::timeout(WRITE_STALL, w.flush())
+            .await
+            .map_err(|_| stalled())?
     }
 
     pub async fn resize(&self, rows: u16, cols: u16) -> std::io::Result<()> {
@@ -141,7 +172,9 @@ impl LiveProcess {
             let mut screen = self.lock_screen();
             screen.set_size(nz(rows, DEFAULT_ROWS), nz(cols, DEFAULT_COLS));
         }
-        let w = self.writer.lock().await;
+        let w = tokio::time::timeout(WRITE_STALL, self.writer.lock())
+            .await
+            .map_err(|_| stalled())?;
         w.resize(pty_process::Size::new(rows, cols))
             .map_err(std::io::Error::other)
     }

@@ -49,7 +49,9 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
             },
-            _ = shutdown.wait_for(|s| *s) => break,
+            // The guard `wait_for` returns is dropped inside: held in the
+            // select it would make this future not `Send`.
+            _ = async { drop(shutdown.wait_for(|s| *s).await) } => break,
         }
     }
 }
@@ -320,7 +322,13 @@ async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiEr
         Request::TabRename(r) => daemon.op_tab_rename(r),
         Request::Reload(r) => daemon.op_reload(r).await,
         Request::Screen(r) => daemon.op_screen(&r.session),
-        Request::Doctor(r) => daemon.op_doctor(r).await,
+        Request::Doctor(r) => match daemon.op_doctor(r).await {
+            Ok(mut v) => {
+                v["clis"] = daemon.cli_report().await;
+                Ok(v)
+            }
+            Err(e) => Err(e),
+        },
         Request::Transcript(r) => daemon.op_transcript(r).await,
         Request::Export => daemon.op_export(),
         Request::Import(r) => daemon.op_import(r).await,

@@ -148,6 +148,21 @@ impl From<hangar_core::PlacementError> for ApiError {
     }
 }
 
+/// The error a request gets when its change could not be saved: what
+/// happened, that nothing changed, and what to do about it.
+fn save_refusal(e: &hangar_store::StoreError) -> ApiError {
+    let hint = if e.is_disk_full() {
+        "; the disk is full: free some space, then try again"
+    } else if e.is_read_only() {
+        "; the folder is read-only: make it writable again, then try again"
+    } else {
+        ""
+    };
+    ApiError::internal(format!(
+        "could not save the workspace, so nothing was changed: {e}{hint}"
+    ))
+}
+
 impl From<hangar_store::StoreError> for ApiError {
     fn from(e: hangar_store::StoreError) -> Self {
         ApiError::internal(format!("could not save the workspace: {e}"))
@@ -177,7 +192,27 @@ impl State {
     }
 
     /// Persist the model; `removed` names every session intentionally gone.
+    ///
+    /// When the store cannot write (a full disk, a read-only home), the
+    /// model goes back to the last save and the caller gets an error saying
+    /// nothing was changed: a refused change must not show in `ls` as if it
+    /// had happened, nor reach the disk with the next unrelated save.
     pub fn save(&mut self, removed: &[SessionId]) -> Result<(), ApiError> {
+        match self.store.save(&self.ws, removed) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.ws = self.store.last_saved().clone();
+                let refusal = save_refusal(&e);
+                tracing::error!("{}", refusal.message);
+                Err(refusal)
+            }
+        }
+    }
+
+    /// Persist the model, keeping it in memory when the store cannot write:
+    /// for what the daemon itself observed (a provider id, a last use), which
+    /// a later save carries to disk once it can.
+    pub fn save_observed(&mut self, removed: &[SessionId]) -> Result<(), ApiError> {
         self.store.save(&self.ws, removed)?;
         Ok(())
     }

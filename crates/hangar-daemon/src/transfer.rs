@@ -53,7 +53,10 @@ pub fn merge(mut current: Workspace, imported: Workspace) -> Result<Workspace, A
 
 pub fn report_json(report: &hangar_store::ImportReport, restored: bool) -> Value {
     json!({
+        "source": report.source,
+        "warnings": report.warnings,
         "imported": report.imported,
+        "kept": report.kept,
         "dropped": report.dropped,
         "screens": report.screens.len(),
         "restoring": restored,
@@ -106,9 +109,15 @@ impl Daemon {
     }
 }
 
+/// Parse an import. An Agent Code file's tmux-backed terminals are checked
+/// against the tmux server of this machine (see `tmux_adoption`).
 pub fn parse_import(format: &str, text: &str) -> Result<hangar_store::ImportReport, ApiError> {
     let result = match format {
-        "agent-code" => hangar_store::import_agent_code(text),
+        "agent-code" => hangar_store::import_agent_code(text).map(|mut report| {
+            let path = std::env::var("PATH").ok();
+            crate::tmux_adoption::adopt_tmux_sessions(&mut report, path.as_deref());
+            report
+        }),
         "hangar" => hangar_store::import_hangar_json(text),
         other => {
             return Err(ApiError::invalid(format!(

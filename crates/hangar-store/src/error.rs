@@ -95,6 +95,41 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// The write failed because the disk (or the tmpfs) holding the store is
+    /// full.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            StoreError::Sqlite { source, .. } => {
+                source.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+            }
+            StoreError::Io { source, .. } => source.raw_os_error() == Some(libc_enospc()),
+            _ => false,
+        }
+    }
+
+    /// The write failed because the store's folder or file cannot be written
+    /// (a read-only mount, permissions).
+    pub fn is_read_only(&self) -> bool {
+        match self {
+            StoreError::Sqlite { source, .. } => {
+                source.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly)
+            }
+            StoreError::Io { source, .. } => source.raw_os_error() == Some(libc_erofs()),
+            _ => false,
+        }
+    }
+}
+
+/// `ENOSPC` and `EROFS` on Linux and macOS alike (the store has no libc
+/// dependency for two numbers).
+const fn libc_enospc() -> i32 {
+    28
+}
+const fn libc_erofs() -> i32 {
+    30
+}
+
 fn list_ids(ids: &[SessionId]) -> String {
     const SHOWN: usize = 10;
     let mut s = ids

@@ -8,7 +8,9 @@
 use serde::Serialize;
 use thiserror::Error;
 
-use hangar_core::{SessionId, Workspace};
+use std::collections::BTreeMap;
+
+use hangar_core::{SessionId, SessionMeta, Workspace};
 
 use crate::screen::Screens;
 
@@ -39,6 +41,18 @@ pub struct ImportReport {
     pub imported: ImportCounts,
     /// Everything left out, each with the reason.
     pub dropped: Vec<DroppedItem>,
+    /// Things imported in another form than the file had them (a lane that
+    /// became a parked session, an adopted tmux session, a field kept
+    /// verbatim), each with a note saying how.
+    #[serde(default)]
+    pub kept: Vec<KeptItem>,
+    /// What a person should know before relying on the import (two sessions
+    /// sharing one provider conversation id), said first.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Which format and envelope the file was (`agent-code v1`...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// The last screens of imported sessions (hangar exports only), to be
     /// saved with the workspace.
     #[serde(skip)]
@@ -61,10 +75,19 @@ pub struct ImportCounts {
 pub struct DroppedItem {
     /// The session (or tab) id it concerned.
     pub id: String,
-    /// `pane`, `parked`, `buried`, `session`, `pin`, `link`, `active-tab` or
-    /// `screen`.
+    /// `pane`, `parked`, `buried`, `session`, `pin`, `link`, `active-tab`,
+    /// `window` or `screen`.
     pub kind: String,
     pub reason: String,
+    /// For a dropped conversation: its provider, provider session id and
+    /// folder, so it can still be resumed by hand (`claude --resume ID` in
+    /// that folder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 impl DroppedItem {
@@ -73,6 +96,38 @@ impl DroppedItem {
             id: id.into(),
             kind: kind.to_owned(),
             reason: reason.into(),
+            provider: None,
+            provider_session_id: None,
+            cwd: None,
+        }
+    }
+
+    /// Name the conversation this item held, from its metadata.
+    pub(crate) fn with_meta(mut self, meta: &SessionMeta) -> Self {
+        self.provider = Some(meta.provider.name().to_owned());
+        self.provider_session_id = meta.provider_session.as_ref().map(|p| p.id.clone());
+        self.cwd = Some(meta.cwd.clone());
+        self
+    }
+}
+
+/// One thing imported in another form than the file had it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeptItem {
+    /// The session, tab or window id it concerns (or the field name).
+    pub id: String,
+    /// `lane`, `tmux`, `provider`, `field`, `view`, `tab`, `window`,
+    /// `format`.
+    pub kind: String,
+    pub note: String,
+}
+
+impl KeptItem {
+    pub fn new(id: impl Into<String>, kind: &str, note: impl Into<String>) -> Self {
+        KeptItem {
+            id: id.into(),
+            kind: kind.to_owned(),
+            note: note.into(),
         }
     }
 }
@@ -159,6 +214,16 @@ pub(crate) fn finish(ws: Workspace, mut dropped: Vec<DroppedItem>) -> ImportRepo
         ));
     }
 
+    // Every dropped item that concerned a conversation names it, so it can
+    // still be resumed by hand.
+    for item in &mut dropped {
+        if item.provider.is_none()
+            && let Some(meta) = before.sessions.get(&SessionId::new(item.id.as_str()))
+        {
+            *item = item.clone().with_meta(meta);
+        }
+    }
+
     let imported = ImportCounts {
         tabs: after.tabs.len(),
         panes: after.tabs.iter().map(|t| t.leaves().len()).sum(),
@@ -167,10 +232,42 @@ pub(crate) fn finish(ws: Workspace, mut dropped: Vec<DroppedItem>) -> ImportRepo
         pins: after.pins.len(),
         sessions: after.sessions.len(),
     };
+    let warnings = duplicate_provider_ids(&after);
     ImportReport {
         workspace: after,
         imported,
         dropped,
+        kept: Vec::new(),
+        warnings,
+        source: None,
         screens: Screens::new(),
     }
+}
+
+/// One warning per durable provider session id that more than one imported
+/// session holds: waking both would run two processes on one conversation,
+/// so hangar refuses the second wake (see `hangar doctor`).
+fn duplicate_provider_ids(ws: &Workspace) -> Vec<String> {
+    let mut holders: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+    for (id, meta) in &ws.sessions {
+        if let Some(psid) = meta.durable_provider_id() {
+            holders
+                .entry((meta.provider.name(), psid))
+                .or_default()
+                .push(id.as_str());
+        }
+    }
+    holders
+        .into_iter()
+        .filter(|(_, ids)| ids.len() > 1)
+        .map(|((provider, psid), ids)| {
+            format!(
+                "{} sessions share the {provider} conversation {psid} ({}); only one can be \
+                 woken at a time: run `hangar doctor --fork ID` on the others to give them a \
+                 fresh conversation",
+                ids.len(),
+                ids.join(", ")
+            )
+        })
+        .collect()
 }

@@ -71,6 +71,19 @@ impl<'a> Node<'a> {
             .ok_or_else(|| self.expected("an object"))
     }
 
+    /// Whether this is an object holding `key` (even with a null value).
+    pub(crate) fn has_key(&self, key: &str) -> bool {
+        self.value.as_object().is_some_and(|m| m.contains_key(key))
+    }
+
+    /// The keys of an object (none for any other value).
+    pub(crate) fn keys(&self) -> Vec<&'a str> {
+        self.value
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
     /// A field that must be present (and not null).
     pub(crate) fn field(&self, key: &str) -> Result<Node<'a>, ImportError> {
         match self.opt_field(key)? {

@@ -17,10 +17,10 @@ mod schema;
 mod screen;
 mod store;
 
-pub use agent_code::import_agent_code;
+pub use agent_code::{import_agent_code, import_agent_code_at};
 pub use error::StoreError;
 pub use export::{EXPORT_FORMAT, EXPORT_VERSION, export_document, export_json, import_hangar_json};
-pub use import::{DroppedItem, ImportCounts, ImportError, ImportReport};
+pub use import::{DroppedItem, ImportCounts, ImportError, ImportReport, KeptItem};
 pub use schema::SUPPORTED_VERSION;
 pub use screen::{SavedScreen, Screens};
 pub use store::{Opened, RecordedProcess, Recovery, SaveStats, SkippedRow, Store};

@@ -10,7 +10,8 @@ use hangar_store::{Store, export_json, import_agent_code, import_hangar_json};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
-const FIXTURE: &str = include_str!("fixtures/agent-code-workspace.json");
+const FIXTURE: &str = include_str!("fixtures/agent-code/v1-may-2026.json");
+const FIXTURE_V3: &str = include_str!("fixtures/agent-code/v3-stage-september-2026.json");
 
 const KNOWN_KEYS: &[&str] = &[
     "workspace",
@@ -41,6 +42,22 @@ const KNOWN_KEYS: &[&str] = &[
     "side",
     "pinnedSessionIds",
     "dispatchMode",
+    "projects",
+    "activeProjectId",
+    "stage",
+    "lanes",
+    "selectedSessionId",
+    "focusedLane",
+    "projectId",
+    "joinedAt",
+    "lastUsedAt",
+    "windows",
+    "workspace",
+    "drafts",
+    "tmuxName",
+    "builtInMcpDomains",
+    "orchestrationRole",
+    "tiled",
     "format",
     "version",
     "parked",
@@ -62,6 +79,9 @@ const KNOWN_STRINGS: &[&str] = &[
     "p-2",
     "d-01",
     "terminal",
+    "jsonl-entry",
+    "proxy-header",
+    "extension-view",
     "codex",
     "transcript",
     "proxy-header",
@@ -139,8 +159,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
-    fn importers_never_panic_on_arbitrary_json(value in arb_json(), wrap in any::<bool>()) {
-        let value = if wrap { serde_json::json!({ "workspace": value }) } else { value };
+    fn importers_never_panic_on_arbitrary_json(value in arb_json(), wrap in any::<bool>(), windows in any::<bool>()) {
+        let value = match (wrap, windows) {
+            (true, false) => serde_json::json!({ "workspace": value }),
+            (_, true) => serde_json::json!({ "version": 3, "windows": [{ "windowId": "w", "workspace": value }] }),
+            (false, false) => value,
+        };
         let text = value.to_string();
         check_import_result(import_agent_code(&text));
         check_import_result(import_hangar_json(&text));
@@ -153,6 +177,8 @@ proptest! {
     ) {
         let agent_code: Value = serde_json::from_str(FIXTURE).unwrap();
         check_import_result(import_agent_code(&mutated(&agent_code, pick, replacement.clone()).to_string()));
+        let stage: Value = serde_json::from_str(FIXTURE_V3).unwrap();
+        check_import_result(import_agent_code(&mutated(&stage, pick, replacement.clone()).to_string()));
         let export: Value =
             serde_json::from_str(&export_json(&hangar_core::fixtures::field_workspace())).unwrap();
         check_import_result(import_hangar_json(&mutated(&export, pick, replacement).to_string()));

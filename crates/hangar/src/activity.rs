@@ -34,13 +34,13 @@ pub fn wait(
     }))?;
     let timed_out = v["timed_out"].as_bool() == Some(true);
     if json {
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        crate::human::print_json(&v);
     } else {
         for s in v["sessions"].as_array().into_iter().flatten() {
             println!(
                 "{}  {}",
-                s["id"].as_str().unwrap_or_default(),
-                s["activity"].as_str().unwrap_or("unknown")
+                crate::human::s(&s["id"]),
+                crate::human::s(&s["activity"])
             );
         }
     }
@@ -54,7 +54,7 @@ pub fn wait(
             .collect();
         eprintln!(
             "hangar: timed out waiting for {} to be {until}; `hangar ls` shows what they are doing",
-            waiting.join(", ")
+            hangar_core::display::name(&waiting.join(", "))
         );
         return Ok(ExitCode::from(TIMED_OUT));
     }

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use hangar_core::display;
 use hangar_daemon::Paths;
 use serde_json::{Value, json};
 
@@ -88,7 +89,9 @@ fn human_line(e: &Value) -> String {
         ts % 1000
     );
     let n = &e["exchange"];
-    let s = |v: &Value| v.as_str().unwrap_or("").to_owned();
+    // Hosts, paths, stream data and errors come from the agent and the
+    // model's servers: escaped (stream data as a body, its lines kept).
+    let s = |v: &Value| display::name(v.as_str().unwrap_or("")).into_owned();
     match e["event"].as_str().unwrap_or("") {
         "request" => format!(
             "{clock} #{n} > {} https://{}{} ({} bytes)",
@@ -97,10 +100,10 @@ fn human_line(e: &Value) -> String {
             s(&e["path"]),
             e["body_bytes"]
         ),
-        "response" => format!("{clock} #{n} < {}", e["status"]),
+        "response" => format!("{clock} #{n} < {}", display::json(&e["status"].to_string())),
         "chunk" => format!(
             "{clock} #{n}   {}{}",
-            s(&e["data"]).trim_end(),
+            display::body(e["data"].as_str().unwrap_or("").trim_end()),
             if e["truncated"] == true { " [cut]" } else { "" }
         ),
         "end" => format!(
@@ -112,11 +115,15 @@ fn human_line(e: &Value) -> String {
             e["usage"]["output_tokens"],
             e["error"]
                 .as_str()
-                .map(|x| format!("; error: {x}"))
+                .map(|x| format!("; error: {}", display::name(x)))
                 .unwrap_or_default()
         ),
         "error" => format!("{clock} #{n} error: {}", s(&e["message"])),
-        other => format!("{clock} #{n} {other}: {e}"),
+        other => format!(
+            "{clock} #{n} {}: {}",
+            display::name(other),
+            display::json(&e.to_string())
+        ),
     }
 }
 
@@ -137,7 +144,7 @@ pub fn capture(paths: &Paths, json: bool, id: &str, follow: bool) -> anyhow::Res
                 "files": files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
                 "events": events,
             });
-            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            crate::human::print_json(&doc);
         } else {
             for e in &events {
                 println!("{}", human_line(e));
@@ -181,7 +188,7 @@ fn follow_files(dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
             };
             let mut o = out.lock();
             let printed = if json {
-                writeln!(o, "{e}")
+                writeln!(o, "{}", display::json(&e.to_string()))
             } else {
                 writeln!(o, "{}", human_line(&e))
             };

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use hangar_core::display;
 use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
 use serde_json::Value;
@@ -168,11 +169,15 @@ pub enum Command {
         #[arg(long, value_parser = ["on", "off"])]
         dangerous: Option<String>,
     },
-    /// Import a workspace: `agent-code FILE` or `hangar FILE`.
+    /// Import a workspace: `agent-code [FILE]` (default: where Agent Code
+    /// keeps it) or `hangar FILE`.
     Import {
         #[arg(value_parser = ["agent-code", "hangar"])]
         format: String,
-        file: PathBuf,
+        file: Option<PathBuf>,
+        /// Show what would be imported, kept and dropped, and import nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Export the whole workspace as JSON (from the store when no daemon runs).
     Export,
@@ -236,6 +241,29 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         timeout: Option<std::time::Duration>,
     },
+    /// Serve the web and phone view: prints a pairing URL (and a QR code on
+    /// a terminal). Default: 127.0.0.1 on a free port.
+    Web {
+        /// IP:PORT to listen on; anything but loopback needs TLS or
+        /// --insecure-lan.
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// The paired browsers can look but never type or act.
+        #[arg(long)]
+        read_only: bool,
+        /// Serve HTTPS with this PEM certificate chain (with --tls-key).
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Allow plain HTTP on a non-loopback address (anyone on the network
+        /// who sees the traffic can take over).
+        #[arg(long)]
+        insecure_lan: bool,
+        /// End every paired browser of every running `hangar web`, and exit.
+        #[arg(long, conflicts_with_all = ["listen", "read_only", "tls_cert", "tls_key", "insecure_lan"])]
+        revoke: bool,
+    },
     /// This machine and every configured host: reachable or not, hangar
     /// version, sessions and live count.
     Hosts,
@@ -279,19 +307,19 @@ fn abs(p: &Path) -> anyhow::Result<String> {
         std::env::current_dir()?.join(p)
     };
     let p = std::fs::canonicalize(&p)
-        .with_context(|| format!("folder {} does not exist", p.display()))?;
-    Ok(p.display().to_string())
+        .with_context(|| format!("folder {} does not exist", display::path(&p)))?;
+    // Sessions keep their folder as text: a lossy conversion would run the
+    // agent in another folder (or none), so such a name is refused.
+    p.into_os_string().into_string().map_err(|p| {
+        anyhow::anyhow!(
+            "folder {} is not valid UTF-8; hangar keeps folders as text: rename it or choose another",
+            display::path(Path::new(&p))
+        )
+    })
 }
 
 fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(value).unwrap_or_default()
-        );
-    } else {
-        human(value);
-    }
+    crate::human::print(json, value, human)
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -326,7 +354,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print(
                     json,
                     &serde_json::json!({"stopped": false, "running": false}),
-                    |_| println!("no hangar daemon is running for {}", paths.home.display()),
+                    |_| {
+                        println!(
+                            "no hangar daemon is running for {}",
+                            display::path(&paths.home)
+                        )
+                    },
                 );
                 return Ok(ExitCode::SUCCESS);
             };
@@ -371,7 +404,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 worktree_branch: worktree.filter(|b| !b.is_empty()),
             }))?;
             print(json, &serde_json::json!({"id": v["id"]}), |_| {
-                println!("{}", v["id"].as_str().unwrap_or_default());
+                println!("{}", human::s(&v["id"]));
                 if v["state"] == "failed" {
                     eprintln!(
                         "hangar: the session was created but failed to start; `hangar ls` shows why"
@@ -514,11 +547,34 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut c = Client::connect(&paths)?;
             let v = c.request(Request::Screen(msg::Screen { session: id }))?;
             print(json, &v, |v| {
-                println!("{}", v["screen"].as_str().unwrap_or_default())
+                println!(
+                    "{}",
+                    display::body(v["screen"].as_str().unwrap_or_default())
+                )
             });
             Ok(ExitCode::SUCCESS)
         }
         Command::Attach { id } => crate::attach::attach(&paths, &id),
+        Command::Web {
+            listen,
+            read_only,
+            tls_cert,
+            tls_key,
+            insecure_lan,
+            revoke,
+        } => crate::web::run(
+            &paths,
+            json,
+            crate::web::WebOptions {
+                listen,
+                read_only,
+                tls_cert,
+                tls_key,
+                insecure_lan,
+                revoke,
+            },
+        ),
+
         Command::Tab(t) => match t {
             TabCommand::New { title, cwd } => {
                 let cwd = cwd.map(|c| abs(&c)).transpose()?;
@@ -544,20 +600,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }),
             "reloaded",
         ),
-        Command::Import { format, file } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
-            let v = match Client::connect_existing(&paths)? {
-                Some(mut c) => c.request(Request::Import(msg::Import { format, text }))?,
-                None => {
-                    let report = hangar_daemon::transfer::parse_import(&format, &text)
-                        .map_err(|e| anyhow::anyhow!(e.message))?;
-                    hangar_daemon::import_offline(&paths, &report)?
-                }
-            };
-            print(json, &v, human::import);
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Import {
+            format,
+            file,
+            dry_run,
+        } => crate::import::run(&paths, json, format, file, dry_run),
         Command::Export => crate::identity::export(&paths),
         Command::Hosts => crate::remote::hosts_command::run(&paths, json),
         Command::Bridge => crate::remote::bridge::run(&paths),

@@ -45,6 +45,19 @@ pub enum Incoming {
     Data(Vec<u8>),
 }
 
+/// Whether some process holds the home's daemon lock (a daemon is running
+/// or starting), tested with a shared non-blocking `flock` that is released
+/// at once.
+fn home_lock_is_held(paths: &Paths) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(file) = std::fs::File::open(paths.lock()) else {
+        return false;
+    };
+    // SAFETY: flock on an fd we own; the lock (if taken) goes with `file`.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+}
+
 impl Client {
     /// Connect to a running daemon, without starting one. With a host
     /// selected (`--host`), its daemon, which its bridge starts when none
@@ -101,6 +114,13 @@ impl Client {
             if let Ok(Some(_)) = child.try_wait() {
                 if let Some(c) = Client::connect_existing_local(paths)? {
                     return Ok(c);
+                }
+                // Another command started a daemon at the same instant and
+                // it won the home lock but has not bound its socket yet:
+                // wait for that one rather than fail.
+                if home_lock_is_held(paths) && Instant::now() <= deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
                 }
                 bail!(
                     "the hangar daemon did not start: {}",

@@ -1,14 +1,49 @@
 //! Output for people: what each command prints without `--json`.
+//!
+//! Every string a reply carries may come from an agent, a model or a file
+//! (DESIGN.md rule 11), so every one is shown through
+//! `hangar_core::display`: `s` and `short` escape, titles are also cut to
+//! their column. Only hangar's own words are printed as they are.
 
+use std::borrow::Cow;
+
+use hangar_core::display;
 use serde_json::Value;
 
-fn s(v: &Value) -> &str {
-    v.as_str().unwrap_or("-")
+/// Columns a title may take in a table before it is cut with a marker.
+const TITLE_COLS: usize = 40;
+
+/// A string field, escaped ("-" when missing).
+pub fn s(v: &Value) -> Cow<'_, str> {
+    display::name(v.as_str().unwrap_or("-"))
 }
 
-fn short(v: &Value) -> String {
-    let id = s(v);
-    id.get(..8).unwrap_or(id).to_owned()
+/// The first 8 characters of an id, escaped.
+pub fn short(v: &Value) -> String {
+    let id: String = v.as_str().unwrap_or("-").chars().take(8).collect();
+    display::name(&id).into_owned()
+}
+
+/// A title for a table column: escaped, cut to `TITLE_COLS`, padded to
+/// `cols`.
+fn title_cell(title: &str, cols: usize) -> String {
+    display::pad(&display::name_fit(title, TITLE_COLS), cols)
+}
+
+/// Prints `value` as one JSON document whose strings hold no character a
+/// terminal would obey (`hangar_core::display::json`).
+pub fn print_json(value: &Value) {
+    let doc = serde_json::to_string_pretty(value).unwrap_or_default();
+    println!("{}", display::json(&doc));
+}
+
+/// `--json`: the document; else the human form.
+pub fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
+    if json {
+        print_json(value);
+    } else {
+        human(value);
+    }
 }
 
 pub fn done(what: &str, v: &Value) {
@@ -75,31 +110,29 @@ pub fn sessions(v: &Value) {
             .as_u64()
             .map(|p| p.to_string())
             .unwrap_or_else(|| "-".into());
-        let mut title = s(&r["title"]).to_owned();
+        let mut title = r["title"].as_str().unwrap_or("-").to_owned();
         if r["pinned"].as_bool() == Some(true) {
             title.insert_str(0, "* ");
         }
         // `fresh`: started without a provider session id to resume.
         let state = match (s(&r["state"]), r["started"].as_str()) {
-            ("live", Some("fresh")) => "live fresh",
+            (state, Some("fresh")) if state == "live" => "live fresh".into(),
             (state, _) => state,
         };
         println!(
-            "{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {:<20} {}",
+            "{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {} {}",
             short(&r["id"]),
             s(&r["provider"]),
             state,
-            r["activity"].as_str().unwrap_or("unknown"),
+            display::name(r["activity"].as_str().unwrap_or("unknown")),
             s(&r["placement"]),
             short(&r["tab"]),
             pid,
-            title,
+            title_cell(&title, 20),
             s(&r["cwd"])
         );
-        if let Some(reason) = r["reason"].as_str()
-            && r["state"] == "failed"
-        {
-            println!("          reason: {reason}");
+        if r["reason"].is_string() && r["state"] == "failed" {
+            println!("          reason: {}", s(&r["reason"]));
         }
         for other in r["duplicate_of"].as_array().into_iter().flatten() {
             println!(
@@ -157,10 +190,11 @@ pub fn status(v: &Value) {
             .as_u64()
             .map(|m| format!("{} MiB", m / (1024 * 1024)))
             .unwrap_or_else(|| "unlimited".into()),
-        b["reason"]
-            .as_str()
-            .map(|r| format!("; {r}"))
-            .unwrap_or_default()
+        if b["reason"].is_string() {
+            format!("; {}", s(&b["reason"]))
+        } else {
+            String::new()
+        }
     );
     println!(
         "wakes    {} pending, {} running, breaker {}{}",
@@ -185,14 +219,15 @@ pub fn status(v: &Value) {
                     .into_iter()
                     .flatten()
                     .filter_map(Value::as_str)
+                    .map(display::name)
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
             _ => "not started (starts with the first claude or codex session)".to_owned(),
         };
         println!("proxy    {state}");
-        if let Some(f) = p["fault"].as_str() {
-            println!("proxy    last start failed: {f}");
+        if p["fault"].is_string() {
+            println!("proxy    last start failed: {}", s(&p["fault"]));
         }
         let u = &p["usage"];
         if u.is_object() {
@@ -200,14 +235,12 @@ pub fn status(v: &Value) {
                 "usage    {} request(s), {} input / {} output tokens, {} error(s)",
                 u["requests"], u["input_tokens"], u["output_tokens"], u["errors"]
             );
-            if let Some(e) = u["last_error"].as_str() {
-                let session: String = p["last_error_session"]
-                    .as_str()
-                    .unwrap_or("?")
-                    .chars()
-                    .take(8)
-                    .collect();
-                println!("usage    last error ({session}): {e}");
+            if u["last_error"].is_string() {
+                println!(
+                    "usage    last error ({}): {}",
+                    short(&p["last_error_session"]),
+                    s(&u["last_error"])
+                );
             }
         }
     }
@@ -215,7 +248,7 @@ pub fn status(v: &Value) {
         println!(
             "failed   {} {}: {}",
             short(&f["id"]),
-            s(&f["title"]),
+            display::name_fit(f["title"].as_str().unwrap_or("-"), TITLE_COLS),
             s(&f["reason"])
         );
     }
@@ -227,35 +260,107 @@ pub fn status(v: &Value) {
 pub fn tabs(v: &Value) {
     for t in v.as_array().into_iter().flatten() {
         println!(
-            "{} {:<9} {:<20} {} pane(s), {} parked  {}",
+            "{} {:<9} {} {} pane(s), {} parked  {}",
             if t["active"].as_bool() == Some(true) {
                 "*"
             } else {
                 " "
             },
             short(&t["id"]),
-            s(&t["title"]),
+            title_cell(t["title"].as_str().unwrap_or("-"), 20),
             t["panes"].as_array().map(Vec::len).unwrap_or(0),
             t["parked"].as_array().map(Vec::len).unwrap_or(0),
-            t["cwd"].as_str().unwrap_or("")
+            display::name(t["cwd"].as_str().unwrap_or(""))
         );
     }
 }
 
-pub fn import(v: &Value) {
-    let i = &v["imported"];
-    println!(
-        "imported {} session(s): {} tab(s), {} pane(s), {} parked, {} buried, {} pin(s)",
-        i["sessions"], i["tabs"], i["panes"], i["parked"], i["buried"], i["pins"]
-    );
-    let dropped = v["dropped"].as_array().cloned().unwrap_or_default();
-    if !dropped.is_empty() {
-        println!("dropped {}:", dropped.len());
-        for d in dropped {
-            println!("  {} {}: {}", s(&d["kind"]), s(&d["id"]), s(&d["reason"]));
+/// Text from the imported file (titles, folders, ids) with control
+/// characters and bidi overrides escaped, as `ls` and `git` do (DESIGN.md
+/// rule 11): a hostile workspace.json must not drive the terminal.
+fn file_text(v: &Value) -> String {
+    let mut out = String::new();
+    for c in s(v).chars() {
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}');
+        if c.is_control() || bidi {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
         }
     }
-    if v["restoring"].as_bool() != Some(true) {
+    out
+}
+
+pub fn import(v: &Value) {
+    let dry = v["dry_run"].as_bool() == Some(true);
+    if let Some(file) = v["file"].as_str() {
+        let source = v["source"]
+            .as_str()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        println!(
+            "{} {}{source}",
+            if dry { "dry run of" } else { "imported" },
+            file_text(&Value::from(file))
+        );
+    }
+    // Warnings first: they change what the user should do next.
+    for w in v["warnings"].as_array().into_iter().flatten() {
+        println!("warning: {}", file_text(w));
+    }
+    let i = &v["imported"];
+    println!(
+        "{} {} session(s): {} tab(s), {} pane(s) (started), {} parked, {} buried, {} pin(s)",
+        if dry { "would import" } else { "imported" },
+        i["sessions"],
+        i["tabs"],
+        i["panes"],
+        i["parked"],
+        i["buried"],
+        i["pins"]
+    );
+    let kept = v["kept"].as_array().cloned().unwrap_or_default();
+    if !kept.is_empty() {
+        println!("kept in another form ({}):", kept.len());
+        for k in kept {
+            println!(
+                "  {} {}: {}",
+                s(&k["kind"]),
+                file_text(&k["id"]),
+                file_text(&k["note"])
+            );
+        }
+    }
+    let dropped = v["dropped"].as_array().cloned().unwrap_or_default();
+    if !dropped.is_empty() {
+        println!(
+            "{} {}:",
+            if dry { "would drop" } else { "dropped" },
+            dropped.len()
+        );
+        for d in dropped {
+            println!(
+                "  {} {}: {}",
+                s(&d["kind"]),
+                file_text(&d["id"]),
+                file_text(&d["reason"])
+            );
+            if d["cwd"].is_string() {
+                let conversation = match d["provider_session_id"].as_str() {
+                    Some(id) => format!("conversation {}", file_text(&Value::from(id))),
+                    None => "no conversation id".to_owned(),
+                };
+                println!(
+                    "      {} {conversation} in {}",
+                    file_text(&d["provider"]),
+                    file_text(&d["cwd"])
+                );
+            }
+        }
+    }
+    if dry {
+        println!("nothing was imported (dry run)");
+    } else if v["restoring"].as_bool() != Some(true) {
         println!("the next daemon start restores it");
     }
 }
@@ -265,9 +370,9 @@ pub fn evicted(v: &Value) {
     let dry = v["dry_run"].as_bool() == Some(true);
     for e in v["skipped"].as_array().into_iter().flatten() {
         println!(
-            "skipped {} {:<20} {}",
+            "skipped {} {} {}",
             short(&e["id"]),
-            s(&e["title"]),
+            title_cell(e["title"].as_str().unwrap_or("-"), 20),
             s(&e["reason"])
         );
     }
@@ -282,9 +387,9 @@ pub fn evicted(v: &Value) {
     );
     for e in list {
         println!(
-            "  {} {:<20} {}",
+            "  {} {} {}",
             short(&e["id"]),
-            s(&e["title"]),
+            title_cell(e["title"].as_str().unwrap_or("-"), 20),
             s(&e["resume_command"])
         );
     }
@@ -303,8 +408,8 @@ fn closed_worktrees(v: &Value) {
             s(&w["path"]),
             s(&w["branch"])
         );
-        if let Some(note) = w["note"].as_str() {
-            println!("    {note}");
+        if w["note"].is_string() {
+            println!("    {}", s(&w["note"]));
         }
     }
     for w in v["kept_worktrees"].as_array().into_iter().flatten() {
@@ -331,10 +436,10 @@ pub fn worktrees(v: &Value) {
     for r in &rows {
         let n = |k: &str| r[k].as_u64().map(|n| n.to_string()).unwrap_or("-".into());
         println!(
-            "{:<9} {:<9} {:<24} {:>5} {:>6} {}{}",
+            "{:<9} {:<9} {} {:>5} {:>6} {}{}",
             s(&r["state"]),
             short(&r["session"]),
-            s(&r["branch"]),
+            display::pad(&s(&r["branch"]), 24),
             n("ahead"),
             n("behind"),
             s(&r["path"]),
@@ -344,8 +449,8 @@ pub fn worktrees(v: &Value) {
                 ""
             }
         );
-        if let Some(note) = r["note"].as_str() {
-            println!("          {note}");
+        if r["note"].is_string() {
+            println!("          {}", s(&r["note"]));
         }
     }
 }

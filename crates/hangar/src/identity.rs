@@ -8,22 +8,13 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
+use hangar_core::display;
 use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
 use serde_json::Value;
 
 use crate::client::Client;
-
-fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(value).unwrap_or_default()
-        );
-    } else {
-        human(value);
-    }
-}
+use crate::human::{print, s};
 
 /// `hangar transcript ID [--tail N] [--json]`.
 pub fn transcript(paths: &Paths, json: bool, id: String, tail: usize) -> anyhow::Result<ExitCode> {
@@ -36,13 +27,15 @@ pub fn transcript(paths: &Paths, json: bool, id: String, tail: usize) -> anyhow:
         let empty = Vec::new();
         let messages = v["messages"].as_array().unwrap_or(&empty);
         if messages.is_empty() {
-            println!("(no messages yet in {})", v["path"].as_str().unwrap_or("?"));
+            println!("(no messages yet in {})", s(&v["path"]));
         }
+        // A message is the model's (or a web page's) text: shown as a body,
+        // its lines kept and anything a terminal would obey escaped.
         for m in messages {
             println!(
                 "{}: {}",
-                m["role"].as_str().unwrap_or("?"),
-                m["text"].as_str().unwrap_or_default()
+                s(&m["role"]),
+                display::body(m["text"].as_str().unwrap_or_default())
             );
         }
     });
@@ -61,16 +54,19 @@ pub fn doctor(
     let mut c = Client::connect(paths)?;
     let v = c.request(Request::Doctor(msg::Doctor { fork, forget, yes }))?;
     print(json, &v, |v| {
+        print_clis(v);
         for f in v["fixed"].as_array().into_iter().flatten() {
             match f["action"].as_str() {
                 Some("fork") => println!(
                     "forked {}: its next wake starts a fresh conversation (forgot {})",
-                    f["session"].as_str().unwrap_or_default(),
-                    f["forgot_provider_session_id"]
-                        .as_str()
-                        .unwrap_or("nothing")
+                    s(&f["session"]),
+                    display::name(
+                        f["forgot_provider_session_id"]
+                            .as_str()
+                            .unwrap_or("nothing")
+                    )
                 ),
-                _ => println!("forgot {}", f["session"].as_str().unwrap_or_default()),
+                _ => println!("forgot {}", s(&f["session"])),
             }
         }
         let groups = v["duplicates"].as_array().cloned().unwrap_or_default();
@@ -81,21 +77,23 @@ pub fn doctor(
         for g in &groups {
             println!(
                 "{} session {} is held by {} sessions; only one may run at a time:",
-                g["provider"].as_str().unwrap_or_default(),
-                g["provider_session_id"].as_str().unwrap_or_default(),
+                s(&g["provider"]),
+                s(&g["provider_session_id"]),
                 g["sessions"].as_array().map(Vec::len).unwrap_or(0)
             );
-            for s in g["sessions"].as_array().into_iter().flatten() {
+            for one in g["sessions"].as_array().into_iter().flatten() {
+                // Quoted, as before, but in hangar's escape notation (Rust's
+                // `{:?}` leaves bidi controls raw).
                 println!(
-                    "  {}  {:<10} {:?}",
-                    s["id"].as_str().unwrap_or_default(),
-                    s["state"].as_str().unwrap_or_default(),
-                    s["title"].as_str().unwrap_or_default()
+                    "  {}  {:<10} \"{}\"",
+                    s(&one["id"]),
+                    s(&one["state"]),
+                    display::name_fit(one["title"].as_str().unwrap_or_default(), 60)
                 );
             }
             println!("  fix one of them:");
             for f in g["fixes"].as_array().into_iter().flatten() {
-                println!("    {}", f.as_str().unwrap_or_default());
+                println!("    {}", s(f));
             }
         }
         println!(
@@ -124,6 +122,48 @@ pub fn export(paths: &Paths) -> anyhow::Result<ExitCode> {
     if text.is_empty() {
         bail!("the export came back empty");
     }
-    print!("{text}");
+    print!("{}", display::json(&text));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `hangar doctor`'s lines about the agent CLIs: version found and the
+/// version hangar is tested with.
+fn print_clis(v: &Value) {
+    for c in v["clis"].as_array().into_iter().flatten() {
+        let provider = plain(c["provider"].as_str().unwrap_or_default());
+        let tested = c["tested"].as_str().unwrap_or("?");
+        match (c["program"].as_str(), c["version"].as_str()) {
+            (None, _) => println!("{provider}: not installed (tested with {tested})"),
+            (Some(p), None) => println!(
+                "{provider}: {} (version unknown; tested with {tested})",
+                plain(p)
+            ),
+            (Some(p), Some(ver)) => println!(
+                "{provider}: {} {} (tested with {tested})",
+                plain(p),
+                plain(ver)
+            ),
+        }
+        if let Some(n) = c["notice"].as_str() {
+            println!("  {}", plain(n));
+        }
+    }
+}
+
+/// A program path or version as text: control characters and bidi
+/// overrides escaped (DESIGN.md rule 11; a path is a file name anyone
+/// could choose).
+fn plain(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let hidden =
+                c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+            let shown: Vec<char> = if hidden {
+                c.escape_unicode().collect()
+            } else {
+                vec![c]
+            };
+            shown
+        })
+        .collect()
 }

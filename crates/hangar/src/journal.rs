@@ -6,6 +6,7 @@ use std::io::{BufRead, Seek, SeekFrom};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use hangar_core::display;
 use hangar_daemon::Paths;
 use hangar_daemon::journal::{read_entries, summarize};
 
@@ -22,7 +23,7 @@ pub fn run(
         let entries = read_entries(&path);
         let s = summarize(&entries, storm_wakes, storm_window.as_millis() as u64);
         if json {
-            println!("{}", serde_json::to_string_pretty(&s)?);
+            crate::human::print_json(&serde_json::to_value(&s)?);
             return Ok(ExitCode::SUCCESS);
         }
         println!("{} journal entries", s.entries);
@@ -33,7 +34,10 @@ pub fn run(
             );
         }
         if !s.stuck_spawning.is_empty() {
-            println!("stuck spawning: {}", s.stuck_spawning.join(", "));
+            println!(
+                "stuck spawning: {}",
+                display::name(&s.stuck_spawning.join(", "))
+            );
         }
         for w in &s.wake_storms {
             println!(
@@ -43,7 +47,7 @@ pub fn run(
             );
         }
         for (kind, n) in &s.failed_spawns {
-            println!("failed spawns ({kind}): {n}");
+            println!("failed spawns ({}): {n}", display::name(kind));
         }
         println!("budget hibernations: {}", s.budget_hibernations);
         println!("breaker trips: {}", s.breaker_trips);
@@ -51,13 +55,13 @@ pub fn run(
     }
     if json && !follow {
         let entries = read_entries(&path);
-        println!("{}", serde_json::to_string_pretty(&entries)?);
+        crate::human::print_json(&serde_json::to_value(&entries)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut file = match std::fs::File::open(&path) {
         Ok(f) => f,
         Err(_) if !follow => {
-            eprintln!("hangar: no journal yet at {}", path.display());
+            eprintln!("hangar: no journal yet at {}", display::path(&path));
             return Ok(ExitCode::SUCCESS);
         }
         Err(_) => {
@@ -87,6 +91,8 @@ pub fn run(
             }
             continue;
         }
-        print!("{line}");
+        // A journal line is JSON (its strings are titles and reasons); a
+        // hand-edited or torn line may hold anything: escaped either way.
+        println!("{}", display::json(line.trim_end_matches('\n')));
     }
 }

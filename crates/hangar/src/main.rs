@@ -12,10 +12,12 @@ mod cli;
 mod client;
 mod human;
 mod identity;
+mod import;
 mod journal;
 mod mcp;
 mod remote;
 mod tui;
+mod web;
 
 use std::process::ExitCode;
 
@@ -31,7 +33,11 @@ fn prints_and_exits(cli: &Cli) -> bool {
     !matches!(
         cli.command,
         None | Some(
-            Command::Daemon | Command::Attach { .. } | Command::Mcp { .. } | Command::Bridge
+            Command::Daemon
+                | Command::Attach { .. }
+                | Command::Mcp { .. }
+                | Command::Web { .. }
+                | Command::Bridge
         )
     )
 }
@@ -85,15 +91,18 @@ fn main() -> ExitCode {
     match cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
+            // Errors carry titles, paths and tool output: shown escaped
+            // (multi-line, as git's own output in a worktree error is).
+            use hangar_core::display;
             if let Some(d) = e.downcast_ref::<client::DaemonError>() {
-                eprintln!("hangar: {}", d.0.message);
+                eprintln!("hangar: {}", display::body(&d.0.message));
                 if let Some(list) = d.0.detail.get("would_close").and_then(|v| v.as_array()) {
                     for id in list {
-                        eprintln!("  {}", id.as_str().unwrap_or_default());
+                        eprintln!("  {}", human::s(id));
                     }
                 }
             } else {
-                eprintln!("hangar: {e:#}");
+                eprintln!("hangar: {}", display::body(&format!("{e:#}")));
             }
             ExitCode::FAILURE
         }

@@ -24,8 +24,8 @@ fn cleared_to(screen: &str) -> String {
 
 #[test]
 fn a_clear_in_one_of_two_claude_panes_in_one_folder_moves_only_that_pane_to_the_new_id() {
-    // Real Claude Code writes no `cleared_from` link; neither does the fake here.
-    let h = Hangar::with_env(&[("FAKE_AGENT_NO_CLEARED_FROM", "1")]);
+    // Real Claude Code writes no `cleared_from` link; neither does the fake.
+    let h = Hangar::new();
     let a = h.new_pane();
     let b = h.split(&a, "vertical");
     h.wait_screen(&a, "fake-agent claude session");
@@ -38,8 +38,8 @@ fn a_clear_in_one_of_two_claude_panes_in_one_folder_moves_only_that_pane_to_the_
     assert_ne!(new, old_a);
     let transcript = std::fs::read_to_string(h.claude_transcript(&h.work, &new)).unwrap();
     assert!(
-        transcript.contains("\"cleared_from\":null"),
-        "the knob leaves the new transcript unlinked: {transcript}"
+        !transcript.contains(&format!("\"sessionId\":\"{old_a}\"")),
+        "the new transcript names the old id: {transcript}"
     );
 
     h.wait_until("the cleared pane holds the new id", DEADLINE, || {

@@ -8,8 +8,16 @@ use std::fs;
 use serde_json::Value;
 use support::{DEADLINE, Hangar, fake_agent_bin};
 
+// Agent Code's May 2026 file (the seed's shape), written from Agent Code's
+// source: see hangar-store/tests/fixtures/agent-code/SOURCES.md.
 const AGENT_CODE: &str =
-    include_str!("../../hangar-store/tests/fixtures/agent-code-workspace.json");
+    include_str!("../../hangar-store/tests/fixtures/agent-code/v1-may-2026.json");
+const IDS: &str = include_str!("../../hangar-store/tests/fixtures/agent-code/ids.json");
+
+fn fixture_id(name: &str) -> String {
+    let ids: Value = serde_json::from_str(IDS).unwrap();
+    ids[name].as_str().unwrap().to_owned()
+}
 
 /// The fixture with every `cwd` pointed at `dir`, so its agents can start.
 fn agent_code_in(dir: &std::path::Path) -> String {
@@ -56,10 +64,10 @@ fn an_agent_code_file_imports_with_the_right_counts_and_a_start_spawns_exactly_i
         (
             &Value::from(3),
             &Value::from(9),
-            &Value::from(34),
-            &Value::from(4),
+            &Value::from(26),
+            &Value::from(2),
             &Value::from(3),
-            &Value::from(47)
+            &Value::from(37)
         ),
         "{report}"
     );
@@ -80,16 +88,23 @@ fn an_agent_code_file_imports_with_the_right_counts_and_a_start_spawns_exactly_i
         h.fake_agent_pids_for_home().len() == 9
     });
     let rows = h.ls();
-    assert_eq!(rows.len(), 47);
+    assert_eq!(rows.len(), 37);
     let live: Vec<&str> = rows
         .iter()
         .filter(|r| r["state"] == "live")
         .map(|r| r["id"].as_str().unwrap())
         .collect();
     assert_eq!(live.len(), 9, "{live:?}");
-    assert!(live.iter().all(|id| id.starts_with("p-")), "{live:?}");
+    let panes: Vec<String> = (1..=9).map(|n| fixture_id(&format!("may-p{n}"))).collect();
+    assert!(
+        live.iter().all(|id| panes.iter().any(|p| p == id)),
+        "{live:?}"
+    );
     // Orchestration links survived the import.
-    assert_eq!(h.session("d-03")["parent"], "d-01");
+    assert_eq!(
+        h.session(&fixture_id("may-d03"))["parent"],
+        fixture_id("may-d01").as_str()
+    );
     // Still exactly the panes once everything settled.
     assert_eq!(h.fake_agent_pids_for_home().len(), 9);
 }

@@ -82,11 +82,7 @@ impl Setup {
 
     /// `$HOME/.claude/projects/<slug>/<id>.jsonl`, the slug computed independently.
     pub fn claude_transcript(&self, id: &str) -> PathBuf {
-        let slug = self
-            .cwd
-            .to_str()
-            .expect("utf-8 cwd")
-            .replace(['/', '.'], "-");
+        let slug = slug_of(self.cwd.to_str().expect("utf-8 cwd"));
         self.home
             .join(".claude/projects")
             .join(slug)
@@ -245,6 +241,16 @@ pub fn read_jsonl(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// A claude-style transcript's entries from the first one that carries a
+/// `cwd`: the lines real Claude Code writes first (`mode`,
+/// `permission-mode`) have only the id, and are checked on their own.
+pub fn entries(path: &Path) -> Vec<Value> {
+    read_jsonl(path)
+        .into_iter()
+        .skip_while(|l| l.get("cwd").is_none())
+        .collect()
+}
+
 /// Waits until the transcript at `path` exists and satisfies `check`.
 pub fn wait_for_lines(path: &Path, what: &str, check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     wait_until(what, || {
@@ -261,4 +267,17 @@ pub fn assistant_text(entry: &Value) -> Option<&str> {
     (entry["type"] == "assistant")
         .then(|| entry["message"]["content"][0]["text"].as_str())
         .flatten()
+}
+
+/// Claude Code's project folder name for a short path (no hash suffix: test
+/// folders stay under 200 characters): every UTF-16 unit that is not an ASCII
+/// letter or digit becomes `-`, as the real CLI does.
+pub fn slug_of(cwd: &str) -> String {
+    assert!(cwd.len() < 200, "slug_of handles short paths only");
+    cwd.encode_utf16()
+        .map(|u| match u8::try_from(u) {
+            Ok(b) if b.is_ascii_alphanumeric() => char::from(b),
+            _ => '-',
+        })
+        .collect()
 }

@@ -141,6 +141,9 @@ pub const INPUT_ALONE_MS: u64 = 5000;
 /// 3. A turn in progress that a less trusted source sees blocked on the
 ///    person (a permission prompt on screen, a hook notification) is
 ///    `waiting`: the turn is real, and so is the prompt.
+/// 4. But claude's `Stop` hook *is* the end of the turn: a `Stop` newer
+///    than every sign of work ends it, even while a transcript still shows
+///    a streaming entry as its last word. Output going quiet never does.
 pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
     let ranked = [r.transcript, r.proxy, r.hooks, r.screen];
     let turn_start = ranked
@@ -169,6 +172,12 @@ pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
         });
     let best = current.first().copied().or(typed)?;
     if best.activity == Activity::Working
+        && let Some(stop) = r.hooks.filter(|h| h.activity == Activity::Idle)
+        && turn_start.is_none_or(|t| stop.at_ms >= t)
+    {
+        return Some(stop);
+    }
+    if best.activity == Activity::Working
         && let Some(w) = current.iter().find(|x| x.activity == Activity::Waiting)
     {
         return Some(*w);
@@ -196,6 +205,8 @@ type Nudge = Arc<Notify>;
 struct Entry {
     tracker: Option<Tracker>,
     hooks: Option<Reading>,
+    /// When the agent's `UserPromptSubmit` hook last reported a turn start.
+    prompt_submitted_ms: Option<u64>,
     proxy: ProxyState,
     input_ms: Option<u64>,
     /// A watcher task evaluates this session (its process is live).
@@ -208,6 +219,7 @@ struct Entry {
 impl Entry {
     fn clear_signals(&mut self) {
         self.hooks = None;
+        self.prompt_submitted_ms = None;
         self.proxy = ProxyState::default();
         self.input_ms = None;
     }
@@ -538,12 +550,16 @@ impl Daemon {
         if !self.config.activity.enabled(Source::Hooks) {
             return Ok(json!({"recorded": false, "reason": "the hooks source is off"}));
         }
+        let now = crate::now_ms();
         let nudge = self
             .with_known_entry(&id, |e| {
                 e.hooks = Some(Reading {
                     activity: event.activity(),
-                    at_ms: crate::now_ms(),
+                    at_ms: now,
                 });
+                if event == HookEvent::UserPromptSubmit {
+                    e.prompt_submitted_ms = Some(now);
+                }
                 e.nudge.clone()
             })
             .ok_or_else(|| ApiError::new(codes::NOT_FOUND, format!("no session {id}")))?;
@@ -583,6 +599,21 @@ impl Daemon {
             self.activity.bump();
         }
         nudge.notify_one();
+    }
+
+    /// Whether the agent's `UserPromptSubmit` hook reported a turn start at
+    /// or after `since_ms` (a prompt being delivered, see `delivery`).
+    pub fn prompt_submitted_since(&self, id: &SessionId, since_ms: u64) -> bool {
+        self.activity
+            .entries()
+            .get(id)
+            .and_then(|e| e.prompt_submitted_ms)
+            .is_some_and(|at| at >= since_ms)
+    }
+
+    /// Whether claude sessions get hangar's hooks (the hooks source is on).
+    pub fn hooks_installed(&self) -> bool {
+        self.config.activity.enabled(Source::Hooks)
     }
 
     /// The `--settings` file that installs hangar's hooks for a claude
@@ -813,6 +844,25 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(combine(&r, 25), at(Activity::Waiting, 50));
+    }
+
+    #[test]
+    fn a_stop_hook_after_the_last_sign_of_work_ends_the_turn() {
+        // The transcript's last entry is still a streaming assistant one.
+        let r = Readings {
+            transcript: at(Activity::Working, 10),
+            hooks: at(Activity::Idle, 12),
+            input_ms: Some(9),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Idle, 12));
+        // A Stop from the turn before a new prompt says nothing of this one.
+        let r = Readings {
+            transcript: at(Activity::Working, 20),
+            hooks: at(Activity::Idle, 12),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
     }
 
     #[test]

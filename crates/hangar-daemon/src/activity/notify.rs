@@ -11,6 +11,7 @@
 
 use std::process::Stdio;
 
+use hangar_core::display;
 use serde::Deserialize;
 
 use super::Activity;
@@ -75,9 +76,26 @@ pub fn message(title: &str, id: &str, to: Activity) -> String {
 /// OSC 9 (iTerm2, WezTerm, kitty, Windows Terminal) and OSC 777 (urxvt,
 /// foot, Ghostty) notifications; terminals ignore the one they don't know.
 pub fn osc_bytes(text: &str) -> Vec<u8> {
-    // Control characters would end the escape early.
-    let clean: String = text.chars().filter(|c| !c.is_control()).collect();
+    // The title inside comes from the agent: a control character would end
+    // the escape early and start one of its own; shown escaped instead.
+    let clean = display::name(text);
     format!("\x1b]9;hangar: {clean}\x07\x1b]777;notify;hangar;{clean}\x07").into_bytes()
+}
+
+/// The body of a `notify-send` notification: escaped for the terminal
+/// rules, and for the markup the notification spec lets servers read in a
+/// body (`<a href>`, `<img>`, `<b>`), so a title is shown, never obeyed.
+pub fn desktop_body(text: &str) -> String {
+    let mut out = String::new();
+    for c in display::name(text).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Run the configured command and `notify-send` for one notification.
@@ -98,7 +116,7 @@ pub fn run_commands(config: &NotifyConfig, id: &str, title: &str, to: Activity) 
         let mut c = tokio::process::Command::new(bin);
         c.arg("--app-name=hangar")
             .arg("hangar")
-            .arg(message(title, id, to));
+            .arg(desktop_body(&message(title, id, to)));
         spawn_and_reap(c, "notify-send");
     }
 }
@@ -144,11 +162,25 @@ mod tests {
         let b = String::from_utf8(osc_bytes("api\x07 review is waiting")).unwrap();
         assert_eq!(
             b,
-            "\x1b]9;hangar: api review is waiting\x07\x1b]777;notify;hangar;api review is waiting\x07"
+            "\x1b]9;hangar: api\\u{7} review is waiting\x07\x1b]777;notify;hangar;api\\u{7} review is waiting\x07"
         );
         assert_eq!(
             message("", "0123456789", Activity::Idle),
             "01234567 finished its turn"
+        );
+    }
+
+    #[test]
+    fn a_hostile_title_is_shown_in_the_escape_and_never_ends_or_starts_one() {
+        let b = String::from_utf8(osc_bytes("x\x1b]52;c;aGk=\x07\u{9c}\u{202e}y")).unwrap();
+        assert_eq!(
+            b,
+            "\x1b]9;hangar: x\\u{1b}]52;c;aGk=\\u{7}\\u{9c}\\u{202e}y\x07\
+             \x1b]777;notify;hangar;x\\u{1b}]52;c;aGk=\\u{7}\\u{9c}\\u{202e}y\x07"
+        );
+        assert_eq!(
+            desktop_body("<a href=\"https://evil.example\">fix</a> & \x1b[2J"),
+            "&lt;a href=\"https://evil.example\"&gt;fix&lt;/a&gt; &amp; \\u{1b}[2J"
         );
     }
 }

@@ -1,6 +1,5 @@
 //! Finding provider transcripts on disk and reading the few facts the ledger
-//! needs from each: the provider session id, the folder it ran in, and the id
-//! it was cleared from.
+//! needs from each: the provider session id and the folder it ran in.
 //!
 //! Cost is bounded by construction: a claude session only ever lists its own
 //! project folder (`projects/<cwd slug>`), a codex session only the date
@@ -44,10 +43,9 @@ pub fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// Claude Code's project folder name: the absolute cwd with every '/' and '.'
-/// replaced by '-' (`/tmp/a.b/c` -> `-tmp-a-b-c`).
+/// Claude Code's project folder name of `cwd` (see `hangar_core::claude_slug`).
 pub fn claude_slug(cwd: &str) -> String {
-    cwd.replace(['/', '.'], "-")
+    hangar_core::claude_slug::claude_project_slug(cwd)
 }
 
 /// The folder as the kernel sees it (symlinks resolved), which is what
@@ -248,7 +246,12 @@ impl TranscriptCache {
     }
 }
 
-/// The id, cwd and cleared-from id of one transcript, from its first lines.
+/// The id and cwd of one transcript, from its first lines.
+///
+/// The id is the first one seen; the folder comes from whichever line
+/// carries it. Real Claude Code (2.1.197) begins a transcript with lines
+/// that have `sessionId` but no `cwd` (`mode`, `permission-mode`,
+/// `file-history-snapshot`); `cwd` first appears on the `user` entry.
 pub fn read_facts(provider: &Provider, path: &Path) -> Option<TranscriptFacts> {
     let file = fs::File::open(path).ok()?;
     let mut facts: Option<TranscriptFacts> = None;
@@ -262,18 +265,20 @@ pub fn read_facts(provider: &Provider, path: &Path) -> Option<TranscriptFacts> {
             Provider::Codex => codex_entry_facts(&v),
             _ => claude_entry_facts(&v),
         };
-        if let Some(found) = found {
-            match &mut facts {
-                None => facts = Some(found),
-                Some(f) => {
-                    if f.cleared_from.is_none() {
-                        f.cleared_from = found.cleared_from;
-                    }
+        let Some(found) = found else { continue };
+        match &mut facts {
+            None => facts = Some(found),
+            // A line of another conversation (never seen, but a file is
+            // untrusted text) says nothing about this one's folder.
+            Some(f) if f.id != found.id => continue,
+            Some(f) => {
+                if f.cwd.is_none() {
+                    f.cwd = found.cwd;
                 }
             }
-            if facts.as_ref().is_some_and(|f| f.cwd.is_some()) {
-                break;
-            }
+        }
+        if facts.as_ref().is_some_and(|f| f.cwd.is_some()) {
+            break;
         }
     }
     facts
@@ -286,13 +291,13 @@ fn str_at(v: &Value, key: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// A claude entry: `sessionId` and `cwd` on every entry.
+/// A claude entry: `sessionId` on most entries, `cwd` from the first
+/// conversational one on.
 fn claude_entry_facts(v: &Value) -> Option<TranscriptFacts> {
     Some(TranscriptFacts {
         id: str_at(v, "sessionId")?,
         cwd: str_at(v, "cwd"),
         modified_ms: 0,
-        cleared_from: str_at(v, "cleared_from"),
     })
 }
 
@@ -306,7 +311,6 @@ fn codex_entry_facts(v: &Value) -> Option<TranscriptFacts> {
         id: str_at(p, "id")?,
         cwd: str_at(p, "cwd"),
         modified_ms: 0,
-        cleared_from: str_at(p, "cleared_from"),
     })
 }
 
@@ -379,8 +383,9 @@ mod tests {
     }
 
     #[test]
-    fn the_claude_slug_replaces_slashes_and_dots() {
+    fn the_claude_slug_replaces_every_character_but_letters_and_digits() {
         assert_eq!(claude_slug("/tmp/a.b/c"), "-tmp-a-b-c");
+        assert_eq!(claude_slug("/w/a_b c~d+e@f/é"), "-w-a-b-c-d-e-f--");
     }
 
     fn day_dirs(dirs: &[PathBuf]) -> Vec<String> {
@@ -444,14 +449,11 @@ mod tests {
         let c = dir.path().join("a.jsonl");
         fs::write(
             &c,
-            "not json\n{\"type\":\"system\",\"sessionId\":\"s2\",\"cwd\":\"/w\",\"cleared_from\":\"s1\"}\n",
+            "not json\n{\"type\":\"system\",\"sessionId\":\"s2\",\"cwd\":\"/w\"}\n",
         )
         .unwrap();
         let f = read_facts(&Provider::Claude, &c).unwrap();
-        assert_eq!(
-            (f.id.as_str(), f.cwd.as_deref(), f.cleared_from.as_deref()),
-            ("s2", Some("/w"), Some("s1"))
-        );
+        assert_eq!((f.id.as_str(), f.cwd.as_deref()), ("s2", Some("/w")));
         let x = dir.path().join("rollout-x.jsonl");
         fs::write(
             &x,
@@ -460,5 +462,31 @@ mod tests {
         .unwrap();
         let f = read_facts(&Provider::Codex, &x).unwrap();
         assert_eq!((f.id.as_str(), f.cwd.as_deref()), ("t1", Some("/w")));
+    }
+
+    #[test]
+    fn a_real_claude_transcript_gives_its_folder_from_the_first_line_that_has_one() {
+        // The first four lines of a transcript Claude Code 2.1.197 wrote
+        // (2026-12-01, this project's machine), cut to the fields that matter.
+        let dir = tempfile::tempdir().unwrap();
+        let c = dir
+            .path()
+            .join("11111111-2222-4333-8444-555555555555.jsonl");
+        let id = "11111111-2222-4333-8444-555555555555";
+        let lines = [
+            format!(r#"{{"type":"mode","mode":"normal","sessionId":"{id}"}}"#),
+            format!(r#"{{"type":"permission-mode","permissionMode":"default","sessionId":"{id}"}}"#),
+            r#"{"type":"file-history-snapshot","messageId":"f147ca53","snapshot":{"messageId":"f147ca53","trackedFileBackups":{},"timestamp":"2026-12-01T08:18:28.145Z"},"isSnapshotUpdate":false}"#.to_owned(),
+            format!(r#"{{"parentUuid":null,"isSidechain":false,"type":"user","message":{{"role":"user","content":"say hi"}},"uuid":"f147ca53","timestamp":"2026-12-01T08:18:28.073Z","cwd":"/tmp/obs/w/my.proj_dir/a b/é","sessionId":"{id}","version":"2.1.197"}}"#),
+        ];
+        fs::write(&c, lines.join("\n") + "\n").unwrap();
+        let f = read_facts(&Provider::Claude, &c).unwrap();
+        assert_eq!(f.id, id);
+        assert_eq!(f.cwd.as_deref(), Some("/tmp/obs/w/my.proj_dir/a b/é"));
+        // Before the first prompt is answered only the leading lines exist:
+        // the id is known, the folder not yet.
+        fs::write(&c, lines[..3].join("\n") + "\n").unwrap();
+        let f = read_facts(&Provider::Claude, &c).unwrap();
+        assert_eq!((f.id.as_str(), f.cwd), (id, None));
     }
 }

@@ -11,6 +11,8 @@
 pub mod discovery;
 pub mod messages;
 pub mod open_files;
+pub mod opencode;
+pub mod process_record;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -97,7 +99,8 @@ impl Daemon {
         let Some(root) = discovery::transcript_root(&provider, &discovery::env_var) else {
             return;
         };
-        let started_ms = crate::now_ms();
+        // Transcript folders are named by the wall clock of the agent.
+        let started_ms = crate::wall_ms();
         let daemon = self.clone();
         tokio::spawn(async move {
             let mut cache = TranscriptCache::default();
@@ -127,9 +130,14 @@ impl Daemon {
         });
     }
 
-    /// Look at the transcript folders once and record what they show.
-    /// `pid` is the session's process while it runs (`None` after it
-    /// exited): the transcripts its tree holds open are its own.
+    /// Look once at what proves which conversation the session's own
+    /// process writes, and record it (DESIGN.md rule 10). `pid` is the
+    /// session's process while it runs (`None` after it exited).
+    ///
+    /// claude: its per-process record (`sessions/<pid>.json`) of a process
+    /// in the session's tree; codex: the rollouts that tree holds open.
+    /// Transcripts in the folder only ever confirm the id the session has:
+    /// a newer one there may be a person's own CLI in another terminal.
     #[allow(clippy::too_many_arguments)]
     fn discover_once(
         &self,
@@ -141,7 +149,7 @@ impl Daemon {
         cache: &mut TranscriptCache,
         only_open: bool,
     ) {
-        let (cwd, current, held, shares_folder, neighbours) = {
+        let (cwd, current, held, neighbours) = {
             let st = self.lock();
             let Some(meta) = st.ws.sessions.get(id) else {
                 return;
@@ -152,14 +160,12 @@ impl Daemon {
                 .iter()
                 .filter(|(o, m)| *o != id && m.provider == *provider);
             let mut held = BTreeSet::new();
-            let mut shares = false;
             let mut neighbours = Vec::new();
             for (other, m) in same_provider {
                 if let Some(pid) = m.durable_provider_id() {
                     held.insert(pid.to_owned());
                 }
                 let beside = m.cwd == meta.cwd && is_running(&st.run_state(other));
-                shares |= beside;
                 if beside && let Some(p) = st.runtimes.get(other).and_then(|r| r.proc.as_ref()) {
                     neighbours.push(p.pid);
                 }
@@ -168,13 +174,34 @@ impl Daemon {
                 meta.cwd.clone(),
                 meta.durable_provider_id().map(str::to_owned),
                 held,
-                shares,
                 neighbours,
             )
         };
+        let cwd = discovery::canonical_cwd(&cwd);
+        if matches!(provider, Provider::Claude) {
+            let record =
+                pid.and_then(|p| process_record::own_record(root, &open_files::process_tree(p)));
+            if let Some(record) = record {
+                // As trustworthy as the SessionStart hook: the process's own
+                // word, so recorded with source `transcript`.
+                let observed = Observation {
+                    id: record.session_id,
+                    source: IdSource::Transcript,
+                    cwd: Some(
+                        record
+                            .cwd
+                            .as_deref()
+                            .map(discovery::canonical_cwd)
+                            .unwrap_or_else(|| cwd.clone()),
+                    ),
+                };
+                self.record_provider_id(id, &observed, &cwd);
+                return;
+            }
+        }
         // Only codex is known to hold its transcript open for the whole
         // session; Claude Code opens, appends and closes, so for claude the
-        // open files prove nothing (its SessionStart hook tells instead).
+        // open files prove nothing (its record and SessionStart hook do).
         let by_fd = matches!(provider, Provider::Codex);
         // `/proc` shows the path as the kernel sees it: symlinks resolved.
         let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
@@ -195,21 +222,18 @@ impl Daemon {
         } else {
             Vec::new()
         };
-        let cwd = discovery::canonical_cwd(&cwd);
         let dirs = if only_open {
             Vec::new()
         } else {
-            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::now_ms())
+            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::wall_ms())
         };
         let facts = cache.scan(provider, &dirs, &mine);
         let open_by_self = cache.ids_of(provider, &mine);
         let open_by_others = cache.ids_of(provider, &theirs);
         let m = TranscriptMatch {
             session_cwd: &cwd,
-            started_ms,
             current: current.as_deref(),
             held_by_others: &held,
-            shares_folder,
             open_by_self: &open_by_self,
             open_by_others: &open_by_others,
         };
@@ -247,8 +271,8 @@ impl Daemon {
     /// reports the conversation it now writes (at startup, on resume, after
     /// `/clear` or a compaction). As trustworthy as its transcript, so it is
     /// recorded with source `transcript`; real Claude Code links a `/clear`
-    /// to nothing else, so in a folder shared with another claude session
-    /// this is what follows the rotation.
+    /// to nothing else, so this and its per-process record are what follow
+    /// the rotation.
     pub fn op_session_start(&self, req: &msg::Hook) -> Result<Value, ApiError> {
         let id = SessionId::from(req.session.trim());
         let session_cwd = {
@@ -329,7 +353,7 @@ impl Daemon {
         if !ledger::apply(meta, decision) {
             return false;
         }
-        if let Err(e) = st.save(&[]) {
+        if let Err(e) = st.save_observed(&[]) {
             tracing::warn!("could not save the provider id of {id}: {}", e.message);
         }
         let dups = ledger::duplicates_of(&st.ws, id);

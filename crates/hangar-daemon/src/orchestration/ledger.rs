@@ -37,13 +37,18 @@ pub struct Tombstone {
     pub closed_at_ms: u64,
 }
 
-/// A child's first prompt: pending (with its text) or delivered (text gone).
+/// A child's first prompt: pending (with its text), delivered (text gone),
+/// or typed but never submitted (text gone, `undelivered` says why).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FirstPrompt {
     #[serde(default)]
     pub text: Option<String>,
     #[serde(default)]
     pub delivered_at_ms: Option<u64>,
+    /// Why a typed first prompt was not delivered; it is never typed again
+    /// (its text may still sit in the agent's input box).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undelivered: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -146,6 +151,7 @@ mod tests {
             FirstPrompt {
                 text: None,
                 delivered_at_ms: Some(6),
+                undelivered: None,
             },
         );
         l.save().unwrap();

@@ -13,7 +13,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hangar_core::orchestration::{CloseRefusal, check_close, project_tab, visible_agents};
+use hangar_core::orchestration::{
+    CloseRefusal, check_close, project_tab, tree_size, visible_agents,
+};
 use hangar_core::{
     IdSource, Placement, Provider, ProviderSessionId, SessionId, SessionMeta, TabId,
 };
@@ -142,7 +144,8 @@ fn parse<T: DeserializeOwned>(tool: AgentTool, args: Value) -> Result<T, ApiErro
         .map_err(|e| ApiError::invalid(format!("bad arguments for {}: {e}", tool_name(tool))))
 }
 
-/// A short free-text field: trimmed, bounded, no control characters.
+/// A short free-text field: trimmed, bounded, no control characters and
+/// no bidi controls (a title that reads differently from what it is).
 fn text_field(name: &str, value: Option<String>, max: usize) -> Result<Option<String>, ApiError> {
     let Some(v) = value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) else {
         return Ok(None);
@@ -152,9 +155,9 @@ fn text_field(name: &str, value: Option<String>, max: usize) -> Result<Option<St
             "{name} is longer than {max} characters"
         )));
     }
-    if v.chars().any(char::is_control) {
+    if v.chars().any(hangar_core::display::is_terminal_unsafe) {
         return Err(ApiError::invalid(format!(
-            "{name} must not contain control characters"
+            "{name} must not contain control characters or bidi controls"
         )));
     }
     Ok(Some(v))
@@ -531,8 +534,23 @@ impl Daemon {
             })?;
             pending
         };
-        self.type_prompt(id, &text).await?;
-        Ok(true)
+        match self.type_prompt(id, &text).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.detail.get("delivered") == Some(&Value::Bool(false)) => {
+                // Typed but never submitted: not recorded as delivered, and
+                // never typed again (the text may still be in the input box).
+                let mut ledger = self.orchestration.ledger();
+                if let Some(p) = ledger.data.first_prompts.get_mut(id.as_str()) {
+                    p.delivered_at_ms = None;
+                    p.undelivered = Some(e.message.clone());
+                }
+                ledger.save().map_err(|e| {
+                    ApiError::internal(format!("cannot record the first prompt's failure: {e}"))
+                })?;
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     async fn tool_create(
@@ -588,6 +606,12 @@ impl Daemon {
                     "you already have {MAX_AGENTS} agents; close some (close_agent, close_run) first"
                 )));
             }
+            if tree_size(&st.ws, caller) >= MAX_AGENTS {
+                return Err(ApiError::invalid(format!(
+                    "the orchestration tree you belong to already has {MAX_AGENTS} agents; \
+                     its root agent or a person must close some first"
+                )));
+            }
             let provider = provider.unwrap_or_else(|| parent.provider.clone());
             let mut meta = SessionMeta::new(
                 id.clone(),
@@ -629,6 +653,7 @@ impl Daemon {
                     FirstPrompt {
                         text: Some(prompt),
                         delivered_at_ms: None,
+                        undelivered: None,
                     },
                 );
                 ledger.save().map_err(|e| {

@@ -151,6 +151,20 @@ pub fn turn_activity(meta: &SessionMeta, mark: Option<&TurnMark>) -> Activity {
     }
 }
 
+/// Whether a prompt reached the transcript since `mark` (a new transcript,
+/// as a fresh claude writes with its first prompt, counts from its start).
+pub fn prompted_since(meta: &SessionMeta, mark: &TurnMark) -> bool {
+    let Some(path) = transcript_path(meta) else {
+        return false;
+    };
+    let offset = if mark.path.as_deref() == Some(path.as_path()) {
+        mark.offset
+    } else {
+        0
+    };
+    turn_facts(&meta.provider, &lines_from(&path, offset)).prompted
+}
+
 pub fn is_readable_provider(p: &Provider) -> bool {
     matches!(p, Provider::Claude | Provider::Codex)
 }

@@ -120,16 +120,7 @@ fn print_table(rows: &[Value]) {
 /// Text from ssh and the far machine, shown with its control characters
 /// escaped (DESIGN.md rule 11).
 pub fn printable(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
-        if c.is_control() || bidi {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    hangar_core::display::name(s).into_owned()
 }
 
 #[cfg(test)]

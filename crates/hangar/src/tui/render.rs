@@ -4,8 +4,16 @@
 //! Rendering reads the app and never changes it; every visible word comes
 //! from the workspace mirror or the pane screens, so the same state always
 //! draws the same screen (the snapshot tests rely on it).
+//!
+//! Metadata text (titles, tab names, folders, reasons, messages carrying
+//! them) comes from agents and files and is shown through `shown` /
+//! `hangar_core::display`: ratatui would drop a control character
+//! silently and pass a bidi control to the terminal raw; a person sees its
+//! escape instead. A pane's own screen is the agent's terminal, emulated
+//! server-side, and is drawn cell by cell as it is.
 
 use hangar_core::SessionId;
+use hangar_core::display;
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
@@ -19,6 +27,16 @@ use crate::tui::app::{
 use crate::tui::help::KEYS;
 use crate::tui::layout::{ScreenLayout, inner};
 use crate::tui::pane::{Pane, PaneStatus};
+
+/// Columns a tab name may take in the tab bar, and a session's name in a
+/// pane's border, before they are cut with a marker.
+const TAB_NAME_COLS: usize = 30;
+const PANE_NAME_COLS: usize = 120;
+
+/// Untrusted one-line text as the TUI shows it.
+fn shown(text: &str) -> String {
+    display::name(text).into_owned()
+}
 
 pub fn draw(frame: &mut Frame, app: &App, layout: &ScreenLayout, now_ms: u64) {
     draw_tab_bar(frame, app, layout.tab_bar);
@@ -55,9 +73,10 @@ fn draw_tab_bar(frame: &mut Frame, app: &App, area: Rect) {
     }
     for (i, tab) in app.snap.ws.tabs.iter().enumerate() {
         // With several hosts, each tab says whose it is.
+        let name = display::name_fit(&tab.title, TAB_NAME_COLS);
         let label = match app.host_name() {
-            Some(host) => format!("{}:{}@{host}", i + 1, tab.title),
-            None => format!("{}:{}", i + 1, tab.title),
+            Some(host) => format!("{}:{name}@{}", i + 1, shown(host)),
+            None => format!("{}:{name}", i + 1),
         };
         if Some(&tab.id) == active.as_ref() {
             spans.push(Span::styled(
@@ -96,10 +115,7 @@ fn host_spans(spans: &mut Vec<Span<'static>>, bar: &crate::tui::hosts::HostBar) 
 
 fn draw_empty(frame: &mut Frame, app: &App, area: Rect) {
     let connecting = match (&app.daemon_lost, app.host_name()) {
-        (Some(e), Some(host)) => format!(
-            "host {host} is unreachable: {}",
-            crate::remote::hosts_command::printable(e)
-        ),
+        (Some(e), Some(host)) => format!("host {host} is unreachable: {}", shown(e)),
         (None, Some(host)) if host != hangar_core::hosts::LOCAL => {
             format!("connecting to host {host}...")
         }
@@ -152,7 +168,7 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
     if app.is_pinned(id) {
         title.push_str("★ ");
     }
-    title.push_str(&app.describe(id));
+    title.push_str(&display::name_fit(&app.describe(id), PANE_NAME_COLS));
     title.push_str(" · ");
     title.push_str(&state_of(app, id));
     title.push_str(" · ");
@@ -219,17 +235,25 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
                     "connection lost; the session keeps running, reconnecting...",
                     Style::new().fg(Color::Yellow).bold(),
                 ),
-                Line::raw(crate::remote::hosts_command::printable(reason)),
+                Line::raw(shown(reason)),
             ];
             frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
         }
         PaneStatus::Failed(reason) => {
-            let lines = vec![
-                Line::styled("failed to start:", Style::new().fg(Color::Red).bold()),
-                Line::raw(reason.clone()),
-                Line::raw(""),
-                Line::styled("press w to retry", Style::new().fg(Color::Yellow)),
-            ];
+            let mut lines = vec![Line::styled(
+                "failed to start:",
+                Style::new().fg(Color::Red).bold(),
+            )];
+            lines.extend(
+                display::body(reason)
+                    .lines()
+                    .map(|l| Line::raw(l.replace('\t', "    "))),
+            );
+            lines.push(Line::raw(""));
+            lines.push(Line::styled(
+                "press w to retry",
+                Style::new().fg(Color::Yellow),
+            ));
             frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
         }
         PaneStatus::Exited(code) => {
@@ -367,10 +391,13 @@ fn draw_side(frame: &mut Frame, app: &App, area: Rect, now_ms: u64) {
         let activity = short_activity(app.activity(id));
         let tail = format!(" {state} {activity:<4} {last:>3}");
         let pin = if app.is_pinned(id) { "★" } else { "" };
-        let name = format!("{marker}{pin}{}", app.describe(id));
         let room = width.saturating_sub(tail.chars().count());
+        let lead = format!("{marker}{pin}");
+        let described = app.describe(id);
+        let name = display::name_fit(&described, room.saturating_sub(display::width(&lead)));
+        let name = format!("{lead}{name}");
         let name: String = name.chars().take(room).collect();
-        format!("{name:<room$}{tail}")
+        format!("{}{tail}", display::pad(&name, room))
     };
     let heading = |t: &str| Line::styled(t.to_owned(), Style::new().fg(Color::Cyan).bold());
     let mut lines = Vec::new();
@@ -420,17 +447,16 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         (Some(e), _) => Span::styled(
             match app.host_name() {
                 Some(host) if host != hangar_core::hosts::LOCAL => {
-                    format!(
-                        " host {host} unreachable: {}",
-                        crate::remote::hosts_command::printable(e)
-                    )
+                    format!(" host {} unreachable: {}", shown(host), shown(e))
                 }
-                _ => format!(" daemon unreachable: {e}"),
+                _ => format!(" daemon unreachable: {}", shown(e)),
             },
             Style::new().fg(Color::Red),
         ),
-        (None, Some((m, true))) => Span::styled(format!(" {m}"), Style::new().fg(Color::Red)),
-        (None, Some((m, false))) => Span::raw(format!(" {m}")),
+        (None, Some((m, true))) => {
+            Span::styled(format!(" {}", shown(m)), Style::new().fg(Color::Red))
+        }
+        (None, Some((m, false))) => Span::raw(format!(" {}", shown(m))),
         (None, None) => Span::raw(""),
     };
     frame.render_widget(Paragraph::new(Line::from(vec![mode, message])), area);
@@ -536,7 +562,7 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
             providers.insert(0, Span::raw(mark(FIELD_PROVIDER)));
             let folder = Line::from(vec![
                 Span::raw(format!("{} folder:   ", mark(FIELD_FOLDER))),
-                Span::styled(cwd.clone(), sel(*field == FIELD_FOLDER)),
+                Span::styled(shown(cwd), sel(*field == FIELD_FOLDER)),
             ]);
             let worktree_line = Line::from(vec![
                 Span::raw(format!("{} worktree: ", mark(FIELD_WORKTREE))),
@@ -554,7 +580,7 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
                 if branch.is_empty() && *field != FIELD_BRANCH {
                     Span::styled("(from the title)", Style::new().fg(Color::DarkGray))
                 } else {
-                    Span::styled(branch.clone(), sel(*field == FIELD_BRANCH))
+                    Span::styled(shown(branch), sel(*field == FIELD_BRANCH))
                 },
             ]);
             (
@@ -583,7 +609,7 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
             vec![
                 Line::from(vec![
                     Span::raw("  title: "),
-                    Span::styled(value.clone(), Style::new().add_modifier(Modifier::REVERSED)),
+                    Span::styled(shown(value), Style::new().add_modifier(Modifier::REVERSED)),
                 ]),
                 Line::raw(""),
                 Line::styled(
@@ -593,8 +619,12 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
             ],
         ),
         Dialog::Confirm { message, items, .. } => {
-            let mut lines = vec![Line::raw(format!("  {message}"))];
-            lines.extend(items.iter().map(|i| Line::raw(format!("    {i}"))));
+            let mut lines = vec![Line::raw(format!("  {}", shown(message)))];
+            lines.extend(
+                items
+                    .iter()
+                    .map(|i| Line::raw(format!("    {}", display::name_fit(i, PANE_NAME_COLS)))),
+            );
             lines.push(Line::raw(""));
             lines.push(Line::styled(
                 "  y: close them all   n / Esc: cancel",

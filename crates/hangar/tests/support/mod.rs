@@ -13,6 +13,7 @@
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
 pub mod git;
+pub mod mcp;
 pub mod sshd;
 pub mod workspace;
 
@@ -418,11 +419,7 @@ impl Hangar {
 
     /// The Claude transcript of provider session `psid` run in `cwd`.
     pub fn claude_transcript(&self, cwd: &Path, psid: &str) -> PathBuf {
-        let slug: String = cwd
-            .to_string_lossy()
-            .chars()
-            .map(|c| if c == '/' || c == '.' { '-' } else { c })
-            .collect();
+        let slug = hangar_core::claude_slug::claude_project_slug(&cwd.to_string_lossy());
         self.claude_dir
             .join("projects")
             .join(slug)

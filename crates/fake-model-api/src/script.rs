@@ -1,0 +1,391 @@
+//! What the fake model answers: the per-test script and the default reply.
+//!
+//! A test writes `<state dir>/script.json` (read again at every request, so
+//! a test can change it between turns):
+//!
+//! ```json
+//! {"rules": [
+//!   {"when": "make a child", "tool": {"name": "mcp__hangar__create_agent", "input": {}}},
+//!   {"when": "slowly", "text": "a slow answer", "delay_ms": 500},
+//!   {"api": "responses", "fail": {"status": 500, "message": "boom"}, "times": 1}
+//! ]}
+//! ```
+//!
+//! The first rule that matches a request decides its reply. `when` is a
+//! substring of the request's last user text (absent: any request); `api`
+//! limits a rule to `anthropic`, `responses` or `chat`; `times` limits how
+//! often it fires. A `tool` rule only fires when the request offers a tool of
+//! that name (a CLI's side requests, such as title generation, offer none).
+//! With no rule, the model answers `ANSWER(<first line of the prompt>)`, and
+//! after a tool result `TOOL-DONE(<first line of the result>)`, so a test can
+//! tell the model's words from its own typing on the screen.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Which API a request was made to.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// Anthropic Messages (`/v1/messages`), used by Claude Code.
+    Anthropic,
+    /// OpenAI Responses (`/v1/responses`), used by Codex.
+    Responses,
+    /// OpenAI chat completions (`/v1/chat/completions`), used by OpenCode.
+    Chat,
+}
+
+impl Api {
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Anthropic => "anthropic",
+            Api::Responses => "responses",
+            Api::Chat => "chat",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    #[serde(default)]
+    pub when: Option<String>,
+    #[serde(default)]
+    pub api: Option<Api>,
+    #[serde(default)]
+    pub times: Option<u64>,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub tool: Option<ToolCall>,
+    #[serde(default)]
+    pub fail: Option<Failure>,
+    /// Pause between streamed events (a slow model).
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// Pause before the response starts (a model slow to answer at all).
+    #[serde(default)]
+    pub stall_ms: u64,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub input: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Failure {
+    pub status: u16,
+    #[serde(default = "default_failure_message")]
+    pub message: String,
+}
+
+fn default_failure_message() -> String {
+    "the fake model API was told to fail".to_owned()
+}
+
+/// The part of a request the script looks at.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UserTurn {
+    /// A person's (or the CLI's) text.
+    Text(String),
+    /// The result of a tool the model called.
+    ToolResult(String),
+    /// Nothing recognisable (an empty or odd request).
+    Unknown,
+}
+
+impl UserTurn {
+    pub fn text(&self) -> &str {
+        match self {
+            UserTurn::Text(t) | UserTurn::ToolResult(t) => t,
+            UserTurn::Unknown => "",
+        }
+    }
+}
+
+/// The reply decided for one request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    Text(String),
+    Tool(ToolCall),
+    Fail(Failure),
+}
+
+/// A reply with its pacing, and the rule that chose it (for `times`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub reply: Reply,
+    pub delay_ms: u64,
+    pub stall_ms: u64,
+    pub rule: Option<usize>,
+}
+
+/// Picks the reply: the first rule that matches (and has not used up its
+/// `times`), else the default answer. `fired(i)` says how often rule `i`
+/// has fired already.
+pub fn plan(
+    script: &Script,
+    api: Api,
+    turn: &UserTurn,
+    offered_tools: &[String],
+    fired: &dyn Fn(usize) -> u64,
+) -> Plan {
+    for (i, rule) in script.rules.iter().enumerate() {
+        if rule.api.is_some_and(|a| a != api) {
+            continue;
+        }
+        if let Some(when) = &rule.when
+            && !turn.text().contains(when.as_str())
+        {
+            continue;
+        }
+        if rule.times.is_some_and(|t| fired(i) >= t) {
+            continue;
+        }
+        let reply = if let Some(f) = &rule.fail {
+            Reply::Fail(f.clone())
+        } else if let Some(t) = &rule.tool {
+            if !offered_tools.iter().any(|n| n == &t.name) {
+                continue;
+            }
+            Reply::Tool(t.clone())
+        } else if let Some(text) = &rule.text {
+            Reply::Text(text.clone())
+        } else {
+            default_reply(turn)
+        };
+        return Plan {
+            reply,
+            delay_ms: rule.delay_ms,
+            stall_ms: rule.stall_ms,
+            rule: Some(i),
+        };
+    }
+    Plan {
+        reply: default_reply(turn),
+        delay_ms: 0,
+        stall_ms: 0,
+        rule: None,
+    }
+}
+
+fn default_reply(turn: &UserTurn) -> Reply {
+    let first_line = |t: &str| -> String {
+        let line = t.trim().lines().next().unwrap_or("").trim();
+        line.chars().take(120).collect()
+    };
+    Reply::Text(match turn {
+        UserTurn::Text(t) => format!("ANSWER({})", first_line(t)),
+        UserTurn::ToolResult(t) => format!("TOOL-DONE({})", first_line(t)),
+        UserTurn::Unknown => "ANSWER()".to_owned(),
+    })
+}
+
+/// The text of a content value: a string, or the `text` of its parts.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(s.clone()),
+                _ => p["text"].as_str().map(str::to_owned).or_else(|| {
+                    // A tool result's own content (Anthropic nests it).
+                    (!p["content"].is_null()).then(|| content_text(&p["content"]))
+                }),
+            })
+            // Claude Code adds its own context blocks to a user turn.
+            .filter(|t| !t.trim_start().starts_with("<system-reminder>"))
+            .find(|t| !t.trim().is_empty())
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// The last user turn of a request body.
+pub fn user_turn(api: Api, body: &Value) -> UserTurn {
+    match api {
+        Api::Anthropic => {
+            // Claude Code sends its prompt followed by user messages of its
+            // own context (agent types, skills): the turn is every user
+            // message after the last assistant one, and its text is the
+            // first text there.
+            let Some(messages) = body["messages"].as_array() else {
+                return UserTurn::Unknown;
+            };
+            let start = messages
+                .iter()
+                .rposition(|m| m["role"] == "assistant")
+                .map_or(0, |i| i + 1);
+            let trailing = &messages[start..];
+            for m in trailing {
+                if let Some(parts) = m["content"].as_array()
+                    && let Some(result) = parts.iter().find(|p| p["type"] == "tool_result")
+                {
+                    return UserTurn::ToolResult(content_text(&result["content"]));
+                }
+            }
+            match trailing
+                .iter()
+                .map(|m| content_text(&m["content"]))
+                .find(|t| !t.trim().is_empty())
+            {
+                Some(t) => UserTurn::Text(t),
+                None => UserTurn::Unknown,
+            }
+        }
+        Api::Responses => {
+            let items = match &body["input"] {
+                Value::String(s) => return UserTurn::Text(s.clone()),
+                Value::Array(items) => items,
+                _ => return UserTurn::Unknown,
+            };
+            let Some(last) = items.last() else {
+                return UserTurn::Unknown;
+            };
+            if last["type"] == "function_call_output" || last["type"] == "custom_tool_call_output" {
+                let out = &last["output"];
+                return UserTurn::ToolResult(match out {
+                    Value::String(s) => s.clone(),
+                    other => content_text(&other["content"])
+                        .chars()
+                        .chain(content_text(other).chars())
+                        .collect(),
+                });
+            }
+            match items.iter().rev().find(|i| i["role"] == "user") {
+                Some(user) => UserTurn::Text(content_text(&user["content"])),
+                None => UserTurn::Unknown,
+            }
+        }
+        Api::Chat => {
+            let Some(last) = body["messages"].as_array().and_then(|m| m.last()) else {
+                return UserTurn::Unknown;
+            };
+            match last["role"].as_str() {
+                Some("tool") => UserTurn::ToolResult(content_text(&last["content"])),
+                Some("user") => UserTurn::Text(content_text(&last["content"])),
+                _ => UserTurn::Unknown,
+            }
+        }
+    }
+}
+
+/// The names of the tools a request offers the model, in any of the three
+/// APIs' shapes.
+pub fn offered_tools(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| {
+                    t["name"]
+                        .as_str()
+                        .or_else(|| t["function"]["name"].as_str())
+                        .map(str::to_owned)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn never(_: usize) -> u64 {
+        0
+    }
+
+    #[test]
+    fn the_default_answer_names_the_prompt_and_skips_claude_context_blocks() {
+        // The shape Claude Code 2.1.197 sends: the prompt after a reminder
+        // block, then a user message of its own context.
+        let body = json!({"messages": [
+            {"role": "user", "content": [
+                {"type": "text", "text": "<system-reminder>ctx</system-reminder>"},
+                {"type": "text", "text": "hello there\nsecond line"}]},
+            {"role": "user", "content": "Available agent types for the Agent tool: ..."}
+        ]});
+        let turn = user_turn(Api::Anthropic, &body);
+        assert_eq!(turn, UserTurn::Text("hello there\nsecond line".into()));
+        let p = plan(&Script::default(), Api::Anthropic, &turn, &[], &never);
+        assert_eq!(p.reply, Reply::Text("ANSWER(hello there)".into()));
+    }
+
+    #[test]
+    fn a_tool_rule_fires_only_when_the_tool_is_offered_and_times_is_honoured() {
+        let script: Script = serde_json::from_value(json!({"rules": [
+            {"when": "child", "tool": {"name": "mcp__hangar__create_agent", "input": {"a": 1}}},
+            {"when": "child", "text": "no tools here", "times": 1}
+        ]}))
+        .unwrap();
+        let turn = UserTurn::Text("make a child".into());
+        let offered = vec!["mcp__hangar__create_agent".to_owned()];
+        let p = plan(&script, Api::Anthropic, &turn, &offered, &never);
+        assert!(matches!(p.reply, Reply::Tool(ref t) if t.input["a"] == 1));
+        let p = plan(&script, Api::Anthropic, &turn, &[], &never);
+        assert_eq!(p.reply, Reply::Text("no tools here".into()));
+        assert_eq!(p.rule, Some(1));
+        let p = plan(&script, Api::Anthropic, &turn, &[], &|_| 1);
+        assert_eq!(p.reply, Reply::Text("ANSWER(make a child)".into()));
+    }
+
+    #[test]
+    fn tool_results_are_recognised_in_all_three_apis() {
+        let a = json!({"messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "created s1"}]}
+        ]}]});
+        assert_eq!(
+            user_turn(Api::Anthropic, &a),
+            UserTurn::ToolResult("created s1".into())
+        );
+        let r = json!({"input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            {"type": "function_call_output", "call_id": "c", "output": "done"}
+        ]});
+        assert_eq!(
+            user_turn(Api::Responses, &r),
+            UserTurn::ToolResult("done".into())
+        );
+        let c = json!({"messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(user_turn(Api::Chat, &c), UserTurn::Text("hi".into()));
+        let tools =
+            json!({"tools": [{"name": "a"}, {"type": "function", "function": {"name": "b"}}]});
+        assert_eq!(offered_tools(&tools), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn an_api_limited_failure_rule_leaves_other_apis_alone() {
+        let script: Script =
+            serde_json::from_value(json!({"rules": [{"api": "chat", "fail": {"status": 503}}]}))
+                .unwrap();
+        let turn = UserTurn::Text("x".into());
+        assert!(matches!(
+            plan(&script, Api::Chat, &turn, &[], &never).reply,
+            Reply::Fail(Failure { status: 503, .. })
+        ));
+        assert!(matches!(
+            plan(&script, Api::Responses, &turn, &[], &never).reply,
+            Reply::Text(_)
+        ));
+    }
+}

@@ -1,0 +1,251 @@
+//! What an installed agent CLI is: its version (`--version`) and, for
+//! codex, whether it takes `--no-daemon` (`--help`). Read once per program
+//! file (path, size, modification time) and kept, so an upgrade of the CLI
+//! is noticed at its next start.
+//!
+//! Codex needs its answer before it starts (issue 16 defect 4), so that
+//! probe is awaited (about a second, once). The version of claude and
+//! opencode only feeds a notice, so it is read in the background: opencode
+//! takes seconds to print its version on a machine without network.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use hangar_core::Provider;
+use hangar_core::cli_versions::{self, Tested, Version};
+use serde_json::{Value, json};
+
+use crate::Daemon;
+use crate::provider::{LaunchEnv, resolve_program};
+
+/// A CLI that does not answer `--version` within this is taken as unknown.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CliFacts {
+    pub version: Option<Version>,
+    /// codex only: `--no-daemon` is accepted.
+    pub no_daemon: bool,
+}
+
+type Key = (PathBuf, u64, Option<SystemTime>);
+
+#[derive(Default)]
+pub struct CliProbe {
+    cache: Mutex<HashMap<Key, CliFacts>>,
+    /// (provider, version) pairs already given a notice.
+    noticed: Mutex<BTreeSet<(String, Version)>>,
+}
+
+fn key_of(program: &Path) -> Key {
+    let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    let meta = std::fs::metadata(&real).ok();
+    (
+        real,
+        meta.as_ref().map(|m| m.len()).unwrap_or(0),
+        meta.and_then(|m| m.modified().ok()),
+    )
+}
+
+/// Runs `program args` and returns its stdout (empty on any failure).
+async fn output_of(program: &Path, args: &[&str]) -> String {
+    let run = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(PROBE_TIMEOUT, run).await {
+        Ok(Ok(out)) => String::from_utf8_lossy(&out.stdout).into_owned(),
+        Ok(Err(e)) => {
+            tracing::debug!("cannot run {} {args:?}: {e}", program.display());
+            String::new()
+        }
+        Err(_) => {
+            tracing::debug!("{} {args:?} did not answer in time", program.display());
+            String::new()
+        }
+    }
+}
+
+impl CliProbe {
+    pub fn cached(&self, program: &Path) -> Option<CliFacts> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key_of(program))
+            .cloned()
+    }
+
+    /// The facts of `program`, probing it when not known yet.
+    pub async fn facts(&self, provider: &Provider, program: &Path) -> CliFacts {
+        if let Some(f) = self.cached(program) {
+            return f;
+        }
+        let version = cli_versions::parse_version(&output_of(program, &["--version"]).await);
+        let no_daemon = *provider == Provider::Codex
+            && cli_versions::codex_has_no_daemon(&output_of(program, &["--help"]).await);
+        let facts = CliFacts { version, no_daemon };
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key_of(program), facts.clone());
+        facts
+    }
+
+    /// The notice for a CLI newer than tested, the first time that
+    /// provider and version are seen.
+    fn first_notice(&self, provider: &Provider, facts: &CliFacts) -> Option<String> {
+        let Tested::Newer { installed, tested } = cli_versions::compare(provider, facts.version)
+        else {
+            return None;
+        };
+        let fresh = self
+            .noticed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((provider.name().to_owned(), installed));
+        fresh.then(|| cli_versions::newer_notice(provider, installed, tested))
+    }
+}
+
+impl Daemon {
+    fn program_of(&self, provider: &Provider) -> Option<PathBuf> {
+        let var = |k: &str| std::env::var(k).ok();
+        let mint = String::new;
+        let env = LaunchEnv {
+            config: &self.config,
+            var: &var,
+            dangerous: false,
+            mint: &mint,
+        };
+        resolve_program(provider, &env).ok()
+    }
+
+    /// Before a session of `provider` starts: codex's facts (awaited: its
+    /// command line depends on them); for claude and opencode, their
+    /// version is read in the background and `None` returned.
+    pub async fn cli_facts_before_start(self: &Arc<Self>, provider: &Provider) -> Option<CliFacts> {
+        if !matches!(
+            provider,
+            Provider::Claude | Provider::Codex | Provider::Opencode
+        ) {
+            return None;
+        }
+        let program = self.program_of(provider)?;
+        if *provider == Provider::Codex {
+            let facts = self.cli_probe.facts(provider, &program).await;
+            self.notice_if_newer(provider, &facts);
+            return Some(facts);
+        }
+        let daemon = self.clone();
+        let provider = provider.clone();
+        tokio::spawn(async move {
+            let facts = daemon.cli_probe.facts(&provider, &program).await;
+            daemon.notice_if_newer(&provider, &facts);
+        });
+        None
+    }
+
+    fn notice_if_newer(&self, provider: &Provider, facts: &CliFacts) {
+        if let Some(line) = self.cli_probe.first_notice(provider, facts) {
+            tracing::warn!("{line}");
+            self.lock().notices.push(line);
+        }
+    }
+
+    /// `hangar doctor`'s CLI section: each agent CLI found, its version and
+    /// the tested one.
+    pub async fn cli_report(self: &Arc<Self>) -> Value {
+        let mut out = Vec::new();
+        for provider in [Provider::Claude, Provider::Codex, Provider::Opencode] {
+            let tested = cli_versions::tested(&provider).map(|v| v.to_string());
+            let Some(program) = self.program_of(&provider) else {
+                out.push(json!({"provider": provider.name(), "program": null,
+                                "version": null, "tested": tested, "newer_than_tested": false}));
+                continue;
+            };
+            let facts = self.cli_probe.facts(&provider, &program).await;
+            let newer = matches!(
+                cli_versions::compare(&provider, facts.version),
+                Tested::Newer { .. }
+            );
+            let mut row = json!({
+                "provider": provider.name(),
+                "program": program.display().to_string(),
+                "version": facts.version.map(|v| v.to_string()),
+                "tested": tested,
+                "newer_than_tested": newer,
+            });
+            if let (true, Some(v), Some(t)) =
+                (newer, facts.version, cli_versions::tested(&provider))
+            {
+                row["notice"] = json!(cli_versions::newer_notice(&provider, v, t));
+            }
+            if provider == Provider::Codex {
+                row["no_daemon"] = json!(facts.no_daemon);
+            }
+            out.push(row);
+        }
+        Value::Array(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[tokio::test]
+    async fn a_codex_that_offers_no_daemon_is_seen_and_kept_until_the_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        // The shapes of codex 0.171.0's `--version` and `--help`.
+        let codex = script(
+            dir.path(),
+            "codex",
+            r#"case "$1" in --version) echo "codex-cli 0.171.0";; --help) printf '      --no-daemon\n          Run without the shared background server\n';; esac"#,
+        );
+        let probe = CliProbe::default();
+        let facts = probe.facts(&Provider::Codex, &codex).await;
+        assert_eq!(
+            facts,
+            CliFacts {
+                version: Some(Version(0, 171, 0)),
+                no_daemon: true
+            }
+        );
+        assert_eq!(probe.first_notice(&Provider::Codex, &facts), None);
+        // An older codex without the flag, installed over it.
+        std::thread::sleep(Duration::from_millis(20));
+        let old = script(
+            dir.path(),
+            "codex",
+            r#"case "$1" in --version) echo "codex-cli 0.160.0 older build";; --help) echo "Usage: codex";; esac"#,
+        );
+        let facts = probe.facts(&Provider::Codex, &old).await;
+        assert_eq!(facts.version, Some(Version(0, 160, 0)));
+        assert!(!facts.no_daemon);
+    }
+
+    #[tokio::test]
+    async fn a_newer_cli_gets_one_notice_naming_the_tested_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let claude = script(dir.path(), "claude", r#"echo "9.0.0 (Claude Code)""#);
+        let probe = CliProbe::default();
+        let facts = probe.facts(&Provider::Claude, &claude).await;
+        let line = probe.first_notice(&Provider::Claude, &facts).unwrap();
+        assert!(line.contains(
+            "claude 9.0.0 is newer than the newest version hangar is tested with (2.1.197)"
+        ));
+        assert_eq!(probe.first_notice(&Provider::Claude, &facts), None);
+    }
+}

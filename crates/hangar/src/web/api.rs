@@ -1,0 +1,461 @@
+//! The routes of `hangar web`: the page, its assets, and `/api/`.
+//!
+//! Every route sits behind [`guard`]: a credential (Bearer token or a paired
+//! browser's cookie) or 401; the Origin of every state-changing request and
+//! WebSocket checked against the Host (403); read-only credentials refused
+//! anything but looking (403); too many failed logins from one address
+//! refused (429). Every response carries a strict Content-Security-Policy.
+//!
+//! The API's JSON is the CLI's: each read route passes the daemon's reply
+//! body through unchanged (`GET /api/sessions` is `hangar ls --json`).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Json, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use hangar_daemon::Paths;
+use hangar_protocol::message::{self as msg, Request as DaemonRequest, codes};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::assets;
+use super::attach_ws;
+use super::auth::{self, Access, Gate, Presented, Verdict};
+use super::daemon_link::{DaemonLink, LinkError};
+use super::keys;
+use super::listener::PeerAddr;
+
+/// The page's only sources are this server. Styles may be inline because
+/// xterm.js sizes its cells with `<style>` elements it writes as text; no
+/// script is inline, none comes from elsewhere, and nothing may frame it.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+img-src 'self' data:; font-src 'self'; connect-src 'self'; manifest-src 'self'; \
+base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Requests larger than this are refused (a prompt is text, not a file).
+const MAX_BODY: usize = 256 * 1024;
+/// How often the live list asks the daemon for changes.
+const EVENTS_EVERY: Duration = Duration::from_millis(500);
+
+pub struct App {
+    pub paths: Paths,
+    pub gate: Gate,
+    /// Served over TLS: the cookie is `Secure`.
+    pub secure: bool,
+}
+
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/assets/{name}", get(asset))
+        .route("/api/whoami", get(whoami))
+        .route("/api/sessions", get(sessions))
+        .route("/api/tabs", get(tabs))
+        .route("/api/events", get(events))
+        .route("/api/sessions/{id}/screen", get(screen))
+        .route("/api/sessions/{id}/send", post(send))
+        .route("/api/sessions/{id}/keys", post(type_keys))
+        .route("/api/sessions/{id}/interrupt", post(interrupt))
+        .route("/api/sessions/{id}/wake", post(wake))
+        .route("/api/sessions/{id}/hibernate", post(hibernate))
+        .route("/api/sessions/{id}/park", post(park))
+        .route("/api/sessions/{id}/unpark", post(unpark))
+        .route("/api/sessions/{id}/attach", get(attach_ws::attach))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app)
+}
+
+/// A JSON error reply, `{"error": {"code", "message"}}`.
+pub fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let body = json!({"error": {"code": code, "message": message.into()}});
+    (status, Json(body)).into_response()
+}
+
+fn with_security_headers(mut resp: Response) -> Response {
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // The pairing URL carries the token: never send it on as a referrer.
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    resp
+}
+
+fn presented(headers: &HeaderMap) -> Presented<'_> {
+    if let Some(token) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    {
+        return Presented::Bearer(token.trim());
+    }
+    for cookies in headers.get_all(header::COOKIE) {
+        if let Some(c) = cookies
+            .to_str()
+            .ok()
+            .and_then(|c| auth::cookie_value(c, auth::COOKIE))
+        {
+            return Presented::Cookie(c);
+        }
+    }
+    Presented::Nothing
+}
+
+/// The Origin a browser sends for this server, as the Host header names it.
+fn origin_allowed(headers: &HeaderMap, secure: bool) -> Option<bool> {
+    let origin = headers.get(header::ORIGIN)?.to_str().ok();
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let scheme = if secure { "https" } else { "http" };
+    Some(match (origin, host) {
+        (Some(o), Some(h)) => o == format!("{scheme}://{h}"),
+        _ => false,
+    })
+}
+
+fn is_websocket(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+fn refusal(verdict: Verdict, wants_page: bool) -> Response {
+    match verdict {
+        Verdict::Limited => {
+            let mut r = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                "too many failed logins from this address; wait a minute",
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+            r
+        }
+        Verdict::Revoked if wants_page => unpaired_page(
+            "This browser's pairing was revoked (hangar web --revoke). Run hangar web again \
+             and open the URL it prints.",
+        ),
+        Verdict::Revoked => error(
+            StatusCode::UNAUTHORIZED,
+            "revoked",
+            "every pairing of this server was revoked; run `hangar web` again for a new URL",
+        ),
+        _ if wants_page => unpaired_page(
+            "Not paired. Open the URL that `hangar web` printed (it carries the pairing token \
+             of that run), or scan its QR code.",
+        ),
+        _ => error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "send the token hangar web printed as `Authorization: Bearer TOKEN`",
+        ),
+    }
+}
+
+fn unpaired_page(why: &str) -> Response {
+    let body = assets::UNPAIRED_HTML.replace("{why}", why);
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+fn query_token(query: Option<&str>) -> Option<&str> {
+    query?.split('&').find_map(|kv| kv.strip_prefix("token="))
+}
+
+/// Authentication, Origin and read-only checks for every request.
+async fn guard(
+    State(app): State<Arc<App>>,
+    ConnectInfo(PeerAddr(peer)): ConnectInfo<PeerAddr>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let now = Instant::now();
+    let headers = req.headers();
+    let wants_page = req.method() == Method::GET && req.uri().path() == "/";
+    // Pairing: the printed URL's token becomes this browser's own cookie,
+    // and the token leaves the address bar (and so the history) at once.
+    if wants_page && let Some(token) = query_token(req.uri().query()) {
+        return with_security_headers(match app.gate.pair(peer.ip(), token, now) {
+            Ok(secret) => {
+                let secure = if app.secure { "; Secure" } else { "" };
+                let cookie = format!(
+                    "{}={}; Path=/; HttpOnly; SameSite=Strict{secure}",
+                    auth::COOKIE,
+                    secret.expose()
+                );
+                let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+                if let Ok(v) = HeaderValue::from_str(&cookie) {
+                    r.headers_mut().insert(header::SET_COOKIE, v);
+                }
+                r
+            }
+            Err(v) => refusal(v, true),
+        });
+    }
+    let verdict = app.gate.check(peer.ip(), presented(headers), now);
+    let Verdict::Allowed { access, by_cookie } = verdict else {
+        return with_security_headers(refusal(verdict, wants_page));
+    };
+    let changes = !matches!(*req.method(), Method::GET | Method::HEAD);
+    let websocket = is_websocket(headers);
+    if changes || websocket {
+        // A cookie rides along on forged cross-site requests; a Bearer
+        // header never does, so scripts may leave the Origin out.
+        let ok = origin_allowed(headers, app.secure).unwrap_or(!by_cookie);
+        if !ok {
+            return with_security_headers(error(
+                StatusCode::FORBIDDEN,
+                "bad_origin",
+                "this request did not come from the hangar web page",
+            ));
+        }
+    }
+    if changes && access == Access::ReadOnly {
+        return with_security_headers(error(
+            StatusCode::FORBIDDEN,
+            "read_only",
+            "this is a read-only view: it can look but not type or act",
+        ));
+    }
+    req.extensions_mut().insert(access);
+    with_security_headers(next.run(req).await)
+}
+
+async fn not_found() -> Response {
+    error(StatusCode::NOT_FOUND, "not_found", "no such page")
+}
+
+async fn index() -> Response {
+    assets::page()
+}
+
+async fn asset(Path(name): Path<String>) -> Response {
+    assets::asset(&name)
+        .unwrap_or_else(|| error(StatusCode::NOT_FOUND, "not_found", "no such asset"))
+}
+
+/// The daemon's error code as an HTTP status.
+pub fn status_of(e: &LinkError) -> StatusCode {
+    match e {
+        LinkError::Lost(_) => StatusCode::BAD_GATEWAY,
+        LinkError::Daemon(b) => match b.code.as_str() {
+            codes::NOT_FOUND => StatusCode::NOT_FOUND,
+            codes::BAD_REQUEST | codes::INVALID | codes::TOO_LARGE => StatusCode::BAD_REQUEST,
+            codes::AMBIGUOUS
+            | codes::NEEDS_CONFIRMATION
+            | codes::FAILED
+            | codes::DUPLICATE
+            | codes::CASCADE_REFUSED => StatusCode::CONFLICT,
+            codes::SHUTTING_DOWN => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        },
+    }
+}
+
+pub fn link_error(e: LinkError) -> Response {
+    let code = match &e {
+        LinkError::Daemon(b) => b.code.clone(),
+        LinkError::Lost(_) => "daemon_unreachable".to_owned(),
+    };
+    error(status_of(&e), &code, e.to_string())
+}
+
+async fn ask(app: &App, req: DaemonRequest) -> Response {
+    match DaemonLink::once(&app.paths, req).await {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => link_error(e),
+    }
+}
+
+async fn whoami(Extension(access): Extension<Access>) -> Response {
+    Json(json!({
+        "read_only": access == Access::ReadOnly,
+        "version": env!("CARGO_PKG_VERSION"),
+    }))
+    .into_response()
+}
+
+async fn sessions(State(app): State<Arc<App>>) -> Response {
+    ask(&app, DaemonRequest::List).await
+}
+
+async fn tabs(State(app): State<Arc<App>>) -> Response {
+    ask(&app, DaemonRequest::TabList).await
+}
+
+async fn screen(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    ask(&app, DaemonRequest::Screen(msg::Screen { session: id })).await
+}
+
+#[derive(Deserialize)]
+struct SendBody {
+    text: String,
+}
+
+async fn send(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Json(body): Json<SendBody>,
+) -> Response {
+    ask(
+        &app,
+        DaemonRequest::Send(msg::Send {
+            session: id,
+            text: body.text,
+            enter: true,
+        }),
+    )
+    .await
+}
+
+#[derive(Deserialize)]
+struct KeysBody {
+    keys: Vec<String>,
+}
+
+async fn type_keys(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Json(body): Json<KeysBody>,
+) -> Response {
+    match keys::bytes_of_all(body.keys.iter().map(String::as_str)) {
+        Ok(bytes) if !bytes.is_empty() => press(&app, id, bytes).await,
+        Ok(_) => error(StatusCode::BAD_REQUEST, "invalid", "no keys given"),
+        Err(name) => error(
+            StatusCode::BAD_REQUEST,
+            "invalid",
+            format!(
+                "unknown key {name:?}: use one character, or enter, esc, tab, backspace, \
+                 ctrl-c, ctrl-d, up, down, left, right, space"
+            ),
+        ),
+    }
+}
+
+async fn interrupt(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    press(&app, id, b"\x03".to_vec()).await
+}
+
+/// Type raw key bytes: attach without a size (the PTY keeps its own), send,
+/// detach. A pasted `send` cannot carry keys (see `keys`).
+async fn press(app: &App, session: String, bytes: Vec<u8>) -> Response {
+    let result = async {
+        let mut link = DaemonLink::connect(&app.paths).await?;
+        let reply = link
+            .request(DaemonRequest::Attach(msg::Attach {
+                session,
+                cols: 0,
+                rows: 0,
+            }))
+            .await?;
+        link.writer.send_data(&bytes).await?;
+        link.request(DaemonRequest::Detach).await?;
+        Ok::<Value, LinkError>(json!({"id": reply["id"], "sent": bytes.len()}))
+    }
+    .await;
+    match result {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => link_error(e),
+    }
+}
+
+async fn wake(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    ask(&app, DaemonRequest::Wake(msg::SessionRef { session: id })).await
+}
+
+async fn hibernate(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    ask(
+        &app,
+        DaemonRequest::Hibernate(msg::SessionRef { session: id }),
+    )
+    .await
+}
+
+async fn park(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    ask(&app, DaemonRequest::Park(msg::SessionRef { session: id })).await
+}
+
+async fn unpark(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    ask(
+        &app,
+        DaemonRequest::Unpark(msg::Unpark {
+            session: id,
+            ..Default::default()
+        }),
+    )
+    .await
+}
+
+/// The session list and tabs as one snapshot, for the live stream.
+async fn snapshot(paths: &Paths) -> Result<Value, LinkError> {
+    let mut link = DaemonLink::connect(paths).await?;
+    let sessions = link.request(DaemonRequest::List).await?;
+    let tabs = link.request(DaemonRequest::TabList).await?;
+    Ok(json!({"sessions": sessions, "tabs": tabs}))
+}
+
+/// Server-sent events: a `sessions` event whenever the list changes (state,
+/// activity, titles, placement), checked every [`EVENTS_EVERY`]. Ends when
+/// this server's pairings are revoked.
+async fn events(
+    State(app): State<Arc<App>>,
+) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
+    let stream = futures::stream::unfold(
+        (app, None::<String>, true),
+        |(app, mut last, first)| async move {
+            if !first {
+                tokio::time::sleep(EVENTS_EVERY).await;
+            }
+            loop {
+                if app.gate.revoked() {
+                    return None;
+                }
+                let event = match snapshot(&app.paths).await {
+                    Ok(v) => {
+                        let text = v.to_string();
+                        if last.as_deref() == Some(text.as_str()) {
+                            None
+                        } else {
+                            last = Some(text.clone());
+                            Some(Event::default().event("sessions").data(text))
+                        }
+                    }
+                    Err(e) => Some(
+                        Event::default()
+                            .event("problem")
+                            .data(json!({"message": e.to_string()}).to_string()),
+                    ),
+                };
+                if let Some(ev) = event {
+                    return Some((Ok(ev), (app, last, false)));
+                }
+                tokio::time::sleep(EVENTS_EVERY).await;
+            }
+        },
+    );
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}

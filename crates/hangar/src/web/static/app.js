@@ -1,0 +1,398 @@
+// hangar web: the session list and one session's live terminal.
+//
+// Everything an agent or a file can influence (titles, folders, screens,
+// error messages) reaches the page through textContent or xterm.js, never
+// through innerHTML: untrusted text is shown as text (DESIGN.md rule 11).
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const state = {
+    readOnly: true,
+    sessions: [],
+    tabs: [],
+    activity: new Map(), // id -> last activity seen, for notifications
+    current: null, // the session id on screen, or null for the list
+    term: null,
+    fit: null,
+    ws: null,
+    events: null,
+    unpaired: false,
+    problem: false, // the banner shows a daemon problem from the live stream
+  };
+  const encoder = new TextEncoder();
+  const READ_ONLY = "Read-only view: you can watch, not type or act.";
+
+  function short(id) {
+    return String(id || "").slice(0, 8);
+  }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function banner(text) {
+    const b = $("banner");
+    b.textContent = text || "";
+    b.hidden = !text;
+  }
+
+  function unpaired(text) {
+    state.unpaired = true;
+    banner(text);
+    if (state.events) state.events.close();
+    $("conn").classList.remove("live");
+  }
+
+  async function api(method, path, body) {
+    const opts = { method, headers: {} };
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    const resp = await fetch(path, opts);
+    let data = null;
+    try {
+      data = await resp.json();
+    } catch (_) {
+      data = null;
+    }
+    if (resp.status === 401) {
+      unpaired("This browser is not paired (or was revoked). Open the URL that `hangar web` printed.");
+    }
+    if (!resp.ok) {
+      const msg = data && data.error ? data.error.message : "HTTP " + resp.status;
+      throw new Error(msg);
+    }
+    return data;
+  }
+
+  function title(s) {
+    return s.title && s.title.length ? s.title : s.provider + " " + short(s.id);
+  }
+
+  function waitingFirst(a, b) {
+    const w = (s) => (s.activity === "waiting" ? 0 : 1);
+    return w(a) - w(b);
+  }
+
+  function row(s) {
+    const li = el("li");
+    const a = el("a", "row" + (s.activity === "waiting" ? " is-waiting" : ""));
+    a.href = "#/s/" + encodeURIComponent(s.id);
+    a.dataset.session = s.id;
+    a.appendChild(el("span", "title", title(s)));
+    const badges = el("span", "badges");
+    if (s.activity && s.activity !== "unknown") badges.appendChild(el("span", "badge " + s.activity, s.activity));
+    badges.appendChild(el("span", "badge " + s.state, s.state));
+    a.appendChild(badges);
+    const where = s.placement === "pane" ? "" : " · " + s.placement;
+    a.appendChild(el("span", "sub", s.provider + " · " + short(s.id) + where + " · " + s.cwd));
+    li.appendChild(a);
+    return li;
+  }
+
+  function renderList() {
+    const waiting = state.sessions.filter((s) => s.activity === "waiting");
+    const wl = $("waiting-list");
+    wl.replaceChildren(...waiting.map(row));
+    $("waiting").hidden = waiting.length === 0;
+
+    const tabs = $("tabs");
+    const groups = [];
+    const byTab = new Map();
+    for (const t of state.tabs) {
+      byTab.set(t.id, []);
+      groups.push({ id: t.id, title: t.title });
+    }
+    for (const s of state.sessions) {
+      if (!byTab.has(s.tab)) {
+        byTab.set(s.tab, []);
+        groups.push({ id: s.tab, title: s.tab ? "tab " + short(s.tab) : "no tab" });
+      }
+      byTab.get(s.tab).push(s);
+    }
+    const sections = [];
+    for (const g of groups) {
+      const list = byTab.get(g.id) || [];
+      if (!list.length) continue;
+      const sec = el("section", "group tab");
+      sec.dataset.tab = g.id || "";
+      sec.appendChild(el("h2", null, g.title));
+      const onGrid = list.filter((s) => s.placement !== "parked").sort(waitingFirst);
+      const parked = list.filter((s) => s.placement === "parked").sort(waitingFirst);
+      if (onGrid.length) {
+        const ul = el("ul", "sessions panes");
+        ul.replaceChildren(...onGrid.map(row));
+        sec.appendChild(ul);
+      }
+      if (parked.length) {
+        sec.appendChild(el("h3", null, "Parked"));
+        const ul = el("ul", "sessions parked");
+        ul.replaceChildren(...parked.map(row));
+        sec.appendChild(ul);
+      }
+      sections.push(sec);
+    }
+    tabs.replaceChildren(...sections);
+    $("empty").hidden = state.sessions.length !== 0;
+    document.title = (waiting.length ? "(" + waiting.length + ") " : "") + "hangar";
+  }
+
+  function renderSession() {
+    const s = state.sessions.find((x) => x.id === state.current);
+    if (!s) {
+      $("heading").textContent = short(state.current) + " (gone)";
+      return;
+    }
+    $("heading").textContent = title(s);
+    const act = $("s-activity");
+    act.textContent = s.activity;
+    act.className = "badge " + s.activity;
+    act.hidden = !s.activity || s.activity === "unknown";
+    const st = $("s-state");
+    st.textContent = s.state + (s.placement === "pane" ? "" : " · " + s.placement);
+    st.className = "badge " + s.state;
+    $("s-provider").textContent = s.provider;
+    $("s-cwd").textContent = s.cwd;
+    $("s-waiting").hidden = s.activity !== "waiting";
+    const running = s.state === "live" || s.state === "spawning";
+    const show = (name, yes) => {
+      const b = document.querySelector('[data-action="' + name + '"]');
+      if (b) b.hidden = !yes;
+    };
+    show("interrupt", running);
+    show("wake", !running);
+    show("hibernate", running);
+    show("park", s.placement === "pane");
+    show("unpark", s.placement === "parked");
+  }
+
+  function notifyTransitions(sessions) {
+    for (const s of sessions) {
+      const before = state.activity.get(s.id);
+      if (before !== undefined && before !== "waiting" && s.activity === "waiting") {
+        if ("Notification" in window && Notification.permission === "granted") {
+          try {
+            new Notification(title(s) + " is waiting for you", { body: "hangar · " + s.provider, tag: s.id });
+          } catch (_) {
+            // Some browsers only notify from a service worker; the list still shows it.
+          }
+        }
+      }
+      state.activity.set(s.id, s.activity);
+    }
+  }
+
+  function update(snapshot) {
+    const sessions = Array.isArray(snapshot.sessions) ? snapshot.sessions : [];
+    notifyTransitions(sessions);
+    state.sessions = sessions;
+    state.tabs = Array.isArray(snapshot.tabs) ? snapshot.tabs : [];
+    renderList();
+    if (state.current) renderSession();
+  }
+
+  function listen() {
+    const es = new EventSource("/api/events");
+    state.events = es;
+    es.addEventListener("sessions", (e) => {
+      $("conn").classList.add("live");
+      if (state.problem) {
+        state.problem = false;
+        banner(state.readOnly ? READ_ONLY : "");
+      }
+      update(JSON.parse(e.data));
+    });
+    es.addEventListener("problem", (e) => {
+      state.problem = true;
+      banner(JSON.parse(e.data).message);
+    });
+    es.onerror = async () => {
+      $("conn").classList.remove("live");
+      if (state.unpaired) return;
+      try {
+        await api("GET", "/api/whoami");
+      } catch (_) {
+        // api() shows the unpaired banner on a 401; a network blip just retries.
+      }
+    };
+  }
+
+  // ---- the terminal ----
+
+  function ensureTerm() {
+    if (state.term) return;
+    const term = new window.Terminal({
+      convertEol: false,
+      cursorBlink: true,
+      scrollback: 2000,
+      fontSize: window.innerWidth < 600 ? 12 : 14,
+      fontFamily: 'ui-monospace, "DejaVu Sans Mono", Menlo, monospace',
+      disableStdin: state.readOnly,
+      theme: { background: "#000000" },
+    });
+    const fit = new window.FitAddon.FitAddon();
+    term.loadAddon(fit);
+    term.open($("term"));
+    term.onData((d) => sendInput(encoder.encode(d)));
+    term.onBinary((d) => {
+      const bytes = new Uint8Array(d.length);
+      for (let i = 0; i < d.length; i++) bytes[i] = d.charCodeAt(i) & 0xff;
+      sendInput(bytes);
+    });
+    term.onResize(({ cols, rows }) => {
+      if (state.ws && state.ws.readyState === WebSocket.OPEN && !state.readOnly) {
+        state.ws.send(JSON.stringify({ type: "resize", cols, rows }));
+      }
+    });
+    window.addEventListener("resize", () => {
+      if (state.current) fit.fit();
+    });
+    state.term = term;
+    state.fit = fit;
+  }
+
+  function sendInput(bytes) {
+    if (state.readOnly) return;
+    if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(bytes);
+  }
+
+  function connectTerminal(id) {
+    ensureTerm();
+    const term = state.term;
+    term.reset();
+    state.fit.fit();
+    const proto = location.protocol === "https:" ? "wss:" : "ws:";
+    const url =
+      proto + "//" + location.host + "/api/sessions/" + encodeURIComponent(id) +
+      "/attach?cols=" + term.cols + "&rows=" + term.rows;
+    const ws = new WebSocket(url);
+    ws.binaryType = "arraybuffer";
+    state.ws = ws;
+    ws.onmessage = (e) => {
+      if (typeof e.data === "string") {
+        const n = JSON.parse(e.data);
+        if (n.type === "exited") showError("The session exited (code " + n.code + "). Wake it to start it again.");
+        else if (n.type === "error" || n.type === "lost") showError(n.message);
+        return;
+      }
+      term.write(new Uint8Array(e.data));
+    };
+    ws.onclose = (e) => {
+      if (state.ws !== ws) return;
+      state.ws = null;
+      if (e.code === 1008) unpaired("This browser's pairing was revoked. Run `hangar web` again to pair.");
+    };
+    if (!state.readOnly) term.focus();
+  }
+
+  function disconnectTerminal() {
+    if (state.ws) {
+      const ws = state.ws;
+      state.ws = null;
+      ws.close();
+    }
+  }
+
+  function showError(text) {
+    $("s-error").textContent = text || "";
+  }
+
+  // ---- views ----
+
+  function route() {
+    const m = location.hash.match(/^#\/s\/(.+)$/);
+    disconnectTerminal();
+    showError("");
+    if (m) {
+      state.current = decodeURIComponent(m[1]);
+      $("list-view").hidden = true;
+      $("session-view").hidden = false;
+      $("back").hidden = false;
+      renderSession();
+      connectTerminal(state.current);
+    } else {
+      state.current = null;
+      $("session-view").hidden = true;
+      $("list-view").hidden = false;
+      $("back").hidden = true;
+      $("heading").textContent = "hangar";
+      renderList();
+    }
+  }
+
+  async function act(path, body) {
+    showError("");
+    try {
+      await api("POST", "/api/sessions/" + encodeURIComponent(state.current) + path, body);
+      return true;
+    } catch (e) {
+      showError(e.message);
+      return false;
+    }
+  }
+
+  function wire() {
+    $("back").addEventListener("click", () => {
+      location.hash = "#/";
+    });
+    $("prompt-form").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const text = $("prompt").value;
+      if (!text.trim()) return;
+      $("send").disabled = true;
+      if (await act("/send", { text })) $("prompt").value = "";
+      $("send").disabled = false;
+    });
+    $("prompt").addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && window.innerWidth >= 600) {
+        e.preventDefault();
+        $("prompt-form").requestSubmit();
+      }
+    });
+    for (const b of document.querySelectorAll("[data-keys]")) {
+      b.addEventListener("click", () => act("/keys", { keys: [b.dataset.keys] }));
+    }
+    for (const b of document.querySelectorAll("[data-action]")) {
+      b.addEventListener("click", () => act("/" + b.dataset.action));
+    }
+    const n = $("notify");
+    if ("Notification" in window && Notification.permission === "default") {
+      n.hidden = false;
+      n.addEventListener("click", async () => {
+        await Notification.requestPermission();
+        n.hidden = Notification.permission !== "default";
+      });
+    }
+    window.addEventListener("hashchange", route);
+  }
+
+  async function start() {
+    wire();
+    try {
+      const me = await api("GET", "/api/whoami");
+      state.readOnly = !!me.read_only;
+    } catch (_) {
+      return;
+    }
+    document.body.classList.toggle("read-only", state.readOnly);
+    if (state.readOnly) {
+      $("controls").hidden = true;
+      banner(READ_ONLY);
+    }
+    try {
+      const [sessions, tabs] = await Promise.all([api("GET", "/api/sessions"), api("GET", "/api/tabs")]);
+      update({ sessions, tabs });
+    } catch (e) {
+      banner(e.message);
+    }
+    listen();
+    route();
+  }
+
+  start();
+})();

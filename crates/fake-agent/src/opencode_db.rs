@@ -68,11 +68,9 @@ pub struct Store {
 impl Store {
     pub fn open(path: &Path) -> anyhow::Result<Store> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let conn =
-            Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch("PRAGMA journal_mode = WAL;")?;
         conn.execute_batch(SCHEMA)?;
@@ -105,8 +103,10 @@ impl Store {
             params![format!("prt_{}", &new_id()[4..]), message, id, now,
                     serde_json::json!({"type": "text", "text": text}).to_string()],
         )?;
-        self.conn
-            .execute("UPDATE session SET time_updated = ?2 WHERE id = ?1", params![id, now])?;
+        self.conn.execute(
+            "UPDATE session SET time_updated = ?2 WHERE id = ?1",
+            params![id, now],
+        )?;
         Ok(())
     }
 }

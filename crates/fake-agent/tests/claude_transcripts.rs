@@ -274,7 +274,11 @@ fn opencode_style_writes_claude_shaped_lines_to_its_own_directory() {
     );
     agent.send("hi");
     agent.wait_for_output("answer: hi");
-    let lines = read_jsonl(&setup.home.join(format!(".local/share/opencode/fake/{id}.jsonl")));
+    let lines = read_jsonl(
+        &setup
+            .home
+            .join(format!(".local/share/opencode/fake/{id}.jsonl")),
+    );
     let resumed: Vec<&serde_json::Value> = lines.iter().filter(|l| l["resumed"] == true).collect();
     assert_eq!(resumed.len(), 1, "one resumed start line: {lines:?}");
     assert_eq!(resumed[0]["style"], "opencode");
@@ -291,7 +295,9 @@ fn opencode_style_keeps_its_conversations_in_sqlite_and_refuses_an_unknown_sessi
     let status = refused.wait_exit();
     assert_eq!(status.code(), Some(1));
     assert!(
-        refused.stderr().contains("Error: Session not found: ses_unknown"),
+        refused
+            .stderr()
+            .contains("Error: Session not found: ses_unknown"),
         "{}",
         refused.stderr()
     );
@@ -304,7 +310,9 @@ fn opencode_style_keeps_its_conversations_in_sqlite_and_refuses_an_unknown_sessi
     agent.wait_for_output("answer: what is in the store");
     let conn = rusqlite::Connection::open(&db).expect("opencode.db exists");
     let (sid, dir): (String, String) = conn
-        .query_row("SELECT id, directory FROM session", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row("SELECT id, directory FROM session", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .expect("one conversation");
     assert_eq!(sid, id);
     assert!(!dir.is_empty());

@@ -60,7 +60,10 @@ fn without_no_daemon_one_shared_server_runs_outside_the_tui_and_outlives_it() {
         "the server has a session and group of its own"
     );
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    assert!(String::from_utf8_lossy(&cmdline).contains("app-server\0--listen\0unix://\0--managed-daemon"));
+    assert!(
+        String::from_utf8_lossy(&cmdline)
+            .contains("app-server\0--listen\0unix://\0--managed-daemon")
+    );
 
     // A second TUI of the same CODEX_HOME joins it.
     let mut second = setup.start_with(&["--style", "codex"], &[SHARED]);
@@ -89,7 +92,10 @@ fn with_no_daemon_no_server_is_started_and_help_offers_the_flag() {
     agent.send("hi");
     agent.wait_for_output("answer: hi");
     assert_eq!(server_pid(&setup), None);
-    let help = setup.command(&["--style", "codex", "--help"]).output().unwrap();
+    let help = setup
+        .command(&["--style", "codex", "--help"])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&help.stdout).contains("--no-daemon"));
     let old = setup
         .command(&["--style", "codex", "--help"])

@@ -169,7 +169,11 @@ fn serve_connection(
     match tls {
         Some(config) => {
             let conn = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
-            serve_requests(Conn::new(rustls::StreamOwned::new(conn, stream)), server, true)
+            serve_requests(
+                Conn::new(rustls::StreamOwned::new(conn, stream)),
+                server,
+                true,
+            )
         }
         None => serve_requests(Conn::new(stream), server, false),
     }
@@ -254,7 +258,10 @@ fn answer<S: Read + Write>(
         } else if req.method == "POST" && path.ends_with("/messages/count_tokens") {
             (200, json!({"input_tokens": (req.body.len() / 4).max(1)}))
         } else {
-            (404, json!({"error": {"message": format!("no such route: {} {path}", req.method)}}))
+            (
+                404,
+                json!({"error": {"message": format!("no such route: {} {path}", req.method)}}),
+            )
         };
         record["status"] = json!(status);
         log(server, &record);
@@ -272,7 +279,11 @@ fn answer<S: Read + Write>(
     let stream = parsed["stream"].as_bool().unwrap_or(false);
     let plan = match read_script(&server.state_dir) {
         Ok(s) => {
-            let fired = server.fired.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let fired = server
+                .fired
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
             let plan = script::plan(&s, api, &turn, &offered, &|i| {
                 fired.get(&i).copied().unwrap_or(0)
             });
@@ -335,6 +346,9 @@ fn log(server: &Server, record: &Value) {
     let mut file = server.log.lock().unwrap_or_else(|e| e.into_inner());
     let line = format!("{record}\n");
     if let Err(e) = file.write_all(line.as_bytes()).and_then(|_| file.flush()) {
-        let _ = writeln!(std::io::stderr(), "hangar-fake-model-api: requests.jsonl: {e}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "hangar-fake-model-api: requests.jsonl: {e}"
+        );
     }
 }

@@ -259,8 +259,7 @@ pub fn user_turn(api: Api, body: &Value) -> UserTurn {
             let Some(last) = items.last() else {
                 return UserTurn::Unknown;
             };
-            if last["type"] == "function_call_output" || last["type"] == "custom_tool_call_output"
-            {
+            if last["type"] == "function_call_output" || last["type"] == "custom_tool_call_output" {
                 let out = &last["output"];
                 return UserTurn::ToolResult(match out {
                     Value::String(s) => s.clone(),
@@ -369,16 +368,16 @@ mod tests {
         );
         let c = json!({"messages": [{"role": "user", "content": "hi"}]});
         assert_eq!(user_turn(Api::Chat, &c), UserTurn::Text("hi".into()));
-        let tools = json!({"tools": [{"name": "a"}, {"type": "function", "function": {"name": "b"}}]});
+        let tools =
+            json!({"tools": [{"name": "a"}, {"type": "function", "function": {"name": "b"}}]});
         assert_eq!(offered_tools(&tools), vec!["a", "b"]);
     }
 
     #[test]
     fn an_api_limited_failure_rule_leaves_other_apis_alone() {
-        let script: Script = serde_json::from_value(
-            json!({"rules": [{"api": "chat", "fail": {"status": 503}}]}),
-        )
-        .unwrap();
+        let script: Script =
+            serde_json::from_value(json!({"rules": [{"api": "chat", "fail": {"status": 503}}]}))
+                .unwrap();
         let turn = UserTurn::Text("x".into());
         assert!(matches!(
             plan(&script, Api::Chat, &turn, &[], &never).reply,

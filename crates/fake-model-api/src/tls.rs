@@ -11,7 +11,10 @@ use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
 /// Makes the CA, writes its certificate to `ca_file`, and returns a server
 /// config whose certificate covers `names` (DNS names or IP addresses).
-pub fn server_config(ca_file: &Path, names: &[String]) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+pub fn server_config(
+    ca_file: &Path,
+    names: &[String],
+) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     let ca_key = KeyPair::generate().context("CA key")?;
     let mut ca_params = CertificateParams::default();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);

@@ -194,18 +194,26 @@ fn responses_events(reply: &Reply, model: &str, ids: &Ids, usage: Usage) -> Vec<
             ev.push(next(
                 json!({"type": "response.output_item.added", "output_index": 0, "item": added}),
             ));
-            ev.push(next(json!({"type": "response.content_part.added", "item_id": ids.message(),
+            ev.push(next(
+                json!({"type": "response.content_part.added", "item_id": ids.message(),
                 "output_index": 0, "content_index": 0,
-                "part": {"type": "output_text", "text": "", "annotations": []}})));
+                "part": {"type": "output_text", "text": "", "annotations": []}}),
+            ));
             for p in pieces(text) {
-                ev.push(next(json!({"type": "response.output_text.delta", "item_id": ids.message(),
-                    "output_index": 0, "content_index": 0, "delta": p})));
+                ev.push(next(
+                    json!({"type": "response.output_text.delta", "item_id": ids.message(),
+                    "output_index": 0, "content_index": 0, "delta": p}),
+                ));
             }
-            ev.push(next(json!({"type": "response.output_text.done", "item_id": ids.message(),
-                "output_index": 0, "content_index": 0, "text": text})));
-            ev.push(next(json!({"type": "response.content_part.done", "item_id": ids.message(),
+            ev.push(next(
+                json!({"type": "response.output_text.done", "item_id": ids.message(),
+                "output_index": 0, "content_index": 0, "text": text}),
+            ));
+            ev.push(next(
+                json!({"type": "response.content_part.done", "item_id": ids.message(),
                 "output_index": 0, "content_index": 0,
-                "part": {"type": "output_text", "text": text, "annotations": []}})));
+                "part": {"type": "output_text", "text": text, "annotations": []}}),
+            ));
         }
         Reply::Tool(t) => {
             let mut added = done_item.clone();
@@ -214,12 +222,16 @@ fn responses_events(reply: &Reply, model: &str, ids: &Ids, usage: Usage) -> Vec<
             ev.push(next(
                 json!({"type": "response.output_item.added", "output_index": 0, "item": added}),
             ));
-            ev.push(next(json!({"type": "response.function_call_arguments.delta",
+            ev.push(next(
+                json!({"type": "response.function_call_arguments.delta",
                 "item_id": format!("fc_fake{:06}", ids.n), "output_index": 0,
-                "delta": tool_arguments(t)})));
-            ev.push(next(json!({"type": "response.function_call_arguments.done",
+                "delta": tool_arguments(t)}),
+            ));
+            ev.push(next(
+                json!({"type": "response.function_call_arguments.done",
                 "item_id": format!("fc_fake{:06}", ids.n), "output_index": 0,
-                "arguments": tool_arguments(t)})));
+                "arguments": tool_arguments(t)}),
+            ));
         }
         Reply::Fail(_) => {}
     }
@@ -404,7 +416,10 @@ mod tests {
         assert_eq!(done["response"]["output"][0]["type"], "function_call");
         assert_eq!(done["response"]["output"][0]["arguments"], "{\"x\":1}");
         let c = stream_events(Api::Chat, &t, "m", &Ids { n: 2 }, u);
-        assert!(c.iter().any(|e| e.contains("\"finish_reason\":\"tool_calls\"")));
+        assert!(
+            c.iter()
+                .any(|e| e.contains("\"finish_reason\":\"tool_calls\""))
+        );
         assert_eq!(c.last().unwrap(), "data: [DONE]\n\n");
     }
 }

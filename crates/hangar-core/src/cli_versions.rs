@@ -134,7 +134,10 @@ mod tests {
                 tested: Version(2, 1, 197)
             }
         );
-        assert_eq!(compare(&Provider::Shell, Some(Version(9, 9, 9))), Tested::Unknown);
+        assert_eq!(
+            compare(&Provider::Shell, Some(Version(9, 9, 9))),
+            Tested::Unknown
+        );
         assert_eq!(compare(&Provider::Opencode, None), Tested::Unknown);
         let line = newer_notice(&Provider::Claude, Version(2, 2, 0), Version(2, 1, 197));
         assert!(line.contains("claude 2.2.0 is newer"));

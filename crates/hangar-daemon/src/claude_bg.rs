@@ -32,11 +32,7 @@ pub struct BgHolder {
 
 /// The records of `$CLAUDE_CONFIG_DIR/sessions` that name `psid` as a
 /// background agent; `alive(pid)` says whether a pid still runs.
-pub fn holder_in(
-    records: &[Value],
-    psid: &str,
-    alive: &dyn Fn(u32) -> bool,
-) -> Option<BgHolder> {
+pub fn holder_in(records: &[Value], psid: &str, alive: &dyn Fn(u32) -> bool) -> Option<BgHolder> {
     records.iter().find_map(|r| {
         let pid = r["pid"].as_u64()? as u32;
         (r["sessionId"] == psid && r["kind"] == "bg" && alive(pid)).then(|| BgHolder {

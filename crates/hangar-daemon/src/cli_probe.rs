@@ -243,7 +243,9 @@ mod tests {
         let probe = CliProbe::default();
         let facts = probe.facts(&Provider::Claude, &claude).await;
         let line = probe.first_notice(&Provider::Claude, &facts).unwrap();
-        assert!(line.contains("claude 9.0.0 is newer than the newest version hangar is tested with (2.1.197)"));
+        assert!(line.contains(
+            "claude 9.0.0 is newer than the newest version hangar is tested with (2.1.197)"
+        ));
         assert_eq!(probe.first_notice(&Provider::Claude, &facts), None);
     }
 }

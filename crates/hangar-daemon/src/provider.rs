@@ -470,8 +470,14 @@ mod tests {
         assert_eq!(&with.args[with.args.len() - 2..], ["resume", "t-1"]);
         assert_eq!(codex_in_process(with.clone(), &Provider::Codex, true), with);
         // An older codex without the flag, and other providers, unchanged.
-        assert_eq!(codex_in_process(spec.clone(), &Provider::Codex, false), spec);
-        assert_eq!(codex_in_process(spec.clone(), &Provider::Claude, true), spec);
+        assert_eq!(
+            codex_in_process(spec.clone(), &Provider::Codex, false),
+            spec
+        );
+        assert_eq!(
+            codex_in_process(spec.clone(), &Provider::Claude, true),
+            spec
+        );
     }
 
     #[test]

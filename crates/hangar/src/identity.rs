@@ -159,7 +159,8 @@ fn print_clis(v: &Value) {
 fn plain(s: &str) -> String {
     s.chars()
         .flat_map(|c| {
-            let hidden = c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+            let hidden =
+                c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
             let shown: Vec<char> = if hidden {
                 c.escape_unicode().collect()
             } else {

@@ -17,7 +17,9 @@ use support::{DEADLINE, Hangar};
 fn app_servers(h: &Hangar) -> Vec<i32> {
     h.pids_for_home()
         .into_iter()
-        .filter(|&p| support::is_running(p) && support::cmdline(p).iter().any(|a| a == "app-server"))
+        .filter(|&p| {
+            support::is_running(p) && support::cmdline(p).iter().any(|a| a == "app-server")
+        })
         .collect()
 }
 
@@ -66,16 +68,24 @@ fn a_shared_server_started_outside_the_sessions_group_ends_with_the_session() {
         "the server runs outside the session's group, as codex's does"
     );
     h.ok(&["hibernate", &id]);
-    h.wait_until("the shared server ended with the hibernate", DEADLINE, || {
-        app_servers(&h).is_empty()
-    });
+    h.wait_until(
+        "the shared server ended with the hibernate",
+        DEADLINE,
+        || app_servers(&h).is_empty(),
+    );
 
     h.ok(&["wake", &id]);
     h.wait_until("the woken codex started a server again", DEADLINE, || {
         !app_servers(&h).is_empty()
     });
     h.shutdown();
-    h.wait_until("no process of this home is left after shutdown", DEADLINE, || {
-        h.pids_for_home().into_iter().all(|p| !support::is_running(p))
-    });
+    h.wait_until(
+        "no process of this home is left after shutdown",
+        DEADLINE,
+        || {
+            h.pids_for_home()
+                .into_iter()
+                .all(|p| !support::is_running(p))
+        },
+    );
 }

@@ -52,15 +52,22 @@ fn each_opencode_session_learns_and_resumes_its_own_conversation_and_never_an_ou
     assert_eq!(h.provider_id(&a).0, None, "no id before the first prompt");
 
     // A person's own opencode in the same folder, after both started.
-    let mut outside = KillOnDrop(Command::new(support::fake_agent_bin())
-        .args(["--style", "opencode"])
-        .env_clear()
-        .envs(h.env_vars().iter().filter(|(k, _)| k != "HANGAR_HOME").map(|(k, v)| (k, v)))
-        .current_dir(&h.work)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start an outside opencode"));
+    let mut outside = KillOnDrop(
+        Command::new(support::fake_agent_bin())
+            .args(["--style", "opencode"])
+            .env_clear()
+            .envs(
+                h.env_vars()
+                    .iter()
+                    .filter(|(k, _)| k != "HANGAR_HOME")
+                    .map(|(k, v)| (k, v)),
+            )
+            .current_dir(&h.work)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start an outside opencode"),
+    );
     outside
         .0
         .stdin
@@ -79,7 +86,10 @@ fn each_opencode_session_learns_and_resumes_its_own_conversation_and_never_an_ou
     h.ok(&["hibernate", &a]);
     h.wait_state(&a, "hibernated");
     h.ok(&["wake", &a]);
-    h.wait_screen(&a, &format!("fake-agent opencode session {ses_a} (resumed)"));
+    h.wait_screen(
+        &a,
+        &format!("fake-agent opencode session {ses_a} (resumed)"),
+    );
     assert_eq!(h.processes_with_flag("--session", &ses_a).len(), 1);
     assert_eq!(h.provider_id(&b).0.as_deref(), Some(ses_b.as_str()));
 

@@ -28,9 +28,12 @@ fn claude_gets_hangars_mcp_tools_and_a_real_tool_call_waits_for_permission_then_
     rc.wait_ready(&parent);
     let asked = rc.submit(&parent, "make a child");
     assert_eq!(
-        asked["reply"]["tool"], CREATE,
+        asked["reply"]["tool"],
+        CREATE,
         "the model was not offered hangar's create_agent: {:?}",
-        asked["body"]["tools"].as_array().map(|t| t.iter().map(|t| t["name"].clone()).collect::<Vec<_>>())
+        asked["body"]["tools"]
+            .as_array()
+            .map(|t| t.iter().map(|t| t["name"].clone()).collect::<Vec<_>>())
     );
     let offered: Vec<String> = asked["body"]["tools"]
         .as_array()
@@ -82,15 +85,16 @@ fn claude_traffic_is_captured_through_the_real_tls_stack_and_usage_matches_the_m
         rc.api.ca_file().display()
     ));
     let mut rc = rc;
-    rc.hangar
-        .set_env("ANTHROPIC_BASE_URL", rc.api.https_url());
+    rc.hangar.set_env("ANTHROPIC_BASE_URL", rc.api.https_url());
     rc.hangar.start_daemon();
     let id = rc.hangar.new_agent(&["--provider", "claude"]);
     rc.wait_ready(&id);
     rc.ask(&id, "through the proxy");
-    let turn = rc.api.wait_request("the turn reached the model over TLS", |r| {
-        r["api"] == "anthropic" && r["turn"] == "through the proxy"
-    });
+    let turn = rc
+        .api
+        .wait_request("the turn reached the model over TLS", |r| {
+            r["api"] == "anthropic" && r["turn"] == "through the proxy"
+        });
     assert_eq!(turn["tls"], true);
     let streamed: Vec<Value> = rc
         .api
@@ -98,14 +102,27 @@ fn claude_traffic_is_captured_through_the_real_tls_stack_and_usage_matches_the_m
         .into_iter()
         .filter(|r| r["usage"].is_object())
         .collect();
-    let sum = |k: &str| -> u64 { streamed.iter().map(|r| r["usage"][k].as_u64().unwrap_or(0)).sum() };
+    let sum = |k: &str| -> u64 {
+        streamed
+            .iter()
+            .map(|r| r["usage"][k].as_u64().unwrap_or(0))
+            .sum()
+    };
     let mut usage = Value::Null;
     support::wait_until("hangar counted the model's usage", REAL_DEADLINE, || {
         usage = rc.hangar.session(&id)["usage"].clone();
         usage["requests"].as_u64() >= Some(streamed.len() as u64)
     });
-    assert_eq!(usage["input_tokens"].as_u64(), Some(sum("input")), "{usage}");
-    assert_eq!(usage["output_tokens"].as_u64(), Some(sum("output")), "{usage}");
+    assert_eq!(
+        usage["input_tokens"].as_u64(),
+        Some(sum("input")),
+        "{usage}"
+    );
+    assert_eq!(
+        usage["output_tokens"].as_u64(),
+        Some(sum("output")),
+        "{usage}"
+    );
     assert_eq!(usage["errors"], 0, "{usage}");
     // The capture holds the exchange, without the key claude sent.
     let capture = rc.hangar.ok(&["capture", &id, "--json"]);
@@ -134,18 +151,24 @@ fn a_conversation_held_by_claudes_background_agent_supervisor_fails_its_pane_say
     );
     let jobs = rc.hangar.claude_dir.join("sessions");
     let mut psid = String::new();
-    support::wait_until("the background agent holds a conversation", REAL_DEADLINE, || {
-        for e in std::fs::read_dir(&jobs).into_iter().flatten().flatten() {
-            let rec: Value = std::fs::read(e.path())
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok())
-                .unwrap_or(Value::Null);
-            if rec["kind"] == "bg" && let Some(s) = rec["sessionId"].as_str() {
-                psid = s.to_owned();
+    support::wait_until(
+        "the background agent holds a conversation",
+        REAL_DEADLINE,
+        || {
+            for e in std::fs::read_dir(&jobs).into_iter().flatten().flatten() {
+                let rec: Value = std::fs::read(e.path())
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok())
+                    .unwrap_or(Value::Null);
+                if rec["kind"] == "bg"
+                    && let Some(s) = rec["sessionId"].as_str()
+                {
+                    psid = s.to_owned();
+                }
             }
-        }
-        !psid.is_empty()
-    });
+            !psid.is_empty()
+        },
+    );
     let psid = psid.as_str();
     // hangar's pane for the same conversation is restored.
     let sid = "b9b9b9b9-aaaa-4bbb-8ccc-000000000001";

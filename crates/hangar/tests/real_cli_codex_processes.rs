@@ -59,7 +59,11 @@ fn leaves_nothing_behind(with_mcp: bool) {
             let cmd = support::cmdline(d);
             let is_mcp = cmd.get(1).is_some_and(|a| a == "mcp");
             if support::is_running(d) && !is_mcp {
-                assert_eq!(support::pgid(d), Some(group), "{cmd:?} left the session's group");
+                assert_eq!(
+                    support::pgid(d),
+                    Some(group),
+                    "{cmd:?} left the session's group"
+                );
             }
         }
     }

@@ -37,6 +37,22 @@ fn answers_and_resumes_its_own_conversation(provider: &str, api: &str) {
     rc.wait_ready(&id);
     rc.ask(&id, &format!("first {provider} question"));
     let psid = rc.wait_provider_id(&id);
+    // Loopback never goes through hangar's proxy (defect 7): the real CLI
+    // runs with both spellings of NO_PROXY naming every loopback form.
+    let env = support::environ(rc.hangar.pid_of(&id));
+    for var in ["NO_PROXY", "no_proxy"] {
+        let value = env
+            .iter()
+            .find_map(|kv| kv.strip_prefix(&format!("{var}=")))
+            .unwrap_or_else(|| panic!("{provider} runs without {var}"));
+        let entries: Vec<&str> = value.split(',').collect();
+        for loopback in ["127.0.0.1", "localhost", "::1"] {
+            assert!(
+                entries.contains(&loopback),
+                "{var}={value} lacks {loopback}"
+            );
+        }
+    }
 
     // Hibernate, then wake: the same conversation comes back.
     rc.hangar.ok(&["hibernate", &id]);
@@ -52,17 +68,17 @@ fn answers_and_resumes_its_own_conversation(provider: &str, api: &str) {
         .flat_map(support::cmdline)
         .collect();
     assert!(
-        all_args
-            .windows(2)
-            .any(|w| w[0] == flag && w[1] == psid)
+        all_args.windows(2).any(|w| w[0] == flag && w[1] == psid)
             || args.windows(2).any(|w| w[0] == flag && w[1] == psid),
         "the woken {provider} was not started with `{flag} {psid}`: {all_args:?}"
     );
     rc.wait_ready(&id);
     rc.ask(&id, &format!("second {provider} question"));
-    let second = rc.api.wait_request("the second turn reached the model", |r| {
-        r["api"] == api && r["turn"] == format!("second {provider} question")
-    });
+    let second = rc
+        .api
+        .wait_request("the second turn reached the model", |r| {
+            r["api"] == api && r["turn"] == format!("second {provider} question")
+        });
     assert!(
         mentions(&second, &format!("ANSWER(first {provider} question)")),
         "the woken {provider} did not continue its conversation: the model was not sent the first answer"
@@ -80,9 +96,11 @@ fn answers_and_resumes_its_own_conversation(provider: &str, api: &str) {
     rc.wait_state(&id, "live");
     rc.wait_ready(&id);
     rc.ask(&id, &format!("third {provider} question"));
-    let third = rc.api.wait_request("the third turn reached the model", |r| {
-        r["api"] == api && r["turn"] == format!("third {provider} question")
-    });
+    let third = rc
+        .api
+        .wait_request("the third turn reached the model", |r| {
+            r["api"] == api && r["turn"] == format!("third {provider} question")
+        });
     assert!(
         mentions(&third, &format!("ANSWER(second {provider} question)")),
         "after a restart {provider} did not resume its own conversation"

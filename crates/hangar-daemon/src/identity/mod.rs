@@ -10,8 +10,8 @@
 
 pub mod discovery;
 pub mod messages;
-pub mod opencode;
 pub mod open_files;
+pub mod opencode;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

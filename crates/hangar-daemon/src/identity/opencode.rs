@@ -196,8 +196,8 @@ impl Daemon {
         };
         let db = db.to_path_buf();
         let dir = cwd.clone();
-        let read = tokio::task::spawn_blocking(move || read_conversations(&db, &dir, started_ms))
-            .await;
+        let read =
+            tokio::task::spawn_blocking(move || read_conversations(&db, &dir, started_ms)).await;
         let conversations = match read {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {

@@ -218,10 +218,7 @@ fn skip(why: &str) {
     static SAID: OnceLock<()> = OnceLock::new();
     SAID.get_or_init(|| {
         // Straight to fd 2: the test harness captures eprintln!.
-        let _ = writeln!(
-            std::io::stderr(),
-            "real-cli conformance skipped: {why}"
-        );
+        let _ = writeln!(std::io::stderr(), "real-cli conformance skipped: {why}");
     });
 }
 
@@ -600,7 +597,12 @@ impl RealCli {
             .api
             .requests()
             .iter()
-            .map(|r| format!("{} {} turn={:?} reply={}", r["method"], r["target"], r["turn"], r["reply"]))
+            .map(|r| {
+                format!(
+                    "{} {} turn={:?} reply={}",
+                    r["method"], r["target"], r["turn"], r["reply"]
+                )
+            })
             .collect();
         panic!(
             "the turn {text:?} of session {id} never reached the model; requests: {seen:#?}\nscreen:\n{}",

@@ -30,7 +30,9 @@ fn a_newer_claude_gets_a_status_notice_and_doctor_names_the_tested_version() {
     let mut status = serde_json::Value::Null;
     h.wait_until("status carries the newer-version notice", DEADLINE, || {
         status = h.status();
-        status.to_string().contains("claude 9.9.9 is newer than the newest version hangar is tested with (2.1.197)")
+        status.to_string().contains(
+            "claude 9.9.9 is newer than the newest version hangar is tested with (2.1.197)",
+        )
     });
     let human = h.ok(&["status"]);
     assert!(human.contains("claude 9.9.9 is newer"), "{human}");
@@ -45,7 +47,8 @@ fn a_newer_claude_gets_a_status_notice_and_doctor_names_the_tested_version() {
     assert_eq!(row["newer_than_tested"], true);
     let text = h.ok(&["doctor"]);
     assert!(
-        text.contains("9.9.9 (tested with 2.1.197)") && text.contains("@anthropic-ai/claude-code@2.1.197"),
+        text.contains("9.9.9 (tested with 2.1.197)")
+            && text.contains("@anthropic-ai/claude-code@2.1.197"),
         "{text}"
     );
 }

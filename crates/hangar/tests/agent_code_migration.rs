@@ -84,10 +84,20 @@ fn importing_each_shape_into_a_running_daemon_starts_only_what_agent_code_shows(
         // resume (the fake opencode, like the real one, refuses an unknown
         // session id): that pane is kept as failed with the provider's
         // reason and runs nothing (DESIGN.md rule 4).
-        let failed: Vec<Value> = h.ls().into_iter().filter(|r| r["state"] == "failed").collect();
+        let failed: Vec<Value> = h
+            .ls()
+            .into_iter()
+            .filter(|r| r["state"] == "failed")
+            .collect();
         for f in &failed {
             assert_eq!(f["provider"], "opencode", "{name}: {f}");
-            assert!(f["reason"].as_str().unwrap_or_default().contains("Session not found"), "{f}");
+            assert!(
+                f["reason"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("Session not found"),
+                "{f}"
+            );
         }
         let running = started - failed.len();
         h.wait_until("the panes' agents run", DEADLINE, || {

@@ -80,15 +80,35 @@ fn importing_each_shape_into_a_running_daemon_starts_only_what_agent_code_shows(
             let r = &h.status()["restore"];
             r["complete"] == true && r["expected"] == started
         });
+        // An imported conversation the provider no longer has fails to
+        // resume (the fake opencode, like the real one, refuses an unknown
+        // session id): that pane is kept as failed with the provider's
+        // reason and runs nothing (DESIGN.md rule 4).
+        let failed: Vec<Value> = h
+            .ls()
+            .into_iter()
+            .filter(|r| r["state"] == "failed")
+            .collect();
+        for f in &failed {
+            assert_eq!(f["provider"], "opencode", "{name}: {f}");
+            assert!(
+                f["reason"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("Session not found"),
+                "{f}"
+            );
+        }
+        let running = started - failed.len();
         h.wait_until("the panes' agents run", DEADLINE, || {
-            h.fake_agent_pids_for_home().len() == started
+            h.fake_agent_pids_for_home().len() == running
         });
         let rows = h.ls();
         assert_eq!(rows.len(), sessions, "{name}");
         let live = rows.iter().filter(|r| r["state"] == "live").count();
-        assert_eq!(live, started, "{name}: {rows:?}");
+        assert_eq!(live, running, "{name}: {rows:?}");
         // Still exactly that many once everything settled.
-        assert_eq!(h.fake_agent_pids_for_home().len(), started, "{name}");
+        assert_eq!(h.fake_agent_pids_for_home().len(), running, "{name}");
         if name.starts_with("v3") {
             let lead = h.session(&fixture_id("v3-lead"));
             assert_eq!(lead["placement"], "pane");

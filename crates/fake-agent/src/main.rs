@@ -61,8 +61,8 @@ const AUTH_ERROR: &str = r#"API Error: 401 {"type":"error","error":{"type":"auth
 // Nothing here prints with println!/eprintln!: they panic (exit 101) when the
 // terminal is gone, which is exactly when hangar closes a session.
 fn main() {
-    // First, before any thread exists: see signals.rs.
-    let exit_signals = signals::block_exit_signals();
+    // The shared server (codex_server.rs) keeps the default action of
+    // SIGTERM, so it is told apart before the signals are blocked.
     if codex_server::is_server() {
         match Roots::from_env().codex_dir() {
             Ok(home) => codex_server::serve(&home),
@@ -72,6 +72,8 @@ fn main() {
             }
         }
     }
+    // First, before any thread exists: see signals.rs.
+    let exit_signals = signals::block_exit_signals();
 
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())

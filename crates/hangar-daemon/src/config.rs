@@ -394,6 +394,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn hosts_are_read_and_a_bad_one_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        std::fs::write(
+            &p,
+            "[hosts.build]\nssh = \"me@build\"\nport = 2222\nhome = \"~/.hangar\"\n",
+        )
+        .unwrap();
+        let c = Config::load(&p).unwrap();
+        assert_eq!(c.hosts["build"].ssh, "me@build");
+        assert_eq!(c.hosts["build"].port, Some(2222));
+        std::fs::write(&p, "[hosts.build]\nssh = \"-oProxyCommand=x\"\n").unwrap();
+        let e = Config::load(&p).unwrap_err().to_string();
+        assert!(e.contains("[hosts.build]"), "{e}");
+        std::fs::write(&p, "[hosts.build]\nssh = \"me@build\"\nprot = 22\n").unwrap();
+        let e = Config::load(&p).unwrap_err().to_string();
+        assert!(e.contains("prot"), "{e}");
+    }
+
+    #[test]
     fn a_missing_config_file_is_the_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let c = Config::load(&dir.path().join("config.toml")).unwrap();

@@ -256,8 +256,9 @@ impl Daemon {
         };
         let _typing = live.typing().await;
         // Only a prompt typed into an agent ready for one starts a turn
-        // hangar can watch for; anything else is typed and Entered once.
-        let before = if req.enter && self.expects_turn(&id) {
+        // hangar can watch for; anything else (a bare Enter too) is typed
+        // and Entered once.
+        let before = if req.enter && !req.text.trim().is_empty() && self.expects_turn(&id) {
             self.before_prompt(&id).await
         } else {
             None

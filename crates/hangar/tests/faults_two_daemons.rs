@@ -27,19 +27,20 @@ fn saved_home() -> (Hangar, Vec<String>) {
 }
 
 fn assert_one_daemon_one_fleet(h: &Hangar, ids: &[String], how: &str) {
-    let daemons: Vec<i32> = h
-        .pids_for_home()
-        .into_iter()
-        .filter(|&p| {
-            let c = cmdline(p);
-            c.len() >= 2 && c[0].ends_with("hangar") && c[1] == "daemon" && !is_zombie(p)
-        })
-        .collect();
-    assert_eq!(
-        daemons.len(),
-        1,
-        "{how}: exactly one daemon runs: {daemons:?}"
-    );
+    let daemons = || -> Vec<i32> {
+        h.pids_for_home()
+            .into_iter()
+            .filter(|&p| {
+                let c = cmdline(p);
+                c.len() >= 2 && c[0].ends_with("hangar") && c[1] == "daemon" && !is_zombie(p)
+            })
+            .collect()
+    };
+    // A daemon that lost the lock may still be saying so (it waits a moment
+    // for the winner's pid); it must be gone soon, and never serve.
+    wait_until(&format!("{how}: exactly one daemon runs"), DEADLINE, || {
+        daemons().len() == 1
+    });
     h.wait_restore_complete();
     let agents = h.fake_agent_pids_for_home();
     assert_eq!(

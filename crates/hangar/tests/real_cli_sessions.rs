@@ -37,6 +37,22 @@ fn answers_and_resumes_its_own_conversation(provider: &str, api: &str) {
     rc.wait_ready(&id);
     rc.ask(&id, &format!("first {provider} question"));
     let psid = rc.wait_provider_id(&id);
+    // Loopback never goes through hangar's proxy (defect 7): the real CLI
+    // runs with both spellings of NO_PROXY naming every loopback form.
+    let env = support::environ(rc.hangar.pid_of(&id));
+    for var in ["NO_PROXY", "no_proxy"] {
+        let value = env
+            .iter()
+            .find_map(|kv| kv.strip_prefix(&format!("{var}=")))
+            .unwrap_or_else(|| panic!("{provider} runs without {var}"));
+        let entries: Vec<&str> = value.split(',').collect();
+        for loopback in ["127.0.0.1", "localhost", "::1"] {
+            assert!(
+                entries.contains(&loopback),
+                "{var}={value} lacks {loopback}"
+            );
+        }
+    }
 
     // Hibernate, then wake: the same conversation comes back.
     rc.hangar.ok(&["hibernate", &id]);

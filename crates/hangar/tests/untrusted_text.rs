@@ -260,7 +260,7 @@ fn every_listing_shows_hostile_titles_tab_names_and_ids_escaped_and_keeps_them_u
 fn an_agent_code_file_with_hostile_titles_and_ids_imports_with_an_escaped_report() {
     let h = Hangar::new();
     let mut doc: Value = serde_json::from_str(include_str!(
-        "../../hangar-store/tests/fixtures/agent-code-workspace.json"
+        "../../hangar-store/tests/fixtures/agent-code/v1-may-2026.json"
     ))
     .unwrap();
     // Every title in the real-shaped fixture becomes a hostile one.

@@ -76,10 +76,7 @@ pub fn run(paths: &Paths, json_out: bool) -> anyhow::Result<ExitCode> {
     let mut rows: std::collections::BTreeMap<String, Value> = rx.into_iter().collect();
     let rows: Vec<Value> = order.iter().filter_map(|n| rows.remove(n)).collect();
     if json_out {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&Value::Array(rows)).unwrap_or_default()
-        );
+        crate::human::print_json(&Value::Array(rows));
     } else {
         print_table(&rows);
     }

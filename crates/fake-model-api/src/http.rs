@@ -287,6 +287,7 @@ mod tests {
         conn.end_stream().unwrap();
         let out = String::from_utf8(conn.reader.into_inner().output).unwrap();
         assert!(out.starts_with("HTTP/1.1 200 OK\r\n"));
-        assert!(out.ends_with("\r\n\r\na\r\ndata: 1\n\n\r\n0\r\n\r\n"));
+        // "data: 1\n\n" is 9 bytes: its chunk size line is "9".
+        assert!(out.ends_with("\r\n\r\n9\r\ndata: 1\n\n\r\n0\r\n\r\n"));
     }
 }

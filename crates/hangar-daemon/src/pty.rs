@@ -27,6 +27,9 @@ const READ_CHUNK: usize = 16 * 1024;
 /// How long a write into a session's terminal may make no progress before
 /// it fails (see [`LiveProcess::write`]).
 pub const WRITE_STALL: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long an exit waits for the output the child printed before it to be
+/// read from the terminal.
+const OUTPUT_DRAIN: std::time::Duration = std::time::Duration::from_millis(500);
 
 fn stalled() -> std::io::Error {
     std::io::Error::new(
@@ -65,6 +68,8 @@ pub struct LiveProcess {
     first_output: watch::Sender<bool>,
     /// `Some` once the child has exited and been reaped.
     exit: watch::Sender<Option<ExitCode>>,
+    /// `true` once the terminal's reader has seen its end.
+    output_ended: watch::Sender<bool>,
 }
 
 fn nz(v: u16, default: u16) -> NonZeroU16 {
@@ -95,6 +100,7 @@ impl LiveProcess {
         let (output, _) = broadcast::channel(OUTPUT_CHANNEL);
         let (first_output, _) = watch::channel(false);
         let (exit, _) = watch::channel(None);
+        let (output_ended, _) = watch::channel(false);
         let parser = vt100::Parser::new(
             nz(req.rows, DEFAULT_ROWS),
             nz(req.cols, DEFAULT_COLS),
@@ -108,6 +114,7 @@ impl LiveProcess {
             typing: tokio::sync::Mutex::new(()),
             first_output,
             exit,
+            output_ended,
         });
         tokio::spawn(read_output(live.clone(), reader));
         let waiter = live.clone();
@@ -116,6 +123,12 @@ impl LiveProcess {
                 Ok(status) => exit_code(status),
                 Err(_) => -1,
             };
+            // What the child printed just before exiting may still be in the
+            // terminal's buffer: without this wait, a failed start's reason
+            // sometimes lacked the program's own last line ("Session not
+            // found"). Bounded, because a grandchild may keep the terminal open.
+            let mut ended = waiter.output_ended.subscribe();
+            let _ = tokio::time::timeout(OUTPUT_DRAIN, ended.wait_for(|e| *e)).await;
             waiter.exit.send_replace(Some(code));
         });
         Ok(live)
@@ -247,7 +260,10 @@ async fn read_output(live: Arc<LiveProcess>, mut reader: pty_process::OwnedReadP
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
+            Ok(0) | Err(_) => {
+                live.output_ended.send_replace(true);
+                break;
+            }
             Ok(n) => {
                 let chunk = Bytes::copy_from_slice(&buf[..n]);
                 {

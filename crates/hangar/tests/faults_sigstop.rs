@@ -55,11 +55,14 @@ fn a_stopped_agent_blocks_no_request_and_every_stop_path_ends_it() {
         "wake of a stopped agent",
     );
     assert!(out.status.success(), "it is live: wake has nothing to do");
+    // A stopped agent cannot start a turn: the send answers within the
+    // bound, and says the prompt was typed but not taken (issue 16 defect 6)
+    // rather than claiming a delivery.
     let (out, _) = run_bounded(h.command(&["send", &stopped, "short"]), BOUND, "short send");
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        out.status.success() || err.contains("no turn started"),
+        "{err}"
     );
 
     // A send larger than the terminal's input buffer cannot be typed: it

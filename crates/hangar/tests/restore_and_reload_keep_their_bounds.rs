@@ -55,6 +55,11 @@ fn look(h: &Hangar) -> (usize, usize) {
         .iter()
         .copied()
         .filter(|&p| !ppid(p).is_some_and(|parent| fakes.contains(&parent)))
+        // The daemon's one-off `--version`/`--help` probe of a program is
+        // not an agent (it starts none and holds no restore slot).
+        .filter(|&p| {
+            !matches!(cmdline(p).get(1..), Some([flag]) if flag == "--version" || flag == "--help")
+        })
         .collect();
     let started = started_pids(h);
     let starting = alive

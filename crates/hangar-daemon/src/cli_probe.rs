@@ -152,7 +152,7 @@ impl Daemon {
     fn notice_if_newer(&self, provider: &Provider, facts: &CliFacts) {
         if let Some(line) = self.cli_probe.first_notice(provider, facts) {
             tracing::warn!("{line}");
-            self.lock().notices.push(line);
+            self.sessions.notice(line);
         }
     }
 

@@ -16,7 +16,7 @@ use hangar_core::{Placement, Provider, SessionId};
 use crate::Daemon;
 use crate::activity::Activity;
 use crate::journal::{Event, HibernateReason};
-use crate::state::RunState;
+use crate::sessions::RunState;
 
 /// Resident memory of each process tree rooted at `roots`, in bytes, read
 /// from `/proc` in one pass.
@@ -107,27 +107,28 @@ impl Daemon {
     /// Facts about every live agent session.
     fn live_facts(&self) -> Vec<LiveFacts> {
         let snapshot: Vec<(SessionId, hangar_core::SessionMeta, u32, bool, bool, bool)> = {
-            let st = self.lock();
-            st.runtimes
-                .iter()
-                .filter(|(_, rt)| matches!(rt.state, RunState::Live))
-                .filter_map(|(id, rt)| {
-                    let meta = st.ws.sessions.get(id)?;
-                    if !meta.provider.is_agent() {
-                        return None;
-                    }
-                    let proc = rt.proc.as_ref()?;
-                    let visible = matches!(st.ws.placement_of(id), Some((Placement::Pane, _)));
-                    Some((
-                        id.clone(),
-                        meta.clone(),
-                        proc.pid,
-                        visible,
-                        self.activity.viewers(id) > 0,
-                        st.ws.is_pinned(id),
-                    ))
-                })
-                .collect()
+            self.sessions.read(|st| {
+                st.runtimes
+                    .iter()
+                    .filter(|(_, rt)| matches!(rt.state, RunState::Live))
+                    .filter_map(|(id, rt)| {
+                        let meta = st.ws.sessions.get(id)?;
+                        if !meta.provider.is_agent() {
+                            return None;
+                        }
+                        let proc = rt.proc.as_ref()?;
+                        let visible = matches!(st.ws.placement_of(id), Some((Placement::Pane, _)));
+                        Some((
+                            id.clone(),
+                            meta.clone(),
+                            proc.pid,
+                            visible,
+                            self.activity.viewers(id) > 0,
+                            st.ws.is_pinned(id),
+                        ))
+                    })
+                    .collect()
+            })
         };
         let pids: Vec<u32> = snapshot.iter().map(|s| s.2).collect();
         let memory = tree_memory(&pids);
@@ -155,17 +156,18 @@ impl Daemon {
     /// at most once per [`TOUCH_EVERY_MS`] per session.
     pub fn touch_used(&self, id: &SessionId, throttled: bool) {
         let now = crate::now_ms();
-        let mut st = self.lock();
-        let Some(meta) = st.ws.sessions.get_mut(id) else {
-            return;
-        };
-        if throttled && now.saturating_sub(meta.last_active_ms) < TOUCH_EVERY_MS {
-            return;
-        }
-        meta.last_active_ms = now;
-        if let Err(e) = st.save_observed(&[]) {
-            tracing::warn!("cannot store the last use of {id}: {e:?}");
-        }
+        self.sessions.edit(|st| {
+            let Some(meta) = st.ws.sessions.get_mut(id) else {
+                return;
+            };
+            if throttled && now.saturating_sub(meta.last_active_ms) < TOUCH_EVERY_MS {
+                return;
+            }
+            meta.last_active_ms = now;
+            if let Err(e) = st.save_observed(&[]) {
+                tracing::warn!("cannot store the last use of {id}: {e:?}");
+            }
+        })
     }
 
     /// Why a person or a turn is using `id` right now (attached, mid-turn,
@@ -199,13 +201,14 @@ impl Daemon {
                 .sum(),
         );
         {
-            let mut st = self.lock();
-            st.budget = BudgetStatus {
-                live: facts.len() - decision.hibernate.len(),
-                memory_bytes: remaining,
-                over_budget: decision.over_budget,
-                reason: decision.reason.clone(),
-            };
+            self.sessions.edit(|st| {
+                st.budget = BudgetStatus {
+                    live: facts.len() - decision.hibernate.len(),
+                    memory_bytes: remaining,
+                    over_budget: decision.over_budget,
+                    reason: decision.reason.clone(),
+                };
+            });
         }
         if budget.max_live.is_none() && budget.max_memory_bytes.is_none() {
             return decision;
@@ -239,7 +242,7 @@ impl Daemon {
                 _ = tokio::time::sleep(interval) => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
-            if self.lock().shutting_down {
+            if self.sessions.shutting_down() {
                 return;
             }
             self.enforce_budget_now(&BTreeSet::new()).await;

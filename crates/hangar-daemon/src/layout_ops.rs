@@ -9,32 +9,33 @@ use hangar_protocol::message as msg;
 use serde_json::{Value, json};
 
 use crate::Daemon;
-use crate::state::ApiError;
+use crate::errors::ApiError;
 
 impl Daemon {
     pub fn op_focus(&self, req: msg::Focus) -> Result<Value, ApiError> {
-        let mut st = self.lock();
-        let session = req
-            .session
-            .as_deref()
-            .map(|s| st.resolve_session(s))
-            .transpose()?;
-        let tab = match (&req.tab, &session) {
-            (Some(t), _) => st.resolve_tab(t)?,
-            (None, Some(id)) => st.ws.pane_tab(id).map(|t| t.id.clone()).ok_or_else(|| {
-                ApiError::invalid(format!("session {id} is not a pane of any tab"))
-            })?,
-            (None, None) => return Err(ApiError::invalid("focus needs a tab or a session")),
-        };
-        st.ws.set_active_tab(&tab)?;
-        if let Some(id) = &session {
-            st.ws.set_focus(&tab, id)?;
-        }
-        st.save(&[])?;
-        Ok(json!({
-            "tab": tab.to_string(),
-            "focus": st.ws.tab(&tab).and_then(|t| t.focus.as_ref()).map(|f| f.to_string()),
-        }))
+        self.sessions.edit(|st| {
+            let session = req
+                .session
+                .as_deref()
+                .map(|s| st.resolve_session(s))
+                .transpose()?;
+            let tab = match (&req.tab, &session) {
+                (Some(t), _) => st.resolve_tab(t)?,
+                (None, Some(id)) => st.ws.pane_tab(id).map(|t| t.id.clone()).ok_or_else(|| {
+                    ApiError::invalid(format!("session {id} is not a pane of any tab"))
+                })?,
+                (None, None) => return Err(ApiError::invalid("focus needs a tab or a session")),
+            };
+            st.ws.set_active_tab(&tab)?;
+            if let Some(id) = &session {
+                st.ws.set_focus(&tab, id)?;
+            }
+            st.save(&[])?;
+            Ok(json!({
+                "tab": tab.to_string(),
+                "focus": st.ws.tab(&tab).and_then(|t| t.focus.as_ref()).map(|f| f.to_string()),
+            }))
+        })
     }
 
     pub fn op_ratio(&self, req: msg::Ratio) -> Result<Value, ApiError> {
@@ -53,20 +54,21 @@ impl Daemon {
                 )));
             }
         };
-        let mut st = self.lock();
-        let id = st.resolve_session(&req.session)?;
-        match direction {
-            None => st.ws.set_ratio(&id, req.ratio)?,
-            Some(d) => {
-                if !st.ws.set_split_ratio(&id, d, req.ratio)? {
-                    return Err(ApiError::invalid(format!(
-                        "no {} split around session {id}",
-                        req.direction.as_deref().unwrap_or_default()
-                    )));
+        self.sessions.edit(|st| {
+            let id = st.resolve_session(&req.session)?;
+            match direction {
+                None => st.ws.set_ratio(&id, req.ratio)?,
+                Some(d) => {
+                    if !st.ws.set_split_ratio(&id, d, req.ratio)? {
+                        return Err(ApiError::invalid(format!(
+                            "no {} split around session {id}",
+                            req.direction.as_deref().unwrap_or_default()
+                        )));
+                    }
                 }
             }
-        }
-        st.save(&[])?;
-        Ok(json!({"id": id.to_string(), "ratio": hangar_core::tile::clamp_ratio(req.ratio)}))
+            st.save(&[])?;
+            Ok(json!({"id": id.to_string(), "ratio": hangar_core::tile::clamp_ratio(req.ratio)}))
+        })
     }
 }

@@ -17,10 +17,11 @@ use serde_json::{Value, json};
 
 use crate::Daemon;
 use crate::delivery::Submitted;
+use crate::errors::ApiError;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
-use crate::lifecycle::short;
 use crate::provider::{LaunchEnv, resolve_program};
-use crate::state::{ApiError, RunState};
+use crate::sessions::RunState;
+use crate::spawn::short;
 
 /// The gap between typing a prompt and pressing Enter, so a TUI that treats
 /// a fast burst as a paste does not swallow the Enter.
@@ -79,68 +80,71 @@ impl Daemon {
             .prepare_worktree(&req, worktree_title.unwrap_or(provider.name()))
             .await?;
         let (id, parked) = {
-            let mut st = self.lock();
-            let tab_id = match &req.tab {
-                Some(t) => st.resolve_tab(t)?,
-                None => match st.ws.active_tab.clone() {
-                    Some(t) => t,
-                    None => {
-                        let title = req
-                            .cwd
-                            .as_deref()
-                            .or(req.fallback_cwd.as_deref())
-                            .and_then(|c| Path::new(c).file_name())
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_else(|| "main".to_owned());
-                        let mut tab = Tab::new(TabId::new(new_id()), title);
-                        tab.cwd = req.cwd.clone().or_else(|| req.fallback_cwd.clone());
-                        let id = tab.id.clone();
-                        st.ws.add_tab(tab)?;
-                        id
-                    }
-                },
-            };
-            let cwd = req
-                .cwd
-                .clone()
-                .or_else(|| st.ws.tab(&tab_id).and_then(|t| t.cwd.clone()))
-                .or_else(|| req.fallback_cwd.clone())
-                .ok_or_else(|| ApiError::invalid("no folder given for the new session (--cwd)"))?;
-            if !Path::new(&cwd).is_dir() {
-                return Err(ApiError::invalid(format!(
-                    "folder {cwd} does not exist; pass an existing --cwd"
-                )));
-            }
-            let id = SessionId::new(new_id());
-            let mut meta = SessionMeta::new(id.clone(), provider.clone(), cwd);
-            meta.title = req
-                .title
-                .clone()
-                .filter(|t| !t.trim().is_empty())
-                .unwrap_or_else(|| provider.name().to_owned());
-            meta.created_at_ms = now;
-            meta.last_active_ms = now;
-            meta.capture = !req.no_capture;
-            meta.mcp = !req.no_mcp;
-            meta.dangerous = st.ws.settings.dangerous;
-            if let Some(p) = &prepared {
-                p.apply(&mut meta);
-            }
-            if req.parked {
-                st.ws.add_parked_session(meta, &tab_id, now)?;
-            } else {
-                let position = match &req.split {
-                    Some(target) => PanePosition::Split {
-                        target: st.resolve_session(target)?,
-                        direction,
+            self.sessions.edit(|st| {
+                let tab_id = match &req.tab {
+                    Some(t) => st.resolve_tab(t)?,
+                    None => match st.ws.active_tab.clone() {
+                        Some(t) => t,
+                        None => {
+                            let title = req
+                                .cwd
+                                .as_deref()
+                                .or(req.fallback_cwd.as_deref())
+                                .and_then(|c| Path::new(c).file_name())
+                                .map(|n| n.to_string_lossy().into_owned())
+                                .unwrap_or_else(|| "main".to_owned());
+                            let mut tab = Tab::new(TabId::new(new_id()), title);
+                            tab.cwd = req.cwd.clone().or_else(|| req.fallback_cwd.clone());
+                            let id = tab.id.clone();
+                            st.ws.add_tab(tab)?;
+                            id
+                        }
                     },
-                    None => PanePosition::Auto,
                 };
-                st.ws.add_pane_session(meta, &tab_id, position)?;
-                st.ws.active_tab = Some(tab_id);
-            }
-            st.save(&[])?;
-            (id, req.parked)
+                let cwd = req
+                    .cwd
+                    .clone()
+                    .or_else(|| st.ws.tab(&tab_id).and_then(|t| t.cwd.clone()))
+                    .or_else(|| req.fallback_cwd.clone())
+                    .ok_or_else(|| {
+                        ApiError::invalid("no folder given for the new session (--cwd)")
+                    })?;
+                if !Path::new(&cwd).is_dir() {
+                    return Err(ApiError::invalid(format!(
+                        "folder {cwd} does not exist; pass an existing --cwd"
+                    )));
+                }
+                let id = SessionId::new(new_id());
+                let mut meta = SessionMeta::new(id.clone(), provider.clone(), cwd);
+                meta.title = req
+                    .title
+                    .clone()
+                    .filter(|t| !t.trim().is_empty())
+                    .unwrap_or_else(|| provider.name().to_owned());
+                meta.created_at_ms = now;
+                meta.last_active_ms = now;
+                meta.capture = !req.no_capture;
+                meta.mcp = !req.no_mcp;
+                meta.dangerous = st.ws.settings.dangerous;
+                if let Some(p) = &prepared {
+                    p.apply(&mut meta);
+                }
+                if req.parked {
+                    st.ws.add_parked_session(meta, &tab_id, now)?;
+                } else {
+                    let position = match &req.split {
+                        Some(target) => PanePosition::Split {
+                            target: st.resolve_session(target)?,
+                            direction,
+                        },
+                        None => PanePosition::Auto,
+                    };
+                    st.ws.add_pane_session(meta, &tab_id, position)?;
+                    st.ws.active_tab = Some(tab_id);
+                }
+                st.save(&[])?;
+                Ok((id, req.parked))
+            })?
         };
         if let Some(failed) = self.adopt_worktree(&id, prepared) {
             return Ok(json!({"id": id.to_string(), "state": failed.name()}));
@@ -154,16 +158,14 @@ impl Daemon {
     }
 
     pub fn op_list(&self) -> Value {
-        let st = self.lock();
-        let rows: Vec<_> = st
-            .ordered_session_views()
+        let rows: Vec<_> = self.sessions.read(|st| st.ordered_session_views());
+        let rows: Vec<_> = rows
             .into_iter()
             .map(|mut row| {
                 row.usage = self.proxy.usage_view(&row.id);
                 row
             })
             .collect();
-        drop(st);
         // Activity is read off the state lock: a hibernated session's
         // transcript may be read (never woken).
         let rows: Vec<_> = rows
@@ -179,75 +181,72 @@ impl Daemon {
     }
 
     pub fn op_status(&self) -> Value {
-        let st = self.lock();
-        let view = hangar_protocol::view::StatusView {
-            daemon: hangar_protocol::view::DaemonView {
-                pid: std::process::id(),
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-                home: self.paths.home.display().to_string(),
-            },
-            sessions: st.counts(),
-            restore: st.restore.view(),
-            dangerous: st.ws.settings.dangerous,
-            notices: st.notices.clone(),
-            budget: hangar_protocol::view::BudgetView {
-                max_live: self.config.governor.max_live,
-                max_memory_bytes: self.config.governor.budget().max_memory_bytes,
-                live: st
-                    .runtimes
-                    .iter()
-                    .filter(|(id, r)| {
-                        r.state == RunState::Live
-                            && st
-                                .ws
-                                .sessions
-                                .get(*id)
-                                .is_some_and(|m| m.provider.is_agent())
-                    })
-                    .count(),
-                memory_bytes: st.budget.memory_bytes,
-                over_budget: st.budget.over_budget,
-                reason: st.budget.reason.clone(),
-            },
-            wake_queue: {
-                let q = self.queue.snapshot();
-                hangar_protocol::view::WakeQueueView {
-                    pending: q.pending,
-                    running: q.running,
-                    breaker: if q.breaker_open { "open" } else { "closed" }.to_owned(),
-                    consecutive_auth_failures: q.consecutive_auth_failures,
-                }
-            },
-            proxy: self.proxy.view(),
-            failed: st.failed_views(),
-        };
-        serde_json::to_value(view).unwrap_or(Value::Null)
+        self.sessions.read(|st| {
+            let view = hangar_protocol::view::StatusView {
+                daemon: hangar_protocol::view::DaemonView {
+                    pid: std::process::id(),
+                    version: env!("CARGO_PKG_VERSION").to_owned(),
+                    home: self.paths.home.display().to_string(),
+                },
+                sessions: st.counts(),
+                restore: st.restore.view(),
+                dangerous: st.ws.settings.dangerous,
+                notices: st.notices.clone(),
+                budget: hangar_protocol::view::BudgetView {
+                    max_live: self.config.governor.max_live,
+                    max_memory_bytes: self.config.governor.budget().max_memory_bytes,
+                    live: st
+                        .runtimes
+                        .iter()
+                        .filter(|(id, r)| {
+                            r.state == RunState::Live
+                                && st
+                                    .ws
+                                    .sessions
+                                    .get(*id)
+                                    .is_some_and(|m| m.provider.is_agent())
+                        })
+                        .count(),
+                    memory_bytes: st.budget.memory_bytes,
+                    over_budget: st.budget.over_budget,
+                    reason: st.budget.reason.clone(),
+                },
+                wake_queue: {
+                    let q = self.queue.snapshot();
+                    hangar_protocol::view::WakeQueueView {
+                        pending: q.pending,
+                        running: q.running,
+                        breaker: if q.breaker_open { "open" } else { "closed" }.to_owned(),
+                        consecutive_auth_failures: q.consecutive_auth_failures,
+                    }
+                },
+                proxy: self.proxy.view(),
+                failed: st.failed_views(),
+            };
+            serde_json::to_value(view).unwrap_or(Value::Null)
+        })
     }
 
     fn touch(&self, id: &SessionId) {
-        let mut st = self.lock();
-        if let Some(m) = st.ws.sessions.get_mut(id) {
-            m.last_active_ms = crate::now_ms();
-        }
+        self.sessions.edit(|st| {
+            if let Some(m) = st.ws.sessions.get_mut(id) {
+                m.last_active_ms = crate::now_ms();
+            }
+        })
     }
 
     pub async fn op_send(self: &Arc<Self>, req: msg::Send) -> Result<Value, ApiError> {
-        let id = self.lock().resolve_session(&req.session)?;
+        let id = self.sessions.resolve(&req.session)?;
         let state = self.wake_as(&id, Caller::Send).await?;
         if let RunState::Failed(reason) = state {
             return Err(ApiError::new(codes::FAILED, reason));
         }
-        let live = self
-            .lock()
-            .runtimes
-            .get(&id)
-            .and_then(|r| r.proc.clone())
-            .ok_or_else(|| {
-                ApiError::new(
-                    codes::FAILED,
-                    format!("session {} is not running", short(&id)),
-                )
-            })?;
+        let live = self.sessions.process(&id).ok_or_else(|| {
+            ApiError::new(
+                codes::FAILED,
+                format!("session {} is not running", short(&id)),
+            )
+        })?;
         let write = |e: std::io::Error| {
             ApiError::new(
                 codes::FAILED,
@@ -297,7 +296,7 @@ impl Daemon {
         self.touch(&id);
         // The text is typed: a last-use time the disk cannot take (full,
         // read-only) must not turn a delivered send into an error.
-        if let Err(e) = self.lock().save_observed(&[]) {
+        if let Err(e) = self.sessions.edit(|st| st.save_observed(&[])) {
             tracing::warn!("cannot store the last use of {id}: {}", e.message);
         }
         let (confirmed, enters) = match delivery {
@@ -327,35 +326,37 @@ impl Daemon {
     }
 
     pub async fn op_park(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
-        let mut st = self.lock();
-        let id = st.resolve_session(session)?;
-        let tab = st.ws.park(&id, crate::now_ms())?;
-        st.save(&[])?;
-        Ok(json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "parked"}))
+        self.sessions.edit(|st| {
+            let id = st.resolve_session(session)?;
+            let tab = st.ws.park(&id, crate::now_ms())?;
+            st.save(&[])?;
+            Ok(json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "parked"}))
+        })
     }
 
     pub async fn op_unpark(self: &Arc<Self>, req: msg::Unpark) -> Result<Value, ApiError> {
         let (id, tab) = {
-            let mut st = self.lock();
-            let id = st.resolve_session(&req.session)?;
-            let mut tab = req.tab.as_deref().map(|t| st.resolve_tab(t)).transpose()?;
-            let position = match &req.split {
-                Some(target) => {
-                    let target = st.resolve_session(target)?;
-                    if tab.is_none() {
-                        tab = st.ws.pane_tab(&target).map(|t| t.id.clone());
+            self.sessions.edit(|st| {
+                let id = st.resolve_session(&req.session)?;
+                let mut tab = req.tab.as_deref().map(|t| st.resolve_tab(t)).transpose()?;
+                let position = match &req.split {
+                    Some(target) => {
+                        let target = st.resolve_session(target)?;
+                        if tab.is_none() {
+                            tab = st.ws.pane_tab(&target).map(|t| t.id.clone());
+                        }
+                        PanePosition::Split {
+                            target,
+                            direction: parse_direction(req.direction.as_deref())?,
+                        }
                     }
-                    PanePosition::Split {
-                        target,
-                        direction: parse_direction(req.direction.as_deref())?,
-                    }
-                }
-                None => PanePosition::Auto,
-            };
-            let tab = st.ws.unpark(&id, tab.as_ref(), position)?;
-            st.ws.active_tab = Some(tab.clone());
-            st.save(&[])?;
-            (id, tab)
+                    None => PanePosition::Auto,
+                };
+                let tab = st.ws.unpark(&id, tab.as_ref(), position)?;
+                st.ws.active_tab = Some(tab.clone());
+                st.save(&[])?;
+                Ok::<_, ApiError>((id, tab))
+            })?
         };
         let state = self.wake_as(&id, Caller::Unpark).await?;
         Ok(
@@ -364,22 +365,24 @@ impl Daemon {
     }
 
     pub async fn op_bury(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
-        let mut st = self.lock();
-        let id = st.resolve_session(session)?;
-        let tab = st.ws.bury(&id, crate::now_ms())?;
-        st.save(&[])?;
-        Ok(json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "buried"}))
+        self.sessions.edit(|st| {
+            let id = st.resolve_session(session)?;
+            let tab = st.ws.bury(&id, crate::now_ms())?;
+            st.save(&[])?;
+            Ok(json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "buried"}))
+        })
     }
 
     pub async fn op_unbury(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
         let (id, tab) = {
-            let mut st = self.lock();
-            let id = st.resolve_session(session)?;
-            let tab = st
-                .ws
-                .unbury(&id, || Tab::new(TabId::new(new_id()), "main"))?;
-            st.save(&[])?;
-            (id, tab)
+            self.sessions.edit(|st| {
+                let id = st.resolve_session(session)?;
+                let tab = st
+                    .ws
+                    .unbury(&id, || Tab::new(TabId::new(new_id()), "main"))?;
+                st.save(&[])?;
+                Ok::<_, ApiError>((id, tab))
+            })?
         };
         let state = self.wake_as(&id, Caller::Unbury).await?;
         Ok(
@@ -388,27 +391,28 @@ impl Daemon {
     }
 
     pub fn op_pin(&self, session: &str, pin: bool) -> Result<Value, ApiError> {
-        let mut st = self.lock();
-        let id = st.resolve_session(session)?;
-        if pin {
-            st.ws.pin(&id)?;
-        } else {
-            st.ws.unpin(&id)?;
-        }
-        st.save(&[])?;
-        Ok(json!({"id": id.to_string(), "pinned": pin}))
+        self.sessions.edit(|st| {
+            let id = st.resolve_session(session)?;
+            if pin {
+                st.ws.pin(&id)?;
+            } else {
+                st.ws.unpin(&id)?;
+            }
+            st.save(&[])?;
+            Ok(json!({"id": id.to_string(), "pinned": pin}))
+        })
     }
 
     pub async fn op_wake(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
-        let id = self.lock().resolve_session(session)?;
+        let id = self.sessions.resolve(session)?;
         // A retry after the person fixed config.toml (as the failed reason
         // advises) must see the fix: read it again, cheaply, first.
-        if matches!(self.lock().run_state(&id), RunState::Failed(_)) {
+        if matches!(self.sessions.run_state(&id), RunState::Failed(_)) {
             self.reload_config()?;
         }
         let state = self.wake(&id).await?;
         self.touch(&id);
-        let view = self.lock().session_view(&id);
+        let view = self.sessions.view(&id);
         match state {
             RunState::Failed(reason) => Err(ApiError {
                 code: codes::FAILED,
@@ -420,7 +424,7 @@ impl Daemon {
     }
 
     pub async fn op_hibernate(self: &Arc<Self>, session: &str) -> Result<Value, ApiError> {
-        let id = self.lock().resolve_session(session)?;
+        let id = self.sessions.resolve(session)?;
         self.hibernate_session(&id).await?;
         self.journal.record(Event::Hibernate {
             session: id.to_string(),
@@ -447,10 +451,11 @@ impl Daemon {
         named: &[SessionId],
     ) -> Result<(Vec<Value>, Vec<Value>), ApiError> {
         let worktrees: Vec<_> = {
-            let st = self.lock();
-            ids.iter()
-                .filter_map(|id| Some((id.clone(), st.ws.sessions.get(id)?.worktree.clone()?)))
-                .collect()
+            self.sessions.read(|st| {
+                ids.iter()
+                    .filter_map(|id| Some((id.clone(), st.ws.sessions.get(id)?.worktree.clone()?)))
+                    .collect()
+            })
         };
         self.stop_and_remove(ids).await?;
         for id in ids {
@@ -468,9 +473,10 @@ impl Daemon {
 
     pub async fn op_close(self: &Arc<Self>, req: msg::Close) -> Result<Value, ApiError> {
         let cascade = {
-            let st = self.lock();
-            let id = st.resolve_session(&req.session)?;
-            st.ws.close_cascade(&id)
+            self.sessions.read(|st| {
+                let id = st.resolve_session(&req.session)?;
+                Ok::<_, ApiError>(st.ws.close_cascade(&id))
+            })?
         };
         if cascade.len() > 1 && !req.yes {
             return Err(needs_confirmation(
@@ -506,26 +512,28 @@ impl Daemon {
         {
             return Err(ApiError::invalid(format!("folder {cwd} does not exist")));
         }
-        let mut st = self.lock();
-        let mut tab = Tab::new(TabId::new(new_id()), req.title.trim());
-        tab.cwd = req.cwd;
-        let id = tab.id.clone();
-        st.ws.add_tab(tab)?;
-        st.ws.active_tab = Some(id.clone());
-        st.save(&[])?;
-        Ok(json!({"id": id.to_string(), "title": req.title.trim()}))
+        self.sessions.edit(|st| {
+            let mut tab = Tab::new(TabId::new(new_id()), req.title.trim());
+            tab.cwd = req.cwd;
+            let id = tab.id.clone();
+            st.ws.add_tab(tab)?;
+            st.ws.active_tab = Some(id.clone());
+            st.save(&[])?;
+            Ok(json!({"id": id.to_string(), "title": req.title.trim()}))
+        })
     }
 
     pub fn op_tab_list(&self) -> Value {
-        serde_json::to_value(self.lock().tab_views()).unwrap_or(Value::Null)
+        serde_json::to_value(self.sessions.read(|st| st.tab_views())).unwrap_or(Value::Null)
     }
 
     pub async fn op_tab_close(self: &Arc<Self>, req: msg::TabClose) -> Result<Value, ApiError> {
         let (tab, cascade) = {
-            let st = self.lock();
-            let tab = st.resolve_tab(&req.tab)?;
-            let cascade = st.ws.tab_close_cascade(&tab)?;
-            (tab, cascade)
+            self.sessions.read(|st| {
+                let tab = st.resolve_tab(&req.tab)?;
+                let cascade = st.ws.tab_close_cascade(&tab)?;
+                Ok::<_, ApiError>((tab, cascade))
+            })?
         };
         if !cascade.is_empty() && !req.yes {
             return Err(needs_confirmation(
@@ -540,25 +548,27 @@ impl Daemon {
         let (kept, removed) = self
             .close_sessions(&cascade, false, CloseCause::Tab, &cascade)
             .await?;
-        let mut st = self.lock();
+        self.sessions.edit(|st| {
         st.ws.remove_tab(&tab)?;
         st.save(&[])?;
         Ok(
             json!({"tab": tab.to_string(), "closed": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "kept_worktrees": kept, "removed_worktrees": removed}),
         )
+        })
     }
 
     pub fn op_tab_rename(&self, req: msg::TabRename) -> Result<Value, ApiError> {
         if req.title.trim().is_empty() {
             return Err(ApiError::invalid("a tab needs a title"));
         }
-        let mut st = self.lock();
-        let tab = st.resolve_tab(&req.tab)?;
-        if let Some(t) = st.ws.tab_mut(&tab) {
-            t.title = req.title.trim().to_owned();
-        }
-        st.save(&[])?;
-        Ok(json!({"id": tab.to_string(), "title": req.title.trim()}))
+        self.sessions.edit(|st| {
+            let tab = st.resolve_tab(&req.tab)?;
+            if let Some(t) = st.ws.tab_mut(&tab) {
+                t.title = req.title.trim().to_owned();
+            }
+            st.save(&[])?;
+            Ok(json!({"id": tab.to_string(), "title": req.title.trim()}))
+        })
     }
 
     /// Store the setting, then restart live agent sessions one at a time
@@ -566,21 +576,24 @@ impl Daemon {
     pub async fn op_reload(self: &Arc<Self>, req: msg::Reload) -> Result<Value, ApiError> {
         let config = self.reload_config()?;
         let live_agents: Vec<SessionId> = {
-            let mut st = self.lock();
-            if let Some(d) = req.dangerous {
-                st.ws.settings.dangerous = d;
-            }
-            st.save(&[])?;
-            st.ordered_sessions()
-                .into_iter()
-                .filter(|id| {
-                    st.ws
-                        .sessions
-                        .get(id)
-                        .is_some_and(|m| self.restarts_on_reload(&m.provider))
-                        && matches!(st.run_state(id), RunState::Live | RunState::Spawning)
-                })
-                .collect()
+            self.sessions.edit(|st| {
+                if let Some(d) = req.dangerous {
+                    st.ws.settings.dangerous = d;
+                }
+                st.save(&[])?;
+                Ok::<_, ApiError>(
+                    st.ordered_sessions()
+                        .into_iter()
+                        .filter(|id| {
+                            st.ws
+                                .sessions
+                                .get(id)
+                                .is_some_and(|m| self.restarts_on_reload(&m.provider))
+                                && matches!(st.run_state(id), RunState::Live | RunState::Spawning)
+                        })
+                        .collect(),
+                )
+            })?
         };
         let mut restarted = Vec::new();
         let mut failed = Vec::new();
@@ -597,7 +610,7 @@ impl Daemon {
                 _ => restarted.push(id.to_string()),
             }
         }
-        let dangerous = self.lock().ws.settings.dangerous;
+        let dangerous = self.sessions.read(|st| st.ws.settings.dangerous);
         self.journal.record(Event::Reload {
             dangerous,
             restarted: restarted.len(),
@@ -610,17 +623,18 @@ impl Daemon {
     }
 
     pub fn op_screen(&self, session: &str) -> Result<Value, ApiError> {
-        let st = self.lock();
-        let id = st.resolve_session(session)?;
-        let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());
-        let (text, source) = match live {
-            Some(l) => (l.text(), "live"),
-            None => {
-                let saved = st.store.load_screen(&id)?.unwrap_or_default();
-                (strip_ansi(&String::from_utf8_lossy(&saved)), "saved")
-            }
-        };
-        Ok(json!({"id": id.to_string(), "screen": text, "source": source}))
+        self.sessions.read(|st| {
+            let id = st.resolve_session(session)?;
+            let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());
+            let (text, source) = match live {
+                Some(l) => (l.text(), "live"),
+                None => {
+                    let saved = st.store.load_screen(&id)?.unwrap_or_default();
+                    (strip_ansi(&String::from_utf8_lossy(&saved)), "saved")
+                }
+            };
+            Ok(json!({"id": id.to_string(), "screen": text, "source": source}))
+        })
     }
 }
 

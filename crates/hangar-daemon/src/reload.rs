@@ -10,7 +10,7 @@ use hangar_core::Provider;
 
 use crate::Daemon;
 use crate::config::ReloadOutcome;
-use crate::state::ApiError;
+use crate::errors::ApiError;
 
 impl Daemon {
     /// Read config.toml again and take what can change while running; a

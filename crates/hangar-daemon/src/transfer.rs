@@ -15,7 +15,7 @@ use hangar_protocol::message as msg;
 use serde_json::{Value, json};
 
 use crate::Daemon;
-use crate::state::ApiError;
+use crate::errors::ApiError;
 
 /// `current` plus `imported`, or why they cannot be merged.
 pub fn merge(mut current: Workspace, imported: Workspace) -> Result<Workspace, ApiError> {
@@ -65,43 +65,47 @@ pub fn report_json(report: &hangar_store::ImportReport, restored: bool) -> Value
 
 impl Daemon {
     pub fn op_export(&self) -> Result<Value, ApiError> {
-        let st = self.lock();
-        let mut screens = st.store.screens()?;
-        // A live session's last screen is the one it shows now: it is what
-        // the session would keep if it were hibernated, and what the
-        // imported copy (hibernated until woken) must show.
-        let now = crate::now_ms();
-        for (id, rt) in &st.runtimes {
-            if let Some(live) = &rt.proc {
-                let saved = hangar_store::SavedScreen {
-                    screen: live.formatted(),
-                    updated_ms: now,
-                };
-                screens.insert(id.clone(), saved);
+        self.sessions.read(|st| {
+            let mut screens = st.store.screens()?;
+            // A live session's last screen is the one it shows now: it is what
+            // the session would keep if it were hibernated, and what the
+            // imported copy (hibernated until woken) must show.
+            let now = crate::now_ms();
+            for (id, rt) in &st.runtimes {
+                if let Some(live) = &rt.proc {
+                    let saved = hangar_store::SavedScreen {
+                        screen: live.formatted(),
+                        updated_ms: now,
+                    };
+                    screens.insert(id.clone(), saved);
+                }
             }
-        }
-        let text = hangar_store::export_document(&st.ws, &screens);
-        Ok(json!({"format": hangar_store::EXPORT_FORMAT, "text": text}))
+            let text = hangar_store::export_document(&st.ws, &screens);
+            Ok(json!({"format": hangar_store::EXPORT_FORMAT, "text": text}))
+        })
     }
 
     pub fn op_workspace(&self) -> Result<Value, ApiError> {
-        serde_json::to_value(&self.lock().ws).map_err(|e| ApiError::internal(e.to_string()))
+        self.sessions
+            .read(|st| serde_json::to_value(&st.ws))
+            .map_err(|e| ApiError::internal(e.to_string()))
     }
 
     pub async fn op_import(self: &Arc<Self>, req: msg::Import) -> Result<Value, ApiError> {
         let report = parse_import(&req.format, &req.text)?;
         let to_spawn = {
-            let mut st = self.lock();
-            let merged = merge(st.ws.clone(), report.workspace.clone())?;
-            st.store.save_with_screens(&merged, &[], &report.screens)?;
-            st.ws = merged;
-            let plan = RestorePlan::new(report.workspace.clone());
-            for id in &plan.hibernate {
-                st.runtime(id);
-            }
-            st.restore.expected += plan.spawn.len();
-            st.restore.hibernated += plan.hibernate.len();
-            plan.spawn
+            self.sessions.edit(|st| {
+                let merged = merge(st.ws.clone(), report.workspace.clone())?;
+                st.store.save_with_screens(&merged, &[], &report.screens)?;
+                st.ws = merged;
+                let plan = RestorePlan::new(report.workspace.clone());
+                for id in &plan.hibernate {
+                    st.runtime(id);
+                }
+                st.restore.expected += plan.spawn.len();
+                st.restore.hibernated += plan.hibernate.len();
+                Ok::<_, ApiError>(plan.spawn)
+            })?
         };
         let daemon = self.clone();
         tokio::spawn(async move { daemon.restore_spawn(to_spawn).await });

@@ -30,8 +30,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Daemon;
-use crate::lifecycle::short;
-use crate::state::{ApiError, RunState};
+use crate::errors::ApiError;
+use crate::sessions::RunState;
+use crate::spawn::short;
 
 /// The file (in `.worktreeinclude` gitignore syntax) naming untracked files
 /// copied from the main checkout into each new worktree.
@@ -711,16 +712,17 @@ impl Daemon {
             return Ok(None);
         }
         let cwd = {
-            let st = self.lock();
-            let tab = match &req.tab {
-                Some(t) => Some(st.resolve_tab(t)?),
-                None => st.ws.active_tab.clone(),
-            };
-            req.cwd
-                .clone()
-                .or_else(|| tab.and_then(|t| st.ws.tab(&t).and_then(|t| t.cwd.clone())))
-                .or_else(|| req.fallback_cwd.clone())
-                .ok_or_else(|| ApiError::invalid("no folder given for the new session (--cwd)"))?
+            self.sessions.read(|st| {
+                let tab = match &req.tab {
+                    Some(t) => Some(st.resolve_tab(t)?),
+                    None => st.ws.active_tab.clone(),
+                };
+                req.cwd
+                    .clone()
+                    .or_else(|| tab.and_then(|t| st.ws.tab(&t).and_then(|t| t.cwd.clone())))
+                    .or_else(|| req.fallback_cwd.clone())
+                    .ok_or_else(|| ApiError::invalid("no folder given for the new session (--cwd)"))
+            })?
         };
         let home = self.paths.home.clone();
         let settings = self.worktree_settings();
@@ -755,23 +757,24 @@ impl Daemon {
     ) -> Option<RunState> {
         let mut prepared = prepared?;
         prepared.adopted = true;
-        let mut st = self.lock();
-        let title = st
-            .ws
-            .sessions
-            .get(id)
-            .map(|m| m.title.clone())
-            .unwrap_or_default();
-        Registry::new(&self.paths.home).add(Record {
-            session: id.clone(),
-            title,
-            worktree: prepared.info.clone(),
-            created_at_ms: crate::now_ms(),
-        });
-        let reason = prepared.setup_failure.take()?;
-        let failed = RunState::Failed(reason);
-        st.runtime(id).set_state(failed.clone());
-        Some(failed)
+        self.sessions.edit(|st| {
+            let title = st
+                .ws
+                .sessions
+                .get(id)
+                .map(|m| m.title.clone())
+                .unwrap_or_default();
+            Registry::new(&self.paths.home).add(Record {
+                session: id.clone(),
+                title,
+                worktree: prepared.info.clone(),
+                created_at_ms: crate::now_ms(),
+            });
+            let reason = prepared.setup_failure.take()?;
+            let failed = RunState::Failed(reason);
+            st.runtime(id).set_state(failed.clone());
+            Some(failed)
+        })
     }
 
     /// After closing sessions: remove each clean worktree (keeping its
@@ -836,16 +839,17 @@ impl Daemon {
     pub async fn op_list_with_worktrees(self: &Arc<Self>) -> Value {
         let rows = self.op_list();
         let infos: Vec<(usize, WorktreeInfo)> = {
-            let st = self.lock();
-            rows.as_array()
-                .into_iter()
-                .flatten()
-                .enumerate()
-                .filter_map(|(i, row)| {
-                    let id = SessionId::from(row["id"].as_str()?);
-                    Some((i, st.ws.sessions.get(&id)?.worktree.clone()?))
-                })
-                .collect()
+            self.sessions.read(|st| {
+                rows.as_array()
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                    .filter_map(|(i, row)| {
+                        let id = SessionId::from(row["id"].as_str()?);
+                        Some((i, st.ws.sessions.get(&id)?.worktree.clone()?))
+                    })
+                    .collect()
+            })
         };
         if infos.is_empty() {
             return rows;
@@ -878,22 +882,23 @@ impl Daemon {
         let registry = Registry::new(&self.paths.home);
         let mut records = registry.load();
         let alive: BTreeMap<SessionId, String> = {
-            let st = self.lock();
-            for meta in st.ws.sessions.values() {
-                if let Some(info) = meta.worktree.as_ref().filter(|w| w.created_by_hangar) {
-                    records.entry(info.path.clone()).or_insert_with(|| Record {
-                        session: meta.id.clone(),
-                        title: meta.title.clone(),
-                        worktree: info.clone(),
-                        created_at_ms: meta.created_at_ms,
-                    });
+            self.sessions.read(|st| {
+                for meta in st.ws.sessions.values() {
+                    if let Some(info) = meta.worktree.as_ref().filter(|w| w.created_by_hangar) {
+                        records.entry(info.path.clone()).or_insert_with(|| Record {
+                            session: meta.id.clone(),
+                            title: meta.title.clone(),
+                            worktree: info.clone(),
+                            created_at_ms: meta.created_at_ms,
+                        });
+                    }
                 }
-            }
-            st.ws
-                .sessions
-                .values()
-                .filter_map(|m| Some((m.id.clone(), m.worktree.as_ref()?.path.clone())))
-                .collect()
+                st.ws
+                    .sessions
+                    .values()
+                    .filter_map(|m| Some((m.id.clone(), m.worktree.as_ref()?.path.clone())))
+                    .collect()
+            })
         };
         let home = self.paths.home.clone();
         let prune = req.prune;

@@ -31,8 +31,8 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast, watch};
 
 use crate::Daemon;
+use crate::errors::ApiError;
 use crate::pty::LiveProcess;
-use crate::state::ApiError;
 use sources::hooks::HookEvent;
 use sources::proxy::{ProxyState, Signal};
 use sources::transcript::TranscriptWatch;
@@ -398,7 +398,7 @@ impl Daemon {
     /// A non-live session's activity, from its transcript alone. A turn
     /// that was in progress when the process ended is over: idle.
     fn offline_activity(&self, id: &SessionId) -> (Activity, u64) {
-        let meta = self.lock().ws.sessions.get(id).cloned();
+        let meta = self.sessions.meta(id);
         let Some(meta) = meta else {
             return (Activity::Unknown, 0);
         };
@@ -457,12 +457,7 @@ impl Daemon {
         let mut shutdown = self.shutdown_watch();
         // A session closed meanwhile has nothing left to wait for.
         let settled = |v: &ActivityView| {
-            until.reached(v.activity)
-                || !self
-                    .lock()
-                    .ws
-                    .sessions
-                    .contains_key(&SessionId::from(v.id.as_str()))
+            until.reached(v.activity) || !self.sessions.contains(&SessionId::from(v.id.as_str()))
         };
         loop {
             changed.borrow_and_update();
@@ -505,13 +500,12 @@ impl Daemon {
         if sessions.is_empty() {
             return Err(ApiError::invalid("name at least one session to wait for"));
         }
-        let ids = {
-            let st = self.lock();
+        let ids = self.sessions.read(|st| {
             sessions
                 .iter()
                 .map(|s| st.resolve_session(s))
-                .collect::<Result<Vec<_>, _>>()?
-        };
+                .collect::<Result<Vec<_>, _>>()
+        })?;
         let (done, views) = self
             .wait_activity(&ids, until, timeout_ms.map(Duration::from_millis))
             .await;
@@ -528,12 +522,13 @@ impl Daemon {
     /// a close forgets the entry under that same lock, so a signal racing a
     /// close can never leave an entry behind for a session that is gone.
     fn with_known_entry<R>(&self, id: &SessionId, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
-        let st = self.lock();
-        if !st.ws.sessions.contains_key(id) {
-            return None;
-        }
-        let mut entries = self.activity.entries();
-        Some(f(entries.entry(id.clone()).or_default()))
+        self.sessions.read(|st| {
+            if !st.ws.sessions.contains_key(id) {
+                return None;
+            }
+            let mut entries = self.activity.entries();
+            Some(f(entries.entry(id.clone()).or_default()))
+        })
     }
 
     /// A hook callback from a session's agent (`hangar hook EVENT`).
@@ -544,7 +539,7 @@ impl Daemon {
             ))
         })?;
         let id = SessionId::from(session.trim());
-        if !self.lock().ws.sessions.contains_key(&id) {
+        if !self.sessions.contains(&id) {
             return Err(ApiError::new(codes::NOT_FOUND, format!("no session {id}")));
         }
         if !self.config.activity.enabled(Source::Hooks) {
@@ -576,12 +571,7 @@ impl Daemon {
     /// A prompt was typed into `id` at `at_ms` (taken just before the Enter):
     /// a turn starts. Committed at once, since typed input does not flicker.
     pub fn note_input(&self, id: &SessionId, at_ms: u64) {
-        let is_agent = self
-            .lock()
-            .ws
-            .sessions
-            .get(id)
-            .is_some_and(|m| m.provider.is_agent());
+        let is_agent = self.sessions.provider_of(id).is_some_and(|p| p.is_agent());
         if !is_agent {
             return;
         }
@@ -638,7 +628,7 @@ impl Daemon {
     /// Watch a freshly spawned session's activity for as long as `live` is
     /// its process.
     pub fn watch_activity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
-        let Some(meta) = self.lock().ws.sessions.get(&id).cloned() else {
+        let Some(meta) = self.sessions.meta(&id) else {
             return;
         };
         if matches!(meta.provider, Provider::Shell) {
@@ -665,15 +655,16 @@ impl Daemon {
                     _ = exit.wait_for(|e| e.is_some()) => break,
                 }
                 let current = {
-                    let st = daemon.lock();
-                    let is_current = st
-                        .runtimes
-                        .get(&id)
-                        .and_then(|r| r.proc.as_ref())
-                        .is_some_and(|p| Arc::ptr_eq(p, &live));
-                    is_current
-                        .then(|| st.ws.sessions.get(&id).cloned())
-                        .flatten()
+                    daemon.sessions.read(|st| {
+                        let is_current = st
+                            .runtimes
+                            .get(&id)
+                            .and_then(|r| r.proc.as_ref())
+                            .is_some_and(|p| Arc::ptr_eq(p, &live));
+                        is_current
+                            .then(|| st.ws.sessions.get(&id).cloned())
+                            .flatten()
+                    })
                 };
                 let Some(meta) = current else { break };
                 daemon.evaluate(&id, &meta, &live, root.as_deref(), &mut watch);

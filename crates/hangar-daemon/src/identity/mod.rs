@@ -24,8 +24,9 @@ use hangar_protocol::message::{self as msg, codes};
 use serde_json::{Value, json};
 
 use crate::Daemon;
+use crate::errors::ApiError;
 use crate::pty::LiveProcess;
-use crate::state::{ApiError, RunState, State};
+use crate::sessions::{RunState, State};
 use discovery::TranscriptCache;
 
 /// How often a live agent's transcript folder is looked at. One `read_dir`
@@ -93,7 +94,7 @@ impl Daemon {
     /// Watch a freshly spawned agent's transcripts for as long as `live` is
     /// its process; record the provider session id they show.
     pub fn watch_identity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
-        let Some(provider) = self.lock().ws.sessions.get(&id).map(|m| m.provider.clone()) else {
+        let Some(provider) = self.sessions.provider_of(&id) else {
             return;
         };
         let Some(root) = discovery::transcript_root(&provider, &discovery::env_var) else {
@@ -111,11 +112,9 @@ impl Daemon {
                     _ = exit.wait_for(|e| e.is_some()) => true,
                 };
                 let current = daemon
-                    .lock()
-                    .runtimes
-                    .get(&id)
-                    .and_then(|r| r.proc.as_ref())
-                    .is_some_and(|p| Arc::ptr_eq(p, &live));
+                    .sessions
+                    .process(&id)
+                    .is_some_and(|p| Arc::ptr_eq(&p, &live));
                 if !current && !exited {
                     return;
                 }
@@ -149,11 +148,8 @@ impl Daemon {
         cache: &mut TranscriptCache,
         only_open: bool,
     ) {
-        let (cwd, current, held, neighbours) = {
-            let st = self.lock();
-            let Some(meta) = st.ws.sessions.get(id) else {
-                return;
-            };
+        let facts = self.sessions.read(|st| {
+            let meta = st.ws.sessions.get(id)?;
             let same_provider = st
                 .ws
                 .sessions
@@ -170,12 +166,15 @@ impl Daemon {
                     neighbours.push(p.pid);
                 }
             }
-            (
+            Some((
                 meta.cwd.clone(),
                 meta.durable_provider_id().map(str::to_owned),
                 held,
                 neighbours,
-            )
+            ))
+        });
+        let Some((cwd, current, held, neighbours)) = facts else {
+            return;
         };
         let cwd = discovery::canonical_cwd(&cwd);
         if matches!(provider, Provider::Claude) {
@@ -256,7 +255,7 @@ impl Daemon {
         if live.exited().is_some() {
             return;
         }
-        let Some(provider) = self.lock().ws.sessions.get(id).map(|m| m.provider.clone()) else {
+        let Some(provider) = self.sessions.provider_of(id) else {
             return;
         };
         let Some(root) = discovery::transcript_root(&provider, &discovery::env_var) else {
@@ -275,19 +274,18 @@ impl Daemon {
     /// the rotation.
     pub fn op_session_start(&self, req: &msg::Hook) -> Result<Value, ApiError> {
         let id = SessionId::from(req.session.trim());
-        let session_cwd = {
-            let st = self.lock();
+        let session_cwd = self.sessions.read(|st| {
             let meta = st
                 .ws
                 .sessions
                 .get(&id)
                 .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
-            if !is_running(&st.run_state(&id)) {
-                // A late hook of a process hangar already stopped: whatever
-                // it says was seen by the transcript watcher's last look.
-                return Ok(json!({"recorded": false, "reason": "the session is not running"}));
-            }
-            meta.cwd.clone()
+            Ok::<_, ApiError>(is_running(&st.run_state(&id)).then(|| meta.cwd.clone()))
+        })?;
+        let Some(session_cwd) = session_cwd else {
+            // A late hook of a process hangar already stopped: whatever it
+            // says was seen by the transcript watcher's last look.
+            return Ok(json!({"recorded": false, "reason": "the session is not running"}));
         };
         let Some(psid) = req.provider_session_id.clone() else {
             return Err(ApiError::invalid(
@@ -324,7 +322,7 @@ impl Daemon {
         observed: &Observation,
         session_cwd: &str,
     ) -> bool {
-        let mut st = self.lock();
+        self.sessions.edit(|st| {
         let Some(meta) = st.ws.sessions.get_mut(id) else {
             return false;
         };
@@ -370,6 +368,7 @@ impl Daemon {
             st.notices.push(notice);
         }
         true
+        })
     }
 
     /// `hangar doctor [--fork ID | --forget ID]`: list duplicate provider ids
@@ -377,7 +376,7 @@ impl Daemon {
     pub async fn op_doctor(self: &Arc<Self>, req: msg::Doctor) -> Result<Value, ApiError> {
         let mut fixed = Vec::new();
         if let Some(given) = &req.fork {
-            let mut st = self.lock();
+            self.sessions.edit(|st| {
             let id = st.resolve_session(given)?;
             if is_running(&st.run_state(&id)) {
                 return Err(ApiError::invalid(format!(
@@ -397,9 +396,11 @@ impl Daemon {
                 "session": id.to_string(),
                 "forgot_provider_session_id": old,
             }));
+            Ok(())
+            })?;
         }
         if let Some(given) = &req.forget {
-            let id = self.lock().resolve_session(given)?;
+            let id = self.sessions.resolve(given)?;
             let closed = self
                 .op_close(msg::Close {
                     session: id.to_string(),
@@ -409,62 +410,64 @@ impl Daemon {
                 .await?;
             fixed.push(json!({"action": "forget", "session": id.to_string(), "closed": closed}));
         }
-        let st = self.lock();
-        let groups: Vec<Value> = ledger::duplicate_groups(&st.ws)
-            .into_iter()
-            .map(|g| {
-                let sessions: Vec<Value> = g
-                    .sessions
-                    .iter()
-                    .map(|s| {
-                        let meta = st.ws.sessions.get(s);
-                        json!({
-                            "id": s.to_string(),
-                            "title": meta.map(|m| m.title.clone()).unwrap_or_default(),
-                            "cwd": meta.map(|m| m.cwd.clone()).unwrap_or_default(),
-                            "state": st.run_state(s).name(),
-                            "placement": st.ws.placement_of(s).map(|(p, _)| p.name()),
+        self.sessions.read(|st| {
+            let groups: Vec<Value> = ledger::duplicate_groups(&st.ws)
+                .into_iter()
+                .map(|g| {
+                    let sessions: Vec<Value> = g
+                        .sessions
+                        .iter()
+                        .map(|s| {
+                            let meta = st.ws.sessions.get(s);
+                            json!({
+                                "id": s.to_string(),
+                                "title": meta.map(|m| m.title.clone()).unwrap_or_default(),
+                                "cwd": meta.map(|m| m.cwd.clone()).unwrap_or_default(),
+                                "state": st.run_state(s).name(),
+                                "placement": st.ws.placement_of(s).map(|(p, _)| p.name()),
+                            })
                         })
+                        .collect();
+                    let fixes: Vec<String> = g
+                        .sessions
+                        .iter()
+                        .flat_map(|s| {
+                            [
+                                format!("hangar doctor --fork {s}"),
+                                format!("hangar doctor --forget {s}"),
+                            ]
+                        })
+                        .collect();
+                    json!({
+                        "provider": g.provider.name(),
+                        "provider_session_id": g.provider_session_id,
+                        "sessions": sessions,
+                        "fixes": fixes,
                     })
-                    .collect();
-                let fixes: Vec<String> = g
-                    .sessions
-                    .iter()
-                    .flat_map(|s| {
-                        [
-                            format!("hangar doctor --fork {s}"),
-                            format!("hangar doctor --forget {s}"),
-                        ]
-                    })
-                    .collect();
-                json!({
-                    "provider": g.provider.name(),
-                    "provider_session_id": g.provider_session_id,
-                    "sessions": sessions,
-                    "fixes": fixes,
                 })
-            })
-            .collect();
-        Ok(json!({
-            "ok": groups.is_empty(),
-            "duplicates": groups,
-            "fixed": fixed,
-        }))
+                .collect();
+            Ok(json!({
+                "ok": groups.is_empty(),
+                "duplicates": groups,
+                "fixed": fixed,
+            }))
+        })
     }
 
     /// `hangar transcript ID [--tail N]`: the last messages of a session's
     /// conversation, read from its transcript; never wakes it.
     pub async fn op_transcript(&self, req: msg::Transcript) -> Result<Value, ApiError> {
         let (id, meta) = {
-            let st = self.lock();
-            let id = st.resolve_session(&req.session)?;
-            let meta = st
-                .ws
-                .sessions
-                .get(&id)
-                .cloned()
-                .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
-            (id, meta)
+            self.sessions.read(|st| {
+                let id = st.resolve_session(&req.session)?;
+                let meta = st
+                    .ws
+                    .sessions
+                    .get(&id)
+                    .cloned()
+                    .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+                Ok::<_, ApiError>((id, meta))
+            })?
         };
         let Some(root) = discovery::transcript_root(&meta.provider, &discovery::env_var) else {
             return Err(ApiError::invalid(format!(

@@ -122,12 +122,7 @@ pub fn read_conversations(
 impl Daemon {
     /// Keeps a prompt hangar typed into an opencode session, for matching.
     pub fn note_typed(&self, id: &SessionId, text: &str) {
-        let is_opencode = self
-            .lock()
-            .ws
-            .sessions
-            .get(id)
-            .is_some_and(|m| m.provider == Provider::Opencode);
+        let is_opencode = self.sessions.provider_of(id) == Some(Provider::Opencode);
         if is_opencode {
             self.typed.note(id, text);
         }
@@ -137,12 +132,7 @@ impl Daemon {
     /// conversations in OpenCode's database against the prompts hangar
     /// typed, and record the session's own one.
     pub fn watch_opencode_identity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
-        let is_opencode = self
-            .lock()
-            .ws
-            .sessions
-            .get(&id)
-            .is_some_and(|m| m.provider == Provider::Opencode);
+        let is_opencode = self.sessions.provider_of(&id) == Some(Provider::Opencode);
         if !is_opencode {
             return;
         }
@@ -159,11 +149,9 @@ impl Daemon {
                     _ = exit.wait_for(|e| e.is_some()) => true,
                 };
                 let current = daemon
-                    .lock()
-                    .runtimes
-                    .get(&id)
-                    .and_then(|r| r.proc.as_ref())
-                    .is_some_and(|p| Arc::ptr_eq(p, &live));
+                    .sessions
+                    .process(&id)
+                    .is_some_and(|p| Arc::ptr_eq(&p, &live));
                 // One last look once the process is gone or replaced: a
                 // prompt sent just before a hibernate must still count.
                 daemon.match_opencode_once(&id, &db, started_ms).await;
@@ -179,12 +167,8 @@ impl Daemon {
         if typed.is_empty() || !db.is_file() {
             return;
         }
-        let (cwd, claimed) = {
-            let st = self.lock();
-            let Some(meta) = st.ws.sessions.get(id) else {
-                self.typed.forget(id);
-                return;
-            };
+        let facts = self.sessions.read(|st| {
+            let meta = st.ws.sessions.get(id)?;
             let claimed: Vec<String> = st
                 .ws
                 .sessions
@@ -192,7 +176,11 @@ impl Daemon {
                 .filter(|(o, m)| *o != id && m.provider == Provider::Opencode)
                 .filter_map(|(_, m)| m.durable_provider_id().map(str::to_owned))
                 .collect();
-            (super::discovery::canonical_cwd(&meta.cwd), claimed)
+            Some((super::discovery::canonical_cwd(&meta.cwd), claimed))
+        });
+        let Some((cwd, claimed)) = facts else {
+            self.typed.forget(id);
+            return;
         };
         let db = db.to_path_buf();
         let dir = cwd.clone();

@@ -25,7 +25,7 @@ use serde::Deserialize;
 use crate::Daemon;
 use crate::journal::{Event, HibernateReason};
 use crate::provider::{LaunchSpec, McpServer, with_mcp};
-use crate::state::RunState;
+use crate::sessions::RunState;
 use ledger::{Ledger, Tombstone};
 use turns::TurnMark;
 
@@ -229,14 +229,15 @@ impl Daemon {
         let mut frontier = vec![parent.clone()];
         while let Some(p) = frontier.pop() {
             let children: Vec<SessionMeta> = {
-                let st = self.lock();
-                st.ws
-                    .sessions
-                    .values()
-                    .filter(|m| m.relationships.orchestration_parent.as_ref() == Some(&p))
-                    .filter(|m| matches!(st.run_state(&m.id), RunState::Live))
-                    .cloned()
-                    .collect()
+                self.sessions.read(|st| {
+                    st.ws
+                        .sessions
+                        .values()
+                        .filter(|m| m.relationships.orchestration_parent.as_ref() == Some(&p))
+                        .filter(|m| matches!(st.run_state(&m.id), RunState::Live))
+                        .cloned()
+                        .collect()
+                })
             };
             for child in children {
                 // Mid-turn, waiting for a person or attached: left alone.

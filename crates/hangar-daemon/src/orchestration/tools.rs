@@ -28,8 +28,9 @@ use super::ledger::{FirstPrompt, Tombstone};
 use super::turns;
 use crate::Daemon;
 use crate::activity::Activity;
+use crate::errors::ApiError;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
-use crate::state::{ApiError, RunState};
+use crate::sessions::RunState;
 
 /// The largest prompt an agent may send (bytes).
 pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
@@ -313,7 +314,7 @@ impl Daemon {
         if call.token.is_empty() || call.token.len() > 256 || caller.as_str().is_empty() {
             return Err(unauthorized());
         }
-        if !self.lock().ws.sessions.contains_key(&caller) {
+        if !self.sessions.contains(&caller) {
             return Err(unauthorized());
         }
         if !self.orchestration.token_matches(&caller, &call.token) {
@@ -329,51 +330,53 @@ impl Daemon {
         if given.is_empty() || given.chars().count() > MAX_ID_CHARS {
             return Err(ApiError::invalid("give a session id from list_agents"));
         }
-        let st = self.lock();
-        let mut candidates = visible_agents(&st.ws, caller);
-        candidates.push(caller.clone());
-        let exact: Vec<&SessionId> = candidates.iter().filter(|c| c.as_str() == given).collect();
-        let matches: Vec<&SessionId> = if exact.is_empty() {
-            candidates
-                .iter()
-                .filter(|c| c.as_str().starts_with(given))
-                .collect()
-        } else {
-            exact
-        };
-        match matches.as_slice() {
-            [one] if *one == caller => Ok(Target::Me),
-            [one] => Ok(Target::Mine((*one).clone())),
-            [] => {
-                let closed = self
-                    .orchestration
-                    .ledger()
-                    .data
-                    .tombstones
-                    .contains_key(given);
-                if closed {
-                    Err(ApiError::not_found(format!(
-                        "agent {given} is already closed"
-                    )))
-                } else if st.resolve_session(given).is_ok() {
-                    Err(ApiError::new(
-                        codes::NOT_YOUR_AGENT,
-                        format!(
-                            "session {given} is not one of your agents; you can act only on \
+        self.sessions.read(|st| {
+            let mut candidates = visible_agents(&st.ws, caller);
+            candidates.push(caller.clone());
+            let exact: Vec<&SessionId> =
+                candidates.iter().filter(|c| c.as_str() == given).collect();
+            let matches: Vec<&SessionId> = if exact.is_empty() {
+                candidates
+                    .iter()
+                    .filter(|c| c.as_str().starts_with(given))
+                    .collect()
+            } else {
+                exact
+            };
+            match matches.as_slice() {
+                [one] if *one == caller => Ok(Target::Me),
+                [one] => Ok(Target::Mine((*one).clone())),
+                [] => {
+                    let closed = self
+                        .orchestration
+                        .ledger()
+                        .data
+                        .tombstones
+                        .contains_key(given);
+                    if closed {
+                        Err(ApiError::not_found(format!(
+                            "agent {given} is already closed"
+                        )))
+                    } else if st.resolve_session(given).is_ok() {
+                        Err(ApiError::new(
+                            codes::NOT_YOUR_AGENT,
+                            format!(
+                                "session {given} is not one of your agents; you can act only on \
                              agents you created (and theirs) in your project tab"
-                        ),
-                    ))
-                } else {
-                    Err(ApiError::not_found(format!(
-                        "no agent {given}; list_agents shows yours"
-                    )))
+                            ),
+                        ))
+                    } else {
+                        Err(ApiError::not_found(format!(
+                            "no agent {given}; list_agents shows yours"
+                        )))
+                    }
                 }
+                _ => Err(ApiError::new(
+                    codes::AMBIGUOUS,
+                    format!("agent id {given:?} is ambiguous; give more characters"),
+                )),
             }
-            _ => Err(ApiError::new(
-                codes::AMBIGUOUS,
-                format!("agent id {given:?} is ambiguous; give more characters"),
-            )),
-        }
+        })
     }
 
     fn resolve_mine(
@@ -394,20 +397,21 @@ impl Daemon {
     /// Tombstones of the caller's closed descendants in its project tab.
     fn my_tombstones(&self, caller: &SessionId) -> Vec<Tombstone> {
         let (tab, parents) = {
-            let st = self.lock();
-            let tab = project_tab(&st.ws, caller);
-            let parents: HashMap<String, String> = st
-                .ws
-                .sessions
-                .values()
-                .filter_map(|m| {
-                    Some((
-                        m.id.to_string(),
-                        m.relationships.orchestration_parent.as_ref()?.to_string(),
-                    ))
-                })
-                .collect();
-            (tab, parents)
+            self.sessions.read(|st| {
+                let tab = project_tab(&st.ws, caller);
+                let parents: HashMap<String, String> = st
+                    .ws
+                    .sessions
+                    .values()
+                    .filter_map(|m| {
+                        Some((
+                            m.id.to_string(),
+                            m.relationships.orchestration_parent.as_ref()?.to_string(),
+                        ))
+                    })
+                    .collect();
+                (tab, parents)
+            })
         };
         let Some(tab) = tab else {
             return Vec::new();
@@ -416,8 +420,12 @@ impl Daemon {
         if ledger
             .data
             .expire(crate::now_ms(), self.config.mcp.tombstone_keep_ms())
+            && let Err(e) = ledger.save()
         {
-            let _ = ledger.save();
+            // The expired tombstones come back until the next save.
+            tracing::warn!(
+                "could not save the orchestration ledger after expiring tombstones: {e}"
+            );
         }
         let tombs = &ledger.data.tombstones;
         let parent_of = |id: &str| -> Option<String> {
@@ -445,16 +453,17 @@ impl Daemon {
     }
 
     fn snapshot(&self, ids: &[SessionId]) -> Vec<Snapshot> {
-        let st = self.lock();
-        ids.iter()
-            .filter_map(|id| {
-                Some(Snapshot {
-                    meta: st.ws.sessions.get(id)?.clone(),
-                    state: st.run_state(id),
-                    placement: st.ws.placement_of(id).map(|(p, _)| p),
+        self.sessions.read(|st| {
+            ids.iter()
+                .filter_map(|id| {
+                    Some(Snapshot {
+                        meta: st.ws.sessions.get(id)?.clone(),
+                        state: st.run_state(id),
+                        placement: st.ws.placement_of(id).map(|(p, _)| p),
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
     }
 
     /// The activity of each snapshot's turn, read off the runtime.
@@ -493,11 +502,8 @@ impl Daemon {
     /// Type a prompt into a live child, remembering where its turn starts.
     async fn type_prompt(self: &Arc<Self>, id: &SessionId, text: &str) -> Result<(), ApiError> {
         let meta = self
-            .lock()
-            .ws
             .sessions
-            .get(id)
-            .cloned()
+            .meta(id)
             .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
         let mark = tokio::task::spawn_blocking(move || turns::mark(&meta))
             .await
@@ -591,7 +597,7 @@ impl Daemon {
         let now = crate::now_ms();
         let id = SessionId::new(uuid::Uuid::new_v4().to_string());
         let (provider_name, title) = {
-            let mut st = self.lock();
+            self.sessions.edit(|st| {
             let parent = st
                 .ws
                 .sessions
@@ -640,7 +646,8 @@ impl Daemon {
             let title = meta.title.clone();
             st.ws.add_parked_session(meta, &tab, now)?;
             st.save(&[])?;
-            (provider.name().to_owned(), title)
+            Ok((provider.name().to_owned(), title))
+            })?
         };
         touched.push(id.to_string());
         let mut state = RunState::Hibernated;
@@ -688,7 +695,7 @@ impl Daemon {
         touched.push(id.to_string());
         prompt_field(&a.prompt)?;
         let was_live = matches!(
-            self.lock().run_state(&id),
+            self.sessions.run_state(&id),
             RunState::Live | RunState::Spawning
         );
         if let RunState::Failed(reason) = self.wake_as(&id, Caller::Agent).await? {
@@ -696,17 +703,18 @@ impl Daemon {
         }
         let first_prompt_delivered = self.deliver_first_prompt(&id).await?;
         self.type_prompt(&id, &a.prompt).await?;
-        let st = self.lock();
-        let rt = st.runtimes.get(&id);
-        Ok(json!({
-            "id": id.to_string(),
-            "status": "working",
-            "woke": !was_live,
-            "started": rt.and_then(|r| r.resumed).map(|r| if r { "resumed" } else { "fresh" }),
-            "provider_session_id": st.ws.sessions.get(&id)
-                .and_then(|m| m.provider_session.as_ref()).map(|p| p.id.clone()),
-            "first_prompt_delivered": first_prompt_delivered,
-        }))
+        self.sessions.read(|st| {
+            let rt = st.runtimes.get(&id);
+            Ok(json!({
+                "id": id.to_string(),
+                "status": "working",
+                "woke": !was_live,
+                "started": rt.and_then(|r| r.resumed).map(|r| if r { "resumed" } else { "fresh" }),
+                "provider_session_id": st.ws.sessions.get(&id)
+                    .and_then(|m| m.provider_session.as_ref()).map(|p| p.id.clone()),
+                "first_prompt_delivered": first_prompt_delivered,
+            }))
+        })
     }
 
     async fn tool_list(
@@ -716,7 +724,7 @@ impl Daemon {
     ) -> Result<Value, ApiError> {
         let a: RunArgs = parse(AgentTool::List, args)?;
         let run = run_field(a.run)?;
-        let ids = visible_agents(&self.lock().ws, caller);
+        let ids = self.sessions.read(|st| visible_agents(&st.ws, caller));
         let snaps: Vec<Snapshot> = self
             .snapshot(&ids)
             .into_iter()
@@ -799,7 +807,7 @@ impl Daemon {
         caller: &SessionId,
         run: &Option<String>,
     ) -> (Vec<Snapshot>, Vec<Tombstone>) {
-        let ids = visible_agents(&self.lock().ws, caller);
+        let ids = self.sessions.read(|st| visible_agents(&st.ws, caller));
         let snaps = self
             .snapshot(&ids)
             .into_iter()
@@ -982,7 +990,9 @@ impl Daemon {
             Target::Mine(id) => id,
         };
         touched.push(id.to_string());
-        let plan = check_close(&self.lock().ws, caller, std::slice::from_ref(&id));
+        let plan = self
+            .sessions
+            .read(|st| check_close(&st.ws, caller, std::slice::from_ref(&id)));
         let closing = plan.map_err(refusal)?;
         self.close_for_agent(&closing).await?;
         Ok(json!({"closed": closing.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
@@ -1006,29 +1016,30 @@ impl Daemon {
         // Close every member whose cascade stays inside the run; report the
         // others with what closing them would also close.
         let (closable, skipped) = {
-            let st = self.lock();
-            let named_set: BTreeSet<&SessionId> = named.iter().collect();
-            let mut closable = Vec::new();
-            let mut skipped = Vec::new();
-            for id in &named {
-                let cascade = st.ws.close_cascade(id);
-                if cascade.iter().all(|c| named_set.contains(c)) {
-                    closable.push(id.clone());
-                } else {
-                    skipped.push(json!({
+            self.sessions.read(|st| {
+                let named_set: BTreeSet<&SessionId> = named.iter().collect();
+                let mut closable = Vec::new();
+                let mut skipped = Vec::new();
+                for id in &named {
+                    let cascade = st.ws.close_cascade(id);
+                    if cascade.iter().all(|c| named_set.contains(c)) {
+                        closable.push(id.clone());
+                    } else {
+                        skipped.push(json!({
                         "id": id.to_string(),
                         "code": codes::CASCADE_REFUSED,
                         "reason": "closing it would also close sessions outside this run",
                         "would_close": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
                     }));
+                    }
                 }
-            }
-            let closing = if closable.is_empty() {
-                Vec::new()
-            } else {
-                check_close(&st.ws, caller, &closable).map_err(refusal)?
-            };
-            (closing, skipped)
+                let closing = if closable.is_empty() {
+                    Vec::new()
+                } else {
+                    check_close(&st.ws, caller, &closable).map_err(refusal)?
+                };
+                Ok::<_, ApiError>((closing, skipped))
+            })?
         };
         if !closable.is_empty() {
             self.close_for_agent(&closable).await?;
@@ -1049,21 +1060,22 @@ impl Daemon {
         let a: SessionArgs = parse(AgentTool::Park, args)?;
         let id = self.resolve_mine(caller, &a.session, "park_agent")?;
         touched.push(id.to_string());
-        let mut st = self.lock();
-        let changed = match st.ws.placement_of(&id).map(|(p, _)| p) {
-            Some(Placement::Pane) => {
-                st.ws.park(&id, crate::now_ms())?;
-                st.save(&[])?;
-                true
-            }
-            Some(Placement::Parked) => false,
-            _ => {
-                return Err(ApiError::invalid(format!(
-                    "agent {id} is buried; a person unburies it"
-                )));
-            }
-        };
-        Ok(json!({"id": id.to_string(), "placement": "parked", "changed": changed}))
+        self.sessions.edit(|st| {
+            let changed = match st.ws.placement_of(&id).map(|(p, _)| p) {
+                Some(Placement::Pane) => {
+                    st.ws.park(&id, crate::now_ms())?;
+                    st.save(&[])?;
+                    true
+                }
+                Some(Placement::Parked) => false,
+                _ => {
+                    return Err(ApiError::invalid(format!(
+                        "agent {id} is buried; a person unburies it"
+                    )));
+                }
+            };
+            Ok(json!({"id": id.to_string(), "placement": "parked", "changed": changed}))
+        })
     }
 
     async fn tool_hibernate(

@@ -35,7 +35,7 @@ use serde::Deserialize;
 
 use crate::Daemon;
 use crate::journal::FailureKind;
-use crate::lifecycle::{SpawnFailure, short};
+use crate::spawn::{SpawnFailure, short};
 use attribution::Credential;
 use relay::Shared;
 use usage::Usage;
@@ -550,12 +550,13 @@ impl Daemon {
         self: &Arc<Self>,
         id: &SessionId,
     ) -> Result<Option<Grant>, SpawnFailure> {
-        let (provider, capture) = {
-            let st = self.lock();
-            match st.ws.sessions.get(id) {
-                Some(m) => (m.provider.clone(), m.capture),
-                None => return Ok(None),
-            }
+        let Some((provider, capture)) = self.sessions.read(|st| {
+            st.ws
+                .sessions
+                .get(id)
+                .map(|m| (m.provider.clone(), m.capture))
+        }) else {
+            return Ok(None);
         };
         if !self.proxy.wanted(&provider, capture) {
             return Ok(None);
@@ -574,10 +575,11 @@ impl Daemon {
             Err(fault) => {
                 let notice = format!("session {} started without capture: {fault}", short(id));
                 tracing::warn!("{notice}");
-                let mut st = self.lock();
-                if !st.notices.contains(&notice) {
-                    st.notices.push(notice);
-                }
+                self.sessions.edit(|st| {
+                    if !st.notices.contains(&notice) {
+                        st.notices.push(notice);
+                    }
+                });
                 Ok(None)
             }
         }
@@ -608,12 +610,11 @@ impl Daemon {
                     return;
                 };
                 let session = SessionId::from(session.as_str());
-                let cwd = {
-                    let st = daemon.lock();
-                    match st.ws.sessions.get(&session) {
-                        Some(m) => m.cwd.clone(),
-                        None => continue,
-                    }
+                let Some(cwd) = daemon
+                    .sessions
+                    .read(|st| st.ws.sessions.get(&session).map(|m| m.cwd.clone()))
+                else {
+                    continue;
                 };
                 let observed = hangar_core::ledger::Observation {
                     id,

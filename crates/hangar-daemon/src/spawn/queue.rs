@@ -8,11 +8,13 @@
 //! rules are `hangar_core::governor::QueueState`; this is only the waiting.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hangar_core::governor::{Admission, QueueLimits, QueueState, WakePriority};
 use tokio::sync::Notify;
+
+use crate::os::{Clock, RealOs};
 
 /// How often a waiter re-checks even without a notification.
 const RECHECK: Duration = Duration::from_millis(100);
@@ -26,6 +28,8 @@ struct Inner {
 
 pub struct WakeQueue {
     limits: QueueLimits,
+    /// Spacing between starts is measured on the daemon's clock.
+    clock: Arc<dyn Clock>,
     inner: Mutex<Inner>,
     changed: Notify,
 }
@@ -48,7 +52,7 @@ struct Ticket<'a> {
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
         if !self.admitted {
-            self.queue.lock().waiting.remove(&self.key);
+            self.queue.inner().waiting.remove(&self.key);
             self.queue.changed.notify_waiters();
         }
     }
@@ -64,8 +68,14 @@ pub struct QueueSnapshot {
 
 impl WakeQueue {
     pub fn new(limits: QueueLimits) -> WakeQueue {
+        WakeQueue::with_clock(limits, Arc::new(RealOs))
+    }
+
+    /// A queue that reads the time from `clock` (a fake one in tests).
+    pub fn with_clock(limits: QueueLimits, clock: Arc<dyn Clock>) -> WakeQueue {
         WakeQueue {
             limits,
+            clock,
             inner: Mutex::new(Inner {
                 state: QueueState::default(),
                 waiting: BTreeSet::new(),
@@ -75,7 +85,7 @@ impl WakeQueue {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -85,7 +95,7 @@ impl WakeQueue {
     /// until a person resumes the queue.
     pub async fn acquire(&self, priority: WakePriority) -> Option<Slot<'_>> {
         let key = {
-            let mut inner = self.lock();
+            let mut inner = self.inner();
             inner.next_seq += 1;
             let key = (priority, inner.next_seq);
             inner.waiting.insert(key);
@@ -98,17 +108,17 @@ impl WakeQueue {
         };
         loop {
             let wait = {
-                let mut inner = self.lock();
+                let mut inner = self.inner();
                 if priority == WakePriority::Person && inner.state.breaker_open {
                     // The ticket's drop takes it out of the waiting set.
                     return None;
                 }
                 let head = inner.waiting.first().copied();
                 if head == Some(key) {
-                    match inner.state.admit(self.limits, crate::now_ms()) {
+                    match inner.state.admit(self.limits, self.clock.now_ms()) {
                         Admission::Start => {
                             inner.waiting.remove(&key);
-                            inner.state.started(crate::now_ms());
+                            inner.state.started(self.clock.now_ms());
                             ticket.admitted = true;
                             drop(inner);
                             // The next in line may now be admitted too.
@@ -120,7 +130,7 @@ impl WakeQueue {
                             });
                         }
                         Admission::WaitUntil(t) => {
-                            Duration::from_millis(t.saturating_sub(crate::now_ms()))
+                            Duration::from_millis(t.saturating_sub(self.clock.now_ms()))
                         }
                         Admission::Blocked => RECHECK,
                     }
@@ -139,7 +149,7 @@ impl WakeQueue {
     /// honours the breaker: it waits while the breaker is open.
     pub async fn acquire_breaker_only(&self) -> Option<Slot<'_>> {
         loop {
-            if !self.lock().state.breaker_open {
+            if !self.inner().state.breaker_open {
                 return Some(Slot {
                     queue: self,
                     bypass: true,
@@ -161,7 +171,7 @@ impl WakeQueue {
 
     fn finish_inner(&self, bypass: bool, auth_failure: bool) -> bool {
         let tripped = {
-            let mut inner = self.lock();
+            let mut inner = self.inner();
             if bypass {
                 // Not counted as running, but its outcome still feeds the breaker.
                 inner.state.running += 1;
@@ -175,7 +185,7 @@ impl WakeQueue {
     /// A person resumed the queue after the breaker opened.
     pub fn resume(&self) -> bool {
         let was_open = {
-            let mut inner = self.lock();
+            let mut inner = self.inner();
             let was = inner.state.breaker_open;
             inner.state.reset_breaker();
             was
@@ -185,7 +195,7 @@ impl WakeQueue {
     }
 
     pub fn snapshot(&self) -> QueueSnapshot {
-        let inner = self.lock();
+        let inner = self.inner();
         QueueSnapshot {
             pending: inner.waiting.len(),
             running: inner.state.running,
@@ -206,7 +216,7 @@ impl Drop for Slot<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use crate::os::FakeOs;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[tokio::test]
@@ -289,5 +299,38 @@ mod tests {
         assert!(refused);
         assert!(q.acquire(WakePriority::Person).await.is_none());
         assert_eq!(q.snapshot().pending, 0, "refused tickets leave the queue");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_second_start_waits_out_the_spacing_on_the_daemons_clock() {
+        let os = Arc::new(FakeOs::default());
+        let q = Arc::new(WakeQueue::with_clock(
+            QueueLimits {
+                max_running: 4,
+                spacing_ms: 30_000,
+                breaker_threshold: 3,
+            },
+            os.clone(),
+        ));
+        let first = q.acquire(WakePriority::Background).await.unwrap();
+        q.finish(first, false);
+        let second = {
+            let q = q.clone();
+            tokio::spawn(async move {
+                let s = q.acquire(WakePriority::Background).await.unwrap();
+                q.finish(s, false);
+            })
+        };
+        // A minute of the runtime's own time goes by (paused, so at once):
+        // the daemon's clock has not moved, so the spacing still holds.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!second.is_finished(), "started before the spacing was over");
+        assert_eq!(q.snapshot().pending, 1);
+        os.advance(Duration::from_millis(30_000));
+        tokio::time::timeout(Duration::from_secs(5), second)
+            .await
+            .expect("starts once the daemon's clock passed the spacing")
+            .unwrap();
+        assert_eq!(q.snapshot().pending, 0);
     }
 }

@@ -1,11 +1,8 @@
-//! The control socket: accepting clients, checking who they are, decoding
-//! frames and answering requests, and streaming attached sessions.
+//! One client's connection: the hello handshake, decoding frames, answering
+//! requests in order, and the attach/detach of a session on this connection.
 //!
-//! A bad client never takes the daemon down: malformed frames, unknown kinds
-//! and oversized requests get an error reply; a client that vanishes
-//! mid-request is simply dropped. Each connection has a bounded outgoing
-//! queue, and attached output goes through a broadcast channel that never
-//! blocks the session: a client that falls behind is resynced from the screen.
+//! A request's own work is `dispatch`'s; this file never decides what a
+//! request means, only how it travels.
 
 use std::sync::Arc;
 
@@ -13,12 +10,13 @@ use hangar_protocol::frame::{self, Decoder, Frame, FrameError, MAX_CLIENT_FRAME}
 use hangar_protocol::message::{self as msg, PROTOCOL_VERSION, Reply, Request, codes};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{broadcast, mpsc};
+use tokio::net::UnixStream;
+use tokio::sync::mpsc;
 
+use super::attach::{Attached, start_attach};
+use super::attach_size::ClientSizes;
 use crate::Daemon;
-use crate::attach_size::{ClientId, ClientSizes};
-use crate::state::{ApiError, RunState};
+use crate::errors::ApiError;
 
 /// Outgoing frames queued per connection before the writer pushes back.
 /// Output frames are batched up to `MAX_BATCH`, so this bounds what a client
@@ -31,51 +29,26 @@ const OUTGOING_QUEUE: usize = 16;
 /// only its own connection.
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
-    let mut shutdown = daemon.shutdown_watch();
-    // Every attached client's terminal size, per session: the PTY takes the
-    // smallest (tmux's rule).
-    let sizes = Arc::new(ClientSizes::default());
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let daemon = daemon.clone();
-                    let sizes = sizes.clone();
-                    tokio::spawn(async move { handle(daemon, sizes, stream).await });
-                }
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            },
-            // The guard `wait_for` returns is dropped inside: held in the
-            // select it would make this future not `Send`.
-            _ = async { drop(shutdown.wait_for(|s| *s).await) } => break,
-        }
-    }
-}
-
-struct Conn {
-    out: mpsc::Sender<Vec<u8>>,
+pub(super) struct Conn {
+    pub(super) out: mpsc::Sender<Vec<u8>>,
 }
 
 impl Conn {
-    async fn reply(&self, reply: Reply) -> bool {
+    pub(super) async fn reply(&self, reply: Reply) -> bool {
         self.out
             .send(frame::encode(frame::TAG_MESSAGE, &reply.encode()))
             .await
             .is_ok()
     }
 
-    async fn data(&self, bytes: &[u8]) -> bool {
+    pub(super) async fn data(&self, bytes: &[u8]) -> bool {
         self.out
             .send(frame::encode(frame::TAG_DATA, bytes))
             .await
             .is_ok()
     }
 
-    async fn event(&self, event: Value) -> bool {
+    pub(super) async fn event(&self, event: Value) -> bool {
         let bytes = serde_json::to_vec(&event).unwrap_or_default();
         self.out
             .send(frame::encode(frame::TAG_MESSAGE, &bytes))
@@ -90,7 +63,7 @@ fn peer_is_us(stream: &UnixStream) -> bool {
     stream.peer_cred().is_ok_and(|c| c.uid() == me)
 }
 
-async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream: UnixStream) {
+pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream: UnixStream) {
     if !peer_is_us(&stream) {
         let mut stream = stream;
         let reply = Reply::err(
@@ -297,7 +270,7 @@ async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream: UnixStream
     }
 }
 
-fn error_reply(id: u64, e: ApiError) -> Reply {
+pub(super) fn error_reply(id: u64, e: ApiError) -> Reply {
     Reply::err_with(id, e.code, e.message, e.detail)
 }
 
@@ -361,169 +334,4 @@ async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiEr
             ),
         )),
     }
-}
-
-struct Attached {
-    session: hangar_core::SessionId,
-    /// This connection's entry in the table of client sizes.
-    client: ClientId,
-    live: Arc<crate::pty::LiveProcess>,
-    forwarder: tokio::task::JoinHandle<()>,
-    /// Counts this client as viewing the session: no notifications about it.
-    _viewer: crate::activity::ViewerGuard,
-}
-
-impl Attached {
-    /// Stop streaming to this client and give the session the smallest size
-    /// of the clients still attached (a big client leaving must not leave
-    /// the PTY too large for a small one).
-    async fn release(self, sizes: &ClientSizes) {
-        self.forwarder.abort();
-        if let Some((rows, cols)) = sizes.set(&self.session, self.client, None)
-            && self.live.exited().is_none()
-        {
-            let _ = self.live.resize(rows, cols).await;
-        }
-    }
-}
-
-async fn start_attach(
-    daemon: &Arc<Daemon>,
-    sizes: &ClientSizes,
-    conn: &Conn,
-    id: u64,
-    req: msg::Attach,
-) -> Result<Attached, ApiError> {
-    let session = daemon.lock().resolve_session(&req.session)?;
-    // Counted as viewed before it wakes, so the budget check of any wake
-    // from here on never takes the session this person is attaching to.
-    let viewer = daemon.activity.view(&session);
-    if let RunState::Failed(reason) = daemon
-        .wake_as(&session, crate::journal::Caller::Attach)
-        .await?
-    {
-        return Err(ApiError::new(codes::FAILED, reason));
-    }
-    daemon.touch_used(&session, false);
-    let live = daemon
-        .lock()
-        .runtimes
-        .get(&session)
-        .and_then(|r| r.proc.clone())
-        .ok_or_else(|| ApiError::new(codes::FAILED, "the session is not running"))?;
-    let client = sizes.new_client();
-    if let Some((rows, cols)) = sizes.set(&session, client, Some((req.rows, req.cols))) {
-        let _ = live.resize(rows, cols).await;
-    }
-    let detach_key = daemon.config.attach.detach_key.clone();
-    conn.reply(Reply::ok(
-        id,
-        json!({"id": session.to_string(), "detach_key": detach_key}),
-    ))
-    .await;
-    let (snapshot, rx) = live.snapshot_and_subscribe();
-    conn.data(&snapshot).await;
-    let notices = daemon
-        .config
-        .notify
-        .osc
-        .then(|| daemon.activity.osc_notifications());
-    let forwarder = tokio::spawn(forward_output(
-        Conn {
-            out: conn.out.clone(),
-        },
-        live.clone(),
-        rx,
-        (session.clone(), notices),
-    ));
-    Ok(Attached {
-        session,
-        client,
-        live,
-        forwarder,
-        _viewer: viewer,
-    })
-}
-
-/// Notification escapes about other sessions, for the client viewing one.
-type Notices = (
-    hangar_core::SessionId,
-    Option<broadcast::Receiver<(hangar_core::SessionId, Vec<u8>)>>,
-);
-
-async fn forward_output(
-    conn: Conn,
-    live: Arc<crate::pty::LiveProcess>,
-    mut rx: broadcast::Receiver<bytes::Bytes>,
-    (viewing, mut notices): Notices,
-) {
-    let mut exit = live.exit_watch();
-    loop {
-        tokio::select! {
-            notice = async { notices.as_mut()?.recv().await.ok() }, if notices.is_some() => {
-                // The terminal shows its own notification (OSC 9 / 777).
-                if let Some((about, bytes)) = notice
-                    && about != viewing
-                    && !conn.data(&bytes).await
-                {
-                    return;
-                }
-            },
-            chunk = rx.recv() => match chunk {
-                Ok(bytes) => {
-                    // Coalesce what is already queued into one frame: one
-                    // frame per PTY read made the client pay per 4 KiB.
-                    let (batch, lagged) = coalesce(bytes, &mut rx);
-                    if !conn.data(&batch).await {
-                        return;
-                    }
-                    if lagged && !conn.data(&live.redraw()).await {
-                        return;
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    // Too slow to keep up: redraw from the screen state.
-                    if !conn.data(&live.redraw()).await {
-                        return;
-                    }
-                }
-                Err(broadcast::error::RecvError::Closed) => break,
-            },
-            _ = async { exit.wait_for(|e| e.is_some()).await.map(|_| ()) } => {
-                // Let the last output drain before saying it ended.
-                while let Ok(bytes) = rx.try_recv() {
-                    if !conn.data(&bytes).await {
-                        return;
-                    }
-                }
-                break;
-            }
-        }
-    }
-    let code = live.exited();
-    conn.event(json!({"event": "exited", "code": code})).await;
-}
-
-/// Largest batch of output sent to an attached client as one frame.
-const MAX_BATCH: usize = 64 * 1024;
-
-/// `first` plus every chunk already waiting, up to `MAX_BATCH` bytes, and
-/// whether the receiver lagged meanwhile (the caller then redraws).
-fn coalesce(
-    first: bytes::Bytes,
-    rx: &mut broadcast::Receiver<bytes::Bytes>,
-) -> (bytes::Bytes, bool) {
-    let mut batch: Option<Vec<u8>> = None;
-    while batch.as_ref().map_or(first.len(), Vec::len) < MAX_BATCH {
-        match rx.try_recv() {
-            Ok(more) => batch
-                .get_or_insert_with(|| first.to_vec())
-                .extend_from_slice(&more),
-            Err(broadcast::error::TryRecvError::Lagged(_)) => {
-                return (batch.map_or(first, bytes::Bytes::from), true);
-            }
-            Err(_) => break,
-        }
-    }
-    (batch.map_or(first, bytes::Bytes::from), false)
 }

@@ -562,16 +562,12 @@ impl Daemon {
                 st.ws.settings.dangerous = d;
             }
             st.save(&[])?;
-            st.ordered_sessions()
-                .into_iter()
-                .filter(|id| {
-                    st.ws
-                        .sessions
-                        .get(id)
-                        .is_some_and(|m| self.restarts_on_reload(&m.provider))
-                        && matches!(st.run_state(id), RunState::Live | RunState::Spawning)
-                })
-                .collect()
+            hangar_core::reload_plan::reload_restart_set(
+                &st.ws,
+                &st.ordered_sessions(),
+                |id| matches!(st.run_state(id), RunState::Live | RunState::Spawning),
+                |name| self.has_dangerous_args(name),
+            )
         };
         let mut restarted = Vec::new();
         let mut failed = Vec::new();

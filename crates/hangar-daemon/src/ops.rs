@@ -188,12 +188,12 @@ impl Daemon {
                     .runtimes
                     .iter()
                     .filter(|(id, r)| {
-                        r.state == RunState::Live
-                            && st
-                                .ws
-                                .sessions
-                                .get(*id)
-                                .is_some_and(|m| m.provider.is_agent())
+                        st.ws.sessions.get(*id).is_some_and(|m| {
+                            hangar_core::in_use::counts_toward_budget(
+                                &m.provider,
+                                r.state == RunState::Live,
+                            )
+                        })
                     })
                     .count(),
                 memory_bytes: st.budget.memory_bytes,

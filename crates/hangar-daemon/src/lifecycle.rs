@@ -4,7 +4,7 @@
 //! Wake is single-flight (DESIGN.md rule 6): the first caller marks the
 //! session `spawning` under the state lock and spawns; every concurrent caller
 //! sees `spawning` and waits for the state to change instead of spawning a
-//! second process.
+//! second process. What each look decides is `hangar_core::wake_decision`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,6 +19,9 @@ use crate::provider::{LaunchEnv, launch_spec};
 use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, LiveProcess, SpawnRequest};
 use crate::state::{ApiError, RunState};
 use hangar_core::governor::WakePriority;
+use hangar_core::wake_decision::{
+    WakeLook, WakePhase, WakeRefusal, WakeStep, next_wake_step, refuse_wake,
+};
 
 /// How long a process group gets between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -46,14 +49,18 @@ impl Daemon {
         let before = loop {
             let mut rx = {
                 let mut st = self.lock();
-                if st.shutting_down {
-                    return Err(ApiError::new(
-                        codes::SHUTTING_DOWN,
-                        "the daemon is shutting down",
-                    ));
-                }
-                if !st.ws.sessions.contains_key(id) {
-                    return Err(ApiError::not_found(format!("no session {id}")));
+                let exists = st.ws.sessions.contains_key(id);
+                match refuse_wake(st.shutting_down, exists) {
+                    Some(WakeRefusal::ShuttingDown) => {
+                        return Err(ApiError::new(
+                            codes::SHUTTING_DOWN,
+                            "the daemon is shutting down",
+                        ));
+                    }
+                    Some(WakeRefusal::NoSession) => {
+                        return Err(ApiError::not_found(format!("no session {id}")));
+                    }
+                    None => {}
                 }
                 crate::identity::refuse_duplicate_wake(&st, id)?;
                 let rt = st.runtime(id);
@@ -64,17 +71,26 @@ impl Daemon {
                         caller,
                     });
                 }
-                match &rt.state {
-                    RunState::Live => return Ok(RunState::Live),
-                    RunState::Spawning => rt.changed.subscribe(),
+                let person = caller.is_person();
+                let look = WakeLook {
+                    phase: match rt.state {
+                        RunState::Live => WakePhase::Live,
+                        RunState::Spawning => WakePhase::Spawning,
+                        _ => WakePhase::Stopped,
+                    },
+                    joined,
+                    person,
+                    breaker_open: person && self.queue.snapshot().breaker_open,
+                };
+                match next_wake_step(look) {
+                    WakeStep::Live => return Ok(RunState::Live),
+                    WakeStep::Join => rt.changed.subscribe(),
                     // The spawn we joined failed: report it, don't start another.
-                    other if joined => return Ok(other.clone()),
-                    _ => {
-                        // A person is told at once, never left waiting
-                        // silently behind an open breaker.
-                        if caller.is_person() && self.queue.snapshot().breaker_open {
-                            return Err(self.queue_paused_error());
-                        }
+                    WakeStep::ReportJoined => return Ok(rt.state.clone()),
+                    // A person is told at once, never left waiting silently
+                    // behind an open breaker.
+                    WakeStep::QueuePaused => return Err(self.queue_paused_error()),
+                    WakeStep::Spawn => {
                         let before = rt.state.clone();
                         rt.set_state(RunState::Spawning);
                         break before;

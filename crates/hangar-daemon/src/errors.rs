@@ -37,6 +37,19 @@ impl From<hangar_core::PlacementError> for ApiError {
     }
 }
 
+impl From<hangar_core::lookup::LookupError> for ApiError {
+    fn from(e: hangar_core::lookup::LookupError) -> Self {
+        let code = if e.is_not_found() {
+            codes::NOT_FOUND
+        } else if e.is_ambiguous() {
+            codes::AMBIGUOUS
+        } else {
+            codes::INVALID
+        };
+        ApiError::new(code, e.to_string())
+    }
+}
+
 /// The error a request gets when its change could not be saved: what
 /// happened, that nothing changed, and what to do about it.
 pub(crate) fn save_refusal(e: &hangar_store::StoreError) -> ApiError {

@@ -15,6 +15,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use hangar_core::governor::{stale_parked, whole_cascades};
+use hangar_core::in_use::{InUse, in_use_when_evicting, is_idle};
 use hangar_core::{Provider, SessionId, SessionMeta};
 use hangar_protocol::message::codes;
 use serde_json::{Value, json};
@@ -157,16 +158,17 @@ impl Daemon {
     /// and it is stale by its age (its resume command is kept). Closing
     /// idle agents counts it, since a person may still answer.
     fn in_use_for(&self, id: &SessionId, evicting: bool) -> Option<&'static str> {
-        let running = || {
-            matches!(
-                self.sessions.run_state(id),
-                RunState::Live | RunState::Spawning
-            )
-        };
-        if evicting && self.activity.viewers(id) == 0 && !running() {
-            return None;
+        if !evicting {
+            return self.in_use(id);
         }
-        self.in_use(id)
+        let running = matches!(
+            self.sessions.run_state(id),
+            RunState::Live | RunState::Spawning
+        );
+        in_use_when_evicting(self.activity.viewers(id), running, || {
+            self.activity_of(id).0
+        })
+        .map(InUse::reason)
     }
 
     fn skip_row(&self, id: &SessionId, reason: String) -> Value {
@@ -268,12 +270,9 @@ impl Daemon {
             let Some(meta) = st.ws.sessions.get(id) else {
                 return false;
             };
-            if now.saturating_sub(meta.last_active_ms) <= older_than_ms {
-                return false;
-            }
             let rt = st.runtimes.get(id);
             let live = rt.is_some_and(|r| matches!(r.state, RunState::Live | RunState::Spawning));
-            include_live || !live
+            is_idle(meta.last_active_ms, now, older_than_ms, live, include_live)
         })
     }
 

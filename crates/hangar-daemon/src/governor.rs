@@ -1,6 +1,7 @@
 //! The resource governor's loop: measure the live fleet from `/proc`, ask
-//! `hangar_core::governor` what to hibernate, and do it; evict stale parked
-//! records when a TTL is configured.
+//! `hangar_core::governor` what to hibernate (and `hangar_core::in_use` who
+//! is in use), and do it; evict stale parked records when a TTL is
+//! configured.
 //!
 //! It never touches a session that is visible, attached, pinned, mid-turn
 //! or waiting for the user; when nothing qualifies it reports "over budget" in `status`
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_core::governor::{BudgetDecision, LiveFacts, enforce_budget};
+use hangar_core::in_use::{InUse, counts_toward_budget, in_use, touch_is_due};
 use hangar_core::{Placement, Provider, SessionId};
 
 use crate::Daemon;
@@ -91,9 +93,6 @@ pub fn looks_like_auth_failure(
     codes.contains(&code) || hangar_core::governor::looks_like_auth_failure(screen, &patterns)
 }
 
-/// Attached input stores a session's last use at most this often.
-const TOUCH_EVERY_MS: u64 = 5_000;
-
 /// The last budget check, for `status`.
 #[derive(Clone, Debug, Default)]
 pub struct BudgetStatus {
@@ -110,10 +109,9 @@ impl Daemon {
             self.sessions.read(|st| {
                 st.runtimes
                     .iter()
-                    .filter(|(_, rt)| matches!(rt.state, RunState::Live))
                     .filter_map(|(id, rt)| {
                         let meta = st.ws.sessions.get(id)?;
-                        if !meta.provider.is_agent() {
+                        if !counts_toward_budget(&meta.provider, rt.state == RunState::Live) {
                             return None;
                         }
                         let proc = rt.proc.as_ref()?;
@@ -153,14 +151,14 @@ impl Daemon {
     /// A person used `id` (attached to it, typed into it): it becomes the
     /// most recently used, so the budget takes others first. A `throttled`
     /// touch (every keystroke of an attached terminal lands here) is stored
-    /// at most once per [`TOUCH_EVERY_MS`] per session.
+    /// at most once per `hangar_core::in_use::TOUCH_EVERY_MS` per session.
     pub fn touch_used(&self, id: &SessionId, throttled: bool) {
         let now = crate::now_ms();
         self.sessions.edit(|st| {
             let Some(meta) = st.ws.sessions.get_mut(id) else {
                 return;
             };
-            if throttled && now.saturating_sub(meta.last_active_ms) < TOUCH_EVERY_MS {
+            if !touch_is_due(meta.last_active_ms, now, throttled) {
                 return;
             }
             meta.last_active_ms = now;
@@ -174,14 +172,7 @@ impl Daemon {
     /// waiting for the person), if so: what evict, close-idle and the budget
     /// must never interrupt.
     pub fn in_use(&self, id: &SessionId) -> Option<&'static str> {
-        if self.activity.viewers(id) > 0 {
-            return Some("attached");
-        }
-        match self.activity_of(id).0 {
-            Activity::Working => Some("working"),
-            Activity::Waiting => Some("waiting for the person"),
-            _ => None,
-        }
+        in_use(self.activity.viewers(id), || self.activity_of(id).0).map(InUse::reason)
     }
 
     /// Check the budget once and hibernate what the rules choose.

@@ -1,8 +1,8 @@
 //! Export and import of whole workspaces while the daemon runs.
 //!
-//! An import is merged into the running workspace all at once or not at all:
-//! any id that is already present refuses the whole import (nothing is
-//! half-imported). The imported panes are then restored exactly as a daemon
+//! An import is merged into the running workspace all at once or not at all
+//! (`hangar_core::import_merge`): any id that is already present refuses the
+//! whole import (nothing is half-imported). The imported panes are then restored exactly as a daemon
 //! start would restore them: spawned with bounded concurrency, everything
 //! else hibernated. The last screens an export carries are saved in the same
 //! transaction as the workspace, so a hibernated session keeps its screen
@@ -17,38 +17,11 @@ use serde_json::{Value, json};
 use crate::Daemon;
 use crate::errors::ApiError;
 
-/// `current` plus `imported`, or why they cannot be merged.
-pub fn merge(mut current: Workspace, imported: Workspace) -> Result<Workspace, ApiError> {
-    if let Some(dup) = imported
-        .sessions
-        .keys()
-        .find(|id| current.sessions.contains_key(id))
-    {
-        return Err(ApiError::invalid(format!(
-            "session {dup} is already in this workspace; nothing was imported"
-        )));
-    }
-    if let Some(dup) = imported.tabs.iter().find(|t| current.tab(&t.id).is_some()) {
-        return Err(ApiError::invalid(format!(
-            "tab {} ({:?}) is already in this workspace; nothing was imported",
-            dup.id, dup.title
-        )));
-    }
-    if current.tabs.is_empty() {
-        current.active_tab = imported.active_tab.clone();
-        current.dispatch = imported.dispatch.clone();
-    }
-    current.tabs.extend(imported.tabs);
-    current.sessions.extend(imported.sessions);
-    current.parked.extend(imported.parked);
-    current.buried.extend(imported.buried);
-    for pin in imported.pins {
-        if !current.pins.contains(&pin) {
-            current.pins.push(pin);
-        }
-    }
-    let (merged, _) = hangar_core::prune(current);
-    Ok(merged)
+/// `current` plus `imported`, or why they cannot be merged
+/// (`hangar_core::import_merge`).
+pub fn merge(current: Workspace, imported: Workspace) -> Result<Workspace, ApiError> {
+    hangar_core::import_merge::merge_import(current, imported)
+        .map_err(|e| ApiError::invalid(e.to_string()))
 }
 
 pub fn report_json(report: &hangar_store::ImportReport, restored: bool) -> Value {

@@ -228,29 +228,25 @@ impl Daemon {
         let mut done = Vec::new();
         let mut frontier = vec![parent.clone()];
         while let Some(p) = frontier.pop() {
-            let children: Vec<SessionMeta> = {
+            let children = {
                 self.sessions.read(|st| {
-                    st.ws
-                        .sessions
-                        .values()
-                        .filter(|m| m.relationships.orchestration_parent.as_ref() == Some(&p))
-                        .filter(|m| matches!(st.run_state(&m.id), RunState::Live))
-                        .cloned()
-                        .collect()
+                    hangar_core::orchestration::live_children(&st.ws, &p, |id| {
+                        matches!(st.run_state(id), RunState::Live)
+                    })
                 })
             };
             for child in children {
                 // Mid-turn, waiting for a person or attached: left alone.
-                if self.in_use(&child.id).is_some() {
+                if self.in_use(&child).is_some() {
                     continue;
                 }
-                if self.hibernate_session(&child.id).await.is_ok() {
+                if self.hibernate_session(&child).await.is_ok() {
                     self.journal.record(Event::Hibernate {
-                        session: child.id.to_string(),
+                        session: child.to_string(),
                         reason,
                     });
-                    done.push(child.id.clone());
-                    frontier.push(child.id);
+                    done.push(child.clone());
+                    frontier.push(child);
                 }
             }
         }

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hangar_core::orchestration::{
-    CloseRefusal, check_close, project_tab, tree_size, visible_agents,
+    AgentMatch, ChildRequest, CloseRefusal, CloseRunPlan, check_close, child_session,
+    close_run_plan, descends_from, project_tab, resolve_agent, tree_size, visible_agents,
 };
 use hangar_core::{
     IdSource, Placement, Provider, ProviderSessionId, SessionId, SessionMeta, TabId,
@@ -330,23 +331,11 @@ impl Daemon {
         if given.is_empty() || given.chars().count() > MAX_ID_CHARS {
             return Err(ApiError::invalid("give a session id from list_agents"));
         }
-        self.sessions.read(|st| {
-            let mut candidates = visible_agents(&st.ws, caller);
-            candidates.push(caller.clone());
-            let exact: Vec<&SessionId> =
-                candidates.iter().filter(|c| c.as_str() == given).collect();
-            let matches: Vec<&SessionId> = if exact.is_empty() {
-                candidates
-                    .iter()
-                    .filter(|c| c.as_str().starts_with(given))
-                    .collect()
-            } else {
-                exact
-            };
-            match matches.as_slice() {
-                [one] if *one == caller => Ok(Target::Me),
-                [one] => Ok(Target::Mine((*one).clone())),
-                [] => {
+        self.sessions
+            .read(|st| match resolve_agent(&st.ws, caller, given) {
+                AgentMatch::Me => Ok(Target::Me),
+                AgentMatch::Mine(id) => Ok(Target::Mine(id)),
+                AgentMatch::NoMatch => {
                     let closed = self
                         .orchestration
                         .ledger()
@@ -371,12 +360,11 @@ impl Daemon {
                         )))
                     }
                 }
-                _ => Err(ApiError::new(
+                AgentMatch::Ambiguous => Err(ApiError::new(
                     codes::AMBIGUOUS,
                     format!("agent id {given:?} is ambiguous; give more characters"),
                 )),
-            }
-        })
+            })
     }
 
     fn resolve_mine(
@@ -437,17 +425,7 @@ impl Daemon {
         tombs
             .values()
             .filter(|t| t.tab.as_deref() == Some(tab.as_str()))
-            .filter(|t| {
-                let mut at = t.parent.clone();
-                for _ in 0..128 {
-                    match at {
-                        Some(p) if p == caller.as_str() => return true,
-                        Some(p) => at = parent_of(&p),
-                        None => return false,
-                    }
-                }
-                false
-            })
+            .filter(|t| descends_from(t.parent.clone(), caller.as_str(), parent_of))
             .cloned()
             .collect()
     }
@@ -618,35 +596,18 @@ impl Daemon {
                      its root agent or a person must close some first"
                 )));
             }
-            let provider = provider.unwrap_or_else(|| parent.provider.clone());
-            let mut meta = SessionMeta::new(
-                id.clone(),
-                provider.clone(),
-                a.cwd.clone().unwrap_or_else(|| parent.cwd.clone()),
-            );
-            meta.title = title
-                .clone()
-                .or_else(|| role.clone())
-                .unwrap_or_else(|| format!("{} agent", provider.name()));
-            meta.created_at_ms = now;
-            meta.last_active_ms = now;
-            meta.capture = parent.capture;
-            meta.dangerous = st.ws.settings.dangerous;
-            let rel = &mut meta.relationships;
-            rel.orchestration_parent = Some(caller.clone());
-            rel.orchestration_root = Some(
-                parent
-                    .relationships
-                    .orchestration_root
-                    .clone()
-                    .unwrap_or_else(|| caller.clone()),
-            );
-            rel.run = Some(run.clone());
-            rel.role = role.clone();
-            let title = meta.title.clone();
+            let request = ChildRequest {
+                provider,
+                cwd: a.cwd.clone(),
+                title,
+                role: role.clone(),
+                run: run.clone(),
+            };
+            let meta = child_session(&parent, id.clone(), request, st.ws.settings.dangerous, now);
+            let (provider_name, title) = (meta.provider.name().to_owned(), meta.title.clone());
             st.ws.add_parked_session(meta, &tab, now)?;
             st.save(&[])?;
-            Ok((provider.name().to_owned(), title))
+            Ok((provider_name, title))
             })?
         };
         touched.push(id.to_string());
@@ -1017,22 +978,18 @@ impl Daemon {
         // others with what closing them would also close.
         let (closable, skipped) = {
             self.sessions.read(|st| {
-                let named_set: BTreeSet<&SessionId> = named.iter().collect();
-                let mut closable = Vec::new();
-                let mut skipped = Vec::new();
-                for id in &named {
-                    let cascade = st.ws.close_cascade(id);
-                    if cascade.iter().all(|c| named_set.contains(c)) {
-                        closable.push(id.clone());
-                    } else {
-                        skipped.push(json!({
+                let CloseRunPlan { closable, skipped } = close_run_plan(&st.ws, &named);
+                let skipped: Vec<Value> = skipped
+                .into_iter()
+                .map(|(id, cascade)| {
+                    json!({
                         "id": id.to_string(),
                         "code": codes::CASCADE_REFUSED,
                         "reason": "closing it would also close sessions outside this run",
                         "would_close": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-                    }));
-                    }
-                }
+                    })
+                })
+                .collect();
                 let closing = if closable.is_empty() {
                     Vec::new()
                 } else {

@@ -1,12 +1,16 @@
 //! Waking a session: single flight (DESIGN.md rule 6). The first caller
 //! marks the session `spawning` and spawns through the wake queue; every
 //! concurrent caller sees `spawning` and waits for the state to change
-//! instead of spawning a second process.
+//! instead of spawning a second process. What each look decides is
+//! `hangar_core::wake_decision`.
 
 use std::sync::Arc;
 
 use hangar_core::SessionId;
 use hangar_core::governor::WakePriority;
+use hangar_core::wake_decision::{
+    WakeLook, WakePhase, WakeRefusal, WakeStep, next_wake_step, refuse_wake,
+};
 use hangar_protocol::message::codes;
 
 use crate::Daemon;
@@ -33,35 +37,48 @@ impl Daemon {
         // a paused queue refuses a person's wake.
         let before = loop {
             let step = self.sessions.edit(|st| {
-                if st.shutting_down {
-                    return Err(ApiError::new(
-                        codes::SHUTTING_DOWN,
-                        "the daemon is shutting down",
-                    ));
-                }
-                if !st.ws.sessions.contains_key(id) {
-                    return Err(ApiError::not_found(format!("no session {id}")));
+                let exists = st.ws.sessions.contains_key(id);
+                match refuse_wake(st.shutting_down, exists) {
+                    Some(WakeRefusal::ShuttingDown) => {
+                        return Err(ApiError::new(
+                            codes::SHUTTING_DOWN,
+                            "the daemon is shutting down",
+                        ));
+                    }
+                    Some(WakeRefusal::NoSession) => {
+                        return Err(ApiError::not_found(format!("no session {id}")));
+                    }
+                    None => {}
                 }
                 crate::identity::refuse_duplicate_wake(st, id)?;
                 let rt = st.runtime(id);
                 let record_request = !requested && rt.state != RunState::Live;
-                let step = match &rt.state {
-                    RunState::Live => WakeStep::Done(RunState::Live),
-                    RunState::Spawning => WakeStep::Join(rt.changed.subscribe()),
+                let person = caller.is_person();
+                let look = WakeLook {
+                    phase: match rt.state {
+                        RunState::Live => WakePhase::Live,
+                        RunState::Spawning => WakePhase::Spawning,
+                        _ => WakePhase::Stopped,
+                    },
+                    joined,
+                    person,
+                    breaker_open: person && self.queue.snapshot().breaker_open,
+                };
+                let looked = match next_wake_step(look) {
+                    WakeStep::Live => Looked::Done(RunState::Live),
+                    WakeStep::Join => Looked::Join(rt.changed.subscribe()),
                     // The spawn we joined failed: report it, don't start another.
-                    other if joined => WakeStep::Done(other.clone()),
+                    WakeStep::ReportJoined => Looked::Done(rt.state.clone()),
                     // A person is told at once, never left waiting silently
                     // behind an open breaker.
-                    _ if caller.is_person() && self.queue.snapshot().breaker_open => {
-                        WakeStep::Paused
-                    }
-                    _ => {
+                    WakeStep::QueuePaused => Looked::Paused,
+                    WakeStep::Spawn => {
                         let before = rt.state.clone();
                         rt.set_state(RunState::Spawning);
-                        WakeStep::Spawn(before)
+                        Looked::Spawn(before)
                     }
                 };
-                Ok((record_request, step))
+                Ok((record_request, looked))
             });
             let (record_request, step) = step?;
             if record_request {
@@ -72,10 +89,10 @@ impl Daemon {
                 });
             }
             let mut rx = match step {
-                WakeStep::Done(state) => return Ok(state),
-                WakeStep::Paused => return Err(self.queue_paused_error()),
-                WakeStep::Spawn(before) => break before,
-                WakeStep::Join(rx) => rx,
+                Looked::Done(state) => return Ok(state),
+                Looked::Paused => return Err(self.queue_paused_error()),
+                Looked::Spawn(before) => break before,
+                Looked::Join(rx) => rx,
             };
             // Another caller is spawning this session: wait for its outcome.
             joined = true;
@@ -185,8 +202,8 @@ impl Daemon {
     }
 }
 
-/// What one look at a session's runtime tells a wake to do.
-enum WakeStep {
+/// What one look at a session's runtime did, carried out of the lock.
+enum Looked {
     /// Already live, or the spawn this wake joined ended so.
     Done(RunState),
     /// Another caller is spawning it: wait for the change.

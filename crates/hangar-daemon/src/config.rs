@@ -33,7 +33,7 @@ pub struct Config {
     #[serde(default)]
     pub worktree: WorktreeConfig,
     #[serde(default)]
-    pub proxy: crate::proxy::ProxyConfig,
+    pub proxy: hangar_proxy::ProxyConfig,
     /// `[activity]`: the sources of working/waiting/idle and the debounce.
     #[serde(default)]
     pub activity: crate::activity::ActivityConfig,

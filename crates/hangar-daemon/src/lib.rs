@@ -25,7 +25,7 @@ pub mod orchestration;
 pub mod os;
 pub mod paths;
 pub mod provider;
-pub mod proxy;
+pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
 pub mod restore;
@@ -61,7 +61,7 @@ pub struct Daemon {
     pub journal: journal::Journal,
     pub queue: wake_queue::WakeQueue,
     /// The recording proxy shared by every session; started lazily.
-    pub proxy: proxy::Proxy,
+    pub proxy: hangar_proxy::Proxy,
     /// Every session's activity (working, waiting, idle) and its viewers.
     pub activity: Arc<activity::Hub>,
     /// MCP tokens, turn marks, tombstones and first prompts of agents.
@@ -289,7 +289,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         orchestration: orchestration::Orchestration::new(paths.home.clone()),
         typed: Default::default(),
         cli_probe: Default::default(),
-        proxy: proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
+        proxy: hangar_proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
         activity: Arc::new(activity::Hub::new(&config.activity)),
         state: Mutex::new(State {
             ws: opened.workspace.clone(),
@@ -302,7 +302,6 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         }),
         shutdown,
     });
-    daemon.proxy.report_activity_to(daemon.activity.clone());
     daemon.end_orphans();
 
     let socket = paths.socket();

@@ -10,6 +10,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hangar_core::new_session::{
+    NewSessionTab, new_session_cwd, new_session_tab, new_session_title,
+};
 use hangar_core::placement::PanePosition;
 use hangar_core::{Direction, Provider, SessionId, SessionMeta, Tab, TabId};
 use hangar_protocol::message::{self as msg, codes};
@@ -51,10 +54,7 @@ impl Daemon {
             dangerous: false,
             mint: &new_id,
         };
-        [Provider::Claude, Provider::Codex, Provider::Opencode]
-            .into_iter()
-            .find(|p| resolve_program(p, &env).is_ok())
-            .unwrap_or(Provider::Shell)
+        hangar_core::new_session::default_provider(|p| resolve_program(p, &env).is_ok())
     }
 
     pub async fn op_new(self: &Arc<Self>, req: msg::NewSession) -> Result<Value, ApiError> {
@@ -80,32 +80,27 @@ impl Daemon {
             .await?;
         let (id, parked) = {
             let mut st = self.lock();
-            let tab_id = match &req.tab {
-                Some(t) => st.resolve_tab(t)?,
-                None => match st.ws.active_tab.clone() {
-                    Some(t) => t,
-                    None => {
-                        let title = req
-                            .cwd
-                            .as_deref()
-                            .or(req.fallback_cwd.as_deref())
-                            .and_then(|c| Path::new(c).file_name())
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_else(|| "main".to_owned());
-                        let mut tab = Tab::new(TabId::new(new_id()), title);
-                        tab.cwd = req.cwd.clone().or_else(|| req.fallback_cwd.clone());
-                        let id = tab.id.clone();
-                        st.ws.add_tab(tab)?;
-                        id
-                    }
-                },
+            let tab_id = match new_session_tab(
+                &st.ws,
+                req.tab.as_deref(),
+                req.cwd.as_deref(),
+                req.fallback_cwd.as_deref(),
+            )? {
+                NewSessionTab::Existing(t) => t,
+                NewSessionTab::Create { title, cwd } => {
+                    let mut tab = Tab::new(TabId::new(new_id()), title);
+                    tab.cwd = cwd;
+                    let id = tab.id.clone();
+                    st.ws.add_tab(tab)?;
+                    id
+                }
             };
-            let cwd = req
-                .cwd
-                .clone()
-                .or_else(|| st.ws.tab(&tab_id).and_then(|t| t.cwd.clone()))
-                .or_else(|| req.fallback_cwd.clone())
-                .ok_or_else(|| ApiError::invalid("no folder given for the new session (--cwd)"))?;
+            let cwd = new_session_cwd(
+                req.cwd.as_deref(),
+                st.ws.tab(&tab_id).and_then(|t| t.cwd.as_deref()),
+                req.fallback_cwd.as_deref(),
+            )
+            .ok_or_else(|| ApiError::invalid("no folder given for the new session (--cwd)"))?;
             if !Path::new(&cwd).is_dir() {
                 return Err(ApiError::invalid(format!(
                     "folder {cwd} does not exist; pass an existing --cwd"
@@ -113,11 +108,7 @@ impl Daemon {
             }
             let id = SessionId::new(new_id());
             let mut meta = SessionMeta::new(id.clone(), provider.clone(), cwd);
-            meta.title = req
-                .title
-                .clone()
-                .filter(|t| !t.trim().is_empty())
-                .unwrap_or_else(|| provider.name().to_owned());
+            meta.title = new_session_title(req.title.as_deref(), &provider);
             meta.created_at_ms = now;
             meta.last_active_ms = now;
             meta.capture = !req.no_capture;
@@ -571,16 +562,12 @@ impl Daemon {
                 st.ws.settings.dangerous = d;
             }
             st.save(&[])?;
-            st.ordered_sessions()
-                .into_iter()
-                .filter(|id| {
-                    st.ws
-                        .sessions
-                        .get(id)
-                        .is_some_and(|m| self.restarts_on_reload(&m.provider))
-                        && matches!(st.run_state(id), RunState::Live | RunState::Spawning)
-                })
-                .collect()
+            hangar_core::reload_plan::reload_restart_set(
+                &st.ws,
+                &st.ordered_sessions(),
+                |id| matches!(st.run_state(id), RunState::Live | RunState::Spawning),
+                |name| self.has_dangerous_args(name),
+            )
         };
         let mut restarted = Vec::new();
         let mut failed = Vec::new();

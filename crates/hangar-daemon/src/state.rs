@@ -148,6 +148,19 @@ impl From<hangar_core::PlacementError> for ApiError {
     }
 }
 
+impl From<hangar_core::lookup::LookupError> for ApiError {
+    fn from(e: hangar_core::lookup::LookupError) -> Self {
+        let code = if e.is_not_found() {
+            codes::NOT_FOUND
+        } else if e.is_ambiguous() {
+            codes::AMBIGUOUS
+        } else {
+            codes::INVALID
+        };
+        ApiError::new(code, e.to_string())
+    }
+}
+
 /// The error a request gets when its change could not be saved: what
 /// happened, that nothing changed, and what to do about it.
 fn save_refusal(e: &hangar_store::StoreError) -> ApiError {
@@ -217,70 +230,16 @@ impl State {
         Ok(())
     }
 
-    /// A session id from an exact id or a unique prefix.
+    /// A session id from an exact id or a unique prefix
+    /// (`hangar_core::lookup`).
     pub fn resolve_session(&self, given: &str) -> Result<SessionId, ApiError> {
-        let given = given.trim();
-        if given.is_empty() {
-            return Err(ApiError::invalid("empty session id"));
-        }
-        let exact = SessionId::from(given);
-        if self.ws.sessions.contains_key(&exact) {
-            return Ok(exact);
-        }
-        let matches: Vec<&SessionId> = self
-            .ws
-            .sessions
-            .range(exact.clone()..)
-            .take_while(|(k, _)| k.as_str().starts_with(given))
-            .map(|(k, _)| k)
-            .take(6)
-            .collect();
-        match matches.as_slice() {
-            [] => Err(ApiError::not_found(format!(
-                "no session {given:?}; `hangar ls` lists the sessions"
-            ))),
-            [one] => Ok((*one).clone()),
-            many => Err(ApiError::new(
-                codes::AMBIGUOUS,
-                format!(
-                    "session id {given:?} is ambiguous: it matches {}{}; give more characters",
-                    many.iter()
-                        .take(5)
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if many.len() > 5 { ", ..." } else { "" }
-                ),
-            )),
-        }
+        Ok(hangar_core::lookup::resolve_session(&self.ws, given)?)
     }
 
-    /// A tab from its id, a unique id prefix, or its exact title.
+    /// A tab from its id, a unique id prefix, or its exact title
+    /// (`hangar_core::lookup`).
     pub fn resolve_tab(&self, given: &str) -> Result<TabId, ApiError> {
-        let given = given.trim();
-        if let Some(t) = self.ws.tabs.iter().find(|t| t.id.as_str() == given) {
-            return Ok(t.id.clone());
-        }
-        let by_title: Vec<_> = self.ws.tabs.iter().filter(|t| t.title == given).collect();
-        if by_title.len() == 1 {
-            return Ok(by_title[0].id.clone());
-        }
-        let by_prefix: Vec<_> = self
-            .ws
-            .tabs
-            .iter()
-            .filter(|t| !given.is_empty() && t.id.as_str().starts_with(given))
-            .collect();
-        match (by_prefix.as_slice(), by_title.len()) {
-            ([one], _) => Ok(one.id.clone()),
-            ([], 0) => Err(ApiError::not_found(format!(
-                "no tab {given:?}; `hangar tab ls` lists the tabs"
-            ))),
-            _ => Err(ApiError::new(
-                codes::AMBIGUOUS,
-                format!("tab {given:?} is ambiguous; use its id from `hangar tab ls`"),
-            )),
-        }
+        Ok(hangar_core::lookup::resolve_tab(&self.ws, given)?)
     }
 
     pub fn session_view(&self, id: &SessionId) -> Option<SessionView> {

@@ -5,8 +5,9 @@
 //!
 //! Read from structured signals in order of trust (`sources`): the
 //! transcript, the capture proxy, the provider's hooks, and the screen only
-//! as the last resort; `combine` is the one rule that merges them and
-//! `tracker` debounces the result so a flickering signal does not flap.
+//! as the last resort; `combine` (`hangar_core::activity`) is the one rule
+//! that merges them and `tracker` (`hangar_core::activity_debounce`)
+//! debounces the result so a flickering signal does not flap.
 //! A live session is watched by one task for as long as its process lives;
 //! a hibernated session's transcript is read on demand, never watched, and
 //! the session is never woken to learn its state.
@@ -18,6 +19,8 @@
 pub mod notify;
 pub mod sources;
 pub mod tracker;
+
+pub use hangar_core::activity::{Activity, INPUT_ALONE_MS, Reading, Readings, combine};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -37,26 +40,6 @@ use sources::hooks::HookEvent;
 use sources::proxy::{ProxyState, Signal};
 use sources::transcript::TranscriptWatch;
 use tracker::{Tracker, Transition};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Activity {
-    Working,
-    Waiting,
-    Idle,
-    Unknown,
-}
-
-impl Activity {
-    pub fn name(self) -> &'static str {
-        match self {
-            Activity::Working => "working",
-            Activity::Waiting => "waiting",
-            Activity::Idle => "idle",
-            Activity::Unknown => "unknown",
-        }
-    }
-}
 
 /// A source of activity signals, as named in `[activity] sources`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -106,83 +89,6 @@ impl ActivityConfig {
     pub fn enabled(&self, source: Source) -> bool {
         self.sources.contains(&source)
     }
-}
-
-/// One source's view: a state, and when the source says it began.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reading {
-    pub activity: Activity,
-    pub at_ms: u64,
-}
-
-/// Every source's current view of one session.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Readings {
-    pub transcript: Option<Reading>,
-    pub proxy: Option<Reading>,
-    pub hooks: Option<Reading>,
-    pub screen: Option<Reading>,
-    /// When hangar last typed a prompt into the session (`hangar send`).
-    pub input_ms: Option<u64>,
-}
-
-/// How long typed input alone counts as a turn in progress.
-pub const INPUT_ALONE_MS: u64 = 5000;
-
-/// The rule that merges the sources.
-///
-/// 1. A turn starts at the latest `working` reading or typed input; any
-///    `idle` or `waiting` reading older than that is stale (it describes the
-///    turn before) and is dropped.
-/// 2. Of what remains, the most trusted source wins: transcript, proxy,
-///    hooks, screen; with nothing left, typed input alone means working,
-///    for `INPUT_ALONE_MS` (an agent no source can see must not stay
-///    "working" forever after one `hangar send`).
-/// 3. A turn in progress that a less trusted source sees blocked on the
-///    person (a permission prompt on screen, a hook notification) is
-///    `waiting`: the turn is real, and so is the prompt.
-/// 4. But claude's `Stop` hook *is* the end of the turn: a `Stop` newer
-///    than every sign of work ends it, even while a transcript still shows
-///    a streaming entry as its last word. Output going quiet never does.
-pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
-    let ranked = [r.transcript, r.proxy, r.hooks, r.screen];
-    let turn_start = ranked
-        .iter()
-        .flatten()
-        .filter(|x| x.activity == Activity::Working)
-        .map(|x| x.at_ms)
-        .chain(r.input_ms)
-        .max();
-    let current: Vec<Reading> = ranked
-        .iter()
-        .flatten()
-        .copied()
-        .filter(|x| match x.activity {
-            Activity::Working => true,
-            Activity::Unknown => false,
-            _ => turn_start.is_none_or(|t| x.at_ms >= t),
-        })
-        .collect();
-    let typed = r
-        .input_ms
-        .filter(|at| now_ms.saturating_sub(*at) < INPUT_ALONE_MS)
-        .map(|at_ms| Reading {
-            activity: Activity::Working,
-            at_ms,
-        });
-    let best = current.first().copied().or(typed)?;
-    if best.activity == Activity::Working
-        && let Some(stop) = r.hooks.filter(|h| h.activity == Activity::Idle)
-        && turn_start.is_none_or(|t| stop.at_ms >= t)
-    {
-        return Some(stop);
-    }
-    if best.activity == Activity::Working
-        && let Some(w) = current.iter().find(|x| x.activity == Activity::Waiting)
-    {
-        return Some(*w);
-    }
-    Some(best)
 }
 
 /// Activity from a run of claude transcript lines (a whole conversation's
@@ -423,8 +329,7 @@ impl Daemon {
         if let Some(e) = self.activity.entries().get_mut(id) {
             e.offline = Some(watch);
         }
-        match reading {
-            Some(r) if r.activity == Activity::Working => (Activity::Idle, r.at_ms),
+        match reading.map(hangar_core::activity::offline_activity) {
             Some(r) => (r.activity, r.at_ms),
             None => fallback,
         }
@@ -765,10 +670,7 @@ impl Daemon {
     /// Whether `id` is mid-turn or waiting for the person: what the governor
     /// and close-idle must never interrupt.
     pub fn is_busy(&self, id: &SessionId) -> bool {
-        matches!(
-            self.activity_of(id).0,
-            Activity::Working | Activity::Waiting
-        )
+        self.activity_of(id).0.is_busy()
     }
 
     /// Only for runtimes that are gone for good (closed sessions).
@@ -781,99 +683,6 @@ impl Daemon {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(activity: Activity, at_ms: u64) -> Option<Reading> {
-        Some(Reading { activity, at_ms })
-    }
-
-    #[test]
-    fn the_most_trusted_source_wins() {
-        let r = Readings {
-            transcript: at(Activity::Idle, 10),
-            hooks: at(Activity::Idle, 12),
-            proxy: at(Activity::Idle, 11),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Idle, 10));
-        let r = Readings {
-            hooks: at(Activity::Idle, 12),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Idle, 12));
-        assert_eq!(combine(&Readings::default(), 0), None);
-    }
-
-    #[test]
-    fn a_reading_older_than_the_last_turn_start_is_stale() {
-        // The transcript still shows the previous answer; the prompt was typed after it.
-        let r = Readings {
-            transcript: at(Activity::Idle, 10),
-            input_ms: Some(20),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
-        // Typed input nobody picked up stops counting after a while.
-        assert_eq!(combine(&r, 20 + INPUT_ALONE_MS), None);
-        // A hook saw the new prompt start; the older transcript is stale too.
-        let r = Readings {
-            transcript: at(Activity::Idle, 10),
-            hooks: at(Activity::Working, 15),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Working, 15));
-        // Once the transcript records the answer, it wins again.
-        let r = Readings {
-            transcript: at(Activity::Idle, 30),
-            hooks: at(Activity::Working, 15),
-            input_ms: Some(14),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Idle, 30));
-    }
-
-    #[test]
-    fn a_prompt_on_screen_during_a_turn_is_waiting() {
-        let r = Readings {
-            transcript: at(Activity::Working, 10),
-            screen: at(Activity::Waiting, 50),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Waiting, 50));
-        let r = Readings {
-            screen: at(Activity::Waiting, 50),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Waiting, 50));
-    }
-
-    #[test]
-    fn a_stop_hook_after_the_last_sign_of_work_ends_the_turn() {
-        // The transcript's last entry is still a streaming assistant one.
-        let r = Readings {
-            transcript: at(Activity::Working, 10),
-            hooks: at(Activity::Idle, 12),
-            input_ms: Some(9),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Idle, 12));
-        // A Stop from the turn before a new prompt says nothing of this one.
-        let r = Readings {
-            transcript: at(Activity::Working, 20),
-            hooks: at(Activity::Idle, 12),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
-    }
-
-    #[test]
-    fn a_hook_notification_answered_since_is_stale() {
-        let r = Readings {
-            hooks: at(Activity::Waiting, 10),
-            transcript: at(Activity::Working, 20),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
-    }
 
     #[test]
     fn the_sources_and_debounce_have_defaults_and_unknown_keys_are_refused() {

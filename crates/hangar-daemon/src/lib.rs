@@ -8,12 +8,10 @@
 
 pub mod activity;
 pub mod attach_size;
-pub mod claude_bg;
 pub mod cli_probe;
 pub mod config;
 pub mod delivery;
 pub mod eviction;
-pub mod failure_reason;
 pub mod governor;
 pub mod home_watch;
 pub mod identity;
@@ -24,7 +22,6 @@ pub mod ops;
 pub mod orchestration;
 pub mod os;
 pub mod paths;
-pub mod provider;
 pub mod proxy_observer;
 pub mod pty;
 pub mod reload;

@@ -22,8 +22,8 @@ use crate::Daemon;
 use crate::delivery::Submitted;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
 use crate::lifecycle::short;
-use crate::provider::{LaunchEnv, resolve_program};
 use crate::state::{ApiError, RunState};
+use hangar_providers::launch::{LaunchEnv, resolve_program};
 
 /// The gap between typing a prompt and pressing Enter, so a TUI that treats
 /// a fast burst as a paste does not swallow the Enter.
@@ -49,7 +49,7 @@ impl Daemon {
     fn default_provider(&self) -> Provider {
         let var = |k: &str| std::env::var(k).ok();
         let env = LaunchEnv {
-            config: &self.config,
+            providers: &self.config.providers,
             var: &var,
             dangerous: false,
             mint: &new_id,

@@ -19,11 +19,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use hangar_providers::ProviderConfig;
+
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default)]
-    pub providers: BTreeMap<String, ProviderConfig>,
+    pub providers: hangar_providers::ProvidersConfig,
     #[serde(default)]
     pub restore: RestoreConfig,
     #[serde(default)]
@@ -33,7 +35,7 @@ pub struct Config {
     #[serde(default)]
     pub worktree: WorktreeConfig,
     #[serde(default)]
-    pub proxy: crate::proxy::ProxyConfig,
+    pub proxy: hangar_proxy::ProxyConfig,
     /// `[activity]`: the sources of working/waiting/idle and the debounce.
     #[serde(default)]
     pub activity: crate::activity::ActivityConfig,
@@ -177,35 +179,6 @@ impl GovernorConfig {
             })
             .transpose()
     }
-}
-
-/// A provider's program, or a whole custom provider.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderConfig {
-    /// The program to run (a path, or a name looked up on PATH).
-    pub program: Option<String>,
-    /// Arguments always passed (custom providers).
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Arguments to resume a provider session; `{id}` is replaced by the id
-    /// (custom providers).
-    #[serde(default)]
-    pub resume_args: Vec<String>,
-    /// Arguments added in dangerous mode (custom providers).
-    #[serde(default)]
-    pub dangerous_args: Vec<String>,
-    /// Extra environment for the program.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Output patterns that mark this provider's failed start as an
-    /// authentication failure (replacing `governor.auth_patterns`). Shell
-    /// and custom commands count toward the breaker only when set.
-    #[serde(default)]
-    pub auth_patterns: Option<Vec<String>>,
-    /// Exit codes that do the same (replacing `governor.auth_exit_codes`).
-    #[serde(default)]
-    pub auth_exit_codes: Option<Vec<i32>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -15,8 +15,8 @@ use std::time::Duration;
 use hangar_core::{Provider, SessionId};
 
 use crate::Daemon;
-use crate::orchestration::turns::{self, TurnMark};
 use crate::pty::LiveProcess;
+use hangar_providers::transcript::turns::{self, TurnMark};
 
 /// How long each Enter is given to show a turn start; one entry per Enter.
 const ATTEMPT_WAITS: [Duration; 3] = [

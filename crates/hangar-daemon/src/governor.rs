@@ -70,27 +70,27 @@ pub fn tree_memory(roots: &[u32]) -> HashMap<u32, u64> {
     totals
 }
 
-/// Whether a failed start's screen or exit code looks like an expired or
-/// missing login. Only agent CLIs log in: a shell or custom command that
-/// fails to start never counts toward the breaker, unless its
-/// `[providers.NAME]` table names its own `auth_patterns`/`auth_exit_codes`
-/// (which then replace the global ones for that provider).
+/// Whether a failed start looks like an expired or missing login
+/// (`hangar_providers::auth_failure`), by `[providers.NAME]` and the
+/// `[governor]` rules.
 pub fn looks_like_auth_failure(
     config: &crate::config::Config,
     provider: &Provider,
     screen: &str,
     code: i32,
 ) -> bool {
-    let own = config.providers.get(provider.name());
-    let own_patterns = own.and_then(|p| p.auth_patterns.clone());
-    let own_codes = own.and_then(|p| p.auth_exit_codes.clone());
-    if own_patterns.is_none() && own_codes.is_none() && !provider.is_agent() {
-        return false;
-    }
-    let governor = &config.governor;
-    let patterns = own_patterns.unwrap_or_else(|| governor.auth_patterns());
-    let codes = own_codes.unwrap_or_else(|| governor.auth_exit_codes.clone());
-    codes.contains(&code) || hangar_core::governor::looks_like_auth_failure(screen, &patterns)
+    let patterns = config.governor.auth_patterns();
+    let global = hangar_providers::auth_failure::AuthRules {
+        patterns: &patterns,
+        exit_codes: &config.governor.auth_exit_codes,
+    };
+    hangar_providers::auth_failure::looks_like_auth_failure(
+        &config.providers,
+        global,
+        provider,
+        screen,
+        code,
+    )
 }
 
 /// The last budget check, for `status`.

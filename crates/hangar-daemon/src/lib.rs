@@ -7,13 +7,11 @@
 //! the workspace saved.
 
 pub mod activity;
-pub mod claude_bg;
 pub mod cli_probe;
 pub mod config;
 pub mod delivery;
 pub mod errors;
 pub mod eviction;
-pub mod failure_reason;
 pub mod governor;
 pub mod home_watch;
 pub mod identity;
@@ -22,8 +20,7 @@ pub mod layout_ops;
 pub mod ops;
 pub mod orchestration;
 pub mod os;
-pub mod provider;
-pub mod proxy;
+pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
 pub mod server;
@@ -58,7 +55,7 @@ pub struct Daemon {
     pub journal: journal::Journal,
     pub queue: spawn::queue::WakeQueue,
     /// The recording proxy shared by every session; started lazily.
-    pub proxy: proxy::Proxy,
+    pub proxy: hangar_proxy::Proxy,
     /// Every session's activity (working, waiting, idle) and its viewers.
     pub activity: Arc<activity::Hub>,
     /// MCP tokens, turn marks, tombstones and first prompts of agents.
@@ -214,12 +211,11 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         orchestration: orchestration::Orchestration::new(paths.home.clone()),
         typed: Default::default(),
         cli_probe: Default::default(),
-        proxy: proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
+        proxy: hangar_proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
         activity: Arc::new(activity::Hub::new(&config.activity)),
         sessions: Sessions::new(opened.workspace.clone(), opened.store, notices),
         shutdown,
     });
-    daemon.proxy.report_activity_to(daemon.activity.clone());
     daemon.end_orphans();
 
     let socket = paths.socket();

@@ -22,9 +22,9 @@ use crate::Daemon;
 use crate::delivery::Submitted;
 use crate::errors::ApiError;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
-use crate::provider::{LaunchEnv, resolve_program};
 use crate::sessions::RunState;
 use crate::spawn::short;
+use hangar_providers::launch::{LaunchEnv, resolve_program};
 
 /// The gap between typing a prompt and pressing Enter, so a TUI that treats
 /// a fast burst as a paste does not swallow the Enter.
@@ -50,7 +50,7 @@ impl Daemon {
     fn default_provider(&self) -> Provider {
         let var = |k: &str| std::env::var(k).ok();
         let env = LaunchEnv {
-            config: &self.config,
+            providers: &self.config.providers,
             var: &var,
             dangerous: false,
             mint: &new_id,

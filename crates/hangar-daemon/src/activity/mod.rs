@@ -36,9 +36,9 @@ use tokio::sync::{Notify, broadcast, watch};
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::pty::LiveProcess;
-use sources::hooks::HookEvent;
+use hangar_providers::claude::hooks::HookEvent;
+use hangar_providers::transcript::activity::TranscriptWatch;
 use sources::proxy::{ProxyState, Signal};
-use sources::transcript::TranscriptWatch;
 use tracker::{Tracker, Transition};
 
 /// A source of activity signals, as named in `[activity] sources`.
@@ -89,15 +89,6 @@ impl ActivityConfig {
     pub fn enabled(&self, source: Source) -> bool {
         self.sources.contains(&source)
     }
-}
-
-/// Activity from a run of claude transcript lines (a whole conversation's
-/// tail, or the lines since a turn mark); `unknown` when none is
-/// conversational.
-pub fn claude_activity(lines: &[String]) -> Activity {
-    sources::transcript::claude_reading(lines, false, 0)
-        .map(|r| r.activity)
-        .unwrap_or(Activity::Unknown)
 }
 
 /// How often a live session's sources are looked at.
@@ -281,7 +272,10 @@ pub struct ActivityView {
 
 /// Where a provider's transcripts are, from the daemon's environment.
 fn transcript_root(provider: &Provider) -> Option<PathBuf> {
-    crate::identity::discovery::transcript_root(provider, &crate::identity::discovery::env_var)
+    hangar_providers::transcript::discovery::transcript_root(
+        provider,
+        &hangar_providers::transcript::discovery::env_var,
+    )
 }
 
 impl Daemon {
@@ -599,7 +593,7 @@ impl Daemon {
             _ => None,
         };
         let screen = (config.enabled(Source::Screen)
-            && sources::screen::permission_prompt_open(&meta.provider, &live.text()))
+            && hangar_providers::screen::permission_prompt_open(&meta.provider, &live.text()))
         .then_some(Reading {
             activity: Activity::Waiting,
             at_ms: now,

@@ -3,16 +3,14 @@
 //! wake a duplicate, and the `doctor` and `transcript` requests.
 //!
 //! The rules (which id wins, which transcript is a session's own, what a
-//! duplicate is) live in `hangar_core::ledger`; this module gathers the facts
+//! duplicate is) live in `hangar_core::ledger`, and how each provider's
+//! transcripts are found and read in hangar-providers; this module gathers the facts
 //! (folders, files, clocks, the live set) and carries the answers out. A
 //! watcher must never hold the state lock while touching the file system, and
 //! never outlive the process it watches.
 
-pub mod discovery;
-pub mod messages;
 pub mod open_files;
 pub mod opencode;
-pub mod process_record;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,7 +25,9 @@ use crate::Daemon;
 use crate::errors::ApiError;
 use crate::pty::LiveProcess;
 use crate::sessions::{RunState, State};
-use discovery::TranscriptCache;
+use hangar_providers::claude::process_record;
+use hangar_providers::transcript::discovery::{self, TranscriptCache};
+use hangar_providers::transcript::messages;
 
 /// How often a live agent's transcript folder is looked at. One `read_dir`
 /// and a `stat` per file each time; files are only re-read when they change.

@@ -13,7 +13,6 @@
 pub mod ledger;
 pub mod token;
 mod tools;
-pub mod turns;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,10 +23,10 @@ use serde::Deserialize;
 
 use crate::Daemon;
 use crate::journal::{Event, HibernateReason};
-use crate::provider::{LaunchSpec, McpServer, with_mcp};
 use crate::sessions::RunState;
+use hangar_providers::launch::{LaunchSpec, McpServer, with_mcp};
+use hangar_providers::transcript::turns::TurnMark;
 use ledger::{Ledger, Tombstone};
-use turns::TurnMark;
 
 /// `[mcp]` in config.toml.
 #[derive(Clone, Debug, Deserialize)]

@@ -26,12 +26,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::ledger::{FirstPrompt, Tombstone};
-use super::turns;
 use crate::Daemon;
 use crate::activity::Activity;
 use crate::errors::ApiError;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
 use crate::sessions::RunState;
+use hangar_providers::transcript::turns;
 
 /// The largest prompt an agent may send (bytes).
 pub const MAX_PROMPT_BYTES: usize = 64 * 1024;

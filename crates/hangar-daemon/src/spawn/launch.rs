@@ -14,8 +14,8 @@ use hangar_core::SessionId;
 use super::{SpawnFailure, short};
 use crate::Daemon;
 use crate::journal::{Event, FailureKind};
-use crate::provider::{LaunchEnv, launch_spec};
 use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, LiveProcess, SpawnRequest};
+use hangar_providers::launch::{LaunchEnv, launch_spec};
 
 /// A shell or custom command that neither printed nor exited within this
 /// window counts as started (it may legitimately print nothing).
@@ -47,11 +47,11 @@ impl Daemon {
             .filter(|m| m.provider == hangar_core::Provider::Claude)
             .and_then(|m| m.durable_provider_id().map(str::to_owned));
         if let Some(psid) = &claude_resume
-            && let Some(holder) = crate::claude_bg::holder(psid)
+            && let Some(holder) = hangar_providers::claude::background::holder(psid)
         {
             return Err(SpawnFailure::new(
                 FailureKind::Other,
-                crate::claude_bg::reason(short(id), psid, Some(&holder)),
+                hangar_providers::claude::background::reason(short(id), psid, Some(&holder)),
             ));
         }
         // Everything a launch needs is read from one snapshot, and the I/O
@@ -66,7 +66,7 @@ impl Daemon {
             let var = |k: &str| std::env::var(k).ok();
             let mint = || uuid::Uuid::new_v4().to_string();
             let env = LaunchEnv {
-                config: &self.config,
+                providers: &self.config.providers,
                 var: &var,
                 dangerous,
                 mint: &mint,
@@ -84,7 +84,7 @@ impl Daemon {
                     format!(
                         "{}: {}",
                         describe(&meta),
-                        crate::failure_reason::launch_failure(
+                        hangar_providers::failure_reason::launch_failure(
                             &e,
                             &meta.provider,
                             &self.paths.home,
@@ -94,7 +94,7 @@ impl Daemon {
                 )
             })?;
             let spec = self.with_orchestration_mcp(&meta, spec);
-            let spec = crate::provider::codex_in_process(
+            let spec = hangar_providers::launch::codex_in_process(
                 spec,
                 &meta.provider,
                 cli_facts.as_ref().is_some_and(|f| f.no_daemon),
@@ -145,7 +145,7 @@ impl Daemon {
             }
             // Loopback never goes through a proxy: a local model server,
             // codex's own loopback traffic (issue 16 defect 7).
-            let no_proxy = crate::provider::no_proxy_with_loopback(
+            let no_proxy = hangar_providers::launch::no_proxy_with_loopback(
                 std::env::var("NO_PROXY")
                     .ok()
                     .or_else(|| std::env::var("no_proxy").ok())
@@ -222,12 +222,16 @@ impl Daemon {
                 crate::governor::looks_like_auth_failure(&self.config, &provider, &screen, code);
             let last = live.last_line().unwrap_or_default();
             if let Some(psid) = &claude_resume
-                && crate::claude_bg::refused_on_screen(&screen)
+                && hangar_providers::claude::background::refused_on_screen(&screen)
             {
-                let holder = crate::claude_bg::holder(psid);
+                let holder = hangar_providers::claude::background::holder(psid);
                 return Err(SpawnFailure {
                     kind: FailureKind::ExitedDuringStart,
-                    message: crate::claude_bg::reason(short(id), psid, holder.as_ref()),
+                    message: hangar_providers::claude::background::reason(
+                        short(id),
+                        psid,
+                        holder.as_ref(),
+                    ),
                     exit_code: Some(code),
                 });
             }

@@ -1,5 +1,5 @@
-//! Provider adapters: how each agent CLI is started fresh, resumed by its
-//! provider session id, and put in dangerous mode.
+//! How each agent CLI is started fresh, resumed by its provider session id,
+//! and put in dangerous mode.
 //!
 //! This module only computes a command line; it never starts anything. The
 //! program is found from `HANGAR_<P>_BIN`, then config, then PATH, and a
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use hangar_core::{IdSource, Provider, ProviderSessionId, SessionMeta};
 
-use crate::config::Config;
+use crate::config::ProvidersConfig;
 
 /// Everything needed to start a session's process.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,7 +40,8 @@ pub enum LaunchError {
 
 /// The facts a launch depends on, gathered by the caller.
 pub struct LaunchEnv<'a> {
-    pub config: &'a Config,
+    /// `[providers.NAME]` of config.toml.
+    pub providers: &'a ProvidersConfig,
     pub var: &'a dyn Fn(&str) -> Option<String>,
     pub dangerous: bool,
     /// Mints a fresh provider session id (a uuid).
@@ -79,7 +80,6 @@ fn is_executable(p: &Path) -> bool {
 pub fn resolve_program(provider: &Provider, env: &LaunchEnv<'_>) -> Result<PathBuf, LaunchError> {
     let var = env_var_name(provider);
     let from_config = env
-        .config
         .providers
         .get(provider.name())
         .and_then(|p| p.program.clone());
@@ -128,7 +128,7 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
     let resume = meta.durable_provider_id().map(str::to_owned);
     let mut args = Vec::new();
     let mut minted = None;
-    let custom = env.config.providers.get(meta.provider.name());
+    let custom = env.providers.get(meta.provider.name());
     match &meta.provider {
         Provider::Claude => {
             if env.dangerous {
@@ -313,12 +313,12 @@ mod tests {
     use hangar_core::SessionId;
 
     fn env_with<'a>(
-        config: &'a Config,
+        config: &'a ProvidersConfig,
         vars: &'a dyn Fn(&str) -> Option<String>,
         dangerous: bool,
     ) -> LaunchEnv<'a> {
         LaunchEnv {
-            config,
+            providers: config,
             var: vars,
             dangerous,
             mint: &|| "minted-uuid".to_owned(),
@@ -339,7 +339,7 @@ mod tests {
         std::fs::write(&tmux, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&tmux, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
-        let config = Config::default();
+        let config = ProvidersConfig::default();
         let path = dir.path().display().to_string();
         let shell = true_bin();
         let vars = |k: &str| match k {
@@ -366,7 +366,7 @@ mod tests {
 
     #[test]
     fn claude_fresh_start_mints_a_session_id_recorded_as_resume_request() {
-        let config = Config::default();
+        let config = ProvidersConfig::default();
         let bin = true_bin();
         let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
         let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
@@ -384,7 +384,7 @@ mod tests {
 
     #[test]
     fn claude_resumes_its_durable_id_with_the_dangerous_flag() {
-        let config = Config::default();
+        let config = ProvidersConfig::default();
         let bin = true_bin();
         let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
         let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
@@ -399,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_provisional_proxy_header_id_is_never_resumed() {
-        let config = Config::default();
+        let config = ProvidersConfig::default();
         let bin = true_bin();
         let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
         let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
@@ -410,7 +410,7 @@ mod tests {
 
     #[test]
     fn codex_resumes_with_a_trailing_subcommand_and_opencode_with_session() {
-        let config = Config::default();
+        let config = ProvidersConfig::default();
         let bin = true_bin();
         let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
         let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
@@ -446,7 +446,7 @@ mod tests {
 
     #[test]
     fn claude_gets_its_mcp_config_file_before_its_session_arguments() {
-        let config = Config::default();
+        let config = ProvidersConfig::default();
         let bin = true_bin();
         let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
         let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
@@ -465,7 +465,7 @@ mod tests {
 
     #[test]
     fn codex_gets_toml_overrides_before_its_resume_subcommand_and_its_token_in_its_environment() {
-        let config = Config::default();
+        let config = ProvidersConfig::default();
         let bin = true_bin();
         let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
         let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
@@ -508,7 +508,7 @@ mod tests {
 
     #[test]
     fn codex_that_accepts_it_runs_with_no_daemon_before_its_resume_subcommand() {
-        let config = Config::default();
+        let config = ProvidersConfig::default();
         let bin = true_bin();
         let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
         let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
@@ -541,7 +541,7 @@ mod tests {
 
     #[test]
     fn providers_without_mcp_support_are_left_unchanged() {
-        let config = Config::default();
+        let config = ProvidersConfig::default();
         let vars = |k: &str| (k == "HANGAR_SHELL").then(|| "/bin/sh".to_owned());
         let meta = SessionMeta::new(SessionId::from("s1"), Provider::Shell, "/tmp");
         let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
@@ -554,7 +554,7 @@ mod tests {
 
     #[test]
     fn a_missing_program_says_which_variable_to_set() {
-        let config = Config::default();
+        let config = ProvidersConfig::default();
         let vars = |k: &str| (k == "PATH").then(|| "/nonexistent".to_owned());
         let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
         let e = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap_err();

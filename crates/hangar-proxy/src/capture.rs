@@ -82,7 +82,7 @@ impl Sink {
     /// Record one event of `session`. `ts` and `session` are added.
     pub fn record(&self, session: &str, mut event: Value) {
         if let Some(obj) = event.as_object_mut() {
-            obj.insert("ts".into(), json!(crate::now_ms()));
+            obj.insert("ts".into(), json!(crate::clock::now_ms()));
             obj.insert("session".into(), json!(session));
         }
         let _ = self.tx.send(Job::Line {
@@ -122,7 +122,7 @@ impl Writer {
         };
         if reopen {
             self.open.remove(session);
-            crate::paths::ensure_private_dir(&dir)?;
+            crate::private_dir::ensure_private_dir(&dir)?;
             let path = dir.join(format!("{date}.jsonl"));
             let existing = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             if existing > 0 && existing + needed > self.limits.max_file_bytes {
@@ -208,7 +208,7 @@ pub fn session_dir(root: &Path, session: &str) -> PathBuf {
 
 /// Today's date, UTC, `YYYY-MM-DD`.
 pub fn today() -> String {
-    let days = (crate::now_ms() / 86_400_000) as i64;
+    let days = (crate::clock::now_ms() / 86_400_000) as i64;
     let (y, m, d) = super::ca::civil_from_days(days);
     format!("{y:04}-{m:02}-{d:02}")
 }

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use hangar_core::Provider;
 use serde_json::Value;
 
-use crate::activity::{Activity, Reading};
-use crate::identity::discovery;
+use crate::transcript::discovery;
+use hangar_core::activity::{Activity, Reading};
 
 /// How much of a transcript's end is read.
 const TAIL_BYTES: u64 = 64 * 1024;
@@ -154,6 +154,15 @@ pub fn codex_reading(lines: &[String], complete: bool, fallback_ms: u64) -> Opti
             _ => return None,
         })
     })
+}
+
+/// Activity from a run of claude transcript lines (a whole conversation's
+/// tail, or the lines since a turn mark); `unknown` when none is
+/// conversational.
+pub fn claude_activity(lines: &[String]) -> Activity {
+    claude_reading(lines, false, 0)
+        .map(|r| r.activity)
+        .unwrap_or(Activity::Unknown)
 }
 
 /// Activity from a transcript's lines, for a provider that has one.

@@ -4,10 +4,10 @@
 //! "Finished its turn" means: the transcript shows a prompt after the point
 //! where hangar last sent one (a byte offset remembered at send time) and the
 //! conversation since then ends idle. Without such a mark, the last entry of
-//! the transcript decides. Transcript locating and message parsing are the
-//! identity module's (`identity::discovery`, `identity::messages`); this
-//! module only adds the turn state. It never holds the state lock and reads
-//! bounded tails only.
+//! the transcript decides. Transcript locating and message parsing are
+//! `discovery`'s and `messages`'s; this module only adds the turn state. It
+//! reads bounded tails only, and the daemon calls it off its state lock
+//! (it reads files).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use hangar_core::{Provider, SessionMeta};
 use serde_json::Value;
 
-use crate::activity::{Activity, claude_activity};
-use crate::identity::{discovery, messages};
+use crate::transcript::activity::claude_activity;
+use crate::transcript::{discovery, messages};
+use hangar_core::activity::Activity;
 
 /// The most of a transcript read to decide a turn's state.
 const TURN_BYTES: u64 = 1024 * 1024;

@@ -135,7 +135,7 @@ fn write_public(path: &Path, text: &str) -> std::io::Result<()> {
 impl Authority {
     /// Load the CA of this home, making it on first use.
     pub fn load_or_create(files: CaFiles) -> Result<Authority, CaError> {
-        crate::paths::ensure_private_dir(&files.dir).map_err(|source| CaError::Write {
+        crate::private_dir::ensure_private_dir(&files.dir).map_err(|source| CaError::Write {
             path: files.dir.clone(),
             source,
         })?;
@@ -336,7 +336,7 @@ pub fn system_bundle() -> Option<PathBuf> {
 
 /// Today's date (UTC) as year, month, day.
 fn civil_today() -> (i32, u8, u8) {
-    let days = (crate::now_ms() / 86_400_000) as i64;
+    let days = (crate::clock::now_ms() / 86_400_000) as i64;
     civil_from_days(days)
 }
 

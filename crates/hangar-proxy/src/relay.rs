@@ -27,10 +27,12 @@ use hyper_util::rt::TokioIo;
 use serde_json::json;
 use tokio::net::TcpStream;
 
-use super::attribution::Grants;
-use super::ca::Authority;
-use super::capture::{self, Sink};
-use super::usage::{self, TurnMeter, Usage};
+use crate::attribution::Grants;
+use crate::ca::Authority;
+use crate::capture::{self, Sink};
+use crate::in_flight::InFlight;
+use crate::observer::ProxyObserver;
+use crate::usage::{self, TurnMeter, Usage};
 
 pub type ProxyBody = BoxBody<Bytes, hyper::Error>;
 
@@ -42,12 +44,11 @@ pub struct Shared {
     /// Lowercase host names; `*.example.com` matches subdomains.
     pub allow_hosts: Vec<String>,
     pub upstream_tls: Arc<rustls::ClientConfig>,
-    pub stats: Arc<super::Stats>,
+    pub stats: Arc<crate::Stats>,
     pub exchanges: AtomicU64,
-    /// Provider session ids seen in headers, for the daemon to record.
-    pub observed: tokio::sync::mpsc::UnboundedSender<(String, String)>,
-    /// Where recorded requests are reported as activity (issue 11).
-    pub activity: Option<Arc<crate::activity::Hub>>,
+    /// Told of recorded exchanges (activity, issue 11) and of provider
+    /// session ids seen in headers, for the daemon to record.
+    pub observer: Arc<dyn ProxyObserver>,
 }
 
 impl Shared {
@@ -345,12 +346,7 @@ async fn exchange(
     let n = shared.exchanges.fetch_add(1, Ordering::Relaxed) + 1;
     // A request in flight means the agent is working; reported as finished
     // when this guard drops, on every path out.
-    let in_flight = match &shared.activity {
-        Some(hub) if record => Some(crate::activity::sources::proxy::InFlight::start(
-            hub, session,
-        )),
-        _ => None,
-    };
+    let in_flight = record.then(|| InFlight::start(&shared.observer, session));
     let (mut parts, body) = req.into_parts();
     // Request bodies are small and sent whole; only responses stream.
     let body = match body.collect().await {
@@ -380,7 +376,7 @@ async fn exchange(
         if let Some(id) = usage::provider_session_id(headers) {
             shared
                 .stats
-                .observe_provider_id(session, &id, &shared.observed);
+                .observe_provider_id(session, &id, shared.observer.as_ref());
         }
         // A compressed response would be recorded as bytes nobody can read
         // and its usage lost: ask recorded hosts for plain bodies.
@@ -493,7 +489,7 @@ struct Tap {
     status: u16,
     meter: Option<TurnMeter>,
     /// Dropped when the response ends: the turn's stop reason is reported.
-    in_flight: Option<crate::activity::sources::proxy::InFlight>,
+    in_flight: Option<InFlight>,
     chunks: u64,
     bytes: u64,
     /// Bytes of chunk data written to the capture so far (capped).

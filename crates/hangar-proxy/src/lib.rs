@@ -1,5 +1,6 @@
-//! The recording proxy: one HTTPS intercepting proxy inside the daemon,
-//! shared by every session, instead of one proxy process per agent.
+//! hangar-proxy, the recording proxy: one HTTPS intercepting proxy inside
+//! the daemon, shared by every session, instead of one proxy process per
+//! agent.
 //!
 //! It starts lazily, with the first session that uses it, on 127.0.0.1 only.
 //! Each claude or codex session with capture on is given its own proxy
@@ -7,16 +8,27 @@
 //! exchanges with allow-listed hosts and tunnels everything else untouched.
 //! A fault (port taken, CA unreadable) never stops an agent from starting
 //! unless `[proxy] required = true`: the session starts without capture and
-//! a notice says why.
+//! a notice says why (the daemon's `proxy_observer.rs` decides that).
+//!
+//! This crate must never depend on the daemon: what it sees (exchanges,
+//! provider session ids) it reports through `ProxyObserver`, which the
+//! daemon implements.
 //!
 //! Modules: `attribution` (credentials), `ca` (the CA and per-host
-//! certificates), `capture` (the capture files), `relay` (one connection),
-//! `usage` (tokens and errors from the traffic), `usage_replay` (usage
-//! rebuilt from the capture files at start).
+//! certificates), `capture` (the capture files), `config` (`[proxy]`),
+//! `in_flight` (a recorded request and its stop reason), `observer` (what
+//! the proxy reports), `relay` (one connection), `usage` (tokens and errors
+//! from the traffic), `usage_replay` (usage rebuilt from the capture files
+//! at start).
 
 pub mod attribution;
 pub mod ca;
 pub mod capture;
+pub mod clock;
+pub mod config;
+pub mod in_flight;
+pub mod observer;
+mod private_dir;
 pub mod relay;
 pub mod usage;
 pub mod usage_replay;
@@ -31,83 +43,12 @@ use std::sync::{Arc, Mutex};
 
 use hangar_core::{Provider, SessionId};
 use hangar_protocol::view::{ProxyView, UsageView};
-use serde::Deserialize;
 
-use crate::Daemon;
-use crate::journal::FailureKind;
-use crate::spawn::{SpawnFailure, short};
 use attribution::Credential;
+pub use config::ProxyConfig;
+pub use observer::ProxyObserver;
 use relay::Shared;
 use usage::Usage;
-
-/// `[proxy]` in config.toml.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProxyConfig {
-    /// Capture claude and codex sessions' API traffic (`hangar new
-    /// --no-capture` turns it off for one session).
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    /// Refuse to start an agent whose capture cannot be set up.
-    #[serde(default)]
-    pub required: bool,
-    /// The port on 127.0.0.1; 0 picks a free one.
-    #[serde(default)]
-    pub port: u16,
-    /// Hosts whose traffic is decrypted and recorded (`*.example.com` for
-    /// subdomains). Everything else is tunnelled untouched.
-    #[serde(default = "default_allow_hosts")]
-    pub allow_hosts: Vec<String>,
-    /// An extra CA (PEM) trusted for upstream connections, on top of the
-    /// system's roots (a corporate proxy, or a test server).
-    #[serde(default)]
-    pub extra_ca_file: Option<PathBuf>,
-    /// The system CA bundle codex's `ca-bundle.pem` starts from (default:
-    /// the daemon's `SSL_CERT_FILE`, else the usual /etc/ssl paths).
-    #[serde(default)]
-    pub system_ca_bundle: Option<PathBuf>,
-    /// A capture file is rotated once it would grow past this.
-    #[serde(default = "default_max_capture_bytes")]
-    pub max_capture_bytes: u64,
-    /// Capture files kept per session.
-    #[serde(default = "default_max_files")]
-    pub max_files: usize,
-    /// Most bytes of one request body, and of one response, recorded.
-    #[serde(default = "default_max_body_bytes")]
-    pub max_body_bytes: usize,
-}
-
-fn yes() -> bool {
-    true
-}
-fn default_allow_hosts() -> Vec<String> {
-    vec!["api.anthropic.com".into(), "api.openai.com".into()]
-}
-fn default_max_capture_bytes() -> u64 {
-    16 * 1024 * 1024
-}
-fn default_max_files() -> usize {
-    8
-}
-fn default_max_body_bytes() -> usize {
-    1024 * 1024
-}
-
-impl Default for ProxyConfig {
-    fn default() -> Self {
-        ProxyConfig {
-            enabled: true,
-            required: false,
-            port: 0,
-            allow_hosts: default_allow_hosts(),
-            extra_ca_file: None,
-            system_ca_bundle: None,
-            max_capture_bytes: default_max_capture_bytes(),
-            max_files: default_max_files(),
-            max_body_bytes: default_max_body_bytes(),
-        }
-    }
-}
 
 /// Why the proxy could not serve a session.
 #[derive(Debug, thiserror::Error)]
@@ -163,7 +104,7 @@ impl Stats {
         let mut t = self.table();
         let s = t.entry(session.to_owned()).or_default();
         s.last_error = Some(message);
-        s.last_error_at = crate::now_ms();
+        s.last_error_at = clock::now_ms();
     }
 
     /// Add what earlier daemons recorded (rebuilt from the capture files).
@@ -198,18 +139,20 @@ impl Stats {
         (total, latest)
     }
 
-    /// Pass a provider session id on to the daemon when it is new.
-    pub fn observe_provider_id(
-        &self,
-        session: &str,
-        id: &str,
-        to: &tokio::sync::mpsc::UnboundedSender<(String, String)>,
-    ) {
-        let mut t = self.table();
-        let s = t.entry(session.to_owned()).or_default();
-        if s.provider_id.as_deref() != Some(id) {
-            s.provider_id = Some(id.to_owned());
-            let _ = to.send((session.to_owned(), id.to_owned()));
+    /// Pass a provider session id on to the observer when it is new.
+    pub fn observe_provider_id(&self, session: &str, id: &str, to: &dyn ProxyObserver) {
+        let new = {
+            let mut t = self.table();
+            let s = t.entry(session.to_owned()).or_default();
+            let new = s.provider_id.as_deref() != Some(id);
+            if new {
+                s.provider_id = Some(id.to_owned());
+            }
+            new
+        };
+        // Told outside the table's lock: the observer is the daemon's code.
+        if new {
+            to.provider_session_id_seen(session, id);
         }
     }
 
@@ -234,9 +177,6 @@ pub struct Proxy {
     /// Usage per session: outlives a proxy start, and is seeded from the
     /// capture files so a daemon restart does not reset it.
     stats: Arc<Stats>,
-    /// Where recorded requests are reported as activity; set once by the
-    /// daemon.
-    activity: std::sync::OnceLock<Arc<crate::activity::Hub>>,
 }
 
 /// Credentials handed to one process; dropping it revokes them.
@@ -261,7 +201,7 @@ pub struct Grant {
 impl Proxy {
     pub fn new(config: ProxyConfig, home: PathBuf) -> Proxy {
         let stats = Arc::new(Stats::default());
-        let started_ms = crate::now_ms();
+        let started_ms = clock::now_ms();
         let (root, seeded) = (home.join("capture"), stats.clone());
         // Reading every capture file can take a while in a big home: never
         // hold the daemon's start up for it. Turns of this daemon are
@@ -279,14 +219,7 @@ impl Proxy {
             snapshot: Mutex::new(None),
             last_fault: Mutex::new(None),
             stats,
-            activity: std::sync::OnceLock::new(),
         }
-    }
-
-    /// Report every recorded request to `hub` (requests in flight mean
-    /// working). Call before the first session starts.
-    pub fn report_activity_to(&self, hub: Arc<crate::activity::Hub>) {
-        let _ = self.activity.set(hub);
     }
 
     pub fn config(&self) -> &ProxyConfig {
@@ -301,17 +234,18 @@ impl Proxy {
         self.home.join("capture")
     }
 
-    /// Start the proxy if it is not running. A failed start is not cached:
-    /// the next session tries again (the port may have been freed).
-    async fn ensure_started(
+    /// Start the proxy if it is not running, reporting to the observer
+    /// `observer` makes (asked only for a start). A failed start is not
+    /// cached: the next session tries again (the port may have been freed).
+    async fn ensure_started<O: ProxyObserver>(
         &self,
-        observed: impl FnOnce() -> tokio::sync::mpsc::UnboundedSender<(String, String)>,
+        observer: impl FnOnce() -> O,
     ) -> Result<Arc<Running>, ProxyFault> {
         let mut running = self.running.lock().await;
         if let Some(r) = running.as_ref() {
             return Ok(r.clone());
         }
-        let result = self.start(observed()).await;
+        let result = self.start(Arc::new(observer())).await;
         match &result {
             Ok(r) => {
                 *running = Some(r.clone());
@@ -326,10 +260,7 @@ impl Proxy {
         result
     }
 
-    async fn start(
-        &self,
-        observed: tokio::sync::mpsc::UnboundedSender<(String, String)>,
-    ) -> Result<Arc<Running>, ProxyFault> {
+    async fn start(&self, observer: Arc<dyn ProxyObserver>) -> Result<Arc<Running>, ProxyFault> {
         let authority = ca::Authority::load_or_create(self.ca_files())?;
         let upstream_tls = Arc::new(self.upstream_tls()?);
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.config.port))
@@ -365,8 +296,7 @@ impl Proxy {
             upstream_tls,
             stats: self.stats.clone(),
             exchanges: AtomicU64::new(0),
-            observed,
-            activity: self.activity.get().cloned(),
+            observer,
         });
         let accepting = shared.clone();
         tokio::spawn(async move {
@@ -416,14 +346,15 @@ impl Proxy {
         Ok(config)
     }
 
-    /// Credentials and trust for one process of `session`.
-    async fn grant(
+    /// Credentials and trust for one process of `session`. `observer` is
+    /// asked for the proxy's observer when this grant is what starts it.
+    pub async fn grant(
         &self,
         session: &SessionId,
         provider: &Provider,
-        observed: impl FnOnce() -> tokio::sync::mpsc::UnboundedSender<(String, String)>,
+        observer: impl FnOnce() -> Arc<dyn ProxyObserver>,
     ) -> Result<Grant, ProxyFault> {
-        let running = self.ensure_started(observed).await?;
+        let running = self.ensure_started(observer).await?;
         let files = running.shared.ca.files.clone();
         // Checked at every codex start: a system CA update since the last
         // one remakes the bundle.
@@ -542,92 +473,6 @@ pub fn agent_env(
     env
 }
 
-impl Daemon {
-    /// The proxy environment for a session about to start, or `None` when it
-    /// runs without capture. A proxy fault is a per-session notice, or a
-    /// failed start when `[proxy] required = true`.
-    pub(crate) async fn proxy_grant(
-        self: &Arc<Self>,
-        id: &SessionId,
-    ) -> Result<Option<Grant>, SpawnFailure> {
-        let Some((provider, capture)) = self.sessions.read(|st| {
-            st.ws
-                .sessions
-                .get(id)
-                .map(|m| (m.provider.clone(), m.capture))
-        }) else {
-            return Ok(None);
-        };
-        if !self.proxy.wanted(&provider, capture) {
-            return Ok(None);
-        }
-        let daemon = self.clone();
-        let observed = move || daemon.provider_ids_from_proxy();
-        match self.proxy.grant(id, &provider, observed).await {
-            Ok(g) => Ok(Some(g)),
-            Err(fault) if self.proxy.config().required => Err(SpawnFailure::new(
-                FailureKind::Other,
-                format!(
-                    "cannot start {} with capture: {fault}; capture is required by [proxy] required = true in config.toml",
-                    short(id)
-                ),
-            )),
-            Err(fault) => {
-                let notice = format!("session {} started without capture: {fault}", short(id));
-                tracing::warn!("{notice}");
-                self.sessions.edit(|st| {
-                    if !st.notices.contains(&notice) {
-                        st.notices.push(notice);
-                    }
-                });
-                Ok(None)
-            }
-        }
-    }
-
-    /// Keep `grant`'s credentials valid until the process exits.
-    pub(crate) fn hold_grant_until_exit(
-        &self,
-        grant: Grant,
-        mut exit: tokio::sync::watch::Receiver<Option<crate::pty::ExitCode>>,
-    ) {
-        tokio::spawn(async move {
-            let _ = exit.wait_for(|e| e.is_some()).await;
-            drop(grant.lease);
-        });
-    }
-
-    /// A channel whose receiver records provider session ids seen in request
-    /// headers (source `proxy-header`: provisional, never resumed).
-    fn provider_ids_from_proxy(
-        self: &Arc<Self>,
-    ) -> tokio::sync::mpsc::UnboundedSender<(String, String)> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
-        let daemon = Arc::downgrade(self);
-        tokio::spawn(async move {
-            while let Some((session, id)) = rx.recv().await {
-                let Some(daemon) = daemon.upgrade() else {
-                    return;
-                };
-                let session = SessionId::from(session.as_str());
-                let Some(cwd) = daemon
-                    .sessions
-                    .read(|st| st.ws.sessions.get(&session).map(|m| m.cwd.clone()))
-                else {
-                    continue;
-                };
-                let observed = hangar_core::ledger::Observation {
-                    id,
-                    source: hangar_core::IdSource::ProxyHeader,
-                    cwd: None,
-                };
-                daemon.record_provider_id(&session, &observed, &cwd);
-            }
-        });
-        tx
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -656,20 +501,6 @@ mod tests {
             get(&codex, "SSL_CERT_FILE").as_deref(),
             Some("/h/proxy/ca-bundle.pem")
         );
-    }
-
-    #[test]
-    fn the_proxy_section_has_safe_defaults_and_refuses_unknown_keys() {
-        let c: ProxyConfig = toml::from_str("").unwrap();
-        assert!(c.enabled && !c.required);
-        assert_eq!(c.allow_hosts, vec!["api.anthropic.com", "api.openai.com"]);
-        assert!(toml::from_str::<ProxyConfig>("bogus = 1").is_err());
-        let c: ProxyConfig =
-            toml::from_str("allow_hosts = [\"localhost\"]\nrequired = true\nmax_files = 2")
-                .unwrap();
-        assert_eq!(c.allow_hosts, vec!["localhost"]);
-        assert!(c.required);
-        assert_eq!(c.max_files, 2);
     }
 
     #[test]

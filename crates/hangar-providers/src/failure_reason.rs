@@ -12,7 +12,7 @@ use std::path::Path;
 
 use hangar_core::Provider;
 
-use crate::provider::LaunchError;
+use crate::launch::LaunchError;
 
 /// The advice for a launch that could not find its program. `id` is the
 /// session id as people type it (its short form).
@@ -51,10 +51,10 @@ pub fn launch_failure(e: &LaunchError, provider: &Provider, home: &Path, id: &st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use crate::provider::{LaunchEnv, resolve_program};
+    use crate::config::ProvidersConfig;
+    use crate::launch::{LaunchEnv, resolve_program};
 
-    fn reason(provider: Provider, config: &Config, vars: &[(&str, &str)]) -> String {
+    fn reason(provider: Provider, config: &ProvidersConfig, vars: &[(&str, &str)]) -> String {
         let var = |k: &str| {
             vars.iter()
                 .find(|(n, _)| *n == k)
@@ -62,7 +62,7 @@ mod tests {
         };
         let mint = || "minted".to_owned();
         let env = LaunchEnv {
-            config,
+            providers: config,
             var: &var,
             dangerous: false,
             mint: &mint,
@@ -73,7 +73,11 @@ mod tests {
 
     #[test]
     fn a_program_missing_from_path_advises_config_and_wake() {
-        let r = reason(Provider::Opencode, &Config::default(), &[("PATH", "/none")]);
+        let r = reason(
+            Provider::Opencode,
+            &ProvidersConfig::default(),
+            &[("PATH", "/none")],
+        );
         assert_eq!(
             r,
             "program `opencode` not found on PATH; set [providers.opencode] program in /h/config.toml and run `hangar wake abcd1234` (or restart the daemon with HANGAR_OPENCODE_BIN set)"
@@ -84,7 +88,7 @@ mod tests {
     fn a_missing_program_named_by_the_environment_advises_a_restart() {
         let r = reason(
             Provider::Codex,
-            &Config::default(),
+            &ProvidersConfig::default(),
             &[("HANGAR_CODEX_BIN", "/gone/codex")],
         );
         assert!(r.contains("(from HANGAR_CODEX_BIN)"), "{r}");
@@ -94,8 +98,8 @@ mod tests {
 
     #[test]
     fn a_missing_program_named_by_config_advises_fixing_it_and_waking() {
-        let mut config = Config::default();
-        config.providers.insert(
+        let mut config = ProvidersConfig::default();
+        config.insert(
             "claude".into(),
             crate::config::ProviderConfig {
                 program: Some("/gone/claude".into()),
@@ -112,7 +116,11 @@ mod tests {
 
     #[test]
     fn an_undefined_custom_provider_advises_defining_it() {
-        let r = reason(Provider::Custom("aider".into()), &Config::default(), &[]);
+        let r = reason(
+            Provider::Custom("aider".into()),
+            &ProvidersConfig::default(),
+            &[],
+        );
         assert!(r.contains("add [providers.aider]"), "{r}");
         assert!(r.contains("`hangar wake abcd1234`"), "{r}");
     }

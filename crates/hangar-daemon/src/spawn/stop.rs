@@ -15,7 +15,14 @@ use crate::pty::LiveProcess;
 use crate::sessions::RunState;
 
 /// How long a process group gets between SIGTERM and SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(3);
+///
+/// Longer than Claude Code's own shutdown: on SIGTERM it drains its pending
+/// writes (the transcript among them) and runs its SessionEnd hooks, and
+/// only forces its exit after max(5 s, hook timeout + 3.5 s) (read in the
+/// shipped 2.1.197). With 3 s, a hibernate right after an answer on a busy
+/// machine killed it mid-flush and the next wake found "No conversation".
+/// Only a process that does not exit by itself waits this long.
+const STOP_GRACE: Duration = Duration::from_secs(6);
 
 impl Daemon {
     /// When the process exits on its own, mark the session `exited` and keep

@@ -90,9 +90,14 @@ impl Daemon {
             }
             let rows = self.evicted_rows(&group);
             if !dry_run {
-                let (kept, removed) = self
-                    .close_sessions(&group, false, CloseCause::Evicted, &group)
-                    .await?;
+                let (kept, removed) = crate::handlers::sessions::close_sessions(
+                    self,
+                    &group,
+                    false,
+                    CloseCause::Evicted,
+                    &group,
+                )
+                .await?;
                 kept_worktrees.extend(kept);
                 removed_worktrees.extend(removed);
                 self.record_evicted(&rows, now);
@@ -329,9 +334,14 @@ impl Daemon {
                 skipped.extend(self.skip_rows(&group, &id, why));
                 continue;
             }
-            let (kept, removed) = self
-                .close_sessions(&group, false, CloseCause::Idle, &group)
-                .await?;
+            let (kept, removed) = crate::handlers::sessions::close_sessions(
+                self,
+                &group,
+                false,
+                CloseCause::Idle,
+                &group,
+            )
+            .await?;
             kept_worktrees.extend(kept);
             removed_worktrees.extend(removed);
             closed.extend(group.iter().map(|s| s.to_string()));

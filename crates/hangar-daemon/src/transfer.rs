@@ -8,13 +8,9 @@
 //! transaction as the workspace, so a hibernated session keeps its screen
 //! (DESIGN.md rule 3) across export and import.
 
-use std::sync::Arc;
-
-use hangar_core::{RestorePlan, Workspace};
-use hangar_protocol::message as msg;
+use hangar_core::Workspace;
 use serde_json::{Value, json};
 
-use crate::Daemon;
 use crate::errors::ApiError;
 
 /// `current` plus `imported`, or why they cannot be merged
@@ -34,56 +30,6 @@ pub fn report_json(report: &hangar_store::ImportReport, restored: bool) -> Value
         "screens": report.screens.len(),
         "restoring": restored,
     })
-}
-
-impl Daemon {
-    pub fn op_export(&self) -> Result<Value, ApiError> {
-        self.sessions.read(|st| {
-            let mut screens = st.store.screens()?;
-            // A live session's last screen is the one it shows now: it is what
-            // the session would keep if it were hibernated, and what the
-            // imported copy (hibernated until woken) must show.
-            let now = crate::now_ms();
-            for (id, rt) in &st.runtimes {
-                if let Some(live) = &rt.proc {
-                    let saved = hangar_store::SavedScreen {
-                        screen: live.formatted(),
-                        updated_ms: now,
-                    };
-                    screens.insert(id.clone(), saved);
-                }
-            }
-            let text = hangar_store::export_document(&st.ws, &screens);
-            Ok(json!({"format": hangar_store::EXPORT_FORMAT, "text": text}))
-        })
-    }
-
-    pub fn op_workspace(&self) -> Result<Value, ApiError> {
-        self.sessions
-            .read(|st| serde_json::to_value(&st.ws))
-            .map_err(|e| ApiError::internal(e.to_string()))
-    }
-
-    pub async fn op_import(self: &Arc<Self>, req: msg::Import) -> Result<Value, ApiError> {
-        let report = parse_import(&req.format, &req.text)?;
-        let to_spawn = {
-            self.sessions.edit(|st| {
-                let merged = merge(st.ws.clone(), report.workspace.clone())?;
-                st.store.save_with_screens(&merged, &[], &report.screens)?;
-                st.ws = merged;
-                let plan = RestorePlan::new(report.workspace.clone());
-                for id in &plan.hibernate {
-                    st.runtime(id);
-                }
-                st.restore.expected += plan.spawn.len();
-                st.restore.hibernated += plan.hibernate.len();
-                Ok::<_, ApiError>(plan.spawn)
-            })?
-        };
-        let daemon = self.clone();
-        tokio::spawn(async move { daemon.restore_spawn(to_spawn).await });
-        Ok(report_json(&report, true))
-    }
 }
 
 /// Parse an import. An Agent Code file's tmux-backed terminals are checked

@@ -837,7 +837,7 @@ impl Daemon {
     /// for sessions with a worktree, off the state lock, at most once per
     /// worktree every few seconds.
     pub async fn op_list_with_worktrees(self: &Arc<Self>) -> Value {
-        let rows = self.op_list();
+        let rows = crate::handlers::sessions::list(self);
         let infos: Vec<(usize, WorktreeInfo)> = {
             self.sessions.read(|st| {
                 rows.as_array()

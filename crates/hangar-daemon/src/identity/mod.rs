@@ -401,13 +401,15 @@ impl Daemon {
         }
         if let Some(given) = &req.forget {
             let id = self.sessions.resolve(given)?;
-            let closed = self
-                .op_close(msg::Close {
+            let closed = crate::handlers::sessions::close(
+                self,
+                msg::Close {
                     session: id.to_string(),
                     yes: req.yes,
                     ..Default::default()
-                })
-                .await?;
+                },
+            )
+            .await?;
             fixed.push(json!({"action": "forget", "session": id.to_string(), "closed": closed}));
         }
         self.sessions.read(|st| {

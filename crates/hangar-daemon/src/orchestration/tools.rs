@@ -487,11 +487,14 @@ impl Daemon {
             .await
             .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
         self.orchestration.turns().insert(id.clone(), mark);
-        self.op_send(msg::Send {
-            session: id.to_string(),
-            text: text.to_owned(),
-            enter: true,
-        })
+        crate::handlers::sessions::send(
+            self,
+            msg::Send {
+                session: id.to_string(),
+                text: text.to_owned(),
+                enter: true,
+            },
+        )
         .await?;
         Ok(())
     }
@@ -924,9 +927,9 @@ impl Daemon {
     /// through the close path that removes clean worktrees (kept ones hold
     /// work and are left, like a person's close).
     async fn close_for_agent(self: &Arc<Self>, ids: &[SessionId]) -> Result<(), ApiError> {
-        let (kept, _) = self
-            .close_sessions(ids, false, CloseCause::Agent, ids)
-            .await?;
+        let (kept, _) =
+            crate::handlers::sessions::close_sessions(self, ids, false, CloseCause::Agent, ids)
+                .await?;
         if !kept.is_empty() {
             tracing::info!(
                 "an agent's close kept {} worktree(s) that hold work",

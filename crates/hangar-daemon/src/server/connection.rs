@@ -231,7 +231,7 @@ pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream:
                             break 'conn;
                         }
                         other => {
-                            let reply = match dispatch(&daemon, other).await {
+                            let reply = match crate::handlers::dispatch(&daemon, other).await {
                                 Ok(body) => Reply::ok(id, body),
                                 Err(e) => error_reply(id, e),
                             };
@@ -272,66 +272,4 @@ pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream:
 
 pub(super) fn error_reply(id: u64, e: ApiError) -> Reply {
     Reply::err_with(id, e.code, e.message, e.detail)
-}
-
-async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiError> {
-    match request {
-        Request::New(r) => daemon.op_new(r).await,
-        Request::List => Ok(daemon.op_list_with_worktrees().await),
-        Request::Status => Ok(daemon.op_status()),
-        Request::Send(r) => daemon.op_send(r).await,
-        Request::Park(r) => daemon.op_park(&r.session).await,
-        Request::Unpark(r) => daemon.op_unpark(r).await,
-        Request::Bury(r) => daemon.op_bury(&r.session).await,
-        Request::Unbury(r) => daemon.op_unbury(&r.session).await,
-        Request::Pin(r) => daemon.op_pin(&r.session, true),
-        Request::Unpin(r) => daemon.op_pin(&r.session, false),
-        Request::Wake(r) => daemon.op_wake(&r.session).await,
-        Request::Hibernate(r) => daemon.op_hibernate(&r.session).await,
-        Request::Close(r) => daemon.op_close(r).await,
-        Request::TabNew(r) => daemon.op_tab_new(r),
-        Request::TabList => Ok(daemon.op_tab_list()),
-        Request::TabClose(r) => daemon.op_tab_close(r).await,
-        Request::TabRename(r) => daemon.op_tab_rename(r),
-        Request::Reload(r) => daemon.op_reload(r).await,
-        Request::Screen(r) => daemon.op_screen(&r.session),
-        Request::Doctor(r) => match daemon.op_doctor(r).await {
-            Ok(mut v) => {
-                v["clis"] = daemon.cli_report().await;
-                Ok(v)
-            }
-            Err(e) => Err(e),
-        },
-        Request::Transcript(r) => daemon.op_transcript(r).await,
-        Request::Export => daemon.op_export(),
-        Request::Import(r) => daemon.op_import(r).await,
-        Request::Workspace => daemon.op_workspace(),
-        Request::Worktrees(r) => daemon.op_worktrees(r).await,
-        Request::Focus(r) => daemon.op_focus(r),
-        Request::Evict(r) => daemon.evict_parked(r.parked_older_than_ms, r.dry_run).await,
-        Request::CloseIdle(r) => {
-            daemon
-                .close_idle(r.older_than_ms, r.include_live, r.yes)
-                .await
-        }
-        Request::ResumeQueue => Ok(daemon.resume_queue()),
-        Request::Ratio(r) => daemon.op_ratio(r),
-        Request::Agent(call) => daemon.op_agent(call).await,
-        Request::Wait(r) => daemon.op_wait(&r.sessions, &r.until, r.timeout_ms).await,
-        Request::Hook(r) if crate::identity::is_session_start(&r.event) => {
-            daemon.op_session_start(&r)
-        }
-        Request::Hook(r) => daemon.op_hook(&r.session, &r.event),
-        Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
-        Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
-            Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))
-        }
-        Request::Unknown(kind) => Err(ApiError::new(
-            codes::UNKNOWN_KIND,
-            format!(
-                "unknown request kind {kind:?}; this daemon is version {}",
-                env!("CARGO_PKG_VERSION")
-            ),
-        )),
-    }
 }

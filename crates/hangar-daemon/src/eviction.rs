@@ -353,14 +353,6 @@ impl Daemon {
             "removed_worktrees": removed_worktrees,
         }))
     }
-
-    pub fn resume_queue(&self) -> Value {
-        let was_open = self.queue.resume();
-        if was_open {
-            self.journal.record(Event::BreakerReset);
-        }
-        json!({"breaker": "closed", "was_open": was_open})
-    }
 }
 
 #[cfg(test)]

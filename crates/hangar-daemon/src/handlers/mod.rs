@@ -1,19 +1,24 @@
 //! What each request does, grouped by resource: sessions (new, list, send,
 //! close), placement (park, bury, pin, focus, ratio), lifecycle (wake,
-//! hibernate, reload), tabs, status (status, screen) and transfer (export,
-//! import, workspace). Each is a free function of the daemon and the request;
-//! `dispatch` maps a decoded request to it.
-//!
-//! The requests of the subsystems not yet moved here (activity, identity,
-//! worktrees, eviction, agent tools) are still methods of their subsystem's
-//! `impl Daemon` block and are called from `dispatch` as such.
+//! hibernate, reload), tabs, status (status, screen), transfer (export,
+//! import, workspace), fleet (evict, close-idle, resume the queue), identity
+//! (session-start hook, doctor, transcript), worktrees and agent tools. Each
+//! is a free function of the daemon and the request; `dispatch` maps a
+//! decoded request to it. The work underneath is the subsystems' (`sessions`,
+//! `spawn`, `identity`, ...). Still subsystem methods, called by `dispatch`
+//! as such: activity's `wait` and hooks, eviction's evict and close-idle,
+//! and the CLI report of `doctor`.
 
+pub mod agent_tools;
+pub mod fleet;
+pub mod identity;
 pub mod lifecycle;
 pub mod placement;
 pub mod sessions;
 pub mod status;
 pub mod tabs;
 pub mod transfer;
+pub mod worktrees;
 
 use std::sync::Arc;
 
@@ -28,7 +33,7 @@ use crate::errors::ApiError;
 pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, ApiError> {
     match request {
         Request::New(r) => sessions::new(daemon, r).await,
-        Request::List => Ok(daemon.op_list_with_worktrees().await),
+        Request::List => Ok(worktrees::list(daemon).await),
         Request::Status => Ok(status::status(daemon)),
         Request::Send(r) => sessions::send(daemon, r).await,
         Request::Park(r) => placement::park(daemon, &r.session).await,
@@ -46,18 +51,18 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::TabRename(r) => tabs::rename(daemon, r),
         Request::Reload(r) => lifecycle::reload(daemon, r).await,
         Request::Screen(r) => status::screen(daemon, &r.session),
-        Request::Doctor(r) => match daemon.op_doctor(r).await {
+        Request::Doctor(r) => match identity::doctor(daemon, r).await {
             Ok(mut v) => {
                 v["clis"] = daemon.cli_report().await;
                 Ok(v)
             }
             Err(e) => Err(e),
         },
-        Request::Transcript(r) => daemon.op_transcript(r).await,
+        Request::Transcript(r) => identity::transcript(daemon, r).await,
         Request::Export => transfer::export(daemon),
         Request::Import(r) => transfer::import(daemon, r).await,
         Request::Workspace => transfer::workspace(daemon),
-        Request::Worktrees(r) => daemon.op_worktrees(r).await,
+        Request::Worktrees(r) => worktrees::worktrees(daemon, r).await,
         Request::Focus(r) => placement::focus(daemon, r),
         Request::Evict(r) => daemon.evict_parked(r.parked_older_than_ms, r.dry_run).await,
         Request::CloseIdle(r) => {
@@ -65,12 +70,12 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
                 .close_idle(r.older_than_ms, r.include_live, r.yes)
                 .await
         }
-        Request::ResumeQueue => Ok(daemon.resume_queue()),
+        Request::ResumeQueue => Ok(fleet::resume_queue(daemon)),
         Request::Ratio(r) => placement::ratio(daemon, r),
-        Request::Agent(call) => daemon.op_agent(call).await,
+        Request::Agent(call) => agent_tools::agent(daemon, call).await,
         Request::Wait(r) => daemon.op_wait(&r.sessions, &r.until, r.timeout_ms).await,
         Request::Hook(r) if crate::identity::is_session_start(&r.event) => {
-            daemon.op_session_start(&r)
+            identity::session_start(daemon, &r)
         }
         Request::Hook(r) => daemon.op_hook(&r.session, &r.event),
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),

@@ -267,40 +267,8 @@ struct Snapshot {
 }
 
 impl Daemon {
-    /// Answer one orchestration tool call, journaling it with its caller.
-    pub async fn op_agent(self: &Arc<Self>, call: AgentCall) -> Result<Value, ApiError> {
-        let tool = call.tool;
-        let caller = self.authenticate(&call)?;
-        let mut touched: Vec<String> = Vec::new();
-        let result = match tool {
-            AgentTool::Create => self.tool_create(&caller, call.args, &mut touched).await,
-            AgentTool::SendPrompt => {
-                self.tool_send_prompt(&caller, call.args, &mut touched)
-                    .await
-            }
-            AgentTool::List => self.tool_list(&caller, call.args).await,
-            AgentTool::Read => self.tool_read(&caller, call.args, &mut touched).await,
-            AgentTool::ReadRunOutputs => self.tool_read_run(&caller, call.args).await,
-            AgentTool::Wait => self.tool_wait(&caller, call.args, &mut touched).await,
-            AgentTool::Close => self.tool_close(&caller, call.args, &mut touched).await,
-            AgentTool::CloseRun => self.tool_close_run(&caller, call.args, &mut touched).await,
-            AgentTool::Park => self.tool_park(&caller, call.args, &mut touched).await,
-            AgentTool::Hibernate => self.tool_hibernate(&caller, call.args, &mut touched).await,
-        };
-        if tool != AgentTool::List && tool != AgentTool::ReadRunOutputs || result.is_err() {
-            self.journal.record(Event::AgentAction {
-                caller: caller.to_string(),
-                action: tool.kind().to_owned(),
-                sessions: touched,
-                ok: result.is_ok(),
-                code: result.as_ref().err().map(|e| e.code.to_owned()),
-            });
-        }
-        result
-    }
-
     /// The caller's session, proven by its token; never from an argument.
-    fn authenticate(&self, call: &AgentCall) -> Result<SessionId, ApiError> {
+    pub(crate) fn authenticate(&self, call: &AgentCall) -> Result<SessionId, ApiError> {
         let caller = SessionId::new(call.caller.trim());
         let unauthorized = || {
             ApiError::new(
@@ -540,7 +508,7 @@ impl Daemon {
         }
     }
 
-    async fn tool_create(
+    pub(crate) async fn tool_create(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -648,7 +616,7 @@ impl Daemon {
         }))
     }
 
-    async fn tool_send_prompt(
+    pub(crate) async fn tool_send_prompt(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -681,7 +649,7 @@ impl Daemon {
         })
     }
 
-    async fn tool_list(
+    pub(crate) async fn tool_list(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -735,7 +703,7 @@ impl Daemon {
         }
     }
 
-    async fn tool_read(
+    pub(crate) async fn tool_read(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -785,7 +753,7 @@ impl Daemon {
         (snaps, tombs)
     }
 
-    async fn tool_read_run(
+    pub(crate) async fn tool_read_run(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -825,7 +793,7 @@ impl Daemon {
         Ok(json!({"run": run, "outputs": outputs}))
     }
 
-    async fn tool_wait(
+    pub(crate) async fn tool_wait(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -939,7 +907,7 @@ impl Daemon {
         Ok(())
     }
 
-    async fn tool_close(
+    pub(crate) async fn tool_close(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -962,7 +930,7 @@ impl Daemon {
         Ok(json!({"closed": closing.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
     }
 
-    async fn tool_close_run(
+    pub(crate) async fn tool_close_run(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -1011,7 +979,7 @@ impl Daemon {
         }))
     }
 
-    async fn tool_park(
+    pub(crate) async fn tool_park(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -1038,7 +1006,7 @@ impl Daemon {
         })
     }
 
-    async fn tool_hibernate(
+    pub(crate) async fn tool_hibernate(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,

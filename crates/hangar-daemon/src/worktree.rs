@@ -849,6 +849,39 @@ pub fn missing_worktree_reason(meta: &hangar_core::SessionMeta) -> Option<String
     ))
 }
 
+/// `[worktree]`: where `hangar new --worktree` puts worktrees and what runs
+/// in a new one before its agent starts.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeConfig {
+    /// The folder for new worktrees; may name `{repo}` and `{branch}`, else
+    /// `<repo>/<branch>` is appended. Relative to the repository's root;
+    /// `~/` is the user's home. Default: `$HANGAR_HOME/worktrees`.
+    #[serde(default)]
+    pub folder: Option<String>,
+    /// A shell command run in each new worktree (e.g. `npm ci`); when it
+    /// fails the session is marked failed with its output.
+    #[serde(default)]
+    pub setup_command: Option<String>,
+    /// How long the setup command may run.
+    #[serde(default = "default_setup_timeout")]
+    pub setup_timeout_secs: u64,
+}
+
+impl Default for WorktreeConfig {
+    fn default() -> Self {
+        WorktreeConfig {
+            folder: None,
+            setup_command: None,
+            setup_timeout_secs: default_setup_timeout(),
+        }
+    }
+}
+
+fn default_setup_timeout() -> u64 {
+    600
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ use super::connection::Conn;
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::sessions::RunState;
+use serde::Deserialize;
 
 pub(super) struct Attached {
     pub(super) session: hangar_core::SessionId,
@@ -178,4 +179,24 @@ fn coalesce(
         }
     }
     (batch.map_or(first, bytes::Bytes::from), false)
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachConfig {
+    /// The detach sequence: a prefix key then a key, tmux style.
+    #[serde(default = "default_detach")]
+    pub detach_key: String,
+}
+
+impl Default for AttachConfig {
+    fn default() -> Self {
+        AttachConfig {
+            detach_key: default_detach(),
+        }
+    }
+}
+
+fn default_detach() -> String {
+    "C-b d".to_owned()
 }

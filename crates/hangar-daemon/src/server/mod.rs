@@ -11,7 +11,7 @@
 //! attached session, `attach_size.rs` keeps the size of a PTY several clients
 //! view at once. What a request does is in `dispatch` and the handlers.
 
-mod attach;
+pub mod attach;
 pub mod attach_size;
 mod connection;
 

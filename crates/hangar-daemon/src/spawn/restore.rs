@@ -14,6 +14,7 @@ use tokio::sync::Semaphore;
 
 use crate::Daemon;
 use crate::sessions::RunState;
+use serde::Deserialize;
 
 impl Daemon {
     /// Adopt the plan's workspace and mark every session's runtime; returns
@@ -117,4 +118,31 @@ impl Daemon {
             progress.hibernated
         );
     }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreConfig {
+    /// How many spawns run at once during a restore.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// How long an agent may take to show its first output.
+    #[serde(default = "default_timeout")]
+    pub spawn_timeout_secs: u64,
+}
+
+impl Default for RestoreConfig {
+    fn default() -> Self {
+        RestoreConfig {
+            concurrency: default_concurrency(),
+            spawn_timeout_secs: default_timeout(),
+        }
+    }
+}
+
+fn default_concurrency() -> usize {
+    4
+}
+fn default_timeout() -> u64 {
+    30
 }

@@ -7,10 +7,12 @@
 //! cascade to a session that was not named. The plans of the orchestration
 //! tools live here too: which agent a name means, what `close_run` closes and
 //! skips, which children a hibernation takes along, what a new child agent
-//! inherits. These functions only decide; they never change the workspace.
+//! inherits, and the status (and "finished") an agent is told of its agents.
+//! These functions only decide; they never change the workspace.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::activity::Activity;
 use crate::model::{Provider, SessionId, SessionMeta, TabId, Workspace};
 
 /// The project tab a session belongs to (pane, parked or buried).
@@ -280,6 +282,46 @@ pub fn child_session(
     meta
 }
 
+/// A child agent's process, as the orchestration tools report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentProcess {
+    Live,
+    Spawning,
+    Hibernated,
+    /// It failed to start or exited on its own.
+    Ended,
+}
+
+/// The status an agent sees for one of its agents: `working`, `waiting`,
+/// `live`, `hibernated` or `failed`.
+pub fn agent_status(process: AgentProcess, activity: Activity) -> &'static str {
+    match process {
+        AgentProcess::Live | AgentProcess::Spawning => match activity {
+            Activity::Working => "working",
+            Activity::Waiting => "waiting",
+            _ => "live",
+        },
+        AgentProcess::Hibernated => "hibernated",
+        AgentProcess::Ended => "failed",
+    }
+}
+
+/// Done waiting on an agent (`wait_agents`): its turn finished, it waits for
+/// a person, or it has no process to make progress with. One still starting
+/// is not done.
+pub fn agent_settled(process: AgentProcess, activity: Activity) -> bool {
+    match process {
+        AgentProcess::Spawning => false,
+        AgentProcess::Live => activity != Activity::Working,
+        AgentProcess::Hibernated | AgentProcess::Ended => true,
+    }
+}
+
+/// Its turn is over, not merely paused at a question for a person.
+pub fn agent_finished(process: AgentProcess, activity: Activity) -> bool {
+    agent_settled(process, activity) && activity != Activity::Waiting
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -510,5 +552,31 @@ mod tests {
             (grandchild.provider, grandchild.cwd.as_str()),
             (Provider::Claude, "/tmp")
         );
+    }
+
+    #[test]
+    fn a_running_agent_reports_its_turn_and_a_stopped_one_its_process() {
+        use AgentProcess::*;
+        assert_eq!(agent_status(Live, Activity::Working), "working");
+        assert_eq!(agent_status(Spawning, Activity::Waiting), "waiting");
+        assert_eq!(agent_status(Live, Activity::Idle), "live");
+        assert_eq!(agent_status(Live, Activity::Unknown), "live");
+        assert_eq!(agent_status(Hibernated, Activity::Working), "hibernated");
+        assert_eq!(agent_status(Ended, Activity::Idle), "failed");
+    }
+
+    #[test]
+    fn waiting_ends_when_the_turn_ends_or_the_process_is_gone_but_not_while_it_starts() {
+        use AgentProcess::*;
+        assert!(!agent_settled(Spawning, Activity::Idle));
+        assert!(!agent_settled(Live, Activity::Working));
+        assert!(agent_settled(Live, Activity::Idle));
+        assert!(agent_settled(Live, Activity::Waiting));
+        assert!(agent_settled(Hibernated, Activity::Unknown));
+        assert!(agent_settled(Ended, Activity::Working));
+        // A question for the person settles the wait but does not finish the turn.
+        assert!(!agent_finished(Live, Activity::Waiting));
+        assert!(agent_finished(Live, Activity::Idle));
+        assert!(agent_finished(Ended, Activity::Unknown));
     }
 }

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hangar_core::orchestration::{
-    AgentMatch, ChildRequest, CloseRefusal, CloseRunPlan, check_close, child_session,
-    close_run_plan, descends_from, project_tab, resolve_agent, tree_size, visible_agents,
+    AgentMatch, AgentProcess, ChildRequest, CloseRefusal, CloseRunPlan, agent_finished,
+    agent_settled, agent_status, check_close, child_session, close_run_plan, descends_from,
+    project_tab, resolve_agent, tree_size, visible_agents,
 };
 use hangar_core::{
     IdSource, Placement, Provider, ProviderSessionId, SessionId, SessionMeta, TabId,
@@ -209,14 +210,16 @@ enum Target {
 
 /// A status an agent sees: live, working, waiting, hibernated, failed.
 fn status_name(state: &RunState, activity: Activity) -> &'static str {
+    agent_status(agent_process(state), activity)
+}
+
+/// A runtime state as `hangar_core::orchestration` names it.
+fn agent_process(state: &RunState) -> AgentProcess {
     match state {
-        RunState::Live | RunState::Spawning => match activity {
-            Activity::Working => "working",
-            Activity::Waiting => "waiting",
-            _ => "live",
-        },
-        RunState::Hibernated => "hibernated",
-        RunState::Failed(_) | RunState::Exited(_) => "failed",
+        RunState::Live => AgentProcess::Live,
+        RunState::Spawning => AgentProcess::Spawning,
+        RunState::Hibernated => AgentProcess::Hibernated,
+        RunState::Failed(_) | RunState::Exited(_) => AgentProcess::Ended,
     }
 }
 
@@ -1034,16 +1037,12 @@ impl Daemon {
 /// Done waiting on an agent: its turn finished, it waits for a person, or
 /// it has no process to make progress with.
 fn settled(state: &RunState, activity: Activity) -> bool {
-    match state {
-        RunState::Spawning => false,
-        RunState::Live => activity != Activity::Working,
-        _ => true,
-    }
+    agent_settled(agent_process(state), activity)
 }
 
 /// Its turn is over (not merely paused at a question for a person).
 fn finished(state: &RunState, activity: Activity) -> bool {
-    settled(state, activity) && activity != Activity::Waiting
+    agent_finished(agent_process(state), activity)
 }
 
 fn refusal(r: CloseRefusal) -> ApiError {

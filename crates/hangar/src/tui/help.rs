@@ -21,7 +21,28 @@ pub const KEYS: &[(&str, &str)] = &[
     ("w", "wake / retry the focused pane"),
     ("x", "close the focused session"),
     ("t / r / X", "new / rename / close tab"),
-    ("[ / ]", "previous / next tab"),
+    ("( / )", "previous / next tab"),
+    (
+        "[ / PgUp / S-PgUp",
+        "copy mode: scroll back through the pane's history",
+    ),
+    (
+        "  arrows / h j k l",
+        "copy mode: move (PgUp PgDn a page, g top, G bottom)",
+    ),
+    (
+        "  / ? then n N",
+        "copy mode: search down / up, next / previous match",
+    ),
+    (
+        "  v or Space, y or Enter",
+        "copy mode: select, copy (OSC 52 + clipboard); q leaves",
+    ),
+    ("]", "paste the last copy into the focused pane"),
+    (
+        "mouse",
+        "wheel scrolls history, click focuses, drag a divider",
+    ),
     ("{ / }", "previous / next host ([hosts] in config)"),
     ("?", "this help"),
     ("q", "quit (sessions keep running)"),

@@ -28,6 +28,12 @@ pub struct Knobs {
     /// Enter, as a freshly drawn claude sometimes loses the Enter of a
     /// pasted prompt (2 in about 30 first sends, see REAL_CLIS.md).
     pub swallow_enters: u64,
+    /// `FAKE_AGENT_DRAIN_ON_EXIT_MS=N`: transcript lines are queued, and on
+    /// SIGTERM or SIGHUP the fake takes N ms to write them before it exits:
+    /// Claude Code 2.1.197 drains its queued writes on those signals and
+    /// forces its exit only after at least 5 s, so a busy claude's last
+    /// answer reaches its transcript only if it is let finish.
+    pub drain_on_exit_ms: Option<u64>,
 }
 
 pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
@@ -54,6 +60,7 @@ pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
         fail,
         start_delay_ms: number("FAKE_AGENT_START_DELAY_MS")?,
         swallow_enters: number("FAKE_AGENT_SWALLOW_ENTERS")?.unwrap_or(0),
+        drain_on_exit_ms: number("FAKE_AGENT_DRAIN_ON_EXIT_MS")?,
         ignore_sigterm: matches!(
             get("FAKE_AGENT_IGNORE_SIGTERM").as_deref(),
             Some("1" | "true" | "yes")
@@ -97,6 +104,7 @@ mod tests {
             ("FAKE_AGENT_NO_TRANSCRIPT", "1"),
             ("FAKE_AGENT_NO_SESSION_RECORD", "1"),
             ("FAKE_AGENT_SWALLOW_ENTERS", "2"),
+            ("FAKE_AGENT_DRAIN_ON_EXIT_MS", "4500"),
         ])
         .unwrap();
         assert_eq!(
@@ -109,6 +117,7 @@ mod tests {
                 no_transcript: true,
                 no_session_record: true,
                 swallow_enters: 2,
+                drain_on_exit_ms: Some(4500),
             }
         );
         assert_eq!(

@@ -177,6 +177,9 @@ fn run(
     let mut placement = Transcript::place(&roots, inv.style, &cwd, &session_id, resumed)?;
     placement.write = !knobs.no_transcript;
     let mut transcript = Transcript::open(&placement, inv.style, &cwd, &session_id, &model)?;
+    if knobs.drain_on_exit_ms.is_some() {
+        transcript.defer_writes();
+    }
 
     let banner = format!(
         "fake-agent {} session {session_id}{}{}",
@@ -214,11 +217,15 @@ fn run(
     let watched = Arc::clone(&shared);
     let watched_record = Arc::clone(&record);
     let ignore_sigterm = knobs.ignore_sigterm;
+    let drain_on_exit = knobs.drain_on_exit_ms.map(Duration::from_millis);
     signals::watch(exit_signals, move |signal| {
         let mut transcript = lock(&watched);
         if signal == "SIGTERM" && ignore_sigterm {
             let _ = transcript.record(Event::SignalIgnored(signal));
             return;
+        }
+        if let Some(drain) = drain_on_exit {
+            std::thread::sleep(drain);
         }
         let _ = transcript.record(Event::Exit {
             reason: "signal",

@@ -35,6 +35,9 @@ pub struct Transcript {
     closed: bool,
     /// The opencode style's SQLite store (as real OpenCode keeps one).
     opencode: Option<crate::opencode_db::Store>,
+    /// Lines not yet written (`FAKE_AGENT_DRAIN_ON_EXIT_MS`): written when
+    /// the fake exits, as Claude Code drains its queued writes on SIGTERM.
+    queued: Option<Vec<Value>>,
 }
 
 /// Where a session's transcript is, and whether it already exists.
@@ -129,6 +132,7 @@ impl Transcript {
             model: model.into(),
             last_uuid: None,
             closed: false,
+            queued: None,
         })
     }
 
@@ -162,7 +166,25 @@ impl Transcript {
         self.write_lines(lines)
     }
 
+    /// From now on, lines are queued and only written when the fake exits
+    /// (or `drain` is called).
+    pub fn defer_writes(&mut self) {
+        self.queued.get_or_insert_with(Vec::new);
+    }
+
+    /// Writes every queued line; later lines are written at once again.
+    pub fn drain(&mut self) -> anyhow::Result<()> {
+        match self.queued.take() {
+            Some(lines) => self.write_lines(lines),
+            None => Ok(()),
+        }
+    }
+
     fn write_lines(&mut self, lines: Vec<Value>) -> anyhow::Result<()> {
+        if let Some(queued) = self.queued.as_mut() {
+            queued.extend(lines);
+            return Ok(());
+        }
         let Some(file) = self.file.as_mut() else {
             return Ok(());
         };
@@ -182,6 +204,9 @@ impl Transcript {
             return Ok(());
         }
         self.closed = matches!(event, Event::Exit { .. });
+        if self.closed {
+            self.drain()?;
+        }
         if let (Some(store), Event::User(text)) = (&self.opencode, &event) {
             store.user_prompt(&self.session_id, &self.cwd, text)?;
         }

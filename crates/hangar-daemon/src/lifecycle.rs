@@ -21,7 +21,14 @@ use crate::state::{ApiError, RunState};
 use hangar_core::governor::WakePriority;
 
 /// How long a process group gets between SIGTERM and SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(3);
+///
+/// Longer than Claude Code's own shutdown: on SIGTERM it drains its pending
+/// writes (the transcript among them) and runs its SessionEnd hooks, and
+/// only forces its exit after max(5 s, hook timeout + 3.5 s) (read in the
+/// shipped 2.1.197). With 3 s, a hibernate right after an answer on a busy
+/// machine killed it mid-flush and the next wake found "No conversation".
+/// Only a process that does not exit by itself waits this long.
+const STOP_GRACE: Duration = Duration::from_secs(6);
 /// A shell or custom command that neither printed nor exited within this
 /// window counts as started (it may legitimately print nothing).
 const QUIET_START: Duration = Duration::from_millis(300);

@@ -14,7 +14,7 @@ use std::time::Duration;
 use faults_support::run_bounded;
 use support::*;
 
-/// Longer than every bound the daemon applies (a 10 s write stall, 3 s + 3 s
+/// Longer than every bound the daemon applies (a 10 s write stall, 6 s + 6 s
 /// of stop grace), with room for a busy machine; a hang fails the test.
 const BOUND: Duration = Duration::from_secs(60);
 

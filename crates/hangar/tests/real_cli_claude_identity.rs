@@ -9,6 +9,8 @@
 //! - a claude a person runs in their own terminal (a plain pty, not hangar)
 //!   in the same folder is never adopted: hangar's session keeps its id and
 //!   wakes into its own conversation;
+//! - two sessions hangar started in one folder each resume their own
+//!   conversation after a hibernate and wake of both;
 //! - `hangar send` confirms that a freshly drawn claude took the prompt.
 //!
 //! Skipped with one line when the CLIs cannot be installed.
@@ -347,4 +349,81 @@ fn a_claude_run_by_a_person_in_the_same_folder_is_never_adopted() {
         "the wake resumed the person's conversation"
     );
     drop(person);
+}
+
+/// Two claude sessions hangar started in one folder share a project folder
+/// of transcripts: each keeps its own id, and after a hibernate of both and
+/// a wake of both, each resumes its own conversation, never the other's.
+#[test]
+fn two_claude_sessions_in_one_folder_each_resume_their_own_conversation() {
+    let Some(rc) = RealCli::start() else { return };
+    rc.hangar.start_daemon();
+    let first = rc
+        .hangar
+        .new_agent(&["--provider", "claude", "--title", "one"]);
+    let second = rc
+        .hangar
+        .new_agent(&["--provider", "claude", "--title", "two"]);
+    assert_eq!(
+        rc.hangar.session(&first)["cwd"],
+        rc.hangar.session(&second)["cwd"],
+        "both run in the one folder"
+    );
+    rc.wait_ready(&first);
+    rc.wait_ready(&second);
+    rc.ask(&first, "first session question");
+    rc.ask(&second, "second session question");
+    let first_id = rc.wait_provider_id(&first);
+    let second_id = rc.wait_provider_id(&second);
+    assert_ne!(
+        first_id, second_id,
+        "two sessions in one folder were given one conversation"
+    );
+
+    for id in [&first, &second] {
+        rc.hangar.ok(&["hibernate", id]);
+    }
+    for id in [&first, &second] {
+        rc.wait_state(id, "hibernated");
+    }
+    assert_eq!(
+        rc.hangar.provider_id(&first).0.as_deref(),
+        Some(first_id.as_str())
+    );
+    assert_eq!(
+        rc.hangar.provider_id(&second).0.as_deref(),
+        Some(second_id.as_str())
+    );
+    // Woken in the other order than they were made.
+    for id in [&second, &first] {
+        rc.hangar.ok(&["wake", id]);
+    }
+    for (id, own, other) in [
+        (&first, "first session question", "second session question"),
+        (&second, "second session question", "first session question"),
+    ] {
+        rc.wait_state(id, "live");
+        rc.wait_ready(id);
+        let turn = format!("after the wake of {own}");
+        rc.ask(id, &turn);
+        let req = rc.api.wait_request("the turn after the wake", |r| {
+            r["api"] == "anthropic" && r["turn"] == turn.as_str()
+        });
+        assert!(
+            mentions(&req, &format!("ANSWER({own})")),
+            "session {id} did not resume its own conversation"
+        );
+        assert!(
+            !mentions(&req, &format!("ANSWER({other})")),
+            "session {id} resumed the other session's conversation"
+        );
+    }
+    assert_eq!(
+        rc.hangar.provider_id(&first).0.as_deref(),
+        Some(first_id.as_str())
+    );
+    assert_eq!(
+        rc.hangar.provider_id(&second).0.as_deref(),
+        Some(second_id.as_str())
+    );
 }

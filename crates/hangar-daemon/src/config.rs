@@ -47,6 +47,40 @@ pub struct Config {
     /// CLI's `--host NAME`; the daemon itself never connects to them.
     #[serde(default)]
     pub hosts: BTreeMap<String, hangar_core::hosts::HostConfig>,
+    /// `[terminal]`: each session's server-side terminal.
+    #[serde(default)]
+    pub terminal: TerminalConfig,
+}
+
+/// `[terminal]`: what each session's terminal keeps.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalConfig {
+    /// History kept per session, in bytes (the oldest lines go first);
+    /// it is also what a hibernated session keeps with its last screen.
+    #[serde(default = "default_history_bytes")]
+    pub history_bytes: usize,
+}
+
+impl Default for TerminalConfig {
+    fn default() -> Self {
+        TerminalConfig {
+            history_bytes: default_history_bytes(),
+        }
+    }
+}
+
+fn default_history_bytes() -> usize {
+    hangar_terminal::DEFAULT_HISTORY_BYTES
+}
+
+impl TerminalConfig {
+    /// The terminal model's own configuration.
+    pub fn model(&self) -> hangar_terminal::Config {
+        hangar_terminal::Config {
+            history_bytes: self.history_bytes,
+        }
+    }
 }
 
 /// `[worktree]`: where `hangar new --worktree` puts worktrees and what runs

@@ -157,17 +157,48 @@ impl Terminal {
         let grid = term.grid();
         let pushed = grid.history_size();
         let columns = grid.columns();
-        let lines: Vec<String> = (1..=pushed)
+        let mut lines: Vec<String> = (1..=pushed)
             .rev()
             .map(|i| encode::row(&grid[Line(-(i as i32))], columns))
             .collect();
-        for line in lines {
-            self.screen.history.push(line);
-        }
         let grid = self.screen.term.grid_mut();
         grid.update_history(0);
         grid.truncate();
         self.screen.full_region();
+        // alacritty's reflow pushes the top rows up into history even when
+        // rows below the cursor are free: a long first line rewrapped for a
+        // narrower pane vanished from the screen on every attach. Give the
+        // screen back as many of them as there is room for (as tmux does).
+        let back = lines.len().min(self.free_rows_below_cursor());
+        let returned = lines.split_off(lines.len() - back);
+        for line in lines {
+            self.screen.history.push(line);
+        }
+        if !returned.is_empty() {
+            let mut bytes = format!("\x1b7\x1b[{}T", returned.len());
+            for (i, line) in returned.iter().enumerate() {
+                bytes.push_str(&format!("\x1b[{};1H{line}\x1b[0m", i + 1));
+            }
+            bytes.push_str(&format!("\x1b8\x1b[{}B", returned.len()));
+            // A parser of its own: the session's may be in the middle of a
+            // sequence the program has not finished printing.
+            let mut parser = Processor::<NoSyncHold>::new();
+            parser.advance(&mut self.screen, bytes.as_bytes());
+        }
+    }
+
+    /// Blank rows at the bottom of the screen, below the cursor.
+    fn free_rows_below_cursor(&self) -> usize {
+        let grid = self.screen.term.grid();
+        let rows = grid.screen_lines();
+        let cursor = usize::try_from(grid.cursor.point.line.0).unwrap_or(0);
+        let columns = grid.columns();
+        let used = (0..rows)
+            .rev()
+            .find(|&i| !encode::row(&grid[Line(i as i32)], columns).is_empty())
+            .map_or(0, |i| i + 1)
+            .max(cursor + 1);
+        rows.saturating_sub(used)
     }
 
     /// The visible screen as text: one line per row, trailing blanks dropped.

@@ -164,6 +164,26 @@ fn shrinking_the_screen_moves_the_top_lines_into_history() {
 }
 
 #[test]
+fn narrowing_the_screen_keeps_a_rewrapped_first_line_on_screen_when_there_is_room() {
+    let mut t = term(20, 120);
+    let banner = format!("fake-agent claude session {} (resumed)", "0".repeat(36));
+    t.feed(format!("{banner}\r\n\r\n> ").as_bytes());
+    t.resize(18, 62);
+    assert_eq!(
+        t.history_len(),
+        0,
+        "nothing pushed off: {:?}",
+        t.scrollback(5)
+    );
+    let lines = t.screen_lines();
+    assert_eq!(lines[0], banner[..62]);
+    assert_eq!(lines[1], banner[62..]);
+    assert_eq!(lines[3], ">");
+    t.feed(b"typed");
+    assert_eq!(t.screen_lines()[3], "> typed");
+}
+
+#[test]
 fn search_finds_words_in_history_and_on_the_screen_smart_case() {
     let mut t = term(3, 30);
     t.feed(b"alpha Needle\r\nbeta\r\ngamma needle\r\ndelta\r\nneedle last");

@@ -24,25 +24,16 @@ pub const KEYS: &[(&str, &str)] = &[
     ("( / )", "previous / next tab"),
     (
         "[ / PgUp / S-PgUp",
-        "copy mode: scroll back through the pane's history",
+        "copy mode: scroll back through history",
     ),
     (
         "  arrows / h j k l",
-        "copy mode: move (PgUp PgDn a page, g top, G bottom)",
+        "move (PgUp PgDn a page, g top, G end)",
     ),
-    (
-        "  / ? then n N",
-        "copy mode: search down / up, next / previous match",
-    ),
-    (
-        "  v or Space, y or Enter",
-        "copy mode: select, copy (OSC 52 + clipboard); q leaves",
-    ),
-    ("]", "paste the last copy into the focused pane"),
-    (
-        "mouse",
-        "wheel scrolls history, click focuses, drag a divider",
-    ),
+    ("  / ?  n N", "search down / up, next / previous"),
+    ("  v Space  y Enter  q", "select, copy (OSC 52), leave"),
+    ("]", "paste the last copy into the pane"),
+    ("mouse", "wheel: history, click: focus, drag: resize"),
     ("{ / }", "previous / next host ([hosts] in config)"),
     ("?", "this help"),
     ("q", "quit (sessions keep running)"),

@@ -113,11 +113,20 @@ pub(crate) fn is_blank(cell: &Cell) -> bool {
 /// A row as text with SGR sequences, trailing blanks dropped and the pen
 /// reset at the end if it was changed.
 pub(crate) fn row(row: &Row<Cell>, columns: usize) -> String {
+    row_through(row, columns, 0)
+}
+
+/// [`row`], but at least `min_len` cells long: the row the cursor is on is
+/// drawn up to the cursor, so the blank a prompt printed before it (`> `)
+/// is there on a client that tells printed blanks from empty cells.
+pub(crate) fn row_through(row: &Row<Cell>, columns: usize, min_len: usize) -> String {
     let cells = &row[..];
-    let end = cells[..columns.min(cells.len())]
+    let width = columns.min(cells.len());
+    let end = cells[..width]
         .iter()
         .rposition(|c| !is_blank(c))
-        .map_or(0, |i| i + 1);
+        .map_or(0, |i| i + 1)
+        .max(min_len.min(width));
     let mut out = String::with_capacity(end + 8);
     let mut pen = None::<Pen>;
     for cell in &cells[..end] {

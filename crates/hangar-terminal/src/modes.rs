@@ -77,8 +77,14 @@ pub(crate) fn redraw(screen: &Screen) -> Vec<u8> {
     private(&mut out, 1049, m.contains(TermMode::ALT_SCREEN));
     // Draw unconstrained by any margins or origin mode the client still has.
     out.push_str("\x1b[?6l\x1b[r\x1b[0m\x1b[H\x1b[2J");
+    let cursor = &grid.cursor.point;
     for i in 0..rows {
-        let line = encode::row(&grid[Line(i as i32)], columns);
+        let upto = if cursor.line.0 == i as i32 {
+            cursor.column.0
+        } else {
+            0
+        };
+        let line = encode::row_through(&grid[Line(i as i32)], columns, upto);
         if !line.is_empty() {
             let _ = write!(out, "\x1b[{};1H", i + 1);
             out.push_str(&line);

@@ -23,6 +23,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use crate::governor::GovernorConfig;
+pub use crate::pty::TerminalConfig;
 pub use crate::server::attach::AttachConfig;
 pub use crate::spawn::restore::RestoreConfig;
 pub use crate::worktree::WorktreeConfig;
@@ -56,6 +57,9 @@ pub struct Config {
     /// CLI's `--host NAME`; the daemon itself never connects to them.
     #[serde(default)]
     pub hosts: BTreeMap<String, hangar_core::hosts::HostConfig>,
+    /// `[terminal]`: each session's server-side terminal.
+    #[serde(default)]
+    pub terminal: TerminalConfig,
 }
 
 #[derive(Debug, thiserror::Error)]

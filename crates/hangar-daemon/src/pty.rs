@@ -2,27 +2,57 @@
 //!
 //! The child is started as the leader of a new session (so of a new process
 //! group) with the PTY as its controlling terminal. Every byte it prints is
-//! fed into a vt100 screen with bounded scrollback and broadcast to attached
-//! clients; both happen under the screen lock, so a client that snapshots the
-//! screen and subscribes in one step never misses or repeats a byte. The
+//! fed into its terminal model (`hangar_terminal`: the screen, the modes, a
+//! history capped in bytes) and broadcast to attached clients; both happen
+//! under the screen lock, so a client that snapshots the screen and
+//! subscribes in one step never misses or repeats a byte. The
 //! parent's copy of the PTY's slave side is closed right after the spawn: a
 //! leaked slave fd would keep the reader from ever seeing EOF.
 
-use std::num::NonZeroU16;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{broadcast, watch};
 
-/// Lines of scrollback kept per session.
-pub const SCROLLBACK_LINES: usize = 2000;
 /// Output chunks buffered per attached client before it is resynced from the
 /// screen instead. With reads of at most `READ_CHUNK` bytes, a client that
 /// stops reading costs the daemon at most 8 MiB per session.
 const OUTPUT_CHANNEL: usize = 512;
 const READ_CHUNK: usize = 16 * 1024;
+
+/// `[terminal]`: what each session's terminal keeps.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalConfig {
+    /// History kept per session, in bytes (the oldest lines go first);
+    /// it is also what a hibernated session keeps with its last screen.
+    #[serde(default = "default_history_bytes")]
+    pub history_bytes: usize,
+}
+
+impl Default for TerminalConfig {
+    fn default() -> Self {
+        TerminalConfig {
+            history_bytes: default_history_bytes(),
+        }
+    }
+}
+
+fn default_history_bytes() -> usize {
+    hangar_terminal::DEFAULT_HISTORY_BYTES
+}
+
+impl TerminalConfig {
+    /// The terminal model's own configuration.
+    pub fn model(&self) -> hangar_terminal::Config {
+        hangar_terminal::Config {
+            history_bytes: self.history_bytes,
+        }
+    }
+}
 
 /// How long a write into a session's terminal may make no progress before
 /// it fails (see [`LiveProcess::write`]).
@@ -54,11 +84,16 @@ pub struct SpawnRequest {
     pub env: Vec<(String, String)>,
     pub rows: u16,
     pub cols: u16,
+    /// `[terminal]`: the history kept.
+    pub terminal: hangar_terminal::Config,
+    /// The saved screen and history of the session being woken: kept as
+    /// history above what the new process prints.
+    pub resume: Option<Vec<u8>>,
 }
 
 pub struct LiveProcess {
     pub pid: u32,
-    screen: Mutex<vt100::Parser>,
+    screen: Mutex<hangar_terminal::Terminal>,
     output: broadcast::Sender<Bytes>,
     writer: tokio::sync::Mutex<pty_process::OwnedWritePty>,
     /// Held by one `send` from its text to its Enter: without it, two clients
@@ -70,12 +105,6 @@ pub struct LiveProcess {
     exit: watch::Sender<Option<ExitCode>>,
     /// `true` once the terminal's reader has seen its end.
     output_ended: watch::Sender<bool>,
-}
-
-fn nz(v: u16, default: u16) -> NonZeroU16 {
-    NonZeroU16::new(v)
-        .or(NonZeroU16::new(default))
-        .unwrap_or(NonZeroU16::MIN)
 }
 
 impl LiveProcess {
@@ -101,11 +130,14 @@ impl LiveProcess {
         let (first_output, _) = watch::channel(false);
         let (exit, _) = watch::channel(None);
         let (output_ended, _) = watch::channel(false);
-        let parser = vt100::Parser::new(
-            nz(req.rows, DEFAULT_ROWS),
-            nz(req.cols, DEFAULT_COLS),
-            SCROLLBACK_LINES,
+        let (rows, cols) = (
+            size_or(req.rows, DEFAULT_ROWS),
+            size_or(req.cols, DEFAULT_COLS),
         );
+        let parser = match &req.resume {
+            Some(saved) => hangar_terminal::Terminal::resume(saved, rows, cols, req.terminal),
+            None => hangar_terminal::Terminal::new(rows, cols, req.terminal),
+        };
         let live = Arc::new(LiveProcess {
             pid,
             screen: Mutex::new(parser),
@@ -183,7 +215,7 @@ impl LiveProcess {
         let (rows, cols) = (rows.max(1), cols.max(1));
         {
             let mut screen = self.lock_screen();
-            screen.set_size(nz(rows, DEFAULT_ROWS), nz(cols, DEFAULT_COLS));
+            screen.resize(rows, cols);
         }
         let w = tokio::time::timeout(WRITE_STALL, self.writer.lock())
             .await
@@ -192,60 +224,57 @@ impl LiveProcess {
             .map_err(std::io::Error::other)
     }
 
-    fn lock_screen(&self) -> std::sync::MutexGuard<'_, vt100::Parser> {
+    fn lock_screen(&self) -> std::sync::MutexGuard<'_, hangar_terminal::Terminal> {
         // A panic while holding the lock leaves a parser that is still a
         // valid screen; keep using it rather than poisoning every client.
         self.screen.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The screen as escape sequences that redraw it on a fresh terminal
-    /// (contents, colours, modes and cursor), and a receiver of every byte
-    /// after it.
-    pub fn snapshot_and_subscribe(&self) -> (Vec<u8>, broadcast::Receiver<Bytes>) {
+    /// (contents, colours, every mode, title and cursor), after up to
+    /// `history` lines of history for a client that keeps its own, and a
+    /// receiver of every byte after it.
+    pub fn snapshot_and_subscribe(
+        &self,
+        history: Option<usize>,
+    ) -> (Vec<u8>, broadcast::Receiver<Bytes>) {
         let screen = self.lock_screen();
         let rx = self.output.subscribe();
-        (redraw_bytes(screen.screen()), rx)
-    }
-
-    /// A redraw of the current screen (for resyncing a slow client).
-    pub fn redraw(&self) -> Vec<u8> {
-        redraw_bytes(self.lock_screen().screen())
+        let redraw = match history {
+            Some(lines) => screen.redraw_with_history(lines),
+            None => screen.redraw(),
+        };
+        (redraw, rx)
     }
 
     /// The visible screen as plain text.
     pub fn text(&self) -> String {
-        self.lock_screen().screen().contents()
+        self.lock_screen().screen_text()
     }
 
-    /// The screen with its formatting, for keeping as a hibernated session's
-    /// last screen.
+    /// The last `n` lines of history as plain text, oldest first.
+    pub fn scrollback(&self, n: usize) -> Vec<String> {
+        self.lock_screen().scrollback(n)
+    }
+
+    /// The screen, its history and modes in the saved form, for keeping as
+    /// a hibernated session's last screen.
     pub fn formatted(&self) -> Vec<u8> {
-        self.lock_screen()
-            .screen()
-            .contents_formatted()
-            .into_bytes()
+        self.lock_screen().save()
     }
 
     pub fn bracketed_paste(&self) -> bool {
-        self.lock_screen().screen().bracketed_paste()
+        self.lock_screen().bracketed_paste()
     }
 
     /// The last non-empty line of the screen, for failure reasons.
     pub fn last_line(&self) -> Option<String> {
-        let text = self.text();
-        text.lines()
-            .rev()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(str::to_owned)
+        self.lock_screen().last_line()
     }
 }
 
-/// Clear the terminal, then draw the screen state.
-fn redraw_bytes(screen: &vt100::Screen) -> Vec<u8> {
-    let mut out = b"\x1b[H\x1b[2J".to_vec();
-    out.extend_from_slice(screen.state_formatted().as_bytes());
-    out
+fn size_or(v: u16, default: u16) -> u16 {
+    if v == 0 { default } else { v }
 }
 
 fn exit_code(status: std::process::ExitStatus) -> ExitCode {
@@ -268,7 +297,7 @@ async fn read_output(live: Arc<LiveProcess>, mut reader: pty_process::OwnedReadP
                 let chunk = Bytes::copy_from_slice(&buf[..n]);
                 {
                     let mut screen = live.lock_screen();
-                    screen.process(&chunk);
+                    screen.feed(&chunk);
                     // No receivers is normal: nobody is attached.
                     let _ = live.output.send(chunk);
                 }

@@ -151,6 +151,11 @@ pub struct Attach {
     pub session: String,
     pub cols: u16,
     pub rows: u16,
+    /// Print up to this many lines of the session's history before its
+    /// screen, so a client that keeps its own scrollback (the TUI) has it.
+    /// `None` (and older clients): the screen only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -162,6 +167,11 @@ pub struct Resize {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Screen {
     pub session: String,
+    /// Also return up to this many lines of history above the screen
+    /// (`hangar screen --scrollback N`). `None` (and older clients): the
+    /// screen only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrollback: Option<u32>,
 }
 
 /// Make a tab active and, optionally, focus one of its panes.

@@ -283,6 +283,7 @@ fn open(
         session: id.to_owned(),
         cols,
         rows,
+        history: None,
     }))?;
     Ok((client, reply))
 }

@@ -160,7 +160,12 @@ pub enum Command {
         prune: bool,
     },
     /// Print a session's screen as text (the last saved one when hibernated).
-    Screen { id: String },
+    Screen {
+        id: String,
+        /// Also print up to N lines of its history above the screen.
+        #[arg(long, value_name = "N")]
+        scrollback: Option<u32>,
+    },
     /// Tabs: new, ls, close, rename.
     #[command(subcommand)]
     Tab(TabCommand),
@@ -543,10 +548,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(json, &v, human::worktrees);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Screen { id } => {
+        Command::Screen { id, scrollback } => {
             let mut c = Client::connect(&paths)?;
-            let v = c.request(Request::Screen(msg::Screen { session: id }))?;
+            let v = c.request(Request::Screen(msg::Screen {
+                session: id,
+                scrollback,
+            }))?;
             print(json, &v, |v| {
+                for line in v["history"].as_array().into_iter().flatten() {
+                    println!("{}", display::body(line.as_str().unwrap_or_default()));
+                }
                 println!(
                     "{}",
                     display::body(v["screen"].as_str().unwrap_or_default())

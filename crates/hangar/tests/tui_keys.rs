@@ -170,7 +170,7 @@ fn new_and_renamed_tabs_show_in_the_tab_bar() {
         b"r", b"\x7f", b"\x7f", b"\x7f", b"\x7f", b"\x7f", b"\x7f", b"b", b"\r",
     ]);
     app.wait_text("[2:b]");
-    app.write(b"[");
+    app.write(b"(");
     app.wait_for("the first tab is active again", |t| {
         t.contains("  2:b  ") && banners(t) == 1
     });

@@ -50,7 +50,7 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::TabClose(r) => tabs::close(daemon, r).await,
         Request::TabRename(r) => tabs::rename(daemon, r),
         Request::Reload(r) => lifecycle::reload(daemon, r).await,
-        Request::Screen(r) => status::screen(daemon, &r.session),
+        Request::Screen(r) => status::screen(daemon, &r.session, r.scrollback),
         Request::Doctor(r) => match identity::doctor(daemon, r).await {
             Ok(mut v) => {
                 v["clis"] = daemon.cli_report().await;

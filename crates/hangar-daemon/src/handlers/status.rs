@@ -55,36 +55,24 @@ pub fn status(daemon: &Daemon) -> Value {
     })
 }
 
-pub fn screen(daemon: &Daemon, session: &str) -> Result<Value, ApiError> {
+pub fn screen(daemon: &Daemon, session: &str, scrollback: Option<u32>) -> Result<Value, ApiError> {
+    let model = daemon.config.terminal.model();
     daemon.sessions.read(|st| {
         let id = st.resolve_session(session)?;
         let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());
-        let (text, source) = match live {
-            Some(l) => (l.text(), "live"),
+        let lines = scrollback.map(|n| n as usize);
+        let (text, history, source) = match live {
+            Some(l) => (l.text(), lines.map(|n| l.scrollback(n)), "live"),
             None => {
                 let saved = st.store.load_screen(&id)?.unwrap_or_default();
-                (strip_ansi(&String::from_utf8_lossy(&saved)), "saved")
+                let t = hangar_terminal::Terminal::restore(&saved, model);
+                (t.screen_text(), lines.map(|n| t.scrollback(n)), "saved")
             }
         };
-        Ok(json!({"id": id.to_string(), "screen": text, "source": source}))
+        let mut reply = json!({"id": id.to_string(), "screen": text, "source": source});
+        if let Some(history) = history {
+            reply["history"] = json!(history);
+        }
+        Ok(reply)
     })
-}
-
-/// Plain text of a screen saved with its escape sequences.
-fn strip_ansi(s: &str) -> String {
-    let mut parser = vt100::Parser::new(
-        std::num::NonZeroU16::new(200).unwrap_or(std::num::NonZeroU16::MIN),
-        std::num::NonZeroU16::new(400).unwrap_or(std::num::NonZeroU16::MIN),
-        0,
-    );
-    parser.process(s.as_bytes());
-    parser
-        .screen()
-        .contents()
-        .lines()
-        .map(str::trim_end)
-        .collect::<Vec<_>>()
-        .join("\n")
-        .trim_end()
-        .to_owned()
 }

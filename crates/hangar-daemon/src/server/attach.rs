@@ -74,7 +74,8 @@ pub(super) async fn start_attach(
         json!({"id": session.to_string(), "detach_key": detach_key}),
     ))
     .await;
-    let (snapshot, rx) = live.snapshot_and_subscribe();
+    let history = req.history.map(|n| n as usize);
+    let (snapshot, rx) = live.snapshot_and_subscribe(history);
     conn.data(&snapshot).await;
     let notices = daemon
         .config
@@ -123,20 +124,29 @@ async fn forward_output(
                 }
             },
             chunk = rx.recv() => match chunk {
+                Ok(_) if rx.len() > RESYNC_BACKLOG => {
+                    // Behind by more than a moment of bulk output: the
+                    // current screen, not the backlog.
+                    if !resync(&conn, &live, &mut rx).await {
+                        return;
+                    }
+                }
                 Ok(bytes) => {
                     // Coalesce what is already queued into one frame: one
                     // frame per PTY read made the client pay per 4 KiB.
                     let (batch, lagged) = coalesce(bytes, &mut rx);
-                    if !conn.data(&batch).await {
-                        return;
-                    }
-                    if lagged && !conn.data(&live.redraw()).await {
+                    let sent = if lagged {
+                        resync(&conn, &live, &mut rx).await
+                    } else {
+                        conn.data(&batch).await
+                    };
+                    if !sent {
                         return;
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Too slow to keep up: redraw from the screen state.
-                    if !conn.data(&live.redraw()).await {
+                    if !resync(&conn, &live, &mut rx).await {
                         return;
                     }
                 }
@@ -155,6 +165,23 @@ async fn forward_output(
     }
     let code = live.exited();
     conn.event(json!({"event": "exited", "code": code})).await;
+}
+
+/// Output chunks a client may be behind before it gets the current screen
+/// instead of the backlog (up to 1 MiB of PTY reads): a client that keeps
+/// up gets every byte, one that fell behind never queues bulk output.
+const RESYNC_BACKLOG: usize = 64;
+
+/// Send the current screen (every mode included) and continue from the
+/// output after it, dropping what was queued before.
+async fn resync(
+    conn: &Conn,
+    live: &crate::pty::LiveProcess,
+    rx: &mut broadcast::Receiver<bytes::Bytes>,
+) -> bool {
+    let (redraw, fresh) = live.snapshot_and_subscribe(None);
+    *rx = fresh;
+    conn.data(&redraw).await
 }
 
 /// Largest batch of output sent to an attached client as one frame.

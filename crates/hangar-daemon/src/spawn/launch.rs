@@ -157,6 +157,15 @@ impl Daemon {
             if let Some(settings) = &hook_settings {
                 args.extend(["--settings".to_owned(), settings.display().to_string()]);
             }
+            // The last screen and history it had, kept above what the new
+            // process prints (a read failure only loses that history).
+            let resume = self
+                .sessions
+                .read(|st| st.store.load_screen(id))
+                .unwrap_or_else(|e| {
+                    tracing::warn!(session = %id, "cannot read the saved screen: {e}");
+                    None
+                });
             let request = SpawnRequest {
                 program: spec.program,
                 args,
@@ -164,6 +173,8 @@ impl Daemon {
                 env: env_vars,
                 rows: DEFAULT_ROWS,
                 cols: DEFAULT_COLS,
+                terminal: self.config.terminal.model(),
+                resume,
             };
             (
                 request,

@@ -16,8 +16,10 @@ use hangar_protocol::paths::Paths;
 use hangar_protocol::view::SessionView;
 
 use crate::tui::Event;
+use crate::tui::clipboard;
 use crate::tui::control::{Command, Outcome, Snapshot};
-use crate::tui::keys::{self, Key, PassThroughFilter};
+use crate::tui::copy::{CopyAction, CopyMode, Pos};
+use crate::tui::keys::{self, Key, Mouse, MouseKind, PassThroughFilter};
 use crate::tui::layout::{self, ScreenLayout};
 use crate::tui::pane::{Pane, PaneEvent, PaneStatus};
 
@@ -33,6 +35,8 @@ const NEW_AGENT_FIELDS: usize = 4;
 
 /// How much one resize key moves a divider.
 const RATIO_STEP: f32 = 0.05;
+/// Lines one turn of the mouse wheel scrolls.
+const WHEEL_LINES: isize = 3;
 
 pub enum Dialog {
     NewAgent {
@@ -104,6 +108,19 @@ pub struct App {
     pub switch_host: Option<isize>,
     /// The folder new agents default to when the tab names none.
     pub home_cwd: String,
+    /// Copy mode, on one pane.
+    pub copy: Option<CopyMode>,
+    /// Copy mode was entered from typing: leaving it types again.
+    copy_from_typing: bool,
+    /// The last text copied (`]` types it into the focused pane).
+    pub copied: Option<String>,
+    /// Bytes for the outer terminal itself (OSC 52), written after a frame.
+    pub terminal_out: Vec<u8>,
+    /// The layout last drawn, for finding what the mouse points at.
+    last_layout: Option<ScreenLayout>,
+    /// A divider being dragged: the pane on its left (or above) and where
+    /// the mouse was.
+    drag: Option<(SessionId, Direction, u16)>,
 }
 
 impl App {
@@ -134,6 +151,12 @@ impl App {
             home_cwd: std::env::current_dir()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| "/".into()),
+            copy: None,
+            copy_from_typing: false,
+            copied: None,
+            terminal_out: Vec::new(),
+            last_layout: None,
+            drag: None,
         }
     }
 
@@ -330,6 +353,13 @@ impl App {
     /// Keep one attached pane per leaf of the active tab, each sized to its
     /// inner area; drop the others (their sessions keep running).
     pub fn sync_panes(&mut self, layout: &ScreenLayout) {
+        self.last_layout = Some(layout.clone());
+        if let Some(c) = &self.copy
+            && !layout.panes.iter().any(|(id, _)| id.as_str() == c.session)
+        {
+            // Its pane left the screen (another tab, zoom, closed).
+            self.copy = None;
+        }
         let Some(tab) = self.active_tab() else {
             self.panes.clear();
             return;
@@ -412,11 +442,16 @@ impl App {
             {
                 p.type_bytes(&out.forward);
             }
+            for m in out.mouse {
+                self.mouse(m);
+            }
             match out.left {
                 None => return,
                 Some(rest) => {
                     self.passthrough = false;
                     self.armed = true;
+                    // Scrolling back from typing comes back to typing.
+                    self.copy_from_typing = rest.starts_with(b"\x1b[5;2~");
                     for key in keys::decode(&rest) {
                         self.handle_key(key);
                     }
@@ -448,6 +483,14 @@ impl App {
             if matches!(key, Key::Esc | Key::Char('?') | Key::Char('q') | Key::Enter) {
                 self.help = false;
             }
+            return;
+        }
+        if let Key::Mouse(m) = key {
+            self.mouse(m);
+            return;
+        }
+        if self.copy.is_some() {
+            self.copy_key(key);
             return;
         }
         match key {
@@ -548,10 +591,247 @@ impl App {
             }
             Key::Char('{') if self.host_bar.is_some() => self.switch_host = Some(-1),
             Key::Char('}') if self.host_bar.is_some() => self.switch_host = Some(1),
-            Key::Char('[') => self.switch_tab(-1),
-            Key::Char(']') => self.switch_tab(1),
+            Key::Char('(') => self.switch_tab(-1),
+            Key::Char(')') => self.switch_tab(1),
+            Key::Char('[') => self.enter_copy_mode(None),
+            Key::PageUp | Key::ShiftPageUp => self.enter_copy_mode(Some(key)),
+            Key::Char(']') => self.paste_copied(),
             _ => {}
         }
+    }
+
+    /// Copy mode on the focused pane; `first` is a key to apply at once
+    /// (Page Up when scrolling back started it).
+    fn enter_copy_mode(&mut self, first: Option<Key>) {
+        let from_typing = std::mem::take(&mut self.copy_from_typing);
+        let Some(focus) = self.focus() else { return };
+        self.enter_copy_mode_on(focus.as_str(), from_typing);
+        if let Some(k) = first {
+            self.copy_key(k);
+        }
+    }
+
+    fn enter_copy_mode_on(&mut self, session: &str, from_typing: bool) -> bool {
+        let Some(pane) = self.panes.get(session) else {
+            return false;
+        };
+        if !matches!(pane.status, PaneStatus::Live | PaneStatus::Exited(_)) {
+            return false;
+        }
+        let history = pane.history_len();
+        let offset = pane.view_offset();
+        let top = history - offset.min(history);
+        let cursor = if offset == 0 {
+            let (row, col) = pane.parser.screen().cursor_position();
+            Pos {
+                line: history + usize::from(row),
+                col: usize::from(col),
+            }
+        } else {
+            Pos { line: top, col: 0 }
+        };
+        self.copy = Some(CopyMode::new(session.to_owned(), top, cursor));
+        self.copy_from_typing = from_typing;
+        self.passthrough = false;
+        true
+    }
+
+    fn leave_copy_mode(&mut self) {
+        if let Some(c) = self.copy.take()
+            && let Some(p) = self.panes.get_mut(&c.session)
+        {
+            p.set_view_offset(0);
+        }
+        if std::mem::take(&mut self.copy_from_typing) {
+            self.enter_passthrough();
+        }
+    }
+
+    fn copy_key(&mut self, key: Key) {
+        let Some(session) = self.copy.as_ref().map(|c| c.session.clone()) else {
+            return;
+        };
+        let (Some(c), Some(pane)) = (self.copy.as_mut(), self.panes.get_mut(&session)) else {
+            self.copy = None;
+            return;
+        };
+        let action = c.key(key, pane);
+        show_copy_view(c, pane);
+        match action {
+            CopyAction::Stay => {}
+            CopyAction::Leave => self.leave_copy_mode(),
+            CopyAction::Copy(text) => {
+                self.copy_text(text);
+                self.leave_copy_mode();
+            }
+        }
+    }
+
+    /// Put text on the clipboard: the outer terminal's (OSC 52, which
+    /// reaches the person's machine even over SSH) and the system one when
+    /// a clipboard program is there.
+    fn copy_text(&mut self, text: String) {
+        self.terminal_out
+            .extend_from_slice(&clipboard::osc52(&text));
+        clipboard::to_system(&text);
+        self.message = Some((format!("copied {} characters", text.chars().count()), false));
+        self.copied = Some(text);
+    }
+
+    /// Type the last copied text into the focused pane, as a paste.
+    fn paste_copied(&mut self) {
+        let Some(text) = self.copied.clone() else {
+            self.message = Some(("nothing copied yet (Ctrl-b [ to copy)".into(), true));
+            return;
+        };
+        if let Some(focus) = self.focus()
+            && let Some(p) = self.panes.get_mut(focus.as_str())
+        {
+            let mut bytes = b"\x1b[200~".to_vec();
+            bytes.extend_from_slice(text.as_bytes());
+            bytes.extend_from_slice(b"\x1b[201~");
+            p.type_bytes(&bytes);
+        }
+    }
+
+    /// The pane (outer rectangle) under a cell.
+    fn pane_at(&self, col: u16, row: u16) -> Option<(SessionId, ratatui::layout::Rect)> {
+        let layout = self.last_layout.as_ref()?;
+        layout
+            .panes
+            .iter()
+            .find(|(_, r)| col >= r.x && col < r.x + r.width && row >= r.y && row < r.y + r.height)
+            .cloned()
+    }
+
+    /// A divider under a cell: the pane left of (or above) it, and which
+    /// way the divider runs.
+    fn divider_at(&self, col: u16, row: u16) -> Option<(SessionId, Direction)> {
+        let layout = self.last_layout.as_ref()?;
+        let (id, r) = self.pane_at(col, row)?;
+        let right_edge = col + 1 == r.x + r.width;
+        let bottom_edge = row + 1 == r.y + r.height;
+        let left_edge = col == r.x;
+        let top_edge = row == r.y;
+        let neighbour = |x: u16, y: u16| {
+            layout
+                .panes
+                .iter()
+                .find(|(_, o)| x >= o.x && x < o.x + o.width && y >= o.y && y < o.y + o.height)
+                .map(|(id, _)| id.clone())
+        };
+        if right_edge && neighbour(col + 1, row).is_some() {
+            return Some((id, Direction::Vertical));
+        }
+        if left_edge
+            && col > 0
+            && let Some(left) = neighbour(col - 1, row)
+        {
+            return Some((left, Direction::Vertical));
+        }
+        if bottom_edge && neighbour(col, row + 1).is_some() {
+            return Some((id, Direction::Horizontal));
+        }
+        if top_edge
+            && row > 0
+            && let Some(above) = neighbour(col, row - 1)
+        {
+            return Some((above, Direction::Horizontal));
+        }
+        None
+    }
+
+    /// The mouse: the wheel scrolls a pane's history, a click focuses a
+    /// pane, dragging a divider resizes its split.
+    fn mouse(&mut self, m: Mouse) {
+        match m.kind {
+            MouseKind::WheelUp | MouseKind::WheelDown => {
+                let Some((id, _)) = self.pane_at(m.col, m.row) else {
+                    return;
+                };
+                let lines = if m.kind == MouseKind::WheelUp {
+                    -WHEEL_LINES
+                } else {
+                    WHEEL_LINES
+                };
+                if self.copy.as_ref().is_none_or(|c| c.session != id.as_str()) {
+                    if lines > 0 {
+                        return;
+                    }
+                    let typing = self.passthrough;
+                    self.leave_copy_mode();
+                    if !self.enter_copy_mode_on(id.as_str(), typing) {
+                        return;
+                    }
+                }
+                if let (Some(c), Some(pane)) = (self.copy.as_mut(), self.panes.get_mut(id.as_str()))
+                {
+                    c.scroll(lines, pane);
+                    show_copy_view(c, pane);
+                    if lines > 0 && c.at_bottom(pane) && c.anchor.is_none() {
+                        self.leave_copy_mode();
+                    }
+                }
+            }
+            MouseKind::Press => {
+                if let Some((id, direction)) = self.divider_at(m.col, m.row) {
+                    let at = match direction {
+                        Direction::Vertical => m.col,
+                        Direction::Horizontal => m.row,
+                    };
+                    self.drag = Some((id, direction, at));
+                    return;
+                }
+                if let Some((id, _)) = self.pane_at(m.col, m.row)
+                    && self.focus().as_ref() != Some(&id)
+                {
+                    self.focus_pane(&id);
+                }
+            }
+            MouseKind::Drag => {
+                let Some((id, direction, from)) = self.drag.clone() else {
+                    return;
+                };
+                let at = match direction {
+                    Direction::Vertical => m.col,
+                    Direction::Horizontal => m.row,
+                };
+                let Some(body) = self.last_layout.as_ref().map(|l| l.body) else {
+                    return;
+                };
+                let span = match direction {
+                    Direction::Vertical => body.width,
+                    Direction::Horizontal => body.height,
+                };
+                if at == from || span == 0 {
+                    return;
+                }
+                // The divider follows the mouse by the body's share it moved
+                // (exact for a split spanning the body, proportional inside).
+                let delta = (f32::from(at) - f32::from(from)) / f32::from(span);
+                self.drag = Some((id.clone(), direction, at));
+                self.resize_pane(&id, direction, delta);
+            }
+            MouseKind::Release => self.drag = None,
+            MouseKind::Other => {}
+        }
+    }
+
+    fn focus_pane(&mut self, id: &SessionId) {
+        let Some(tab) = self.active_tab().map(|t| t.id.clone()) else {
+            return;
+        };
+        let _ = self.snap.ws.set_focus(&tab, id);
+        if self.passthrough {
+            self.passthrough = false;
+        }
+        self.send(
+            Request::Focus(msg::Focus {
+                tab: Some(tab.to_string()),
+                session: Some(id.to_string()),
+            }),
+            format!("focus {}", self.describe(id)),
+        );
     }
 
     fn enter_passthrough(&mut self) {
@@ -620,6 +900,12 @@ impl App {
     /// (an ancestor split when the pane's own split runs the other way).
     fn resize(&mut self, want: Direction, delta: f32) {
         let Some(focus) = self.focus() else { return };
+        self.resize_pane(&focus, want, delta);
+    }
+
+    /// Move the nearest divider of direction `want` around a pane.
+    fn resize_pane(&mut self, focus: &SessionId, want: Direction, delta: f32) {
+        let focus = focus.clone();
         let Some(ratio) = self
             .active_tab()
             .and_then(|t| t.root.as_ref())
@@ -829,6 +1115,12 @@ impl App {
             },
         }
     }
+}
+
+/// Scroll a pane's view to what copy mode shows.
+fn show_copy_view(c: &CopyMode, pane: &mut Pane) {
+    let history = pane.history_len();
+    pane.set_view_offset(history.saturating_sub(c.top));
 }
 
 /// "kept worktree PATH: WHY" for each worktree a close left on disk, or

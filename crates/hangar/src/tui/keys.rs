@@ -17,6 +17,7 @@ pub fn ctrl_letter(prefix: u8) -> char {
 }
 
 const PASTE_START: &[u8] = b"\x1b[200~";
+const SHIFT_PAGE_UP: &[u8] = b"\x1b[5;2~";
 const PASTE_END: &[u8] = b"\x1b[201~";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,8 +38,90 @@ pub enum Key {
     ShiftDown,
     ShiftLeft,
     ShiftRight,
+    PageUp,
+    PageDown,
+    ShiftPageUp,
+    ShiftPageDown,
+    Home,
+    End,
+    Mouse(Mouse),
     /// A sequence command mode has no use for.
     Other,
+}
+
+/// A mouse event (SGR encoding, `CSI < b ; x ; y M|m`), at a 0-based cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mouse {
+    pub kind: MouseKind,
+    pub col: u16,
+    pub row: u16,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MouseKind {
+    /// The left button went down.
+    Press,
+    /// Moved with the left button held.
+    Drag,
+    Release,
+    WheelUp,
+    WheelDown,
+    /// Another button.
+    Other,
+}
+
+/// Turns on mouse reporting (clicks, drags, SGR coordinates) in the outer
+/// terminal, and off again.
+pub const MOUSE_ON: &[u8] = b"\x1b[?1000h\x1b[?1002h\x1b[?1006h";
+pub const MOUSE_OFF: &[u8] = b"\x1b[?1006l\x1b[?1002l\x1b[?1000l";
+
+/// The key a CSI sequence is, from its parameters and final character.
+fn csi_key(params: &str, last: char) -> Key {
+    match (params, last) {
+        ("5", '~') => Key::PageUp,
+        ("6", '~') => Key::PageDown,
+        ("5;2", '~') => Key::ShiftPageUp,
+        ("6;2", '~') => Key::ShiftPageDown,
+        ("1" | "7", '~') | ("", 'H') => Key::Home,
+        ("4" | "8", '~') | ("", 'F') => Key::End,
+        (p, 'M' | 'm') if p.starts_with('<') => mouse(&p[1..], last == 'M').unwrap_or(Key::Other),
+        _ => Key::Other,
+    }
+}
+
+fn mouse(params: &str, down: bool) -> Option<Key> {
+    let mut it = params.split(';').map(|v| v.parse::<u16>().ok());
+    let (b, x, y) = (it.next()??, it.next()??, it.next()??);
+    let kind = if b & 64 != 0 {
+        if b & 1 == 0 {
+            MouseKind::WheelUp
+        } else {
+            MouseKind::WheelDown
+        }
+    } else if b & 3 != 0 {
+        MouseKind::Other
+    } else if b & 32 != 0 {
+        MouseKind::Drag
+    } else if down {
+        MouseKind::Press
+    } else {
+        MouseKind::Release
+    };
+    Some(Key::Mouse(Mouse {
+        kind,
+        col: x.saturating_sub(1),
+        row: y.saturating_sub(1),
+    }))
+}
+
+/// The length of the CSI sequence at the start of `bytes` (which starts
+/// with `ESC [`), if it is complete.
+fn csi_len(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .iter()
+        .skip(2)
+        .position(|b| (0x40..=0x7e).contains(b))
+        .map(|p| p + 3)
 }
 
 /// Decode a chunk of terminal input into keys. A lone ESC at the end of a
@@ -91,14 +174,20 @@ pub fn decode(bytes: &[u8]) -> Vec<Key> {
                         }
                     }
                     ['[', ..] => {
-                        // Skip any other CSI sequence (paste markers, function keys).
-                        let end = rest[1..]
-                            .iter()
-                            .position(|c| ('\x40'..='\x7e').contains(c))
-                            .map(|p| p + 2)
-                            .unwrap_or(rest.len());
-                        i += end;
-                        Key::Other
+                        // Page keys, Home/End and the mouse; any other CSI
+                        // sequence (paste markers, function keys) is skipped.
+                        match rest[1..].iter().position(|c| ('\x40'..='\x7e').contains(c)) {
+                            Some(p) => {
+                                let params: String = rest[1..p + 1].iter().collect();
+                                let last = rest[p + 1];
+                                i += p + 2;
+                                csi_key(&params, last)
+                            }
+                            None => {
+                                i += rest.len();
+                                Key::Other
+                            }
+                        }
                     }
                     ['\x1b', ..] => Key::Esc,
                     _ => {
@@ -121,6 +210,8 @@ pub fn decode(bytes: &[u8]) -> Vec<Key> {
 pub struct PassThrough {
     /// Bytes for the focused pane.
     pub forward: Vec<u8>,
+    /// Mouse events, which are the TUI's, not the pane's.
+    pub mouse: Vec<Mouse>,
     /// The prefix key was pressed: leave pass-through; `rest` are the bytes
     /// typed after it, for command mode.
     pub left: Option<Vec<u8>>,
@@ -149,28 +240,56 @@ impl PassThroughFilter {
     }
 
     pub fn feed(&mut self, input: &[u8]) -> PassThrough {
+        let mut forward = Vec::with_capacity(input.len());
+        let mut mouse_events = Vec::new();
         let mut i = 0;
         while i < input.len() {
-            if input[i..].starts_with(PASTE_START) {
+            let rest = &input[i..];
+            if rest.starts_with(PASTE_START) {
                 self.in_paste = true;
+                forward.extend_from_slice(PASTE_START);
                 i += PASTE_START.len();
                 continue;
             }
-            if input[i..].starts_with(PASTE_END) {
+            if rest.starts_with(PASTE_END) {
                 self.in_paste = false;
+                forward.extend_from_slice(PASTE_END);
                 i += PASTE_END.len();
                 continue;
             }
-            if input[i] == self.prefix && !self.in_paste {
-                return PassThrough {
-                    forward: input[..i].to_vec(),
-                    left: Some(input[i + 1..].to_vec()),
-                };
+            if !self.in_paste {
+                if rest[0] == self.prefix {
+                    return PassThrough {
+                        forward,
+                        mouse: mouse_events,
+                        left: Some(rest[1..].to_vec()),
+                    };
+                }
+                if rest.starts_with(SHIFT_PAGE_UP) {
+                    // Scrolling back leaves typing for copy mode, a page up.
+                    return PassThrough {
+                        forward,
+                        mouse: mouse_events,
+                        left: Some(rest.to_vec()),
+                    };
+                }
+                if rest.starts_with(b"\x1b[<")
+                    && let Some(len) = csi_len(rest)
+                {
+                    let seq = String::from_utf8_lossy(&rest[2..len - 1]).into_owned();
+                    if let Key::Mouse(m) = csi_key(&seq, rest[len - 1] as char) {
+                        mouse_events.push(m);
+                    }
+                    i += len;
+                    continue;
+                }
             }
+            forward.push(rest[0]);
             i += 1;
         }
         PassThrough {
-            forward: input.to_vec(),
+            forward,
+            mouse: mouse_events,
             left: None,
         }
     }
@@ -230,6 +349,56 @@ mod tests {
             decode(b"\x1b[1;2C\x1b[Z"),
             vec![Key::ShiftRight, Key::BackTab]
         );
+    }
+
+    #[test]
+    fn page_keys_and_mouse_events_decode() {
+        assert_eq!(
+            decode(b"\x1b[5~\x1b[6~\x1b[5;2~\x1b[<64;10;5M\x1b[<0;3;4M\x1b[<32;4;4M\x1b[<0;4;4m"),
+            vec![
+                Key::PageUp,
+                Key::PageDown,
+                Key::ShiftPageUp,
+                Key::Mouse(Mouse {
+                    kind: MouseKind::WheelUp,
+                    col: 9,
+                    row: 4
+                }),
+                Key::Mouse(Mouse {
+                    kind: MouseKind::Press,
+                    col: 2,
+                    row: 3
+                }),
+                Key::Mouse(Mouse {
+                    kind: MouseKind::Drag,
+                    col: 3,
+                    row: 3
+                }),
+                Key::Mouse(Mouse {
+                    kind: MouseKind::Release,
+                    col: 3,
+                    row: 3
+                }),
+            ]
+        );
+    }
+
+    #[test]
+    fn mouse_events_while_typing_are_the_tuis_and_shift_page_up_leaves_for_copy_mode() {
+        let mut f = PassThroughFilter::default();
+        let out = f.feed(b"ab\x1b[<65;2;2Mc");
+        assert_eq!(out.forward, b"abc");
+        assert_eq!(
+            out.mouse,
+            vec![Mouse {
+                kind: MouseKind::WheelDown,
+                col: 1,
+                row: 1
+            }]
+        );
+        let out = f.feed(b"x\x1b[5;2~y");
+        assert_eq!(out.forward, b"x");
+        assert_eq!(out.left, Some(b"\x1b[5;2~y".to_vec()));
     }
 
     #[test]

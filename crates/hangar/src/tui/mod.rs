@@ -7,7 +7,9 @@
 //! through the socket protocol, and quitting never stops a session.
 
 mod app;
+mod clipboard;
 mod control;
+mod copy;
 mod help;
 mod hosts;
 pub(crate) mod keys;
@@ -70,6 +72,11 @@ impl TerminalGuard {
             cursor::Hide
         )
         .context("cannot set up the terminal")?;
+        // The mouse (wheel, clicks, dividers) is read from stdin like keys.
+        let mut out = std::io::stdout();
+        out.write_all(keys::MOUSE_ON)
+            .and_then(|()| out.flush())
+            .context("cannot turn on the mouse")?;
         Ok(guard)
     }
 }
@@ -77,6 +84,7 @@ impl TerminalGuard {
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
         let mut out = std::io::stdout();
+        let _ = out.write_all(keys::MOUSE_OFF);
         let _ = execute!(
             out,
             event::DisableBracketedPaste,
@@ -182,6 +190,13 @@ fn run_view(
         let layout = app.layout(ratatui::layout::Rect::new(0, 0, size.width, size.height));
         app.sync_panes(&layout);
         terminal.draw(|f| render::draw(f, app, &layout, now_ms()))?;
+        if !app.terminal_out.is_empty() {
+            // A copy's OSC 52, for the outer terminal itself.
+            let mut out = std::io::stdout();
+            out.write_all(&std::mem::take(&mut app.terminal_out))
+                .and_then(|()| out.flush())
+                .context("cannot write to the terminal")?;
+        }
         if app.quit {
             return Ok(None);
         }

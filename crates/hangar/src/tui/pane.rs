@@ -2,6 +2,11 @@
 //! parser sized to the pane's inner area, fed by its own `attach`
 //! connection.
 //!
+//! The parser keeps the pane's history too ([`PANE_HISTORY_LINES`]): the
+//! attach asks the daemon to print that much of the session's history
+//! before its screen, and everything after it scrolls in as it is printed,
+//! so scrolling back and copy mode never wait on the daemon.
+//!
 //! The connection's reader runs on its own thread and only sends events;
 //! the parser lives on the UI thread. Dropping the connection shuts the
 //! socket down, which ends the reader and detaches from the daemon: closing
@@ -18,8 +23,12 @@ use hangar_protocol::paths::Paths;
 
 use crate::client::{Client, Incoming};
 use crate::tui::Event;
+use crate::tui::copy::PaneLines;
 
 const AUTO_RETRY_EVERY: Duration = Duration::from_secs(2);
+
+/// Lines of history each pane keeps (and asks the daemon for on attach).
+pub const PANE_HISTORY_LINES: usize = 10_000;
 
 /// What a pane's connection reports.
 #[derive(Debug)]
@@ -99,7 +108,7 @@ impl Pane {
     pub fn new(session: String, rows: u16, cols: u16) -> Pane {
         Pane {
             session,
-            parser: vt100::Parser::new(nz(rows), nz(cols), 0),
+            parser: vt100::Parser::new(nz(rows), nz(cols), PANE_HISTORY_LINES),
             status: PaneStatus::Connecting { saved: None },
             generation: 0,
             conn: None,
@@ -127,7 +136,7 @@ impl Pane {
         self.connected_at = Some(Instant::now());
         self.generation = generation;
         self.status = PaneStatus::Connecting { saved: None };
-        self.parser = vt100::Parser::new(nz(self.size.0), nz(self.size.1), 0);
+        self.parser = vt100::Parser::new(nz(self.size.0), nz(self.size.1), PANE_HISTORY_LINES);
         let session = self.session.clone();
         let (rows, cols) = self.size;
         let send = {
@@ -196,7 +205,17 @@ impl Pane {
                 }
             }
             PaneEvent::Attached { .. } => self.status = PaneStatus::Live,
-            PaneEvent::Data(bytes) => self.parser.process(&bytes),
+            PaneEvent::Data(bytes) => {
+                // A pane scrolled back stays on the lines it shows while
+                // output arrives (vt100 keeps the offset from the bottom).
+                let before = self.history_len();
+                let offset = self.parser.screen().scrollback();
+                self.parser.process(&bytes);
+                if offset > 0 {
+                    let grown = self.history_len().saturating_sub(before);
+                    self.parser.screen_mut().set_scrollback(offset + grown);
+                }
+            }
             PaneEvent::Exited(code) => {
                 self.status = PaneStatus::Exited(code);
                 self.conn = None;
@@ -227,6 +246,48 @@ impl Pane {
         }
     }
 
+    /// Lines of history the pane holds above its screen.
+    pub fn history_len(&self) -> usize {
+        self.parser.screen().scrollback_len()
+    }
+
+    /// How many lines the view is scrolled back (0: the live screen).
+    pub fn view_offset(&self) -> usize {
+        self.parser.screen().scrollback()
+    }
+
+    pub fn set_view_offset(&mut self, offset: usize) {
+        let offset = offset.min(self.history_len());
+        self.parser.screen_mut().set_scrollback(offset);
+    }
+
+    /// Lines of history plus the screen's rows: the lines copy mode moves over.
+    pub fn total_lines(&self) -> usize {
+        self.history_len() + usize::from(self.size.0)
+    }
+
+    /// The text of line `line` (0 is the oldest history line), trailing
+    /// blanks dropped.
+    pub fn line_text(&mut self, line: usize) -> String {
+        let history = self.history_len();
+        let keep = self.view_offset();
+        let (offset, row) = if line < history {
+            (history - line, 0)
+        } else {
+            (0, line - history)
+        };
+        self.parser.screen_mut().set_scrollback(offset);
+        let cols = self.size.1;
+        let text = self
+            .parser
+            .screen()
+            .rows(0, cols)
+            .nth(row)
+            .unwrap_or_default();
+        self.parser.screen_mut().set_scrollback(keep);
+        text.trim_end().to_owned()
+    }
+
     /// Type into the session (only once attached).
     pub fn type_bytes(&mut self, bytes: &[u8]) {
         if self.status != PaneStatus::Live || bytes.is_empty() {
@@ -247,6 +308,18 @@ impl Pane {
     }
 }
 
+impl PaneLines for Pane {
+    fn total_lines(&self) -> usize {
+        Pane::total_lines(self)
+    }
+    fn rows(&self) -> usize {
+        usize::from(self.size.0)
+    }
+    fn line_text(&mut self, line: usize) -> String {
+        Pane::line_text(self, line)
+    }
+}
+
 fn read_pane(
     mut client: Client,
     session: String,
@@ -257,6 +330,7 @@ fn read_pane(
     // The saved screen first: attach may take a while when it wakes.
     if let Ok(v) = client.request(Request::Screen(msg::Screen {
         session: session.clone(),
+        scrollback: None,
     })) && v["source"] == "saved"
         && !send(PaneEvent::SavedScreen(
             v["screen"].as_str().unwrap_or_default().to_owned(),
@@ -268,6 +342,7 @@ fn read_pane(
         session,
         cols,
         rows,
+        history: Some(PANE_HISTORY_LINES as u32),
     })) {
         Ok(reply) => {
             let detach_key = reply["detach_key"].as_str().map(str::to_owned);

@@ -24,6 +24,7 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
 use crate::tui::app::{
     App, Dialog, FIELD_BRANCH, FIELD_FOLDER, FIELD_PROVIDER, FIELD_WORKTREE, PROVIDERS, SideKind,
 };
+use crate::tui::copy::Pos;
 use crate::tui::help::KEYS;
 use crate::tui::layout::{ScreenLayout, inner};
 use crate::tui::pane::{Pane, PaneStatus};
@@ -208,6 +209,7 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
     match &pane.status {
         PaneStatus::Live => {
             draw_screen(frame.buffer_mut(), pane, body);
+            draw_copy_mode(frame.buffer_mut(), app, id, body);
             if focused && app.passthrough && !pane.parser.screen().hide_cursor() {
                 let (row, col) = pane.parser.screen().cursor_position();
                 if row < body.height && col < body.width {
@@ -258,6 +260,7 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
         }
         PaneStatus::Exited(code) => {
             draw_screen(frame.buffer_mut(), pane, body);
+            draw_copy_mode(frame.buffer_mut(), app, id, body);
             let text = match app.view(id).map(|v| v.state.as_str()) {
                 Some("hibernated") => "hibernated; press w to wake".to_owned(),
                 _ if *code >= 0 => format!("exited (code {code}); press w to restart"),
@@ -283,6 +286,30 @@ fn note(frame: &mut Frame, body: Rect, text: &str, color: Color) {
         Paragraph::new(Span::styled(text.to_owned(), Style::new().fg(color).bold())),
         line,
     );
+}
+
+/// Copy mode's selection (reversed) and cursor (yellow) over a pane.
+fn draw_copy_mode(buf: &mut Buffer, app: &App, id: &SessionId, area: Rect) {
+    let Some(c) = app.copy.as_ref().filter(|c| c.session == id.as_str()) else {
+        return;
+    };
+    for row in 0..area.height {
+        let line = c.top + usize::from(row);
+        for col in 0..area.width {
+            let pos = Pos {
+                line,
+                col: usize::from(col),
+            };
+            let Some(cell) = buf.cell_mut((area.x + col, area.y + row)) else {
+                continue;
+            };
+            if pos == c.cursor {
+                cell.set_style(Style::new().fg(Color::Black).bg(Color::Yellow));
+            } else if c.selected(pos) {
+                cell.set_style(Style::new().add_modifier(Modifier::REVERSED));
+            }
+        }
+    }
 }
 
 /// Copy a session's screen into the frame, cell by cell.
@@ -435,6 +462,28 @@ fn draw_side(frame: &mut Frame, app: &App, area: Rect, now_ms: u64) {
 }
 
 fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
+    if let Some(c) = &app.copy {
+        let total = app.panes.get(&c.session).map_or(0, |p| p.total_lines());
+        let mut spans = vec![
+            Span::styled(" COPY ", Style::new().fg(Color::Black).bg(Color::Yellow)),
+            Span::raw(format!(" line {}/{} ", c.cursor.line + 1, total)),
+        ];
+        match (&c.prompt, &c.note) {
+            (Some(p), _) => spans.push(Span::styled(
+                format!(" {}{}", if p.forward { '/' } else { '?' }, shown(&p.text)),
+                Style::new().bold(),
+            )),
+            (None, Some(note)) => spans.push(Span::styled(
+                format!(" {note}"),
+                Style::new().fg(Color::Red),
+            )),
+            (None, None) => spans.push(Span::raw(
+                " arrows/hjkl move  g/G top/bottom  / ? search  v select  y copy  q leave",
+            )),
+        }
+        frame.render_widget(Paragraph::new(Line::from(spans)), area);
+        return;
+    }
     let mode = if app.passthrough {
         Span::styled(
             format!(" TYPING ({} leaves) ", app.prefix_name()),

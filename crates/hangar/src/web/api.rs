@@ -308,7 +308,14 @@ async fn tabs(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn screen(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    ask(&app, DaemonRequest::Screen(msg::Screen { session: id })).await
+    ask(
+        &app,
+        DaemonRequest::Screen(msg::Screen {
+            session: id,
+            scrollback: None,
+        }),
+    )
+    .await
 }
 
 #[derive(Deserialize)]
@@ -370,6 +377,7 @@ async fn press(app: &App, session: String, bytes: Vec<u8>) -> Response {
                 session,
                 cols: 0,
                 rows: 0,
+                history: None,
             }))
             .await?;
         link.writer.send_data(&bytes).await?;

@@ -68,6 +68,7 @@ pub async fn attach(
             session: id,
             cols,
             rows,
+            history: None,
         }))
         .await
     {

@@ -1,0 +1,339 @@
+//! A session's server-side terminal: what a program printed, as a screen, a
+//! history capped in bytes, and the modes a client must be put in to show it.
+//!
+//! Bytes go in through [`Terminal::feed`]; out come the visible screen as text
+//! ([`Terminal::screen_text`]), as bytes that redraw it on a fresh terminal
+//! with every mode restored ([`Terminal::redraw`]), the last lines of history
+//! ([`Terminal::scrollback`]), a search over history and screen, and a compact
+//! saved form for hibernation, restarts and export ([`Terminal::save`],
+//! [`Terminal::restore`]).
+//!
+//! The screen is alacritty's `Term` (parsing ~3x faster than `vt100`; see
+//! BENCHMARKS.md); the history is this crate's own, kept as SGR-coloured text
+//! and capped in bytes, so memory stays bounded whatever a program prints.
+//! No I/O, no async, never panics on any input (a property test feeds it
+//! arbitrary bytes).
+
+mod encode;
+pub mod history;
+mod modes;
+mod osc_guard;
+mod saved;
+mod screen;
+
+use alacritty_terminal::Term;
+use alacritty_terminal::event::VoidListener;
+use alacritty_terminal::grid::Dimensions;
+use alacritty_terminal::index::Line;
+use alacritty_terminal::term::{Config as TermConfig, TermMode};
+use alacritty_terminal::vte::ansi::{Processor, Timeout};
+
+pub use history::History;
+pub use modes::Modes;
+
+use crate::osc_guard::OscGuard;
+use crate::screen::Screen;
+
+/// `[terminal] history_bytes` when config.toml says nothing: 4 MiB, about
+/// 40,000 lines of typical agent output.
+pub const DEFAULT_HISTORY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The size a screen saved without one (by an older hangar) is read back at.
+pub const FALLBACK_ROWS: u16 = 50;
+pub const FALLBACK_COLS: u16 = 200;
+
+/// What a terminal is built with (the `[terminal]` section of config.toml).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// History kept per session, in bytes; the oldest lines go first.
+    pub history_bytes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            history_bytes: DEFAULT_HISTORY_BYTES,
+        }
+    }
+}
+
+/// A match of [`Terminal::search`]: `line` counts from the oldest history line
+/// (0) through history and on into the screen; `column` is in characters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchMatch {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// Synchronized updates (`CSI ? 2026 h`) are not held back: a server-side
+/// screen must always show what was printed, and each client's own terminal
+/// does the holding back when it draws.
+#[derive(Default)]
+struct NoSyncHold;
+
+impl Timeout for NoSyncHold {
+    fn set_timeout(&mut self, _: std::time::Duration) {}
+    fn clear_timeout(&mut self) {}
+    fn pending_timeout(&self) -> bool {
+        false
+    }
+}
+
+struct Size {
+    rows: usize,
+    cols: usize,
+}
+
+impl Dimensions for Size {
+    fn total_lines(&self) -> usize {
+        self.rows
+    }
+    fn screen_lines(&self) -> usize {
+        self.rows
+    }
+    fn columns(&self) -> usize {
+        self.cols
+    }
+}
+
+fn size(rows: u16, cols: u16) -> Size {
+    // alacritty needs two columns for a wide character.
+    Size {
+        rows: usize::from(rows.max(1)),
+        cols: usize::from(cols.max(2)),
+    }
+}
+
+pub struct Terminal {
+    screen: Screen,
+    parser: Processor<NoSyncHold>,
+    osc: OscGuard,
+}
+
+impl Terminal {
+    pub fn new(rows: u16, cols: u16, config: Config) -> Terminal {
+        let term_config = TermConfig {
+            scrolling_history: 0,
+            ..TermConfig::default()
+        };
+        let term = Term::new(term_config, &size(rows, cols), VoidListener);
+        Terminal {
+            screen: Screen::new(term, History::new(config.history_bytes)),
+            parser: Processor::new(),
+            osc: OscGuard::default(),
+        }
+    }
+
+    /// Feed what the program printed.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        let Terminal {
+            screen,
+            parser,
+            osc,
+        } = self;
+        osc.filter(bytes, |part| parser.advance(screen, part));
+    }
+
+    pub fn rows(&self) -> u16 {
+        u16::try_from(self.screen.term.screen_lines()).unwrap_or(u16::MAX)
+    }
+
+    pub fn cols(&self) -> u16 {
+        u16::try_from(self.screen.term.columns()).unwrap_or(u16::MAX)
+    }
+
+    /// Resize the screen. Lines the reflow pushes off the top go to history.
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        let new = size(rows, cols);
+        let term = &mut self.screen.term;
+        if new.rows == term.screen_lines() && new.cols == term.columns() {
+            return;
+        }
+        // For the reflow alone, let the Term keep what it pushes off; then
+        // move that into our history and give the Term's rows back.
+        let reflow_room = term.screen_lines() + new.rows;
+        term.grid_mut().update_history(reflow_room);
+        term.resize(new);
+        let grid = term.grid();
+        let pushed = grid.history_size();
+        let columns = grid.columns();
+        let mut lines: Vec<String> = (1..=pushed)
+            .rev()
+            .map(|i| encode::row(&grid[Line(-(i as i32))], columns))
+            .collect();
+        let grid = self.screen.term.grid_mut();
+        grid.update_history(0);
+        grid.truncate();
+        self.screen.full_region();
+        // alacritty's reflow pushes the top rows up into history even when
+        // rows below the cursor are free: a long first line rewrapped for a
+        // narrower pane vanished from the screen on every attach. Give the
+        // screen back as many of them as there is room for (as tmux does).
+        let back = lines.len().min(self.free_rows_below_cursor());
+        let returned = lines.split_off(lines.len() - back);
+        for line in lines {
+            self.screen.history.push(line);
+        }
+        if !returned.is_empty() {
+            let mut bytes = format!("\x1b7\x1b[{}T", returned.len());
+            for (i, line) in returned.iter().enumerate() {
+                bytes.push_str(&format!("\x1b[{};1H{line}\x1b[0m", i + 1));
+            }
+            bytes.push_str(&format!("\x1b8\x1b[{}B", returned.len()));
+            // A parser of its own: the session's may be in the middle of a
+            // sequence the program has not finished printing.
+            let mut parser = Processor::<NoSyncHold>::new();
+            parser.advance(&mut self.screen, bytes.as_bytes());
+        }
+    }
+
+    /// Blank rows at the bottom of the screen, below the cursor.
+    fn free_rows_below_cursor(&self) -> usize {
+        let grid = self.screen.term.grid();
+        let rows = grid.screen_lines();
+        let cursor = usize::try_from(grid.cursor.point.line.0).unwrap_or(0);
+        let columns = grid.columns();
+        let used = (0..rows)
+            .rev()
+            .find(|&i| !encode::row(&grid[Line(i as i32)], columns).is_empty())
+            .map_or(0, |i| i + 1)
+            .max(cursor + 1);
+        rows.saturating_sub(used)
+    }
+
+    /// The visible screen as text: one line per row, trailing blanks dropped.
+    pub fn screen_lines(&self) -> Vec<String> {
+        let grid = self.screen.term.grid();
+        let columns = grid.columns();
+        (0..grid.screen_lines())
+            .map(|i| history::plain(&encode::row(&grid[Line(i as i32)], columns)))
+            .collect()
+    }
+
+    /// The visible screen as text, rows joined by newlines, trailing empty
+    /// rows dropped.
+    pub fn screen_text(&self) -> String {
+        let mut lines = self.screen_lines();
+        while lines.last().is_some_and(|l| l.is_empty()) {
+            lines.pop();
+        }
+        lines.join("\n")
+    }
+
+    /// The last non-empty line of the screen (for failure reasons).
+    pub fn last_line(&self) -> Option<String> {
+        self.screen_lines()
+            .into_iter()
+            .rev()
+            .map(|l| l.trim().to_owned())
+            .find(|l| !l.is_empty())
+    }
+
+    /// The modes the program set (alternate screen, mouse, paste, cursor,
+    /// keys, title).
+    pub fn modes(&self) -> Modes {
+        Modes::of(&self.screen)
+    }
+
+    pub fn bracketed_paste(&self) -> bool {
+        self.screen.term.mode().contains(TermMode::BRACKETED_PASTE)
+    }
+
+    /// Bytes that draw the screen on any terminal and put it in the
+    /// program's modes: for a fresh attach and for resyncing a client that
+    /// fell behind.
+    pub fn redraw(&self) -> Vec<u8> {
+        modes::redraw(&self.screen)
+    }
+
+    /// Like [`Terminal::redraw`], but first prints up to `lines` lines of
+    /// history and scrolls them off, so a client that keeps its own
+    /// scrollback (the TUI) has the history above the screen.
+    pub fn redraw_with_history(&self, lines: usize) -> Vec<u8> {
+        let mut out = modes::history_prelude(&self.screen, lines);
+        out.extend_from_slice(&self.redraw());
+        out
+    }
+
+    /// Lines of history kept.
+    pub fn history_len(&self) -> usize {
+        self.screen.history.len()
+    }
+
+    /// Bytes of history kept, as counted against `history_bytes`.
+    pub fn history_bytes(&self) -> usize {
+        self.screen.history.bytes()
+    }
+
+    /// The last `n` lines of history as text, oldest first.
+    pub fn scrollback(&self, n: usize) -> Vec<String> {
+        let h = &self.screen.history;
+        let skip = h.len().saturating_sub(n);
+        h.iter_formatted().skip(skip).map(history::plain).collect()
+    }
+
+    /// Every occurrence of `needle` in history and on the screen, oldest
+    /// first. Case-sensitive when the needle has an upper-case letter (as
+    /// tmux's and vim's smart case).
+    pub fn search(&self, needle: &str) -> Vec<SearchMatch> {
+        if needle.is_empty() {
+            return Vec::new();
+        }
+        let fold = !needle.chars().any(char::is_uppercase);
+        let needle = if fold {
+            needle.to_lowercase()
+        } else {
+            needle.to_owned()
+        };
+        let history = self.screen.history.iter_formatted().map(history::plain);
+        let screen = self.screen_lines().into_iter();
+        let mut found = Vec::new();
+        for (line, text) in history.chain(screen).enumerate() {
+            let hay = if fold { text.to_lowercase() } else { text };
+            for (byte, _) in hay.match_indices(&needle) {
+                found.push(SearchMatch {
+                    line,
+                    column: hay[..byte].chars().count(),
+                });
+            }
+        }
+        found
+    }
+
+    /// Screen, history and modes in a compact form that
+    /// [`Terminal::restore`] reads back (kept as a hibernated session's last
+    /// screen, through restarts and export/import).
+    pub fn save(&self) -> Vec<u8> {
+        saved::save(self)
+    }
+
+    /// A terminal as [`Terminal::save`] left it. Bytes that are not a saved
+    /// terminal (a last screen saved by an older hangar) are fed as output.
+    pub fn restore(saved: &[u8], config: Config) -> Terminal {
+        saved::restore(saved, config)
+    }
+
+    /// The terminal of a session woken from hibernation: what it saved
+    /// (screen and history) becomes history above a fresh screen of this
+    /// size, and the modes of the program that saved it are dropped (the new
+    /// process sets its own).
+    pub fn resume(saved: &[u8], rows: u16, cols: u16, config: Config) -> Terminal {
+        let mut t = Terminal::restore(saved, config);
+        // Off the alternate screen, the screen into history (a clear of the
+        // primary screen keeps it), then a reset, which keeps history.
+        t.feed(b"\x1b[?1049l\x1b[H\x1b[2J\x1bc");
+        t.resize(rows, cols);
+        t
+    }
+
+    pub(crate) fn history_mut(&mut self) -> &mut History {
+        &mut self.screen.history
+    }
+
+    pub(crate) fn history(&self) -> &History {
+        &self.screen.history
+    }
+}
+
+#[cfg(test)]
+mod tests;

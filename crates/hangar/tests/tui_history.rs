@@ -1,0 +1,95 @@
+//! Issue 20, a pane's history in the real TUI inside a PTY: a shell printed
+//! `seq 1 5000` before the TUI attached, and copy mode (`Ctrl-b [`, here
+//! `[` from command mode) reaches its first line, finds a number far back,
+//! and copies it through OSC 52 to the outer terminal.
+
+mod pty_screen;
+mod support;
+
+use pty_screen::PtyApp;
+use support::*;
+
+const ROWS: u16 = 30;
+const COLS: u16 = 150;
+
+/// A shell pane that printed `seq 1 5000`, then the TUI attached to it.
+fn tui_after_seq(h: &Hangar) -> PtyApp {
+    h.ok(&["status"]);
+    let id = h.new_agent(&["--provider", "shell"]);
+    h.ok(&["send", &id, "seq 1 5000"]);
+    h.wait_screen(&id, "5000");
+    let app = PtyApp::spawn(h.command(&[]), ROWS, COLS);
+    app.wait_for("the pane shows the end of seq", |t| t.contains("4999"));
+    app
+}
+
+/// The pane's text rows (the frame's rows between its borders), trimmed.
+fn pane_rows(app: &PtyApp) -> Vec<String> {
+    app.rows()
+        .iter()
+        .map(|r| {
+            r.trim_start_matches(['║', '│', ' '])
+                .split(['║', '│'])
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn copy_mode_reaches_line_1_of_seq_1_5000_printed_before_the_tui_attached() {
+    let h = Hangar::new();
+    let mut app = tui_after_seq(&h);
+    app.write(b"[");
+    app.wait_text("COPY");
+    app.write(b"g");
+    app.wait_for("the first lines of seq at the top of the pane", |_| {
+        let rows = pane_rows(&app);
+        rows.windows(3)
+            .any(|w| w[0] == "1" && w[1] == "2" && w[2] == "3")
+    });
+    app.write(b"G");
+    app.wait_for("back at the end", |t| t.contains("5000"));
+    app.write(b"q");
+    app.wait_text("COMMAND");
+}
+
+#[test]
+fn copy_mode_searches_history_and_a_copy_lands_in_osc_52() {
+    let h = Hangar::new();
+    let mut app = tui_after_seq(&h);
+    assert!(!app.text().contains("1234"), "1234 starts off screen");
+    app.keys(&[b"[", b"?", b"1", b"2", b"3", b"4", b"\r"]);
+    app.wait_for("the search scrolled back to 1234", |_| {
+        pane_rows(&app).iter().any(|r| r == "1234")
+    });
+    assert!(!app.text().contains("not found"));
+    app.write(b"y");
+    // "1234" in base64, inside the OSC 52 that sets the clipboard.
+    app.wait_for("the copy reached the outer terminal as OSC 52", |_| {
+        let raw = app.raw_output();
+        raw.windows(b"\x1b]52;c;MTIzNA==\x07".len())
+            .any(|w| w == b"\x1b]52;c;MTIzNA==\x07")
+    });
+    app.wait_text("copied 4 characters");
+}
+
+#[test]
+fn the_mouse_wheel_scrolls_a_pane_back_and_down_again() {
+    let h = Hangar::new();
+    let mut app = tui_after_seq(&h);
+    // Wheel up over the pane, many notches: copy mode, far back.
+    for _ in 0..40 {
+        app.write(b"\x1b[<64;20;10M");
+    }
+    app.wait_text("COPY");
+    app.wait_for("history 120 lines back is on screen", |_| {
+        pane_rows(&app).iter().any(|r| r == "4870")
+    });
+    for _ in 0..60 {
+        app.write(b"\x1b[<65;20;10M");
+    }
+    app.wait_text("COMMAND");
+}

@@ -178,7 +178,10 @@ fn narrowing_the_screen_keeps_a_rewrapped_first_line_on_screen_when_there_is_roo
     let lines = t.screen_lines();
     assert_eq!(lines[0], banner[..62]);
     assert_eq!(lines[1], banner[62..]);
-    assert_eq!(lines[3], ">");
+    assert_eq!(
+        lines[3], "> ",
+        "the prompt's blank before the cursor is kept"
+    );
     t.feed(b"typed");
     assert_eq!(t.screen_lines()[3], "> typed");
 }
@@ -280,6 +283,16 @@ fn an_unterminated_title_flood_is_truncated() {
     assert_eq!(t.screen_text(), "ok");
 }
 
+#[test]
+fn a_prompts_blank_before_the_cursor_is_part_of_the_screen_text() {
+    let mut t = term(5, 20);
+    t.feed(b"banner\r\n> ");
+    assert_eq!(t.screen_text(), "banner\n> ");
+    // Blanks after the cursor's column, and on other rows, are not.
+    t.feed(b"typed   \x1b[3D");
+    assert_eq!(t.screen_text(), "banner\n> typed");
+}
+
 /// A `Term` that keeps its own history, the reference for the prediction.
 struct Reference {
     term: Term<VoidListener>,
@@ -369,7 +382,12 @@ proptest! {
         let reference_screen: Vec<String> = (0..rows)
             .map(|i| history::plain(&encode::row(&grid[Line(i as i32)], cols)))
             .collect();
-        prop_assert_eq!(ours.screen_lines(), reference_screen);
+        // (The cursor's row runs up to the cursor in ours: compared trimmed.)
+        let ours_screen: Vec<String> =
+            ours.screen_lines().iter().map(|l| l.trim_end().to_owned()).collect();
+        let reference_screen: Vec<String> =
+            reference_screen.iter().map(|l| l.trim_end().to_owned()).collect();
+        prop_assert_eq!(ours_screen, reference_screen);
     }
 
     #[test]

@@ -387,10 +387,13 @@ def table(rounds, a):
         hs = [r[phase]["hangar"][key] for r in rounds]
         ts = [r[phase]["tmux"][key] for r in rounds]
 
+        def num(x):
+            return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
         def cell(xs):
             if len(xs) == 1:
-                return f"{xs[0]:.3g}"
-            return f"{min(xs):.3g} / {statistics.median(xs):.3g}"
+                return num(xs[0])
+            return f"{num(min(xs))} / {num(statistics.median(xs))}"
 
         hm, tm = statistics.median(hs), statistics.median(ts)
         ratio = f"{hm / tm:.2f}x" if tm else "-"

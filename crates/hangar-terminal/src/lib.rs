@@ -201,12 +201,22 @@ impl Terminal {
         rows.saturating_sub(used)
     }
 
-    /// The visible screen as text: one line per row, trailing blanks dropped.
+    /// The visible screen as text: one line per row, trailing blanks
+    /// dropped except on the cursor's row, which runs up to the cursor (the
+    /// `> ` a prompt printed before it stays, as a person sees it).
     pub fn screen_lines(&self) -> Vec<String> {
         let grid = self.screen.term.grid();
         let columns = grid.columns();
+        let cursor = grid.cursor.point;
         (0..grid.screen_lines())
-            .map(|i| history::plain(&encode::row(&grid[Line(i as i32)], columns)))
+            .map(|i| {
+                let upto = if cursor.line.0 == i as i32 {
+                    cursor.column.0
+                } else {
+                    0
+                };
+                history::plain(&encode::row_through(&grid[Line(i as i32)], columns, upto))
+            })
             .collect()
     }
 

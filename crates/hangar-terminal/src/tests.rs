@@ -178,9 +178,17 @@ fn narrowing_the_screen_keeps_a_rewrapped_first_line_on_screen_when_there_is_roo
     let lines = t.screen_lines();
     assert_eq!(lines[0], banner[..62]);
     assert_eq!(lines[1], banner[62..]);
-    assert_eq!(lines[3], ">");
+    assert_eq!(lines[3], "> ");
     t.feed(b"typed");
     assert_eq!(t.screen_lines()[3], "> typed");
+}
+
+#[test]
+fn the_cursors_row_keeps_the_blank_a_prompt_printed_before_it() {
+    let mut t = term(5, 20);
+    t.feed(b"answer\r\n> ");
+    assert_eq!(t.screen_lines()[1], "> ");
+    assert_eq!(t.screen_text(), "answer\n> ");
 }
 
 #[test]
@@ -369,7 +377,9 @@ proptest! {
         let reference_screen: Vec<String> = (0..rows)
             .map(|i| history::plain(&encode::row(&grid[Line(i as i32)], cols)))
             .collect();
-        prop_assert_eq!(ours.screen_lines(), reference_screen);
+        let ours_screen: Vec<String> =
+            ours.screen_lines().iter().map(|l| l.trim_end().to_owned()).collect();
+        prop_assert_eq!(ours_screen, reference_screen);
     }
 
     #[test]

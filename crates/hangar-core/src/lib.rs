@@ -7,6 +7,8 @@
 //! and carries the answer out. Times are passed in as milliseconds since the
 //! Unix epoch by the caller.
 
+pub mod activity;
+pub mod activity_debounce;
 pub mod claude_slug;
 pub mod cli_versions;
 pub mod display;
@@ -14,15 +16,21 @@ pub mod display;
 pub mod fixtures;
 pub mod governor;
 pub mod hosts;
+pub mod import_merge;
+pub mod in_use;
 pub mod ledger;
+pub mod lookup;
 pub mod model;
+pub mod new_session;
 pub mod opencode_identity;
 pub mod orchestration;
 pub mod ownership;
 pub mod placement;
 pub mod prune;
+pub mod reload_plan;
 pub mod restore_plan;
 pub mod tile;
+pub mod wake_decision;
 pub mod worktree;
 
 #[cfg(test)]

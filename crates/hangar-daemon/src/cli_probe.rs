@@ -1,7 +1,8 @@
 //! What an installed agent CLI is: its version (`--version`) and, for
-//! codex, whether it takes `--no-daemon` (`--help`). Read once per program
-//! file (path, size, modification time) and kept, so an upgrade of the CLI
-//! is noticed at its next start.
+//! codex, whether it takes `--no-daemon` (`--help`), read from their output
+//! by hangar-providers' `cli_facts`. Probed once per program file (path,
+//! size, modification time) and kept, so an upgrade of the CLI is noticed
+//! at its next start.
 //!
 //! Codex needs its answer before it starts (issue 16 defect 4), so that
 //! probe is awaited (about a second, once). The version of claude and
@@ -18,17 +19,12 @@ use hangar_core::cli_versions::{self, Tested, Version};
 use serde_json::{Value, json};
 
 use crate::Daemon;
-use crate::provider::{LaunchEnv, resolve_program};
+pub use hangar_providers::cli_facts::CliFacts;
+use hangar_providers::cli_facts::reads_help;
+use hangar_providers::launch::{LaunchEnv, resolve_program};
 
 /// A CLI that does not answer `--version` within this is taken as unknown.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CliFacts {
-    pub version: Option<Version>,
-    /// codex only: `--no-daemon` is accepted.
-    pub no_daemon: bool,
-}
 
 type Key = (PathBuf, u64, Option<SystemTime>);
 
@@ -84,10 +80,13 @@ impl CliProbe {
         if let Some(f) = self.cached(program) {
             return f;
         }
-        let version = cli_versions::parse_version(&output_of(program, &["--version"]).await);
-        let no_daemon = *provider == Provider::Codex
-            && cli_versions::codex_has_no_daemon(&output_of(program, &["--help"]).await);
-        let facts = CliFacts { version, no_daemon };
+        let version = output_of(program, &["--version"]).await;
+        let help = if reads_help(provider) {
+            Some(output_of(program, &["--help"]).await)
+        } else {
+            None
+        };
+        let facts = CliFacts::from_outputs(provider, &version, help.as_deref());
         self.cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -116,7 +115,7 @@ impl Daemon {
         let var = |k: &str| std::env::var(k).ok();
         let mint = String::new;
         let env = LaunchEnv {
-            config: &self.config,
+            providers: &self.config.providers,
             var: &var,
             dangerous: false,
             mint: &mint,
@@ -152,7 +151,7 @@ impl Daemon {
     fn notice_if_newer(&self, provider: &Provider, facts: &CliFacts) {
         if let Some(line) = self.cli_probe.first_notice(provider, facts) {
             tracing::warn!("{line}");
-            self.lock().notices.push(line);
+            self.sessions.notice(line);
         }
     }
 

@@ -1,5 +1,8 @@
-//! `$HANGAR_HOME/config.toml`: provider programs, custom providers, restore
-//! limits.
+//! `$HANGAR_HOME/config.toml`, assembled from the sections each owner
+//! defines beside its code (`[governor]` in governor.rs, `[restore]` in
+//! spawn/restore.rs, `[attach]` in server/attach.rs, `[worktree]` in
+//! worktree.rs, `[providers.*]` in hangar-providers, `[proxy]` in
+//! hangar-proxy, `[activity]`, `[notify]`, `[mcp]` in theirs).
 //!
 //! A missing file is the defaults. A file that does not parse is an error the
 //! daemon reports at start (it refuses to run on a config it cannot read,
@@ -19,11 +22,18 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use crate::governor::GovernorConfig;
+pub use crate::pty::TerminalConfig;
+pub use crate::server::attach::AttachConfig;
+pub use crate::spawn::restore::RestoreConfig;
+pub use crate::worktree::WorktreeConfig;
+pub use hangar_providers::ProviderConfig;
+
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default)]
-    pub providers: BTreeMap<String, ProviderConfig>,
+    pub providers: hangar_providers::ProvidersConfig,
     #[serde(default)]
     pub restore: RestoreConfig,
     #[serde(default)]
@@ -33,7 +43,7 @@ pub struct Config {
     #[serde(default)]
     pub worktree: WorktreeConfig,
     #[serde(default)]
-    pub proxy: crate::proxy::ProxyConfig,
+    pub proxy: hangar_proxy::ProxyConfig,
     /// `[activity]`: the sources of working/waiting/idle and the debounce.
     #[serde(default)]
     pub activity: crate::activity::ActivityConfig,
@@ -50,243 +60,6 @@ pub struct Config {
     /// `[terminal]`: each session's server-side terminal.
     #[serde(default)]
     pub terminal: TerminalConfig,
-}
-
-/// `[terminal]`: what each session's terminal keeps.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TerminalConfig {
-    /// History kept per session, in bytes (the oldest lines go first);
-    /// it is also what a hibernated session keeps with its last screen.
-    #[serde(default = "default_history_bytes")]
-    pub history_bytes: usize,
-}
-
-impl Default for TerminalConfig {
-    fn default() -> Self {
-        TerminalConfig {
-            history_bytes: default_history_bytes(),
-        }
-    }
-}
-
-fn default_history_bytes() -> usize {
-    hangar_terminal::DEFAULT_HISTORY_BYTES
-}
-
-impl TerminalConfig {
-    /// The terminal model's own configuration.
-    pub fn model(&self) -> hangar_terminal::Config {
-        hangar_terminal::Config {
-            history_bytes: self.history_bytes,
-        }
-    }
-}
-
-/// `[worktree]`: where `hangar new --worktree` puts worktrees and what runs
-/// in a new one before its agent starts.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorktreeConfig {
-    /// The folder for new worktrees; may name `{repo}` and `{branch}`, else
-    /// `<repo>/<branch>` is appended. Relative to the repository's root;
-    /// `~/` is the user's home. Default: `$HANGAR_HOME/worktrees`.
-    #[serde(default)]
-    pub folder: Option<String>,
-    /// A shell command run in each new worktree (e.g. `npm ci`); when it
-    /// fails the session is marked failed with its output.
-    #[serde(default)]
-    pub setup_command: Option<String>,
-    /// How long the setup command may run.
-    #[serde(default = "default_setup_timeout")]
-    pub setup_timeout_secs: u64,
-}
-
-impl Default for WorktreeConfig {
-    fn default() -> Self {
-        WorktreeConfig {
-            folder: None,
-            setup_command: None,
-            setup_timeout_secs: default_setup_timeout(),
-        }
-    }
-}
-
-fn default_setup_timeout() -> u64 {
-    600
-}
-
-/// The resource governor: the live budget, the wake queue, eviction.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GovernorConfig {
-    /// Most live agent sessions at once (unlimited when absent).
-    #[serde(default)]
-    pub max_live: Option<usize>,
-    /// Most resident memory of all agent process trees, in MiB.
-    #[serde(default)]
-    pub max_memory_mb: Option<u64>,
-    /// Wakes running at once.
-    #[serde(default = "default_wake_concurrency")]
-    pub wake_concurrency: usize,
-    /// Minimum gap between two wake starts.
-    #[serde(default = "default_wake_spacing")]
-    pub wake_spacing_ms: u64,
-    /// Consecutive auth-like failures that pause the wake queue.
-    #[serde(default = "default_breaker")]
-    pub breaker_threshold: u32,
-    /// Output patterns (case-insensitive) that mark a failed start as an
-    /// authentication failure; the defaults cover claude and codex.
-    #[serde(default)]
-    pub auth_patterns: Option<Vec<String>>,
-    /// Exit codes that mark a failed start as an authentication failure.
-    #[serde(default)]
-    pub auth_exit_codes: Vec<i32>,
-    /// Evict parked records untouched for this long (e.g. "7d"); off when
-    /// absent.
-    #[serde(default)]
-    pub parked_ttl: Option<String>,
-    /// How often the budget is checked.
-    #[serde(default = "default_check_interval")]
-    pub check_interval_ms: u64,
-}
-
-impl Default for GovernorConfig {
-    fn default() -> Self {
-        GovernorConfig {
-            max_live: None,
-            max_memory_mb: None,
-            wake_concurrency: default_wake_concurrency(),
-            wake_spacing_ms: default_wake_spacing(),
-            breaker_threshold: default_breaker(),
-            auth_patterns: None,
-            auth_exit_codes: Vec::new(),
-            parked_ttl: None,
-            check_interval_ms: default_check_interval(),
-        }
-    }
-}
-
-fn default_wake_concurrency() -> usize {
-    2
-}
-fn default_wake_spacing() -> u64 {
-    500
-}
-fn default_breaker() -> u32 {
-    3
-}
-fn default_check_interval() -> u64 {
-    2000
-}
-
-impl GovernorConfig {
-    pub fn budget(&self) -> hangar_core::governor::Budget {
-        hangar_core::governor::Budget {
-            max_live: self.max_live,
-            max_memory_bytes: self.max_memory_mb.map(|m| m * 1024 * 1024),
-        }
-    }
-
-    pub fn queue_limits(&self) -> hangar_core::governor::QueueLimits {
-        hangar_core::governor::QueueLimits {
-            max_running: self.wake_concurrency.max(1),
-            spacing_ms: self.wake_spacing_ms,
-            breaker_threshold: self.breaker_threshold.max(1),
-        }
-    }
-
-    pub fn auth_patterns(&self) -> Vec<String> {
-        self.auth_patterns
-            .clone()
-            .unwrap_or_else(hangar_core::governor::default_auth_patterns)
-    }
-
-    /// The parked TTL, validated.
-    pub fn parked_ttl(&self) -> Result<Option<std::time::Duration>, String> {
-        self.parked_ttl
-            .as_deref()
-            .map(|t| {
-                humantime::parse_duration(t).map_err(|e| format!("governor.parked_ttl {t:?}: {e}"))
-            })
-            .transpose()
-    }
-}
-
-/// A provider's program, or a whole custom provider.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderConfig {
-    /// The program to run (a path, or a name looked up on PATH).
-    pub program: Option<String>,
-    /// Arguments always passed (custom providers).
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Arguments to resume a provider session; `{id}` is replaced by the id
-    /// (custom providers).
-    #[serde(default)]
-    pub resume_args: Vec<String>,
-    /// Arguments added in dangerous mode (custom providers).
-    #[serde(default)]
-    pub dangerous_args: Vec<String>,
-    /// Extra environment for the program.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Output patterns that mark this provider's failed start as an
-    /// authentication failure (replacing `governor.auth_patterns`). Shell
-    /// and custom commands count toward the breaker only when set.
-    #[serde(default)]
-    pub auth_patterns: Option<Vec<String>>,
-    /// Exit codes that do the same (replacing `governor.auth_exit_codes`).
-    #[serde(default)]
-    pub auth_exit_codes: Option<Vec<i32>>,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RestoreConfig {
-    /// How many spawns run at once during a restore.
-    #[serde(default = "default_concurrency")]
-    pub concurrency: usize,
-    /// How long an agent may take to show its first output.
-    #[serde(default = "default_timeout")]
-    pub spawn_timeout_secs: u64,
-}
-
-impl Default for RestoreConfig {
-    fn default() -> Self {
-        RestoreConfig {
-            concurrency: default_concurrency(),
-            spawn_timeout_secs: default_timeout(),
-        }
-    }
-}
-
-fn default_concurrency() -> usize {
-    4
-}
-fn default_timeout() -> u64 {
-    30
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AttachConfig {
-    /// The detach sequence: a prefix key then a key, tmux style.
-    #[serde(default = "default_detach")]
-    pub detach_key: String,
-}
-
-impl Default for AttachConfig {
-    fn default() -> Self {
-        AttachConfig {
-            detach_key: default_detach(),
-        }
-    }
-}
-
-fn default_detach() -> String {
-    "C-b d".to_owned()
 }
 
 #[derive(Debug, thiserror::Error)]

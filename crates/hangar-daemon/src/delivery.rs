@@ -15,8 +15,8 @@ use std::time::Duration;
 use hangar_core::{Provider, SessionId};
 
 use crate::Daemon;
-use crate::orchestration::turns::{self, TurnMark};
 use crate::pty::LiveProcess;
+use hangar_providers::transcript::turns::{self, TurnMark};
 
 /// How long each Enter is given to show a turn start; one entry per Enter.
 const ATTEMPT_WAITS: [Duration; 3] = [
@@ -56,7 +56,7 @@ impl Daemon {
     /// waiting on the person (text typed then answers a question or is
     /// queued, and starts no turn of its own).
     pub(crate) fn expects_turn(&self, id: &SessionId) -> bool {
-        let provider = self.lock().ws.sessions.get(id).map(|m| m.provider.clone());
+        let provider = self.sessions.provider_of(id);
         if !provider.as_ref().is_some_and(turns::is_readable_provider) {
             return false;
         }
@@ -65,7 +65,7 @@ impl Daemon {
 
     /// The facts before a prompt is typed into `id`.
     pub(crate) async fn before_prompt(&self, id: &SessionId) -> Option<Before> {
-        let meta = self.lock().ws.sessions.get(id).cloned()?;
+        let meta = self.sessions.meta(id)?;
         let provider_id = meta.durable_provider_id().map(str::to_owned);
         let mark = tokio::task::spawn_blocking(move || turns::mark(&meta))
             .await
@@ -130,7 +130,7 @@ impl Daemon {
         if live.exited().is_some() || self.prompt_submitted_since(id, before.since_ms) {
             return true;
         }
-        let Some(meta) = self.lock().ws.sessions.get(id).cloned() else {
+        let Some(meta) = self.sessions.meta(id) else {
             // Closed meanwhile: nothing left to deliver to.
             return true;
         };
@@ -147,7 +147,7 @@ impl Daemon {
     /// Whether hangar has any way to see this session's turns start: its
     /// hooks are installed, or its transcript exists.
     async fn can_see_turns(&self, id: &SessionId) -> bool {
-        let Some(meta) = self.lock().ws.sessions.get(id).cloned() else {
+        let Some(meta) = self.sessions.meta(id) else {
             return false;
         };
         if matches!(meta.provider, Provider::Claude) && self.hooks_installed() {

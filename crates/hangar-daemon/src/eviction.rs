@@ -15,14 +15,16 @@ use std::io::Write;
 use std::sync::Arc;
 
 use hangar_core::governor::{stale_parked, whole_cascades};
+use hangar_core::in_use::{InUse, in_use_when_evicting, is_idle};
 use hangar_core::{Provider, SessionId, SessionMeta};
 use hangar_protocol::message::codes;
 use serde_json::{Value, json};
 
 use crate::Daemon;
+use crate::errors::ApiError;
 use crate::journal::{CloseCause, Event};
-use crate::lifecycle::short;
-use crate::state::{ApiError, RunState};
+use crate::sessions::RunState;
+use crate::spawn::short;
 
 /// What a close of many candidates may take: whole close cascades, and the
 /// candidates skipped with the reason (JSON rows for the reply).
@@ -71,7 +73,9 @@ impl Daemon {
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         let now = crate::now_ms();
-        let stale: Vec<SessionId> = stale_parked(&self.lock().ws, now, older_than_ms);
+        let stale: Vec<SessionId> = self
+            .sessions
+            .read(|st| stale_parked(&st.ws, now, older_than_ms));
         let plan = self.plan_whole_cascades(&stale, true);
         let mut skipped = plan.skipped;
         let mut evicted = Vec::new();
@@ -86,9 +90,14 @@ impl Daemon {
             }
             let rows = self.evicted_rows(&group);
             if !dry_run {
-                let (kept, removed) = self
-                    .close_sessions(&group, false, CloseCause::Evicted, &group)
-                    .await?;
+                let (kept, removed) = crate::handlers::sessions::close_sessions(
+                    self,
+                    &group,
+                    false,
+                    CloseCause::Evicted,
+                    &group,
+                )
+                .await?;
                 kept_worktrees.extend(kept);
                 removed_worktrees.extend(removed);
                 self.record_evicted(&rows, now);
@@ -120,9 +129,10 @@ impl Daemon {
             .collect();
         let wanted: BTreeSet<&SessionId> = candidates.iter().collect();
         let (groups, held) = {
-            let st = self.lock();
-            whole_cascades(&st.ws, candidates, |id| {
-                wanted.contains(id) && !in_use.contains_key(id)
+            self.sessions.read(|st| {
+                whole_cascades(&st.ws, candidates, |id| {
+                    wanted.contains(id) && !in_use.contains_key(id)
+                })
             })
         };
         let skipped = held
@@ -153,25 +163,23 @@ impl Daemon {
     /// and it is stale by its age (its resume command is kept). Closing
     /// idle agents counts it, since a person may still answer.
     fn in_use_for(&self, id: &SessionId, evicting: bool) -> Option<&'static str> {
-        let running = || {
-            self.lock()
-                .runtimes
-                .get(id)
-                .is_some_and(|r| matches!(r.state, RunState::Live | RunState::Spawning))
-        };
-        if evicting && self.activity.viewers(id) == 0 && !running() {
-            return None;
+        if !evicting {
+            return self.in_use(id);
         }
-        self.in_use(id)
+        let running = matches!(
+            self.sessions.run_state(id),
+            RunState::Live | RunState::Spawning
+        );
+        in_use_when_evicting(self.activity.viewers(id), running, || {
+            self.activity_of(id).0
+        })
+        .map(InUse::reason)
     }
 
     fn skip_row(&self, id: &SessionId, reason: String) -> Value {
         let title = self
-            .lock()
-            .ws
             .sessions
-            .get(id)
-            .map(|m| m.title.clone())
+            .read(|st| st.ws.sessions.get(id).map(|m| m.title.clone()))
             .unwrap_or_default();
         json!({"id": id.to_string(), "title": title, "reason": reason})
     }
@@ -192,13 +200,14 @@ impl Daemon {
     }
 
     fn evicted_rows(&self, ids: &[SessionId]) -> Vec<Value> {
-        let st = self.lock();
+        self.sessions.read(|st| {
         ids.iter()
             .filter_map(|id| {
                 let m = st.ws.sessions.get(id)?;
                 Some(json!({"id": id.to_string(), "title": m.title, "resume_command": resume_command(m)}))
             })
             .collect()
+        })
     }
 
     /// Append the evicted sessions and their resume commands to
@@ -225,27 +234,32 @@ impl Daemon {
     /// Stop the processes of `ids` and remove them from the model.
     pub async fn stop_and_remove(self: &Arc<Self>, ids: &[SessionId]) -> Result<(), ApiError> {
         let lives: Vec<_> = {
-            let mut st = self.lock();
-            ids.iter()
-                .filter_map(|id| {
-                    let rt = st.runtimes.get_mut(id)?;
-                    let live = rt.proc.take();
-                    rt.set_state(RunState::Hibernated);
-                    live
-                })
-                .collect()
+            self.sessions.edit(|st| {
+                ids.iter()
+                    .filter_map(|id| {
+                        let rt = st.runtimes.get_mut(id)?;
+                        let live = rt.proc.take();
+                        rt.set_state(RunState::Hibernated);
+                        live
+                    })
+                    .collect()
+            })
         };
         futures::future::join_all(lives.iter().map(|l| self.stop_process(l))).await;
-        let mut st = self.lock();
-        self.orchestration_closed(&st.ws, ids);
-        st.ws.remove_sessions(ids);
+        let saved = self.sessions.edit(|st| {
+            self.orchestration_closed(&st.ws, ids);
+            st.ws.remove_sessions(ids);
+            for id in ids {
+                st.runtimes.remove(id);
+                crate::sessions::forget_process_logged(&mut st.store, id);
+            }
+            st.save(ids)
+        });
+        // Off the lock: removes each session's hook settings file.
         for id in ids {
-            st.runtimes.remove(id);
-            let _ = st.store.forget_process(id);
             self.forget_activity(id);
         }
-        st.save(ids)?;
-        Ok(())
+        saved
     }
 
     /// Inactive for longer than `older_than_ms` (and not live unless
@@ -257,16 +271,14 @@ impl Daemon {
         older_than_ms: u64,
         include_live: bool,
     ) -> bool {
-        let st = self.lock();
-        let Some(meta) = st.ws.sessions.get(id) else {
-            return false;
-        };
-        if now.saturating_sub(meta.last_active_ms) <= older_than_ms {
-            return false;
-        }
-        let rt = st.runtimes.get(id);
-        let live = rt.is_some_and(|r| matches!(r.state, RunState::Live | RunState::Spawning));
-        include_live || !live
+        self.sessions.read(|st| {
+            let Some(meta) = st.ws.sessions.get(id) else {
+                return false;
+            };
+            let rt = st.runtimes.get(id);
+            let live = rt.is_some_and(|r| matches!(r.state, RunState::Live | RunState::Spawning));
+            is_idle(meta.last_active_ms, now, older_than_ms, live, include_live)
+        })
     }
 
     /// Close agents inactive for longer than `older_than_ms`. Like evict, a
@@ -280,7 +292,9 @@ impl Daemon {
     ) -> Result<Value, ApiError> {
         let now = crate::now_ms();
         let idle: Vec<SessionId> = {
-            let ids: Vec<SessionId> = self.lock().ws.sessions.keys().cloned().collect();
+            let ids: Vec<SessionId> = self
+                .sessions
+                .read(|st| st.ws.sessions.keys().cloned().collect());
             ids.into_iter()
                 .filter(|id| self.idle_candidate(id, now, older_than_ms, include_live))
                 .collect()
@@ -320,9 +334,14 @@ impl Daemon {
                 skipped.extend(self.skip_rows(&group, &id, why));
                 continue;
             }
-            let (kept, removed) = self
-                .close_sessions(&group, false, CloseCause::Idle, &group)
-                .await?;
+            let (kept, removed) = crate::handlers::sessions::close_sessions(
+                self,
+                &group,
+                false,
+                CloseCause::Idle,
+                &group,
+            )
+            .await?;
             kept_worktrees.extend(kept);
             removed_worktrees.extend(removed);
             closed.extend(group.iter().map(|s| s.to_string()));
@@ -333,14 +352,6 @@ impl Daemon {
             "kept_worktrees": kept_worktrees,
             "removed_worktrees": removed_worktrees,
         }))
-    }
-
-    pub fn resume_queue(&self) -> Value {
-        let was_open = self.queue.resume();
-        if was_open {
-            self.journal.record(Event::BreakerReset);
-        }
-        json!({"breaker": "closed", "was_open": was_open})
     }
 }
 

@@ -1,6 +1,7 @@
 //! The resource governor's loop: measure the live fleet from `/proc`, ask
-//! `hangar_core::governor` what to hibernate, and do it; evict stale parked
-//! records when a TTL is configured.
+//! `hangar_core::governor` what to hibernate (and `hangar_core::in_use` who
+//! is in use), and do it; evict stale parked records when a TTL is
+//! configured.
 //!
 //! It never touches a session that is visible, attached, pinned, mid-turn
 //! or waiting for the user; when nothing qualifies it reports "over budget" in `status`
@@ -11,12 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_core::governor::{BudgetDecision, LiveFacts, enforce_budget};
+use hangar_core::in_use::{InUse, counts_toward_budget, in_use, touch_is_due};
 use hangar_core::{Placement, Provider, SessionId};
 
 use crate::Daemon;
 use crate::activity::Activity;
 use crate::journal::{Event, HibernateReason};
-use crate::state::RunState;
+use crate::sessions::RunState;
+use serde::Deserialize;
 
 /// Resident memory of each process tree rooted at `roots`, in bytes, read
 /// from `/proc` in one pass.
@@ -68,31 +71,28 @@ pub fn tree_memory(roots: &[u32]) -> HashMap<u32, u64> {
     totals
 }
 
-/// Whether a failed start's screen or exit code looks like an expired or
-/// missing login. Only agent CLIs log in: a shell or custom command that
-/// fails to start never counts toward the breaker, unless its
-/// `[providers.NAME]` table names its own `auth_patterns`/`auth_exit_codes`
-/// (which then replace the global ones for that provider).
+/// Whether a failed start looks like an expired or missing login
+/// (`hangar_providers::auth_failure`), by `[providers.NAME]` and the
+/// `[governor]` rules.
 pub fn looks_like_auth_failure(
     config: &crate::config::Config,
     provider: &Provider,
     screen: &str,
     code: i32,
 ) -> bool {
-    let own = config.providers.get(provider.name());
-    let own_patterns = own.and_then(|p| p.auth_patterns.clone());
-    let own_codes = own.and_then(|p| p.auth_exit_codes.clone());
-    if own_patterns.is_none() && own_codes.is_none() && !provider.is_agent() {
-        return false;
-    }
-    let governor = &config.governor;
-    let patterns = own_patterns.unwrap_or_else(|| governor.auth_patterns());
-    let codes = own_codes.unwrap_or_else(|| governor.auth_exit_codes.clone());
-    codes.contains(&code) || hangar_core::governor::looks_like_auth_failure(screen, &patterns)
+    let patterns = config.governor.auth_patterns();
+    let global = hangar_providers::auth_failure::AuthRules {
+        patterns: &patterns,
+        exit_codes: &config.governor.auth_exit_codes,
+    };
+    hangar_providers::auth_failure::looks_like_auth_failure(
+        &config.providers,
+        global,
+        provider,
+        screen,
+        code,
+    )
 }
-
-/// Attached input stores a session's last use at most this often.
-const TOUCH_EVERY_MS: u64 = 5_000;
 
 /// The last budget check, for `status`.
 #[derive(Clone, Debug, Default)]
@@ -107,27 +107,27 @@ impl Daemon {
     /// Facts about every live agent session.
     fn live_facts(&self) -> Vec<LiveFacts> {
         let snapshot: Vec<(SessionId, hangar_core::SessionMeta, u32, bool, bool, bool)> = {
-            let st = self.lock();
-            st.runtimes
-                .iter()
-                .filter(|(_, rt)| matches!(rt.state, RunState::Live))
-                .filter_map(|(id, rt)| {
-                    let meta = st.ws.sessions.get(id)?;
-                    if !meta.provider.is_agent() {
-                        return None;
-                    }
-                    let proc = rt.proc.as_ref()?;
-                    let visible = matches!(st.ws.placement_of(id), Some((Placement::Pane, _)));
-                    Some((
-                        id.clone(),
-                        meta.clone(),
-                        proc.pid,
-                        visible,
-                        self.activity.viewers(id) > 0,
-                        st.ws.is_pinned(id),
-                    ))
-                })
-                .collect()
+            self.sessions.read(|st| {
+                st.runtimes
+                    .iter()
+                    .filter_map(|(id, rt)| {
+                        let meta = st.ws.sessions.get(id)?;
+                        if !counts_toward_budget(&meta.provider, rt.state == RunState::Live) {
+                            return None;
+                        }
+                        let proc = rt.proc.as_ref()?;
+                        let visible = matches!(st.ws.placement_of(id), Some((Placement::Pane, _)));
+                        Some((
+                            id.clone(),
+                            meta.clone(),
+                            proc.pid,
+                            visible,
+                            self.activity.viewers(id) > 0,
+                            st.ws.is_pinned(id),
+                        ))
+                    })
+                    .collect()
+            })
         };
         let pids: Vec<u32> = snapshot.iter().map(|s| s.2).collect();
         let memory = tree_memory(&pids);
@@ -152,34 +152,28 @@ impl Daemon {
     /// A person used `id` (attached to it, typed into it): it becomes the
     /// most recently used, so the budget takes others first. A `throttled`
     /// touch (every keystroke of an attached terminal lands here) is stored
-    /// at most once per [`TOUCH_EVERY_MS`] per session.
+    /// at most once per `hangar_core::in_use::TOUCH_EVERY_MS` per session.
     pub fn touch_used(&self, id: &SessionId, throttled: bool) {
         let now = crate::now_ms();
-        let mut st = self.lock();
-        let Some(meta) = st.ws.sessions.get_mut(id) else {
-            return;
-        };
-        if throttled && now.saturating_sub(meta.last_active_ms) < TOUCH_EVERY_MS {
-            return;
-        }
-        meta.last_active_ms = now;
-        if let Err(e) = st.save_observed(&[]) {
-            tracing::warn!("cannot store the last use of {id}: {e:?}");
-        }
+        self.sessions.edit(|st| {
+            let Some(meta) = st.ws.sessions.get_mut(id) else {
+                return;
+            };
+            if !touch_is_due(meta.last_active_ms, now, throttled) {
+                return;
+            }
+            meta.last_active_ms = now;
+            if let Err(e) = st.save_observed(&[]) {
+                tracing::warn!("cannot store the last use of {id}: {e:?}");
+            }
+        })
     }
 
     /// Why a person or a turn is using `id` right now (attached, mid-turn,
     /// waiting for the person), if so: what evict, close-idle and the budget
     /// must never interrupt.
     pub fn in_use(&self, id: &SessionId) -> Option<&'static str> {
-        if self.activity.viewers(id) > 0 {
-            return Some("attached");
-        }
-        match self.activity_of(id).0 {
-            Activity::Working => Some("working"),
-            Activity::Waiting => Some("waiting for the person"),
-            _ => None,
-        }
+        in_use(self.activity.viewers(id), || self.activity_of(id).0).map(InUse::reason)
     }
 
     /// Check the budget once and hibernate what the rules choose.
@@ -199,13 +193,14 @@ impl Daemon {
                 .sum(),
         );
         {
-            let mut st = self.lock();
-            st.budget = BudgetStatus {
-                live: facts.len() - decision.hibernate.len(),
-                memory_bytes: remaining,
-                over_budget: decision.over_budget,
-                reason: decision.reason.clone(),
-            };
+            self.sessions.edit(|st| {
+                st.budget = BudgetStatus {
+                    live: facts.len() - decision.hibernate.len(),
+                    memory_bytes: remaining,
+                    over_budget: decision.over_budget,
+                    reason: decision.reason.clone(),
+                };
+            });
         }
         if budget.max_live.is_none() && budget.max_memory_bytes.is_none() {
             return decision;
@@ -239,7 +234,7 @@ impl Daemon {
                 _ = tokio::time::sleep(interval) => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
-            if self.lock().shutting_down {
+            if self.sessions.shutting_down() {
                 return;
             }
             self.enforce_budget_now(&BTreeSet::new()).await;
@@ -247,6 +242,103 @@ impl Daemon {
                 let _ = self.evict_parked(ttl.as_millis() as u64, false).await;
             }
         }
+    }
+}
+
+/// The resource governor: the live budget, the wake queue, eviction.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GovernorConfig {
+    /// Most live agent sessions at once (unlimited when absent).
+    #[serde(default)]
+    pub max_live: Option<usize>,
+    /// Most resident memory of all agent process trees, in MiB.
+    #[serde(default)]
+    pub max_memory_mb: Option<u64>,
+    /// Wakes running at once.
+    #[serde(default = "default_wake_concurrency")]
+    pub wake_concurrency: usize,
+    /// Minimum gap between two wake starts.
+    #[serde(default = "default_wake_spacing")]
+    pub wake_spacing_ms: u64,
+    /// Consecutive auth-like failures that pause the wake queue.
+    #[serde(default = "default_breaker")]
+    pub breaker_threshold: u32,
+    /// Output patterns (case-insensitive) that mark a failed start as an
+    /// authentication failure; the defaults cover claude and codex.
+    #[serde(default)]
+    pub auth_patterns: Option<Vec<String>>,
+    /// Exit codes that mark a failed start as an authentication failure.
+    #[serde(default)]
+    pub auth_exit_codes: Vec<i32>,
+    /// Evict parked records untouched for this long (e.g. "7d"); off when
+    /// absent.
+    #[serde(default)]
+    pub parked_ttl: Option<String>,
+    /// How often the budget is checked.
+    #[serde(default = "default_check_interval")]
+    pub check_interval_ms: u64,
+}
+
+impl Default for GovernorConfig {
+    fn default() -> Self {
+        GovernorConfig {
+            max_live: None,
+            max_memory_mb: None,
+            wake_concurrency: default_wake_concurrency(),
+            wake_spacing_ms: default_wake_spacing(),
+            breaker_threshold: default_breaker(),
+            auth_patterns: None,
+            auth_exit_codes: Vec::new(),
+            parked_ttl: None,
+            check_interval_ms: default_check_interval(),
+        }
+    }
+}
+
+fn default_wake_concurrency() -> usize {
+    2
+}
+fn default_wake_spacing() -> u64 {
+    500
+}
+fn default_breaker() -> u32 {
+    3
+}
+fn default_check_interval() -> u64 {
+    2000
+}
+
+impl GovernorConfig {
+    pub fn budget(&self) -> hangar_core::governor::Budget {
+        hangar_core::governor::Budget {
+            max_live: self.max_live,
+            max_memory_bytes: self.max_memory_mb.map(|m| m * 1024 * 1024),
+        }
+    }
+
+    pub fn queue_limits(&self) -> hangar_core::governor::QueueLimits {
+        hangar_core::governor::QueueLimits {
+            max_running: self.wake_concurrency.max(1),
+            spacing_ms: self.wake_spacing_ms,
+            breaker_threshold: self.breaker_threshold.max(1),
+        }
+    }
+
+    pub fn auth_patterns(&self) -> Vec<String> {
+        self.auth_patterns
+            .clone()
+            .unwrap_or_else(hangar_core::governor::default_auth_patterns)
+    }
+
+    /// The parked TTL, validated.
+    pub fn parked_ttl(&self) -> Result<Option<std::time::Duration>, String> {
+        self.parked_ttl
+            .as_deref()
+            .map(|t| {
+                humantime::parse_duration(t).map_err(|e| format!("governor.parked_ttl {t:?}: {e}"))
+            })
+            .transpose()
     }
 }
 

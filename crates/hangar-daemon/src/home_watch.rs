@@ -53,11 +53,12 @@ impl Daemon {
                         "the home {} was deleted or replaced and could not be re-created: {e:#}",
                         self.paths.home.display()
                     );
-                    let mut st = self.lock();
-                    if !st.notices.contains(&msg) {
-                        tracing::error!("{msg}");
-                        st.notices.push(msg);
-                    }
+                    self.sessions.edit(|st| {
+                        if !st.notices.contains(&msg) {
+                            tracing::error!("{msg}");
+                            st.notices.push(msg);
+                        }
+                    })
                 }
             }
         }
@@ -77,30 +78,31 @@ impl Daemon {
             // Held for the rest of the daemon's life, like the first one.
             std::mem::forget(crate::take_home_lock(&self.paths)?);
         }
-        let mut st = self.lock();
-        if !store_ok {
-            self.rewrite_store(&mut st)?;
-        }
-        let socket = self.paths.socket();
-        let _ = std::fs::remove_file(&socket);
-        let listener = tokio::net::UnixListener::bind(&socket)
-            .with_context(|| format!("cannot listen on {}", socket.display()))?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
-        }
-        if store_ok {
-            tracing::warn!(
-                "the socket {} was deleted; listening again",
-                socket.display()
-            );
-        }
-        Ok(listener)
+        self.sessions.edit(|st| {
+            if !store_ok {
+                self.rewrite_store(st)?;
+            }
+            let socket = self.paths.socket();
+            let _ = std::fs::remove_file(&socket);
+            let listener = tokio::net::UnixListener::bind(&socket)
+                .with_context(|| format!("cannot listen on {}", socket.display()))?;
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+            }
+            if store_ok {
+                tracing::warn!(
+                    "the socket {} was deleted; listening again",
+                    socket.display()
+                );
+            }
+            Ok(listener)
+        })
     }
 
     /// Write the whole workspace, the saved screens and the live processes
     /// to a new store file at the store's path, and use it from now on.
-    fn rewrite_store(&self, st: &mut crate::state::State) -> anyhow::Result<()> {
+    fn rewrite_store(&self, st: &mut crate::sessions::State) -> anyhow::Result<()> {
         use anyhow::Context;
         let screens = st
             .store

@@ -7,41 +7,33 @@
 //! the workspace saved.
 
 pub mod activity;
-pub mod attach_size;
-pub mod claude_bg;
 pub mod cli_probe;
 pub mod config;
 pub mod delivery;
+pub mod errors;
 pub mod eviction;
-pub mod failure_reason;
 pub mod governor;
+pub mod handlers;
 pub mod home_watch;
 pub mod identity;
 pub mod journal;
-pub mod layout_ops;
-pub mod lifecycle;
-pub mod ops;
 pub mod orchestration;
 pub mod os;
-pub mod paths;
-pub mod provider;
-pub mod proxy;
+pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
-pub mod restore;
 pub mod server;
-pub mod state;
+pub mod sessions;
+pub mod spawn;
 pub mod strays;
 pub mod tmux_adoption;
 pub mod transfer;
-pub mod wake_queue;
 pub mod worktree;
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use hangar_core::RestorePlan;
@@ -49,19 +41,20 @@ use hangar_store::Store;
 use tokio::sync::watch;
 
 pub use crate::config::Config;
-use crate::os::ProcessControl;
-pub use crate::paths::Paths;
-use crate::state::{RestoreProgress, State};
+pub use crate::os::{now_ms, wall_ms};
+use crate::sessions::Sessions;
+pub use hangar_protocol::paths::{self, Paths};
 
 pub struct Daemon {
     pub paths: Paths,
     /// The settings in use; `hangar reload` reads config.toml again.
     pub config: config::LiveConfig,
-    pub os: Arc<dyn ProcessControl>,
+    /// The clock, signals and process facts (a fake in unit tests).
+    pub os: Arc<dyn os::Os>,
     pub journal: journal::Journal,
-    pub queue: wake_queue::WakeQueue,
+    pub queue: spawn::queue::WakeQueue,
     /// The recording proxy shared by every session; started lazily.
-    pub proxy: proxy::Proxy,
+    pub proxy: hangar_proxy::Proxy,
     /// Every session's activity (working, waiting, idle) and its viewers.
     pub activity: Arc<activity::Hub>,
     /// MCP tokens, turn marks, tombstones and first prompts of agents.
@@ -70,59 +63,12 @@ pub struct Daemon {
     pub typed: identity::opencode::TypedLog,
     /// Installed agent CLIs' versions and flags.
     pub cli_probe: cli_probe::CliProbe,
-    state: Mutex<State>,
+    /// The workspace model, the store and every session's runtime.
+    pub sessions: Sessions,
     shutdown: watch::Sender<bool>,
 }
 
-/// The daemon's clock, in ms since the Unix epoch: the wall clock as read at
-/// the daemon's start, plus the time elapsed since on a clock that never
-/// jumps (`CLOCK_BOOTTIME` on Linux, which keeps counting through a suspend,
-/// so a laptop's night still ages its sessions).
-///
-/// Every timestamp the daemon stores and every age it computes (idle,
-/// parked, tombstones, activity) comes from here, so a wall clock stepped a
-/// day forward or back while it runs neither makes a session "idle for a
-/// day" nor yields a time before the one just stored. The price: a step of
-/// the wall clock (an NTP correction too) is taken at the next start.
-pub fn now_ms() -> u64 {
-    static ANCHOR: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
-    let (wall_at_start, steady_at_start) = *ANCHOR.get_or_init(|| (wall_ms(), steady_ms()));
-    wall_at_start.saturating_add(steady_ms().saturating_sub(steady_at_start))
-}
-
-/// The wall clock as it is now, for comparing with times other programs
-/// wrote (file names and dates of transcripts).
-pub fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// Milliseconds on a clock that only moves forward.
-fn steady_ms() -> u64 {
-    #[cfg(target_os = "linux")]
-    const CLOCK: libc::clockid_t = libc::CLOCK_BOOTTIME;
-    #[cfg(not(target_os = "linux"))]
-    const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
-    // SAFETY: clock_gettime writes into the zeroed timespec we own.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    if unsafe { libc::clock_gettime(CLOCK, &mut ts) } != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1000)
-        .saturating_add(ts.tv_nsec as u64 / 1_000_000)
-}
-
 impl Daemon {
-    /// The state lock. Never held across an await.
-    pub fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic inside one request must not wedge every other client; the
-        // state is plain data and stays consistent between statements.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     pub fn shutdown_watch(&self) -> watch::Receiver<bool> {
         self.shutdown.subscribe()
     }
@@ -130,20 +76,7 @@ impl Daemon {
     /// End every live session's process group, keep their last screens, save,
     /// and let the server loop finish.
     pub async fn shutdown(self: &Arc<Self>) {
-        let lives: Option<Vec<_>> = {
-            let mut st = self.lock();
-            if st.shutting_down {
-                None
-            } else {
-                st.shutting_down = true;
-                Some(
-                    st.runtimes
-                        .iter_mut()
-                        .filter_map(|(id, rt)| rt.proc.take().map(|p| (id.clone(), p)))
-                        .collect(),
-                )
-            }
-        };
+        let lives = self.sessions.begin_shutdown();
         let Some(lives) = lives else {
             // Another caller is already shutting down: wait for it.
             let mut rx = self.shutdown_watch();
@@ -157,16 +90,12 @@ impl Daemon {
             (id.clone(), screen)
         });
         let screens = futures::future::join_all(stops).await;
-        {
-            let mut st = self.lock();
-            let now = now_ms();
-            for (id, screen) in screens {
-                let _ = st.store.save_screen(&id, &screen, now);
-                let _ = st.store.forget_process(&id);
-            }
-            if let Err(e) = st.save_observed(&[]) {
-                tracing::error!("final save failed: {}", e.message);
-            }
+        let now = now_ms();
+        for (id, screen) in screens {
+            self.sessions.keep_stopped_screen(&id, &screen, now);
+        }
+        if let Err(e) = self.sessions.edit(|st| st.save_observed(&[])) {
+            tracing::error!("final save failed: {}", e.message);
         }
         self.shutdown.send_replace(true);
     }
@@ -175,8 +104,7 @@ impl Daemon {
     /// killed). A pid is only signalled when its start time still matches
     /// the recorded one, so a reused pid is never touched.
     fn end_orphans(&self) {
-        let mut st = self.lock();
-        let recorded = match st.store.recorded_processes() {
+        let recorded = match self.sessions.read(|st| st.store.recorded_processes()) {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("cannot read recorded processes: {e}");
@@ -184,20 +112,13 @@ impl Daemon {
             }
         };
         for p in recorded {
-            let leader_matches =
-                p.start_time != 0 && self.os.start_time(p.pid) == Some(p.start_time);
             // The leader often dies of the terminal hangup while children it
-            // started in its group (a dev server, a `sleep`) live on. With the
-            // leader gone, a group that still has members is the recorded
-            // one: the kernel does not hand out a pid number while it is
-            // still some group's id, so no newer process can own it.
-            let stragglers_of_dead_leader =
-                self.os.start_time(p.pid).is_none() && self.os.signal_group(p.pgid, 0);
-            if leader_matches || stragglers_of_dead_leader {
+            // started in its group (a dev server, a `sleep`) live on.
+            if os::is_recorded_agent(self.os.as_ref(), p.pid, p.pgid, p.start_time) {
                 tracing::info!("ending orphaned agent of {} (pid {})", p.session, p.pid);
                 self.os.signal_group(p.pgid, libc::SIGKILL);
             }
-            let _ = st.store.forget_process(&p.session);
+            self.sessions.forget_process(&p.session);
         }
     }
 }
@@ -285,24 +206,15 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         config: config::LiveConfig::new(config.clone()),
         os: Arc::new(os::RealOs),
         journal: journal::Journal::new(paths.home.join("journal.jsonl")),
-        queue: wake_queue::WakeQueue::new(config.governor.queue_limits()),
+        queue: spawn::queue::WakeQueue::new(config.governor.queue_limits()),
         orchestration: orchestration::Orchestration::new(paths.home.clone()),
         typed: Default::default(),
         cli_probe: Default::default(),
-        proxy: proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
+        proxy: hangar_proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
         activity: Arc::new(activity::Hub::new(&config.activity)),
-        state: Mutex::new(State {
-            ws: opened.workspace.clone(),
-            store: opened.store,
-            runtimes: HashMap::new(),
-            restore: RestoreProgress::default(),
-            notices,
-            shutting_down: false,
-            budget: governor::BudgetStatus::default(),
-        }),
+        sessions: Sessions::new(opened.workspace.clone(), opened.store, notices),
         shutdown,
     });
-    daemon.proxy.report_activity_to(daemon.activity.clone());
     daemon.end_orphans();
 
     let socket = paths.socket();

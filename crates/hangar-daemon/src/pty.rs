@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{broadcast, watch};
 
@@ -21,6 +22,37 @@ use tokio::sync::{broadcast, watch};
 /// stops reading costs the daemon at most 8 MiB per session.
 const OUTPUT_CHANNEL: usize = 512;
 const READ_CHUNK: usize = 16 * 1024;
+
+/// `[terminal]`: what each session's terminal keeps.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalConfig {
+    /// History kept per session, in bytes (the oldest lines go first);
+    /// it is also what a hibernated session keeps with its last screen.
+    #[serde(default = "default_history_bytes")]
+    pub history_bytes: usize,
+}
+
+impl Default for TerminalConfig {
+    fn default() -> Self {
+        TerminalConfig {
+            history_bytes: default_history_bytes(),
+        }
+    }
+}
+
+fn default_history_bytes() -> usize {
+    hangar_terminal::DEFAULT_HISTORY_BYTES
+}
+
+impl TerminalConfig {
+    /// The terminal model's own configuration.
+    pub fn model(&self) -> hangar_terminal::Config {
+        hangar_terminal::Config {
+            history_bytes: self.history_bytes,
+        }
+    }
+}
 
 /// How long a write into a session's terminal may make no progress before
 /// it fails (see [`LiveProcess::write`]).

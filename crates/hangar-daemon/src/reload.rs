@@ -1,16 +1,15 @@
 //! Settings reloads: config.toml read again by `hangar reload` and by a
-//! retry of a failed session, and which live sessions a reload restarts.
+//! retry of a failed session, and the config facts the restart set
+//! (`hangar_core::reload_plan`) needs.
 //!
 //! A reload restarts live agent sessions only (DESIGN.md rule 7); a custom
 //! provider counts as one when it defines `dangerous_args`, since the
 //! dangerous setting changes its command line too. This never starts a
 //! hibernated session and never applies a config file that does not parse.
 
-use hangar_core::Provider;
-
 use crate::Daemon;
 use crate::config::ReloadOutcome;
-use crate::state::ApiError;
+use crate::errors::ApiError;
 
 impl Daemon {
     /// Read config.toml again and take what can change while running; a
@@ -37,17 +36,13 @@ impl Daemon {
         Ok(outcome)
     }
 
-    /// Whether a reload restarts a live session of `provider`: the agent
-    /// CLIs, and custom providers whose command line the dangerous setting
-    /// changes.
-    pub fn restarts_on_reload(&self, provider: &Provider) -> bool {
-        match provider {
-            Provider::Custom(name) => self
-                .config
-                .providers
-                .get(name)
-                .is_some_and(|c| !c.dangerous_args.is_empty()),
-            other => other.is_agent(),
-        }
+    /// Whether custom provider `name` defines `dangerous_args`, so the
+    /// dangerous setting changes its command line and a reload restarts it
+    /// (`hangar_core::reload_plan`).
+    pub fn has_dangerous_args(&self, name: &str) -> bool {
+        self.config
+            .providers
+            .get(name)
+            .is_some_and(|c| !c.dangerous_args.is_empty())
     }
 }

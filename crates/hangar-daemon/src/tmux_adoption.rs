@@ -4,7 +4,7 @@
 //! (its `TmuxRegistry`, default tmux server) and re-attaches it on launch,
 //! so the shell, and whatever runs in it, survives the app. An import keeps
 //! that promise: a session still alive is attached by the imported shell pane
-//! (`tmux attach-session -t =NAME`, see `provider::launch_spec`); one that is
+//! (`tmux attach-session -t =NAME`, see `hangar_providers::launch::launch_spec`); one that is
 //! gone is forgotten, so the pane starts a fresh shell in its folder, and the
 //! report says which happened. It only asks tmux (`has-session`); it never
 //! creates, kills or changes a tmux session.
@@ -16,7 +16,7 @@ use hangar_store::{ImportReport, KeptItem};
 /// Check every imported session that names a tmux session, with the tmux
 /// found on `path_var`.
 pub fn adopt_tmux_sessions(report: &mut ImportReport, path_var: Option<&str>) {
-    let tmux = crate::provider::find_program("tmux", path_var);
+    let tmux = hangar_providers::launch::find_program("tmux", path_var);
     for (id, meta) in report.workspace.sessions.iter_mut() {
         let Some(name) = meta.tmux_session.clone() else {
             continue;

@@ -1,54 +1,23 @@
 //! Export and import of whole workspaces while the daemon runs.
 //!
-//! An import is merged into the running workspace all at once or not at all:
-//! any id that is already present refuses the whole import (nothing is
-//! half-imported). The imported panes are then restored exactly as a daemon
+//! An import is merged into the running workspace all at once or not at all
+//! (`hangar_core::import_merge`): any id that is already present refuses the
+//! whole import (nothing is half-imported). The imported panes are then restored exactly as a daemon
 //! start would restore them: spawned with bounded concurrency, everything
 //! else hibernated. The last screens an export carries are saved in the same
 //! transaction as the workspace, so a hibernated session keeps its screen
 //! (DESIGN.md rule 3) across export and import.
 
-use std::sync::Arc;
-
-use hangar_core::{RestorePlan, Workspace};
-use hangar_protocol::message as msg;
+use hangar_core::Workspace;
 use serde_json::{Value, json};
 
-use crate::Daemon;
-use crate::state::ApiError;
+use crate::errors::ApiError;
 
-/// `current` plus `imported`, or why they cannot be merged.
-pub fn merge(mut current: Workspace, imported: Workspace) -> Result<Workspace, ApiError> {
-    if let Some(dup) = imported
-        .sessions
-        .keys()
-        .find(|id| current.sessions.contains_key(id))
-    {
-        return Err(ApiError::invalid(format!(
-            "session {dup} is already in this workspace; nothing was imported"
-        )));
-    }
-    if let Some(dup) = imported.tabs.iter().find(|t| current.tab(&t.id).is_some()) {
-        return Err(ApiError::invalid(format!(
-            "tab {} ({:?}) is already in this workspace; nothing was imported",
-            dup.id, dup.title
-        )));
-    }
-    if current.tabs.is_empty() {
-        current.active_tab = imported.active_tab.clone();
-        current.dispatch = imported.dispatch.clone();
-    }
-    current.tabs.extend(imported.tabs);
-    current.sessions.extend(imported.sessions);
-    current.parked.extend(imported.parked);
-    current.buried.extend(imported.buried);
-    for pin in imported.pins {
-        if !current.pins.contains(&pin) {
-            current.pins.push(pin);
-        }
-    }
-    let (merged, _) = hangar_core::prune(current);
-    Ok(merged)
+/// `current` plus `imported`, or why they cannot be merged
+/// (`hangar_core::import_merge`).
+pub fn merge(current: Workspace, imported: Workspace) -> Result<Workspace, ApiError> {
+    hangar_core::import_merge::merge_import(current, imported)
+        .map_err(|e| ApiError::invalid(e.to_string()))
 }
 
 pub fn report_json(report: &hangar_store::ImportReport, restored: bool) -> Value {
@@ -61,52 +30,6 @@ pub fn report_json(report: &hangar_store::ImportReport, restored: bool) -> Value
         "screens": report.screens.len(),
         "restoring": restored,
     })
-}
-
-impl Daemon {
-    pub fn op_export(&self) -> Result<Value, ApiError> {
-        let st = self.lock();
-        let mut screens = st.store.screens()?;
-        // A live session's last screen is the one it shows now: it is what
-        // the session would keep if it were hibernated, and what the
-        // imported copy (hibernated until woken) must show.
-        let now = crate::now_ms();
-        for (id, rt) in &st.runtimes {
-            if let Some(live) = &rt.proc {
-                let saved = hangar_store::SavedScreen {
-                    screen: live.formatted(),
-                    updated_ms: now,
-                };
-                screens.insert(id.clone(), saved);
-            }
-        }
-        let text = hangar_store::export_document(&st.ws, &screens);
-        Ok(json!({"format": hangar_store::EXPORT_FORMAT, "text": text}))
-    }
-
-    pub fn op_workspace(&self) -> Result<Value, ApiError> {
-        serde_json::to_value(&self.lock().ws).map_err(|e| ApiError::internal(e.to_string()))
-    }
-
-    pub async fn op_import(self: &Arc<Self>, req: msg::Import) -> Result<Value, ApiError> {
-        let report = parse_import(&req.format, &req.text)?;
-        let to_spawn = {
-            let mut st = self.lock();
-            let merged = merge(st.ws.clone(), report.workspace.clone())?;
-            st.store.save_with_screens(&merged, &[], &report.screens)?;
-            st.ws = merged;
-            let plan = RestorePlan::new(report.workspace.clone());
-            for id in &plan.hibernate {
-                st.runtime(id);
-            }
-            st.restore.expected += plan.spawn.len();
-            st.restore.hibernated += plan.hibernate.len();
-            plan.spawn
-        };
-        let daemon = self.clone();
-        tokio::spawn(async move { daemon.restore_spawn(to_spawn).await });
-        Ok(report_json(&report, true))
-    }
 }
 
 /// Parse an import. An Agent Code file's tmux-backed terminals are checked

@@ -30,8 +30,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Daemon;
-use crate::lifecycle::short;
-use crate::state::{ApiError, RunState};
+use crate::errors::ApiError;
+use crate::sessions::RunState;
+use crate::spawn::short;
 
 /// The file (in `.worktreeinclude` gitignore syntax) naming untracked files
 /// copied from the main checkout into each new worktree.
@@ -662,7 +663,7 @@ type StatusCache = BTreeMap<String, (Instant, WorktreeState)>;
 static STATUS_CACHE: Mutex<StatusCache> = Mutex::new(BTreeMap::new());
 
 /// `inspect` without unpushed counts, reused for [`STATUS_TTL`].
-fn cached_status(info: &WorktreeInfo) -> WorktreeState {
+pub(crate) fn cached_status(info: &WorktreeInfo) -> WorktreeState {
     let fresh = STATUS_CACHE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -680,7 +681,7 @@ fn cached_status(info: &WorktreeInfo) -> WorktreeState {
 }
 
 /// Run git work off the async workers.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f)
@@ -711,16 +712,17 @@ impl Daemon {
             return Ok(None);
         }
         let cwd = {
-            let st = self.lock();
-            let tab = match &req.tab {
-                Some(t) => Some(st.resolve_tab(t)?),
-                None => st.ws.active_tab.clone(),
-            };
-            req.cwd
-                .clone()
-                .or_else(|| tab.and_then(|t| st.ws.tab(&t).and_then(|t| t.cwd.clone())))
-                .or_else(|| req.fallback_cwd.clone())
-                .ok_or_else(|| ApiError::invalid("no folder given for the new session (--cwd)"))?
+            self.sessions.read(|st| {
+                let tab = match &req.tab {
+                    Some(t) => Some(st.resolve_tab(t)?),
+                    None => st.ws.active_tab.clone(),
+                };
+                req.cwd
+                    .clone()
+                    .or_else(|| tab.and_then(|t| st.ws.tab(&t).and_then(|t| t.cwd.clone())))
+                    .or_else(|| req.fallback_cwd.clone())
+                    .ok_or_else(|| ApiError::invalid("no folder given for the new session (--cwd)"))
+            })?
         };
         let home = self.paths.home.clone();
         let settings = self.worktree_settings();
@@ -755,23 +757,24 @@ impl Daemon {
     ) -> Option<RunState> {
         let mut prepared = prepared?;
         prepared.adopted = true;
-        let mut st = self.lock();
-        let title = st
-            .ws
-            .sessions
-            .get(id)
-            .map(|m| m.title.clone())
-            .unwrap_or_default();
-        Registry::new(&self.paths.home).add(Record {
-            session: id.clone(),
-            title,
-            worktree: prepared.info.clone(),
-            created_at_ms: crate::now_ms(),
-        });
-        let reason = prepared.setup_failure.take()?;
-        let failed = RunState::Failed(reason);
-        st.runtime(id).set_state(failed.clone());
-        Some(failed)
+        self.sessions.edit(|st| {
+            let title = st
+                .ws
+                .sessions
+                .get(id)
+                .map(|m| m.title.clone())
+                .unwrap_or_default();
+            Registry::new(&self.paths.home).add(Record {
+                session: id.clone(),
+                title,
+                worktree: prepared.info.clone(),
+                created_at_ms: crate::now_ms(),
+            });
+            let reason = prepared.setup_failure.take()?;
+            let failed = RunState::Failed(reason);
+            st.runtime(id).set_state(failed.clone());
+            Some(failed)
+        })
     }
 
     /// After closing sessions: remove each clean worktree (keeping its
@@ -829,137 +832,6 @@ impl Daemon {
             (Vec::new(), Vec::new())
         })
     }
-
-    /// `ls` with each worktree's dirty/ahead/behind filled in. git runs only
-    /// for sessions with a worktree, off the state lock, at most once per
-    /// worktree every few seconds.
-    pub async fn op_list_with_worktrees(self: &Arc<Self>) -> Value {
-        let rows = self.op_list();
-        let infos: Vec<(usize, WorktreeInfo)> = {
-            let st = self.lock();
-            rows.as_array()
-                .into_iter()
-                .flatten()
-                .enumerate()
-                .filter_map(|(i, row)| {
-                    let id = SessionId::from(row["id"].as_str()?);
-                    Some((i, st.ws.sessions.get(&id)?.worktree.clone()?))
-                })
-                .collect()
-        };
-        if infos.is_empty() {
-            return rows;
-        }
-        let states = blocking(move || {
-            infos
-                .into_iter()
-                .map(|(i, info)| (i, static_view(&info), cached_status(&info)))
-                .collect::<Vec<_>>()
-        })
-        .await
-        .unwrap_or_default();
-        let mut rows = rows;
-        for (i, mut view, state) in states {
-            if view.exists {
-                view.dirty = Some(state.facts.dirty_files > 0);
-                view.ahead = state.ahead;
-                view.behind = state.behind;
-            }
-            if let Some(row) = rows.get_mut(i) {
-                row["worktree"] = serde_json::to_value(view).unwrap_or(Value::Null);
-            }
-        }
-        rows
-    }
-
-    /// `hangar worktrees [--prune]`: every worktree hangar created, with its
-    /// state; with `prune`, remove the clean ones whose session is gone.
-    pub async fn op_worktrees(self: &Arc<Self>, req: msg::Worktrees) -> Result<Value, ApiError> {
-        let registry = Registry::new(&self.paths.home);
-        let mut records = registry.load();
-        let alive: BTreeMap<SessionId, String> = {
-            let st = self.lock();
-            for meta in st.ws.sessions.values() {
-                if let Some(info) = meta.worktree.as_ref().filter(|w| w.created_by_hangar) {
-                    records.entry(info.path.clone()).or_insert_with(|| Record {
-                        session: meta.id.clone(),
-                        title: meta.title.clone(),
-                        worktree: info.clone(),
-                        created_at_ms: meta.created_at_ms,
-                    });
-                }
-            }
-            st.ws
-                .sessions
-                .values()
-                .filter_map(|m| Some((m.id.clone(), m.worktree.as_ref()?.path.clone())))
-                .collect()
-        };
-        let home = self.paths.home.clone();
-        let prune = req.prune;
-        let (rows, pruned) = blocking(move || {
-            let registry = Registry::new(&home);
-            let mut rows = Vec::new();
-            let mut pruned = Vec::new();
-            for record in records.into_values() {
-                let info = &record.worktree;
-                let session_alive = alive.get(&record.session) == Some(&info.path);
-                let state = inspect(info, true);
-                let decision = cleanup_decision(info, &state.facts);
-                let status = match (&decision, session_alive) {
-                    (CleanupDecision::AlreadyGone, _) => "missing",
-                    (_, true) => "in-use",
-                    (CleanupDecision::Keep(_), false) if state.facts.dirty_files > 0 => "dirty",
-                    (CleanupDecision::Keep(_), false) => "unpushed",
-                    _ => "clean",
-                };
-                let mut removed = false;
-                let mut note = match &decision {
-                    CleanupDecision::Keep(reason) => Some(reason.clone()),
-                    _ => None,
-                };
-                if prune && !session_alive {
-                    match decision {
-                        CleanupDecision::Remove => match remove(info, false) {
-                            Ok(_) => {
-                                registry.forget(&info.path);
-                                removed = true;
-                            }
-                            Err(e) => note = Some(format!("git could not remove it: {e}")),
-                        },
-                        // Deleted by hand and its session is gone: only the
-                        // record is left to drop.
-                        CleanupDecision::AlreadyGone => registry.forget(&info.path),
-                        _ => {}
-                    }
-                    if removed {
-                        pruned.push(info.path.clone());
-                    }
-                }
-                let dirty = state.facts.exists.then_some(state.facts.dirty_files > 0);
-                rows.push(json!({
-                    "path": info.path,
-                    "branch": info.branch,
-                    "base": info.base,
-                    "repo_root": info.repo_root,
-                    "session": record.session.to_string(),
-                    "title": record.title,
-                    "session_alive": session_alive,
-                    "state": status,
-                    "exists": state.facts.exists,
-                    "dirty": dirty,
-                    "ahead": state.ahead,
-                    "behind": state.behind,
-                    "unpushed": state.facts.exists.then_some(state.facts.unpushed),
-                    "note": note,
-                    "removed": removed,
-                }));
-            }
-            (rows, pruned)
-        })
-        .await?;
-        Ok(json!({"worktrees": rows, "removed": pruned}))
-    }
 }
 
 /// The reason a session whose worktree folder is gone cannot start.
@@ -975,6 +847,39 @@ pub fn missing_worktree_reason(meta: &hangar_core::SessionMeta) -> Option<String
         info.path,
         info.branch
     ))
+}
+
+/// `[worktree]`: where `hangar new --worktree` puts worktrees and what runs
+/// in a new one before its agent starts.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeConfig {
+    /// The folder for new worktrees; may name `{repo}` and `{branch}`, else
+    /// `<repo>/<branch>` is appended. Relative to the repository's root;
+    /// `~/` is the user's home. Default: `$HANGAR_HOME/worktrees`.
+    #[serde(default)]
+    pub folder: Option<String>,
+    /// A shell command run in each new worktree (e.g. `npm ci`); when it
+    /// fails the session is marked failed with its output.
+    #[serde(default)]
+    pub setup_command: Option<String>,
+    /// How long the setup command may run.
+    #[serde(default = "default_setup_timeout")]
+    pub setup_timeout_secs: u64,
+}
+
+impl Default for WorktreeConfig {
+    fn default() -> Self {
+        WorktreeConfig {
+            folder: None,
+            setup_command: None,
+            setup_timeout_secs: default_setup_timeout(),
+        }
+    }
+}
+
+fn default_setup_timeout() -> u64 {
+    600
 }
 
 #[cfg(test)]

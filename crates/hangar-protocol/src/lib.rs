@@ -2,12 +2,15 @@
 //! CLI, attach, the TUI, the MCP shim) and the daemon.
 //!
 //! Both sides depend on this crate and nothing else shares wire types. See
-//! `frame` for the byte framing and `message` for the control messages.
+//! `frame` for the byte framing and `message` for the control messages;
+//! `paths` says where a home keeps its socket and files, so a client finds
+//! its daemon without depending on the daemon crate.
 
 pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod message;
+pub mod paths;
 pub mod view;
 
 pub use frame::{Decoder, Frame, FrameError};

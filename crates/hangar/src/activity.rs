@@ -10,8 +10,8 @@ use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
+use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
 use crate::client::Client;

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
+use hangar_protocol::paths::Paths;
 
 use crate::client::{Client, Incoming};
 use crate::tui::keys::PassThroughFilter;

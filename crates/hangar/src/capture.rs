@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use hangar_core::display;
-use hangar_daemon::Paths;
+use hangar_protocol::paths::Paths;
 use serde_json::{Value, json};
 
 /// The capture folder of the session `given` names.

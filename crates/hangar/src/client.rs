@@ -9,9 +9,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
-use hangar_daemon::Paths;
 use hangar_protocol::frame::{self, Decoder, Frame, MAX_SERVER_FRAME};
 use hangar_protocol::message::{ErrorBody, Hello, PROTOCOL_VERSION, Reply, Request};
+use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
 /// How long a freshly started daemon may take to answer.
@@ -256,7 +256,7 @@ impl Client {
 /// Start `hangar daemon` detached from this terminal, logging to the home's
 /// daemon.log.
 fn start_daemon(paths: &Paths) -> anyhow::Result<std::process::Child> {
-    hangar_daemon::paths::ensure_private_dir(&paths.home)
+    hangar_protocol::paths::ensure_private_dir(&paths.home)
         .with_context(|| format!("cannot create {}", paths.home.display()))?;
     let log = std::fs::OpenOptions::new()
         .create(true)

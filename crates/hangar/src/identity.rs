@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use hangar_core::display;
-use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
+use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
 use crate::client::Client;

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use hangar_core::display;
-use hangar_daemon::Paths;
 use hangar_daemon::journal::{read_entries, summarize};
+use hangar_protocol::paths::Paths;
 
 pub fn run(
     paths: &Paths,

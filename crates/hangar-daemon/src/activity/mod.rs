@@ -5,8 +5,9 @@
 //!
 //! Read from structured signals in order of trust (`sources`): the
 //! transcript, the capture proxy, the provider's hooks, and the screen only
-//! as the last resort; `combine` is the one rule that merges them and
-//! `tracker` debounces the result so a flickering signal does not flap.
+//! as the last resort; `combine` (`hangar_core::activity`) is the one rule
+//! that merges them and `tracker` (`hangar_core::activity_debounce`)
+//! debounces the result so a flickering signal does not flap.
 //! A live session is watched by one task for as long as its process lives;
 //! a hibernated session's transcript is read on demand, never watched, and
 //! the session is never woken to learn its state.
@@ -18,6 +19,8 @@
 pub mod notify;
 pub mod sources;
 pub mod tracker;
+
+pub use hangar_core::activity::{Activity, INPUT_ALONE_MS, Reading, Readings, combine};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -31,32 +34,12 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast, watch};
 
 use crate::Daemon;
+use crate::errors::ApiError;
 use crate::pty::LiveProcess;
-use crate::state::ApiError;
-use sources::hooks::HookEvent;
+use hangar_providers::claude::hooks::HookEvent;
+use hangar_providers::transcript::activity::TranscriptWatch;
 use sources::proxy::{ProxyState, Signal};
-use sources::transcript::TranscriptWatch;
 use tracker::{Tracker, Transition};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Activity {
-    Working,
-    Waiting,
-    Idle,
-    Unknown,
-}
-
-impl Activity {
-    pub fn name(self) -> &'static str {
-        match self {
-            Activity::Working => "working",
-            Activity::Waiting => "waiting",
-            Activity::Idle => "idle",
-            Activity::Unknown => "unknown",
-        }
-    }
-}
 
 /// A source of activity signals, as named in `[activity] sources`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -106,92 +89,6 @@ impl ActivityConfig {
     pub fn enabled(&self, source: Source) -> bool {
         self.sources.contains(&source)
     }
-}
-
-/// One source's view: a state, and when the source says it began.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reading {
-    pub activity: Activity,
-    pub at_ms: u64,
-}
-
-/// Every source's current view of one session.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Readings {
-    pub transcript: Option<Reading>,
-    pub proxy: Option<Reading>,
-    pub hooks: Option<Reading>,
-    pub screen: Option<Reading>,
-    /// When hangar last typed a prompt into the session (`hangar send`).
-    pub input_ms: Option<u64>,
-}
-
-/// How long typed input alone counts as a turn in progress.
-pub const INPUT_ALONE_MS: u64 = 5000;
-
-/// The rule that merges the sources.
-///
-/// 1. A turn starts at the latest `working` reading or typed input; any
-///    `idle` or `waiting` reading older than that is stale (it describes the
-///    turn before) and is dropped.
-/// 2. Of what remains, the most trusted source wins: transcript, proxy,
-///    hooks, screen; with nothing left, typed input alone means working,
-///    for `INPUT_ALONE_MS` (an agent no source can see must not stay
-///    "working" forever after one `hangar send`).
-/// 3. A turn in progress that a less trusted source sees blocked on the
-///    person (a permission prompt on screen, a hook notification) is
-///    `waiting`: the turn is real, and so is the prompt.
-/// 4. But claude's `Stop` hook *is* the end of the turn: a `Stop` newer
-///    than every sign of work ends it, even while a transcript still shows
-///    a streaming entry as its last word. Output going quiet never does.
-pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
-    let ranked = [r.transcript, r.proxy, r.hooks, r.screen];
-    let turn_start = ranked
-        .iter()
-        .flatten()
-        .filter(|x| x.activity == Activity::Working)
-        .map(|x| x.at_ms)
-        .chain(r.input_ms)
-        .max();
-    let current: Vec<Reading> = ranked
-        .iter()
-        .flatten()
-        .copied()
-        .filter(|x| match x.activity {
-            Activity::Working => true,
-            Activity::Unknown => false,
-            _ => turn_start.is_none_or(|t| x.at_ms >= t),
-        })
-        .collect();
-    let typed = r
-        .input_ms
-        .filter(|at| now_ms.saturating_sub(*at) < INPUT_ALONE_MS)
-        .map(|at_ms| Reading {
-            activity: Activity::Working,
-            at_ms,
-        });
-    let best = current.first().copied().or(typed)?;
-    if best.activity == Activity::Working
-        && let Some(stop) = r.hooks.filter(|h| h.activity == Activity::Idle)
-        && turn_start.is_none_or(|t| stop.at_ms >= t)
-    {
-        return Some(stop);
-    }
-    if best.activity == Activity::Working
-        && let Some(w) = current.iter().find(|x| x.activity == Activity::Waiting)
-    {
-        return Some(*w);
-    }
-    Some(best)
-}
-
-/// Activity from a run of claude transcript lines (a whole conversation's
-/// tail, or the lines since a turn mark); `unknown` when none is
-/// conversational.
-pub fn claude_activity(lines: &[String]) -> Activity {
-    sources::transcript::claude_reading(lines, false, 0)
-        .map(|r| r.activity)
-        .unwrap_or(Activity::Unknown)
 }
 
 /// How often a live session's sources are looked at.
@@ -375,7 +272,10 @@ pub struct ActivityView {
 
 /// Where a provider's transcripts are, from the daemon's environment.
 fn transcript_root(provider: &Provider) -> Option<PathBuf> {
-    crate::identity::discovery::transcript_root(provider, &crate::identity::discovery::env_var)
+    hangar_providers::transcript::discovery::transcript_root(
+        provider,
+        &hangar_providers::transcript::discovery::env_var,
+    )
 }
 
 impl Daemon {
@@ -398,7 +298,7 @@ impl Daemon {
     /// A non-live session's activity, from its transcript alone. A turn
     /// that was in progress when the process ended is over: idle.
     fn offline_activity(&self, id: &SessionId) -> (Activity, u64) {
-        let meta = self.lock().ws.sessions.get(id).cloned();
+        let meta = self.sessions.meta(id);
         let Some(meta) = meta else {
             return (Activity::Unknown, 0);
         };
@@ -423,8 +323,7 @@ impl Daemon {
         if let Some(e) = self.activity.entries().get_mut(id) {
             e.offline = Some(watch);
         }
-        match reading {
-            Some(r) if r.activity == Activity::Working => (Activity::Idle, r.at_ms),
+        match reading.map(hangar_core::activity::offline_activity) {
             Some(r) => (r.activity, r.at_ms),
             None => fallback,
         }
@@ -457,12 +356,7 @@ impl Daemon {
         let mut shutdown = self.shutdown_watch();
         // A session closed meanwhile has nothing left to wait for.
         let settled = |v: &ActivityView| {
-            until.reached(v.activity)
-                || !self
-                    .lock()
-                    .ws
-                    .sessions
-                    .contains_key(&SessionId::from(v.id.as_str()))
+            until.reached(v.activity) || !self.sessions.contains(&SessionId::from(v.id.as_str()))
         };
         loop {
             changed.borrow_and_update();
@@ -505,13 +399,12 @@ impl Daemon {
         if sessions.is_empty() {
             return Err(ApiError::invalid("name at least one session to wait for"));
         }
-        let ids = {
-            let st = self.lock();
+        let ids = self.sessions.read(|st| {
             sessions
                 .iter()
                 .map(|s| st.resolve_session(s))
-                .collect::<Result<Vec<_>, _>>()?
-        };
+                .collect::<Result<Vec<_>, _>>()
+        })?;
         let (done, views) = self
             .wait_activity(&ids, until, timeout_ms.map(Duration::from_millis))
             .await;
@@ -528,12 +421,13 @@ impl Daemon {
     /// a close forgets the entry under that same lock, so a signal racing a
     /// close can never leave an entry behind for a session that is gone.
     fn with_known_entry<R>(&self, id: &SessionId, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
-        let st = self.lock();
-        if !st.ws.sessions.contains_key(id) {
-            return None;
-        }
-        let mut entries = self.activity.entries();
-        Some(f(entries.entry(id.clone()).or_default()))
+        self.sessions.read(|st| {
+            if !st.ws.sessions.contains_key(id) {
+                return None;
+            }
+            let mut entries = self.activity.entries();
+            Some(f(entries.entry(id.clone()).or_default()))
+        })
     }
 
     /// A hook callback from a session's agent (`hangar hook EVENT`).
@@ -544,7 +438,7 @@ impl Daemon {
             ))
         })?;
         let id = SessionId::from(session.trim());
-        if !self.lock().ws.sessions.contains_key(&id) {
+        if !self.sessions.contains(&id) {
             return Err(ApiError::new(codes::NOT_FOUND, format!("no session {id}")));
         }
         if !self.config.activity.enabled(Source::Hooks) {
@@ -576,12 +470,7 @@ impl Daemon {
     /// A prompt was typed into `id` at `at_ms` (taken just before the Enter):
     /// a turn starts. Committed at once, since typed input does not flicker.
     pub fn note_input(&self, id: &SessionId, at_ms: u64) {
-        let is_agent = self
-            .lock()
-            .ws
-            .sessions
-            .get(id)
-            .is_some_and(|m| m.provider.is_agent());
+        let is_agent = self.sessions.provider_of(id).is_some_and(|p| p.is_agent());
         if !is_agent {
             return;
         }
@@ -638,7 +527,7 @@ impl Daemon {
     /// Watch a freshly spawned session's activity for as long as `live` is
     /// its process.
     pub fn watch_activity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
-        let Some(meta) = self.lock().ws.sessions.get(&id).cloned() else {
+        let Some(meta) = self.sessions.meta(&id) else {
             return;
         };
         if matches!(meta.provider, Provider::Shell) {
@@ -665,15 +554,16 @@ impl Daemon {
                     _ = exit.wait_for(|e| e.is_some()) => break,
                 }
                 let current = {
-                    let st = daemon.lock();
-                    let is_current = st
-                        .runtimes
-                        .get(&id)
-                        .and_then(|r| r.proc.as_ref())
-                        .is_some_and(|p| Arc::ptr_eq(p, &live));
-                    is_current
-                        .then(|| st.ws.sessions.get(&id).cloned())
-                        .flatten()
+                    daemon.sessions.read(|st| {
+                        let is_current = st
+                            .runtimes
+                            .get(&id)
+                            .and_then(|r| r.proc.as_ref())
+                            .is_some_and(|p| Arc::ptr_eq(p, &live));
+                        is_current
+                            .then(|| st.ws.sessions.get(&id).cloned())
+                            .flatten()
+                    })
                 };
                 let Some(meta) = current else { break };
                 daemon.evaluate(&id, &meta, &live, root.as_deref(), &mut watch);
@@ -703,7 +593,7 @@ impl Daemon {
             _ => None,
         };
         let screen = (config.enabled(Source::Screen)
-            && sources::screen::permission_prompt_open(&meta.provider, &live.text()))
+            && hangar_providers::screen::permission_prompt_open(&meta.provider, &live.text()))
         .then_some(Reading {
             activity: Activity::Waiting,
             at_ms: now,
@@ -765,10 +655,7 @@ impl Daemon {
     /// Whether `id` is mid-turn or waiting for the person: what the governor
     /// and close-idle must never interrupt.
     pub fn is_busy(&self, id: &SessionId) -> bool {
-        matches!(
-            self.activity_of(id).0,
-            Activity::Working | Activity::Waiting
-        )
+        self.activity_of(id).0.is_busy()
     }
 
     /// Only for runtimes that are gone for good (closed sessions).
@@ -781,99 +668,6 @@ impl Daemon {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(activity: Activity, at_ms: u64) -> Option<Reading> {
-        Some(Reading { activity, at_ms })
-    }
-
-    #[test]
-    fn the_most_trusted_source_wins() {
-        let r = Readings {
-            transcript: at(Activity::Idle, 10),
-            hooks: at(Activity::Idle, 12),
-            proxy: at(Activity::Idle, 11),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Idle, 10));
-        let r = Readings {
-            hooks: at(Activity::Idle, 12),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Idle, 12));
-        assert_eq!(combine(&Readings::default(), 0), None);
-    }
-
-    #[test]
-    fn a_reading_older_than_the_last_turn_start_is_stale() {
-        // The transcript still shows the previous answer; the prompt was typed after it.
-        let r = Readings {
-            transcript: at(Activity::Idle, 10),
-            input_ms: Some(20),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
-        // Typed input nobody picked up stops counting after a while.
-        assert_eq!(combine(&r, 20 + INPUT_ALONE_MS), None);
-        // A hook saw the new prompt start; the older transcript is stale too.
-        let r = Readings {
-            transcript: at(Activity::Idle, 10),
-            hooks: at(Activity::Working, 15),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Working, 15));
-        // Once the transcript records the answer, it wins again.
-        let r = Readings {
-            transcript: at(Activity::Idle, 30),
-            hooks: at(Activity::Working, 15),
-            input_ms: Some(14),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Idle, 30));
-    }
-
-    #[test]
-    fn a_prompt_on_screen_during_a_turn_is_waiting() {
-        let r = Readings {
-            transcript: at(Activity::Working, 10),
-            screen: at(Activity::Waiting, 50),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Waiting, 50));
-        let r = Readings {
-            screen: at(Activity::Waiting, 50),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Waiting, 50));
-    }
-
-    #[test]
-    fn a_stop_hook_after_the_last_sign_of_work_ends_the_turn() {
-        // The transcript's last entry is still a streaming assistant one.
-        let r = Readings {
-            transcript: at(Activity::Working, 10),
-            hooks: at(Activity::Idle, 12),
-            input_ms: Some(9),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Idle, 12));
-        // A Stop from the turn before a new prompt says nothing of this one.
-        let r = Readings {
-            transcript: at(Activity::Working, 20),
-            hooks: at(Activity::Idle, 12),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
-    }
-
-    #[test]
-    fn a_hook_notification_answered_since_is_stale() {
-        let r = Readings {
-            hooks: at(Activity::Waiting, 10),
-            transcript: at(Activity::Working, 20),
-            ..Default::default()
-        };
-        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
-    }
 
     #[test]
     fn the_sources_and_debounce_have_defaults_and_unknown_keys_are_refused() {

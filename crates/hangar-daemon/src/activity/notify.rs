@@ -110,8 +110,10 @@ pub fn run_commands(config: &NotifyConfig, id: &str, title: &str, to: Activity) 
         spawn_and_reap(c, "notify.command");
     }
     if config.desktop
-        && let Some(bin) =
-            crate::provider::find_program("notify-send", std::env::var("PATH").ok().as_deref())
+        && let Some(bin) = hangar_providers::launch::find_program(
+            "notify-send",
+            std::env::var("PATH").ok().as_deref(),
+        )
     {
         let mut c = tokio::process::Command::new(bin);
         c.arg("--app-name=hangar")

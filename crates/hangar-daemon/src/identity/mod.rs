@@ -3,16 +3,14 @@
 //! wake a duplicate, and the `doctor` and `transcript` requests.
 //!
 //! The rules (which id wins, which transcript is a session's own, what a
-//! duplicate is) live in `hangar_core::ledger`; this module gathers the facts
+//! duplicate is) live in `hangar_core::ledger`, and how each provider's
+//! transcripts are found and read in hangar-providers; this module gathers the facts
 //! (folders, files, clocks, the live set) and carries the answers out. A
 //! watcher must never hold the state lock while touching the file system, and
 //! never outlive the process it watches.
 
-pub mod discovery;
-pub mod messages;
 pub mod open_files;
 pub mod opencode;
-pub mod process_record;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -20,13 +18,15 @@ use std::time::Duration;
 
 use hangar_core::ledger::{self, IdDecision, Observation, TranscriptMatch};
 use hangar_core::{IdSource, Provider, SessionId, Workspace};
-use hangar_protocol::message::{self as msg, codes};
-use serde_json::{Value, json};
+use hangar_protocol::message::codes;
+use serde_json::json;
 
 use crate::Daemon;
+use crate::errors::ApiError;
 use crate::pty::LiveProcess;
-use crate::state::{ApiError, RunState, State};
-use discovery::TranscriptCache;
+use crate::sessions::{RunState, State};
+use hangar_providers::claude::process_record;
+use hangar_providers::transcript::discovery::{self, TranscriptCache};
 
 /// How often a live agent's transcript folder is looked at. One `read_dir`
 /// and a `stat` per file each time; files are only re-read when they change.
@@ -35,7 +35,7 @@ pub const POLL: Duration = Duration::from_millis(700);
 /// `hangar transcript` shows this many messages unless told otherwise.
 pub const DEFAULT_TAIL: usize = 20;
 
-fn is_running(state: &RunState) -> bool {
+pub(crate) fn is_running(state: &RunState) -> bool {
     matches!(state, RunState::Live | RunState::Spawning)
 }
 
@@ -93,7 +93,7 @@ impl Daemon {
     /// Watch a freshly spawned agent's transcripts for as long as `live` is
     /// its process; record the provider session id they show.
     pub fn watch_identity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
-        let Some(provider) = self.lock().ws.sessions.get(&id).map(|m| m.provider.clone()) else {
+        let Some(provider) = self.sessions.provider_of(&id) else {
             return;
         };
         let Some(root) = discovery::transcript_root(&provider, &discovery::env_var) else {
@@ -111,11 +111,9 @@ impl Daemon {
                     _ = exit.wait_for(|e| e.is_some()) => true,
                 };
                 let current = daemon
-                    .lock()
-                    .runtimes
-                    .get(&id)
-                    .and_then(|r| r.proc.as_ref())
-                    .is_some_and(|p| Arc::ptr_eq(p, &live));
+                    .sessions
+                    .process(&id)
+                    .is_some_and(|p| Arc::ptr_eq(&p, &live));
                 if !current && !exited {
                     return;
                 }
@@ -149,11 +147,8 @@ impl Daemon {
         cache: &mut TranscriptCache,
         only_open: bool,
     ) {
-        let (cwd, current, held, neighbours) = {
-            let st = self.lock();
-            let Some(meta) = st.ws.sessions.get(id) else {
-                return;
-            };
+        let facts = self.sessions.read(|st| {
+            let meta = st.ws.sessions.get(id)?;
             let same_provider = st
                 .ws
                 .sessions
@@ -170,12 +165,15 @@ impl Daemon {
                     neighbours.push(p.pid);
                 }
             }
-            (
+            Some((
                 meta.cwd.clone(),
                 meta.durable_provider_id().map(str::to_owned),
                 held,
                 neighbours,
-            )
+            ))
+        });
+        let Some((cwd, current, held, neighbours)) = facts else {
+            return;
         };
         let cwd = discovery::canonical_cwd(&cwd);
         if matches!(provider, Provider::Claude) {
@@ -256,7 +254,7 @@ impl Daemon {
         if live.exited().is_some() {
             return;
         }
-        let Some(provider) = self.lock().ws.sessions.get(id).map(|m| m.provider.clone()) else {
+        let Some(provider) = self.sessions.provider_of(id) else {
             return;
         };
         let Some(root) = discovery::transcript_root(&provider, &discovery::env_var) else {
@@ -265,54 +263,6 @@ impl Daemon {
         let mut cache = TranscriptCache::default();
         let now = crate::now_ms();
         self.discover_once(id, &provider, &root, now, Some(live.pid), &mut cache, true);
-    }
-
-    /// `hangar hook session-start`: the session's own Claude Code process
-    /// reports the conversation it now writes (at startup, on resume, after
-    /// `/clear` or a compaction). As trustworthy as its transcript, so it is
-    /// recorded with source `transcript`; real Claude Code links a `/clear`
-    /// to nothing else, so this and its per-process record are what follow
-    /// the rotation.
-    pub fn op_session_start(&self, req: &msg::Hook) -> Result<Value, ApiError> {
-        let id = SessionId::from(req.session.trim());
-        let session_cwd = {
-            let st = self.lock();
-            let meta = st
-                .ws
-                .sessions
-                .get(&id)
-                .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
-            if !is_running(&st.run_state(&id)) {
-                // A late hook of a process hangar already stopped: whatever
-                // it says was seen by the transcript watcher's last look.
-                return Ok(json!({"recorded": false, "reason": "the session is not running"}));
-            }
-            meta.cwd.clone()
-        };
-        let Some(psid) = req.provider_session_id.clone() else {
-            return Err(ApiError::invalid(
-                "a session-start hook needs the session_id of the hook's JSON input on stdin",
-            ));
-        };
-        let session_cwd = discovery::canonical_cwd(&session_cwd);
-        let observed = Observation {
-            id: psid,
-            source: IdSource::Transcript,
-            // Older Claude Code versions send no `cwd`; the process hangar
-            // started in the session's folder is then taken to run there.
-            cwd: Some(
-                req.cwd
-                    .as_deref()
-                    .map(discovery::canonical_cwd)
-                    .unwrap_or_else(|| session_cwd.clone()),
-            ),
-        };
-        let recorded = self.record_provider_id(&id, &observed, &session_cwd);
-        Ok(json!({
-            "recorded": recorded,
-            "event": "session-start",
-            "source": req.source,
-        }))
     }
 
     /// Record an observed provider session id if the ledger accepts it;
@@ -324,7 +274,7 @@ impl Daemon {
         observed: &Observation,
         session_cwd: &str,
     ) -> bool {
-        let mut st = self.lock();
+        self.sessions.edit(|st| {
         let Some(meta) = st.ws.sessions.get_mut(id) else {
             return false;
         };
@@ -370,137 +320,6 @@ impl Daemon {
             st.notices.push(notice);
         }
         true
-    }
-
-    /// `hangar doctor [--fork ID | --forget ID]`: list duplicate provider ids
-    /// and carry out one fix.
-    pub async fn op_doctor(self: &Arc<Self>, req: msg::Doctor) -> Result<Value, ApiError> {
-        let mut fixed = Vec::new();
-        if let Some(given) = &req.fork {
-            let mut st = self.lock();
-            let id = st.resolve_session(given)?;
-            if is_running(&st.run_state(&id)) {
-                return Err(ApiError::invalid(format!(
-                    "session {id} is running; forking it now would leave its process writing the \
-                     old conversation. Run `hangar hibernate {id}` first, then `hangar doctor --fork {id}`"
-                )));
-            }
-            let meta = st
-                .ws
-                .sessions
-                .get_mut(&id)
-                .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
-            let old = ledger::forget_provider_id(meta, crate::now_ms());
-            st.save(&[])?;
-            fixed.push(json!({
-                "action": "fork",
-                "session": id.to_string(),
-                "forgot_provider_session_id": old,
-            }));
-        }
-        if let Some(given) = &req.forget {
-            let id = self.lock().resolve_session(given)?;
-            let closed = self
-                .op_close(msg::Close {
-                    session: id.to_string(),
-                    yes: req.yes,
-                    ..Default::default()
-                })
-                .await?;
-            fixed.push(json!({"action": "forget", "session": id.to_string(), "closed": closed}));
-        }
-        let st = self.lock();
-        let groups: Vec<Value> = ledger::duplicate_groups(&st.ws)
-            .into_iter()
-            .map(|g| {
-                let sessions: Vec<Value> = g
-                    .sessions
-                    .iter()
-                    .map(|s| {
-                        let meta = st.ws.sessions.get(s);
-                        json!({
-                            "id": s.to_string(),
-                            "title": meta.map(|m| m.title.clone()).unwrap_or_default(),
-                            "cwd": meta.map(|m| m.cwd.clone()).unwrap_or_default(),
-                            "state": st.run_state(s).name(),
-                            "placement": st.ws.placement_of(s).map(|(p, _)| p.name()),
-                        })
-                    })
-                    .collect();
-                let fixes: Vec<String> = g
-                    .sessions
-                    .iter()
-                    .flat_map(|s| {
-                        [
-                            format!("hangar doctor --fork {s}"),
-                            format!("hangar doctor --forget {s}"),
-                        ]
-                    })
-                    .collect();
-                json!({
-                    "provider": g.provider.name(),
-                    "provider_session_id": g.provider_session_id,
-                    "sessions": sessions,
-                    "fixes": fixes,
-                })
-            })
-            .collect();
-        Ok(json!({
-            "ok": groups.is_empty(),
-            "duplicates": groups,
-            "fixed": fixed,
-        }))
-    }
-
-    /// `hangar transcript ID [--tail N]`: the last messages of a session's
-    /// conversation, read from its transcript; never wakes it.
-    pub async fn op_transcript(&self, req: msg::Transcript) -> Result<Value, ApiError> {
-        let (id, meta) = {
-            let st = self.lock();
-            let id = st.resolve_session(&req.session)?;
-            let meta = st
-                .ws
-                .sessions
-                .get(&id)
-                .cloned()
-                .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
-            (id, meta)
-        };
-        let Some(root) = discovery::transcript_root(&meta.provider, &discovery::env_var) else {
-            return Err(ApiError::invalid(format!(
-                "session {id} runs {}; hangar reads transcripts of claude and codex sessions only",
-                meta.provider
-            )));
-        };
-        let Some(psid) = meta.provider_session.as_ref().map(|p| p.id.clone()) else {
-            return Err(ApiError::not_found(format!(
-                "session {id} has no provider session id yet (it never ran, or was forked), so it \
-                 has no transcript; `hangar wake {id}` starts one"
-            )));
-        };
-        let tail = req.tail.unwrap_or(DEFAULT_TAIL);
-        let provider = meta.provider.clone();
-        let read = tokio::task::spawn_blocking(move || {
-            let path = discovery::find_transcript(&provider, &root, &meta.cwd, &psid).ok_or_else(
-                || {
-                    ApiError::not_found(format!(
-                        "no transcript of {provider} session {psid} under {}; was it deleted?",
-                        root.display()
-                    ))
-                },
-            )?;
-            let messages = messages::read_tail(&provider, &path, tail)
-                .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", path.display())))?;
-            Ok::<_, ApiError>((psid, path, messages))
         })
-        .await
-        .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
-        let (psid, path, messages) = read?;
-        Ok(json!({
-            "id": id.to_string(),
-            "provider_session_id": psid,
-            "path": path.display().to_string(),
-            "messages": messages,
-        }))
     }
 }

@@ -5,16 +5,19 @@
 //! (tables `session`, `message`, `part`; observed on 1.18.33) and writes no
 //! transcript file. The proof that a conversation is the session's own is
 //! `hangar_core::opencode_identity`'s: it holds a prompt hangar typed into
-//! this session. The database is opened read-only and only looked at while
-//! prompts typed since the process started are waiting to be matched.
+//! this session. The database (read by hangar-providers'
+//! `opencode::database`) is only looked at while prompts typed since the
+//! process started are waiting to be matched.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use hangar_core::ledger::Observation;
-use hangar_core::opencode_identity::{OpencodeConversation, OwnSession, own_conversation};
+use hangar_core::opencode_identity::{OwnSession, own_conversation};
 use hangar_core::{IdSource, Provider, SessionId};
+use hangar_providers::opencode::database::{database_path, read_conversations};
+use hangar_providers::transcript::discovery;
 
 use crate::Daemon;
 use crate::pty::LiveProcess;
@@ -58,76 +61,10 @@ impl TypedLog {
     }
 }
 
-/// Where OpenCode keeps its database, from the daemon's environment (the
-/// one its agents inherit).
-pub fn database_path(var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let data = var("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            var("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| Path::new(&h).join(".local").join("share"))
-        })?;
-    Some(data.join("opencode").join("opencode.db"))
-}
-
-/// Top-level conversations in `cwd` created at or after `since_ms`, with
-/// their user messages' text.
-pub fn read_conversations(
-    db: &Path,
-    cwd: &str,
-    since_ms: u64,
-) -> Result<Vec<OpencodeConversation>, rusqlite::Error> {
-    let conn = rusqlite::Connection::open_with_flags(
-        db,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    // OpenCode writes in WAL mode; a short wait rides out its commits.
-    conn.busy_timeout(std::time::Duration::from_millis(250))?;
-    let mut sessions = conn.prepare(
-        "SELECT id, directory, time_created FROM session \
-         WHERE directory = ?1 AND time_created >= ?2 AND parent_id IS NULL",
-    )?;
-    let mut parts = conn.prepare(
-        "SELECT p.data FROM part p JOIN message m ON m.id = p.message_id \
-         WHERE p.session_id = ?1 AND json_extract(m.data, '$.role') = 'user'",
-    )?;
-    let rows: Vec<(String, String, i64)> = sessions
-        .query_map(rusqlite::params![cwd, since_ms as i64], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?
-        .collect::<Result<_, _>>()?;
-    let mut out = Vec::with_capacity(rows.len());
-    for (id, directory, created) in rows {
-        let texts: Vec<String> = parts
-            .query_map([&id], |r| r.get::<_, String>(0))?
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter()
-            .filter_map(|data| {
-                let v: serde_json::Value = serde_json::from_str(&data).ok()?;
-                (v["type"] == "text").then(|| v["text"].as_str().map(str::to_owned))?
-            })
-            .collect();
-        out.push(OpencodeConversation {
-            id,
-            directory,
-            created_ms: created.max(0) as u64,
-            user_texts: texts,
-        });
-    }
-    Ok(out)
-}
-
 impl Daemon {
     /// Keeps a prompt hangar typed into an opencode session, for matching.
     pub fn note_typed(&self, id: &SessionId, text: &str) {
-        let is_opencode = self
-            .lock()
-            .ws
-            .sessions
-            .get(id)
-            .is_some_and(|m| m.provider == Provider::Opencode);
+        let is_opencode = self.sessions.provider_of(id) == Some(Provider::Opencode);
         if is_opencode {
             self.typed.note(id, text);
         }
@@ -137,16 +74,11 @@ impl Daemon {
     /// conversations in OpenCode's database against the prompts hangar
     /// typed, and record the session's own one.
     pub fn watch_opencode_identity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
-        let is_opencode = self
-            .lock()
-            .ws
-            .sessions
-            .get(&id)
-            .is_some_and(|m| m.provider == Provider::Opencode);
+        let is_opencode = self.sessions.provider_of(&id) == Some(Provider::Opencode);
         if !is_opencode {
             return;
         }
-        let Some(db) = database_path(&super::discovery::env_var) else {
+        let Some(db) = database_path(&discovery::env_var) else {
             return;
         };
         let started_ms = crate::now_ms();
@@ -159,11 +91,9 @@ impl Daemon {
                     _ = exit.wait_for(|e| e.is_some()) => true,
                 };
                 let current = daemon
-                    .lock()
-                    .runtimes
-                    .get(&id)
-                    .and_then(|r| r.proc.as_ref())
-                    .is_some_and(|p| Arc::ptr_eq(p, &live));
+                    .sessions
+                    .process(&id)
+                    .is_some_and(|p| Arc::ptr_eq(&p, &live));
                 // One last look once the process is gone or replaced: a
                 // prompt sent just before a hibernate must still count.
                 daemon.match_opencode_once(&id, &db, started_ms).await;
@@ -179,12 +109,8 @@ impl Daemon {
         if typed.is_empty() || !db.is_file() {
             return;
         }
-        let (cwd, claimed) = {
-            let st = self.lock();
-            let Some(meta) = st.ws.sessions.get(id) else {
-                self.typed.forget(id);
-                return;
-            };
+        let facts = self.sessions.read(|st| {
+            let meta = st.ws.sessions.get(id)?;
             let claimed: Vec<String> = st
                 .ws
                 .sessions
@@ -192,7 +118,11 @@ impl Daemon {
                 .filter(|(o, m)| *o != id && m.provider == Provider::Opencode)
                 .filter_map(|(_, m)| m.durable_provider_id().map(str::to_owned))
                 .collect();
-            (super::discovery::canonical_cwd(&meta.cwd), claimed)
+            Some((discovery::canonical_cwd(&meta.cwd), claimed))
+        });
+        let Some((cwd, claimed)) = facts else {
+            self.typed.forget(id);
+            return;
         };
         let db = db.to_path_buf();
         let dir = cwd.clone();
@@ -231,48 +161,6 @@ impl Daemon {
 mod tests {
     use super::*;
 
-    /// The tables and columns OpenCode 1.18.33 created (read from a real
-    /// `opencode.db` with `.schema`), cut to what is read here.
-    fn opencode_db(dir: &Path) -> PathBuf {
-        let path = dir.join("opencode.db");
-        let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch(
-            "CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, parent_id text,
-               slug text NOT NULL, directory text NOT NULL, title text NOT NULL,
-               version text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL);
-             CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL,
-               time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
-             CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL,
-               time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
-             INSERT INTO session VALUES ('ses_a', 'global', NULL, 'sunny-eagle', '/w', 't', '1.18.33', 2000, 2000);
-             INSERT INTO session VALUES ('ses_child', 'global', 'ses_a', 'x', '/w', 't', '1.18.33', 2100, 2100);
-             INSERT INTO session VALUES ('ses_old', 'global', NULL, 'y', '/w', 't', '1.18.33', 10, 10);
-             INSERT INTO message VALUES ('msg_u', 'ses_a', 2001, 2001, '{\"role\":\"user\"}');
-             INSERT INTO message VALUES ('msg_a', 'ses_a', 2002, 2002, '{\"role\":\"assistant\"}');
-             INSERT INTO part VALUES ('prt_1', 'msg_u', 'ses_a', 2001, 2001, '{\"type\":\"text\",\"text\":\"hello opencode\"}');
-             INSERT INTO part VALUES ('prt_2', 'msg_a', 'ses_a', 2002, 2002, '{\"type\":\"text\",\"text\":\"ANSWER(hello opencode)\"}');",
-        )
-        .unwrap();
-        path
-    }
-
-    #[test]
-    fn reads_top_level_conversations_of_the_folder_with_their_user_text_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = opencode_db(dir.path());
-        let got = read_conversations(&db, "/w", 1000).unwrap();
-        assert_eq!(
-            got,
-            vec![OpencodeConversation {
-                id: "ses_a".into(),
-                directory: "/w".into(),
-                created_ms: 2000,
-                user_texts: vec!["hello opencode".into()],
-            }]
-        );
-        assert!(read_conversations(&db, "/elsewhere", 0).unwrap().is_empty());
-    }
-
     #[test]
     fn the_typed_log_keeps_recent_prompts_per_session() {
         let log = TypedLog::default();
@@ -286,23 +174,5 @@ mod tests {
         assert!(log.since(&SessionId::from("b"), 0).is_empty());
         log.forget(&a);
         assert!(log.since(&a, 0).is_empty());
-    }
-
-    #[test]
-    fn the_database_is_under_xdg_data_home_else_home() {
-        let xdg = |k: &str| match k {
-            "XDG_DATA_HOME" => Some("/x".to_owned()),
-            "HOME" => Some("/h".to_owned()),
-            _ => None,
-        };
-        assert_eq!(
-            database_path(&xdg),
-            Some(PathBuf::from("/x/opencode/opencode.db"))
-        );
-        let home = |k: &str| (k == "HOME").then(|| "/h".to_owned());
-        assert_eq!(
-            database_path(&home),
-            Some(PathBuf::from("/h/.local/share/opencode/opencode.db"))
-        );
     }
 }

@@ -13,7 +13,6 @@
 pub mod ledger;
 pub mod token;
 mod tools;
-pub mod turns;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,10 +23,10 @@ use serde::Deserialize;
 
 use crate::Daemon;
 use crate::journal::{Event, HibernateReason};
-use crate::provider::{LaunchSpec, McpServer, with_mcp};
-use crate::state::RunState;
+use crate::sessions::RunState;
+use hangar_providers::launch::{LaunchSpec, McpServer, with_mcp};
+use hangar_providers::transcript::turns::TurnMark;
 use ledger::{Ledger, Tombstone};
-use turns::TurnMark;
 
 /// `[mcp]` in config.toml.
 #[derive(Clone, Debug, Deserialize)]
@@ -228,28 +227,25 @@ impl Daemon {
         let mut done = Vec::new();
         let mut frontier = vec![parent.clone()];
         while let Some(p) = frontier.pop() {
-            let children: Vec<SessionMeta> = {
-                let st = self.lock();
-                st.ws
-                    .sessions
-                    .values()
-                    .filter(|m| m.relationships.orchestration_parent.as_ref() == Some(&p))
-                    .filter(|m| matches!(st.run_state(&m.id), RunState::Live))
-                    .cloned()
-                    .collect()
+            let children = {
+                self.sessions.read(|st| {
+                    hangar_core::orchestration::live_children(&st.ws, &p, |id| {
+                        matches!(st.run_state(id), RunState::Live)
+                    })
+                })
             };
             for child in children {
                 // Mid-turn, waiting for a person or attached: left alone.
-                if self.in_use(&child.id).is_some() {
+                if self.in_use(&child).is_some() {
                     continue;
                 }
-                if self.hibernate_session(&child.id).await.is_ok() {
+                if self.hibernate_session(&child).await.is_ok() {
                     self.journal.record(Event::Hibernate {
-                        session: child.id.to_string(),
+                        session: child.to_string(),
                         reason,
                     });
-                    done.push(child.id.clone());
-                    frontier.push(child.id);
+                    done.push(child.clone());
+                    frontier.push(child);
                 }
             }
         }

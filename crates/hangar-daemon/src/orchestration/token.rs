@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::provider::McpServer;
+use hangar_providers::launch::McpServer;
 
 /// A fresh token: two v4 uuids (OS randomness), hex.
 pub fn mint() -> String {

@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hangar_core::orchestration::{
-    CloseRefusal, check_close, project_tab, tree_size, visible_agents,
+    AgentMatch, AgentProcess, ChildRequest, CloseRefusal, CloseRunPlan, agent_finished,
+    agent_settled, agent_status, check_close, child_session, close_run_plan, descends_from,
+    project_tab, resolve_agent, tree_size, visible_agents,
 };
 use hangar_core::{
     IdSource, Placement, Provider, ProviderSessionId, SessionId, SessionMeta, TabId,
@@ -25,11 +27,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::ledger::{FirstPrompt, Tombstone};
-use super::turns;
 use crate::Daemon;
 use crate::activity::Activity;
+use crate::errors::ApiError;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
-use crate::state::{ApiError, RunState};
+use crate::sessions::RunState;
+use hangar_providers::transcript::turns;
 
 /// The largest prompt an agent may send (bytes).
 pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
@@ -207,14 +210,16 @@ enum Target {
 
 /// A status an agent sees: live, working, waiting, hibernated, failed.
 fn status_name(state: &RunState, activity: Activity) -> &'static str {
+    agent_status(agent_process(state), activity)
+}
+
+/// A runtime state as `hangar_core::orchestration` names it.
+fn agent_process(state: &RunState) -> AgentProcess {
     match state {
-        RunState::Live | RunState::Spawning => match activity {
-            Activity::Working => "working",
-            Activity::Waiting => "waiting",
-            _ => "live",
-        },
-        RunState::Hibernated => "hibernated",
-        RunState::Failed(_) | RunState::Exited(_) => "failed",
+        RunState::Live => AgentProcess::Live,
+        RunState::Spawning => AgentProcess::Spawning,
+        RunState::Hibernated => AgentProcess::Hibernated,
+        RunState::Failed(_) | RunState::Exited(_) => AgentProcess::Ended,
     }
 }
 
@@ -265,40 +270,8 @@ struct Snapshot {
 }
 
 impl Daemon {
-    /// Answer one orchestration tool call, journaling it with its caller.
-    pub async fn op_agent(self: &Arc<Self>, call: AgentCall) -> Result<Value, ApiError> {
-        let tool = call.tool;
-        let caller = self.authenticate(&call)?;
-        let mut touched: Vec<String> = Vec::new();
-        let result = match tool {
-            AgentTool::Create => self.tool_create(&caller, call.args, &mut touched).await,
-            AgentTool::SendPrompt => {
-                self.tool_send_prompt(&caller, call.args, &mut touched)
-                    .await
-            }
-            AgentTool::List => self.tool_list(&caller, call.args).await,
-            AgentTool::Read => self.tool_read(&caller, call.args, &mut touched).await,
-            AgentTool::ReadRunOutputs => self.tool_read_run(&caller, call.args).await,
-            AgentTool::Wait => self.tool_wait(&caller, call.args, &mut touched).await,
-            AgentTool::Close => self.tool_close(&caller, call.args, &mut touched).await,
-            AgentTool::CloseRun => self.tool_close_run(&caller, call.args, &mut touched).await,
-            AgentTool::Park => self.tool_park(&caller, call.args, &mut touched).await,
-            AgentTool::Hibernate => self.tool_hibernate(&caller, call.args, &mut touched).await,
-        };
-        if tool != AgentTool::List && tool != AgentTool::ReadRunOutputs || result.is_err() {
-            self.journal.record(Event::AgentAction {
-                caller: caller.to_string(),
-                action: tool.kind().to_owned(),
-                sessions: touched,
-                ok: result.is_ok(),
-                code: result.as_ref().err().map(|e| e.code.to_owned()),
-            });
-        }
-        result
-    }
-
     /// The caller's session, proven by its token; never from an argument.
-    fn authenticate(&self, call: &AgentCall) -> Result<SessionId, ApiError> {
+    pub(crate) fn authenticate(&self, call: &AgentCall) -> Result<SessionId, ApiError> {
         let caller = SessionId::new(call.caller.trim());
         let unauthorized = || {
             ApiError::new(
@@ -313,7 +286,7 @@ impl Daemon {
         if call.token.is_empty() || call.token.len() > 256 || caller.as_str().is_empty() {
             return Err(unauthorized());
         }
-        if !self.lock().ws.sessions.contains_key(&caller) {
+        if !self.sessions.contains(&caller) {
             return Err(unauthorized());
         }
         if !self.orchestration.token_matches(&caller, &call.token) {
@@ -329,51 +302,40 @@ impl Daemon {
         if given.is_empty() || given.chars().count() > MAX_ID_CHARS {
             return Err(ApiError::invalid("give a session id from list_agents"));
         }
-        let st = self.lock();
-        let mut candidates = visible_agents(&st.ws, caller);
-        candidates.push(caller.clone());
-        let exact: Vec<&SessionId> = candidates.iter().filter(|c| c.as_str() == given).collect();
-        let matches: Vec<&SessionId> = if exact.is_empty() {
-            candidates
-                .iter()
-                .filter(|c| c.as_str().starts_with(given))
-                .collect()
-        } else {
-            exact
-        };
-        match matches.as_slice() {
-            [one] if *one == caller => Ok(Target::Me),
-            [one] => Ok(Target::Mine((*one).clone())),
-            [] => {
-                let closed = self
-                    .orchestration
-                    .ledger()
-                    .data
-                    .tombstones
-                    .contains_key(given);
-                if closed {
-                    Err(ApiError::not_found(format!(
-                        "agent {given} is already closed"
-                    )))
-                } else if st.resolve_session(given).is_ok() {
-                    Err(ApiError::new(
-                        codes::NOT_YOUR_AGENT,
-                        format!(
-                            "session {given} is not one of your agents; you can act only on \
+        self.sessions
+            .read(|st| match resolve_agent(&st.ws, caller, given) {
+                AgentMatch::Me => Ok(Target::Me),
+                AgentMatch::Mine(id) => Ok(Target::Mine(id)),
+                AgentMatch::NoMatch => {
+                    let closed = self
+                        .orchestration
+                        .ledger()
+                        .data
+                        .tombstones
+                        .contains_key(given);
+                    if closed {
+                        Err(ApiError::not_found(format!(
+                            "agent {given} is already closed"
+                        )))
+                    } else if st.resolve_session(given).is_ok() {
+                        Err(ApiError::new(
+                            codes::NOT_YOUR_AGENT,
+                            format!(
+                                "session {given} is not one of your agents; you can act only on \
                              agents you created (and theirs) in your project tab"
-                        ),
-                    ))
-                } else {
-                    Err(ApiError::not_found(format!(
-                        "no agent {given}; list_agents shows yours"
-                    )))
+                            ),
+                        ))
+                    } else {
+                        Err(ApiError::not_found(format!(
+                            "no agent {given}; list_agents shows yours"
+                        )))
+                    }
                 }
-            }
-            _ => Err(ApiError::new(
-                codes::AMBIGUOUS,
-                format!("agent id {given:?} is ambiguous; give more characters"),
-            )),
-        }
+                AgentMatch::Ambiguous => Err(ApiError::new(
+                    codes::AMBIGUOUS,
+                    format!("agent id {given:?} is ambiguous; give more characters"),
+                )),
+            })
     }
 
     fn resolve_mine(
@@ -394,20 +356,21 @@ impl Daemon {
     /// Tombstones of the caller's closed descendants in its project tab.
     fn my_tombstones(&self, caller: &SessionId) -> Vec<Tombstone> {
         let (tab, parents) = {
-            let st = self.lock();
-            let tab = project_tab(&st.ws, caller);
-            let parents: HashMap<String, String> = st
-                .ws
-                .sessions
-                .values()
-                .filter_map(|m| {
-                    Some((
-                        m.id.to_string(),
-                        m.relationships.orchestration_parent.as_ref()?.to_string(),
-                    ))
-                })
-                .collect();
-            (tab, parents)
+            self.sessions.read(|st| {
+                let tab = project_tab(&st.ws, caller);
+                let parents: HashMap<String, String> = st
+                    .ws
+                    .sessions
+                    .values()
+                    .filter_map(|m| {
+                        Some((
+                            m.id.to_string(),
+                            m.relationships.orchestration_parent.as_ref()?.to_string(),
+                        ))
+                    })
+                    .collect();
+                (tab, parents)
+            })
         };
         let Some(tab) = tab else {
             return Vec::new();
@@ -416,8 +379,12 @@ impl Daemon {
         if ledger
             .data
             .expire(crate::now_ms(), self.config.mcp.tombstone_keep_ms())
+            && let Err(e) = ledger.save()
         {
-            let _ = ledger.save();
+            // The expired tombstones come back until the next save.
+            tracing::warn!(
+                "could not save the orchestration ledger after expiring tombstones: {e}"
+            );
         }
         let tombs = &ledger.data.tombstones;
         let parent_of = |id: &str| -> Option<String> {
@@ -429,32 +396,23 @@ impl Daemon {
         tombs
             .values()
             .filter(|t| t.tab.as_deref() == Some(tab.as_str()))
-            .filter(|t| {
-                let mut at = t.parent.clone();
-                for _ in 0..128 {
-                    match at {
-                        Some(p) if p == caller.as_str() => return true,
-                        Some(p) => at = parent_of(&p),
-                        None => return false,
-                    }
-                }
-                false
-            })
+            .filter(|t| descends_from(t.parent.clone(), caller.as_str(), parent_of))
             .cloned()
             .collect()
     }
 
     fn snapshot(&self, ids: &[SessionId]) -> Vec<Snapshot> {
-        let st = self.lock();
-        ids.iter()
-            .filter_map(|id| {
-                Some(Snapshot {
-                    meta: st.ws.sessions.get(id)?.clone(),
-                    state: st.run_state(id),
-                    placement: st.ws.placement_of(id).map(|(p, _)| p),
+        self.sessions.read(|st| {
+            ids.iter()
+                .filter_map(|id| {
+                    Some(Snapshot {
+                        meta: st.ws.sessions.get(id)?.clone(),
+                        state: st.run_state(id),
+                        placement: st.ws.placement_of(id).map(|(p, _)| p),
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
     }
 
     /// The activity of each snapshot's turn, read off the runtime.
@@ -493,21 +451,21 @@ impl Daemon {
     /// Type a prompt into a live child, remembering where its turn starts.
     async fn type_prompt(self: &Arc<Self>, id: &SessionId, text: &str) -> Result<(), ApiError> {
         let meta = self
-            .lock()
-            .ws
             .sessions
-            .get(id)
-            .cloned()
+            .meta(id)
             .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
         let mark = tokio::task::spawn_blocking(move || turns::mark(&meta))
             .await
             .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
         self.orchestration.turns().insert(id.clone(), mark);
-        self.op_send(msg::Send {
-            session: id.to_string(),
-            text: text.to_owned(),
-            enter: true,
-        })
+        crate::handlers::sessions::send(
+            self,
+            msg::Send {
+                session: id.to_string(),
+                text: text.to_owned(),
+                enter: true,
+            },
+        )
         .await?;
         Ok(())
     }
@@ -553,7 +511,7 @@ impl Daemon {
         }
     }
 
-    async fn tool_create(
+    pub(crate) async fn tool_create(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -591,7 +549,7 @@ impl Daemon {
         let now = crate::now_ms();
         let id = SessionId::new(uuid::Uuid::new_v4().to_string());
         let (provider_name, title) = {
-            let mut st = self.lock();
+            self.sessions.edit(|st| {
             let parent = st
                 .ws
                 .sessions
@@ -612,35 +570,19 @@ impl Daemon {
                      its root agent or a person must close some first"
                 )));
             }
-            let provider = provider.unwrap_or_else(|| parent.provider.clone());
-            let mut meta = SessionMeta::new(
-                id.clone(),
-                provider.clone(),
-                a.cwd.clone().unwrap_or_else(|| parent.cwd.clone()),
-            );
-            meta.title = title
-                .clone()
-                .or_else(|| role.clone())
-                .unwrap_or_else(|| format!("{} agent", provider.name()));
-            meta.created_at_ms = now;
-            meta.last_active_ms = now;
-            meta.capture = parent.capture;
-            meta.dangerous = st.ws.settings.dangerous;
-            let rel = &mut meta.relationships;
-            rel.orchestration_parent = Some(caller.clone());
-            rel.orchestration_root = Some(
-                parent
-                    .relationships
-                    .orchestration_root
-                    .clone()
-                    .unwrap_or_else(|| caller.clone()),
-            );
-            rel.run = Some(run.clone());
-            rel.role = role.clone();
-            let title = meta.title.clone();
+            let request = ChildRequest {
+                provider,
+                cwd: a.cwd.clone(),
+                title,
+                role: role.clone(),
+                run: run.clone(),
+            };
+            let meta = child_session(&parent, id.clone(), request, st.ws.settings.dangerous, now);
+            let (provider_name, title) = (meta.provider.name().to_owned(), meta.title.clone());
             st.ws.add_parked_session(meta, &tab, now)?;
             st.save(&[])?;
-            (provider.name().to_owned(), title)
+            Ok((provider_name, title))
+            })?
         };
         touched.push(id.to_string());
         let mut state = RunState::Hibernated;
@@ -677,7 +619,7 @@ impl Daemon {
         }))
     }
 
-    async fn tool_send_prompt(
+    pub(crate) async fn tool_send_prompt(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -688,7 +630,7 @@ impl Daemon {
         touched.push(id.to_string());
         prompt_field(&a.prompt)?;
         let was_live = matches!(
-            self.lock().run_state(&id),
+            self.sessions.run_state(&id),
             RunState::Live | RunState::Spawning
         );
         if let RunState::Failed(reason) = self.wake_as(&id, Caller::Agent).await? {
@@ -696,27 +638,28 @@ impl Daemon {
         }
         let first_prompt_delivered = self.deliver_first_prompt(&id).await?;
         self.type_prompt(&id, &a.prompt).await?;
-        let st = self.lock();
-        let rt = st.runtimes.get(&id);
-        Ok(json!({
-            "id": id.to_string(),
-            "status": "working",
-            "woke": !was_live,
-            "started": rt.and_then(|r| r.resumed).map(|r| if r { "resumed" } else { "fresh" }),
-            "provider_session_id": st.ws.sessions.get(&id)
-                .and_then(|m| m.provider_session.as_ref()).map(|p| p.id.clone()),
-            "first_prompt_delivered": first_prompt_delivered,
-        }))
+        self.sessions.read(|st| {
+            let rt = st.runtimes.get(&id);
+            Ok(json!({
+                "id": id.to_string(),
+                "status": "working",
+                "woke": !was_live,
+                "started": rt.and_then(|r| r.resumed).map(|r| if r { "resumed" } else { "fresh" }),
+                "provider_session_id": st.ws.sessions.get(&id)
+                    .and_then(|m| m.provider_session.as_ref()).map(|p| p.id.clone()),
+                "first_prompt_delivered": first_prompt_delivered,
+            }))
+        })
     }
 
-    async fn tool_list(
+    pub(crate) async fn tool_list(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
     ) -> Result<Value, ApiError> {
         let a: RunArgs = parse(AgentTool::List, args)?;
         let run = run_field(a.run)?;
-        let ids = visible_agents(&self.lock().ws, caller);
+        let ids = self.sessions.read(|st| visible_agents(&st.ws, caller));
         let snaps: Vec<Snapshot> = self
             .snapshot(&ids)
             .into_iter()
@@ -763,7 +706,7 @@ impl Daemon {
         }
     }
 
-    async fn tool_read(
+    pub(crate) async fn tool_read(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -799,7 +742,7 @@ impl Daemon {
         caller: &SessionId,
         run: &Option<String>,
     ) -> (Vec<Snapshot>, Vec<Tombstone>) {
-        let ids = visible_agents(&self.lock().ws, caller);
+        let ids = self.sessions.read(|st| visible_agents(&st.ws, caller));
         let snaps = self
             .snapshot(&ids)
             .into_iter()
@@ -813,7 +756,7 @@ impl Daemon {
         (snaps, tombs)
     }
 
-    async fn tool_read_run(
+    pub(crate) async fn tool_read_run(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -853,7 +796,7 @@ impl Daemon {
         Ok(json!({"run": run, "outputs": outputs}))
     }
 
-    async fn tool_wait(
+    pub(crate) async fn tool_wait(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -955,9 +898,9 @@ impl Daemon {
     /// through the close path that removes clean worktrees (kept ones hold
     /// work and are left, like a person's close).
     async fn close_for_agent(self: &Arc<Self>, ids: &[SessionId]) -> Result<(), ApiError> {
-        let (kept, _) = self
-            .close_sessions(ids, false, CloseCause::Agent, ids)
-            .await?;
+        let (kept, _) =
+            crate::handlers::sessions::close_sessions(self, ids, false, CloseCause::Agent, ids)
+                .await?;
         if !kept.is_empty() {
             tracing::info!(
                 "an agent's close kept {} worktree(s) that hold work",
@@ -967,7 +910,7 @@ impl Daemon {
         Ok(())
     }
 
-    async fn tool_close(
+    pub(crate) async fn tool_close(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -982,13 +925,15 @@ impl Daemon {
             Target::Mine(id) => id,
         };
         touched.push(id.to_string());
-        let plan = check_close(&self.lock().ws, caller, std::slice::from_ref(&id));
+        let plan = self
+            .sessions
+            .read(|st| check_close(&st.ws, caller, std::slice::from_ref(&id)));
         let closing = plan.map_err(refusal)?;
         self.close_for_agent(&closing).await?;
         Ok(json!({"closed": closing.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
     }
 
-    async fn tool_close_run(
+    pub(crate) async fn tool_close_run(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -1006,29 +951,26 @@ impl Daemon {
         // Close every member whose cascade stays inside the run; report the
         // others with what closing them would also close.
         let (closable, skipped) = {
-            let st = self.lock();
-            let named_set: BTreeSet<&SessionId> = named.iter().collect();
-            let mut closable = Vec::new();
-            let mut skipped = Vec::new();
-            for id in &named {
-                let cascade = st.ws.close_cascade(id);
-                if cascade.iter().all(|c| named_set.contains(c)) {
-                    closable.push(id.clone());
-                } else {
-                    skipped.push(json!({
+            self.sessions.read(|st| {
+                let CloseRunPlan { closable, skipped } = close_run_plan(&st.ws, &named);
+                let skipped: Vec<Value> = skipped
+                .into_iter()
+                .map(|(id, cascade)| {
+                    json!({
                         "id": id.to_string(),
                         "code": codes::CASCADE_REFUSED,
                         "reason": "closing it would also close sessions outside this run",
                         "would_close": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-                    }));
-                }
-            }
-            let closing = if closable.is_empty() {
-                Vec::new()
-            } else {
-                check_close(&st.ws, caller, &closable).map_err(refusal)?
-            };
-            (closing, skipped)
+                    })
+                })
+                .collect();
+                let closing = if closable.is_empty() {
+                    Vec::new()
+                } else {
+                    check_close(&st.ws, caller, &closable).map_err(refusal)?
+                };
+                Ok::<_, ApiError>((closing, skipped))
+            })?
         };
         if !closable.is_empty() {
             self.close_for_agent(&closable).await?;
@@ -1040,7 +982,7 @@ impl Daemon {
         }))
     }
 
-    async fn tool_park(
+    pub(crate) async fn tool_park(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -1049,24 +991,25 @@ impl Daemon {
         let a: SessionArgs = parse(AgentTool::Park, args)?;
         let id = self.resolve_mine(caller, &a.session, "park_agent")?;
         touched.push(id.to_string());
-        let mut st = self.lock();
-        let changed = match st.ws.placement_of(&id).map(|(p, _)| p) {
-            Some(Placement::Pane) => {
-                st.ws.park(&id, crate::now_ms())?;
-                st.save(&[])?;
-                true
-            }
-            Some(Placement::Parked) => false,
-            _ => {
-                return Err(ApiError::invalid(format!(
-                    "agent {id} is buried; a person unburies it"
-                )));
-            }
-        };
-        Ok(json!({"id": id.to_string(), "placement": "parked", "changed": changed}))
+        self.sessions.edit(|st| {
+            let changed = match st.ws.placement_of(&id).map(|(p, _)| p) {
+                Some(Placement::Pane) => {
+                    st.ws.park(&id, crate::now_ms())?;
+                    st.save(&[])?;
+                    true
+                }
+                Some(Placement::Parked) => false,
+                _ => {
+                    return Err(ApiError::invalid(format!(
+                        "agent {id} is buried; a person unburies it"
+                    )));
+                }
+            };
+            Ok(json!({"id": id.to_string(), "placement": "parked", "changed": changed}))
+        })
     }
 
-    async fn tool_hibernate(
+    pub(crate) async fn tool_hibernate(
         self: &Arc<Self>,
         caller: &SessionId,
         args: Value,
@@ -1094,16 +1037,12 @@ impl Daemon {
 /// Done waiting on an agent: its turn finished, it waits for a person, or
 /// it has no process to make progress with.
 fn settled(state: &RunState, activity: Activity) -> bool {
-    match state {
-        RunState::Spawning => false,
-        RunState::Live => activity != Activity::Working,
-        _ => true,
-    }
+    agent_settled(agent_process(state), activity)
 }
 
 /// Its turn is over (not merely paused at a question for a person).
 fn finished(state: &RunState, activity: Activity) -> bool {
-    settled(state, activity) && activity != Activity::Waiting
+    agent_finished(agent_process(state), activity)
 }
 
 fn refusal(r: CloseRefusal) -> ApiError {

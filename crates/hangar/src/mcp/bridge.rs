@@ -6,8 +6,8 @@
 //! daemon there is no agent either) and never prints the token.
 
 use anyhow::Context;
-use hangar_daemon::Paths;
 use hangar_protocol::message::{AgentCall, AgentTool, ErrorBody, Request};
+use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
 use crate::client::{Client, DaemonError};

@@ -13,8 +13,8 @@ mod bridge;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use hangar_daemon::Paths;
 use hangar_protocol::message::AgentTool;
+use hangar_protocol::paths::Paths;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ServerCapabilities, ServerConfig};

@@ -16,7 +16,7 @@ use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use hangar_daemon::Paths;
+use hangar_protocol::paths::Paths;
 
 use crate::client::Client;
 

@@ -5,8 +5,8 @@
 use std::process::ExitCode;
 use std::sync::mpsc;
 
-use hangar_daemon::Paths;
 use hangar_protocol::message::{PROTOCOL_VERSION, Request};
+use hangar_protocol::paths::Paths;
 use serde_json::{Value, json};
 
 use crate::client::Client;

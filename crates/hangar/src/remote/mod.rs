@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use hangar_core::hosts::{self as rules, HostConfig};
-use hangar_daemon::Paths;
 use hangar_protocol::message::{Hello, PROTOCOL_VERSION, Request, Welcome, codes};
+use hangar_protocol::paths::Paths;
 
 use crate::client::{Client, DaemonError};
 

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::sync::mpsc::Sender;
 
 use hangar_core::{Direction, FocusMove, Placement, SessionId, Tab, TabId};
-use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, ErrorBody, Request, codes};
+use hangar_protocol::paths::Paths;
 use hangar_protocol::view::SessionView;
 
 use crate::tui::Event;

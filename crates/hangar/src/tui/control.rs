@@ -10,8 +10,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use hangar_core::Workspace;
-use hangar_daemon::Paths;
 use hangar_protocol::message::{ErrorBody, Request};
+use hangar_protocol::paths::Paths;
 use hangar_protocol::view::SessionView;
 use serde_json::Value;
 

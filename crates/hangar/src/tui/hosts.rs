@@ -7,7 +7,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hangar_daemon::Paths;
+use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
 use crate::remote::{Host, hosts_command};

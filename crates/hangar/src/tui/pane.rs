@@ -18,8 +18,8 @@ use std::os::unix::net::UnixStream;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request};
+use hangar_protocol::paths::Paths;
 
 use crate::client::{Client, Incoming};
 use crate::tui::Event;

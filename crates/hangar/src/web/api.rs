@@ -20,8 +20,8 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use hangar_daemon::Paths;
 use hangar_protocol::message::{self as msg, Request as DaemonRequest, codes};
+use hangar_protocol::paths::Paths;
 use serde::Deserialize;
 use serde_json::{Value, json};
 

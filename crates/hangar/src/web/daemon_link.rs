@@ -5,9 +5,9 @@
 //! One link per API request (a hello and one request: the daemon serves
 //! each connection on its own task) and one per attached browser.
 
-use hangar_daemon::Paths;
 use hangar_protocol::frame::{self, Decoder, Frame, MAX_SERVER_FRAME};
 use hangar_protocol::message::{ErrorBody, Hello, PROTOCOL_VERSION, Reply, Request};
+use hangar_protocol::paths::Paths;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;

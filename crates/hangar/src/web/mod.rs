@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use hangar_daemon::Paths;
+use hangar_protocol::paths::Paths;
 
 pub use auth::Access;
 

@@ -1,104 +1,15 @@
-//! The provider's own hook mechanism: Claude Code's `UserPromptSubmit`,
-//! `Stop` and `Notification` hooks, each calling back `hangar hook <event>
-//! --session <id>` (plus `SessionStart`, which reports the provider session
-//! id to the resume ledger, not an activity).
-//!
-//! The hooks are installed through a settings file hangar writes for each
-//! session under `$HANGAR_HOME/hooks/` (mode 0600) and passes with
-//! `--settings`; Claude Code merges it over the user's own settings. This
-//! module must never write the user's settings files.
+//! The provider's own hook mechanism, the daemon's side: the settings file
+//! that installs Claude Code's hooks for a session, written under
+//! `$HANGAR_HOME/hooks/` (mode 0600) and passed with `--settings`. What the
+//! hooks are and what each event means is hangar-providers'
+//! (`claude::hooks`). This module must never write the user's settings
+//! files.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use hangar_core::SessionId;
-use serde_json::{Value, json};
-
-use crate::activity::Activity;
-
-/// A hook event hangar listens to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HookEvent {
-    /// The person submitted a prompt: a turn starts.
-    UserPromptSubmit,
-    /// The agent finished its turn.
-    Stop,
-    /// The agent needs the person: a permission prompt, or waiting for input.
-    Notification,
-}
-
-impl HookEvent {
-    pub const ALL: [HookEvent; 3] = [
-        HookEvent::UserPromptSubmit,
-        HookEvent::Stop,
-        HookEvent::Notification,
-    ];
-
-    /// Claude Code's name of the event.
-    pub fn claude_name(self) -> &'static str {
-        match self {
-            HookEvent::UserPromptSubmit => "UserPromptSubmit",
-            HookEvent::Stop => "Stop",
-            HookEvent::Notification => "Notification",
-        }
-    }
-
-    /// The word used on hangar's command line (`hangar hook stop`).
-    pub fn cli_name(self) -> &'static str {
-        match self {
-            HookEvent::UserPromptSubmit => "user-prompt-submit",
-            HookEvent::Stop => "stop",
-            HookEvent::Notification => "notification",
-        }
-    }
-
-    /// From either spelling, case-insensitively.
-    pub fn parse(s: &str) -> Option<HookEvent> {
-        let s = s.trim();
-        HookEvent::ALL.into_iter().find(|e| {
-            e.cli_name().eq_ignore_ascii_case(s) || e.claude_name().eq_ignore_ascii_case(s)
-        })
-    }
-
-    /// What the event says about the session.
-    pub fn activity(self) -> Activity {
-        match self {
-            HookEvent::UserPromptSubmit => Activity::Working,
-            HookEvent::Stop => Activity::Idle,
-            HookEvent::Notification => Activity::Waiting,
-        }
-    }
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// The `hooks` settings that call `hangar` back for `session`: the
-/// activity events, and `SessionStart`, whose `session_id` feeds the resume
-/// ledger (see `crate::identity`).
-pub fn settings_json(hangar: &Path, home: &Path, session: &SessionId) -> Value {
-    let mut hooks = serde_json::Map::new();
-    let activity_events = HookEvent::ALL
-        .into_iter()
-        .map(|e| (e.claude_name(), e.cli_name()));
-    for (claude_name, cli_name) in activity_events.chain([("SessionStart", "session-start")]) {
-        // HANGAR_HOME is in the agent's environment already; naming it here
-        // too keeps the callback right if the agent scrubs its environment.
-        let command = format!(
-            "HANGAR_HOME={} {} hook {} --session {}",
-            shell_quote(&home.display().to_string()),
-            shell_quote(&hangar.display().to_string()),
-            cli_name,
-            shell_quote(session.as_str()),
-        );
-        hooks.insert(
-            claude_name.to_owned(),
-            json!([{ "hooks": [{ "type": "command", "command": command, "timeout": 10 }] }]),
-        );
-    }
-    json!({ "hooks": hooks })
-}
+use hangar_providers::claude::hooks::settings_json;
 
 /// The settings file of `session`.
 pub fn settings_path(home: &Path, session: &SessionId) -> PathBuf {
@@ -139,20 +50,8 @@ pub fn remove_settings(home: &Path, session: &SessionId) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn both_spellings_of_an_event_are_understood() {
-        assert_eq!(HookEvent::parse("stop"), Some(HookEvent::Stop));
-        assert_eq!(
-            HookEvent::parse("Notification"),
-            Some(HookEvent::Notification)
-        );
-        assert_eq!(
-            HookEvent::parse("user-prompt-submit"),
-            Some(HookEvent::UserPromptSubmit)
-        );
-        assert_eq!(HookEvent::parse("PreToolUse"), None);
-    }
+    use hangar_providers::claude::hooks::HookEvent;
+    use serde_json::Value;
 
     #[test]
     fn the_settings_file_is_private_and_calls_hangar_back_for_every_event() {

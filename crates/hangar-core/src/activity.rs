@@ -1,0 +1,289 @@
+//! What an agent is doing beside its process state, and the one rule that
+//! merges what each source says about it.
+//!
+//! A session is `working` on a turn, `waiting` for the person (a question, a
+//! permission prompt), `idle` (turn finished, ready for input) or `unknown`.
+//! The daemon reads the sources (the transcript, the capture proxy, the
+//! provider's hooks, the screen, typed input) and passes their readings and
+//! the time here; `combine` answers, and `activity_debounce` keeps the answer
+//! from flapping. Nothing here reads a file or a clock.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activity {
+    Working,
+    Waiting,
+    Idle,
+    Unknown,
+}
+
+impl Activity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Activity::Working => "working",
+            Activity::Waiting => "waiting",
+            Activity::Idle => "idle",
+            Activity::Unknown => "unknown",
+        }
+    }
+
+    /// Mid-turn or waiting for the person: what the governor, eviction and
+    /// a prompt's delivery must never interrupt.
+    pub fn is_busy(self) -> bool {
+        matches!(self, Activity::Working | Activity::Waiting)
+    }
+}
+
+/// One source's view: a state, and when the source says it began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    pub activity: Activity,
+    pub at_ms: u64,
+}
+
+/// Every source's current view of one session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Readings {
+    pub transcript: Option<Reading>,
+    pub proxy: Option<Reading>,
+    pub hooks: Option<Reading>,
+    pub screen: Option<Reading>,
+    /// When hangar last typed a prompt into the session (`hangar send`).
+    pub input_ms: Option<u64>,
+}
+
+/// How long typed input alone counts as a turn in progress.
+pub const INPUT_ALONE_MS: u64 = 5000;
+
+/// The rule that merges the sources.
+///
+/// 1. A turn starts at the latest `working` reading or typed input; any
+///    `idle` or `waiting` reading older than that is stale (it describes the
+///    turn before) and is dropped.
+/// 2. Of what remains, the most trusted source wins: transcript, proxy,
+///    hooks, screen; with nothing left, typed input alone means working,
+///    for `INPUT_ALONE_MS` (an agent no source can see must not stay
+///    "working" forever after one `hangar send`).
+/// 3. A turn in progress that a less trusted source sees blocked on the
+///    person (a permission prompt on screen, a hook notification) is
+///    `waiting`: the turn is real, and so is the prompt.
+/// 4. But claude's `Stop` hook *is* the end of the turn: a `Stop` newer
+///    than every sign of work ends it, even while a transcript still shows
+///    a streaming entry as its last word. Output going quiet never does.
+pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
+    let ranked = [r.transcript, r.proxy, r.hooks, r.screen];
+    let turn_start = ranked
+        .iter()
+        .flatten()
+        .filter(|x| x.activity == Activity::Working)
+        .map(|x| x.at_ms)
+        .chain(r.input_ms)
+        .max();
+    let current: Vec<Reading> = ranked
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|x| match x.activity {
+            Activity::Working => true,
+            Activity::Unknown => false,
+            _ => turn_start.is_none_or(|t| x.at_ms >= t),
+        })
+        .collect();
+    let typed = r
+        .input_ms
+        .filter(|at| now_ms.saturating_sub(*at) < INPUT_ALONE_MS)
+        .map(|at_ms| Reading {
+            activity: Activity::Working,
+            at_ms,
+        });
+    let best = current.first().copied().or(typed)?;
+    if best.activity == Activity::Working
+        && let Some(stop) = r.hooks.filter(|h| h.activity == Activity::Idle)
+        && turn_start.is_none_or(|t| stop.at_ms >= t)
+    {
+        return Some(stop);
+    }
+    if best.activity == Activity::Working
+        && let Some(w) = current.iter().find(|x| x.activity == Activity::Waiting)
+    {
+        return Some(*w);
+    }
+    Some(best)
+}
+
+/// A hibernated session's activity from its transcript's last reading: a
+/// turn that was in progress when the process ended is over, so it is idle.
+pub fn offline_activity(transcript: Reading) -> Reading {
+    match transcript.activity {
+        Activity::Working => Reading {
+            activity: Activity::Idle,
+            ..transcript
+        },
+        _ => transcript,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn at(activity: Activity, at_ms: u64) -> Option<Reading> {
+        Some(Reading { activity, at_ms })
+    }
+
+    #[test]
+    fn the_most_trusted_source_wins() {
+        let r = Readings {
+            transcript: at(Activity::Idle, 10),
+            hooks: at(Activity::Idle, 12),
+            proxy: at(Activity::Idle, 11),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Idle, 10));
+        let r = Readings {
+            hooks: at(Activity::Idle, 12),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Idle, 12));
+        assert_eq!(combine(&Readings::default(), 0), None);
+    }
+
+    #[test]
+    fn a_reading_older_than_the_last_turn_start_is_stale() {
+        // The transcript still shows the previous answer; the prompt was typed after it.
+        let r = Readings {
+            transcript: at(Activity::Idle, 10),
+            input_ms: Some(20),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
+        // Typed input nobody picked up stops counting after a while.
+        assert_eq!(combine(&r, 20 + INPUT_ALONE_MS), None);
+        // A hook saw the new prompt start; the older transcript is stale too.
+        let r = Readings {
+            transcript: at(Activity::Idle, 10),
+            hooks: at(Activity::Working, 15),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Working, 15));
+        // Once the transcript records the answer, it wins again.
+        let r = Readings {
+            transcript: at(Activity::Idle, 30),
+            hooks: at(Activity::Working, 15),
+            input_ms: Some(14),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Idle, 30));
+    }
+
+    #[test]
+    fn a_prompt_on_screen_during_a_turn_is_waiting() {
+        let r = Readings {
+            transcript: at(Activity::Working, 10),
+            screen: at(Activity::Waiting, 50),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Waiting, 50));
+        let r = Readings {
+            screen: at(Activity::Waiting, 50),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Waiting, 50));
+    }
+
+    #[test]
+    fn a_stop_hook_after_the_last_sign_of_work_ends_the_turn() {
+        // The transcript's last entry is still a streaming assistant one.
+        let r = Readings {
+            transcript: at(Activity::Working, 10),
+            hooks: at(Activity::Idle, 12),
+            input_ms: Some(9),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Idle, 12));
+        // A Stop from the turn before a new prompt says nothing of this one.
+        let r = Readings {
+            transcript: at(Activity::Working, 20),
+            hooks: at(Activity::Idle, 12),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
+    }
+
+    #[test]
+    fn a_hook_notification_answered_since_is_stale() {
+        let r = Readings {
+            hooks: at(Activity::Waiting, 10),
+            transcript: at(Activity::Working, 20),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 25), at(Activity::Working, 20));
+    }
+
+    #[test]
+    fn an_unknown_reading_never_wins() {
+        let r = Readings {
+            transcript: at(Activity::Unknown, 30),
+            screen: at(Activity::Idle, 5),
+            ..Default::default()
+        };
+        assert_eq!(combine(&r, 40), at(Activity::Idle, 5));
+    }
+
+    #[test]
+    fn a_turn_in_progress_when_the_process_ended_reads_as_idle() {
+        let r = Reading {
+            activity: Activity::Working,
+            at_ms: 7,
+        };
+        assert_eq!(offline_activity(r), at(Activity::Idle, 7).unwrap());
+        let w = at(Activity::Waiting, 9).unwrap();
+        assert_eq!(offline_activity(w), w);
+    }
+
+    #[test]
+    fn busy_means_working_or_waiting() {
+        assert!(Activity::Working.is_busy());
+        assert!(Activity::Waiting.is_busy());
+        assert!(!Activity::Idle.is_busy());
+        assert!(!Activity::Unknown.is_busy());
+    }
+
+    fn reading() -> impl Strategy<Value = Option<Reading>> {
+        proptest::option::of(
+            (
+                prop_oneof![
+                    Just(Activity::Working),
+                    Just(Activity::Waiting),
+                    Just(Activity::Idle),
+                    Just(Activity::Unknown)
+                ],
+                0u64..100,
+            )
+                .prop_map(|(activity, at_ms)| Reading { activity, at_ms }),
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn the_answer_is_one_of_the_readings_or_the_typed_input_and_never_unknown(
+            transcript in reading(),
+            proxy in reading(),
+            hooks in reading(),
+            screen in reading(),
+            input_ms in proptest::option::of(0u64..100),
+            now in 0u64..10_000,
+        ) {
+            let r = Readings { transcript, proxy, hooks, screen, input_ms };
+            if let Some(out) = combine(&r, now) {
+                prop_assert_ne!(out.activity, Activity::Unknown);
+                let typed = input_ms.map(|at_ms| Reading { activity: Activity::Working, at_ms });
+                let sources = [transcript, proxy, hooks, screen, typed];
+                prop_assert!(sources.contains(&Some(out)));
+            }
+        }
+    }
+}

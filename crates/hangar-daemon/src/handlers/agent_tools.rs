@@ -1,0 +1,52 @@
+//! The MCP tools agents call (create, send to, list, close their own child
+//! agents), arriving as `agent` requests from `hangar mcp`.
+
+use std::sync::Arc;
+
+use hangar_protocol::message::{AgentCall, AgentTool};
+use serde_json::Value;
+
+use crate::Daemon;
+use crate::errors::ApiError;
+use crate::journal::Event;
+
+/// Answer one orchestration tool call, journaling it with its caller.
+pub async fn agent(daemon: &Arc<Daemon>, call: AgentCall) -> Result<Value, ApiError> {
+    let tool = call.tool;
+    let caller = daemon.authenticate(&call)?;
+    let mut touched: Vec<String> = Vec::new();
+    let result = match tool {
+        AgentTool::Create => daemon.tool_create(&caller, call.args, &mut touched).await,
+        AgentTool::SendPrompt => {
+            daemon
+                .tool_send_prompt(&caller, call.args, &mut touched)
+                .await
+        }
+        AgentTool::List => daemon.tool_list(&caller, call.args).await,
+        AgentTool::Read => daemon.tool_read(&caller, call.args, &mut touched).await,
+        AgentTool::ReadRunOutputs => daemon.tool_read_run(&caller, call.args).await,
+        AgentTool::Wait => daemon.tool_wait(&caller, call.args, &mut touched).await,
+        AgentTool::Close => daemon.tool_close(&caller, call.args, &mut touched).await,
+        AgentTool::CloseRun => {
+            daemon
+                .tool_close_run(&caller, call.args, &mut touched)
+                .await
+        }
+        AgentTool::Park => daemon.tool_park(&caller, call.args, &mut touched).await,
+        AgentTool::Hibernate => {
+            daemon
+                .tool_hibernate(&caller, call.args, &mut touched)
+                .await
+        }
+    };
+    if tool != AgentTool::List && tool != AgentTool::ReadRunOutputs || result.is_err() {
+        daemon.journal.record(Event::AgentAction {
+            caller: caller.to_string(),
+            action: tool.kind().to_owned(),
+            sessions: touched,
+            ok: result.is_ok(),
+            code: result.as_ref().err().map(|e| e.code.to_owned()),
+        });
+    }
+    result
+}

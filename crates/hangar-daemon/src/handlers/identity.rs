@@ -1,0 +1,200 @@
+//! Requests about provider identities: the session-start hook that names a
+//! session's conversation, `doctor` (duplicate ids, one fix at a time, the
+//! CLIs found) and `transcript` (the last messages, read without waking).
+
+use std::sync::Arc;
+
+use hangar_core::ledger::{self, Observation};
+use hangar_core::{IdSource, SessionId};
+use hangar_protocol::message as msg;
+use serde_json::{Value, json};
+
+use crate::Daemon;
+use crate::errors::ApiError;
+use crate::identity::{DEFAULT_TAIL, is_running};
+use hangar_providers::transcript::discovery;
+use hangar_providers::transcript::messages;
+
+/// `hangar hook session-start`: the session's own Claude Code process
+/// reports the conversation it now writes (at startup, on resume, after
+/// `/clear` or a compaction). As trustworthy as its transcript, so it is
+/// recorded with source `transcript`; real Claude Code links a `/clear`
+/// to nothing else, so this and its per-process record are what follow
+/// the rotation.
+pub fn session_start(daemon: &Daemon, req: &msg::Hook) -> Result<Value, ApiError> {
+    let id = SessionId::from(req.session.trim());
+    let session_cwd = daemon.sessions.read(|st| {
+        let meta = st
+            .ws
+            .sessions
+            .get(&id)
+            .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+        Ok::<_, ApiError>(is_running(&st.run_state(&id)).then(|| meta.cwd.clone()))
+    })?;
+    let Some(session_cwd) = session_cwd else {
+        // A late hook of a process hangar already stopped: whatever it
+        // says was seen by the transcript watcher's last look.
+        return Ok(json!({"recorded": false, "reason": "the session is not running"}));
+    };
+    let Some(psid) = req.provider_session_id.clone() else {
+        return Err(ApiError::invalid(
+            "a session-start hook needs the session_id of the hook's JSON input on stdin",
+        ));
+    };
+    let session_cwd = discovery::canonical_cwd(&session_cwd);
+    let observed = Observation {
+        id: psid,
+        source: IdSource::Transcript,
+        // Older Claude Code versions send no `cwd`; the process hangar
+        // started in the session's folder is then taken to run there.
+        cwd: Some(
+            req.cwd
+                .as_deref()
+                .map(discovery::canonical_cwd)
+                .unwrap_or_else(|| session_cwd.clone()),
+        ),
+    };
+    let recorded = daemon.record_provider_id(&id, &observed, &session_cwd);
+    Ok(json!({
+        "recorded": recorded,
+        "event": "session-start",
+        "source": req.source,
+    }))
+}
+
+/// `hangar doctor [--fork ID | --forget ID]`: list duplicate provider ids
+/// and carry out one fix.
+pub async fn doctor(daemon: &Arc<Daemon>, req: msg::Doctor) -> Result<Value, ApiError> {
+    let mut fixed = Vec::new();
+    if let Some(given) = &req.fork {
+        daemon.sessions.edit(|st| {
+        let id = st.resolve_session(given)?;
+        if is_running(&st.run_state(&id)) {
+            return Err(ApiError::invalid(format!(
+                "session {id} is running; forking it now would leave its process writing the \
+                 old conversation. Run `hangar hibernate {id}` first, then `hangar doctor --fork {id}`"
+            )));
+        }
+        let meta = st
+            .ws
+            .sessions
+            .get_mut(&id)
+            .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+        let old = ledger::forget_provider_id(meta, crate::now_ms());
+        st.save(&[])?;
+        fixed.push(json!({
+            "action": "fork",
+            "session": id.to_string(),
+            "forgot_provider_session_id": old,
+        }));
+        Ok(())
+        })?;
+    }
+    if let Some(given) = &req.forget {
+        let id = daemon.sessions.resolve(given)?;
+        let closed = crate::handlers::sessions::close(
+            daemon,
+            msg::Close {
+                session: id.to_string(),
+                yes: req.yes,
+                ..Default::default()
+            },
+        )
+        .await?;
+        fixed.push(json!({"action": "forget", "session": id.to_string(), "closed": closed}));
+    }
+    daemon.sessions.read(|st| {
+        let groups: Vec<Value> = ledger::duplicate_groups(&st.ws)
+            .into_iter()
+            .map(|g| {
+                let sessions: Vec<Value> = g
+                    .sessions
+                    .iter()
+                    .map(|s| {
+                        let meta = st.ws.sessions.get(s);
+                        json!({
+                            "id": s.to_string(),
+                            "title": meta.map(|m| m.title.clone()).unwrap_or_default(),
+                            "cwd": meta.map(|m| m.cwd.clone()).unwrap_or_default(),
+                            "state": st.run_state(s).name(),
+                            "placement": st.ws.placement_of(s).map(|(p, _)| p.name()),
+                        })
+                    })
+                    .collect();
+                let fixes: Vec<String> = g
+                    .sessions
+                    .iter()
+                    .flat_map(|s| {
+                        [
+                            format!("hangar doctor --fork {s}"),
+                            format!("hangar doctor --forget {s}"),
+                        ]
+                    })
+                    .collect();
+                json!({
+                    "provider": g.provider.name(),
+                    "provider_session_id": g.provider_session_id,
+                    "sessions": sessions,
+                    "fixes": fixes,
+                })
+            })
+            .collect();
+        Ok(json!({
+            "ok": groups.is_empty(),
+            "duplicates": groups,
+            "fixed": fixed,
+        }))
+    })
+}
+
+/// `hangar transcript ID [--tail N]`: the last messages of a session's
+/// conversation, read from its transcript; never wakes it.
+pub async fn transcript(daemon: &Daemon, req: msg::Transcript) -> Result<Value, ApiError> {
+    let (id, meta) = {
+        daemon.sessions.read(|st| {
+            let id = st.resolve_session(&req.session)?;
+            let meta = st
+                .ws
+                .sessions
+                .get(&id)
+                .cloned()
+                .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+            Ok::<_, ApiError>((id, meta))
+        })?
+    };
+    let Some(root) = discovery::transcript_root(&meta.provider, &discovery::env_var) else {
+        return Err(ApiError::invalid(format!(
+            "session {id} runs {}; hangar reads transcripts of claude and codex sessions only",
+            meta.provider
+        )));
+    };
+    let Some(psid) = meta.provider_session.as_ref().map(|p| p.id.clone()) else {
+        return Err(ApiError::not_found(format!(
+            "session {id} has no provider session id yet (it never ran, or was forked), so it \
+             has no transcript; `hangar wake {id}` starts one"
+        )));
+    };
+    let tail = req.tail.unwrap_or(DEFAULT_TAIL);
+    let provider = meta.provider.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let path =
+            discovery::find_transcript(&provider, &root, &meta.cwd, &psid).ok_or_else(|| {
+                ApiError::not_found(format!(
+                    "no transcript of {provider} session {psid} under {}; was it deleted?",
+                    root.display()
+                ))
+            })?;
+        let messages = messages::read_tail(&provider, &path, tail)
+            .map_err(|e| ApiError::internal(format!("cannot read {}: {e}", path.display())))?;
+        Ok::<_, ApiError>((psid, path, messages))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
+    let (psid, path, messages) = read?;
+    Ok(json!({
+        "id": id.to_string(),
+        "provider_session_id": psid,
+        "path": path.display().to_string(),
+        "messages": messages,
+    }))
+}

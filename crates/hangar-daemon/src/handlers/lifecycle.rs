@@ -1,0 +1,94 @@
+//! Waking and hibernating a session on request, and `reload` (config.toml
+//! read again, the dangerous setting stored, live agents restarted one at a
+//! time).
+
+use std::sync::Arc;
+
+use hangar_core::SessionId;
+use hangar_protocol::message::{self as msg, codes};
+use serde_json::{Value, json};
+
+use super::sessions::touch;
+use crate::Daemon;
+use crate::errors::ApiError;
+use crate::journal::{Caller, Event, HibernateReason};
+use crate::sessions::RunState;
+
+pub async fn wake(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiError> {
+    let id = daemon.sessions.resolve(session)?;
+    // A retry after the person fixed config.toml (as the failed reason
+    // advises) must see the fix: read it again, cheaply, first.
+    if matches!(daemon.sessions.run_state(&id), RunState::Failed(_)) {
+        daemon.reload_config()?;
+    }
+    let state = daemon.wake(&id).await?;
+    touch(daemon, &id);
+    let view = daemon.sessions.view(&id);
+    match state {
+        RunState::Failed(reason) => Err(ApiError {
+            code: codes::FAILED,
+            message: reason,
+            detail: serde_json::to_value(view).unwrap_or(Value::Null),
+        }),
+        _ => Ok(serde_json::to_value(view).unwrap_or(Value::Null)),
+    }
+}
+
+pub async fn hibernate(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiError> {
+    let id = daemon.sessions.resolve(session)?;
+    daemon.hibernate_session(&id).await?;
+    daemon.journal.record(Event::Hibernate {
+        session: id.to_string(),
+        reason: HibernateReason::User,
+    });
+    let children = daemon
+        .hibernate_idle_children(&id, HibernateReason::User)
+        .await;
+    Ok(json!({"id": id.to_string(), "state": "hibernated",
+        "also_hibernated": children.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
+}
+
+/// Store the setting, then restart live agent sessions one at a time
+/// under the same ids. Hibernated sessions pick it up when they wake.
+pub async fn reload(daemon: &Arc<Daemon>, req: msg::Reload) -> Result<Value, ApiError> {
+    let config = daemon.reload_config()?;
+    let live_agents: Vec<SessionId> = {
+        daemon.sessions.edit(|st| {
+            if let Some(d) = req.dangerous {
+                st.ws.settings.dangerous = d;
+            }
+            st.save(&[])?;
+            Ok::<_, ApiError>(hangar_core::reload_plan::reload_restart_set(
+                &st.ws,
+                &st.ordered_sessions(),
+                |id| matches!(st.run_state(id), RunState::Live | RunState::Spawning),
+                |name| daemon.has_dangerous_args(name),
+            ))
+        })?
+    };
+    let mut restarted = Vec::new();
+    let mut failed = Vec::new();
+    for id in live_agents {
+        daemon.hibernate_session(&id).await?;
+        daemon.journal.record(Event::Hibernate {
+            session: id.to_string(),
+            reason: HibernateReason::Reload,
+        });
+        match daemon.wake_as(&id, Caller::Reload).await? {
+            RunState::Failed(reason) => {
+                failed.push(json!({"id": id.to_string(), "reason": reason}))
+            }
+            _ => restarted.push(id.to_string()),
+        }
+    }
+    let dangerous = daemon.sessions.read(|st| st.ws.settings.dangerous);
+    daemon.journal.record(Event::Reload {
+        dangerous,
+        restarted: restarted.len(),
+        failed: failed.len(),
+    });
+    Ok(
+        json!({"dangerous": dangerous, "restarted": restarted, "failed": failed,
+        "config": {"changed": config.changed, "needs_restart": config.needs_restart}}),
+    )
+}

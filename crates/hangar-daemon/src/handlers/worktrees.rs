@@ -1,0 +1,148 @@
+//! Requests about git worktrees: `ls` with each session's worktree state,
+//! and `worktrees` (list, prune, remove).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use hangar_core::SessionId;
+use hangar_core::worktree::{CleanupDecision, WorktreeInfo, cleanup_decision};
+
+use hangar_protocol::message as msg;
+use serde_json::{Value, json};
+
+use crate::Daemon;
+use crate::errors::ApiError;
+use crate::worktree::{Record, Registry, blocking, cached_status, inspect, remove, static_view};
+
+/// `ls` with each worktree's dirty/ahead/behind filled in. git runs only
+/// for sessions with a worktree, off the state lock, at most once per
+/// worktree every few seconds.
+pub async fn list(daemon: &Arc<Daemon>) -> Value {
+    let rows = crate::handlers::sessions::list(daemon);
+    let infos: Vec<(usize, WorktreeInfo)> = {
+        daemon.sessions.read(|st| {
+            rows.as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .filter_map(|(i, row)| {
+                    let id = SessionId::from(row["id"].as_str()?);
+                    Some((i, st.ws.sessions.get(&id)?.worktree.clone()?))
+                })
+                .collect()
+        })
+    };
+    if infos.is_empty() {
+        return rows;
+    }
+    let states = blocking(move || {
+        infos
+            .into_iter()
+            .map(|(i, info)| (i, static_view(&info), cached_status(&info)))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    let mut rows = rows;
+    for (i, mut view, state) in states {
+        if view.exists {
+            view.dirty = Some(state.facts.dirty_files > 0);
+            view.ahead = state.ahead;
+            view.behind = state.behind;
+        }
+        if let Some(row) = rows.get_mut(i) {
+            row["worktree"] = serde_json::to_value(view).unwrap_or(Value::Null);
+        }
+    }
+    rows
+}
+
+/// `hangar worktrees [--prune]`: every worktree hangar created, with its
+/// state; with `prune`, remove the clean ones whose session is gone.
+pub async fn worktrees(daemon: &Arc<Daemon>, req: msg::Worktrees) -> Result<Value, ApiError> {
+    let registry = Registry::new(&daemon.paths.home);
+    let mut records = registry.load();
+    let alive: BTreeMap<SessionId, String> = {
+        daemon.sessions.read(|st| {
+            for meta in st.ws.sessions.values() {
+                if let Some(info) = meta.worktree.as_ref().filter(|w| w.created_by_hangar) {
+                    records.entry(info.path.clone()).or_insert_with(|| Record {
+                        session: meta.id.clone(),
+                        title: meta.title.clone(),
+                        worktree: info.clone(),
+                        created_at_ms: meta.created_at_ms,
+                    });
+                }
+            }
+            st.ws
+                .sessions
+                .values()
+                .filter_map(|m| Some((m.id.clone(), m.worktree.as_ref()?.path.clone())))
+                .collect()
+        })
+    };
+    let home = daemon.paths.home.clone();
+    let prune = req.prune;
+    let (rows, pruned) = blocking(move || {
+        let registry = Registry::new(&home);
+        let mut rows = Vec::new();
+        let mut pruned = Vec::new();
+        for record in records.into_values() {
+            let info = &record.worktree;
+            let session_alive = alive.get(&record.session) == Some(&info.path);
+            let state = inspect(info, true);
+            let decision = cleanup_decision(info, &state.facts);
+            let status = match (&decision, session_alive) {
+                (CleanupDecision::AlreadyGone, _) => "missing",
+                (_, true) => "in-use",
+                (CleanupDecision::Keep(_), false) if state.facts.dirty_files > 0 => "dirty",
+                (CleanupDecision::Keep(_), false) => "unpushed",
+                _ => "clean",
+            };
+            let mut removed = false;
+            let mut note = match &decision {
+                CleanupDecision::Keep(reason) => Some(reason.clone()),
+                _ => None,
+            };
+            if prune && !session_alive {
+                match decision {
+                    CleanupDecision::Remove => match remove(info, false) {
+                        Ok(_) => {
+                            registry.forget(&info.path);
+                            removed = true;
+                        }
+                        Err(e) => note = Some(format!("git could not remove it: {e}")),
+                    },
+                    // Deleted by hand and its session is gone: only the
+                    // record is left to drop.
+                    CleanupDecision::AlreadyGone => registry.forget(&info.path),
+                    _ => {}
+                }
+                if removed {
+                    pruned.push(info.path.clone());
+                }
+            }
+            let dirty = state.facts.exists.then_some(state.facts.dirty_files > 0);
+            rows.push(json!({
+                "path": info.path,
+                "branch": info.branch,
+                "base": info.base,
+                "repo_root": info.repo_root,
+                "session": record.session.to_string(),
+                "title": record.title,
+                "session_alive": session_alive,
+                "state": status,
+                "exists": state.facts.exists,
+                "dirty": dirty,
+                "ahead": state.ahead,
+                "behind": state.behind,
+                "unpushed": state.facts.exists.then_some(state.facts.unpushed),
+                "note": note,
+                "removed": removed,
+            }));
+        }
+        (rows, pruned)
+    })
+    .await?;
+    Ok(json!({"worktrees": rows, "removed": pruned}))
+}

@@ -1,0 +1,85 @@
+//! Everything the daemon asks of the operating system that its rules depend
+//! on, behind traits: the clock, signalling process groups, and process facts
+//! from `/proc`. zellij's `ServerOsApi` is the model.
+//!
+//! [`RealOs`] is the machine; [`FakeOs`] is a machine in a test, with a clock
+//! that only moves when the test advances it and processes the test makes up.
+//! Process-level tests still run the real thing end to end; the fake is for
+//! the unit tests in between, so "ten seconds later" needs no ten-second wait.
+//! Nothing here decides anything: callers gather facts and act on answers.
+
+mod fake;
+mod real;
+
+pub use fake::FakeOs;
+pub use real::{RealOs, now_ms, parse_start_time, wall_ms};
+
+/// Process-group control and process facts.
+pub trait ProcessControl: Send + Sync {
+    /// Send `signal` to every process of group `pgid`. `false` when no such
+    /// group exists any more.
+    fn signal_group(&self, pgid: u32, signal: i32) -> bool;
+    /// The process's start time in clock ticks since boot (field 22 of
+    /// `/proc/<pid>/stat`), `None` when it does not exist.
+    fn start_time(&self, pid: u32) -> Option<u64>;
+}
+
+/// The daemon's two clocks.
+pub trait Clock: Send + Sync {
+    /// The daemon's clock in ms since the Unix epoch: never jumps while the
+    /// daemon runs (see [`now_ms`]). Every stored time and every age.
+    fn now_ms(&self) -> u64;
+    /// The wall clock as it is now, only for comparing with times other
+    /// programs wrote (transcript file dates).
+    fn wall_ms(&self) -> u64;
+}
+
+/// The whole OS as the daemon sees it.
+pub trait Os: ProcessControl + Clock {}
+
+impl<T: ProcessControl + Clock> Os for T {}
+
+/// A recorded agent process a killed predecessor left behind is still the
+/// one it recorded, and so may be ended: its leader still runs with the
+/// recorded start time, or the leader is gone but its group still has
+/// members (the kernel does not hand out a pid number while it is still
+/// some group's id, so no newer process can own that group). A pid whose
+/// start time differs was reused by another program and is never touched.
+pub fn is_recorded_agent(os: &dyn ProcessControl, pid: u32, pgid: u32, start_time: u64) -> bool {
+    let leader_matches = start_time != 0 && os.start_time(pid) == Some(start_time);
+    let stragglers_of_dead_leader = os.start_time(pid).is_none() && os.signal_group(pgid, 0);
+    leader_matches || stragglers_of_dead_leader
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reused_pid_is_not_taken_for_the_recorded_agent() {
+        let os = FakeOs::default();
+        os.spawn(100, 100, 5_000);
+        assert!(!is_recorded_agent(&os, 100, 100, 4_000));
+        assert!(is_recorded_agent(&os, 100, 100, 5_000));
+    }
+
+    #[test]
+    fn children_of_a_dead_leader_are_still_the_recorded_group() {
+        let os = FakeOs::default();
+        // A child of group 200 lives on after leader 200 died of the hangup.
+        os.spawn(201, 200, 7_000);
+        assert!(is_recorded_agent(&os, 200, 200, 6_000));
+        os.end_group(200);
+        assert!(
+            !is_recorded_agent(&os, 200, 200, 6_000),
+            "nothing left to end"
+        );
+    }
+
+    #[test]
+    fn an_unknown_start_time_never_matches_a_live_pid() {
+        let os = FakeOs::default();
+        os.spawn(300, 300, 9_000);
+        assert!(!is_recorded_agent(&os, 300, 300, 0));
+    }
+}

@@ -1,0 +1,136 @@
+//! The daemon's side of the recording proxy (hangar-proxy): the observer
+//! that turns what the proxy sees into activity signals and provider ids,
+//! and the glue that gives a session about to start its proxy grant.
+//!
+//! The proxy itself never sees the daemon; everything it needs from the
+//! daemon's state is read here, and nothing here holds the state lock
+//! across an await.
+
+use std::sync::Arc;
+
+use hangar_core::SessionId;
+use hangar_proxy::{Grant, ProxyObserver};
+
+use crate::Daemon;
+use crate::activity::sources::proxy::Signal;
+use crate::journal::FailureKind;
+use crate::spawn::{SpawnFailure, short};
+
+/// What the daemon does with what the proxy sees.
+struct DaemonProxyObserver {
+    /// Recorded requests in flight mean working; their stop reason ends the
+    /// turn (issue 11).
+    activity: Arc<crate::activity::Hub>,
+    /// Provider session ids seen in headers, recorded by a task of their
+    /// own (the relay must never wait on the store).
+    provider_ids: tokio::sync::mpsc::UnboundedSender<(String, String)>,
+}
+
+impl ProxyObserver for DaemonProxyObserver {
+    fn exchange_started(&self, session: &str) {
+        self.activity.proxy_signal(session, Signal::RequestStarted);
+    }
+
+    fn exchange_finished(&self, session: &str, stop_reason: Option<String>) {
+        self.activity
+            .proxy_signal(session, Signal::RequestFinished { stop_reason });
+    }
+
+    fn provider_session_id_seen(&self, session: &str, id: &str) {
+        self.provider_ids.provider_session_id_seen(session, id);
+    }
+}
+
+impl Daemon {
+    /// The proxy environment for a session about to start, or `None` when it
+    /// runs without capture. A proxy fault is a per-session notice, or a
+    /// failed start when `[proxy] required = true`.
+    pub(crate) async fn proxy_grant(
+        self: &Arc<Self>,
+        id: &SessionId,
+    ) -> Result<Option<Grant>, SpawnFailure> {
+        let Some((provider, capture)) = self.sessions.read(|st| {
+            st.ws
+                .sessions
+                .get(id)
+                .map(|m| (m.provider.clone(), m.capture))
+        }) else {
+            return Ok(None);
+        };
+        if !self.proxy.wanted(&provider, capture) {
+            return Ok(None);
+        }
+        let daemon = self.clone();
+        let observer = move || daemon.proxy_observer();
+        match self.proxy.grant(id, &provider, observer).await {
+            Ok(g) => Ok(Some(g)),
+            Err(fault) if self.proxy.config().required => Err(SpawnFailure::new(
+                FailureKind::Other,
+                format!(
+                    "cannot start {} with capture: {fault}; capture is required by [proxy] required = true in config.toml",
+                    short(id)
+                ),
+            )),
+            Err(fault) => {
+                let notice = format!("session {} started without capture: {fault}", short(id));
+                tracing::warn!("{notice}");
+                self.sessions.edit(|st| {
+                    if !st.notices.contains(&notice) {
+                        st.notices.push(notice);
+                    }
+                });
+                Ok(None)
+            }
+        }
+    }
+
+    /// Keep `grant`'s credentials valid until the process exits.
+    pub(crate) fn hold_grant_until_exit(
+        &self,
+        grant: Grant,
+        mut exit: tokio::sync::watch::Receiver<Option<crate::pty::ExitCode>>,
+    ) {
+        tokio::spawn(async move {
+            let _ = exit.wait_for(|e| e.is_some()).await;
+            drop(grant.lease);
+        });
+    }
+
+    /// The proxy's observer, made when the proxy starts.
+    fn proxy_observer(self: &Arc<Self>) -> Arc<dyn ProxyObserver> {
+        Arc::new(DaemonProxyObserver {
+            activity: self.activity.clone(),
+            provider_ids: self.provider_ids_from_proxy(),
+        })
+    }
+
+    /// A channel whose receiver records provider session ids seen in request
+    /// headers (source `proxy-header`: provisional, never resumed).
+    fn provider_ids_from_proxy(
+        self: &Arc<Self>,
+    ) -> tokio::sync::mpsc::UnboundedSender<(String, String)> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
+        let daemon = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some((session, id)) = rx.recv().await {
+                let Some(daemon) = daemon.upgrade() else {
+                    return;
+                };
+                let session = SessionId::from(session.as_str());
+                let Some(cwd) = daemon
+                    .sessions
+                    .read(|st| st.ws.sessions.get(&session).map(|m| m.cwd.clone()))
+                else {
+                    continue;
+                };
+                let observed = hangar_core::ledger::Observation {
+                    id,
+                    source: hangar_core::IdSource::ProxyHeader,
+                    cwd: None,
+                };
+                daemon.record_provider_id(&session, &observed, &cwd);
+            }
+        });
+        tx
+    }
+}

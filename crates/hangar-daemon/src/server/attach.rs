@@ -1,0 +1,229 @@
+//! An attached session on one connection: the reply, the screen as it is,
+//! then its output as it comes (batched, with a redraw when the client falls
+//! behind), other sessions' notification escapes, and the exit event.
+//!
+//! The session is counted as viewed from before its wake to the release, so
+//! no budget check or notification takes the session a person is looking at.
+
+use std::sync::Arc;
+
+use hangar_protocol::message::{self as msg, Reply, codes};
+use serde_json::json;
+use tokio::sync::broadcast;
+
+use super::attach_size::{ClientId, ClientSizes};
+use super::connection::Conn;
+use crate::Daemon;
+use crate::errors::ApiError;
+use crate::sessions::RunState;
+use serde::Deserialize;
+
+pub(super) struct Attached {
+    pub(super) session: hangar_core::SessionId,
+    /// This connection's entry in the table of client sizes.
+    pub(super) client: ClientId,
+    pub(super) live: Arc<crate::pty::LiveProcess>,
+    forwarder: tokio::task::JoinHandle<()>,
+    /// Counts this client as viewing the session: no notifications about it.
+    _viewer: crate::activity::ViewerGuard,
+}
+
+impl Attached {
+    /// Stop streaming to this client and give the session the smallest size
+    /// of the clients still attached (a big client leaving must not leave
+    /// the PTY too large for a small one).
+    pub(super) async fn release(self, sizes: &ClientSizes) {
+        self.forwarder.abort();
+        if let Some((rows, cols)) = sizes.set(&self.session, self.client, None)
+            && self.live.exited().is_none()
+        {
+            let _ = self.live.resize(rows, cols).await;
+        }
+    }
+}
+
+pub(super) async fn start_attach(
+    daemon: &Arc<Daemon>,
+    sizes: &ClientSizes,
+    conn: &Conn,
+    id: u64,
+    req: msg::Attach,
+) -> Result<Attached, ApiError> {
+    let session = daemon.sessions.resolve(&req.session)?;
+    // Counted as viewed before it wakes, so the budget check of any wake
+    // from here on never takes the session this person is attaching to.
+    let viewer = daemon.activity.view(&session);
+    if let RunState::Failed(reason) = daemon
+        .wake_as(&session, crate::journal::Caller::Attach)
+        .await?
+    {
+        return Err(ApiError::new(codes::FAILED, reason));
+    }
+    daemon.touch_used(&session, false);
+    let live = daemon
+        .sessions
+        .process(&session)
+        .ok_or_else(|| ApiError::new(codes::FAILED, "the session is not running"))?;
+    let client = sizes.new_client();
+    if let Some((rows, cols)) = sizes.set(&session, client, Some((req.rows, req.cols))) {
+        let _ = live.resize(rows, cols).await;
+    }
+    let detach_key = daemon.config.attach.detach_key.clone();
+    conn.reply(Reply::ok(
+        id,
+        json!({"id": session.to_string(), "detach_key": detach_key}),
+    ))
+    .await;
+    let history = req.history.map(|n| n as usize);
+    let (snapshot, rx) = live.snapshot_and_subscribe(history);
+    conn.data(&snapshot).await;
+    let notices = daemon
+        .config
+        .notify
+        .osc
+        .then(|| daemon.activity.osc_notifications());
+    let forwarder = tokio::spawn(forward_output(
+        Conn {
+            out: conn.out.clone(),
+        },
+        live.clone(),
+        rx,
+        (session.clone(), notices),
+    ));
+    Ok(Attached {
+        session,
+        client,
+        live,
+        forwarder,
+        _viewer: viewer,
+    })
+}
+
+/// Notification escapes about other sessions, for the client viewing one.
+type Notices = (
+    hangar_core::SessionId,
+    Option<broadcast::Receiver<(hangar_core::SessionId, Vec<u8>)>>,
+);
+
+async fn forward_output(
+    conn: Conn,
+    live: Arc<crate::pty::LiveProcess>,
+    mut rx: broadcast::Receiver<bytes::Bytes>,
+    (viewing, mut notices): Notices,
+) {
+    let mut exit = live.exit_watch();
+    loop {
+        tokio::select! {
+            notice = async { notices.as_mut()?.recv().await.ok() }, if notices.is_some() => {
+                // The terminal shows its own notification (OSC 9 / 777).
+                if let Some((about, bytes)) = notice
+                    && about != viewing
+                    && !conn.data(&bytes).await
+                {
+                    return;
+                }
+            },
+            chunk = rx.recv() => match chunk {
+                Ok(_) if rx.len() > RESYNC_BACKLOG => {
+                    // Behind by more than a moment of bulk output: the
+                    // current screen, not the backlog.
+                    if !resync(&conn, &live, &mut rx).await {
+                        return;
+                    }
+                }
+                Ok(bytes) => {
+                    // Coalesce what is already queued into one frame: one
+                    // frame per PTY read made the client pay per 4 KiB.
+                    let (batch, lagged) = coalesce(bytes, &mut rx);
+                    let sent = if lagged {
+                        resync(&conn, &live, &mut rx).await
+                    } else {
+                        conn.data(&batch).await
+                    };
+                    if !sent {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    // Too slow to keep up: redraw from the screen state.
+                    if !resync(&conn, &live, &mut rx).await {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+            _ = async { exit.wait_for(|e| e.is_some()).await.map(|_| ()) } => {
+                // Let the last output drain before saying it ended.
+                while let Ok(bytes) = rx.try_recv() {
+                    if !conn.data(&bytes).await {
+                        return;
+                    }
+                }
+                break;
+            }
+        }
+    }
+    let code = live.exited();
+    conn.event(json!({"event": "exited", "code": code})).await;
+}
+
+/// Output chunks a client may be behind before it gets the current screen
+/// instead of the backlog (up to 1 MiB of PTY reads): a client that keeps
+/// up gets every byte, one that fell behind never queues bulk output.
+const RESYNC_BACKLOG: usize = 64;
+
+/// Send the current screen (every mode included) and continue from the
+/// output after it, dropping what was queued before.
+async fn resync(
+    conn: &Conn,
+    live: &crate::pty::LiveProcess,
+    rx: &mut broadcast::Receiver<bytes::Bytes>,
+) -> bool {
+    let (redraw, fresh) = live.snapshot_and_subscribe(None);
+    *rx = fresh;
+    conn.data(&redraw).await
+}
+
+/// Largest batch of output sent to an attached client as one frame.
+const MAX_BATCH: usize = 64 * 1024;
+
+/// `first` plus every chunk already waiting, up to `MAX_BATCH` bytes, and
+/// whether the receiver lagged meanwhile (the caller then redraws).
+fn coalesce(
+    first: bytes::Bytes,
+    rx: &mut broadcast::Receiver<bytes::Bytes>,
+) -> (bytes::Bytes, bool) {
+    let mut batch: Option<Vec<u8>> = None;
+    while batch.as_ref().map_or(first.len(), Vec::len) < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(more) => batch
+                .get_or_insert_with(|| first.to_vec())
+                .extend_from_slice(&more),
+            Err(broadcast::error::TryRecvError::Lagged(_)) => {
+                return (batch.map_or(first, bytes::Bytes::from), true);
+            }
+            Err(_) => break,
+        }
+    }
+    (batch.map_or(first, bytes::Bytes::from), false)
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachConfig {
+    /// The detach sequence: a prefix key then a key, tmux style.
+    #[serde(default = "default_detach")]
+    pub detach_key: String,
+}
+
+impl Default for AttachConfig {
+    fn default() -> Self {
+        AttachConfig {
+            detach_key: default_detach(),
+        }
+    }
+}
+
+fn default_detach() -> String {
+    "C-b d".to_owned()
+}

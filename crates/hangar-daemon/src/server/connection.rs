@@ -1,0 +1,275 @@
+//! One client's connection: the hello handshake, decoding frames, answering
+//! requests in order, and the attach/detach of a session on this connection.
+//!
+//! A request's own work is `dispatch`'s; this file never decides what a
+//! request means, only how it travels.
+
+use std::sync::Arc;
+
+use hangar_protocol::frame::{self, Decoder, Frame, FrameError, MAX_CLIENT_FRAME};
+use hangar_protocol::message::{self as msg, PROTOCOL_VERSION, Reply, Request, codes};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::sync::mpsc;
+
+use super::attach::{Attached, start_attach};
+use super::attach_size::ClientSizes;
+use crate::Daemon;
+use crate::errors::ApiError;
+
+/// Outgoing frames queued per connection before the writer pushes back.
+/// Output frames are batched up to `MAX_BATCH`, so this bounds what a client
+/// that stops reading costs (1 MiB); beyond it the session's own channel
+/// lags and the client is resynced with a redraw.
+const OUTGOING_QUEUE: usize = 16;
+/// A client must finish the hello handshake within this time of connecting.
+/// Without it, a client that connects and trickles bytes (or none) holds a
+/// task and its buffers forever; after the handshake a slow client costs
+/// only its own connection.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+pub(super) struct Conn {
+    pub(super) out: mpsc::Sender<Vec<u8>>,
+}
+
+impl Conn {
+    pub(super) async fn reply(&self, reply: Reply) -> bool {
+        self.out
+            .send(frame::encode(frame::TAG_MESSAGE, &reply.encode()))
+            .await
+            .is_ok()
+    }
+
+    pub(super) async fn data(&self, bytes: &[u8]) -> bool {
+        self.out
+            .send(frame::encode(frame::TAG_DATA, bytes))
+            .await
+            .is_ok()
+    }
+
+    pub(super) async fn event(&self, event: Value) -> bool {
+        let bytes = serde_json::to_vec(&event).unwrap_or_default();
+        self.out
+            .send(frame::encode(frame::TAG_MESSAGE, &bytes))
+            .await
+            .is_ok()
+    }
+}
+
+fn peer_is_us(stream: &UnixStream) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    stream.peer_cred().is_ok_and(|c| c.uid() == me)
+}
+
+pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream: UnixStream) {
+    if !peer_is_us(&stream) {
+        let mut stream = stream;
+        let reply = Reply::err(
+            0,
+            codes::BAD_REQUEST,
+            "refused: the client runs as another user",
+        );
+        let _ = stream
+            .write_all(&frame::encode(frame::TAG_MESSAGE, &reply.encode()))
+            .await;
+        return;
+    }
+    let (mut reader, mut writer) = stream.into_split();
+    let (out, mut out_rx) = mpsc::channel::<Vec<u8>>(OUTGOING_QUEUE);
+    let writer_task = tokio::spawn(async move {
+        while let Some(bytes) = out_rx.recv().await {
+            if writer.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+    });
+    let conn = Conn { out };
+    let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut greeted = false;
+    let mut stop_daemon = false;
+    let handshake_deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
+    let mut attached: Option<Attached> = None;
+    'conn: loop {
+        // Drain every complete frame before reading more.
+        loop {
+            let frame = match decoder.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(FrameError::TooLarge { len, max }) => {
+                    let r = Reply::err(
+                        0,
+                        codes::TOO_LARGE,
+                        format!("request of {len} bytes exceeds the limit of {max} bytes"),
+                    );
+                    if !conn.reply(r).await {
+                        break 'conn;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    if !conn
+                        .reply(Reply::err(0, codes::BAD_REQUEST, e.to_string()))
+                        .await
+                    {
+                        break 'conn;
+                    }
+                    continue;
+                }
+            };
+            match frame {
+                Frame::Data(bytes) => {
+                    if let Some(a) = &attached {
+                        if let Err(e) = a.live.write(&bytes).await {
+                            tracing::debug!("input to attached session failed: {e}");
+                        }
+                        // A person typing: the session is in use (throttled).
+                        daemon.touch_used(&a.session, true);
+                    } else if !conn
+                        .reply(Reply::err(
+                            0,
+                            codes::BAD_REQUEST,
+                            "terminal data sent while not attached",
+                        ))
+                        .await
+                    {
+                        break 'conn;
+                    }
+                }
+                Frame::Unknown { tag, .. } => {
+                    let r = Reply::err(0, codes::UNKNOWN_KIND, format!("unknown frame tag {tag}"));
+                    if !conn.reply(r).await {
+                        break 'conn;
+                    }
+                }
+                Frame::Message(payload) => {
+                    let (id, request) = match Request::decode(&payload) {
+                        Ok(x) => x,
+                        Err(bad) => {
+                            let r =
+                                Reply::err(bad.id.unwrap_or(0), codes::BAD_REQUEST, bad.message);
+                            if !conn.reply(r).await {
+                                break 'conn;
+                            }
+                            continue;
+                        }
+                    };
+                    if !greeted {
+                        match request {
+                            Request::Hello(h) if h.protocol_version == PROTOCOL_VERSION => {
+                                greeted = true;
+                                let welcome = msg::Welcome {
+                                    protocol_version: PROTOCOL_VERSION,
+                                    daemon_version: env!("CARGO_PKG_VERSION").to_owned(),
+                                    pid: std::process::id(),
+                                };
+                                let body = serde_json::to_value(welcome).unwrap_or(Value::Null);
+                                if !conn.reply(Reply::ok(id, body)).await {
+                                    break 'conn;
+                                }
+                            }
+                            Request::Hello(h) => {
+                                let r = Reply::err(
+                                    id,
+                                    codes::VERSION,
+                                    format!(
+                                        "client speaks protocol {} but this daemon speaks {PROTOCOL_VERSION}; restart the daemon with `hangar shutdown`",
+                                        h.protocol_version
+                                    ),
+                                );
+                                conn.reply(r).await;
+                                break 'conn;
+                            }
+                            _ => {
+                                conn.reply(Reply::err(id, codes::BAD_REQUEST, "send hello first"))
+                                    .await;
+                                break 'conn;
+                            }
+                        }
+                        continue;
+                    }
+                    match request {
+                        Request::Attach(a) => {
+                            match start_attach(&daemon, &sizes, &conn, id, a).await {
+                                Ok(att) => {
+                                    if let Some(old) = attached.replace(att) {
+                                        old.release(&sizes).await;
+                                    }
+                                }
+                                Err(e) => {
+                                    if !conn.reply(error_reply(id, e)).await {
+                                        break 'conn;
+                                    }
+                                }
+                            }
+                        }
+                        Request::Resize(r) => {
+                            if let Some(a) = &attached
+                                && let Some((rows, cols)) =
+                                    sizes.set(&a.session, a.client, Some((r.rows, r.cols)))
+                            {
+                                let _ = a.live.resize(rows, cols).await;
+                            }
+                        }
+                        Request::Detach => {
+                            if let Some(a) = attached.take() {
+                                a.release(&sizes).await;
+                            }
+                            if !conn.reply(Reply::ok(id, json!({"detached": true}))).await {
+                                break 'conn;
+                            }
+                        }
+                        Request::Shutdown => {
+                            conn.reply(Reply::ok(id, json!({"stopping": true}))).await;
+                            // Shut down only after the reply is written (below):
+                            // the process exits when shutdown ends, and a reply
+                            // still queued then was lost ("the daemon closed the
+                            // connection").
+                            stop_daemon = true;
+                            break 'conn;
+                        }
+                        other => {
+                            let reply = match crate::handlers::dispatch(&daemon, other).await {
+                                Ok(body) => Reply::ok(id, body),
+                                Err(e) => error_reply(id, e),
+                            };
+                            if !conn.reply(reply).await {
+                                break 'conn;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let read = if greeted {
+            reader.read(&mut buf).await
+        } else {
+            match tokio::time::timeout_at(handshake_deadline, reader.read(&mut buf)).await {
+                Ok(read) => read,
+                Err(_) => {
+                    tracing::debug!("dropping a client that did not say hello in time");
+                    break;
+                }
+            }
+        };
+        let n = match read {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        decoder.push(&buf[..n]);
+    }
+    if let Some(a) = attached {
+        a.release(&sizes).await;
+    }
+    drop(conn);
+    let _ = writer_task.await;
+    if stop_daemon {
+        daemon.shutdown().await;
+    }
+}
+
+pub(super) fn error_reply(id: u64, e: ApiError) -> Reply {
+    Reply::err_with(id, e.code, e.message, e.detail)
+}

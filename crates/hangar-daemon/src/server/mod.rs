@@ -1,0 +1,50 @@
+//! The control socket: accepting clients and handing each connection its
+//! own task.
+//!
+//! A bad client never takes the daemon down: malformed frames, unknown kinds
+//! and oversized requests get an error reply; a client that vanishes
+//! mid-request is simply dropped. Each connection has a bounded outgoing
+//! queue, and attached output goes through a broadcast channel that never
+//! blocks the session: a client that falls behind is resynced from the screen.
+//!
+//! `connection.rs` speaks the protocol of one client, `attach.rs` streams an
+//! attached session, `attach_size.rs` keeps the size of a PTY several clients
+//! view at once. What a request does is in `dispatch` and the handlers.
+
+pub mod attach;
+pub mod attach_size;
+mod connection;
+
+use std::sync::Arc;
+
+use tokio::net::UnixListener;
+
+use crate::Daemon;
+use attach_size::ClientSizes;
+
+pub use connection::HANDSHAKE_TIMEOUT;
+
+pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
+    let mut shutdown = daemon.shutdown_watch();
+    // Every attached client's terminal size, per session: the PTY takes the
+    // smallest (tmux's rule).
+    let sizes = Arc::new(ClientSizes::default());
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let daemon = daemon.clone();
+                    let sizes = sizes.clone();
+                    tokio::spawn(async move { connection::handle(daemon, sizes, stream).await });
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            // The guard `wait_for` returns is dropped inside: held in the
+            // select it would make this future not `Send`.
+            _ = async { drop(shutdown.wait_for(|s| *s).await) } => break,
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Launching a session's process: its command line from the provider
+//! adapter, environment, proxy grant and hooks; the process itself; and the
+//! wait for its first output that tells a start from a failed one.
+//!
+//! Everything a launch needs is read from one snapshot of the session; the
+//! I/O (PATH search, MCP config write, folder stat) runs off the state lock.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_core::SessionId;
+
+use super::{SpawnFailure, short};
+use crate::Daemon;
+use crate::journal::{Event, FailureKind};
+use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, LiveProcess, SpawnRequest};
+use hangar_providers::launch::{LaunchEnv, launch_spec};
+
+/// A shell or custom command that neither printed nor exited within this
+/// window counts as started (it may legitimately print nothing).
+const QUIET_START: Duration = Duration::from_millis(300);
+
+impl Daemon {
+    pub(super) async fn try_spawn(self: &Arc<Self>, id: &SessionId) -> Result<(), SpawnFailure> {
+        // Proxy credentials for this process (issue 7); revoked when dropped.
+        let proxy_grant = self.proxy_grant(id).await?;
+        // Claude Code hooks that report activity (issue 11), written off the lock.
+        let hook_settings = {
+            let provider = self.sessions.provider_of(id);
+            provider.and_then(|p| self.hook_settings(id, &p))
+        };
+        // Codex's command line depends on its version (issue 16 defect 4).
+        let cli_facts = {
+            let provider = self.sessions.provider_of(id);
+            match provider {
+                Some(p) => self.cli_facts_before_start(&p).await,
+                None => None,
+            }
+        };
+        // A claude conversation held by Claude Code's own background-agent
+        // supervisor refuses --resume (issue 16 defect 9): say so, and what
+        // to do, instead of starting a claude that exits at once.
+        let claude_resume = self
+            .sessions
+            .meta(id)
+            .filter(|m| m.provider == hangar_core::Provider::Claude)
+            .and_then(|m| m.durable_provider_id().map(str::to_owned));
+        if let Some(psid) = &claude_resume
+            && let Some(holder) = hangar_providers::claude::background::holder(psid)
+        {
+            return Err(SpawnFailure::new(
+                FailureKind::Other,
+                hangar_providers::claude::background::reason(short(id), psid, Some(&holder)),
+            ));
+        }
+        // Everything a launch needs is read from one snapshot, and the I/O
+        // (PATH search, MCP config write, folder stat) happens off the lock.
+        let (request, resumed, provider, title) = {
+            let (meta, dangerous) = self
+                .sessions
+                .read(|st| (st.ws.sessions.get(id).cloned(), st.ws.settings.dangerous));
+            let meta = meta.ok_or_else(|| {
+                SpawnFailure::new(FailureKind::Other, format!("session {id} no longer exists"))
+            })?;
+            let var = |k: &str| std::env::var(k).ok();
+            let mint = || uuid::Uuid::new_v4().to_string();
+            let env = LaunchEnv {
+                providers: &self.config.providers,
+                var: &var,
+                dangerous,
+                mint: &mint,
+            };
+            let describe = |m: &hangar_core::SessionMeta| {
+                if m.title.is_empty() {
+                    format!("cannot start {}", short(&m.id))
+                } else {
+                    format!("cannot start {} (title {:?})", short(&m.id), m.title)
+                }
+            };
+            let spec = launch_spec(&meta, &env).map_err(|e| {
+                SpawnFailure::new(
+                    FailureKind::ProgramMissing,
+                    format!(
+                        "{}: {}",
+                        describe(&meta),
+                        hangar_providers::failure_reason::launch_failure(
+                            &e,
+                            &meta.provider,
+                            &self.paths.home,
+                            short(id)
+                        )
+                    ),
+                )
+            })?;
+            let spec = self.with_orchestration_mcp(&meta, spec);
+            let spec = hangar_providers::launch::codex_in_process(
+                spec,
+                &meta.provider,
+                cli_facts.as_ref().is_some_and(|f| f.no_daemon),
+            );
+            let cwd = PathBuf::from(&meta.cwd);
+            if !cwd.is_dir() {
+                // A worktree deleted by hand is reported, never recreated.
+                let reason = crate::worktree::missing_worktree_reason(&meta).unwrap_or_else(|| {
+                    // Say why: "does not exist" was misleading for a folder
+                    // that loops through symlinks or cannot be read.
+                    let why = match std::fs::metadata(&cwd) {
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            "does not exist".to_owned()
+                        }
+                        Err(e) => format!("cannot be used ({e})"),
+                        Ok(_) => "is not a folder".to_owned(),
+                    };
+                    format!("{}: its folder {} {why}", describe(&meta), meta.cwd)
+                });
+                return Err(SpawnFailure::new(FailureKind::CwdMissing, reason));
+            }
+            // The minted provider id and the dangerous flag it starts with,
+            // saved in one store transaction.
+            self.sessions
+                .edit(|st| {
+                    let mut changed = false;
+                    if let Some(minted) = spec.minted.clone()
+                        && let Some(m) = st.ws.sessions.get_mut(id)
+                    {
+                        m.provider_session = Some(minted);
+                        changed = true;
+                    }
+                    if let Some(m) = st.ws.sessions.get_mut(id)
+                        && m.dangerous != dangerous
+                    {
+                        m.dangerous = dangerous;
+                        changed = true;
+                    }
+                    if changed { st.save(&[]) } else { Ok(()) }
+                })
+                .map_err(|e| SpawnFailure::new(FailureKind::Other, e.message))?;
+            let mut env_vars: Vec<(String, String)> = spec.env.into_iter().collect();
+            env_vars.push(("TERM".into(), "xterm-256color".into()));
+            env_vars.push(("HANGAR_SESSION_ID".into(), id.to_string()));
+            env_vars.push(("HANGAR_HOME".into(), self.paths.home.display().to_string()));
+            if let Some(g) = &proxy_grant {
+                env_vars.extend(g.env.iter().cloned());
+            }
+            // Loopback never goes through a proxy: a local model server,
+            // codex's own loopback traffic (issue 16 defect 7).
+            let no_proxy = hangar_providers::launch::no_proxy_with_loopback(
+                std::env::var("NO_PROXY")
+                    .ok()
+                    .or_else(|| std::env::var("no_proxy").ok())
+                    .as_deref(),
+            );
+            env_vars.push(("NO_PROXY".into(), no_proxy.clone()));
+            env_vars.push(("no_proxy".into(), no_proxy));
+            let mut args = spec.args;
+            if let Some(settings) = &hook_settings {
+                args.extend(["--settings".to_owned(), settings.display().to_string()]);
+            }
+            // The last screen and history it had, kept above what the new
+            // process prints (a read failure only loses that history).
+            let resume = self
+                .sessions
+                .read(|st| st.store.load_screen(id))
+                .unwrap_or_else(|e| {
+                    tracing::warn!(session = %id, "cannot read the saved screen: {e}");
+                    None
+                });
+            let request = SpawnRequest {
+                program: spec.program,
+                args,
+                cwd,
+                env: env_vars,
+                rows: DEFAULT_ROWS,
+                cols: DEFAULT_COLS,
+                terminal: self.config.terminal.model(),
+                resume,
+            };
+            (
+                request,
+                spec.resumed,
+                meta.provider.clone(),
+                meta.title.clone(),
+            )
+        };
+        let program = request.program.display().to_string();
+        self.journal.record(Event::SpawnBegin {
+            session: id.to_string(),
+            resumed,
+        });
+        let live = LiveProcess::spawn(request).map_err(|e| {
+            SpawnFailure::new(
+                FailureKind::SpawnError,
+                format!(
+                    "cannot start {} (title {title:?}): {program}: {e}",
+                    short(id)
+                ),
+            )
+        })?;
+        let start_time = self.os.start_time(live.pid).unwrap_or(0);
+        self.sessions
+            .attach_process(id, live.clone(), start_time, resumed);
+        self.watch_exit(id.clone(), live.clone());
+        self.watch_identity(id.clone(), live.clone());
+        self.watch_opencode_identity(id.clone(), live.clone());
+        self.watch_activity(id.clone(), live.clone());
+        if let Some(g) = proxy_grant {
+            self.hold_grant_until_exit(g, live.exit_watch());
+        }
+
+        let mut first = live.first_output_watch();
+        let mut exit = live.exit_watch();
+        let timeout = if provider.is_agent() {
+            self.config.spawn_timeout()
+        } else {
+            QUIET_START
+        };
+        let started = tokio::time::timeout(timeout, async {
+            tokio::select! {
+                _ = first.wait_for(|v| *v) => {}
+                _ = exit.wait_for(|e| e.is_some()) => {}
+            }
+        })
+        .await;
+        if started.is_ok() && provider.is_agent() {
+            // An agent that fails its login prints and exits at once: give it
+            // a moment so that counts as a failed start, not a live session.
+            let _ = tokio::time::timeout(QUIET_START, exit.wait_for(|e| e.is_some())).await;
+        }
+        if let Some(code) = live.exited() {
+            let screen = live.text();
+            let auth =
+                crate::governor::looks_like_auth_failure(&self.config, &provider, &screen, code);
+            let last = live.last_line().unwrap_or_default();
+            if let Some(psid) = &claude_resume
+                && hangar_providers::claude::background::refused_on_screen(&screen)
+            {
+                let holder = hangar_providers::claude::background::holder(psid);
+                return Err(SpawnFailure {
+                    kind: FailureKind::ExitedDuringStart,
+                    message: hangar_providers::claude::background::reason(
+                        short(id),
+                        psid,
+                        holder.as_ref(),
+                    ),
+                    exit_code: Some(code),
+                });
+            }
+            return Err(SpawnFailure {
+                kind: if auth {
+                    FailureKind::AuthFailure
+                } else {
+                    FailureKind::ExitedDuringStart
+                },
+                message: format!(
+                    "{program} exited with code {code} while starting{}",
+                    if last.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {last}")
+                    }
+                ),
+                exit_code: Some(code),
+            });
+        }
+        if started.is_err() && provider.is_agent() {
+            self.stop_process(&live).await;
+            return Err(SpawnFailure::new(
+                FailureKind::Timeout,
+                format!(
+                    "{program} showed no output within the {}s spawn timeout ([restore] spawn_timeout_secs in config.toml); `hangar wake {}` retries",
+                    timeout.as_secs(),
+                    short(id)
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,148 @@
+//! Restore at daemon start: spawn the live set only, with bounded
+//! concurrency, and leave everything else hibernated.
+//!
+//! Restore cost is O(visible), not O(persisted) (DESIGN.md rule 4). A spawn
+//! that fails or times out keeps its pane as `failed` and never blocks the
+//! others; the model is not edited by spawning, so every loaded record stays
+//! saved whatever happens here (rule 5).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use hangar_core::{RestorePlan, SessionId};
+use tokio::sync::Semaphore;
+
+use crate::Daemon;
+use crate::sessions::RunState;
+use serde::Deserialize;
+
+impl Daemon {
+    /// Adopt the plan's workspace and mark every session's runtime; returns
+    /// the sessions to spawn, in order.
+    pub fn adopt_plan(&self, plan: RestorePlan) -> Vec<SessionId> {
+        self.sessions.edit(|st| {
+            let dropped = plan.pruned.dropped_sessions.clone();
+            st.ws = plan.workspace;
+            if !plan.pruned.is_empty()
+                && let Err(e) = st.save(&dropped)
+            {
+                st.notices.push(format!(
+                    "could not save the repaired workspace: {}",
+                    e.message
+                ));
+            }
+            for id in &plan.hibernate {
+                st.runtime(id);
+            }
+            // Shown as `spawning` until its slot comes (cleared by
+            // `restore_spawn` once its wake has run).
+            for id in &plan.spawn {
+                st.runtime(id).awaiting_restore = true;
+            }
+            st.restore.expected += plan.spawn.len();
+            st.restore.hibernated += plan.hibernate.len();
+            if st.restore.started.is_none() {
+                st.restore.started = Some(Instant::now());
+            }
+            st.restore.duration_ms = None;
+            plan.spawn
+        })
+    }
+
+    /// Spawn `ids` with at most `restore.concurrency` at a time and record the
+    /// outcome in the restore report.
+    pub async fn restore_spawn(self: &Arc<Self>, ids: Vec<SessionId>) {
+        let started = Instant::now();
+        let hibernated = self.sessions.read(|st| st.restore.hibernated);
+        self.journal.record(crate::journal::Event::RestoreStart {
+            expected: ids.len(),
+            hibernated,
+        });
+        let sem = Arc::new(Semaphore::new(self.config.restore.concurrency));
+        let mut tasks = Vec::with_capacity(ids.len());
+        for id in ids {
+            let daemon = self.clone();
+            let sem = sem.clone();
+            tasks.push(tokio::spawn(async move {
+                let _permit = sem.acquire_owned().await;
+                let outcome = daemon.wake_as(&id, crate::journal::Caller::Restore).await;
+                daemon.sessions.edit(|st| {
+                    if let Some(rt) = st.runtimes.get_mut(&id) {
+                        rt.awaiting_restore = false;
+                    }
+                    match outcome {
+                        Ok(RunState::Live) => st.restore.restored += 1,
+                        Ok(RunState::Failed(reason)) => {
+                            tracing::warn!("restore of {id} failed: {reason}");
+                            st.restore.failed += 1;
+                        }
+                        Ok(_) => st.restore.restored += 1,
+                        Err(e) => {
+                            tracing::warn!("restore of {id} failed: {}", e.message);
+                            st.restore.failed += 1;
+                            // A refused wake (a duplicate provider id) starts no
+                            // process: the pane says why, not only the count.
+                            if e.code != hangar_protocol::message::codes::SHUTTING_DOWN
+                                && let Some(rt) = st.runtimes.get_mut(&id)
+                            {
+                                rt.set_state(RunState::Failed(e.message.clone()));
+                            }
+                        }
+                    }
+                    st.restore.finished += 1;
+                });
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        let progress = self.sessions.edit(|st| {
+            st.restore.duration_ms = Some(
+                st.restore
+                    .started
+                    .map(|s| s.elapsed())
+                    .unwrap_or_else(|| started.elapsed())
+                    .as_millis() as u64,
+            );
+            st.restore.clone()
+        });
+        self.journal.record(crate::journal::Event::RestoreComplete {
+            restored: progress.restored,
+            failed: progress.failed,
+            duration_ms: progress.duration_ms.unwrap_or(0),
+        });
+        tracing::info!(
+            "restore complete: {} restored, {} failed, {} hibernated",
+            progress.restored,
+            progress.failed,
+            progress.hibernated
+        );
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreConfig {
+    /// How many spawns run at once during a restore.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// How long an agent may take to show its first output.
+    #[serde(default = "default_timeout")]
+    pub spawn_timeout_secs: u64,
+}
+
+impl Default for RestoreConfig {
+    fn default() -> Self {
+        RestoreConfig {
+            concurrency: default_concurrency(),
+            spawn_timeout_secs: default_timeout(),
+        }
+    }
+}
+
+fn default_concurrency() -> usize {
+    4
+}
+fn default_timeout() -> u64 {
+    30
+}

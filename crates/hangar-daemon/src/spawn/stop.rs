@@ -1,0 +1,123 @@
+//! Stopping a session's process: the whole process group, gracefully then
+//! by force, what it left outside its group, and hibernating a session with
+//! its last screen kept. Also the exit watcher of a process that ends on its
+//! own.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_core::SessionId;
+
+use crate::Daemon;
+use crate::errors::ApiError;
+use crate::journal::Event;
+use crate::pty::LiveProcess;
+use crate::sessions::RunState;
+
+/// How long a process group gets between SIGTERM and SIGKILL.
+///
+/// Longer than Claude Code's own shutdown: on SIGTERM it drains its pending
+/// writes (the transcript among them) and runs its SessionEnd hooks, and
+/// only forces its exit after max(5 s, hook timeout + 3.5 s) (read in the
+/// shipped 2.1.197). With 3 s, a hibernate right after an answer on a busy
+/// machine killed it mid-flush and the next wake found "No conversation".
+/// Only a process that does not exit by itself waits this long.
+const STOP_GRACE: Duration = Duration::from_secs(6);
+
+impl Daemon {
+    /// When the process exits on its own, mark the session `exited` and keep
+    /// its last screen.
+    pub(super) fn watch_exit(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
+        let daemon = self.clone();
+        tokio::spawn(async move {
+            let mut exit = live.exit_watch();
+            let code = match exit.wait_for(|e| e.is_some()).await {
+                Ok(code) => code.unwrap_or(-1),
+                Err(_) => return,
+            };
+            // Stragglers of the group (children that outlived the leader).
+            daemon.os.signal_group(live.pgid(), libc::SIGKILL);
+            daemon.end_strays(id.as_str(), &live).await;
+            let screen = live.formatted();
+            let exited = daemon
+                .sessions
+                .process_exited(&id, &live, &screen, code, crate::now_ms());
+            if exited {
+                daemon.journal.record(Event::Exited {
+                    session: id.to_string(),
+                    code,
+                });
+            }
+        });
+    }
+
+    /// End a process group: SIGTERM, then SIGKILL after a grace period.
+    /// Returns once the leader has been reaped.
+    pub async fn stop_process(&self, live: &Arc<LiveProcess>) {
+        // Read while the leader runs: what it left outside its group is
+        // found by the session id it was given.
+        let session = crate::strays::session_of(live.pid as i32);
+        let mut exit = live.exit_watch();
+        if live.exited().is_none() {
+            self.os.signal_group(live.pgid(), libc::SIGTERM);
+            self.os.signal_group(live.pgid(), libc::SIGHUP);
+            // A group stopped with SIGSTOP would only see those after the
+            // grace period's SIGKILL: let it run, so it can exit cleanly now.
+            self.os.signal_group(live.pgid(), libc::SIGCONT);
+            let graceful = tokio::time::timeout(STOP_GRACE, exit.wait_for(|e| e.is_some()))
+                .await
+                .is_ok();
+            if !graceful {
+                self.os.signal_group(live.pgid(), libc::SIGKILL);
+                let _ = tokio::time::timeout(STOP_GRACE, exit.wait_for(|e| e.is_some())).await;
+            }
+        }
+        self.os.signal_group(live.pgid(), libc::SIGKILL);
+        if let Some(session) = session {
+            self.end_strays(&session, live).await;
+        }
+    }
+
+    /// End what session `session`'s process `stopped` started outside its
+    /// process group (codex's shared app-server), sparing a newer process
+    /// of the same session.
+    async fn end_strays(&self, session: &str, stopped: &Arc<LiveProcess>) {
+        let spare = self
+            .sessions
+            .process(&SessionId::from(session))
+            .filter(|p| !Arc::ptr_eq(p, stopped))
+            .map(|p| p.pgid() as i32);
+        crate::strays::end(session, &self.paths.home, spare).await;
+    }
+
+    /// Stop a session's process (if any) and mark it hibernated, keeping its
+    /// last screen.
+    pub async fn hibernate_session(self: &Arc<Self>, id: &SessionId) -> Result<(), ApiError> {
+        // Wait out a spawn in progress so we stop the process it makes.
+        loop {
+            let spawning = self.sessions.edit(|st| {
+                if !st.ws.sessions.contains_key(id) {
+                    return Err(ApiError::not_found(format!("no session {id}")));
+                }
+                let rt = st.runtime(id);
+                Ok((rt.state == RunState::Spawning).then(|| rt.changed.subscribe()))
+            })?;
+            let Some(mut rx) = spawning else { break };
+            let _ = rx.changed().await;
+        }
+        let live = self.sessions.edit(|st| {
+            let rt = st.runtime(id);
+            let live = rt.proc.take();
+            rt.set_state(RunState::Hibernated);
+            live
+        });
+        if let Some(live) = live {
+            let screen = live.formatted();
+            self.note_identity_before_stop(id, &live);
+            self.stop_process(&live).await;
+            self.sessions
+                .keep_stopped_screen(id, &screen, crate::now_ms());
+        }
+        Ok(())
+    }
+}

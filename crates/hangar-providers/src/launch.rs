@@ -1,0 +1,566 @@
+//! How each agent CLI is started fresh, resumed by its provider session id,
+//! and put in dangerous mode.
+//!
+//! This module only computes a command line; it never starts anything. The
+//! program is found from `HANGAR_<P>_BIN`, then config, then PATH, and a
+//! missing program is a `LaunchError` the session shows as its `failed`
+//! reason, never a daemon error.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hangar_core::{IdSource, Provider, ProviderSessionId, SessionMeta};
+
+use crate::config::ProvidersConfig;
+
+/// Everything needed to start a session's process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// Whether this start resumes a provider session or starts fresh.
+    pub resumed: bool,
+    /// A provider session id hangar chose for a fresh start (claude's
+    /// `--session-id`); recorded at once with source `resume-request`.
+    pub minted: Option<ProviderSessionId>,
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LaunchError {
+    #[error("{program} not found{where_}; set {var} or install it")]
+    ProgramNotFound {
+        program: String,
+        where_: String,
+        var: String,
+    },
+    #[error("unknown provider {0:?}: define it under [providers.{0}] in config.toml")]
+    UnknownProvider(String),
+}
+
+/// The facts a launch depends on, gathered by the caller.
+pub struct LaunchEnv<'a> {
+    /// `[providers.NAME]` of config.toml.
+    pub providers: &'a ProvidersConfig,
+    pub var: &'a dyn Fn(&str) -> Option<String>,
+    pub dangerous: bool,
+    /// Mints a fresh provider session id (a uuid).
+    pub mint: &'a dyn Fn() -> String,
+}
+
+fn env_var_name(provider: &Provider) -> String {
+    match provider {
+        Provider::Shell => "HANGAR_SHELL".to_owned(),
+        other => format!(
+            "HANGAR_{}_BIN",
+            other.name().to_uppercase().replace('-', "_")
+        ),
+    }
+}
+
+/// Find a program: a path with a slash must exist and be a file; a bare name
+/// is looked up on PATH.
+pub fn find_program(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = Path::new(name);
+        return is_executable(p).then(|| p.to_path_buf());
+    }
+    let path_var = path_var?;
+    std::env::split_paths(path_var)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Where the program for `provider` is, or why there is none.
+pub fn resolve_program(provider: &Provider, env: &LaunchEnv<'_>) -> Result<PathBuf, LaunchError> {
+    let var = env_var_name(provider);
+    let from_config = env
+        .providers
+        .get(provider.name())
+        .and_then(|p| p.program.clone());
+    let (name, where_) = match ((env.var)(&var).filter(|v| !v.is_empty()), from_config) {
+        (Some(v), _) => (v, format!(" (from {var})")),
+        (None, Some(c)) => (c, " (from config.toml)".to_owned()),
+        (None, None) => match provider {
+            Provider::Shell => (
+                (env.var)("SHELL")
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "/bin/sh".to_owned()),
+                " (from SHELL)".to_owned(),
+            ),
+            Provider::Custom(name) => return Err(LaunchError::UnknownProvider(name.clone())),
+            other => (other.name().to_owned(), " on PATH".to_owned()),
+        },
+    };
+    find_program(&name, (env.var)("PATH").as_deref()).ok_or(LaunchError::ProgramNotFound {
+        program: name,
+        where_,
+        var,
+    })
+}
+
+/// The command line that starts (or resumes) `meta`.
+pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec, LaunchError> {
+    // An adopted Agent Code terminal attaches to its tmux session. `=` makes
+    // tmux match the name exactly, never as a prefix of another session's.
+    if meta.provider == Provider::Shell
+        && let Some(name) = &meta.tmux_session
+        && let Some(tmux) = find_program("tmux", (env.var)("PATH").as_deref())
+    {
+        return Ok(LaunchSpec {
+            program: tmux,
+            args: vec![
+                "attach-session".to_owned(),
+                "-t".to_owned(),
+                format!("={name}"),
+            ],
+            env: BTreeMap::new(),
+            resumed: false,
+            minted: None,
+        });
+    }
+    let program = resolve_program(&meta.provider, env)?;
+    let resume = meta.durable_provider_id().map(str::to_owned);
+    let mut args = Vec::new();
+    let mut minted = None;
+    let custom = env.providers.get(meta.provider.name());
+    match &meta.provider {
+        Provider::Claude => {
+            if env.dangerous {
+                args.push("--dangerously-skip-permissions".to_owned());
+            }
+            match &resume {
+                Some(id) => args.extend(["--resume".to_owned(), id.clone()]),
+                None => {
+                    let id = (env.mint)();
+                    args.extend(["--session-id".to_owned(), id.clone()]);
+                    minted = Some(ProviderSessionId::new(id, IdSource::ResumeRequest));
+                }
+            }
+        }
+        Provider::Codex => {
+            if env.dangerous {
+                args.push("--dangerously-bypass-approvals-and-sandbox".to_owned());
+            }
+            if let Some(id) = &resume {
+                args.extend(["resume".to_owned(), id.clone()]);
+            }
+        }
+        Provider::Opencode => {
+            if let Some(id) = &resume {
+                args.extend(["--session".to_owned(), id.clone()]);
+            }
+        }
+        Provider::Shell => {}
+        Provider::Custom(_) => {
+            if let Some(c) = custom {
+                args.extend(c.args.iter().cloned());
+                if env.dangerous {
+                    args.extend(c.dangerous_args.iter().cloned());
+                }
+                if let Some(id) = &resume {
+                    args.extend(c.resume_args.iter().map(|a| a.replace("{id}", id)));
+                }
+            }
+        }
+    }
+    let env_vars = custom.map(|c| c.env.clone()).unwrap_or_default();
+    Ok(LaunchSpec {
+        program,
+        args,
+        env: env_vars,
+        resumed: resume.is_some(),
+        minted,
+    })
+}
+
+/// How an agent reaches hangar's orchestration MCP server (`hangar mcp`).
+#[derive(Clone, PartialEq)]
+pub struct McpServer {
+    /// The `hangar` binary.
+    pub command: PathBuf,
+    pub args: Vec<String>,
+    /// The server's environment: its token and `HANGAR_HOME`.
+    pub env: BTreeMap<String, String>,
+    /// The claude `--mcp-config` file holding the same, written mode 0600.
+    pub config_file: PathBuf,
+}
+
+/// Never prints the environment: it holds the session's token.
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("config_file", &self.config_file)
+            .finish()
+    }
+}
+
+/// The launch with hangar's MCP server added, for the providers that take
+/// one (claude: `--mcp-config FILE`; codex: `-c mcp_servers.hangar.*`
+/// overrides, which must come before its `resume` subcommand). Others are
+/// returned unchanged.
+///
+/// Codex never sees the server's environment on its command line: any
+/// local user can read another's `/proc/PID/cmdline`, and the environment
+/// holds the session's MCP token. The values go into codex's own
+/// environment (readable by its owner only) and `env_vars` names them, so
+/// codex forwards them to the server it starts (it gives MCP servers only a
+/// short default list of variables plus the ones named there).
+pub fn with_mcp(mut spec: LaunchSpec, provider: &Provider, server: &McpServer) -> LaunchSpec {
+    let front: Vec<String> = match provider {
+        Provider::Claude => vec![
+            "--mcp-config".to_owned(),
+            server.config_file.display().to_string(),
+        ],
+        Provider::Codex => {
+            let args = server
+                .args
+                .iter()
+                .map(|a| toml_string(a))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let names = server
+                .env
+                .keys()
+                .map(|k| toml_string(k))
+                .collect::<Vec<_>>()
+                .join(", ");
+            for (k, v) in &server.env {
+                spec.env.insert(k.clone(), v.clone());
+            }
+            vec![
+                "-c".to_owned(),
+                format!(
+                    "mcp_servers.hangar.command={}",
+                    toml_string(&server.command.display().to_string())
+                ),
+                "-c".to_owned(),
+                format!("mcp_servers.hangar.args=[{args}]"),
+                "-c".to_owned(),
+                format!("mcp_servers.hangar.env_vars=[{names}]"),
+            ]
+        }
+        _ => return spec,
+    };
+    spec.args.splice(0..0, front);
+    spec
+}
+
+/// Codex 0.17x run so that it stays inside the session's own process
+/// group: `--no-daemon`, when the installed codex accepts it. Without it,
+/// codex starts a shared `codex app-server --managed-daemon` (one per
+/// `CODEX_HOME`, in a process group of its own) that outlives the session,
+/// holds every session's rollout and makes every session's requests with
+/// the first session's environment (issue 16 defect 4). A top-level flag,
+/// so it comes first, before codex's `resume` subcommand.
+pub fn codex_in_process(mut spec: LaunchSpec, provider: &Provider, accepts: bool) -> LaunchSpec {
+    if *provider == Provider::Codex && accepts && !spec.args.iter().any(|a| a == "--no-daemon") {
+        spec.args.insert(0, "--no-daemon".to_owned());
+    }
+    spec
+}
+
+/// The `NO_PROXY` an agent gets: what the daemon was given, plus the
+/// loopback names and addresses, so an agent's local traffic (a local
+/// model server, codex's own loopback port) never goes through hangar's
+/// proxy, and never fails with 407 once that session's proxy credentials
+/// are revoked.
+pub fn no_proxy_with_loopback(existing: Option<&str>) -> String {
+    let mut entries: Vec<String> = existing
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .collect();
+    for loopback in ["127.0.0.1", "localhost", "::1"] {
+        if !entries.iter().any(|e| e.eq_ignore_ascii_case(loopback)) {
+            entries.push(loopback.to_owned());
+        }
+    }
+    entries.join(",")
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::SessionId;
+
+    fn env_with<'a>(
+        config: &'a ProvidersConfig,
+        vars: &'a dyn Fn(&str) -> Option<String>,
+        dangerous: bool,
+    ) -> LaunchEnv<'a> {
+        LaunchEnv {
+            providers: config,
+            var: vars,
+            dangerous,
+            mint: &|| "minted-uuid".to_owned(),
+        }
+    }
+
+    fn true_bin() -> String {
+        find_program("true", std::env::var("PATH").ok().as_deref())
+            .unwrap()
+            .display()
+            .to_string()
+    }
+
+    #[test]
+    fn an_adopted_terminal_attaches_to_its_tmux_session_by_exact_name_and_falls_back_to_a_shell() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let tmux = dir.path().join("tmux");
+        std::fs::write(&tmux, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&tmux, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let config = ProvidersConfig::default();
+        let path = dir.path().display().to_string();
+        let shell = true_bin();
+        let vars = |k: &str| match k {
+            "PATH" => Some(path.clone()),
+            "HANGAR_SHELL" => Some(shell.clone()),
+            _ => None,
+        };
+        let mut meta = SessionMeta::new(SessionId::new("t"), Provider::Shell, "/w");
+        meta.tmux_session = Some("agentcode-1".to_owned());
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(spec.program, tmux);
+        assert_eq!(spec.args, ["attach-session", "-t", "=agentcode-1"]);
+
+        // No tmux on PATH: the terminal still starts, as a plain shell.
+        let no_tmux = |k: &str| match k {
+            "PATH" => Some("/nonexistent".to_owned()),
+            "HANGAR_SHELL" => Some(shell.clone()),
+            _ => None,
+        };
+        let spec = launch_spec(&meta, &env_with(&config, &no_tmux, false)).unwrap();
+        assert_eq!(spec.program.display().to_string(), shell);
+        assert!(spec.args.is_empty());
+    }
+
+    #[test]
+    fn claude_fresh_start_mints_a_session_id_recorded_as_resume_request() {
+        let config = ProvidersConfig::default();
+        let bin = true_bin();
+        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
+        let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(spec.args, vec!["--session-id", "minted-uuid"]);
+        assert_eq!(
+            spec.minted,
+            Some(ProviderSessionId::new(
+                "minted-uuid",
+                IdSource::ResumeRequest
+            ))
+        );
+        assert!(!spec.resumed);
+    }
+
+    #[test]
+    fn claude_resumes_its_durable_id_with_the_dangerous_flag() {
+        let config = ProvidersConfig::default();
+        let bin = true_bin();
+        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        meta.provider_session = Some(ProviderSessionId::new("abc", IdSource::Transcript));
+        let spec = launch_spec(&meta, &env_with(&config, &vars, true)).unwrap();
+        assert_eq!(
+            spec.args,
+            vec!["--dangerously-skip-permissions", "--resume", "abc"]
+        );
+        assert!(spec.resumed);
+    }
+
+    #[test]
+    fn a_provisional_proxy_header_id_is_never_resumed() {
+        let config = ProvidersConfig::default();
+        let bin = true_bin();
+        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        meta.provider_session = Some(ProviderSessionId::new("abc", IdSource::ProxyHeader));
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(spec.args, vec!["--session-id", "minted-uuid"]);
+    }
+
+    #[test]
+    fn codex_resumes_with_a_trailing_subcommand_and_opencode_with_session() {
+        let config = ProvidersConfig::default();
+        let bin = true_bin();
+        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
+        meta.provider_session = Some(ProviderSessionId {
+            id: "t-1".into(),
+            source: None,
+        });
+        let spec = launch_spec(&meta, &env_with(&config, &vars, true)).unwrap();
+        assert_eq!(
+            spec.args,
+            vec![
+                "--dangerously-bypass-approvals-and-sandbox",
+                "resume",
+                "t-1"
+            ]
+        );
+        meta.provider = Provider::Opencode;
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(spec.args, vec!["--session", "t-1"]);
+    }
+
+    fn mcp_server() -> McpServer {
+        McpServer {
+            command: PathBuf::from("/opt/hangar \"x\"/hangar"),
+            args: vec!["mcp".into(), "--session".into(), "s1".into()],
+            env: BTreeMap::from([
+                ("HANGAR_HOME".to_owned(), "/h".to_owned()),
+                ("HANGAR_MCP_TOKEN".to_owned(), "tok".to_owned()),
+            ]),
+            config_file: PathBuf::from("/h/mcp/s1.json"),
+        }
+    }
+
+    #[test]
+    fn claude_gets_its_mcp_config_file_before_its_session_arguments() {
+        let config = ProvidersConfig::default();
+        let bin = true_bin();
+        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
+        let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = with_mcp(spec, &Provider::Claude, &mcp_server());
+        assert_eq!(
+            spec.args,
+            vec![
+                "--mcp-config",
+                "/h/mcp/s1.json",
+                "--session-id",
+                "minted-uuid"
+            ]
+        );
+    }
+
+    #[test]
+    fn codex_gets_toml_overrides_before_its_resume_subcommand_and_its_token_in_its_environment() {
+        let config = ProvidersConfig::default();
+        let bin = true_bin();
+        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
+        meta.provider_session = Some(ProviderSessionId::new("t-1", IdSource::Transcript));
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = with_mcp(spec, &Provider::Codex, &mcp_server());
+        assert_eq!(
+            spec.args,
+            vec![
+                "-c",
+                r#"mcp_servers.hangar.command="/opt/hangar \"x\"/hangar""#,
+                "-c",
+                r#"mcp_servers.hangar.args=["mcp", "--session", "s1"]"#,
+                "-c",
+                r#"mcp_servers.hangar.env_vars=["HANGAR_HOME", "HANGAR_MCP_TOKEN"]"#,
+                "resume",
+                "t-1",
+            ]
+        );
+        // Each override's value is TOML that codex can parse back.
+        let value = |arg: &str| {
+            let v = arg.split_once('=').unwrap().1;
+            toml::from_str::<toml::Table>(&format!("v = {v}")).unwrap()["v"].clone()
+        };
+        assert_eq!(
+            value(&spec.args[1]).as_str(),
+            Some("/opt/hangar \"x\"/hangar")
+        );
+        assert_eq!(value(&spec.args[3]).as_array().unwrap().len(), 3);
+        assert_eq!(value(&spec.args[5]).as_array().unwrap().len(), 2);
+        // The token reaches codex through its environment, never its
+        // command line (readable by every local user in /proc).
+        assert!(spec.args.iter().all(|a| !a.contains("tok")));
+        assert_eq!(
+            spec.env.get("HANGAR_MCP_TOKEN").map(String::as_str),
+            Some("tok")
+        );
+        assert_eq!(spec.env.get("HANGAR_HOME").map(String::as_str), Some("/h"));
+    }
+
+    #[test]
+    fn codex_that_accepts_it_runs_with_no_daemon_before_its_resume_subcommand() {
+        let config = ProvidersConfig::default();
+        let bin = true_bin();
+        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
+        meta.provider_session = Some(ProviderSessionId::new("t-1", IdSource::Transcript));
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = with_mcp(spec, &Provider::Codex, &mcp_server());
+        let with = codex_in_process(spec.clone(), &Provider::Codex, true);
+        assert_eq!(with.args[0], "--no-daemon");
+        assert_eq!(&with.args[with.args.len() - 2..], ["resume", "t-1"]);
+        assert_eq!(codex_in_process(with.clone(), &Provider::Codex, true), with);
+        // An older codex without the flag, and other providers, unchanged.
+        assert_eq!(
+            codex_in_process(spec.clone(), &Provider::Codex, false),
+            spec
+        );
+        assert_eq!(
+            codex_in_process(spec.clone(), &Provider::Claude, true),
+            spec
+        );
+    }
+
+    #[test]
+    fn no_proxy_keeps_the_users_entries_and_adds_loopback_once() {
+        assert_eq!(no_proxy_with_loopback(None), "127.0.0.1,localhost,::1");
+        assert_eq!(
+            no_proxy_with_loopback(Some(" .corp.example, LOCALHOST,")),
+            ".corp.example,LOCALHOST,127.0.0.1,::1"
+        );
+    }
+
+    #[test]
+    fn providers_without_mcp_support_are_left_unchanged() {
+        let config = ProvidersConfig::default();
+        let vars = |k: &str| (k == "HANGAR_SHELL").then(|| "/bin/sh".to_owned());
+        let meta = SessionMeta::new(SessionId::from("s1"), Provider::Shell, "/tmp");
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(
+            with_mcp(spec.clone(), &Provider::Shell, &mcp_server()),
+            spec
+        );
+        assert!(!format!("{:?}", mcp_server()).contains("tok"));
+    }
+
+    #[test]
+    fn a_missing_program_says_which_variable_to_set() {
+        let config = ProvidersConfig::default();
+        let vars = |k: &str| (k == "PATH").then(|| "/nonexistent".to_owned());
+        let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        let e = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "claude not found on PATH; set HANGAR_CLAUDE_BIN or install it"
+        );
+    }
+}

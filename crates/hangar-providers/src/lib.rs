@@ -1,0 +1,28 @@
+//! hangar-providers: everything hangar knows about each agent CLI (claude,
+//! codex, opencode, and custom providers), as plain functions over files
+//! and text.
+//!
+//! How each is launched and resumed (`launch`, `config`), why a launch
+//! failed (`failure_reason`) and whether a failure looks like a lost login
+//! (`auth_failure`); where its transcripts are and what they say
+//! (`transcript`: discovery, messages, activity, turns); its hooks, its
+//! per-process record and its background agents (`claude`); its database
+//! (`opencode`); its permission prompts on screen (`screen`); what its
+//! `--version` and `--help` say (`cli_facts`).
+//!
+//! This crate must never run tokio, hold the daemon's state or write the
+//! store: it reads files (and OpenCode's SQLite database, read-only) and
+//! answers. The daemon gathers the facts, calls it, and carries out the
+//! answer.
+
+pub mod auth_failure;
+pub mod claude;
+pub mod cli_facts;
+pub mod config;
+pub mod failure_reason;
+pub mod launch;
+pub mod opencode;
+pub mod screen;
+pub mod transcript;
+
+pub use config::{ProviderConfig, ProvidersConfig};

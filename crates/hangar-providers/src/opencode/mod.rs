@@ -1,0 +1,5 @@
+//! What hangar knows about OpenCode beyond its command line: it writes no
+//! transcript file, so its conversations are read from its database
+//! (`database`).
+
+pub mod database;

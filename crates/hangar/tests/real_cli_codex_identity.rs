@@ -1,0 +1,84 @@
+//! Real-CLI conformance, codex 0.171.0 identity (issue 16 defect 3): a
+//! codex a person runs in the same folder, outside hangar (`codex exec`, in
+//! their own shell, with the same `CODEX_HOME`), writes a rollout of the
+//! same folder while hangar's session runs; hangar's session never adopts
+//! it, and its next wake resumes its own thread.
+//!
+//! Skipped with one line when the CLIs cannot be installed.
+
+mod real_cli_support;
+mod support;
+
+use real_cli_support::{REAL_DEADLINE, RealCli};
+use serde_json::Value;
+
+fn mentions(req: &Value, text: &str) -> bool {
+    req["body"].to_string().contains(text)
+}
+
+/// Every rollout under `$CODEX_HOME/sessions` that holds `text`.
+fn rollouts_with(rc: &RealCli, text: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![rc.hangar.codex_home.join("sessions")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read_to_string(&p).is_ok_and(|t| t.contains(text)) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_codex_run_by_a_person_in_the_same_folder_is_never_adopted() {
+    let Some(rc) = RealCli::start() else { return };
+    rc.hangar.start_daemon();
+    let id = rc.hangar.new_agent(&["--provider", "codex"]);
+    rc.wait_ready(&id);
+    rc.ask(&id, "inside one");
+    let own = rc.wait_provider_id(&id);
+
+    // The person's own codex, same folder, same CODEX_HOME, no hangar.
+    let out = rc
+        .outside(&rc.clis.codex, &rc.hangar.work)
+        .args(["exec", "--skip-git-repo-check", "outside one"])
+        .output()
+        .expect("run codex exec");
+    assert!(
+        out.status.success(),
+        "codex exec failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    support::wait_until("the person's rollout is written", REAL_DEADLINE, || {
+        rollouts_with(&rc, "outside one")
+            .iter()
+            .any(|p| !p.display().to_string().contains(&own))
+    });
+
+    rc.ask(&id, "inside two");
+    assert_eq!(rc.hangar.provider_id(&id).0.as_deref(), Some(own.as_str()));
+    rc.hangar.ok(&["hibernate", &id]);
+    rc.wait_state(&id, "hibernated");
+    assert_eq!(
+        rc.hangar.provider_id(&id).0.as_deref(),
+        Some(own.as_str()),
+        "the person's codex thread was adopted"
+    );
+    rc.hangar.ok(&["wake", &id]);
+    rc.wait_state(&id, "live");
+    rc.wait_ready(&id);
+    rc.ask(&id, "inside three");
+    let req = rc.api.wait_request("the turn after the wake", |r| {
+        r["api"] == "responses" && r["turn"] == "inside three"
+    });
+    assert!(mentions(&req, "ANSWER(inside two)"), "not its own thread");
+    assert!(
+        !mentions(&req, "ANSWER(outside one)"),
+        "the wake resumed the person's thread"
+    );
+}

@@ -8,21 +8,9 @@
 
 mod support;
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 use support::mcp::Mcp;
-use support::{DEADLINE, Hangar};
-
-/// How many user entries of a claude transcript are exactly `text`.
-fn user_entries(path: &Path, text: &str) -> usize {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "user" && v["message"]["content"] == text)
-        .count()
-}
+use support::{DEADLINE, Hangar, user_entries};
 
 #[test]
 fn a_childs_first_prompt_whose_enter_was_lost_is_entered_again_and_answered_once() {

@@ -5,14 +5,12 @@
 
 mod support;
 
-use std::path::Path;
-
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use support::mcp::{Mcp, mcp_config, token_of};
-use support::{DEADLINE, Hangar};
+use support::{DEADLINE, Hangar, user_entries};
 
 fn fake_count(h: &Hangar) -> usize {
     h.fake_agent_pids_for_home().len()
@@ -39,16 +37,6 @@ fn agent<'a>(list: &'a Value, id: &str) -> &'a Value {
         .iter()
         .find(|a| a["id"] == id)
         .unwrap_or_else(|| panic!("{id} is not in {list}"))
-}
-
-/// How many user entries of a claude transcript are exactly `text`.
-fn user_entries(path: &Path, text: &str) -> usize {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "user" && v["message"]["content"] == text)
-        .count()
 }
 
 #[test]

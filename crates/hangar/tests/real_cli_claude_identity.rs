@@ -322,32 +322,13 @@ fn a_claude_run_by_a_person_in_the_same_folder_is_never_adopted() {
         },
     );
     let theirs = theirs.expect("found once the wait ends");
+    assert_ne!(
+        theirs, own,
+        "the person's claude has a conversation of its own"
+    );
     // hangar's session keeps its own id while the other runs, through a
     // further turn of its own, a hibernate and a wake.
-    rc.ask(&id, "inside two");
-    assert_eq!(rc.hangar.provider_id(&id).0.as_deref(), Some(own.as_str()));
-    rc.hangar.ok(&["hibernate", &id]);
-    rc.wait_state(&id, "hibernated");
-    assert_eq!(
-        rc.hangar.provider_id(&id).0.as_deref(),
-        Some(own.as_str()),
-        "the outside conversation {theirs} was adopted"
-    );
-    rc.hangar.ok(&["wake", &id]);
-    rc.wait_state(&id, "live");
-    rc.wait_ready(&id);
-    rc.ask(&id, "inside three");
-    let req = rc.api.wait_request("the turn after the wake", |r| {
-        r["api"] == "anthropic" && r["turn"] == "inside three"
-    });
-    assert!(
-        mentions(&req, "ANSWER(inside two)"),
-        "not its own conversation"
-    );
-    assert!(
-        !mentions(&req, "ANSWER(outside one)"),
-        "the wake resumed the person's conversation"
-    );
+    rc.keeps_its_own_conversation_beside(&id, &own, "anthropic");
     drop(person);
 }
 

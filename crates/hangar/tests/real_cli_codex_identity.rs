@@ -10,11 +10,6 @@ mod real_cli_support;
 mod support;
 
 use real_cli_support::{REAL_DEADLINE, RealCli};
-use serde_json::Value;
-
-fn mentions(req: &Value, text: &str) -> bool {
-    req["body"].to_string().contains(text)
-}
 
 /// Every rollout under `$CODEX_HOME/sessions` that holds `text`.
 fn rollouts_with(rc: &RealCli, text: &str) -> Vec<std::path::PathBuf> {
@@ -60,25 +55,5 @@ fn a_codex_run_by_a_person_in_the_same_folder_is_never_adopted() {
             .any(|p| !p.display().to_string().contains(&own))
     });
 
-    rc.ask(&id, "inside two");
-    assert_eq!(rc.hangar.provider_id(&id).0.as_deref(), Some(own.as_str()));
-    rc.hangar.ok(&["hibernate", &id]);
-    rc.wait_state(&id, "hibernated");
-    assert_eq!(
-        rc.hangar.provider_id(&id).0.as_deref(),
-        Some(own.as_str()),
-        "the person's codex thread was adopted"
-    );
-    rc.hangar.ok(&["wake", &id]);
-    rc.wait_state(&id, "live");
-    rc.wait_ready(&id);
-    rc.ask(&id, "inside three");
-    let req = rc.api.wait_request("the turn after the wake", |r| {
-        r["api"] == "responses" && r["turn"] == "inside three"
-    });
-    assert!(mentions(&req, "ANSWER(inside two)"), "not its own thread");
-    assert!(
-        !mentions(&req, "ANSWER(outside one)"),
-        "the wake resumed the person's thread"
-    );
+    rc.keeps_its_own_conversation_beside(&id, &own, "responses");
 }

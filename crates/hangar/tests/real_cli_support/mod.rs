@@ -682,6 +682,38 @@ impl RealCli {
         found.expect("found once the wait ends")
     }
 
+    /// After a person's own conversation (its first prompt was "outside
+    /// one") appeared in session `id`'s folder: the session keeps its id
+    /// `own` through a turn of its own ("inside two"), a hibernate and a
+    /// wake, and the wake resumes its own conversation, not the person's.
+    pub fn keeps_its_own_conversation_beside(&self, id: &str, own: &str, api: &str) {
+        self.ask(id, "inside two");
+        assert_eq!(self.hangar.provider_id(id).0.as_deref(), Some(own));
+        self.hangar.ok(&["hibernate", id]);
+        self.wait_state(id, "hibernated");
+        assert_eq!(
+            self.hangar.provider_id(id).0.as_deref(),
+            Some(own),
+            "the person's conversation was adopted"
+        );
+        self.hangar.ok(&["wake", id]);
+        self.wait_state(id, "live");
+        self.wait_ready(id);
+        self.ask(id, "inside three");
+        let req = self.api.wait_request("the turn after the wake", |r| {
+            r["api"] == api && r["turn"] == "inside three"
+        });
+        let body = req["body"].to_string();
+        assert!(
+            body.contains("ANSWER(inside two)"),
+            "not its own conversation"
+        );
+        assert!(
+            !body.contains("ANSWER(outside one)"),
+            "the wake resumed the person's conversation"
+        );
+    }
+
     /// Waits until session `id` is in `state` (real-CLI deadline).
     pub fn wait_state(&self, id: &str, state: &str) -> Value {
         let mut row = Value::Null;

@@ -557,6 +557,16 @@ fn write_wrapper(path: &Path, fake: &Path, style: &str) {
 }
 
 /// The value after `flag` in `args`, if any.
+/// How many user entries of a claude transcript are exactly `text`.
+pub fn user_entries(path: &Path, text: &str) -> usize {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "user" && v["message"]["content"] == text)
+        .count()
+}
+
 pub fn arg_after(args: &[String], flag: &str) -> Option<String> {
     args.iter()
         .position(|a| a == flag)

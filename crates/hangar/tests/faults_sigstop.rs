@@ -108,10 +108,11 @@ fn a_stopped_agent_blocks_no_request_and_every_stop_path_ends_it() {
         !exists(pid) || is_zombie(pid)
     });
     assert_eq!(h.state_of(&stopped), "hibernated");
-    assert!(
-        processes_in_group(pid).is_empty(),
-        "nothing of its group is left"
-    );
+    // The group was sent SIGKILL before hibernate answered; its last members
+    // may take a moment to be reaped (seen once in a full run at load).
+    wait_until("nothing of its group is left", DEADLINE, || {
+        processes_in_group(pid).is_empty()
+    });
 
     // Wake it again, stop it, close it.
     h.ok(&["wake", &stopped]);

@@ -120,6 +120,8 @@ impl Config {
 /// made), so the leak is bounded by the edits of one daemon's life.
 pub struct LiveConfig {
     current: RwLock<&'static Config>,
+    /// Bumped when a reload changed the settings.
+    reloaded: tokio::sync::watch::Sender<u64>,
 }
 
 /// What reading config.toml again changed.
@@ -135,7 +137,13 @@ impl LiveConfig {
     pub fn new(config: Config) -> LiveConfig {
         LiveConfig {
             current: RwLock::new(Box::leak(Box::new(config))),
+            reloaded: tokio::sync::watch::channel(0).0,
         }
+    }
+
+    /// Changes whenever a reload changed the settings.
+    pub fn reloads(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reloaded.subscribe()
     }
 
     /// The settings in use now.
@@ -154,6 +162,7 @@ impl LiveConfig {
         let changed = !same_text(old, &merged);
         if changed {
             *slot = Box::leak(Box::new(merged));
+            self.reloaded.send_modify(|g| *g += 1);
         }
         Ok(ReloadOutcome {
             changed,

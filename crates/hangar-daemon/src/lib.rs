@@ -12,6 +12,7 @@ pub mod config;
 pub mod delivery;
 pub mod errors;
 pub mod eviction;
+pub mod file_watch;
 pub mod governor;
 pub mod handlers;
 pub mod home_watch;
@@ -63,6 +64,8 @@ pub struct Daemon {
     pub typed: identity::opencode::TypedLog,
     /// Installed agent CLIs' versions and flags.
     pub cli_probe: cli_probe::CliProbe,
+    /// The one folder watcher (inotify) every session's watchers share.
+    pub files: file_watch::FileWatcher,
     /// The workspace model, the store and every session's runtime.
     pub sessions: Sessions,
     shutdown: watch::Sender<bool>,
@@ -210,6 +213,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         orchestration: orchestration::Orchestration::new(paths.home.clone()),
         typed: Default::default(),
         cli_probe: Default::default(),
+        files: Default::default(),
         proxy: hangar_proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
         activity: Arc::new(activity::Hub::new(&config.activity)),
         sessions: Sessions::new(opened.workspace.clone(), opened.store, notices),

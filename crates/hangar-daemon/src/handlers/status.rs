@@ -9,6 +9,7 @@ use crate::errors::ApiError;
 use crate::sessions::RunState;
 
 pub fn status(daemon: &Daemon) -> Value {
+    let memory_bytes = daemon.fleet_memory();
     daemon.sessions.read(|st| {
         let view = hangar_protocol::view::StatusView {
             daemon: hangar_protocol::view::DaemonView {
@@ -35,7 +36,7 @@ pub fn status(daemon: &Daemon) -> Value {
                         })
                     })
                     .count(),
-                memory_bytes: st.budget.memory_bytes,
+                memory_bytes,
                 over_budget: st.budget.over_budget,
                 reason: st.budget.reason.clone(),
             },

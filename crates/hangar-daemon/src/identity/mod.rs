@@ -28,8 +28,9 @@ use crate::sessions::{RunState, State};
 use hangar_providers::claude::process_record;
 use hangar_providers::transcript::discovery::{self, TranscriptCache};
 
-/// How often a live agent's transcript folder is looked at. One `read_dir`
-/// and a `stat` per file each time; files are only re-read when they change.
+/// The least time between two looks at an agent that keeps printing, and how
+/// often a folder inotify could not watch is looked at. One `read_dir` and a
+/// `stat` per file each time; files are only re-read when they change.
 pub const POLL: Duration = Duration::from_millis(700);
 
 /// `hangar transcript` shows this many messages unless told otherwise.
@@ -105,11 +106,29 @@ impl Daemon {
         tokio::spawn(async move {
             let mut cache = TranscriptCache::default();
             let mut exit = live.exit_watch();
+            let mut output = live.output_watch();
+            let mut files = daemon.files.subscribe();
+            let mut first = true;
             loop {
-                let exited = tokio::select! {
-                    _ = tokio::time::sleep(POLL) => false,
-                    _ = exit.wait_for(|e| e.is_some()) => true,
+                // What can reveal the id: claude's process record or a
+                // transcript appearing in the folders (by notification), or
+                // the agent printing (a `/new` started today, in a codex
+                // date folder not watched yet).
+                files.watch(daemon.identity_folders(&id, &provider, &root, started_ms));
+                let (exited, printed) = if first {
+                    (false, false)
+                } else {
+                    tokio::select! {
+                        _ = files.changed(POLL) => (false, false),
+                        _ = output.changed() => (false, true),
+                        _ = exit.wait_for(|e| e.is_some()) => (true, false),
+                    }
                 };
+                if printed {
+                    tokio::time::sleep(POLL).await;
+                }
+                first = false;
+                output.borrow_and_update();
                 let current = daemon
                     .sessions
                     .process(&id)
@@ -126,6 +145,28 @@ impl Daemon {
                 }
             }
         });
+    }
+
+    /// The folders whose changes can show `id`'s provider session id: the
+    /// transcript folders `discover_once` reads, and claude's per-process
+    /// records.
+    fn identity_folders(
+        &self,
+        id: &SessionId,
+        provider: &Provider,
+        root: &std::path::Path,
+        started_ms: u64,
+    ) -> Vec<std::path::PathBuf> {
+        let Some(cwd) = self.sessions.meta(id).map(|m| m.cwd) else {
+            return Vec::new();
+        };
+        let cwd = discovery::canonical_cwd(&cwd);
+        let mut dirs =
+            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::wall_ms());
+        if matches!(provider, Provider::Claude) {
+            dirs.push(root.join("sessions"));
+        }
+        dirs
     }
 
     /// Look once at what proves which conversation the session's own
@@ -274,7 +315,7 @@ impl Daemon {
         observed: &Observation,
         session_cwd: &str,
     ) -> bool {
-        self.sessions.edit(|st| {
+        let changed = self.sessions.edit(|st| {
         let Some(meta) = st.ws.sessions.get_mut(id) else {
             return false;
         };
@@ -320,6 +361,11 @@ impl Daemon {
             st.notices.push(notice);
         }
         true
-        })
+        });
+        if changed {
+            // Its activity is read from the transcript of this id.
+            self.activity.nudge(id);
+        }
+        changed
     }
 }

@@ -30,6 +30,7 @@ process carrying that home in its environment is killed at the end, on error
 too. Figures go in BENCHMARKS.md; nothing here is ever asserted in a test.
 
 Usage: bench/server_cost_vs_tmux.py [--hangar PATH] [--rounds 3] [--attach] [--json]
+       [--phases idle] (only the named phases; the 100 MB files are then not written)
 Needs a release build: cargo build --release --workspace --bins
 """
 
@@ -355,6 +356,8 @@ def one_round(a, big, plain, block_path):
     ]
     result = {}
     for key, phase in phases:
+        if a.phases and key not in a.phases:
+            continue
         result[key] = {kind.name: with_server(kind, phase) for kind in (HangarServer, TmuxServer)}
         print(f"  {key}: {json.dumps(result[key])}", file=sys.stderr, flush=True)
     if a.attach:
@@ -419,6 +422,8 @@ def main():
     ap.add_argument("--attach", action="store_true", help="also run attach_vs_tmux's throughput and echo")
     ap.add_argument("--keys", type=int, default=200)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--phases", type=lambda t: t.split(","), default=None,
+                    help="only these phases, comma-separated: bulk,bulk_plain,printing,idle (default: all)")
     a = ap.parse_args()
     if a.hangar:
         os.environ["HANGAR_BIN_DIR"] = os.path.dirname(os.path.abspath(a.hangar))
@@ -436,10 +441,13 @@ def main():
         with open(block_path, "wb") as f:
             f.write(block)
         big = os.path.join(data.root, f"agent-output-{a.mb}mb.bin")
-        write_output_file(big, block, a.mb)
+        bulk = not a.phases or {"bulk", "bulk_plain"} & set(a.phases) or a.attach
+        if bulk:
+            write_output_file(big, block, a.mb)
         # attach_vs_tmux.py's file: plain text, no escapes, for comparison with its figures.
         plain = os.path.join(data.root, f"plain-{a.mb}mb.txt")
-        write_output_file(plain, ((b"0123456789abcdefghijklmnopqrstuvwxyz" * 3)[:99] + b"\n") * 10000, a.mb)
+        if bulk:
+            write_output_file(plain, ((b"0123456789abcdefghijklmnopqrstuvwxyz" * 3)[:99] + b"\n") * 10000, a.mb)
         rounds = []
         for i in range(a.rounds):
             print(f"round {i + 1}/{a.rounds}", file=sys.stderr, flush=True)

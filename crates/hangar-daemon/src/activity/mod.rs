@@ -567,6 +567,7 @@ impl Daemon {
             let screen = daemon.config.activity.enabled(Source::Screen);
             let mut files = daemon.files.subscribe();
             let mut next_look: Option<tokio::time::Instant> = None;
+            let mut last_look = tokio::time::Instant::now();
             let mut first = true;
             loop {
                 // Woken by what can change a reading, never by a clock alone:
@@ -580,19 +581,21 @@ impl Daemon {
                             None => std::future::pending().await,
                         }
                     };
-                    let printed = tokio::select! {
+                    let throttled = tokio::select! {
                         _ = nudge.notified() => false,
-                        _ = files.changed(POLL) => false,
+                        _ = files.changed(POLL) => true,
                         _ = output.changed(), if screen => true,
                         _ = deadline => false,
                         _ = exit.wait_for(|e| e.is_some()) => break,
                     };
-                    if printed {
-                        // A session printing non-stop is looked at no more
-                        // often than the old poll did.
-                        tokio::time::sleep(POLL).await;
+                    if throttled {
+                        // A session printing or writing its transcript
+                        // non-stop is looked at no more often than the old
+                        // poll did; a hook or typed input is seen at once.
+                        tokio::time::sleep_until(last_look + POLL).await;
                     }
                 }
+                last_look = tokio::time::Instant::now();
                 first = false;
                 output.borrow_and_update();
                 let current = {

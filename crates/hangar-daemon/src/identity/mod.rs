@@ -108,6 +108,7 @@ impl Daemon {
             let mut exit = live.exit_watch();
             let mut output = live.output_watch();
             let mut files = daemon.files.subscribe();
+            let mut last_look = tokio::time::Instant::now();
             let mut first = true;
             loop {
                 // What can reveal the id: claude's process record or a
@@ -115,18 +116,21 @@ impl Daemon {
                 // the agent printing (a `/new` started today, in a codex
                 // date folder not watched yet).
                 files.watch(daemon.identity_folders(&id, &provider, &root, started_ms));
-                let (exited, printed) = if first {
-                    (false, false)
+                let exited = if first {
+                    false
                 } else {
                     tokio::select! {
-                        _ = files.changed(POLL) => (false, false),
-                        _ = output.changed() => (false, true),
-                        _ = exit.wait_for(|e| e.is_some()) => (true, false),
+                        _ = files.changed(POLL) => false,
+                        _ = output.changed() => false,
+                        _ = exit.wait_for(|e| e.is_some()) => true,
                     }
                 };
-                if printed {
-                    tokio::time::sleep(POLL).await;
+                if !exited && !first {
+                    // An agent busy writing its transcript is looked at no
+                    // more often than the old poll did.
+                    tokio::time::sleep_until(last_look + POLL).await;
                 }
+                last_look = tokio::time::Instant::now();
                 first = false;
                 output.borrow_and_update();
                 let current = daemon

@@ -122,7 +122,8 @@ impl FileWatcher {
     }
 }
 
-/// One owner's folders and its wake-up.
+/// One owner's folders and its wake-up. Watching a new folder wakes the
+/// owner once: whatever changed between its last look and the watch is seen.
 pub struct Changes {
     shared: Option<Arc<Shared>>,
     id: u64,
@@ -249,6 +250,9 @@ impl Shared {
         if let Some(w) = st.wanted.get_mut(dir) {
             w.owners.insert(id, notify.clone());
         }
+        // The owner read the folder before it was watched: a change in
+        // between would be lost without one more look now.
+        notify.notify_one();
     }
 
     fn drop_owner(&self, st: &mut Table, dir: &Path, id: u64) {
@@ -473,7 +477,8 @@ mod tests {
         let w = FileWatcher::default();
         let mut c = w.subscribe();
         c.watch(vec![dir.path().to_path_buf()]);
-        assert!(quiet(&c).await, "nothing happened yet");
+        assert!(woken(&c).await, "one look once the folder is watched");
+        assert!(quiet(&c).await, "nothing happened since");
         std::fs::write(dir.path().join("a.jsonl"), "{}\n").unwrap();
         assert!(woken(&c).await, "a new file");
         while !quiet(&c).await {}
@@ -493,6 +498,7 @@ mod tests {
         let w = FileWatcher::default();
         let mut c = w.subscribe();
         c.watch(vec![deep.clone()]);
+        assert!(woken(&c).await, "one look once the folder is watched");
         std::fs::write(root.path().join("unrelated"), "x").unwrap();
         assert!(quiet(&c).await, "a file beside the path is not a change");
         std::fs::create_dir_all(&deep).unwrap();
@@ -510,6 +516,7 @@ mod tests {
         let w = FileWatcher::default();
         let mut c = w.subscribe();
         c.watch(vec![home.clone()]);
+        assert!(woken(&c).await, "one look once the folder is watched");
         std::fs::remove_dir_all(&home).unwrap();
         assert!(woken(&c).await, "the folder was deleted");
         while !quiet(&c).await {}
@@ -529,6 +536,7 @@ mod tests {
         a.watch(vec![dir.path().to_path_buf()]);
         b.watch(vec![dir.path().to_path_buf()]);
         drop(a);
+        assert!(woken(&b).await, "one look once the folder is watched");
         std::fs::write(dir.path().join("f"), "x").unwrap();
         assert!(woken(&b).await);
         b.watch(Vec::new());
@@ -542,6 +550,7 @@ mod tests {
         let w = FileWatcher::default();
         let mut c = w.subscribe();
         c.watch(vec![dir.path().to_path_buf()]);
+        assert!(woken(&c).await, "one look once the folder is watched");
         w.shared()
             .unwrap()
             .handle(-1, libc::IN_Q_OVERFLOW, OsStr::new(""));

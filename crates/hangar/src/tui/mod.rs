@@ -16,6 +16,7 @@ pub(crate) mod keys;
 mod layout;
 mod pane;
 mod render;
+mod search;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;

@@ -89,6 +89,19 @@ impl Query {
             let start = line[..byte].chars().count();
             return Some((start, self.needle.chars().count()));
         }
+        if line.is_ascii() {
+            // The common case, without building a folded copy: an ASCII
+            // line can only hold an ASCII needle, and ASCII folds byte by
+            // byte.
+            let (hay, needle) = (line.as_bytes(), self.needle.as_bytes());
+            if !self.needle.is_ascii() || needle.len() > hay.len() {
+                return None;
+            }
+            let at = hay
+                .windows(needle.len())
+                .position(|w| w.eq_ignore_ascii_case(needle))?;
+            return Some((at, needle.len()));
+        }
         // Lower-casing may change a character's length ('İ' is two), so the
         // folded line keeps, per folded byte, the character it came from.
         let mut folded = String::with_capacity(line.len());
@@ -114,7 +127,8 @@ fn fold_case(text: &str) -> String {
 /// sequences, two-byte ESC sequences, their C1 forms) and every other
 /// terminal-unsafe character removed; a tab becomes a space.
 pub fn clean(line: &str) -> Cow<'_, str> {
-    if !line.chars().any(is_terminal_unsafe) {
+    let printable_ascii = |b: &u8| (0x20..0x7f).contains(b);
+    if line.bytes().all(|b| printable_ascii(&b)) || !line.chars().any(is_terminal_unsafe) {
         return Cow::Borrowed(line);
     }
     let mut out = String::with_capacity(line.len());
@@ -502,6 +516,19 @@ mod tests {
                     prop_assert!(query.find(&marked).is_some(), "{:?} in {:?}", marked, f.text);
                 }
             }
+        }
+
+        #[test]
+        fn an_ascii_line_is_matched_as_lower_casing_both_would(
+            line in "[a-zA-Z ]{0,30}",
+            needle in "[a-z]{1,3}",
+        ) {
+            let expected = line.to_lowercase().find(&needle).map(|at| (at, needle.len()));
+            prop_assert_eq!(q(&needle).find(&line), expected);
+            // The same line with one non-ASCII letter in front goes the
+            // folding way and finds the same place, one character on.
+            let wide = format!("é{line}");
+            prop_assert_eq!(q(&needle).find(&wide), expected.map(|(at, n)| (at + 1, n)));
         }
 
         #[test]

@@ -261,3 +261,33 @@ fn the_tui_search_dialog_lists_a_hibernated_match_and_enter_focuses_its_pane() {
     });
     app.wait_for("the dialog closed", |t| !t.contains("search:"));
 }
+
+#[test]
+fn enter_on_a_parked_match_selects_it_in_the_side_list_where_u_brings_it_back() {
+    let h = Hangar::new();
+    h.ok(&["status"]);
+    let stay = h.new_agent(&["--provider", "shell"]);
+    let found = shell_that_printed(&h, &["--title", "finder"], "tapi", "rus");
+    h.ok(&["park", &found]);
+    let later = h.new_agent(&["--provider", "shell", "--title", "parked later"]);
+    h.ok(&["park", &later]);
+    h.ok(&["focus", &stay]);
+    for s in [&found, &later] {
+        h.wait_until("parked", DEADLINE, || h.session(s)["placement"] == "parked");
+    }
+
+    let mut app = PtyApp::spawn(h.command(&[]), 30, 140);
+    app.wait_text("COMMAND");
+    app.keys(&[b"/", b"t", b"a", b"p", b"i", b"r", b"u", b"s"]);
+    app.wait_for("the dialog lists the parked match", |t| {
+        t.contains("tapirus") && t.contains("finder")
+    });
+    app.keys(&[b"\r"]);
+    app.wait_text("is parked: u brings it here");
+    assert_eq!(h.session(&found)["placement"], "parked", "only selected");
+    app.keys(&[b"u"]);
+    h.wait_until("the match is a pane again", DEADLINE, || {
+        h.session(&found)["placement"] == "pane"
+    });
+    assert_eq!(h.session(&later)["placement"], "parked", "the other stays");
+}

@@ -299,11 +299,7 @@ impl App {
             if let Some(Dialog::Search(d)) = self.dialog.as_mut() {
                 let reply = match outcome.result {
                     Ok(v) => serde_json::from_value(v).map_err(|e| format!("bad reply: {e}")),
-                    Err(e) if e.code == codes::UNKNOWN_KIND => Err(
-                        "the running daemon is older than this hangar and cannot search; \
-                         restart it (hangar shutdown)"
-                            .to_owned(),
-                    ),
+                    Err(e) if e.code == codes::UNKNOWN_KIND => Err(crate::search::older_daemon()),
                     Err(e) => Err(e.message),
                 };
                 d.answered(&asked.query, reply);

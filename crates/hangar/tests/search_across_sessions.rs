@@ -124,6 +124,7 @@ fn search_caps_the_matches_it_returns_and_says_so() {
     assert_eq!(v["truncated"], true, "{v:#}");
     let found = matches(&v);
     assert_eq!(found.len(), hangar_core::search::DEFAULT_PER_SESSION);
+    assert_eq!(found[0]["source"], "screen", "a live session's screen");
     assert_eq!(
         found[0]["text"], "row-300",
         "the most recent first: {:#}",

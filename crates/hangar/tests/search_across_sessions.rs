@@ -248,7 +248,16 @@ fn the_tui_search_dialog_lists_a_hibernated_match_and_enter_focuses_its_pane() {
     app.keys(&[b"?"]);
     app.wait_text("search every session's text");
     app.keys(&[b"\x1b"]);
-    app.keys(&[b"/", b"o", b"k", b"a", b"p", b"i"]);
+    // From typing into a pane, as a tmux user reaches for it: Ctrl-b /.
+    // (Enter types into the pane once the TUI has attached it.)
+    h.wait_until("typing into the focused pane", DEADLINE, || {
+        let typing = app.text().contains("TYPING");
+        if !typing {
+            app.write(b"\r");
+        }
+        typing
+    });
+    app.keys(&[b"\x02", b"/", b"o", b"k", b"a", b"p", b"i"]);
     app.wait_for("the dialog lists the match", |t| {
         t.contains("okapi") && t.contains("finder") && t.contains("history")
     });

@@ -175,6 +175,35 @@ fn a_word_in_a_hibernated_agents_transcript_is_found_with_source_transcript() {
 }
 
 #[test]
+fn a_word_in_a_hibernated_codex_rollout_is_found_with_source_transcript() {
+    let h = Hangar::new();
+    h.ok(&["status"]);
+    let id = h.new_agent(&["--provider", "codex"]);
+    h.wait_transcript_id(&id);
+    h.ok(&["send", &id, "remember pangolin"]);
+    h.wait_screen(&id, "answer: remember pangolin");
+    h.ok(&["hibernate", &id]);
+    h.wait_state(&id, "hibernated");
+    h.wait_until("the codex processes are gone", DEADLINE, || {
+        h.fake_agent_pids_for_home().is_empty()
+    });
+
+    let v = h.json(&["search", "pangolin"]);
+    let texts: Vec<Value> = matches(&v)
+        .into_iter()
+        .filter(|m| m["source"] == "transcript" && m["session"] == id.as_str())
+        .map(|m| m["text"].clone())
+        .collect();
+    assert!(
+        texts.contains(&json!("remember pangolin"))
+            && texts.contains(&json!("answer: remember pangolin")),
+        "the rollout's user and assistant messages: {v:#}"
+    );
+    assert_eq!(h.state_of(&id), "hibernated");
+    assert!(h.fake_agent_pids_for_home().is_empty(), "no codex started");
+}
+
+#[test]
 fn escape_sequences_in_a_matched_line_never_reach_the_output() {
     let h = Hangar::new();
     h.ok(&["status"]);

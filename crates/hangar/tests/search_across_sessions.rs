@@ -1,10 +1,12 @@
 //! Issue 20, "search finding a word in a hibernated session", through the
 //! real daemon: `hangar search` (and `--json`) finds a word in a stopped
 //! session's saved history without starting any process (counted from
-//! /proc), a word in an agent's transcript (written by hangar-fake-agent
-//! as Claude Code writes its own) with source `transcript`, never lets an
-//! escape sequence of a matched line through, and the TUI's search dialog
-//! (`/`) lists it and Enter focuses the pane, switching tab.
+//! /proc), and a word in a claude or codex transcript (written by
+//! hangar-fake-agent as the real CLIs write theirs) with source
+//! `transcript`; it caps what it returns and says so, never lets an escape
+//! sequence of a matched line through; and the TUI's search dialog
+//! (`Ctrl-b /`) lists a match, Enter focusing its pane (switching tab) or
+//! selecting a parked one in the side list.
 
 mod pty_screen;
 mod support;

@@ -302,7 +302,9 @@ impl App {
                     Err(e) if e.code == codes::UNKNOWN_KIND => Err(crate::search::older_daemon()),
                     Err(e) => Err(e.message),
                 };
-                d.answered(&asked.query, reply);
+                if let SearchAction::Ask(query) = d.answered(&asked.query, reply) {
+                    self.ask_search(query);
+                }
             }
             return;
         }
@@ -992,6 +994,14 @@ impl App {
         }
     }
 
+    fn ask_search(&mut self, query: String) {
+        let request = Request::Search(msg::Search {
+            query,
+            ..Default::default()
+        });
+        self.send(request, "search");
+    }
+
     /// Where a search result leads: a pane is focused (its tab made
     /// active); a parked or buried session is selected in its tab's side
     /// list, where `u` brings it back. Nothing is woken here.
@@ -1158,13 +1168,7 @@ impl App {
             },
             Dialog::Search(d) => match d.key(key) {
                 SearchAction::None => {}
-                SearchAction::Ask(query) => {
-                    let request = Request::Search(msg::Search {
-                        query,
-                        ..Default::default()
-                    });
-                    self.send(request, "search");
-                }
+                SearchAction::Ask(query) => self.ask_search(query),
                 SearchAction::Jump(session) => {
                     self.dialog = None;
                     self.go_to_session(&SessionId::new(&session));

@@ -30,6 +30,11 @@ pub struct SearchDialog {
     /// The daemon's refusal of the last query (an older daemon, ...).
     error: Option<String>,
     selected: usize,
+    /// A query asked and not answered yet. One at a time: a search over
+    /// thousands of sessions takes a while, and a reply to every keystroke
+    /// would queue behind the others; the text typed meanwhile is asked
+    /// when the answer comes.
+    in_flight: bool,
 }
 
 /// What a key asks the app to do.
@@ -77,14 +82,19 @@ impl SearchDialog {
             self.shown = None;
             return SearchAction::None;
         }
+        if self.in_flight {
+            return SearchAction::None;
+        }
+        self.in_flight = true;
         SearchAction::Ask(self.query.clone())
     }
 
-    /// The daemon answered `query`; kept only while it is still the one
-    /// typed (replies to earlier keystrokes arrive first and are dropped).
-    pub fn answered(&mut self, query: &str, reply: Result<SearchView, String>) {
+    /// The daemon answered `query`: shown while it is still the query
+    /// typed; otherwise what is typed now is asked next.
+    pub fn answered(&mut self, query: &str, reply: Result<SearchView, String>) -> SearchAction {
+        self.in_flight = false;
         if query != self.query {
-            return;
+            return self.ask();
         }
         match reply {
             Ok(view) => {
@@ -97,6 +107,7 @@ impl SearchDialog {
                 self.shown = None;
             }
         }
+        SearchAction::None
     }
 
     fn matches(&self) -> &[SearchMatchView] {
@@ -243,13 +254,26 @@ mod tests {
     }
 
     #[test]
-    fn typing_asks_and_only_the_reply_to_what_is_typed_now_is_shown() {
+    fn one_query_is_asked_at_a_time_and_only_the_reply_to_what_is_typed_now_is_shown() {
         let mut d = SearchDialog::default();
         assert_eq!(d.key(Key::Char('a')), SearchAction::Ask("a".into()));
-        assert_eq!(d.key(Key::Char('b')), SearchAction::Ask("ab".into()));
-        d.answered("a", Ok(view(&["old"])));
+        assert_eq!(d.key(Key::Char('b')), SearchAction::None, "a waits");
+        assert_eq!(d.key(Key::Char('c')), SearchAction::None);
+        assert_eq!(
+            d.answered("a", Ok(view(&["old"]))),
+            SearchAction::Ask("abc".into()),
+            "what is typed now is asked once the first answer comes"
+        );
         assert_eq!(d.key(Key::Enter), SearchAction::None, "a stale reply");
-        d.answered("ab", Ok(view(&["s1", "s2"])));
+        assert_eq!(d.key(Key::Backspace), SearchAction::None, "still waiting");
+        assert_eq!(
+            d.answered("abc", Ok(view(&["stale"]))),
+            SearchAction::Ask("ab".into())
+        );
+        assert_eq!(
+            d.answered("ab", Ok(view(&["s1", "s2"]))),
+            SearchAction::None
+        );
         assert_eq!(d.key(Key::Down), SearchAction::None);
         assert_eq!(d.key(Key::Down), SearchAction::None, "stays on the last");
         assert_eq!(d.key(Key::Enter), SearchAction::Jump("s2".into()));

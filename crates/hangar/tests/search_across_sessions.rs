@@ -138,8 +138,8 @@ fn search_caps_the_matches_it_returns_and_says_so() {
 
 /// A claude session (the fake agent) that answered one prompt and wrote
 /// its transcript; returns its id and the transcript's path.
-fn claude_that_answered(h: &Hangar, prompt: &str) -> (String, std::path::PathBuf) {
-    let id = h.new_agent(&["--provider", "claude", "--title", "transcribed"]);
+fn claude_that_answered(h: &Hangar, title: &str, prompt: &str) -> (String, std::path::PathBuf) {
+    let id = h.new_agent(&["--provider", "claude", "--title", title]);
     h.wait_screen(&id, "> ");
     h.ok(&["send", &id, prompt]);
     h.wait_screen(&id, "answer: ");
@@ -153,7 +153,7 @@ fn claude_that_answered(h: &Hangar, prompt: &str) -> (String, std::path::PathBuf
 fn a_word_in_a_hibernated_agents_transcript_is_found_with_source_transcript() {
     let h = Hangar::new();
     h.ok(&["status"]);
-    let (id, _) = claude_that_answered(&h, "please remember axolotl");
+    let (id, _) = claude_that_answered(&h, "transcribed", "please remember axolotl");
     h.ok(&["hibernate", &id]);
     h.wait_state(&id, "hibernated");
     let before = pids(&h);
@@ -209,7 +209,8 @@ fn a_word_in_a_hibernated_codex_rollout_is_found_with_source_transcript() {
 fn escape_sequences_in_a_matched_line_never_reach_the_output() {
     let h = Hangar::new();
     h.ok(&["status"]);
-    let (id, path) = claude_that_answered(&h, "hello");
+    // A title is an agent's text too.
+    let (id, path) = claude_that_answered(&h, "\x1b]0;T\x07titled\u{202e}", "hello");
     // The model's answer as a hostile page could make it: the fake agent's
     // own last assistant entry, its text replaced.
     let text = fs::read_to_string(&path).unwrap();

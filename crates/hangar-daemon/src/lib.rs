@@ -428,3 +428,31 @@ pub fn import_offline(
         .context("cannot save the imported workspace")?;
     Ok(transfer::report_json(report, false))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::SessionId;
+
+    #[test]
+    fn a_daemon_on_a_fake_machine_ends_the_orphan_it_recorded_and_spares_a_reused_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::new(dir.path().to_path_buf());
+        let mut opened = Store::open(&paths.store()).unwrap();
+        // A killed predecessor recorded two agents; pid 200 was reused since.
+        let (a, b) = (SessionId::from("a"), SessionId::from("b"));
+        opened.store.record_process(&a, 100, 100, 5_000).unwrap();
+        opened.store.record_process(&b, 200, 200, 6_000).unwrap();
+        let os = Arc::new(os::FakeOs::default());
+        os.spawn(100, 100, 5_000);
+        os.spawn(200, 200, 9_999);
+        let sessions = Sessions::new(opened.workspace, opened.store, Vec::new());
+        let daemon = Daemon::new(paths, Config::default(), os.clone(), sessions);
+        daemon.end_orphans();
+        assert_eq!(os.signals_sent(), vec![(100, libc::SIGKILL)]);
+        let left = daemon
+            .sessions
+            .read(|st| st.store.recorded_processes().unwrap().len());
+        assert_eq!(left, 0, "both records are forgotten");
+    }
+}

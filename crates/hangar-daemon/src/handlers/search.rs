@@ -91,7 +91,7 @@ pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<Value, ApiError
             }
         }
     }
-    let model = daemon.config.terminal.model();
+    let model = daemon.config.snapshot().terminal.model();
     let query_text = req.query.clone();
     let view = tokio::task::spawn_blocking(move || {
         let mut found = Vec::with_capacity(subjects.len());

@@ -15,6 +15,7 @@ mod hosts;
 pub(crate) mod keys;
 mod layout;
 mod pane;
+mod pane_mouse;
 mod render;
 mod search;
 

@@ -30,7 +30,6 @@ process carrying that home in its environment is killed at the end, on error
 too. Figures go in BENCHMARKS.md; nothing here is ever asserted in a test.
 
 Usage: bench/server_cost_vs_tmux.py [--hangar PATH] [--rounds 3] [--attach] [--json]
-       [--phases idle] (only the named phases; the 100 MB files are then not written)
 Needs a release build: cargo build --release --workspace --bins
 """
 
@@ -347,6 +346,9 @@ def attach(big, keys, mb):
     return out
 
 
+PHASES = ("bulk", "bulk_plain", "printing", "idle")
+
+
 def one_round(a, big, plain, block_path):
     phases = [
         ("bulk", one_session_bulk(big, a.mb)),
@@ -354,10 +356,9 @@ def one_round(a, big, plain, block_path):
         ("printing", many_sessions_printing(block_path, a.sessions, a.rate, a.print_secs)),
         ("idle", idle_agents(a.sessions, a.idle_secs)),
     ]
+    phases = [(key, phase) for key, phase in phases if key in a.phases]
     result = {}
     for key, phase in phases:
-        if a.phases and key not in a.phases:
-            continue
         result[key] = {kind.name: with_server(kind, phase) for kind in (HangarServer, TmuxServer)}
         print(f"  {key}: {json.dumps(result[key])}", file=sys.stderr, flush=True)
     if a.attach:
@@ -422,9 +423,15 @@ def main():
     ap.add_argument("--attach", action="store_true", help="also run attach_vs_tmux's throughput and echo")
     ap.add_argument("--keys", type=int, default=200)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--phases", type=lambda t: t.split(","), default=None,
-                    help="only these phases, comma-separated: bulk,bulk_plain,printing,idle (default: all)")
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help="which scenarios to run, comma-separated: bulk (agent-like output), bulk_plain "
+                         "(plain lines), printing (many sessions), idle (idle agents: CPU and memory per "
+                         "live session); default: all")
     a = ap.parse_args()
+    a.phases = [p for p in a.phases.split(",") if p]
+    unknown = [p for p in a.phases if p not in PHASES]
+    if unknown:
+        ap.error(f"unknown phase {unknown[0]!r} (known: {', '.join(PHASES)})")
     if a.hangar:
         os.environ["HANGAR_BIN_DIR"] = os.path.dirname(os.path.abspath(a.hangar))
     hb.binaries()
@@ -441,13 +448,10 @@ def main():
         with open(block_path, "wb") as f:
             f.write(block)
         big = os.path.join(data.root, f"agent-output-{a.mb}mb.bin")
-        bulk = not a.phases or {"bulk", "bulk_plain"} & set(a.phases) or a.attach
-        if bulk:
-            write_output_file(big, block, a.mb)
+        write_output_file(big, block, a.mb)
         # attach_vs_tmux.py's file: plain text, no escapes, for comparison with its figures.
         plain = os.path.join(data.root, f"plain-{a.mb}mb.txt")
-        if bulk:
-            write_output_file(plain, ((b"0123456789abcdefghijklmnopqrstuvwxyz" * 3)[:99] + b"\n") * 10000, a.mb)
+        write_output_file(plain, ((b"0123456789abcdefghijklmnopqrstuvwxyz" * 3)[:99] + b"\n") * 10000, a.mb)
         rounds = []
         for i in range(a.rounds):
             print(f"round {i + 1}/{a.rounds}", file=sys.stderr, flush=True)

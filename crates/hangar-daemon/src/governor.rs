@@ -7,6 +7,12 @@
 //! It never touches a session that is visible, attached, pinned, mid-turn
 //! or waiting for the user; when nothing qualifies it reports "over budget" in `status`
 //! and leaves the fleet alone.
+//!
+//! The `Governor` sits on the `Spawner`: its `wake_as` is the spawner's wake
+//! followed by making room, and it hibernates through the spawner. Eviction
+//! and close-idle (eviction.rs) and the close path every closer shares are
+//! its methods too. It gets `[governor]` by value when built (machinery:
+//! its interval, budget and TTL never change while it runs).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -16,10 +22,16 @@ use hangar_core::governor::{BudgetDecision, LiveFacts, enforce_budget};
 use hangar_core::in_use::{InUse, counts_toward_budget, in_use, touch_is_due};
 use hangar_core::{Placement, Provider, SessionId};
 
-use crate::Daemon;
-use crate::activity::Activity;
-use crate::journal::{Event, HibernateReason};
-use crate::sessions::RunState;
+use crate::activity::{Activity, Hub, Monitor};
+use crate::errors::ApiError;
+use crate::journal::{Caller, Event, HibernateReason, Journal};
+use crate::orchestration::{McpConfig, Orchestration};
+use crate::sessions::{RunState, Sessions};
+use crate::shutdown::Shutdown;
+use crate::spawn::Spawner;
+use crate::worktree::Worktrees;
+use crate::{Paths, config::Section};
+use hangar_providers::ProvidersConfig;
 use serde::Deserialize;
 
 /// Resident memory of each process tree rooted at `roots` (hangar's own
@@ -56,22 +68,19 @@ fn resident_pages(pid: u32) -> Option<u64> {
 /// (`hangar_providers::auth_failure`), by `[providers.NAME]` and the
 /// `[governor]` rules.
 pub fn looks_like_auth_failure(
-    config: &crate::config::Config,
+    governor: &GovernorConfig,
+    providers: &ProvidersConfig,
     provider: &Provider,
     screen: &str,
     code: i32,
 ) -> bool {
-    let patterns = config.governor.auth_patterns();
+    let patterns = governor.auth_patterns();
     let global = hangar_providers::auth_failure::AuthRules {
         patterns: &patterns,
-        exit_codes: &config.governor.auth_exit_codes,
+        exit_codes: &governor.auth_exit_codes,
     };
     hangar_providers::auth_failure::looks_like_auth_failure(
-        &config.providers,
-        global,
-        provider,
-        screen,
-        code,
+        providers, global, provider, screen, code,
     )
 }
 
@@ -84,7 +93,65 @@ pub struct BudgetStatus {
     pub reason: Option<String>,
 }
 
-impl Daemon {
+/// The resource governor: the live budget, evict and close-idle, and the
+/// close path.
+pub struct Governor {
+    pub(crate) paths: Paths,
+    pub(crate) sessions: Arc<Sessions>,
+    pub(crate) journal: Arc<Journal>,
+    /// Who views each session (attached clients).
+    pub(crate) activity: Arc<Hub>,
+    pub(crate) monitor: Arc<Monitor>,
+    pub(crate) spawner: Arc<Spawner>,
+    pub(crate) worktrees: Arc<Worktrees>,
+    /// Tombstones of closed orchestration children.
+    pub(crate) orchestration: Arc<Orchestration>,
+    pub(crate) mcp: Section<McpConfig>,
+    /// `[governor]` as at start.
+    pub(crate) config: GovernorConfig,
+    pub(crate) shutdown: Shutdown,
+}
+
+impl Governor {
+    /// Make `id` live on behalf of a person at the command line.
+    pub async fn wake(&self, id: &SessionId) -> Result<RunState, ApiError> {
+        self.wake_as(id, Caller::Cli).await
+    }
+
+    /// Make `id` live (`Spawner::wake_as`), then hibernate what the budget
+    /// asks to make room for it. A restore spawns the visible panes without
+    /// looking at the budget.
+    pub async fn wake_as(&self, id: &SessionId, caller: Caller) -> Result<RunState, ApiError> {
+        let state = self.spawner.wake_as(id, caller).await?;
+        if state == RunState::Live && caller != Caller::Restore {
+            let protect = BTreeSet::from([id.clone()]);
+            self.enforce_budget_now(&protect).await;
+        }
+        Ok(state)
+    }
+
+    /// The live agents' memory for `status`: the governor's last
+    /// measurement while a budget is set; otherwise measured now, on this
+    /// request only (the governor measures nothing without a budget).
+    pub fn fleet_memory(&self) -> u64 {
+        let budget = self.config.budget();
+        if budget.max_live.is_some() || budget.max_memory_bytes.is_some() {
+            return self.sessions.read(|st| st.budget.memory_bytes);
+        }
+        let pids: Vec<u32> = self.sessions.read(|st| {
+            st.runtimes
+                .iter()
+                .filter(|(id, rt)| {
+                    st.ws.sessions.get(*id).is_some_and(|m| {
+                        counts_toward_budget(&m.provider, rt.state == RunState::Live)
+                    })
+                })
+                .filter_map(|(_, rt)| rt.proc.as_ref().map(|p| p.pid))
+                .collect()
+        });
+        tree_memory(&pids).values().sum()
+    }
+
     /// Facts about every live agent session.
     fn live_facts(&self) -> Vec<LiveFacts> {
         let snapshot: Vec<(SessionId, hangar_core::SessionMeta, u32, bool, bool, bool)> = {
@@ -115,7 +182,7 @@ impl Daemon {
         snapshot
             .into_iter()
             .map(|(id, meta, pid, visible, viewed, pinned)| {
-                let (activity, _) = self.activity_of(&id);
+                let (activity, _) = self.monitor.activity_of(&id);
                 LiveFacts {
                     id,
                     last_active_ms: meta.last_active_ms,
@@ -128,28 +195,6 @@ impl Daemon {
                 }
             })
             .collect()
-    }
-
-    /// The live agents' memory for `status`: the governor's last
-    /// measurement while a budget is set; otherwise measured now, on this
-    /// request only (the governor measures nothing without a budget).
-    pub fn fleet_memory(&self) -> u64 {
-        let budget = self.config.governor.budget();
-        if budget.max_live.is_some() || budget.max_memory_bytes.is_some() {
-            return self.sessions.read(|st| st.budget.memory_bytes);
-        }
-        let pids: Vec<u32> = self.sessions.read(|st| {
-            st.runtimes
-                .iter()
-                .filter(|(id, rt)| {
-                    st.ws.sessions.get(*id).is_some_and(|m| {
-                        counts_toward_budget(&m.provider, rt.state == RunState::Live)
-                    })
-                })
-                .filter_map(|(_, rt)| rt.proc.as_ref().map(|p| p.pid))
-                .collect()
-        });
-        tree_memory(&pids).values().sum()
     }
 
     /// A person used `id` (attached to it, typed into it): it becomes the
@@ -176,15 +221,12 @@ impl Daemon {
     /// waiting for the person), if so: what evict, close-idle and the budget
     /// must never interrupt.
     pub fn in_use(&self, id: &SessionId) -> Option<&'static str> {
-        in_use(self.activity.viewers(id), || self.activity_of(id).0).map(InUse::reason)
+        in_use(self.activity.viewers(id), || self.monitor.activity_of(id).0).map(InUse::reason)
     }
 
     /// Check the budget once and hibernate what the rules choose.
-    pub async fn enforce_budget_now(
-        self: &Arc<Self>,
-        protect: &BTreeSet<SessionId>,
-    ) -> BudgetDecision {
-        let budget = self.config.governor.budget();
+    pub async fn enforce_budget_now(&self, protect: &BTreeSet<SessionId>) -> BudgetDecision {
+        let budget = self.config.budget();
         let facts = self.live_facts();
         let decision = enforce_budget(&facts, budget, protect);
         let memory: u64 = facts.iter().map(|f| f.memory_bytes).sum();
@@ -218,7 +260,7 @@ impl Daemon {
         }
         for id in &decision.hibernate {
             tracing::info!("over budget: hibernating {id}");
-            if self.hibernate_session(id).await.is_ok() {
+            if self.spawner.hibernate_session(id).await.is_ok() {
                 self.journal.record(Event::Hibernate {
                     session: id.to_string(),
                     reason: HibernateReason::Budget,
@@ -229,29 +271,26 @@ impl Daemon {
     }
 
     /// The governor loop: budget checks and the parked TTL. With neither
-    /// configured it measures nothing and only waits for a reload.
+    /// configured it measures nothing and only waits for shutdown.
     ///
     /// A budget is checked when the fleet changes (a spawn, an exit, an
-    /// activity change: what makes a session count or become eligible) and
-    /// after a reload. The remaining interval exists only where no event
-    /// says a check is due: memory grows without telling anyone (only
-    /// while `max_memory_mb` is set), a parked TTL expires with time (only
-    /// while `parked_ttl` is set), and a fleet over budget with nothing
-    /// eligible waits for a person to detach or unpin (only while it is
-    /// over budget).
+    /// activity change: what makes a session count or become eligible).
+    /// The remaining interval exists only where no event says a check is
+    /// due: memory grows without telling anyone (only while `max_memory_mb`
+    /// is set), a parked TTL expires with time (only while `parked_ttl` is
+    /// set), and a fleet over budget with nothing eligible waits for a
+    /// person to detach or unpin (only while it is over budget).
     pub async fn govern(self: Arc<Self>) {
-        let mut shutdown = self.shutdown_watch();
+        let mut shutdown = self.shutdown.watch();
         let mut fleet = self.activity.changes();
-        let mut reloads = self.config.reloads();
+        let budget = self.config.budget();
+        let ttl = self.config.parked_ttl().ok().flatten();
+        let measuring = budget.max_live.is_some() || budget.max_memory_bytes.is_some();
+        let interval = Duration::from_millis(self.config.check_interval_ms.max(100));
         let mut over_budget = false;
         let mut last_eviction = tokio::time::Instant::now();
         loop {
-            let config = &self.config.governor;
-            let budget = config.budget();
-            let ttl = config.parked_ttl().ok().flatten();
-            let measuring = budget.max_live.is_some() || budget.max_memory_bytes.is_some();
             let timed = budget.max_memory_bytes.is_some() || ttl.is_some() || over_budget;
-            let interval = Duration::from_millis(config.check_interval_ms.max(100));
             let tick = async {
                 match timed {
                     true => tokio::time::sleep(interval).await,
@@ -260,7 +299,6 @@ impl Daemon {
             };
             tokio::select! {
                 _ = fleet.changed(), if measuring => {}
-                _ = reloads.changed() => {}
                 _ = tick => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
@@ -269,8 +307,6 @@ impl Daemon {
             }
             if measuring {
                 over_budget = self.enforce_budget_now(&BTreeSet::new()).await.over_budget;
-            } else {
-                over_budget = false;
             }
             if let Some(ttl) = ttl
                 && last_eviction.elapsed() >= interval
@@ -384,11 +420,27 @@ impl GovernorConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, ProviderConfig};
+    use crate::config::ProviderConfig;
+
+    /// The two sections the check reads.
+    #[derive(Default)]
+    struct Sections {
+        governor: GovernorConfig,
+        providers: ProvidersConfig,
+    }
+
+    fn looks_like_auth_failure(
+        config: &Sections,
+        provider: &Provider,
+        screen: &str,
+        code: i32,
+    ) -> bool {
+        super::looks_like_auth_failure(&config.governor, &config.providers, provider, screen, code)
+    }
 
     #[test]
     fn only_agent_clis_or_providers_with_their_own_patterns_count_as_auth_failures() {
-        let mut config = Config::default();
+        let mut config = Sections::default();
         let deploy = Provider::Custom("deploy".into());
         let screen = "GET /status: 401 Unauthorized";
         assert!(looks_like_auth_failure(

@@ -18,7 +18,10 @@ use std::time::Duration;
 
 use hangar_store::Store;
 
-use crate::{Daemon, paths};
+use crate::os::Os;
+use crate::sessions::Sessions;
+use crate::shutdown::Shutdown;
+use crate::{Paths, paths};
 
 /// How often the home is checked when it cannot be watched or could not be
 /// re-created. Short, because a command run in the gap would start a second
@@ -32,11 +35,26 @@ fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-impl Daemon {
-    /// Watch the home until shutdown, restoring it when it disappears.
-    pub async fn watch_home(self: Arc<Self>) {
+/// The watch over the home: what it checks and what it writes again.
+pub struct HomeWatch {
+    pub paths: Paths,
+    pub sessions: Arc<Sessions>,
+    /// The start times of live processes, recorded in a new store.
+    pub os: Arc<dyn Os>,
+    pub shutdown: Shutdown,
+    /// The daemon's folder watcher: a change in the home or `run/` wakes it.
+    pub files: Arc<crate::file_watch::FileWatcher>,
+}
+
+impl HomeWatch {
+    /// Watch the home until shutdown, restoring it when it disappears;
+    /// `serve` is given each new listener.
+    pub async fn watch_home(
+        self: Arc<Self>,
+        serve: impl Fn(tokio::net::UnixListener) + Send + 'static,
+    ) {
         let mut opened = identity(&self.paths.store());
-        let mut shutdown = self.shutdown_watch();
+        let mut shutdown = self.shutdown.watch();
         // The home holds the store, `run/` the socket: a deletion, a rename
         // over the store or of the folders is reported by the folder watch
         // (which follows a deleted folder up to its parent and back).
@@ -71,7 +89,7 @@ impl Daemon {
                 Ok(listener) => {
                     failing = false;
                     opened = identity(&self.paths.store());
-                    tokio::spawn(crate::server::serve(self.clone(), listener));
+                    serve(listener);
                 }
                 Err(e) => {
                     failing = true;

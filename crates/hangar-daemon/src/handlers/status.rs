@@ -9,7 +9,8 @@ use crate::errors::ApiError;
 use crate::sessions::RunState;
 
 pub fn status(daemon: &Daemon) -> Value {
-    let memory_bytes = daemon.fleet_memory();
+    let config = daemon.config.snapshot();
+    let memory_bytes = daemon.governor.fleet_memory();
     daemon.sessions.read(|st| {
         let view = hangar_protocol::view::StatusView {
             daemon: hangar_protocol::view::DaemonView {
@@ -22,8 +23,8 @@ pub fn status(daemon: &Daemon) -> Value {
             dangerous: st.ws.settings.dangerous,
             notices: st.notices.clone(),
             budget: hangar_protocol::view::BudgetView {
-                max_live: daemon.config.governor.max_live,
-                max_memory_bytes: daemon.config.governor.budget().max_memory_bytes,
+                max_live: config.governor.max_live,
+                max_memory_bytes: config.governor.budget().max_memory_bytes,
                 live: st
                     .runtimes
                     .iter()
@@ -57,7 +58,7 @@ pub fn status(daemon: &Daemon) -> Value {
 }
 
 pub fn screen(daemon: &Daemon, session: &str, scrollback: Option<u32>) -> Result<Value, ApiError> {
-    let model = daemon.config.terminal.model();
+    let model = daemon.config.snapshot().terminal.model();
     daemon.sessions.read(|st| {
         let id = st.resolve_session(session)?;
         let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());

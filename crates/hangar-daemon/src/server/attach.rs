@@ -54,12 +54,13 @@ pub(super) async fn start_attach(
     // from here on never takes the session this person is attaching to.
     let viewer = daemon.activity.view(&session);
     if let RunState::Failed(reason) = daemon
+        .governor
         .wake_as(&session, crate::journal::Caller::Attach)
         .await?
     {
         return Err(ApiError::new(codes::FAILED, reason));
     }
-    daemon.touch_used(&session, false);
+    daemon.governor.touch_used(&session, false);
     let live = daemon
         .sessions
         .process(&session)
@@ -68,7 +69,7 @@ pub(super) async fn start_attach(
     if let Some((rows, cols)) = sizes.set(&session, client, Some((req.rows, req.cols))) {
         let _ = live.resize(rows, cols).await;
     }
-    let detach_key = daemon.config.attach.detach_key.clone();
+    let detach_key = daemon.config.snapshot().attach.detach_key.clone();
     conn.reply(Reply::ok(
         id,
         json!({"id": session.to_string(), "detach_key": detach_key}),
@@ -168,7 +169,7 @@ async fn forward_output(
 }
 
 /// Output chunks a client may be behind before it gets the current screen
-/// instead of the backlog (up to 1 MiB of PTY reads): a client that keeps
+/// instead of the backlog (up to 256 KiB of PTY reads): a client that keeps
 /// up gets every byte, one that fell behind never queues bulk output.
 const RESYNC_BACKLOG: usize = 64;
 

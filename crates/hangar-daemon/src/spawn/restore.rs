@@ -12,11 +12,11 @@ use std::time::Instant;
 use hangar_core::{RestorePlan, SessionId};
 use tokio::sync::Semaphore;
 
-use crate::Daemon;
 use crate::sessions::RunState;
+use crate::spawn::Spawner;
 use serde::Deserialize;
 
-impl Daemon {
+impl Spawner {
     /// Adopt the plan's workspace and mark every session's runtime; returns
     /// the sessions to spawn, in order.
     pub fn adopt_plan(&self, plan: RestorePlan) -> Vec<SessionId> {
@@ -58,7 +58,7 @@ impl Daemon {
             expected: ids.len(),
             hibernated,
         });
-        let sem = Arc::new(Semaphore::new(self.config.restore.concurrency));
+        let sem = Arc::new(Semaphore::new(self.restore.get().concurrency));
         let mut tasks = Vec::with_capacity(ids.len());
         for id in ids {
             let daemon = self.clone();

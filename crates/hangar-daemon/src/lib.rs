@@ -200,6 +200,10 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         ));
     }
     notices.extend(identity::duplicate_notices(&opened.workspace));
+    // Planned now so the loaded workspace moves into the plan instead of
+    // being copied (10,000 sessions are megabytes); it is adopted below,
+    // before the socket serves anyone.
+    let plan = RestorePlan::new(opened.workspace);
     let (shutdown, _) = watch::channel(false);
     let daemon = Arc::new(Daemon {
         paths: paths.clone(),
@@ -212,7 +216,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         cli_probe: Default::default(),
         proxy: hangar_proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
         activity: Arc::new(activity::Hub::new(&config.activity)),
-        sessions: Sessions::new(opened.workspace.clone(), opened.store, notices),
+        sessions: Sessions::new(Default::default(), opened.store, notices),
         shutdown,
     });
     daemon.end_orphans();
@@ -230,7 +234,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     }
 
-    let to_spawn = daemon.adopt_plan(RestorePlan::new(opened.workspace));
+    let to_spawn = daemon.adopt_plan(plan);
     let restorer = daemon.clone();
     tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
     tokio::spawn(daemon.clone().govern());

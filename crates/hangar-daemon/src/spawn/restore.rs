@@ -32,9 +32,9 @@ impl Daemon {
                     e.message
                 ));
             }
-            for id in &plan.hibernate {
-                st.runtime(id);
-            }
+            // A hibernated session gets no runtime until something wakes or
+            // watches it: without one it reads as hibernated, and 10,000 of
+            // them would cost a map entry and a watch channel each.
             // Shown as `spawning` until its slot comes (cleared by
             // `restore_spawn` once its wake has run).
             for id in &plan.spawn {

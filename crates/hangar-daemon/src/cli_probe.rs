@@ -14,11 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use crate::sessions::Sessions;
 use hangar_core::Provider;
 use hangar_core::cli_versions::{self, Tested, Version};
-use serde_json::{Value, json};
-
-use crate::Daemon;
+use hangar_providers::ProvidersConfig;
 pub use hangar_providers::cli_facts::CliFacts;
 use hangar_providers::cli_facts::reads_help;
 use hangar_providers::launch::{LaunchEnv, resolve_program};
@@ -110,12 +109,13 @@ impl CliProbe {
     }
 }
 
-impl Daemon {
-    fn program_of(&self, provider: &Provider) -> Option<PathBuf> {
+impl CliProbe {
+    /// The program `provider` runs by `[providers.*]` and `PATH`, if found.
+    pub fn program_of(provider: &Provider, providers: &ProvidersConfig) -> Option<PathBuf> {
         let var = |k: &str| std::env::var(k).ok();
         let mint = String::new;
         let env = LaunchEnv {
-            providers: &self.config.providers,
+            providers,
             var: &var,
             dangerous: false,
             mint: &mint,
@@ -125,70 +125,61 @@ impl Daemon {
 
     /// Before a session of `provider` starts: codex's facts (awaited: its
     /// command line depends on them); for claude and opencode, their
-    /// version is read in the background and `None` returned.
-    pub async fn cli_facts_before_start(self: &Arc<Self>, provider: &Provider) -> Option<CliFacts> {
+    /// version is read in the background and `None` returned. A CLI newer
+    /// than tested is a notice in `sessions`' status.
+    pub async fn cli_facts_before_start(
+        self: &Arc<Self>,
+        provider: &Provider,
+        providers: &ProvidersConfig,
+        sessions: &Arc<Sessions>,
+    ) -> Option<CliFacts> {
         if !matches!(
             provider,
             Provider::Claude | Provider::Codex | Provider::Opencode
         ) {
             return None;
         }
-        let program = self.program_of(provider)?;
+        let program = Self::program_of(provider, providers)?;
         if *provider == Provider::Codex {
-            let facts = self.cli_probe.facts(provider, &program).await;
-            self.notice_if_newer(provider, &facts);
+            let facts = self.facts(provider, &program).await;
+            self.notice_if_newer(provider, &facts, sessions);
             return Some(facts);
         }
-        let daemon = self.clone();
+        let probe = self.clone();
+        let sessions = sessions.clone();
         let provider = provider.clone();
         tokio::spawn(async move {
-            let facts = daemon.cli_probe.facts(&provider, &program).await;
-            daemon.notice_if_newer(&provider, &facts);
+            let facts = probe.facts(&provider, &program).await;
+            probe.notice_if_newer(&provider, &facts, &sessions);
         });
         None
     }
 
-    fn notice_if_newer(&self, provider: &Provider, facts: &CliFacts) {
-        if let Some(line) = self.cli_probe.first_notice(provider, facts) {
+    fn notice_if_newer(&self, provider: &Provider, facts: &CliFacts, sessions: &Sessions) {
+        if let Some(line) = self.first_notice(provider, facts) {
             tracing::warn!("{line}");
-            self.sessions.notice(line);
+            sessions.notice(line);
         }
     }
 
-    /// `hangar doctor`'s CLI section: each agent CLI found, its version and
-    /// the tested one.
-    pub async fn cli_report(self: &Arc<Self>) -> Value {
+    /// For `hangar doctor`: each agent CLI, with its program and facts when
+    /// it is installed.
+    pub async fn installed(
+        &self,
+        providers: &ProvidersConfig,
+    ) -> Vec<(Provider, Option<(PathBuf, CliFacts)>)> {
         let mut out = Vec::new();
         for provider in [Provider::Claude, Provider::Codex, Provider::Opencode] {
-            let tested = cli_versions::tested(&provider).map(|v| v.to_string());
-            let Some(program) = self.program_of(&provider) else {
-                out.push(json!({"provider": provider.name(), "program": null,
-                                "version": null, "tested": tested, "newer_than_tested": false}));
-                continue;
+            let found = match Self::program_of(&provider, providers) {
+                Some(program) => {
+                    let facts = self.facts(&provider, &program).await;
+                    Some((program, facts))
+                }
+                None => None,
             };
-            let facts = self.cli_probe.facts(&provider, &program).await;
-            let newer = matches!(
-                cli_versions::compare(&provider, facts.version),
-                Tested::Newer { .. }
-            );
-            let mut row = json!({
-                "provider": provider.name(),
-                "program": program.display().to_string(),
-                "version": facts.version.map(|v| v.to_string()),
-                "tested": tested,
-                "newer_than_tested": newer,
-            });
-            if let (true, Some(v), Some(t)) =
-                (newer, facts.version, cli_versions::tested(&provider))
-            {
-                row["notice"] = json!(cli_versions::newer_notice(&provider, v, t));
-            }
-            if provider == Provider::Codex {
-                row["no_daemon"] = json!(facts.no_daemon);
-            }
-            out.push(row);
+            out.push((provider, found));
         }
-        Value::Array(out)
+        out
     }
 }
 

@@ -17,8 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::RwLock;
-use std::time::Duration;
+use std::sync::{Arc, RwLock};
 
 use serde::Deserialize;
 
@@ -105,16 +104,14 @@ impl Config {
         }
         Ok(config)
     }
-
-    pub fn spawn_timeout(&self) -> Duration {
-        Duration::from_secs(self.restore.spawn_timeout_secs.max(1))
-    }
 }
 
 /// The daemon's settings, replaced whole when config.toml is read again.
 ///
-/// It derefs to the current `Config`, so every `daemon.config.x` reads the
-/// latest settings. Each version is leaked on purpose: a reference taken
+/// A request takes one [`LiveConfig::snapshot`] and hands each subsystem the
+/// section it needs; a subsystem that reads a reloadable section on its own
+/// (a spawn, a notification) holds a [`Section`] of it. It also derefs to
+/// the current `Config`, for the tests. Each version is leaked on purpose: a reference taken
 /// before a reload (held across an await, say) must stay valid, and a
 /// version is only made when the file changed (a few KB per edit a person
 /// made), so the leak is bounded by the edits of one daemon's life.
@@ -138,8 +135,9 @@ impl LiveConfig {
         }
     }
 
-    /// The settings in use now.
-    pub fn get(&self) -> &'static Config {
+    /// The settings in use now: taken once per request, so one request
+    /// never mixes two versions.
+    pub fn snapshot(&self) -> &'static Config {
         // A poisoned lock still holds a valid reference.
         *self.current.read().unwrap_or_else(|p| p.into_inner())
     }
@@ -165,7 +163,41 @@ impl LiveConfig {
 impl std::ops::Deref for LiveConfig {
     type Target = Config;
     fn deref(&self) -> &Config {
-        self.get()
+        self.snapshot()
+    }
+}
+
+/// One section of the live settings, for a subsystem that reads it while it
+/// runs (not on behalf of one request): each `get` is the section of the
+/// settings in use then, so a reload takes effect at the next use.
+pub struct Section<T: 'static> {
+    live: Arc<LiveConfig>,
+    pick: fn(&Config) -> &T,
+}
+
+impl<T: 'static> Clone for Section<T> {
+    fn clone(&self) -> Self {
+        Section {
+            live: self.live.clone(),
+            pick: self.pick,
+        }
+    }
+}
+
+impl<T: 'static> Section<T> {
+    /// The section as it is now.
+    pub fn get(&self) -> &'static T {
+        (self.pick)(self.live.snapshot())
+    }
+}
+
+impl LiveConfig {
+    /// A subsystem's view of one section, e.g. `live.section(|c| &c.notify)`.
+    pub fn section<T: 'static>(self: &Arc<Self>, pick: fn(&Config) -> &T) -> Section<T> {
+        Section {
+            live: self.clone(),
+            pick,
+        }
     }
 }
 
@@ -291,12 +323,12 @@ mod tests {
         let p = dir.path().join("config.toml");
         std::fs::write(&p, "[providers.aider]\nprogram = \"aider\"\n").unwrap();
         let live = LiveConfig::new(Config::load(&p).unwrap());
-        let before = live.get() as *const Config;
+        let before = live.snapshot() as *const Config;
         std::fs::write(&p, "[providers.aider\n").unwrap();
         assert!(live.reload(&p).is_err());
         assert!(live.providers.contains_key("aider"));
         std::fs::write(&p, "[providers.aider]\nprogram = \"aider\"\n").unwrap();
         assert!(!live.reload(&p).unwrap().changed);
-        assert_eq!(live.get() as *const Config, before, "no new version");
+        assert_eq!(live.snapshot() as *const Config, before, "no new version");
     }
 }

@@ -9,13 +9,24 @@
 //! a bounded number of times. A prompt that still started nothing is
 //! reported as not delivered. Another Enter on an empty input box does
 //! nothing in claude or codex, so a retry after a slow signal is harmless.
+//!
+//! `Delivery` is built with the session owner, the activity monitor (is a
+//! turn running, did a hook see it start) and identity (OpenCode's typed
+//! prompts); `send` is what `hangar send` and an agent's prompt share.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_core::{Provider, SessionId};
+use hangar_protocol::message::codes;
+use serde_json::{Value, json};
 
-use crate::Daemon;
+use crate::activity::Monitor;
+use crate::errors::ApiError;
+use crate::identity::Identity;
 use crate::pty::LiveProcess;
+use crate::sessions::Sessions;
+use crate::spawn::short;
 use hangar_providers::transcript::turns::{self, TurnMark};
 
 /// How long each Enter is given to show a turn start; one entry per Enter.
@@ -29,6 +40,10 @@ const ATTEMPT_WAITS: [Duration; 3] = [
 const ECHO_WAIT: Duration = Duration::from_millis(1000);
 
 const POLL: Duration = Duration::from_millis(25);
+
+/// The gap between typing a prompt and pressing Enter, so a TUI that treats
+/// a fast burst as a paste does not swallow the Enter.
+const ENTER_DELAY: Duration = Duration::from_millis(30);
 
 /// What came of pressing Enter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,7 +65,116 @@ pub struct Before {
     since_ms: u64,
 }
 
-impl Daemon {
+/// Typing into sessions and confirming the turns it starts.
+pub struct Delivery {
+    sessions: Arc<Sessions>,
+    monitor: Arc<Monitor>,
+    identity: Arc<Identity>,
+}
+
+impl Delivery {
+    pub fn new(
+        sessions: Arc<Sessions>,
+        monitor: Arc<Monitor>,
+        identity: Arc<Identity>,
+    ) -> Delivery {
+        Delivery {
+            sessions,
+            monitor,
+            identity,
+        }
+    }
+
+    /// Type `text` into session `id` (already woken by the caller) and, with
+    /// `enter`, submit it and make sure a turn started: `hangar send`'s
+    /// answer. A prompt typed but never submitted is an error whose detail
+    /// says `"delivered": false`.
+    pub async fn send(&self, id: &SessionId, text: &str, enter: bool) -> Result<Value, ApiError> {
+        let id = id.clone();
+        let live = self.sessions.process(&id).ok_or_else(|| {
+            ApiError::new(
+                codes::FAILED,
+                format!("session {} is not running", short(&id)),
+            )
+        })?;
+        let write = |e: std::io::Error| {
+            ApiError::new(
+                codes::FAILED,
+                format!("cannot type into {}: {e}", short(&id)),
+            )
+        };
+        let _typing = live.typing().await;
+        // Only a prompt typed into an agent ready for one starts a turn
+        // hangar can watch for; anything else (a bare Enter too) is typed
+        // and Entered once.
+        let before = if enter && !text.trim().is_empty() && self.expects_turn(&id) {
+            self.before_prompt(&id).await
+        } else {
+            None
+        };
+        let screen_before = live.text();
+        if live.bracketed_paste() {
+            let mut bytes = b"\x1b[200~".to_vec();
+            bytes.extend_from_slice(text.as_bytes());
+            bytes.extend_from_slice(b"\x1b[201~");
+            live.write(&bytes).await.map_err(write)?;
+        } else {
+            live.write(text.as_bytes()).await.map_err(write)?;
+        }
+        let mut delivery = None;
+        if enter {
+            self.wait_echo(&live, &screen_before).await;
+            tokio::time::sleep(ENTER_DELAY).await;
+            match &before {
+                Some(before) => {
+                    // The time is taken before the first Enter, so the
+                    // agent's reply is never older.
+                    let submitted = self
+                        .submit(&id, &live, before, |at| self.monitor.note_input(&id, at))
+                        .await
+                        .map_err(write)?;
+                    delivery = Some(submitted);
+                }
+                None => {
+                    let typed_at = crate::now_ms();
+                    live.write(b"\r").await.map_err(write)?;
+                    self.monitor.note_input(&id, typed_at);
+                }
+            }
+            self.identity.note_typed(&id, text);
+        }
+        self.sessions.touch(&id, crate::now_ms());
+        // The text is typed: a last-use time the disk cannot take (full,
+        // read-only) must not turn a delivered send into an error.
+        if let Err(e) = self.sessions.edit(|st| st.save_observed(&[])) {
+            tracing::warn!("cannot store the last use of {id}: {}", e.message);
+        }
+        let (confirmed, enters) = match delivery {
+            Some(Submitted::NotDelivered { enters }) => {
+                let mut err = ApiError::new(
+                    codes::FAILED,
+                    format!(
+                        "the prompt was typed into {} but no turn started after {enters} Enters; \
+                         it is probably still in its input box. `hangar attach {}` shows it",
+                        short(&id),
+                        short(&id)
+                    ),
+                );
+                err.detail = json!({"id": id.to_string(), "delivered": false, "enters": enters});
+                return Err(err);
+            }
+            Some(Submitted::Confirmed { enters }) => (Some(true), Some(enters)),
+            Some(Submitted::Unconfirmed) => (Some(false), Some(1)),
+            None => (None, enter.then_some(1)),
+        };
+        Ok(json!({
+            "id": id.to_string(),
+            "sent": text.len(),
+            "confirmed": confirmed,
+            "enters": enters,
+        }))
+    }
+
     /// Whether a prompt typed into `id` now should start a turn that can be
     /// watched for: a claude or codex session that is not mid-turn or
     /// waiting on the person (text typed then answers a question or is
@@ -60,7 +184,7 @@ impl Daemon {
         if !provider.as_ref().is_some_and(turns::is_readable_provider) {
             return false;
         }
-        !self.is_busy(id)
+        !self.monitor.is_busy(id)
     }
 
     /// The facts before a prompt is typed into `id`.
@@ -127,7 +251,7 @@ impl Daemon {
 
     /// Whether anything shows that a turn started since `before`.
     async fn turn_started(&self, id: &SessionId, live: &LiveProcess, before: &Before) -> bool {
-        if live.exited().is_some() || self.prompt_submitted_since(id, before.since_ms) {
+        if live.exited().is_some() || self.monitor.prompt_submitted_since(id, before.since_ms) {
             return true;
         }
         let Some(meta) = self.sessions.meta(id) else {
@@ -150,7 +274,7 @@ impl Daemon {
         let Some(meta) = self.sessions.meta(id) else {
             return false;
         };
-        if matches!(meta.provider, Provider::Claude) && self.hooks_installed() {
+        if matches!(meta.provider, Provider::Claude) && self.monitor.hooks_installed() {
             return true;
         }
         tokio::task::spawn_blocking(move || turns::transcript_path(&meta).is_some())

@@ -9,28 +9,45 @@
 //! attached), nor a parent without its whole close cascade (no orphaned
 //! children), and both close through the same path as `hangar close`, so
 //! clean worktrees are removed and ones holding work are reported.
+//!
+//! These are the `Governor`'s (its loop evicts too); the requests' answers
+//! are built in `handlers/fleet.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::sync::Arc;
 
 use hangar_core::governor::{stale_parked, whole_cascades};
 use hangar_core::in_use::{InUse, in_use_when_evicting, is_idle};
 use hangar_core::{Provider, SessionId, SessionMeta};
-use hangar_protocol::message::codes;
 use serde_json::{Value, json};
 
-use crate::Daemon;
 use crate::errors::ApiError;
+use crate::governor::Governor;
 use crate::journal::{CloseCause, Event};
 use crate::sessions::RunState;
 use crate::spawn::short;
 
 /// What a close of many candidates may take: whole close cascades, and the
 /// candidates skipped with the reason (JSON rows for the reply).
-struct CascadePlan {
-    groups: Vec<Vec<SessionId>>,
-    skipped: Vec<Value>,
+pub struct CascadePlan {
+    pub groups: Vec<Vec<SessionId>>,
+    pub skipped: Vec<Value>,
+}
+
+/// What an evict did, or in a dry run would do: rows for the reply.
+pub struct Evicted {
+    pub evicted: Vec<Value>,
+    pub skipped: Vec<Value>,
+    pub kept_worktrees: Vec<Value>,
+    pub removed_worktrees: Vec<Value>,
+}
+
+/// What a close of idle agents did: rows for the reply.
+pub struct ClosedIdle {
+    pub closed: Vec<String>,
+    pub skipped: Vec<Value>,
+    pub kept_worktrees: Vec<Value>,
+    pub removed_worktrees: Vec<Value>,
 }
 
 /// The shell command that resumes a session's conversation outside hangar.
@@ -59,7 +76,7 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-impl Daemon {
+impl Governor {
     /// Remove parked records untouched for longer than `older_than_ms`.
     ///
     /// A record in use (mid-turn, waiting for the person, attached) is
@@ -68,10 +85,10 @@ impl Daemon {
     /// not at all, so no child is left running as an orphan. Every skip is
     /// reported with its reason.
     pub async fn evict_parked(
-        self: &Arc<Self>,
+        &self,
         older_than_ms: u64,
         dry_run: bool,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Evicted, ApiError> {
         let now = crate::now_ms();
         let stale: Vec<SessionId> = self
             .sessions
@@ -90,14 +107,9 @@ impl Daemon {
             }
             let rows = self.evicted_rows(&group);
             if !dry_run {
-                let (kept, removed) = crate::handlers::sessions::close_sessions(
-                    self,
-                    &group,
-                    false,
-                    CloseCause::Evicted,
-                    &group,
-                )
-                .await?;
+                let (kept, removed) = self
+                    .close_sessions(&group, false, CloseCause::Evicted, &group)
+                    .await?;
                 kept_worktrees.extend(kept);
                 removed_worktrees.extend(removed);
                 self.record_evicted(&rows, now);
@@ -109,13 +121,12 @@ impl Daemon {
             }
             evicted.extend(rows);
         }
-        Ok(json!({
-            "evicted": evicted,
-            "skipped": skipped,
-            "dry_run": dry_run,
-            "kept_worktrees": kept_worktrees,
-            "removed_worktrees": removed_worktrees,
-        }))
+        Ok(Evicted {
+            evicted,
+            skipped,
+            kept_worktrees,
+            removed_worktrees,
+        })
     }
 
     /// Split `candidates` into whole close cascades that may go (every
@@ -171,7 +182,7 @@ impl Daemon {
             RunState::Live | RunState::Spawning
         );
         in_use_when_evicting(self.activity.viewers(id), running, || {
-            self.activity_of(id).0
+            self.monitor.activity_of(id).0
         })
         .map(InUse::reason)
     }
@@ -232,7 +243,7 @@ impl Daemon {
     }
 
     /// Stop the processes of `ids` and remove them from the model.
-    pub async fn stop_and_remove(self: &Arc<Self>, ids: &[SessionId]) -> Result<(), ApiError> {
+    pub async fn stop_and_remove(&self, ids: &[SessionId]) -> Result<(), ApiError> {
         let lives: Vec<_> = {
             self.sessions.edit(|st| {
                 ids.iter()
@@ -245,9 +256,10 @@ impl Daemon {
                     .collect()
             })
         };
-        futures::future::join_all(lives.iter().map(|l| self.stop_process(l))).await;
+        futures::future::join_all(lives.iter().map(|l| self.spawner.stop_process(l))).await;
         let saved = self.sessions.edit(|st| {
-            self.orchestration_closed(&st.ws, ids);
+            self.orchestration
+                .remember_closed(&st.ws, ids, self.mcp.get().tombstone_keep_ms());
             st.ws.remove_sessions(ids);
             for id in ids {
                 st.runtimes.remove(id);
@@ -257,7 +269,7 @@ impl Daemon {
         });
         // Off the lock: removes each session's hook settings file.
         for id in ids {
-            self.forget_activity(id);
+            self.monitor.forget_activity(id);
         }
         saved
     }
@@ -281,15 +293,10 @@ impl Daemon {
         })
     }
 
-    /// Close agents inactive for longer than `older_than_ms`. Like evict, a
-    /// parent goes only with its whole cascade and only when all of it is
-    /// idle; sessions in use (mid-turn, waiting, attached) stay.
-    pub async fn close_idle(
-        self: &Arc<Self>,
-        older_than_ms: u64,
-        include_live: bool,
-        yes: bool,
-    ) -> Result<Value, ApiError> {
+    /// The agents inactive for longer than `older_than_ms`, as whole close
+    /// cascades that may go, and the ones skipped with why: what a close of
+    /// idle agents would close.
+    pub fn idle_plan(&self, older_than_ms: u64, include_live: bool) -> CascadePlan {
         let now = crate::now_ms();
         let idle: Vec<SessionId> = {
             let ids: Vec<SessionId> = self
@@ -299,24 +306,19 @@ impl Daemon {
                 .filter(|id| self.idle_candidate(id, now, older_than_ms, include_live))
                 .collect()
         };
-        let plan = self.plan_whole_cascades(&idle, false);
+        self.plan_whole_cascades(&idle, false)
+    }
+
+    /// Close the groups of `plan` (from `idle_plan`). Like evict, a parent
+    /// goes only with its whole cascade and only when all of it is idle;
+    /// sessions in use (mid-turn, waiting, attached) stay.
+    pub async fn close_idle(
+        &self,
+        plan: CascadePlan,
+        older_than_ms: u64,
+        include_live: bool,
+    ) -> Result<ClosedIdle, ApiError> {
         let mut skipped = plan.skipped;
-        if !yes {
-            let would: Vec<String> = plan
-                .groups
-                .iter()
-                .flatten()
-                .map(|s| s.to_string())
-                .collect();
-            return Err(ApiError {
-                code: codes::NEEDS_CONFIRMATION,
-                message: format!(
-                    "{} idle session(s) would be closed; pass --yes to close them",
-                    would.len()
-                ),
-                detail: json!({"would_close": would, "skipped": skipped}),
-            });
-        }
         let mut closed = Vec::new();
         let mut kept_worktrees = Vec::new();
         let mut removed_worktrees = Vec::new();
@@ -334,24 +336,56 @@ impl Daemon {
                 skipped.extend(self.skip_rows(&group, &id, why));
                 continue;
             }
-            let (kept, removed) = crate::handlers::sessions::close_sessions(
-                self,
-                &group,
-                false,
-                CloseCause::Idle,
-                &group,
-            )
-            .await?;
+            let (kept, removed) = self
+                .close_sessions(&group, false, CloseCause::Idle, &group)
+                .await?;
             kept_worktrees.extend(kept);
             removed_worktrees.extend(removed);
             closed.extend(group.iter().map(|s| s.to_string()));
         }
-        Ok(json!({
-            "closed": closed,
-            "skipped": skipped,
-            "kept_worktrees": kept_worktrees,
-            "removed_worktrees": removed_worktrees,
-        }))
+        Ok(ClosedIdle {
+            closed,
+            skipped,
+            kept_worktrees,
+            removed_worktrees,
+        })
+    }
+
+    /// Stop every process of `ids` and remove them from the model, then
+    /// remove their clean worktrees. Returns the worktrees kept (they hold
+    /// work) and removed, for the reply. Every close path goes through here
+    /// (close, tab close, evict, close-idle, an agent's close), so none
+    /// leaves a worktree behind; each closed session is journaled with
+    /// `cause` when it is one of `named`, as `cascade` otherwise.
+    pub async fn close_sessions(
+        &self,
+        ids: &[SessionId],
+        delete_branch: bool,
+        cause: CloseCause,
+        named: &[SessionId],
+    ) -> Result<(Vec<Value>, Vec<Value>), ApiError> {
+        let worktrees: Vec<_> = {
+            self.sessions.read(|st| {
+                ids.iter()
+                    .filter_map(|id| Some((id.clone(), st.ws.sessions.get(id)?.worktree.clone()?)))
+                    .collect()
+            })
+        };
+        self.stop_and_remove(ids).await?;
+        for id in ids {
+            self.journal.record(Event::Close {
+                session: id.to_string(),
+                cause: if named.contains(id) {
+                    cause
+                } else {
+                    CloseCause::Cascade
+                },
+            });
+        }
+        Ok(self
+            .worktrees
+            .clean_up_worktrees(worktrees, delete_branch)
+            .await)
     }
 }
 

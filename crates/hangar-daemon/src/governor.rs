@@ -6,6 +6,12 @@
 //! It never touches a session that is visible, attached, pinned, mid-turn
 //! or waiting for the user; when nothing qualifies it reports "over budget" in `status`
 //! and leaves the fleet alone.
+//!
+//! The `Governor` sits on the `Spawner`: its `wake_as` is the spawner's wake
+//! followed by making room, and it hibernates through the spawner. Eviction
+//! and close-idle (eviction.rs) and the close path every closer shares are
+//! its methods too. It gets `[governor]` by value when built (machinery:
+//! its interval, budget and TTL never change while it runs).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -15,10 +21,16 @@ use hangar_core::governor::{BudgetDecision, LiveFacts, enforce_budget};
 use hangar_core::in_use::{InUse, counts_toward_budget, in_use, touch_is_due};
 use hangar_core::{Placement, Provider, SessionId};
 
-use crate::Daemon;
-use crate::activity::Activity;
-use crate::journal::{Event, HibernateReason};
-use crate::sessions::RunState;
+use crate::activity::{Activity, Hub, Monitor};
+use crate::errors::ApiError;
+use crate::journal::{Caller, Event, HibernateReason, Journal};
+use crate::orchestration::{McpConfig, Orchestration};
+use crate::sessions::{RunState, Sessions};
+use crate::shutdown::Shutdown;
+use crate::spawn::Spawner;
+use crate::worktree::Worktrees;
+use crate::{Paths, config::Section};
+use hangar_providers::ProvidersConfig;
 use serde::Deserialize;
 
 /// Resident memory of each process tree rooted at `roots`, in bytes, read
@@ -75,22 +87,19 @@ pub fn tree_memory(roots: &[u32]) -> HashMap<u32, u64> {
 /// (`hangar_providers::auth_failure`), by `[providers.NAME]` and the
 /// `[governor]` rules.
 pub fn looks_like_auth_failure(
-    config: &crate::config::Config,
+    governor: &GovernorConfig,
+    providers: &ProvidersConfig,
     provider: &Provider,
     screen: &str,
     code: i32,
 ) -> bool {
-    let patterns = config.governor.auth_patterns();
+    let patterns = governor.auth_patterns();
     let global = hangar_providers::auth_failure::AuthRules {
         patterns: &patterns,
-        exit_codes: &config.governor.auth_exit_codes,
+        exit_codes: &governor.auth_exit_codes,
     };
     hangar_providers::auth_failure::looks_like_auth_failure(
-        &config.providers,
-        global,
-        provider,
-        screen,
-        code,
+        providers, global, provider, screen, code,
     )
 }
 
@@ -103,7 +112,43 @@ pub struct BudgetStatus {
     pub reason: Option<String>,
 }
 
-impl Daemon {
+/// The resource governor: the live budget, evict and close-idle, and the
+/// close path.
+pub struct Governor {
+    pub(crate) paths: Paths,
+    pub(crate) sessions: Arc<Sessions>,
+    pub(crate) journal: Arc<Journal>,
+    /// Who views each session (attached clients).
+    pub(crate) activity: Arc<Hub>,
+    pub(crate) monitor: Arc<Monitor>,
+    pub(crate) spawner: Arc<Spawner>,
+    pub(crate) worktrees: Arc<Worktrees>,
+    /// Tombstones of closed orchestration children.
+    pub(crate) orchestration: Arc<Orchestration>,
+    pub(crate) mcp: Section<McpConfig>,
+    /// `[governor]` as at start.
+    pub(crate) config: GovernorConfig,
+    pub(crate) shutdown: Shutdown,
+}
+
+impl Governor {
+    /// Make `id` live on behalf of a person at the command line.
+    pub async fn wake(&self, id: &SessionId) -> Result<RunState, ApiError> {
+        self.wake_as(id, Caller::Cli).await
+    }
+
+    /// Make `id` live (`Spawner::wake_as`), then hibernate what the budget
+    /// asks to make room for it. A restore spawns the visible panes without
+    /// looking at the budget.
+    pub async fn wake_as(&self, id: &SessionId, caller: Caller) -> Result<RunState, ApiError> {
+        let state = self.spawner.wake_as(id, caller).await?;
+        if state == RunState::Live && caller != Caller::Restore {
+            let protect = BTreeSet::from([id.clone()]);
+            self.enforce_budget_now(&protect).await;
+        }
+        Ok(state)
+    }
+
     /// Facts about every live agent session.
     fn live_facts(&self) -> Vec<LiveFacts> {
         let snapshot: Vec<(SessionId, hangar_core::SessionMeta, u32, bool, bool, bool)> = {
@@ -134,7 +179,7 @@ impl Daemon {
         snapshot
             .into_iter()
             .map(|(id, meta, pid, visible, viewed, pinned)| {
-                let (activity, _) = self.activity_of(&id);
+                let (activity, _) = self.monitor.activity_of(&id);
                 LiveFacts {
                     id,
                     last_active_ms: meta.last_active_ms,
@@ -173,15 +218,12 @@ impl Daemon {
     /// waiting for the person), if so: what evict, close-idle and the budget
     /// must never interrupt.
     pub fn in_use(&self, id: &SessionId) -> Option<&'static str> {
-        in_use(self.activity.viewers(id), || self.activity_of(id).0).map(InUse::reason)
+        in_use(self.activity.viewers(id), || self.monitor.activity_of(id).0).map(InUse::reason)
     }
 
     /// Check the budget once and hibernate what the rules choose.
-    pub async fn enforce_budget_now(
-        self: &Arc<Self>,
-        protect: &BTreeSet<SessionId>,
-    ) -> BudgetDecision {
-        let budget = self.config.governor.budget();
+    pub async fn enforce_budget_now(&self, protect: &BTreeSet<SessionId>) -> BudgetDecision {
+        let budget = self.config.budget();
         let facts = self.live_facts();
         let decision = enforce_budget(&facts, budget, protect);
         let memory: u64 = facts.iter().map(|f| f.memory_bytes).sum();
@@ -215,7 +257,7 @@ impl Daemon {
         }
         for id in &decision.hibernate {
             tracing::info!("over budget: hibernating {id}");
-            if self.hibernate_session(id).await.is_ok() {
+            if self.spawner.hibernate_session(id).await.is_ok() {
                 self.journal.record(Event::Hibernate {
                     session: id.to_string(),
                     reason: HibernateReason::Budget,
@@ -227,8 +269,8 @@ impl Daemon {
 
     /// The governor loop: budget checks and the parked TTL.
     pub async fn govern(self: Arc<Self>) {
-        let interval = Duration::from_millis(self.config.governor.check_interval_ms.max(100));
-        let mut shutdown = self.shutdown_watch();
+        let interval = Duration::from_millis(self.config.check_interval_ms.max(100));
+        let mut shutdown = self.shutdown.watch();
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}
@@ -238,7 +280,7 @@ impl Daemon {
                 return;
             }
             self.enforce_budget_now(&BTreeSet::new()).await;
-            if let Ok(Some(ttl)) = self.config.governor.parked_ttl() {
+            if let Ok(Some(ttl)) = self.config.parked_ttl() {
                 let _ = self.evict_parked(ttl.as_millis() as u64, false).await;
             }
         }
@@ -345,11 +387,27 @@ impl GovernorConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, ProviderConfig};
+    use crate::config::ProviderConfig;
+
+    /// The two sections the check reads.
+    #[derive(Default)]
+    struct Sections {
+        governor: GovernorConfig,
+        providers: ProvidersConfig,
+    }
+
+    fn looks_like_auth_failure(
+        config: &Sections,
+        provider: &Provider,
+        screen: &str,
+        code: i32,
+    ) -> bool {
+        super::looks_like_auth_failure(&config.governor, &config.providers, provider, screen, code)
+    }
 
     #[test]
     fn only_agent_clis_or_providers_with_their_own_patterns_count_as_auth_failures() {
-        let mut config = Config::default();
+        let mut config = Sections::default();
         let deploy = Provider::Custom("deploy".into());
         let screen = "GET /status: 401 Unauthorized";
         assert!(looks_like_auth_failure(

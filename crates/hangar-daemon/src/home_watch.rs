@@ -17,7 +17,10 @@ use std::time::Duration;
 
 use hangar_store::Store;
 
-use crate::{Daemon, paths};
+use crate::os::Os;
+use crate::sessions::Sessions;
+use crate::shutdown::Shutdown;
+use crate::{Paths, paths};
 
 /// How often the home is checked. Short, because a command run in the gap
 /// would start a second daemon.
@@ -28,11 +31,24 @@ fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-impl Daemon {
-    /// Watch the home until shutdown, restoring it when it disappears.
-    pub async fn watch_home(self: Arc<Self>) {
+/// The watch over the home: what it checks and what it writes again.
+pub struct HomeWatch {
+    pub paths: Paths,
+    pub sessions: Arc<Sessions>,
+    /// The start times of live processes, recorded in a new store.
+    pub os: Arc<dyn Os>,
+    pub shutdown: Shutdown,
+}
+
+impl HomeWatch {
+    /// Watch the home until shutdown, restoring it when it disappears;
+    /// `serve` is given each new listener.
+    pub async fn watch_home(
+        self: Arc<Self>,
+        serve: impl Fn(tokio::net::UnixListener) + Send + 'static,
+    ) {
         let mut opened = identity(&self.paths.store());
-        let mut shutdown = self.shutdown_watch();
+        let mut shutdown = self.shutdown.watch();
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(CHECK_EVERY) => {}
@@ -45,7 +61,7 @@ impl Daemon {
             match self.restore_home(store_ok) {
                 Ok(listener) => {
                     opened = identity(&self.paths.store());
-                    tokio::spawn(crate::server::serve(self.clone(), listener));
+                    serve(listener);
                 }
                 Err(e) => {
                     // Tried again at the next check; said once per cause.

@@ -24,6 +24,7 @@ pub mod pty;
 pub mod reload;
 pub mod server;
 pub mod sessions;
+pub mod shutdown;
 pub mod spawn;
 pub mod strays;
 pub mod tmux_adoption;
@@ -43,34 +44,153 @@ use tokio::sync::watch;
 pub use crate::config::Config;
 pub use crate::os::{now_ms, wall_ms};
 use crate::sessions::Sessions;
+use crate::shutdown::Shutdown;
 pub use hangar_protocol::paths::{self, Paths};
 
+/// The daemon: the shared pieces and the subsystems built on them, which
+/// handlers and the server use. Each subsystem holds only the pieces it
+/// needs; they are layered without cycles (see ARCHITECTURE.md): the leaves
+/// (activity, identity, the CLI probe, worktrees, proxy grants,
+/// orchestration's tokens), delivery on activity and identity, the spawner
+/// on the leaves, the governor on the spawner, the agent tools on top.
 pub struct Daemon {
     pub paths: Paths,
-    /// The settings in use; `hangar reload` reads config.toml again.
-    pub config: config::LiveConfig,
+    /// The settings in use; `hangar reload` reads config.toml again. A
+    /// request takes one snapshot of it.
+    pub config: Arc<config::LiveConfig>,
     /// The clock, signals and process facts (a fake in unit tests).
     pub os: Arc<dyn os::Os>,
-    pub journal: journal::Journal,
-    pub queue: spawn::queue::WakeQueue,
+    pub journal: Arc<journal::Journal>,
+    pub queue: Arc<spawn::queue::WakeQueue>,
     /// The recording proxy shared by every session; started lazily.
-    pub proxy: hangar_proxy::Proxy,
+    pub proxy: Arc<hangar_proxy::Proxy>,
     /// Every session's activity (working, waiting, idle) and its viewers.
     pub activity: Arc<activity::Hub>,
-    /// MCP tokens, turn marks, tombstones and first prompts of agents.
-    pub orchestration: orchestration::Orchestration,
-    /// Prompts hangar typed into each session (OpenCode's identity proof).
-    pub typed: identity::opencode::TypedLog,
-    /// Installed agent CLIs' versions and flags.
-    pub cli_probe: cli_probe::CliProbe,
     /// The workspace model, the store and every session's runtime.
-    pub sessions: Sessions,
-    shutdown: watch::Sender<bool>,
+    pub sessions: Arc<Sessions>,
+    /// What each session is doing, read from its sources.
+    pub monitor: Arc<activity::Monitor>,
+    /// Which provider conversation each session is.
+    pub identity: Arc<identity::Identity>,
+    /// Installed agent CLIs' versions and flags.
+    pub cli_probe: Arc<cli_probe::CliProbe>,
+    pub worktrees: Arc<worktree::Worktrees>,
+    /// Typing prompts into sessions and confirming their turns.
+    pub delivery: Arc<delivery::Delivery>,
+    /// Wake (without the budget), launch, stop, hibernate, restore.
+    pub spawner: Arc<spawn::Spawner>,
+    /// The budget, waking with room made, evict, close-idle, close.
+    pub governor: Arc<governor::Governor>,
+    /// The MCP tools agents call.
+    pub agents: Arc<orchestration::AgentTools>,
+    shutdown: Shutdown,
 }
 
 impl Daemon {
+    /// Build the daemon's parts for `paths` with `config` and the sessions
+    /// loaded from its store; nothing is started.
+    pub fn new(paths: Paths, config: Config, os: Arc<dyn os::Os>, sessions: Sessions) -> Daemon {
+        let sessions = Arc::new(sessions);
+        let journal = Arc::new(journal::Journal::new(paths.home.join("journal.jsonl")));
+        let queue = Arc::new(spawn::queue::WakeQueue::new(config.governor.queue_limits()));
+        let proxy = Arc::new(hangar_proxy::Proxy::new(
+            config.proxy.clone(),
+            paths.home.clone(),
+        ));
+        let activity = Arc::new(activity::Hub::new(&config.activity));
+        let orchestration = Arc::new(orchestration::Orchestration::new(paths.home.clone()));
+        let shutdown = Shutdown::default();
+        let governor_config = config.governor.clone();
+        let activity_config = config.activity.clone();
+        let config = Arc::new(config::LiveConfig::new(config));
+
+        let monitor = Arc::new(activity::Monitor {
+            sessions: sessions.clone(),
+            activity: activity.clone(),
+            settings: activity_config,
+            notify: config.section(|c| &c.notify),
+            paths: paths.clone(),
+            shutdown: shutdown.clone(),
+        });
+        let identity = Arc::new(identity::Identity::new(sessions.clone()));
+        let cli_probe = Arc::new(cli_probe::CliProbe::default());
+        let worktrees = Arc::new(worktree::Worktrees::new(sessions.clone(), paths.clone()));
+        let grants = Arc::new(proxy_observer::ProxyGrants::new(
+            sessions.clone(),
+            proxy.clone(),
+            activity.clone(),
+            identity.clone(),
+        ));
+        let delivery = Arc::new(delivery::Delivery::new(
+            sessions.clone(),
+            monitor.clone(),
+            identity.clone(),
+        ));
+        let spawner = Arc::new(spawn::Spawner {
+            paths: paths.clone(),
+            sessions: sessions.clone(),
+            journal: journal.clone(),
+            os: os.clone(),
+            queue: queue.clone(),
+            identity: identity.clone(),
+            monitor: monitor.clone(),
+            cli_probe: cli_probe.clone(),
+            grants,
+            orchestration: orchestration.clone(),
+            governor: governor_config.clone(),
+            providers: config.section(|c| &c.providers),
+            restore: config.section(|c| &c.restore),
+            mcp: config.section(|c| &c.mcp),
+            terminal: config.section(|c| &c.terminal),
+        });
+        let governor = Arc::new(governor::Governor {
+            paths: paths.clone(),
+            sessions: sessions.clone(),
+            journal: journal.clone(),
+            activity: activity.clone(),
+            monitor: monitor.clone(),
+            spawner: spawner.clone(),
+            worktrees: worktrees.clone(),
+            orchestration: orchestration.clone(),
+            mcp: config.section(|c| &c.mcp),
+            config: governor_config,
+            shutdown: shutdown.clone(),
+        });
+        let agents = Arc::new(orchestration::AgentTools {
+            sessions: sessions.clone(),
+            journal: journal.clone(),
+            orchestration,
+            governor: governor.clone(),
+            spawner: spawner.clone(),
+            monitor: monitor.clone(),
+            delivery: delivery.clone(),
+            providers: config.section(|c| &c.providers),
+            mcp: config.section(|c| &c.mcp),
+            shutdown: shutdown.clone(),
+        });
+        Daemon {
+            paths,
+            config,
+            os,
+            journal,
+            queue,
+            proxy,
+            activity,
+            sessions,
+            monitor,
+            identity,
+            cli_probe,
+            worktrees,
+            delivery,
+            spawner,
+            governor,
+            agents,
+            shutdown,
+        }
+    }
+
     pub fn shutdown_watch(&self) -> watch::Receiver<bool> {
-        self.shutdown.subscribe()
+        self.shutdown.watch()
     }
 
     /// End every live session's process group, keep their last screens, save,
@@ -85,8 +205,8 @@ impl Daemon {
         };
         let stops = lives.iter().map(|(id, live)| async move {
             let screen = live.formatted();
-            self.note_identity_before_stop(id, live);
-            self.stop_process(live).await;
+            self.identity.note_identity_before_stop(id, live);
+            self.spawner.stop_process(live).await;
             (id.clone(), screen)
         });
         let screens = futures::future::join_all(stops).await;
@@ -97,7 +217,7 @@ impl Daemon {
         if let Err(e) = self.sessions.edit(|st| st.save_observed(&[])) {
             tracing::error!("final save failed: {}", e.message);
         }
-        self.shutdown.send_replace(true);
+        self.shutdown.finish();
     }
 
     /// End agents a previous daemon started and could not stop (it was
@@ -204,21 +324,12 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     // being copied (10,000 sessions are megabytes); it is adopted below,
     // before the socket serves anyone.
     let plan = RestorePlan::new(opened.workspace);
-    let (shutdown, _) = watch::channel(false);
-    let daemon = Arc::new(Daemon {
-        paths: paths.clone(),
-        config: config::LiveConfig::new(config.clone()),
-        os: Arc::new(os::RealOs),
-        journal: journal::Journal::new(paths.home.join("journal.jsonl")),
-        queue: spawn::queue::WakeQueue::new(config.governor.queue_limits()),
-        orchestration: orchestration::Orchestration::new(paths.home.clone()),
-        typed: Default::default(),
-        cli_probe: Default::default(),
-        proxy: hangar_proxy::Proxy::new(config.proxy.clone(), paths.home.clone()),
-        activity: Arc::new(activity::Hub::new(&config.activity)),
-        sessions: Sessions::new(Default::default(), opened.store, notices),
-        shutdown,
-    });
+    let daemon = Arc::new(Daemon::new(
+        paths.clone(),
+        config,
+        Arc::new(os::RealOs),
+        Sessions::new(Default::default(), opened.store, notices),
+    ));
     daemon.end_orphans();
 
     let socket = paths.socket();
@@ -234,11 +345,20 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     }
 
-    let to_spawn = daemon.adopt_plan(plan);
-    let restorer = daemon.clone();
+    let to_spawn = daemon.spawner.adopt_plan(plan);
+    let restorer = daemon.spawner.clone();
     tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
-    tokio::spawn(daemon.clone().govern());
-    tokio::spawn(daemon.clone().watch_home());
+    tokio::spawn(daemon.governor.clone().govern());
+    let home_watch = Arc::new(home_watch::HomeWatch {
+        paths: paths.clone(),
+        sessions: daemon.sessions.clone(),
+        os: daemon.os.clone(),
+        shutdown: daemon.shutdown.clone(),
+    });
+    let serving = daemon.clone();
+    tokio::spawn(home_watch.watch_home(move |listener| {
+        tokio::spawn(server::serve(serving.clone(), listener));
+    }));
 
     let signals = daemon.clone();
     tokio::spawn(async move {
@@ -309,4 +429,32 @@ pub fn import_offline(
         .save_with_screens(&merged, &[], &report.screens)
         .context("cannot save the imported workspace")?;
     Ok(transfer::report_json(report, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::SessionId;
+
+    #[test]
+    fn a_daemon_on_a_fake_machine_ends_the_orphan_it_recorded_and_spares_a_reused_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::new(dir.path().to_path_buf());
+        let mut opened = Store::open(&paths.store()).unwrap();
+        // A killed predecessor recorded two agents; pid 200 was reused since.
+        let (a, b) = (SessionId::from("a"), SessionId::from("b"));
+        opened.store.record_process(&a, 100, 100, 5_000).unwrap();
+        opened.store.record_process(&b, 200, 200, 6_000).unwrap();
+        let os = Arc::new(os::FakeOs::default());
+        os.spawn(100, 100, 5_000);
+        os.spawn(200, 200, 9_999);
+        let sessions = Sessions::new(opened.workspace, opened.store, Vec::new());
+        let daemon = Daemon::new(paths, Config::default(), os.clone(), sessions);
+        daemon.end_orphans();
+        assert_eq!(os.signals_sent(), vec![(100, libc::SIGKILL)]);
+        let left = daemon
+            .sessions
+            .read(|st| st.store.recorded_processes().unwrap().len());
+        assert_eq!(left, 0, "both records are forgotten");
+    }
 }

@@ -9,11 +9,12 @@
 use std::sync::Arc;
 
 use hangar_core::SessionId;
-use hangar_proxy::{Grant, ProxyObserver};
+use hangar_proxy::{Grant, Proxy, ProxyObserver};
 
-use crate::Daemon;
 use crate::activity::sources::proxy::Signal;
+use crate::identity::Identity;
 use crate::journal::FailureKind;
+use crate::sessions::Sessions;
 use crate::spawn::{SpawnFailure, short};
 
 /// What the daemon does with what the proxy sees.
@@ -41,7 +42,32 @@ impl ProxyObserver for DaemonProxyObserver {
     }
 }
 
-impl Daemon {
+/// Proxy grants for sessions about to start, and the observer the proxy
+/// reports to.
+pub struct ProxyGrants {
+    sessions: Arc<Sessions>,
+    /// The recording proxy shared by every session; started lazily.
+    proxy: Arc<Proxy>,
+    activity: Arc<crate::activity::Hub>,
+    /// Records the provider session ids the proxy sees.
+    identity: Arc<Identity>,
+}
+
+impl ProxyGrants {
+    pub fn new(
+        sessions: Arc<Sessions>,
+        proxy: Arc<Proxy>,
+        activity: Arc<crate::activity::Hub>,
+        identity: Arc<Identity>,
+    ) -> ProxyGrants {
+        ProxyGrants {
+            sessions,
+            proxy,
+            activity,
+            identity,
+        }
+    }
+
     /// The proxy environment for a session about to start, or `None` when it
     /// runs without capture. A proxy fault is a per-session notice, or a
     /// failed start when `[proxy] required = true`.
@@ -128,7 +154,9 @@ impl Daemon {
                     source: hangar_core::IdSource::ProxyHeader,
                     cwd: None,
                 };
-                daemon.record_provider_id(&session, &observed, &cwd);
+                daemon
+                    .identity
+                    .record_provider_id(&session, &observed, &cwd);
             }
         });
         tx

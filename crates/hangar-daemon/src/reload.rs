@@ -6,43 +6,43 @@
 //! provider counts as one when it defines `dangerous_args`, since the
 //! dangerous setting changes its command line too. This never starts a
 //! hibernated session and never applies a config file that does not parse.
+//!
+//! Plain functions of what they read: a reload holds no state of its own.
 
-use crate::Daemon;
-use crate::config::ReloadOutcome;
+use std::path::Path;
+
+use crate::config::{LiveConfig, ReloadOutcome};
 use crate::errors::ApiError;
+use hangar_providers::ProvidersConfig;
 
-impl Daemon {
-    /// Read config.toml again and take what can change while running; a
-    /// file that does not parse is an error and changes nothing.
-    pub fn reload_config(&self) -> Result<ReloadOutcome, ApiError> {
-        let outcome = self
-            .config
-            .reload(&self.paths.config())
-            .map_err(|e| ApiError::invalid(format!("{e}; the daemon keeps the settings it has")))?;
-        if outcome.changed {
-            tracing::info!(
-                "read {} again{}",
-                self.paths.config().display(),
-                if outcome.needs_restart.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; [{}] take effect after a daemon restart",
-                        outcome.needs_restart.join("], [")
-                    )
-                }
-            );
-        }
-        Ok(outcome)
+/// Read config.toml (at `path`) again and take what can change while
+/// running; a file that does not parse is an error and changes nothing.
+pub fn reload_config(config: &LiveConfig, path: &Path) -> Result<ReloadOutcome, ApiError> {
+    let outcome = config
+        .reload(path)
+        .map_err(|e| ApiError::invalid(format!("{e}; the daemon keeps the settings it has")))?;
+    if outcome.changed {
+        tracing::info!(
+            "read {} again{}",
+            path.display(),
+            if outcome.needs_restart.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; [{}] take effect after a daemon restart",
+                    outcome.needs_restart.join("], [")
+                )
+            }
+        );
     }
+    Ok(outcome)
+}
 
-    /// Whether custom provider `name` defines `dangerous_args`, so the
-    /// dangerous setting changes its command line and a reload restarts it
-    /// (`hangar_core::reload_plan`).
-    pub fn has_dangerous_args(&self, name: &str) -> bool {
-        self.config
-            .providers
-            .get(name)
-            .is_some_and(|c| !c.dangerous_args.is_empty())
-    }
+/// Whether custom provider `name` defines `dangerous_args`, so the
+/// dangerous setting changes its command line and a reload restarts it
+/// (`hangar_core::reload_plan`).
+pub fn has_dangerous_args(providers: &ProvidersConfig, name: &str) -> bool {
+    providers
+        .get(name)
+        .is_some_and(|c| !c.dangerous_args.is_empty())
 }

@@ -29,9 +29,9 @@ use hangar_protocol::view::WorktreeView;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::Daemon;
+use crate::Paths;
 use crate::errors::ApiError;
-use crate::sessions::RunState;
+use crate::sessions::{RunState, Sessions};
 use crate::spawn::short;
 
 /// The file (in `.worktreeinclude` gitignore syntax) naming untracked files
@@ -689,24 +689,35 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::internal(format!("worktree task failed: {e}")))
 }
 
-impl Daemon {
-    fn worktree_settings(&self) -> WorktreeSettings {
-        WorktreeSettings {
-            folder: self.config.worktree.folder.clone(),
-            setup_command: self.config.worktree.setup_command.clone(),
-            setup_timeout: Some(Duration::from_secs(
-                self.config.worktree.setup_timeout_secs.max(1),
-            )),
-        }
+/// What `[worktree]` asks of a new worktree.
+fn worktree_settings(config: &WorktreeConfig) -> WorktreeSettings {
+    WorktreeSettings {
+        folder: config.folder.clone(),
+        setup_command: config.setup_command.clone(),
+        setup_timeout: Some(Duration::from_secs(config.setup_timeout_secs.max(1))),
+    }
+}
+
+/// The worktrees of sessions: made for `new --worktree`, remembered in the
+/// home's registry, removed when clean after a close.
+pub struct Worktrees {
+    sessions: Arc<Sessions>,
+    paths: Paths,
+}
+
+impl Worktrees {
+    pub fn new(sessions: Arc<Sessions>, paths: Paths) -> Worktrees {
+        Worktrees { sessions, paths }
     }
 
     /// For `new --worktree`: find the folder the session would start in,
     /// create its worktree there and run the setup command. `None` when no
     /// worktree was asked for.
     pub async fn prepare_worktree(
-        self: &Arc<Self>,
+        &self,
         req: &msg::NewSession,
         title: &str,
+        config: &WorktreeConfig,
     ) -> Result<Option<PreparedWorktree>, ApiError> {
         if !req.worktree {
             return Ok(None);
@@ -725,7 +736,7 @@ impl Daemon {
             })?
         };
         let home = self.paths.home.clone();
-        let settings = self.worktree_settings();
+        let settings = worktree_settings(config);
         let wanted = req.worktree_branch.clone();
         let title = title.to_owned();
         let created = {

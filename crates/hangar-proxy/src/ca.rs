@@ -336,7 +336,7 @@ pub fn system_bundle() -> Option<PathBuf> {
 
 /// Today's date (UTC) as year, month, day.
 fn civil_today() -> (i32, u8, u8) {
-    let days = (crate::clock::now_ms() / 86_400_000) as i64;
+    let days = (hangar_clock::now_ms() / 86_400_000) as i64;
     civil_from_days(days)
 }
 

@@ -82,7 +82,7 @@ impl Sink {
     /// Record one event of `session`. `ts` and `session` are added.
     pub fn record(&self, session: &str, mut event: Value) {
         if let Some(obj) = event.as_object_mut() {
-            obj.insert("ts".into(), json!(crate::clock::now_ms()));
+            obj.insert("ts".into(), json!(hangar_clock::now_ms()));
             obj.insert("session".into(), json!(session));
         }
         let _ = self.tx.send(Job::Line {
@@ -208,7 +208,7 @@ pub fn session_dir(root: &Path, session: &str) -> PathBuf {
 
 /// Today's date, UTC, `YYYY-MM-DD`.
 pub fn today() -> String {
-    let days = (crate::clock::now_ms() / 86_400_000) as i64;
+    let days = (hangar_clock::now_ms() / 86_400_000) as i64;
     let (y, m, d) = super::ca::civil_from_days(days);
     format!("{y:04}-{m:02}-{d:02}")
 }

@@ -24,7 +24,6 @@
 pub mod attribution;
 pub mod ca;
 pub mod capture;
-pub mod clock;
 pub mod config;
 pub mod in_flight;
 pub mod observer;
@@ -104,7 +103,7 @@ impl Stats {
         let mut t = self.table();
         let s = t.entry(session.to_owned()).or_default();
         s.last_error = Some(message);
-        s.last_error_at = clock::now_ms();
+        s.last_error_at = hangar_clock::now_ms();
     }
 
     /// Add what earlier daemons recorded (rebuilt from the capture files).
@@ -201,7 +200,7 @@ pub struct Grant {
 impl Proxy {
     pub fn new(config: ProxyConfig, home: PathBuf) -> Proxy {
         let stats = Arc::new(Stats::default());
-        let started_ms = clock::now_ms();
+        let started_ms = hangar_clock::now_ms();
         let (root, seeded) = (home.join("capture"), stats.clone());
         // Reading every capture file can take a while in a big home: never
         // hold the daemon's start up for it. Turns of this daemon are

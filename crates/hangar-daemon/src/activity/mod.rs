@@ -13,8 +13,11 @@
 //! the session is never woken to learn its state.
 //!
 //! The governor ("mid-turn"), eviction, orchestration ("finished its turn"),
-//! `hangar ls` and `hangar wait` all read activity through `Daemon::
-//! activity_of` and `Daemon::wait_activity`; nothing else may guess it.
+//! `hangar ls` and `hangar wait` all read activity through `Monitor::
+//! activity_of` and `Monitor::wait_activity`; nothing else may guess it.
+//! The `Monitor` is built once with the session owner, the `Hub`, its
+//! `[activity]` section (fixed at start) and `[notify]` (read again after a
+//! reload).
 
 pub mod notify;
 pub mod sources;
@@ -28,14 +31,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hangar_core::{Provider, SessionId, SessionMeta};
-use hangar_protocol::message::codes;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast, watch};
 
-use crate::Daemon;
-use crate::errors::ApiError;
+use crate::Paths;
+use crate::config::Section;
 use crate::pty::LiveProcess;
+use crate::sessions::Sessions;
+use crate::shutdown::Shutdown;
 use hangar_providers::claude::hooks::HookEvent;
 use hangar_providers::transcript::activity::TranscriptWatch;
 use sources::proxy::{ProxyState, Signal};
@@ -278,7 +281,20 @@ fn transcript_root(provider: &Provider) -> Option<PathBuf> {
     )
 }
 
-impl Daemon {
+/// The activity subsystem: watches each live session's sources, commits
+/// their combined reading to the `Hub`, and answers what a session is doing.
+pub struct Monitor {
+    pub(crate) sessions: Arc<Sessions>,
+    pub(crate) activity: Arc<Hub>,
+    /// `[activity]`, fixed at start (it built the `Hub`).
+    pub(crate) settings: ActivityConfig,
+    /// `[notify]`, as the live settings have it.
+    pub(crate) notify: Section<notify::NotifyConfig>,
+    pub(crate) paths: Paths,
+    pub(crate) shutdown: Shutdown,
+}
+
+impl Monitor {
     /// A session's activity and the time (ms since the epoch) it entered it.
     /// A session whose process is not running is read from its transcript
     /// once (per change of the file), never woken.
@@ -303,7 +319,7 @@ impl Daemon {
             return (Activity::Unknown, 0);
         };
         let fallback = (Activity::Unknown, meta.last_active_ms);
-        if !self.config.activity.enabled(Source::Transcript) {
+        if !self.settings.enabled(Source::Transcript) {
             return fallback;
         }
         let Some(root) = transcript_root(&meta.provider) else {
@@ -353,7 +369,7 @@ impl Daemon {
     ) -> (bool, Vec<ActivityView>) {
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
         let mut changed = self.activity.changed.subscribe();
-        let mut shutdown = self.shutdown_watch();
+        let mut shutdown = self.shutdown.watch();
         // A session closed meanwhile has nothing left to wait for.
         let settled = |v: &ActivityView| {
             until.reached(v.activity) || !self.sessions.contains(&SessionId::from(v.id.as_str()))
@@ -386,36 +402,6 @@ impl Daemon {
         }
     }
 
-    /// `hangar wait`.
-    pub async fn op_wait(
-        self: &Arc<Self>,
-        sessions: &[String],
-        until: &str,
-        timeout_ms: Option<u64>,
-    ) -> Result<Value, ApiError> {
-        let until = Until::parse(until).ok_or_else(|| {
-            ApiError::invalid(format!("--until {until:?}: use idle, waiting or any"))
-        })?;
-        if sessions.is_empty() {
-            return Err(ApiError::invalid("name at least one session to wait for"));
-        }
-        let ids = self.sessions.read(|st| {
-            sessions
-                .iter()
-                .map(|s| st.resolve_session(s))
-                .collect::<Result<Vec<_>, _>>()
-        })?;
-        let (done, views) = self
-            .wait_activity(&ids, until, timeout_ms.map(Duration::from_millis))
-            .await;
-        Ok(json!({
-            "done": done,
-            "timed_out": !done,
-            "until": until,
-            "sessions": views,
-        }))
-    }
-
     /// Run `f` on `id`'s activity entry, creating it only while the session
     /// exists. The workspace lock is held across the check and the insert:
     /// a close forgets the entry under that same lock, so a signal racing a
@@ -430,35 +416,25 @@ impl Daemon {
         })
     }
 
-    /// A hook callback from a session's agent (`hangar hook EVENT`).
-    pub fn op_hook(&self, session: &str, event: &str) -> Result<Value, ApiError> {
-        let event = HookEvent::parse(event).ok_or_else(|| {
-            ApiError::invalid(format!(
-                "unknown hook event {event:?}; hangar listens to stop, notification and user-prompt-submit"
-            ))
-        })?;
-        let id = SessionId::from(session.trim());
-        if !self.sessions.contains(&id) {
-            return Err(ApiError::new(codes::NOT_FOUND, format!("no session {id}")));
-        }
-        if !self.config.activity.enabled(Source::Hooks) {
-            return Ok(json!({"recorded": false, "reason": "the hooks source is off"}));
-        }
+    /// Record a hook event of session `id`'s agent (`hangar hook EVENT`)
+    /// and look again at once; `false` when the session no longer exists.
+    pub fn record_hook(&self, id: &SessionId, event: HookEvent) -> bool {
         let now = crate::now_ms();
-        let nudge = self
-            .with_known_entry(&id, |e| {
-                e.hooks = Some(Reading {
-                    activity: event.activity(),
-                    at_ms: now,
-                });
-                if event == HookEvent::UserPromptSubmit {
-                    e.prompt_submitted_ms = Some(now);
-                }
-                e.nudge.clone()
-            })
-            .ok_or_else(|| ApiError::new(codes::NOT_FOUND, format!("no session {id}")))?;
+        let nudge = self.with_known_entry(id, |e| {
+            e.hooks = Some(Reading {
+                activity: event.activity(),
+                at_ms: now,
+            });
+            if event == HookEvent::UserPromptSubmit {
+                e.prompt_submitted_ms = Some(now);
+            }
+            e.nudge.clone()
+        });
+        let Some(nudge) = nudge else {
+            return false;
+        };
         nudge.notify_one();
-        Ok(json!({"recorded": true, "event": event.cli_name()}))
+        true
     }
 
     /// A request of `session` to the provider API began or ended (the
@@ -502,14 +478,14 @@ impl Daemon {
 
     /// Whether claude sessions get hangar's hooks (the hooks source is on).
     pub fn hooks_installed(&self) -> bool {
-        self.config.activity.enabled(Source::Hooks)
+        self.settings.enabled(Source::Hooks)
     }
 
     /// The `--settings` file that installs hangar's hooks for a claude
     /// session, written before it starts; `None` when the hooks source is
     /// off or the file cannot be written (the session starts without hooks).
     pub fn hook_settings(&self, id: &SessionId, provider: &Provider) -> Option<PathBuf> {
-        if !matches!(provider, Provider::Claude) || !self.config.activity.enabled(Source::Hooks) {
+        if !matches!(provider, Provider::Claude) || !self.settings.enabled(Source::Hooks) {
             return None;
         }
         let hangar = std::env::current_exe().ok()?;
@@ -581,7 +557,7 @@ impl Daemon {
         root: Option<&std::path::Path>,
         watch: &mut TranscriptWatch,
     ) {
-        let config = &self.config.activity;
+        let config = &self.settings;
         let now = crate::now_ms();
         let transcript = match root {
             Some(root) if config.enabled(Source::Transcript) => watch.read(
@@ -640,7 +616,7 @@ impl Daemon {
         if !notify::worth_notifying(t.from, t.to) || self.activity.viewers(id) > 0 {
             return;
         }
-        let config = &self.config.notify;
+        let config = self.notify.get();
         notify::run_commands(config, id.as_str(), &meta.title, t.to);
         if config.osc {
             let text = notify::message(&meta.title, id.as_str(), t.to);

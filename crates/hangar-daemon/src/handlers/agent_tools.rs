@@ -13,28 +13,29 @@ use crate::journal::Event;
 /// Answer one orchestration tool call, journaling it with its caller.
 pub async fn agent(daemon: &Arc<Daemon>, call: AgentCall) -> Result<Value, ApiError> {
     let tool = call.tool;
-    let caller = daemon.authenticate(&call)?;
+    let agents = &daemon.agents;
+    let caller = agents.authenticate(&call)?;
     let mut touched: Vec<String> = Vec::new();
     let result = match tool {
-        AgentTool::Create => daemon.tool_create(&caller, call.args, &mut touched).await,
+        AgentTool::Create => agents.tool_create(&caller, call.args, &mut touched).await,
         AgentTool::SendPrompt => {
-            daemon
+            agents
                 .tool_send_prompt(&caller, call.args, &mut touched)
                 .await
         }
-        AgentTool::List => daemon.tool_list(&caller, call.args).await,
-        AgentTool::Read => daemon.tool_read(&caller, call.args, &mut touched).await,
-        AgentTool::ReadRunOutputs => daemon.tool_read_run(&caller, call.args).await,
-        AgentTool::Wait => daemon.tool_wait(&caller, call.args, &mut touched).await,
-        AgentTool::Close => daemon.tool_close(&caller, call.args, &mut touched).await,
+        AgentTool::List => agents.tool_list(&caller, call.args).await,
+        AgentTool::Read => agents.tool_read(&caller, call.args, &mut touched).await,
+        AgentTool::ReadRunOutputs => agents.tool_read_run(&caller, call.args).await,
+        AgentTool::Wait => agents.tool_wait(&caller, call.args, &mut touched).await,
+        AgentTool::Close => agents.tool_close(&caller, call.args, &mut touched).await,
         AgentTool::CloseRun => {
-            daemon
+            agents
                 .tool_close_run(&caller, call.args, &mut touched)
                 .await
         }
-        AgentTool::Park => daemon.tool_park(&caller, call.args, &mut touched).await,
+        AgentTool::Park => agents.tool_park(&caller, call.args, &mut touched).await,
         AgentTool::Hibernate => {
-            daemon
+            agents
                 .tool_hibernate(&caller, call.args, &mut touched)
                 .await
         }

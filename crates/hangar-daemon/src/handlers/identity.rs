@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use hangar_core::cli_versions::{self, Tested};
 use hangar_core::ledger::{self, Observation};
-use hangar_core::{IdSource, SessionId};
+use hangar_core::{IdSource, Provider, SessionId};
 use hangar_protocol::message as msg;
 use serde_json::{Value, json};
 
@@ -54,7 +55,9 @@ pub fn session_start(daemon: &Daemon, req: &msg::Hook) -> Result<Value, ApiError
                 .unwrap_or_else(|| session_cwd.clone()),
         ),
     };
-    let recorded = daemon.record_provider_id(&id, &observed, &session_cwd);
+    let recorded = daemon
+        .identity
+        .record_provider_id(&id, &observed, &session_cwd);
     Ok(json!({
         "recorded": recorded,
         "event": "session-start",
@@ -197,4 +200,37 @@ pub async fn transcript(daemon: &Daemon, req: msg::Transcript) -> Result<Value, 
         "path": path.display().to_string(),
         "messages": messages,
     }))
+}
+
+/// `hangar doctor`'s CLI section: each agent CLI found, its version and
+/// the tested one.
+pub async fn cli_report(daemon: &Daemon, providers: &hangar_providers::ProvidersConfig) -> Value {
+    let mut out = Vec::new();
+    for (provider, found) in daemon.cli_probe.installed(providers).await {
+        let tested = cli_versions::tested(&provider).map(|v| v.to_string());
+        let Some((program, facts)) = found else {
+            out.push(json!({"provider": provider.name(), "program": null,
+                            "version": null, "tested": tested, "newer_than_tested": false}));
+            continue;
+        };
+        let newer = matches!(
+            cli_versions::compare(&provider, facts.version),
+            Tested::Newer { .. }
+        );
+        let mut row = json!({
+            "provider": provider.name(),
+            "program": program.display().to_string(),
+            "version": facts.version.map(|v| v.to_string()),
+            "tested": tested,
+            "newer_than_tested": newer,
+        });
+        if let (true, Some(v), Some(t)) = (newer, facts.version, cli_versions::tested(&provider)) {
+            row["notice"] = json!(cli_versions::newer_notice(&provider, v, t));
+        }
+        if provider == Provider::Codex {
+            row["no_daemon"] = json!(facts.no_daemon);
+        }
+        out.push(row);
+    }
+    Value::Array(out)
 }

@@ -19,9 +19,9 @@ pub async fn wake(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiError
     // A retry after the person fixed config.toml (as the failed reason
     // advises) must see the fix: read it again, cheaply, first.
     if matches!(daemon.sessions.run_state(&id), RunState::Failed(_)) {
-        daemon.reload_config()?;
+        crate::reload::reload_config(&daemon.config, &daemon.paths.config())?;
     }
-    let state = daemon.wake(&id).await?;
+    let state = daemon.governor.wake(&id).await?;
     touch(daemon, &id);
     let view = daemon.sessions.view(&id);
     match state {
@@ -36,12 +36,13 @@ pub async fn wake(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiError
 
 pub async fn hibernate(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiError> {
     let id = daemon.sessions.resolve(session)?;
-    daemon.hibernate_session(&id).await?;
+    daemon.spawner.hibernate_session(&id).await?;
     daemon.journal.record(Event::Hibernate {
         session: id.to_string(),
         reason: HibernateReason::User,
     });
     let children = daemon
+        .agents
         .hibernate_idle_children(&id, HibernateReason::User)
         .await;
     Ok(json!({"id": id.to_string(), "state": "hibernated",
@@ -51,7 +52,8 @@ pub async fn hibernate(daemon: &Arc<Daemon>, session: &str) -> Result<Value, Api
 /// Store the setting, then restart live agent sessions one at a time
 /// under the same ids. Hibernated sessions pick it up when they wake.
 pub async fn reload(daemon: &Arc<Daemon>, req: msg::Reload) -> Result<Value, ApiError> {
-    let config = daemon.reload_config()?;
+    let config = crate::reload::reload_config(&daemon.config, &daemon.paths.config())?;
+    let providers = &daemon.config.snapshot().providers;
     let live_agents: Vec<SessionId> = {
         daemon.sessions.edit(|st| {
             if let Some(d) = req.dangerous {
@@ -62,19 +64,19 @@ pub async fn reload(daemon: &Arc<Daemon>, req: msg::Reload) -> Result<Value, Api
                 &st.ws,
                 &st.ordered_sessions(),
                 |id| matches!(st.run_state(id), RunState::Live | RunState::Spawning),
-                |name| daemon.has_dangerous_args(name),
+                |name| crate::reload::has_dangerous_args(providers, name),
             ))
         })?
     };
     let mut restarted = Vec::new();
     let mut failed = Vec::new();
     for id in live_agents {
-        daemon.hibernate_session(&id).await?;
+        daemon.spawner.hibernate_session(&id).await?;
         daemon.journal.record(Event::Hibernate {
             session: id.to_string(),
             reason: HibernateReason::Reload,
         });
-        match daemon.wake_as(&id, Caller::Reload).await? {
+        match daemon.governor.wake_as(&id, Caller::Reload).await? {
             RunState::Failed(reason) => {
                 failed.push(json!({"id": id.to_string(), "reason": reason}))
             }

@@ -5,10 +5,9 @@
 //! (session-start hook, doctor, transcript), worktrees and agent tools. Each
 //! is a free function of the daemon and the request; `dispatch` maps a
 //! decoded request to it. The work underneath is the subsystems' (`sessions`,
-//! `spawn`, `identity`, ...). Still subsystem methods, called by `dispatch`
-//! as such: activity's `wait` and hooks, eviction's evict and close-idle,
-//! and the CLI report of `doctor`.
+//! `spawn`, `identity`, ...), reached through the daemon's parts.
 
+pub mod activity;
 pub mod agent_tools;
 pub mod fleet;
 pub mod identity;
@@ -53,7 +52,8 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::Screen(r) => status::screen(daemon, &r.session, r.scrollback),
         Request::Doctor(r) => match identity::doctor(daemon, r).await {
             Ok(mut v) => {
-                v["clis"] = daemon.cli_report().await;
+                let config = daemon.config.snapshot();
+                v["clis"] = identity::cli_report(daemon, &config.providers).await;
                 Ok(v)
             }
             Err(e) => Err(e),
@@ -64,20 +64,18 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::Workspace => transfer::workspace(daemon),
         Request::Worktrees(r) => worktrees::worktrees(daemon, r).await,
         Request::Focus(r) => placement::focus(daemon, r),
-        Request::Evict(r) => daemon.evict_parked(r.parked_older_than_ms, r.dry_run).await,
+        Request::Evict(r) => fleet::evict(daemon, r.parked_older_than_ms, r.dry_run).await,
         Request::CloseIdle(r) => {
-            daemon
-                .close_idle(r.older_than_ms, r.include_live, r.yes)
-                .await
+            fleet::close_idle(daemon, r.older_than_ms, r.include_live, r.yes).await
         }
         Request::ResumeQueue => Ok(fleet::resume_queue(daemon)),
         Request::Ratio(r) => placement::ratio(daemon, r),
         Request::Agent(call) => agent_tools::agent(daemon, call).await,
-        Request::Wait(r) => daemon.op_wait(&r.sessions, &r.until, r.timeout_ms).await,
+        Request::Wait(r) => activity::wait(daemon, &r.sessions, &r.until, r.timeout_ms).await,
         Request::Hook(r) if crate::identity::is_session_start(&r.event) => {
             identity::session_start(daemon, &r)
         }
-        Request::Hook(r) => daemon.op_hook(&r.session, &r.event),
+        Request::Hook(r) => activity::hook(daemon, &r.session, &r.event),
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
             Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))

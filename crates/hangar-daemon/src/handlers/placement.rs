@@ -47,7 +47,7 @@ pub async fn unpark(daemon: &Arc<Daemon>, req: msg::Unpark) -> Result<Value, Api
             Ok::<_, ApiError>((id, tab))
         })?
     };
-    let state = daemon.wake_as(&id, Caller::Unpark).await?;
+    let state = daemon.governor.wake_as(&id, Caller::Unpark).await?;
     Ok(
         json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "pane", "state": state.name()}),
     )
@@ -73,7 +73,7 @@ pub async fn unbury(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiErr
             Ok::<_, ApiError>((id, tab))
         })?
     };
-    let state = daemon.wake_as(&id, Caller::Unbury).await?;
+    let state = daemon.governor.wake_as(&id, Caller::Unbury).await?;
     Ok(
         json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "pane", "state": state.name()}),
     )

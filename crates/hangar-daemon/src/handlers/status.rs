@@ -9,6 +9,7 @@ use crate::errors::ApiError;
 use crate::sessions::RunState;
 
 pub fn status(daemon: &Daemon) -> Value {
+    let config = daemon.config.snapshot();
     daemon.sessions.read(|st| {
         let view = hangar_protocol::view::StatusView {
             daemon: hangar_protocol::view::DaemonView {
@@ -21,8 +22,8 @@ pub fn status(daemon: &Daemon) -> Value {
             dangerous: st.ws.settings.dangerous,
             notices: st.notices.clone(),
             budget: hangar_protocol::view::BudgetView {
-                max_live: daemon.config.governor.max_live,
-                max_memory_bytes: daemon.config.governor.budget().max_memory_bytes,
+                max_live: config.governor.max_live,
+                max_memory_bytes: config.governor.budget().max_memory_bytes,
                 live: st
                     .runtimes
                     .iter()
@@ -56,7 +57,7 @@ pub fn status(daemon: &Daemon) -> Value {
 }
 
 pub fn screen(daemon: &Daemon, session: &str, scrollback: Option<u32>) -> Result<Value, ApiError> {
-    let model = daemon.config.terminal.model();
+    let model = daemon.config.snapshot().terminal.model();
     daemon.sessions.read(|st| {
         let id = st.resolve_session(session)?;
         let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());

@@ -8,7 +8,7 @@ use hangar_core::{Tab, TabId};
 use hangar_protocol::message as msg;
 use serde_json::{Value, json};
 
-use super::sessions::{close_sessions, needs_confirmation, new_id};
+use super::sessions::{needs_confirmation, new_id};
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::journal::CloseCause;
@@ -56,8 +56,10 @@ pub async fn close(daemon: &Arc<Daemon>, req: msg::TabClose) -> Result<Value, Ap
             &cascade,
         ));
     }
-    let (kept, removed) =
-        close_sessions(daemon, &cascade, false, CloseCause::Tab, &cascade).await?;
+    let (kept, removed) = daemon
+        .governor
+        .close_sessions(&cascade, false, CloseCause::Tab, &cascade)
+        .await?;
     daemon.sessions.edit(|st| {
     st.ws.remove_tab(&tab)?;
     st.save(&[])?;

@@ -56,7 +56,7 @@ pub async fn import(daemon: &Arc<Daemon>, req: msg::Import) -> Result<Value, Api
             Ok::<_, ApiError>(plan.spawn)
         })?
     };
-    let daemon = daemon.clone();
-    tokio::spawn(async move { daemon.restore_spawn(to_spawn).await });
+    let spawner = daemon.spawner.clone();
+    tokio::spawn(async move { spawner.restore_spawn(to_spawn).await });
     Ok(report_json(&report, true))
 }

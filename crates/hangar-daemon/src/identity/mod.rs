@@ -8,6 +8,9 @@
 //! (folders, files, clocks, the live set) and carries the answers out. A
 //! watcher must never hold the state lock while touching the file system, and
 //! never outlive the process it watches.
+//!
+//! `Identity` is built with the session owner alone; OpenCode's typed-prompt
+//! log (`opencode.rs`) lives in it too.
 
 pub mod open_files;
 pub mod opencode;
@@ -21,10 +24,9 @@ use hangar_core::{IdSource, Provider, SessionId, Workspace};
 use hangar_protocol::message::codes;
 use serde_json::json;
 
-use crate::Daemon;
 use crate::errors::ApiError;
 use crate::pty::LiveProcess;
-use crate::sessions::{RunState, State};
+use crate::sessions::{RunState, Sessions, State};
 use hangar_providers::claude::process_record;
 use hangar_providers::transcript::discovery::{self, TranscriptCache};
 
@@ -89,7 +91,22 @@ pub fn is_session_start(event: &str) -> bool {
     e.eq_ignore_ascii_case("session-start") || e.eq_ignore_ascii_case("SessionStart")
 }
 
-impl Daemon {
+/// The identity subsystem: finds and proves which provider conversation
+/// each session is, and records it.
+pub struct Identity {
+    sessions: Arc<Sessions>,
+    /// Prompts hangar typed into each session (OpenCode's identity proof).
+    typed: opencode::TypedLog,
+}
+
+impl Identity {
+    pub fn new(sessions: Arc<Sessions>) -> Identity {
+        Identity {
+            sessions,
+            typed: Default::default(),
+        }
+    }
+
     /// Watch a freshly spawned agent's transcripts for as long as `live` is
     /// its process; record the provider session id they show.
     pub fn watch_identity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {

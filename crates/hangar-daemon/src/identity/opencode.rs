@@ -19,7 +19,7 @@ use hangar_core::{IdSource, Provider, SessionId};
 use hangar_providers::opencode::database::{database_path, read_conversations};
 use hangar_providers::transcript::discovery;
 
-use crate::Daemon;
+use super::Identity;
 use crate::pty::LiveProcess;
 
 /// Prompts kept per session for matching; older ones are dropped.
@@ -61,7 +61,7 @@ impl TypedLog {
     }
 }
 
-impl Daemon {
+impl Identity {
     /// Keeps a prompt hangar typed into an opencode session, for matching.
     pub fn note_typed(&self, id: &SessionId, text: &str) {
         let is_opencode = self.sessions.provider_of(id) == Some(Provider::Opencode);

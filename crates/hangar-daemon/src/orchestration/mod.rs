@@ -9,6 +9,10 @@
 //! and close is decided by `hangar_core::orchestration`; this module gathers
 //! the facts and carries the answers out, journaling every action with the
 //! calling session.
+//!
+//! Two parts: `Orchestration`, the tokens, turn marks and ledger (a leaf the
+//! spawner mints tokens in and the close path writes tombstones to), and
+//! `AgentTools`, the tools' work (tools.rs), on top of the governor.
 
 pub mod ledger;
 pub mod token;
@@ -21,9 +25,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use hangar_core::{Provider, SessionId, SessionMeta, Workspace};
 use serde::Deserialize;
 
-use crate::Daemon;
-use crate::journal::{Event, HibernateReason};
-use crate::sessions::RunState;
+use crate::activity::Monitor;
+use crate::config::Section;
+use crate::delivery::Delivery;
+use crate::governor::Governor;
+use crate::journal::{Event, HibernateReason, Journal};
+use crate::sessions::{RunState, Sessions};
+use crate::shutdown::Shutdown;
+use crate::spawn::Spawner;
+use hangar_providers::ProvidersConfig;
 use hangar_providers::launch::{LaunchSpec, McpServer, with_mcp};
 use hangar_providers::transcript::turns::TurnMark;
 use ledger::{Ledger, Tombstone};
@@ -166,19 +176,24 @@ impl Orchestration {
     }
 }
 
-impl Daemon {
-    /// Add hangar's MCP server to a launch when the session and the config
+impl Orchestration {
+    /// Add hangar's MCP server to a launch when the session and `[mcp]`
     /// allow it: mint the spawn's token, write the session's MCP config
     /// file, and pass it the provider's way. A file that cannot be written
     /// starts the agent without orchestration rather than not at all.
-    pub fn with_orchestration_mcp(&self, meta: &SessionMeta, spec: LaunchSpec) -> LaunchSpec {
-        if !self.config.mcp.enabled
+    pub fn with_orchestration_mcp(
+        &self,
+        meta: &SessionMeta,
+        spec: LaunchSpec,
+        config: &McpConfig,
+    ) -> LaunchSpec {
+        if !config.enabled
             || !meta.mcp
             || !matches!(meta.provider, Provider::Claude | Provider::Codex)
         {
             return spec;
         }
-        let orch = &self.orchestration;
+        let orch = self;
         let token = token::mint();
         let command = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hangar"));
         let server = McpServer {
@@ -186,10 +201,7 @@ impl Daemon {
             args: vec!["mcp".into(), "--session".into(), meta.id.to_string()],
             env: [
                 ("HANGAR_MCP_TOKEN".to_owned(), token.clone()),
-                (
-                    "HANGAR_HOME".to_owned(),
-                    self.paths.home.display().to_string(),
-                ),
+                ("HANGAR_HOME".to_owned(), self.home.display().to_string()),
             ]
             .into(),
             config_file: orch.config_file(&meta.id),
@@ -204,24 +216,33 @@ impl Daemon {
         Orchestration::lock(&orch.tokens).insert(meta.id.clone(), token);
         with_mcp(spec, &meta.provider, &server)
     }
+}
 
-    /// Forget tombstones and tokens of sessions that are being removed (a
-    /// hook for every close path).
-    pub fn orchestration_closed(&self, ws: &Workspace, ids: &[SessionId]) {
-        self.orchestration
-            .remember_closed(ws, ids, self.config.mcp.tombstone_keep_ms());
-    }
+/// The agent tools' work: what agents may do to the agents they created.
+pub struct AgentTools {
+    pub(crate) sessions: Arc<Sessions>,
+    pub(crate) journal: Arc<Journal>,
+    pub(crate) orchestration: Arc<Orchestration>,
+    pub(crate) governor: Arc<Governor>,
+    pub(crate) spawner: Arc<Spawner>,
+    pub(crate) monitor: Arc<Monitor>,
+    pub(crate) delivery: Arc<Delivery>,
+    pub(crate) providers: Section<ProvidersConfig>,
+    pub(crate) mcp: Section<McpConfig>,
+    pub(crate) shutdown: Shutdown,
+}
 
+impl AgentTools {
     /// After `parent` was hibernated for `reason` (a person, an agent):
     /// hibernate its live children that are idle (never one mid-turn,
     /// waiting for a person or attached), and theirs, journaled with the
     /// same reason.
     pub async fn hibernate_idle_children(
-        self: &Arc<Self>,
+        &self,
         parent: &SessionId,
         reason: HibernateReason,
     ) -> Vec<SessionId> {
-        if !self.config.mcp.hibernate_idle_children {
+        if !self.mcp.get().hibernate_idle_children {
             return Vec::new();
         }
         let mut done = Vec::new();
@@ -236,10 +257,10 @@ impl Daemon {
             };
             for child in children {
                 // Mid-turn, waiting for a person or attached: left alone.
-                if self.in_use(&child).is_some() {
+                if self.governor.in_use(&child).is_some() {
                     continue;
                 }
-                if self.hibernate_session(&child).await.is_ok() {
+                if self.spawner.hibernate_session(&child).await.is_ok() {
                     self.journal.record(Event::Hibernate {
                         session: child.to_string(),
                         reason,

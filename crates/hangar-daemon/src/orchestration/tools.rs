@@ -21,13 +21,13 @@ use hangar_core::orchestration::{
 use hangar_core::{
     IdSource, Placement, Provider, ProviderSessionId, SessionId, SessionMeta, TabId,
 };
-use hangar_protocol::message::{self as msg, AgentCall, AgentTool, codes};
+use hangar_protocol::message::{AgentCall, AgentTool, codes};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::AgentTools;
 use super::ledger::{FirstPrompt, Tombstone};
-use crate::Daemon;
 use crate::activity::Activity;
 use crate::errors::ApiError;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
@@ -269,7 +269,7 @@ struct Snapshot {
     placement: Option<Placement>,
 }
 
-impl Daemon {
+impl AgentTools {
     /// The caller's session, proven by its token; never from an argument.
     pub(crate) fn authenticate(&self, call: &AgentCall) -> Result<SessionId, ApiError> {
         let caller = SessionId::new(call.caller.trim());
@@ -378,7 +378,7 @@ impl Daemon {
         let mut ledger = self.orchestration.ledger();
         if ledger
             .data
-            .expire(crate::now_ms(), self.config.mcp.tombstone_keep_ms())
+            .expire(crate::now_ms(), self.mcp.get().tombstone_keep_ms())
             && let Err(e) = ledger.save()
         {
             // The expired tombstones come back until the next save.
@@ -424,7 +424,7 @@ impl Daemon {
             .iter()
             .map(|s| {
                 if matches!(s.state, RunState::Live | RunState::Spawning) {
-                    self.activity_of(&s.meta.id).0
+                    self.monitor.activity_of(&s.meta.id).0
                 } else {
                     Activity::Unknown
                 }
@@ -458,15 +458,11 @@ impl Daemon {
             .await
             .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
         self.orchestration.turns().insert(id.clone(), mark);
-        crate::handlers::sessions::send(
-            self,
-            msg::Send {
-                session: id.to_string(),
-                text: text.to_owned(),
-                enter: true,
-            },
-        )
-        .await?;
+        let state = self.governor.wake_as(id, Caller::Send).await?;
+        if let RunState::Failed(reason) = state {
+            return Err(ApiError::new(codes::FAILED, reason));
+        }
+        self.delivery.send(id, text, true).await?;
         Ok(())
     }
 
@@ -530,7 +526,7 @@ impl Daemon {
             Some(p) => {
                 let provider = Provider::from_name(p);
                 if let Provider::Custom(name) = &provider
-                    && !self.config.providers.contains_key(name)
+                    && !self.providers.get().contains_key(name)
                 {
                     return Err(ApiError::invalid(format!(
                         "unknown provider {name:?}: use claude, codex, opencode or shell"
@@ -602,7 +598,7 @@ impl Daemon {
                     ApiError::internal(format!("cannot record the first prompt: {e}"))
                 })?;
             }
-            state = self.wake_as(&id, Caller::Agent).await?;
+            state = self.governor.wake_as(&id, Caller::Agent).await?;
             if state == RunState::Live {
                 delivered = self.deliver_first_prompt(&id).await?;
             }
@@ -633,7 +629,7 @@ impl Daemon {
             self.sessions.run_state(&id),
             RunState::Live | RunState::Spawning
         );
-        if let RunState::Failed(reason) = self.wake_as(&id, Caller::Agent).await? {
+        if let RunState::Failed(reason) = self.governor.wake_as(&id, Caller::Agent).await? {
             return Err(ApiError::new(codes::FAILED, reason));
         }
         let first_prompt_delivered = self.deliver_first_prompt(&id).await?;
@@ -835,7 +831,7 @@ impl Daemon {
         touched.extend(ids.iter().map(|i| i.to_string()));
         let begun = Instant::now();
         let deadline = begun + timeout;
-        let mut shutdown = self.shutdown_watch();
+        let mut shutdown = self.shutdown.watch();
         let (snaps, activities) = loop {
             let snaps = self.snapshot(&ids);
             let activities = self.activities(&snaps).await;
@@ -898,9 +894,10 @@ impl Daemon {
     /// through the close path that removes clean worktrees (kept ones hold
     /// work and are left, like a person's close).
     async fn close_for_agent(self: &Arc<Self>, ids: &[SessionId]) -> Result<(), ApiError> {
-        let (kept, _) =
-            crate::handlers::sessions::close_sessions(self, ids, false, CloseCause::Agent, ids)
-                .await?;
+        let (kept, _) = self
+            .governor
+            .close_sessions(ids, false, CloseCause::Agent, ids)
+            .await?;
         if !kept.is_empty() {
             tracing::info!(
                 "an agent's close kept {} worktree(s) that hold work",
@@ -1018,7 +1015,7 @@ impl Daemon {
         let a: SessionArgs = parse(AgentTool::Hibernate, args)?;
         let id = self.resolve_mine(caller, &a.session, "hibernate_agent")?;
         touched.push(id.to_string());
-        self.hibernate_session(&id).await?;
+        self.spawner.hibernate_session(&id).await?;
         self.journal.record(Event::Hibernate {
             session: id.to_string(),
             reason: HibernateReason::Agent,

@@ -1,5 +1,6 @@
 //! The real operating system: `kill(2)` on process groups, `/proc` for
-//! process facts, and the daemon's clock anchored at its start.
+//! process facts, and the daemon's clock anchored at its start (the one in
+//! hangar-clock).
 
 use super::{Clock, ProcessControl};
 
@@ -32,46 +33,13 @@ impl Clock for RealOs {
     }
 }
 
-/// The daemon's clock, in ms since the Unix epoch: the wall clock as read at
-/// the daemon's start, plus the time elapsed since on a clock that never
-/// jumps (`CLOCK_BOOTTIME` on Linux, which keeps counting through a suspend,
-/// so a laptop's night still ages its sessions).
-///
-/// Every timestamp the daemon stores and every age it computes (idle,
-/// parked, tombstones, activity) comes from here, so a wall clock stepped a
-/// day forward or back while it runs neither makes a session "idle for a
-/// day" nor yields a time before the one just stored. The price: a step of
-/// the wall clock (an NTP correction too) is taken at the next start.
-pub fn now_ms() -> u64 {
-    static ANCHOR: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
-    let (wall_at_start, steady_at_start) = *ANCHOR.get_or_init(|| (wall_ms(), steady_ms()));
-    wall_at_start.saturating_add(steady_ms().saturating_sub(steady_at_start))
-}
-
+/// The daemon's clock (hangar-clock, shared with the proxy): ms since the
+/// Unix epoch that never jumps while the daemon runs. Every stored time and
+/// every age.
+pub use hangar_clock::now_ms;
 /// The wall clock as it is now, for comparing with times other programs
 /// wrote (file names and dates of transcripts).
-pub fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// Milliseconds on a clock that only moves forward.
-fn steady_ms() -> u64 {
-    #[cfg(target_os = "linux")]
-    const CLOCK: libc::clockid_t = libc::CLOCK_BOOTTIME;
-    #[cfg(not(target_os = "linux"))]
-    const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
-    // SAFETY: clock_gettime writes into the zeroed timespec we own.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    if unsafe { libc::clock_gettime(CLOCK, &mut ts) } != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1000)
-        .saturating_add(ts.tv_nsec as u64 / 1_000_000)
-}
+pub use hangar_clock::wall_ms;
 
 /// Field 22 of a `/proc/<pid>/stat` line. The command name (field 2) may
 /// contain spaces and parentheses, so fields are counted after its last `)`.

@@ -54,12 +54,13 @@ pub(super) async fn start_attach(
     // from here on never takes the session this person is attaching to.
     let viewer = daemon.activity.view(&session);
     if let RunState::Failed(reason) = daemon
+        .governor
         .wake_as(&session, crate::journal::Caller::Attach)
         .await?
     {
         return Err(ApiError::new(codes::FAILED, reason));
     }
-    daemon.touch_used(&session, false);
+    daemon.governor.touch_used(&session, false);
     let live = daemon
         .sessions
         .process(&session)
@@ -68,7 +69,7 @@ pub(super) async fn start_attach(
     if let Some((rows, cols)) = sizes.set(&session, client, Some((req.rows, req.cols))) {
         let _ = live.resize(rows, cols).await;
     }
-    let detach_key = daemon.config.attach.detach_key.clone();
+    let detach_key = daemon.config.snapshot().attach.detach_key.clone();
     conn.reply(Reply::ok(
         id,
         json!({"id": session.to_string(), "detach_key": detach_key}),

@@ -126,7 +126,7 @@ pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream:
                             tracing::debug!("input to attached session failed: {e}");
                         }
                         // A person typing: the session is in use (throttled).
-                        daemon.touch_used(&a.session, true);
+                        daemon.governor.touch_used(&a.session, true);
                     } else if !conn
                         .reply(Reply::err(
                             0,

@@ -191,6 +191,14 @@ impl Sessions {
         false
     }
 
+    /// A person or an agent used `id` at `now_ms`: its last-use time, kept
+    /// in memory until the next save.
+    pub fn touch(&self, id: &SessionId, now_ms: u64) {
+        if let Some(m) = self.lock().ws.sessions.get_mut(id) {
+            m.last_active_ms = now_ms;
+        }
+    }
+
     /// Forget a session's recorded pid (its process ended).
     pub fn forget_process(&self, id: &SessionId) {
         forget_process_logged(&mut self.lock().store, id);

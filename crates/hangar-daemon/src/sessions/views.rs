@@ -84,9 +84,9 @@ impl State {
             },
             duplicate_of,
             worktree: meta.worktree.as_ref().map(crate::worktree::static_view),
-            // Filled in from the proxy by the caller (`Daemon::op_list`).
+            // Filled in from the proxy by the caller (`handlers::sessions::list`).
             usage: None,
-            // Filled in by the caller from the activity board (`Daemon::op_list`).
+            // Filled in by the caller from the activity board (`handlers::sessions::list`).
             activity: "unknown".to_owned(),
             activity_since: None,
         })

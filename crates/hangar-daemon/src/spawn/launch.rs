@@ -12,8 +12,7 @@ use std::time::Duration;
 use hangar_core::SessionId;
 
 use super::start_slot::StartSlot;
-use super::{SpawnFailure, short};
-use crate::Daemon;
+use super::{SpawnFailure, Spawner, short};
 use crate::journal::{Event, FailureKind};
 use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, LiveProcess, SpawnRequest};
 use hangar_providers::launch::{LaunchEnv, launch_spec};
@@ -22,7 +21,7 @@ use hangar_providers::launch::{LaunchEnv, launch_spec};
 /// window counts as started (it may legitimately print nothing).
 const QUIET_START: Duration = Duration::from_millis(300);
 
-impl Daemon {
+impl Spawner {
     /// Start `id`'s process and wait until it is up: its first output (or a
     /// quiet shell's window), then its settle. `slot` is given up once the
     /// process has printed, before the settle (`start_slot.rs`).
@@ -32,17 +31,21 @@ impl Daemon {
         mut slot: StartSlot,
     ) -> Result<(), SpawnFailure> {
         // Proxy credentials for this process (issue 7); revoked when dropped.
-        let proxy_grant = self.proxy_grant(id).await?;
+        let proxy_grant = self.grants.proxy_grant(id).await?;
         // Claude Code hooks that report activity (issue 11), written off the lock.
         let hook_settings = {
             let provider = self.sessions.provider_of(id);
-            provider.and_then(|p| self.hook_settings(id, &p))
+            provider.and_then(|p| self.monitor.hook_settings(id, &p))
         };
         // Codex's command line depends on its version (issue 16 defect 4).
         let cli_facts = {
             let provider = self.sessions.provider_of(id);
             match provider {
-                Some(p) => self.cli_facts_before_start(&p).await,
+                Some(p) => {
+                    self.cli_probe
+                        .cli_facts_before_start(&p, self.providers.get(), &self.sessions)
+                        .await
+                }
                 None => None,
             }
         };
@@ -74,7 +77,7 @@ impl Daemon {
             let var = |k: &str| std::env::var(k).ok();
             let mint = || uuid::Uuid::new_v4().to_string();
             let env = LaunchEnv {
-                providers: &self.config.providers,
+                providers: self.providers.get(),
                 var: &var,
                 dangerous,
                 mint: &mint,
@@ -101,7 +104,9 @@ impl Daemon {
                     ),
                 )
             })?;
-            let spec = self.with_orchestration_mcp(&meta, spec);
+            let spec = self
+                .orchestration
+                .with_orchestration_mcp(&meta, spec, self.mcp.get());
             let spec = hangar_providers::launch::codex_in_process(
                 spec,
                 &meta.provider,
@@ -181,7 +186,7 @@ impl Daemon {
                 env: env_vars,
                 rows: DEFAULT_ROWS,
                 cols: DEFAULT_COLS,
-                terminal: self.config.terminal.model(),
+                terminal: self.terminal.get().model(),
                 resume,
             };
             (
@@ -209,17 +214,18 @@ impl Daemon {
         self.sessions
             .attach_process(id, live.clone(), start_time, resumed);
         self.watch_exit(id.clone(), live.clone());
-        self.watch_identity(id.clone(), live.clone());
-        self.watch_opencode_identity(id.clone(), live.clone());
-        self.watch_activity(id.clone(), live.clone());
+        self.identity.watch_identity(id.clone(), live.clone());
+        self.identity
+            .watch_opencode_identity(id.clone(), live.clone());
+        self.monitor.watch_activity(id.clone(), live.clone());
         if let Some(g) = proxy_grant {
-            self.hold_grant_until_exit(g, live.exit_watch());
+            self.grants.hold_grant_until_exit(g, live.exit_watch());
         }
 
         let mut first = live.first_output_watch();
         let mut exit = live.exit_watch();
         let timeout = if provider.is_agent() {
-            self.config.spawn_timeout()
+            Duration::from_secs(self.restore.get().spawn_timeout_secs.max(1))
         } else {
             QUIET_START
         };
@@ -235,13 +241,18 @@ impl Daemon {
             slot.release();
             // An agent that fails its login prints and exits at once: give it
             // a moment so that counts as a failed start, not a live session.
-            let settle = self.config.restore.settle();
+            let settle = self.restore.get().settle();
             let _ = tokio::time::timeout(settle, exit.wait_for(|e| e.is_some())).await;
         }
         if let Some(code) = live.exited() {
             let screen = live.text();
-            let auth =
-                crate::governor::looks_like_auth_failure(&self.config, &provider, &screen, code);
+            let auth = crate::governor::looks_like_auth_failure(
+                &self.governor,
+                self.providers.get(),
+                &provider,
+                &screen,
+                code,
+            );
             let last = live.last_line().unwrap_or_default();
             if let Some(psid) = &claude_resume
                 && hangar_providers::claude::background::refused_on_screen(&screen)

@@ -5,6 +5,14 @@
 //! visible panes at start (`start_slot.rs` is what its concurrency bound
 //! counts), `queue.rs` is the wake queue that paces spawns and holds them
 //! behind the authentication breaker.
+//!
+//! All of it is the `Spawner`'s: it wakes without looking at the budget
+//! (the governor, a layer up, makes room after a wake), and it is built
+//! from the leaves a launch needs: the session owner, the journal, the OS,
+//! the wake queue, identity and activity watchers, the CLI probe, proxy
+//! grants and orchestration's tokens, `[governor]`'s breaker and
+//! authentication rules (fixed at start) and the reloadable sections a
+//! spawn reads when it begins.
 
 mod launch;
 pub mod queue;
@@ -13,9 +21,43 @@ pub mod start_slot;
 mod stop;
 mod wake;
 
-use hangar_core::SessionId;
+use std::sync::Arc;
 
-use crate::journal::FailureKind;
+use hangar_core::SessionId;
+use hangar_providers::ProvidersConfig;
+
+use crate::Paths;
+use crate::activity::Monitor;
+use crate::cli_probe::CliProbe;
+use crate::config::{GovernorConfig, RestoreConfig, Section, TerminalConfig};
+use crate::identity::Identity;
+use crate::journal::{FailureKind, Journal};
+use crate::orchestration::{McpConfig, Orchestration};
+use crate::os::Os;
+use crate::proxy_observer::ProxyGrants;
+use crate::sessions::Sessions;
+use queue::WakeQueue;
+
+/// Brings sessions to life and ends their processes.
+pub struct Spawner {
+    pub(crate) paths: Paths,
+    pub(crate) sessions: Arc<Sessions>,
+    pub(crate) journal: Arc<Journal>,
+    pub(crate) os: Arc<dyn Os>,
+    pub(crate) queue: Arc<WakeQueue>,
+    pub(crate) identity: Arc<Identity>,
+    pub(crate) monitor: Arc<Monitor>,
+    pub(crate) cli_probe: Arc<CliProbe>,
+    pub(crate) grants: Arc<ProxyGrants>,
+    /// MCP tokens minted at each spawn.
+    pub(crate) orchestration: Arc<Orchestration>,
+    /// `[governor]` as at start: the breaker and what an auth failure is.
+    pub(crate) governor: GovernorConfig,
+    pub(crate) providers: Section<ProvidersConfig>,
+    pub(crate) restore: Section<RestoreConfig>,
+    pub(crate) mcp: Section<McpConfig>,
+    pub(crate) terminal: Section<TerminalConfig>,
+}
 
 /// Why a spawn failed: a category for the journal and the breaker, and a
 /// message for the person.

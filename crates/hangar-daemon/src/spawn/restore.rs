@@ -12,12 +12,12 @@ use std::time::Instant;
 use hangar_core::{RestorePlan, SessionId};
 use tokio::sync::Semaphore;
 
-use crate::Daemon;
 use crate::sessions::RunState;
+use crate::spawn::Spawner;
 use crate::spawn::start_slot::StartSlot;
 use serde::Deserialize;
 
-impl Daemon {
+impl Spawner {
     /// Adopt the plan's workspace and mark every session's runtime; returns
     /// the sessions to spawn, in order.
     pub fn adopt_plan(&self, plan: RestorePlan) -> Vec<SessionId> {
@@ -60,7 +60,7 @@ impl Daemon {
             expected: ids.len(),
             hibernated,
         });
-        let sem = Arc::new(Semaphore::new(self.config.restore.concurrency));
+        let sem = Arc::new(Semaphore::new(self.restore.get().concurrency));
         let mut tasks = Vec::with_capacity(ids.len());
         for id in ids {
             let daemon = self.clone();
@@ -131,7 +131,8 @@ impl Daemon {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RestoreConfig {
-    /// How many spawns run at once during a restore.
+    /// How many agents of a restore boot at once (forked, no first output
+    /// yet; `start_slot.rs`).
     #[serde(default = "default_concurrency")]
     pub concurrency: usize,
     /// How long an agent may take to show its first output.

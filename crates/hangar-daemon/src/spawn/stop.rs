@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use hangar_core::SessionId;
 
-use crate::Daemon;
+use super::Spawner;
 use crate::errors::ApiError;
 use crate::journal::Event;
 use crate::pty::LiveProcess;
@@ -24,7 +24,7 @@ use crate::sessions::RunState;
 /// Only a process that does not exit by itself waits this long.
 const STOP_GRACE: Duration = Duration::from_secs(6);
 
-impl Daemon {
+impl Spawner {
     /// When the process exits on its own, mark the session `exited` and keep
     /// its last screen.
     pub(super) fn watch_exit(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
@@ -113,7 +113,7 @@ impl Daemon {
         });
         if let Some(live) = live {
             let screen = live.formatted();
-            self.note_identity_before_stop(id, &live);
+            self.identity.note_identity_before_stop(id, &live);
             self.stop_process(&live).await;
             self.sessions
                 .keep_stopped_screen(id, &screen, crate::now_ms());

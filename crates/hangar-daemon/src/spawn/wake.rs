@@ -2,7 +2,8 @@
 //! marks the session `spawning` and spawns through the wake queue; every
 //! concurrent caller sees `spawning` and waits for the state to change
 //! instead of spawning a second process. What each look decides is
-//! `hangar_core::wake_decision`.
+//! `hangar_core::wake_decision`. Making room for the woken session is the
+//! governor's `wake_as`, which wraps this one.
 
 use std::sync::Arc;
 
@@ -13,20 +14,16 @@ use hangar_core::wake_decision::{
 };
 use hangar_protocol::message::codes;
 
-use crate::Daemon;
+use super::Spawner;
 use crate::errors::ApiError;
 use crate::journal::{Caller, Event, FailureKind};
 use crate::sessions::RunState;
 use crate::spawn::start_slot::StartSlot;
 
-impl Daemon {
-    /// Make `id` live on behalf of a person at the command line.
-    pub async fn wake(self: &Arc<Self>, id: &SessionId) -> Result<RunState, ApiError> {
-        self.wake_as(id, Caller::Cli).await
-    }
-
+impl Spawner {
     /// Make `id` live, joining a spawn already under way. Returns the state
-    /// the session ended in (`Live`, or `Failed` with its reason).
+    /// the session ended in (`Live`, or `Failed` with its reason). The
+    /// budget is not looked at here (see `Governor::wake_as`).
     pub async fn wake_as(
         self: &Arc<Self>,
         id: &SessionId,
@@ -35,7 +32,7 @@ impl Daemon {
         self.wake_in_slot(id, caller, StartSlot::none()).await
     }
 
-    /// [`Daemon::wake_as`] holding a restore slot, which the spawn gives up
+    /// [`Spawner::wake_as`] holding a restore slot, which the spawn gives up
     /// as soon as its process has shown its first output (`start_slot.rs`).
     pub async fn wake_in_slot(
         self: &Arc<Self>,
@@ -137,10 +134,6 @@ impl Daemon {
             ok: state == RunState::Live,
             joined: false,
         });
-        if state == RunState::Live && caller != Caller::Restore {
-            let protect = std::collections::BTreeSet::from([id.clone()]);
-            self.enforce_budget_now(&protect).await;
-        }
         Ok(state)
     }
 
@@ -168,7 +161,7 @@ impl Daemon {
         let mut outcome = self.try_spawn(id, start_slot).await;
         let auth = matches!(&outcome, Err(f) if f.kind == FailureKind::AuthFailure);
         if self.queue.finish(slot, auth) {
-            let failures = self.config.governor.breaker_threshold;
+            let failures = self.governor.breaker_threshold;
             tracing::warn!("{failures} consecutive authentication failures: wake queue paused");
             self.journal.record(Event::BreakerTrip { failures });
             if let Err(f) = &mut outcome {

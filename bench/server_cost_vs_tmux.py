@@ -346,6 +346,9 @@ def attach(big, keys, mb):
     return out
 
 
+PHASES = ("bulk", "bulk_plain", "printing", "idle")
+
+
 def one_round(a, big, plain, block_path):
     phases = [
         ("bulk", one_session_bulk(big, a.mb)),
@@ -353,6 +356,7 @@ def one_round(a, big, plain, block_path):
         ("printing", many_sessions_printing(block_path, a.sessions, a.rate, a.print_secs)),
         ("idle", idle_agents(a.sessions, a.idle_secs)),
     ]
+    phases = [(key, phase) for key, phase in phases if key in a.phases]
     result = {}
     for key, phase in phases:
         result[key] = {kind.name: with_server(kind, phase) for kind in (HangarServer, TmuxServer)}
@@ -419,7 +423,15 @@ def main():
     ap.add_argument("--attach", action="store_true", help="also run attach_vs_tmux's throughput and echo")
     ap.add_argument("--keys", type=int, default=200)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--phases", default=",".join(PHASES),
+                    help="which scenarios to run, comma-separated: bulk (agent-like output), bulk_plain "
+                         "(plain lines), printing (many sessions), idle (idle agents: CPU and memory per "
+                         "live session); default: all")
     a = ap.parse_args()
+    a.phases = [p for p in a.phases.split(",") if p]
+    unknown = [p for p in a.phases if p not in PHASES]
+    if unknown:
+        ap.error(f"unknown phase {unknown[0]!r} (known: {', '.join(PHASES)})")
     if a.hangar:
         os.environ["HANGAR_BIN_DIR"] = os.path.dirname(os.path.abspath(a.hangar))
     hb.binaries()

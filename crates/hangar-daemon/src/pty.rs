@@ -19,9 +19,12 @@ use tokio::sync::{broadcast, watch};
 
 /// Output chunks buffered per attached client before it is resynced from the
 /// screen instead. With reads of at most `READ_CHUNK` bytes, a client that
-/// stops reading costs the daemon at most 8 MiB per session.
+/// stops reading costs the daemon at most 2 MiB per session.
 const OUTPUT_CHANNEL: usize = 512;
-const READ_CHUNK: usize = 16 * 1024;
+/// A read from a PTY's master side returns at most 4095 bytes on Linux (the
+/// line discipline's buffer), whatever the buffer offered: a bigger one only
+/// cost every live session memory.
+const READ_CHUNK: usize = 4 * 1024;
 
 /// `[terminal]`: what each session's terminal keeps.
 #[derive(Clone, Debug, Deserialize)]
@@ -91,10 +94,19 @@ pub struct SpawnRequest {
     pub resume: Option<Vec<u8>>,
 }
 
+/// A session's terminal model and the broadcast of its output to attached
+/// clients, under one lock.
+struct Screen {
+    terminal: hangar_terminal::Terminal,
+    /// Made when the first client subscribes and dropped when the output
+    /// finds no client left: its slots (`OUTPUT_CHANNEL` of them, allocated
+    /// at once) cost an unwatched session 32 KiB, and each read a copy.
+    clients: Option<broadcast::Sender<Bytes>>,
+}
+
 pub struct LiveProcess {
     pub pid: u32,
-    screen: Mutex<hangar_terminal::Terminal>,
-    output: broadcast::Sender<Bytes>,
+    screen: Mutex<Screen>,
     writer: tokio::sync::Mutex<pty_process::OwnedWritePty>,
     /// Held by one `send` from its text to its Enter: without it, two clients
     /// sending to one session at once typed `ab` then two Enters.
@@ -126,7 +138,6 @@ impl LiveProcess {
             .id()
             .ok_or_else(|| std::io::Error::other("child exited before its pid was known"))?;
         let (reader, writer) = pty.into_split();
-        let (output, _) = broadcast::channel(OUTPUT_CHANNEL);
         let (first_output, _) = watch::channel(false);
         let (exit, _) = watch::channel(None);
         let (output_ended, _) = watch::channel(false);
@@ -140,8 +151,10 @@ impl LiveProcess {
         };
         let live = Arc::new(LiveProcess {
             pid,
-            screen: Mutex::new(parser),
-            output,
+            screen: Mutex::new(Screen {
+                terminal: parser,
+                clients: None,
+            }),
             writer: tokio::sync::Mutex::new(writer),
             typing: tokio::sync::Mutex::new(()),
             first_output,
@@ -213,10 +226,7 @@ impl LiveProcess {
 
     pub async fn resize(&self, rows: u16, cols: u16) -> std::io::Result<()> {
         let (rows, cols) = (rows.max(1), cols.max(1));
-        {
-            let mut screen = self.lock_screen();
-            screen.resize(rows, cols);
-        }
+        self.lock_screen().terminal.resize(rows, cols);
         let w = tokio::time::timeout(WRITE_STALL, self.writer.lock())
             .await
             .map_err(|_| stalled())?;
@@ -224,7 +234,7 @@ impl LiveProcess {
             .map_err(std::io::Error::other)
     }
 
-    fn lock_screen(&self) -> std::sync::MutexGuard<'_, hangar_terminal::Terminal> {
+    fn lock_screen(&self) -> std::sync::MutexGuard<'_, Screen> {
         // A panic while holding the lock leaves a parser that is still a
         // valid screen; keep using it rather than poisoning every client.
         self.screen.lock().unwrap_or_else(|p| p.into_inner())
@@ -238,38 +248,41 @@ impl LiveProcess {
         &self,
         history: Option<usize>,
     ) -> (Vec<u8>, broadcast::Receiver<Bytes>) {
-        let screen = self.lock_screen();
-        let rx = self.output.subscribe();
+        let mut screen = self.lock_screen();
+        let rx = screen
+            .clients
+            .get_or_insert_with(|| broadcast::channel(OUTPUT_CHANNEL).0)
+            .subscribe();
         let redraw = match history {
-            Some(lines) => screen.redraw_with_history(lines),
-            None => screen.redraw(),
+            Some(lines) => screen.terminal.redraw_with_history(lines),
+            None => screen.terminal.redraw(),
         };
         (redraw, rx)
     }
 
     /// The visible screen as plain text.
     pub fn text(&self) -> String {
-        self.lock_screen().screen_text()
+        self.lock_screen().terminal.screen_text()
     }
 
     /// The last `n` lines of history as plain text, oldest first.
     pub fn scrollback(&self, n: usize) -> Vec<String> {
-        self.lock_screen().scrollback(n)
+        self.lock_screen().terminal.scrollback(n)
     }
 
     /// The screen, its history and modes in the saved form, for keeping as
     /// a hibernated session's last screen.
     pub fn formatted(&self) -> Vec<u8> {
-        self.lock_screen().save()
+        self.lock_screen().terminal.save()
     }
 
     pub fn bracketed_paste(&self) -> bool {
-        self.lock_screen().bracketed_paste()
+        self.lock_screen().terminal.bracketed_paste()
     }
 
     /// The last non-empty line of the screen, for failure reasons.
     pub fn last_line(&self) -> Option<String> {
-        self.lock_screen().last_line()
+        self.lock_screen().terminal.last_line()
     }
 }
 
@@ -294,12 +307,20 @@ async fn read_output(live: Arc<LiveProcess>, mut reader: pty_process::OwnedReadP
                 break;
             }
             Ok(n) => {
-                let chunk = Bytes::copy_from_slice(&buf[..n]);
                 {
                     let mut screen = live.lock_screen();
-                    screen.feed(&chunk);
-                    // No receivers is normal: nobody is attached.
-                    let _ = live.output.send(chunk);
+                    let screen = &mut *screen;
+                    screen.terminal.feed(&buf[..n]);
+                    if let Some(clients) = &screen.clients {
+                        if clients.receiver_count() == 0 {
+                            // The last client went away.
+                            screen.clients = None;
+                        } else {
+                            // A client may leave before this send: then the
+                            // error only says nobody got it.
+                            let _ = clients.send(Bytes::copy_from_slice(&buf[..n]));
+                        }
+                    }
                 }
                 if !*live.first_output.borrow() {
                     live.first_output.send_replace(true);

@@ -4,8 +4,12 @@
 //! `avt`, and this crate (alacritty plus the byte-capped history), at 200x50
 //! with history.
 //!
+//! A second group feeds plain 99-character lines at 120x40, the workload on
+//! which the daemon cost more than tmux (issue 20).
+//!
 //! Run: `cargo bench -p hangar-terminal --bench engines` (HANGAR_BENCH_MB
-//! sets the size of the output, default 100). Figures are in BENCHMARKS.md.
+//! sets the size of the output, default 100; `-- plain_lines` runs only the
+//! second group). Figures are in BENCHMARKS.md.
 
 use std::hint::black_box;
 use std::num::NonZeroU16;
@@ -218,5 +222,64 @@ fn engines(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, engines);
+/// Plain 99-character lines as a PTY delivers them (`\n` made `\r\n`), in
+/// 4 KiB reads, at the daemon's default 120x40: each line scrolls one row
+/// into history, so what a kept line costs shows here, not in the agent mix.
+fn plain_lines(c: &mut Criterion) {
+    let mb: usize = std::env::var("HANGAR_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let line = format!(
+        "{}\r\n",
+        &"0123456789abcdefghijklmnopqrstuvwxyz".repeat(3)[..99]
+    );
+    let output = line.repeat(mb * 1024 * 1024 / line.len());
+    let parts: Vec<&[u8]> = output.as_bytes().chunks(4096).collect();
+    let mut group = c.benchmark_group("plain_lines_120x40");
+    group.throughput(Throughput::Bytes(output.len() as u64));
+    group.sample_size(10);
+    group.bench_function("alacritty_terminal_0.26_no_history", |b| {
+        b.iter(|| {
+            let size = TermSize(40, 120);
+            let config = TermConfig {
+                scrolling_history: 0,
+                ..TermConfig::default()
+            };
+            let mut term = Term::new(config, &size, VoidListener);
+            let mut parser: Processor<StdSyncHandler> = Processor::new();
+            for part in &parts {
+                parser.advance(&mut term, part);
+            }
+            black_box(term.grid().cursor.point);
+        })
+    });
+    group.bench_function("hangar_terminal", |b| {
+        b.iter(|| {
+            let mut t = hangar_terminal::Terminal::new(40, 120, hangar_terminal::Config::default());
+            for part in &parts {
+                t.feed(part);
+            }
+            black_box(t.history_len());
+        })
+    });
+    group.finish();
+}
+
+/// A screen of `rows` x `columns`.
+struct TermSize(usize, usize);
+
+impl Dimensions for TermSize {
+    fn total_lines(&self) -> usize {
+        self.0
+    }
+    fn screen_lines(&self) -> usize {
+        self.0
+    }
+    fn columns(&self) -> usize {
+        self.1
+    }
+}
+
+criterion_group!(benches, engines, plain_lines);
 criterion_main!(benches);

@@ -29,6 +29,13 @@ const SGR_FLAGS: Flags = Flags::BOLD
     .union(Flags::STRIKEOUT);
 
 impl Pen {
+    /// The default pen: what a row starts with and a reset selects.
+    const PLAIN: Pen = Pen {
+        fg: Color::Named(NamedColor::Foreground),
+        bg: Color::Named(NamedColor::Background),
+        flags: Flags::empty(),
+    };
+
     pub(crate) fn of(cell: &Cell) -> Pen {
         Pen {
             fg: cell.fg,
@@ -38,9 +45,7 @@ impl Pen {
     }
 
     pub(crate) fn is_plain(&self) -> bool {
-        self.flags.is_empty()
-            && self.fg == Color::Named(NamedColor::Foreground)
-            && self.bg == Color::Named(NamedColor::Background)
+        *self == Pen::PLAIN
     }
 
     /// `ESC[0;...m` selecting exactly this pen.
@@ -120,6 +125,16 @@ pub(crate) fn row(row: &Row<Cell>, columns: usize) -> String {
 /// drawn up to the cursor, so the blank a prompt printed before it (`> `)
 /// is there on a client that tells printed blanks from empty cells.
 pub(crate) fn row_through(row: &Row<Cell>, columns: usize, min_len: usize) -> String {
+    let mut out = String::new();
+    write_row(row, columns, min_len, &mut out);
+    out
+}
+
+/// [`row_through`] appended to `out` (history reuses one buffer for every
+/// line it keeps). This runs for every line a program scrolls off its
+/// screen, so the pen is compared field by field against the cell's and
+/// rebuilt only where it changes.
+pub(crate) fn write_row(row: &Row<Cell>, columns: usize, min_len: usize, out: &mut String) {
     let cells = &row[..];
     let width = columns.min(cells.len());
     let end = cells[..width]
@@ -127,8 +142,8 @@ pub(crate) fn row_through(row: &Row<Cell>, columns: usize, min_len: usize) -> St
         .rposition(|c| !is_blank(c))
         .map_or(0, |i| i + 1)
         .max(min_len.min(width));
-    let mut out = String::with_capacity(end + 8);
-    let mut pen = None::<Pen>;
+    out.reserve(end + 8);
+    let mut pen = Pen::PLAIN;
     for cell in &cells[..end] {
         if cell
             .flags
@@ -136,20 +151,18 @@ pub(crate) fn row_through(row: &Row<Cell>, columns: usize, min_len: usize) -> St
         {
             continue;
         }
-        let p = Pen::of(cell);
-        if pen != Some(p) && !(pen.is_none() && p.is_plain()) {
-            p.write_sgr(&mut out);
+        if cell.fg != pen.fg || cell.bg != pen.bg || cell.flags & SGR_FLAGS != pen.flags {
+            pen = Pen::of(cell);
+            pen.write_sgr(out);
         }
-        pen = Some(p);
         out.push(if cell.c == '\t' { ' ' } else { cell.c });
         if let Some(extra) = cell.zerowidth() {
             out.extend(extra.iter());
         }
     }
-    if pen.is_some_and(|p| !p.is_plain()) {
+    if !pen.is_plain() {
         out.push_str("\x1b[0m");
     }
-    out
 }
 
 #[cfg(test)]

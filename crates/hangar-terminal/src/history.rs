@@ -7,19 +7,44 @@
 //! counts what the lines really hold plus a fixed overhead per line, so a
 //! program that floods empty lines or redraws forever can never grow a
 //! session's memory past it; the oldest lines go first.
+//!
+//! The lines' text is packed back to back into a few large blocks instead of
+//! one allocation per line: a program printing plain lines scrolls one line
+//! into history for every line it prints, and each line paid an allocation,
+//! a shrinking reallocation and later a free, plus the allocator's own
+//! bytes per line (BENCHMARKS.md, issue 20). A block is freed once its last
+//! line is dropped.
 
 use std::collections::VecDeque;
 
-/// What one kept line costs beyond its bytes (its slot in the ring and the
-/// boxed string's header), so a flood of empty lines is bounded too.
-pub const LINE_OVERHEAD: usize = std::mem::size_of::<Box<str>>() + 8;
+/// What one kept line costs beyond its bytes (where it is), so a flood of
+/// empty lines is bounded too.
+pub const LINE_OVERHEAD: usize = std::mem::size_of::<Span>();
 
 /// The smallest cap accepted: a few screens of wide lines.
 pub const MIN_HISTORY_BYTES: usize = 64 * 1024;
 
+/// The first block's size; each next one doubles, up to [`MAX_BLOCK`]: a
+/// session with a little history holds a little memory.
+const FIRST_BLOCK: usize = 4 * 1024;
+const MAX_BLOCK: usize = 64 * 1024;
+
+/// Where a line is: its block (counted from the first block ever made) and
+/// its byte range in it.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    block: u64,
+    start: u32,
+    len: u32,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct History {
-    lines: VecDeque<Box<str>>,
+    /// The text of the kept lines, in blocks; `blocks[0]` is block number
+    /// `first_block`.
+    blocks: VecDeque<String>,
+    first_block: u64,
+    lines: VecDeque<Span>,
     bytes: usize,
     cap: usize,
 }
@@ -27,28 +52,66 @@ pub struct History {
 impl History {
     pub fn new(cap: usize) -> History {
         History {
-            lines: VecDeque::new(),
-            bytes: 0,
             cap: cap.max(MIN_HISTORY_BYTES),
+            ..History::default()
         }
     }
 
     /// Append a line (its text with SGR sequences), dropping the oldest lines
     /// while the total is over the cap.
-    pub fn push(&mut self, line: String) {
+    pub fn push(&mut self, line: &str) {
+        let fits = self
+            .blocks
+            .back()
+            .is_some_and(|b| b.capacity() - b.len() >= line.len());
+        if !fits {
+            let size = self
+                .blocks
+                .back()
+                .map_or(FIRST_BLOCK, |b| (b.capacity() * 2).min(MAX_BLOCK))
+                .max(line.len());
+            self.blocks.push_back(String::with_capacity(size));
+        }
+        let block_index = self.blocks.len() - 1;
+        let block = &mut self.blocks[block_index];
+        let start = block.len();
+        block.push_str(line);
+        self.lines.push_back(Span {
+            block: self.first_block + block_index as u64,
+            // A block holds at most MAX_BLOCK bytes or one line; a line is a
+            // screen row, far below 4 GiB.
+            start: start as u32,
+            len: line.len() as u32,
+        });
         self.bytes += line.len() + LINE_OVERHEAD;
-        self.lines.push_back(line.into_boxed_str());
         while self.bytes > self.cap {
-            match self.lines.pop_front() {
-                Some(old) => self.bytes -= old.len() + LINE_OVERHEAD,
-                None => break,
+            if !self.pop_oldest() {
+                break;
             }
         }
     }
 
+    /// Drop the oldest line, and the blocks no kept line is in any more.
+    fn pop_oldest(&mut self) -> bool {
+        let Some(old) = self.lines.pop_front() else {
+            return false;
+        };
+        self.bytes -= old.len as usize + LINE_OVERHEAD;
+        let keep_from = self
+            .lines
+            .front()
+            .map_or(self.first_block + self.blocks.len() as u64, |l| l.block);
+        while self.first_block < keep_from && !self.blocks.is_empty() {
+            self.blocks.pop_front();
+            self.first_block += 1;
+        }
+        true
+    }
+
     pub fn clear(&mut self) {
-        self.lines.clear();
-        self.lines.shrink_to_fit();
+        self.first_block += self.blocks.len() as u64;
+        self.blocks = VecDeque::new();
+        self.lines = VecDeque::new();
         self.bytes = 0;
     }
 
@@ -69,14 +132,20 @@ impl History {
         self.cap
     }
 
+    fn text(&self, span: &Span) -> &str {
+        let block = &self.blocks[(span.block - self.first_block) as usize];
+        let start = span.start as usize;
+        &block[start..start + span.len as usize]
+    }
+
     /// Line `i` (0 is the oldest kept) with its SGR sequences.
     pub fn formatted(&self, i: usize) -> Option<&str> {
-        self.lines.get(i).map(|l| &**l)
+        self.lines.get(i).map(|l| self.text(l))
     }
 
     /// Every kept line with its SGR sequences, oldest first.
     pub fn iter_formatted(&self) -> impl DoubleEndedIterator<Item = &str> + ExactSizeIterator {
-        self.lines.iter().map(|l| &**l)
+        self.lines.iter().map(|l| self.text(l))
     }
 }
 
@@ -108,7 +177,7 @@ mod tests {
         let mut h = History::new(MIN_HISTORY_BYTES);
         let line = "x".repeat(1000);
         for _ in 0..1000 {
-            h.push(line.clone());
+            h.push(&line);
         }
         assert!(h.bytes() <= h.cap());
         let per = 1000 + LINE_OVERHEAD;
@@ -119,10 +188,50 @@ mod tests {
     fn a_flood_of_empty_lines_is_bounded_by_the_per_line_overhead() {
         let mut h = History::new(MIN_HISTORY_BYTES);
         for _ in 0..100_000 {
-            h.push(String::new());
+            h.push("");
         }
         assert!(h.bytes() <= MIN_HISTORY_BYTES);
         assert_eq!(h.len(), MIN_HISTORY_BYTES / LINE_OVERHEAD);
+    }
+
+    #[test]
+    fn lines_read_back_in_order_across_blocks_and_dropped_blocks_are_freed() {
+        let mut h = History::new(MIN_HISTORY_BYTES);
+        for i in 0..20_000 {
+            h.push(&format!("line {i} {}", "y".repeat(i % 300)));
+        }
+        assert!(h.bytes() <= h.cap());
+        let last = h.formatted(h.len() - 1).unwrap();
+        assert!(last.starts_with("line 19999 "), "{last}");
+        let kept: Vec<usize> = h
+            .iter_formatted()
+            .map(|l| l.split(' ').nth(1).unwrap().parse().unwrap())
+            .collect();
+        assert!(kept.windows(2).all(|w| w[1] == w[0] + 1));
+        assert_eq!(*kept.last().unwrap(), 19_999);
+        // Only the blocks the kept lines are in stay.
+        let held: usize = h.blocks.iter().map(String::capacity).sum();
+        assert!(held <= h.cap() + 2 * MAX_BLOCK, "{held} bytes of blocks");
+        h.clear();
+        assert!(h.is_empty() && h.blocks.is_empty());
+        h.push("again");
+        assert_eq!(h.formatted(0), Some("again"));
+    }
+
+    #[test]
+    fn a_line_longer_than_a_block_gets_a_block_of_its_own() {
+        let mut h = History::new(4 * MAX_BLOCK);
+        let long = "z".repeat(MAX_BLOCK + 10);
+        h.push("short");
+        h.push(&long);
+        h.push("after");
+        assert_eq!(h.len(), 3);
+        assert!(
+            h.formatted(1) == Some(long.as_str()),
+            "the long line reads back whole"
+        );
+        assert_eq!(h.formatted(2), Some("after"));
+        assert_eq!(h.blocks.len(), 3);
     }
 
     #[test]

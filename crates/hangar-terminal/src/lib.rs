@@ -171,7 +171,7 @@ impl Terminal {
         // screen back as many of them as there is room for (as tmux does).
         let back = lines.len().min(self.free_rows_below_cursor());
         let returned = lines.split_off(lines.len() - back);
-        for line in lines {
+        for line in &lines {
             self.screen.history.push(line);
         }
         if !returned.is_empty() {

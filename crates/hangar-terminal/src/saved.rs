@@ -69,8 +69,7 @@ pub(crate) fn restore(saved: &[u8], config: Config) -> Terminal {
         let Some(end) = rest.windows(2).position(|w| w == b"\r\n") else {
             break;
         };
-        t.history_mut()
-            .push(String::from_utf8_lossy(&rest[..end]).into_owned());
+        t.history_mut().push(&String::from_utf8_lossy(&rest[..end]));
         rest = &rest[end + 2..];
     }
     t.feed(rest);

@@ -47,6 +47,8 @@ pub(crate) struct Screen {
     pub(crate) region: Range<usize>,
     pub(crate) title: Option<String>,
     titles: Vec<Option<String>>,
+    /// The row being copied into history, reused for every line.
+    line: String,
 }
 
 impl Screen {
@@ -58,6 +60,7 @@ impl Screen {
             region: 0..lines,
             title: None,
             titles: Vec::new(),
+            line: String::new(),
         }
     }
 
@@ -75,8 +78,14 @@ impl Screen {
         let columns = self.term.columns();
         let n = n.min(self.term.screen_lines());
         for i in 0..n {
-            let line = encode::row(&self.term.grid()[Line(i as i32)], columns);
-            self.history.push(line);
+            self.line.clear();
+            encode::write_row(
+                &self.term.grid()[Line(i as i32)],
+                columns,
+                0,
+                &mut self.line,
+            );
+            self.history.push(&self.line);
         }
     }
 

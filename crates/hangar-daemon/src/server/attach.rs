@@ -169,7 +169,7 @@ async fn forward_output(
 }
 
 /// Output chunks a client may be behind before it gets the current screen
-/// instead of the backlog (up to 1 MiB of PTY reads): a client that keeps
+/// instead of the backlog (up to 256 KiB of PTY reads): a client that keeps
 /// up gets every byte, one that fell behind never queues bulk output.
 const RESYNC_BACKLOG: usize = 64;
 

@@ -22,6 +22,8 @@ use crate::tui::copy::{CopyAction, CopyMode, Pos};
 use crate::tui::keys::{self, Key, Mouse, MouseKind, PassThroughFilter};
 use crate::tui::layout::{self, ScreenLayout};
 use crate::tui::pane::{Pane, PaneEvent, PaneStatus};
+use crate::tui::pane_mouse;
+use crate::tui::search::{SearchAction, SearchDialog};
 
 /// Providers offered by the new-agent dialog; `auto` lets the daemon pick.
 pub const PROVIDERS: &[&str] = &["auto", "claude", "codex", "opencode", "shell"];
@@ -61,6 +63,8 @@ pub enum Dialog {
         items: Vec<String>,
         request: Request,
     },
+    /// `/`: search every session's text and go to one.
+    Search(SearchDialog),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +125,12 @@ pub struct App {
     /// A divider being dragged: the pane on its left (or above) and where
     /// the mouse was.
     drag: Option<(SessionId, Direction, u16)>,
+    /// The pane whose program got a button press: its drags and release go
+    /// there too, wherever the mouse went, until the release.
+    mouse_grab: Option<SessionId>,
+    /// The outer terminal reports motion without a button (1003) because a
+    /// visible pane's program asked for it.
+    outer_motion: bool,
 }
 
 impl App {
@@ -157,6 +167,8 @@ impl App {
             terminal_out: Vec::new(),
             last_layout: None,
             drag: None,
+            mouse_grab: None,
+            outer_motion: false,
         }
     }
 
@@ -292,6 +304,19 @@ impl App {
 
     pub fn apply_outcome(&mut self, outcome: Outcome) {
         self.pending = self.pending.saturating_sub(1);
+        if let Request::Search(asked) = &outcome.command.request {
+            if let Some(Dialog::Search(d)) = self.dialog.as_mut() {
+                let reply = match outcome.result {
+                    Ok(v) => serde_json::from_value(v).map_err(|e| format!("bad reply: {e}")),
+                    Err(e) if e.code == codes::UNKNOWN_KIND => Err(crate::search::older_daemon()),
+                    Err(e) => Err(e.message),
+                };
+                if let SearchAction::Ask(query) = d.answered(&asked.query, reply) {
+                    self.ask_search(query);
+                }
+            }
+            return;
+        }
         match outcome.result {
             Ok(body) => {
                 self.message = Some(match kept_worktrees(&body) {
@@ -354,6 +379,7 @@ impl App {
     /// inner area; drop the others (their sessions keep running).
     pub fn sync_panes(&mut self, layout: &ScreenLayout) {
         self.last_layout = Some(layout.clone());
+        self.follow_outer_motion(layout);
         if let Some(c) = &self.copy
             && !layout.panes.iter().any(|(id, _)| id.as_str() == c.session)
         {
@@ -594,6 +620,7 @@ impl App {
             Key::Char('(') => self.switch_tab(-1),
             Key::Char(')') => self.switch_tab(1),
             Key::Char('[') => self.enter_copy_mode(None),
+            Key::Char('/') => self.dialog = Some(Dialog::Search(SearchDialog::default())),
             Key::PageUp | Key::ShiftPageUp => self.enter_copy_mode(Some(key)),
             Key::Char(']') => self.paste_copied(),
             _ => {}
@@ -741,9 +768,109 @@ impl App {
         None
     }
 
-    /// The mouse: the wheel scrolls a pane's history, a click focuses a
-    /// pane, dragging a divider resizes its split.
+    /// Ask the outer terminal for motion without a button (1003) while a
+    /// visible pane's program wants it, and stop when none does.
+    fn follow_outer_motion(&mut self, layout: &ScreenLayout) {
+        let want = pane_mouse::outer_motion(layout.panes.iter().filter_map(|(id, _)| {
+            let p = self.panes.get(id.as_str())?;
+            Some(p.parser.screen().mouse_protocol_mode())
+        }));
+        if want != self.outer_motion {
+            self.outer_motion = want;
+            // Leaving 1003 leaves mouse reporting: the TUI's own 1002 again.
+            self.terminal_out.extend_from_slice(if want {
+                b"\x1b[?1003h"
+            } else {
+                b"\x1b[?1003l\x1b[?1002h"
+            });
+        }
+    }
+
+    /// The inner area (inside the border) of a pane on screen.
+    fn pane_inner(&self, id: &SessionId) -> Option<ratatui::layout::Rect> {
+        let layout = self.last_layout.as_ref()?;
+        let (_, outer) = layout.panes.iter().find(|(p, _)| p == id)?;
+        Some(layout::inner(*outer))
+    }
+
+    /// A mouse event for a pane's own program (tmux's `mouse on` rules,
+    /// `pane_mouse`): inside a pane whose program asked for the mouse, the
+    /// event is passed on at the pane-relative cell, and a press also
+    /// focuses the pane; the wheel over a full-screen program that did not
+    /// ask for it types arrows. Returns false when the event stays the
+    /// TUI's: borders and dividers, a pane in copy mode, a program that did
+    /// not ask (its history scrolls instead).
+    fn mouse_for_program(&mut self, m: Mouse) -> bool {
+        let grabbed = self.mouse_grab.clone();
+        let was_grabbed = grabbed.is_some();
+        if m.released {
+            self.mouse_grab = None;
+        }
+        let (id, area) = match grabbed {
+            Some(id) => match self.pane_inner(&id) {
+                Some(area) => (id, area),
+                None => return false,
+            },
+            None => match self.pane_at(m.col, m.row) {
+                Some((id, outer)) => (id, layout::inner(outer)),
+                None => return false,
+            },
+        };
+        let inside = m.col >= area.x
+            && m.col < area.x + area.width
+            && m.row >= area.y
+            && m.row < area.y + area.height;
+        if self.copy.as_ref().is_some_and(|c| c.session == id.as_str()) {
+            return false;
+        }
+        let Some(pane) = self.panes.get_mut(id.as_str()) else {
+            return false;
+        };
+        if pane.status != PaneStatus::Live {
+            return false;
+        }
+        let screen = pane.parser.screen();
+        let (mode, encoding) = (
+            screen.mouse_protocol_mode(),
+            screen.mouse_protocol_encoding(),
+        );
+        if mode == vt100::MouseProtocolMode::None {
+            if !inside || !screen.alternate_screen() {
+                return false;
+            }
+            return match pane_mouse::wheel_arrows(&m) {
+                Some(arrows) => {
+                    pane.type_bytes(&arrows);
+                    true
+                }
+                None => false,
+            };
+        }
+        if !inside {
+            // Off the pane while a button is held: dropped, as tmux does;
+            // a border without a grab stays the TUI's.
+            return was_grabbed;
+        }
+        let (col, row) = (m.col - area.x, m.row - area.y);
+        if let Some(bytes) = pane_mouse::encode(&m, col, row, mode, encoding) {
+            pane.send_raw(&bytes);
+        }
+        if pane_mouse::is_press(&m) && !pane_mouse::is_wheel(&m) {
+            self.mouse_grab = Some(id.clone());
+            if self.focus().as_ref() != Some(&id) {
+                self.focus_pane(&id);
+            }
+        }
+        true
+    }
+
+    /// The mouse: inside a pane whose program asked for it, the program's
+    /// (`mouse_for_program`); otherwise the wheel scrolls a pane's history,
+    /// a click focuses a pane, dragging a divider resizes its split.
     fn mouse(&mut self, m: Mouse) {
+        if self.drag.is_none() && self.mouse_for_program(m) {
+            return;
+        }
         match m.kind {
             MouseKind::WheelUp | MouseKind::WheelDown => {
                 let Some((id, _)) = self.pane_at(m.col, m.row) else {
@@ -977,6 +1104,51 @@ impl App {
         }
     }
 
+    fn ask_search(&mut self, query: String) {
+        let request = Request::Search(msg::Search {
+            query,
+            ..Default::default()
+        });
+        self.send(request, "search");
+    }
+
+    /// Where a search result leads: a pane is focused (its tab made
+    /// active); a parked or buried session is selected in its tab's side
+    /// list, where `u` brings it back. Nothing is woken here.
+    fn go_to_session(&mut self, id: &SessionId) {
+        match self.snap.ws.placement_of(id) {
+            Some((Placement::Pane, _)) => self.bring_back(id),
+            Some((kind, tab)) => {
+                if self.active_tab().map(|t| &t.id) != Some(&tab) {
+                    let _ = self.snap.ws.set_active_tab(&tab);
+                    self.zoomed = None;
+                    self.send(
+                        Request::Focus(msg::Focus {
+                            tab: Some(tab.to_string()),
+                            session: None,
+                        }),
+                        "switched tab",
+                    );
+                }
+                if let Some(i) = self.side_entries().iter().position(|e| e.session == *id) {
+                    self.side_selected = i;
+                }
+                let how = if kind == Placement::Parked {
+                    "parked"
+                } else {
+                    "buried"
+                };
+                self.message = Some((
+                    format!("{} is {how}: u brings it here", self.describe(id)),
+                    false,
+                ));
+            }
+            None => {
+                self.message = Some((format!("{} is in no tab", self.describe(id)), true));
+            }
+        }
+    }
+
     fn go_to_pin(&mut self, index: usize) {
         match self.snap.ws.pins.get(index).cloned() {
             Some(id) => self.bring_back(&id),
@@ -1103,6 +1275,14 @@ impl App {
                     self.send(request, "tab saved");
                 }
                 _ => {}
+            },
+            Dialog::Search(d) => match d.key(key) {
+                SearchAction::None => {}
+                SearchAction::Ask(query) => self.ask_search(query),
+                SearchAction::Jump(session) => {
+                    self.dialog = None;
+                    self.go_to_session(&SessionId::new(&session));
+                }
             },
             Dialog::Confirm { request, .. } => match key {
                 Key::Char('y') | Key::Char('Y') => {

@@ -55,6 +55,11 @@ pub struct Mouse {
     pub kind: MouseKind,
     pub col: u16,
     pub row: u16,
+    /// The SGR button code as the terminal sent it (button, modifiers,
+    /// motion and wheel bits), for passing the event on to a pane's program.
+    pub button: u16,
+    /// Sent as a release (`m`), not a press (`M`).
+    pub released: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,9 +76,10 @@ pub enum MouseKind {
 }
 
 /// Turns on mouse reporting (clicks, drags, SGR coordinates) in the outer
-/// terminal, and off again.
+/// terminal, and off again (motion without a button too, which a pane's
+/// program may have had turned on: `pane_mouse::outer_motion`).
 pub const MOUSE_ON: &[u8] = b"\x1b[?1000h\x1b[?1002h\x1b[?1006h";
-pub const MOUSE_OFF: &[u8] = b"\x1b[?1006l\x1b[?1002l\x1b[?1000l";
+pub const MOUSE_OFF: &[u8] = b"\x1b[?1006l\x1b[?1003l\x1b[?1002l\x1b[?1000l";
 
 /// The key a CSI sequence is, from its parameters and final character.
 fn csi_key(params: &str, last: char) -> Key {
@@ -111,6 +117,8 @@ fn mouse(params: &str, down: bool) -> Option<Key> {
         kind,
         col: x.saturating_sub(1),
         row: y.saturating_sub(1),
+        button: b,
+        released: !down,
     }))
 }
 
@@ -362,22 +370,30 @@ mod tests {
                 Key::Mouse(Mouse {
                     kind: MouseKind::WheelUp,
                     col: 9,
-                    row: 4
+                    row: 4,
+                    button: 64,
+                    released: false
                 }),
                 Key::Mouse(Mouse {
                     kind: MouseKind::Press,
                     col: 2,
-                    row: 3
+                    row: 3,
+                    button: 0,
+                    released: false
                 }),
                 Key::Mouse(Mouse {
                     kind: MouseKind::Drag,
                     col: 3,
-                    row: 3
+                    row: 3,
+                    button: 32,
+                    released: false
                 }),
                 Key::Mouse(Mouse {
                     kind: MouseKind::Release,
                     col: 3,
-                    row: 3
+                    row: 3,
+                    button: 0,
+                    released: true
                 }),
             ]
         );
@@ -393,7 +409,9 @@ mod tests {
             vec![Mouse {
                 kind: MouseKind::WheelDown,
                 col: 1,
-                row: 1
+                row: 1,
+                button: 65,
+                released: false
             }]
         );
         let out = f.feed(b"x\x1b[5;2~y");

@@ -15,7 +15,9 @@ mod hosts;
 pub(crate) mod keys;
 mod layout;
 mod pane;
+mod pane_mouse;
 mod render;
+mod search;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;

@@ -299,8 +299,16 @@ impl Pane {
             screen.application_cursor(),
             screen.bracketed_paste(),
         );
+        self.send_raw(&bytes);
+    }
+
+    /// Send bytes already in the program's terms (a mouse report) as they are.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        if self.status != PaneStatus::Live || bytes.is_empty() {
+            return;
+        }
         if let Some(conn) = &mut self.conn
-            && conn.writer.send_data(&bytes).is_err()
+            && conn.writer.send_data(bytes).is_err()
         {
             self.conn = None;
             self.status = PaneStatus::Lost("lost the connection to the daemon".into());

@@ -331,11 +331,15 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         ));
     }
     notices.extend(identity::duplicate_notices(&opened.workspace));
+    // Planned now so the loaded workspace moves into the plan instead of
+    // being copied (10,000 sessions are megabytes); it is adopted below,
+    // before the socket serves anyone.
+    let plan = RestorePlan::new(opened.workspace);
     let daemon = Arc::new(Daemon::new(
         paths.clone(),
         config,
         Arc::new(os::RealOs),
-        Sessions::new(opened.workspace.clone(), opened.store, notices),
+        Sessions::new(Default::default(), opened.store, notices),
     ));
     daemon.end_orphans();
 
@@ -352,9 +356,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     }
 
-    let to_spawn = daemon
-        .spawner
-        .adopt_plan(RestorePlan::new(opened.workspace));
+    let to_spawn = daemon.spawner.adopt_plan(plan);
     let restorer = daemon.spawner.clone();
     tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
     tokio::spawn(daemon.governor.clone().govern());

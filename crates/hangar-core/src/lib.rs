@@ -29,6 +29,7 @@ pub mod placement;
 pub mod prune;
 pub mod reload_plan;
 pub mod restore_plan;
+pub mod search;
 pub mod tile;
 pub mod wake_decision;
 pub mod worktree;

@@ -226,6 +226,23 @@ pub struct Transcript {
     pub tail: Option<usize>,
 }
 
+/// Search every session's history, screen and transcript for a word
+/// (`hangar search`, the TUI's search dialog); never wakes a session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Search {
+    /// Plain text; case-insensitive unless it has an upper-case letter.
+    pub query: String,
+    /// Search only this session (id or unique prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// At most this many matches per session (default: the daemon's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_session: Option<usize>,
+    /// At most this many matches in all (default: the daemon's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<usize>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Evict {
     pub parked_older_than_ms: u64,
@@ -394,6 +411,8 @@ pub enum Request {
     Doctor(Doctor),
     /// The last messages of a session's transcript (no wake).
     Transcript(Transcript),
+    /// Lines matching a query in every session's text (no wake).
+    Search(Search),
     Workspace,
     /// Make a tab active and focus a pane (the TUI's focus, persisted).
     Focus(Focus),
@@ -456,6 +475,7 @@ impl Request {
             Request::Screen(_) => "screen",
             Request::Doctor(_) => "doctor",
             Request::Transcript(_) => "transcript",
+            Request::Search(_) => "search",
             Request::Workspace => "workspace",
             Request::Worktrees(_) => "worktrees",
             Request::Focus(_) => "focus",
@@ -497,6 +517,7 @@ impl Request {
             Request::Screen(b) => v(b),
             Request::Doctor(b) => v(b),
             Request::Transcript(b) => v(b),
+            Request::Search(b) => v(b),
             Request::Worktrees(b) => v(b),
             Request::Focus(b) => v(b),
             Request::Evict(b) => v(b),
@@ -583,6 +604,7 @@ impl Request {
             "screen" => Request::Screen(b(id, k, body)?),
             "doctor" => Request::Doctor(b(id, k, body)?),
             "transcript" => Request::Transcript(b(id, k, body)?),
+            "search" => Request::Search(b(id, k, body)?),
             "workspace" => Request::Workspace,
             "worktrees" => Request::Worktrees(b(id, k, body)?),
             "focus" => Request::Focus(b(id, k, body)?),
@@ -711,6 +733,12 @@ mod tests {
                 title: "n".into(),
             }),
             Request::Shutdown,
+            Request::Search(Search {
+                query: "needle".into(),
+                session: Some("ab".into()),
+                per_session: Some(3),
+                total: None,
+            }),
             Request::Agent(AgentCall {
                 tool: AgentTool::ReadRunOutputs,
                 caller: "c".into(),
@@ -767,6 +795,18 @@ mod tests {
         let (id, r) = Request::decode(br#"{"id":3,"kind":"teleport","body":{"x":1}}"#).unwrap();
         assert_eq!(id, 3);
         assert_eq!(r, Request::Unknown("teleport".into()));
+    }
+
+    #[test]
+    fn a_search_from_a_client_that_names_only_the_query_decodes_with_defaults() {
+        let (_, r) = Request::decode(br#"{"id":4,"kind":"search","body":{"query":"x"}}"#).unwrap();
+        assert_eq!(
+            r,
+            Request::Search(Search {
+                query: "x".into(),
+                ..Default::default()
+            })
+        );
     }
 
     #[test]

@@ -239,3 +239,52 @@ pub struct TabView {
     pub parked: Vec<String>,
     pub focus: Option<String>,
 }
+
+/// One matching line of `hangar search --json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchMatchView {
+    pub session: String,
+    pub title: String,
+    /// The tab holding the session (a pane's or a parked record's), or null.
+    pub tab: Option<String>,
+    /// `screen`, `history` or `transcript`.
+    pub source: String,
+    /// 1-based: the screen row, the history line counting from the oldest
+    /// kept, or the transcript message.
+    pub line: usize,
+    /// The matching line, escape sequences and control characters removed,
+    /// cut around the match when long.
+    pub text: String,
+    /// Where the match starts in `text`, in characters.
+    #[serde(default)]
+    pub column: usize,
+    /// The match's length in characters.
+    #[serde(default)]
+    pub length: usize,
+    /// The session's state (`live`, `hibernated`, ...), as `hangar ls`.
+    #[serde(default)]
+    pub state: String,
+}
+
+/// `hangar search --json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchView {
+    pub query: String,
+    /// Whether upper and lower case were told apart (smart case).
+    pub case_sensitive: bool,
+    /// Grouped by session, in `hangar ls` order, the most recent text of
+    /// each first.
+    pub matches: Vec<SearchMatchView>,
+    /// A cap (per session or in all) left matches out.
+    pub truncated: bool,
+    /// Sessions whose text could not be read, and why; the others were
+    /// still searched.
+    #[serde(default)]
+    pub unreadable: Vec<SearchUnreadable>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchUnreadable {
+    pub session: String,
+    pub reason: String,
+}

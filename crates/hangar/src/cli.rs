@@ -194,6 +194,16 @@ pub enum Command {
         #[arg(long, default_value_t = 20)]
         tail: usize,
     },
+    /// Find a word in every session's history, screen and transcript,
+    /// hibernated ones included, without waking any. Case-insensitive
+    /// unless the query has an upper-case letter; exits 1 when nothing
+    /// matches.
+    Search {
+        query: String,
+        /// Search only this session (id or unique prefix).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
     /// A session's captured API traffic (recorded by hangar's proxy), read
     /// from $HANGAR_HOME/capture without waking anything.
     Capture {
@@ -621,6 +631,24 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bridge => crate::remote::bridge::run(&paths),
         Command::Mcp { session } => crate::mcp::run(&paths, session),
         Command::Transcript { id, tail } => crate::identity::transcript(&paths, json, id, tail),
+        Command::Search { query, session } => {
+            let mut c = Client::connect(&paths)?;
+            let v = crate::search::request(
+                &mut c,
+                msg::Search {
+                    query,
+                    session,
+                    ..Default::default()
+                },
+            )?;
+            print(json, &v, human::search_matches);
+            let none = v["matches"].as_array().is_none_or(Vec::is_empty);
+            Ok(if none {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Command::Capture { id, follow } => crate::capture::capture(&paths, json, &id, follow),
         Command::Doctor { fork, forget, yes } => {
             crate::identity::doctor(&paths, json, fork, forget, yes)

@@ -445,3 +445,60 @@ pub fn worktrees(v: &Value) {
         }
     }
 }
+
+/// `hangar search`: one match a line, `ID title  source:line  excerpt`, the
+/// match in reverse video on a terminal and between `**` otherwise. The
+/// excerpt is clean already (the daemon strips escape sequences), and is
+/// still shown escaped like every agent's text.
+pub fn search_matches(v: &Value) {
+    use std::io::IsTerminal;
+    let empty = Vec::new();
+    let matches = v["matches"].as_array().unwrap_or(&empty);
+    let query = v["query"].as_str().unwrap_or_default();
+    if matches.is_empty() {
+        println!("no match for {}", display::name(&format!("{query:?}")));
+    }
+    let (on, off) = if std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+        ("\x1b[7m", "\x1b[27m")
+    } else {
+        ("**", "**")
+    };
+    let title_cols = matches
+        .iter()
+        .map(|m| {
+            display::width(&display::name_fit(
+                m["title"].as_str().unwrap_or("-"),
+                TITLE_COLS,
+            ))
+        })
+        .max()
+        .unwrap_or(0);
+    for m in matches {
+        let text = m["text"].as_str().unwrap_or_default();
+        let column = m["column"].as_u64().unwrap_or(0) as usize;
+        let length = m["length"].as_u64().unwrap_or(0) as usize;
+        let before: String = text.chars().take(column).collect();
+        let hit: String = text.chars().skip(column).take(length).collect();
+        let after: String = text.chars().skip(column + length).collect();
+        println!(
+            "{:<8} {}  {}:{}  {}{on}{}{off}{}",
+            short(&m["session"]),
+            title_cell(m["title"].as_str().unwrap_or("-"), title_cols),
+            s(&m["source"]),
+            m["line"].as_u64().unwrap_or(0),
+            display::body(&before),
+            display::body(&hit),
+            display::body(&after),
+        );
+    }
+    if v["truncated"].as_bool() == Some(true) {
+        println!("(more matches than shown; narrow the query or add --session ID)");
+    }
+    for u in v["unreadable"].as_array().into_iter().flatten() {
+        eprintln!(
+            "hangar: session {} not fully searched: {}",
+            short(&u["session"]),
+            s(&u["reason"])
+        );
+    }
+}

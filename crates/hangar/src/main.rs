@@ -16,6 +16,7 @@ mod import;
 mod journal;
 mod mcp;
 mod remote;
+mod search;
 mod tui;
 mod web;
 

@@ -1,5 +1,5 @@
 //! Snapshots of every JSON reply DESIGN.md section 4 promises (`new`, `ls`,
-//! `status`, `tab ls`, `screen`, `transcript`, `evict --dry-run`, `doctor`,
+//! `status`, `tab ls`, `screen`, `transcript`, `search`, `evict --dry-run`, `doctor`,
 //! `export`, `close` and its confirmation error), taken from the real daemon
 //! with the fake agent.
 //!
@@ -178,6 +178,10 @@ fn every_promised_json_reply_keeps_its_shape() {
     insta::assert_json_snapshot!(
         "transcript",
         r.value(&h.json(&["transcript", &pane, "--json"]))
+    );
+    insta::assert_json_snapshot!(
+        "search",
+        r.value(&h.json(&["search", "hello there", "--json"]))
     );
     insta::assert_json_snapshot!(
         "evict_dry_run",

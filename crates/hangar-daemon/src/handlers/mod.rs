@@ -13,6 +13,7 @@ pub mod fleet;
 pub mod identity;
 pub mod lifecycle;
 pub mod placement;
+pub mod search;
 pub mod sessions;
 pub mod status;
 pub mod tabs;
@@ -59,6 +60,7 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
             Err(e) => Err(e),
         },
         Request::Transcript(r) => identity::transcript(daemon, r).await,
+        Request::Search(r) => search::search(daemon, r).await,
         Request::Export => transfer::export(daemon),
         Request::Import(r) => transfer::import(daemon, r).await,
         Request::Workspace => transfer::workspace(daemon),

@@ -23,6 +23,7 @@ use crate::tui::keys::{self, Key, Mouse, MouseKind, PassThroughFilter};
 use crate::tui::layout::{self, ScreenLayout};
 use crate::tui::pane::{Pane, PaneEvent, PaneStatus};
 use crate::tui::pane_mouse;
+use crate::tui::search::{SearchAction, SearchDialog};
 
 /// Providers offered by the new-agent dialog; `auto` lets the daemon pick.
 pub const PROVIDERS: &[&str] = &["auto", "claude", "codex", "opencode", "shell"];
@@ -62,6 +63,8 @@ pub enum Dialog {
         items: Vec<String>,
         request: Request,
     },
+    /// `/`: search every session's text and go to one.
+    Search(SearchDialog),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -301,6 +304,19 @@ impl App {
 
     pub fn apply_outcome(&mut self, outcome: Outcome) {
         self.pending = self.pending.saturating_sub(1);
+        if let Request::Search(asked) = &outcome.command.request {
+            if let Some(Dialog::Search(d)) = self.dialog.as_mut() {
+                let reply = match outcome.result {
+                    Ok(v) => serde_json::from_value(v).map_err(|e| format!("bad reply: {e}")),
+                    Err(e) if e.code == codes::UNKNOWN_KIND => Err(crate::search::older_daemon()),
+                    Err(e) => Err(e.message),
+                };
+                if let SearchAction::Ask(query) = d.answered(&asked.query, reply) {
+                    self.ask_search(query);
+                }
+            }
+            return;
+        }
         match outcome.result {
             Ok(body) => {
                 self.message = Some(match kept_worktrees(&body) {
@@ -604,6 +620,7 @@ impl App {
             Key::Char('(') => self.switch_tab(-1),
             Key::Char(')') => self.switch_tab(1),
             Key::Char('[') => self.enter_copy_mode(None),
+            Key::Char('/') => self.dialog = Some(Dialog::Search(SearchDialog::default())),
             Key::PageUp | Key::ShiftPageUp => self.enter_copy_mode(Some(key)),
             Key::Char(']') => self.paste_copied(),
             _ => {}
@@ -1087,6 +1104,51 @@ impl App {
         }
     }
 
+    fn ask_search(&mut self, query: String) {
+        let request = Request::Search(msg::Search {
+            query,
+            ..Default::default()
+        });
+        self.send(request, "search");
+    }
+
+    /// Where a search result leads: a pane is focused (its tab made
+    /// active); a parked or buried session is selected in its tab's side
+    /// list, where `u` brings it back. Nothing is woken here.
+    fn go_to_session(&mut self, id: &SessionId) {
+        match self.snap.ws.placement_of(id) {
+            Some((Placement::Pane, _)) => self.bring_back(id),
+            Some((kind, tab)) => {
+                if self.active_tab().map(|t| &t.id) != Some(&tab) {
+                    let _ = self.snap.ws.set_active_tab(&tab);
+                    self.zoomed = None;
+                    self.send(
+                        Request::Focus(msg::Focus {
+                            tab: Some(tab.to_string()),
+                            session: None,
+                        }),
+                        "switched tab",
+                    );
+                }
+                if let Some(i) = self.side_entries().iter().position(|e| e.session == *id) {
+                    self.side_selected = i;
+                }
+                let how = if kind == Placement::Parked {
+                    "parked"
+                } else {
+                    "buried"
+                };
+                self.message = Some((
+                    format!("{} is {how}: u brings it here", self.describe(id)),
+                    false,
+                ));
+            }
+            None => {
+                self.message = Some((format!("{} is in no tab", self.describe(id)), true));
+            }
+        }
+    }
+
     fn go_to_pin(&mut self, index: usize) {
         match self.snap.ws.pins.get(index).cloned() {
             Some(id) => self.bring_back(&id),
@@ -1213,6 +1275,14 @@ impl App {
                     self.send(request, "tab saved");
                 }
                 _ => {}
+            },
+            Dialog::Search(d) => match d.key(key) {
+                SearchAction::None => {}
+                SearchAction::Ask(query) => self.ask_search(query),
+                SearchAction::Jump(session) => {
+                    self.dialog = None;
+                    self.go_to_session(&SessionId::new(&session));
+                }
             },
             Dialog::Confirm { request, .. } => match key {
                 Key::Char('y') | Key::Char('Y') => {

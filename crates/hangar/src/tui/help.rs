@@ -33,6 +33,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("  / ?  n N", "search down / up, next / previous"),
     ("  v Space  y Enter  q", "select, copy (OSC 52), leave"),
     ("]", "paste the last copy into the pane"),
+    ("/", "search every session's text, go to one"),
     ("mouse", "wheel: history, click: focus, drag: resize"),
     ("{ / }", "previous / next host ([hosts] in config)"),
     ("?", "this help"),

@@ -17,6 +17,7 @@ mod layout;
 mod pane;
 mod pane_mouse;
 mod render;
+mod search;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;

@@ -667,6 +667,7 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
                 ),
             ],
         ),
+        Dialog::Search(d) => return crate::tui::search::draw(frame, d, area),
         Dialog::Confirm { message, items, .. } => {
             let mut lines = vec![Line::raw(format!("  {}", shown(message)))];
             lines.extend(

@@ -1,0 +1,183 @@
+//! `search`: lines matching a query in every session's history, screen and
+//! transcript (`hangar search`, the TUI's search dialog).
+//!
+//! Read-only by construction: a live session's text comes from its
+//! server-side terminal, a stopped one's from the screen and history saved
+//! in the store (as `hangar screen --scrollback` reads them), and a
+//! transcript from the provider's own files through hangar-providers'
+//! readers. It must never wake a session, start a process or run a CLI: a
+//! search over 40 hibernated agents costs file reads, not 40 spawns. The
+//! rule (smart case, order, caps, clean excerpts) is
+//! `hangar_core::search`'s.
+
+use std::sync::Arc;
+
+use hangar_core::search::{self, Query, SessionMatches, SessionText};
+use hangar_core::{Provider, SessionId};
+use hangar_protocol::message as msg;
+use hangar_protocol::view::{SearchMatchView, SearchUnreadable, SearchView};
+use hangar_providers::transcript::{discovery, messages};
+use serde_json::Value;
+
+use crate::Daemon;
+use crate::errors::ApiError;
+use crate::pty::LiveProcess;
+
+/// What is read of one session, gathered under the sessions lock and
+/// searched outside it.
+struct Subject {
+    id: SessionId,
+    title: String,
+    tab: Option<String>,
+    state: String,
+    provider: Provider,
+    cwd: String,
+    provider_session_id: Option<String>,
+    text: Text,
+}
+
+enum Text {
+    Live(Arc<LiveProcess>),
+    /// The saved form of its terminal (`None`: nothing was ever saved).
+    Saved(Option<Vec<u8>>),
+}
+
+pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<Value, ApiError> {
+    let query = Query::new(&req.query).ok_or_else(|| {
+        ApiError::invalid(
+            "nothing to search for: the query is empty (or only control characters)".to_owned(),
+        )
+    })?;
+    let per_session = req.per_session.unwrap_or(search::DEFAULT_PER_SESSION);
+    let total = req.total.unwrap_or(search::DEFAULT_TOTAL);
+    let mut subjects = daemon.sessions.read(|st| {
+        let ids = match &req.session {
+            Some(given) => vec![st.resolve_session(given)?],
+            None => st.ordered_sessions(),
+        };
+        Ok::<_, ApiError>(
+            ids.into_iter()
+                .filter_map(|id| {
+                    let meta = st.ws.sessions.get(&id)?;
+                    let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());
+                    Some(Subject {
+                        title: meta.title.clone(),
+                        tab: st.ws.placement_of(&id).map(|(_, t)| t.to_string()),
+                        state: st.shown_state(&id).name().to_owned(),
+                        provider: meta.provider.clone(),
+                        cwd: meta.cwd.clone(),
+                        provider_session_id: meta.provider_session.as_ref().map(|p| p.id.clone()),
+                        text: match live {
+                            Some(l) => Text::Live(l),
+                            None => Text::Saved(None),
+                        },
+                        id,
+                    })
+                })
+                .collect::<Vec<_>>(),
+        )
+    })?;
+    let mut unreadable = Vec::new();
+    // One short lock per saved screen: a search over thousands of stopped
+    // sessions must not hold every other request behind it.
+    for s in &mut subjects {
+        if let Text::Saved(saved) = &mut s.text {
+            match daemon.sessions.read(|st| st.store.load_screen(&s.id)) {
+                Ok(screen) => *saved = screen,
+                Err(e) => unreadable.push(SearchUnreadable {
+                    session: s.id.to_string(),
+                    reason: format!("cannot read its saved screen: {e}"),
+                }),
+            }
+        }
+    }
+    let model = daemon.config.snapshot().terminal.model();
+    let query_text = req.query.clone();
+    let view = tokio::task::spawn_blocking(move || {
+        let mut found = Vec::with_capacity(subjects.len());
+        for s in &subjects {
+            let (text, problem) = session_text(s, model);
+            if let Some(reason) = problem {
+                unreadable.push(SearchUnreadable {
+                    session: s.id.to_string(),
+                    reason,
+                });
+            }
+            let m: SessionMatches = search::session_matches(&query, &text, per_session);
+            if !m.found.is_empty() || m.capped {
+                found.push((s, m));
+            }
+        }
+        let combined = search::combine(found, total);
+        SearchView {
+            query: query_text,
+            case_sensitive: query.case_sensitive(),
+            matches: combined
+                .matches
+                .into_iter()
+                .map(|(s, f)| SearchMatchView {
+                    session: s.id.to_string(),
+                    title: s.title.clone(),
+                    tab: s.tab.clone(),
+                    source: f.source.name().to_owned(),
+                    line: f.line,
+                    text: f.text,
+                    column: f.column,
+                    length: f.length,
+                    state: s.state.clone(),
+                })
+                .collect(),
+            truncated: combined.truncated,
+            unreadable,
+        }
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("search failed: {e}")))?;
+    serde_json::to_value(view).map_err(|e| ApiError::internal(format!("search reply: {e}")))
+}
+
+/// A session's screen, history and transcript, and why part of it could
+/// not be read (a transcript that does not exist yet is not a problem).
+fn session_text(s: &Subject, model: hangar_terminal::Config) -> (SessionText, Option<String>) {
+    let (screen, history) = match &s.text {
+        Text::Live(live) => (
+            live.text().lines().map(str::to_owned).collect(),
+            live.scrollback(usize::MAX),
+        ),
+        Text::Saved(Some(saved)) => {
+            let t = hangar_terminal::Terminal::restore(saved, model);
+            (t.screen_lines(), t.scrollback(usize::MAX))
+        }
+        Text::Saved(None) => (Vec::new(), Vec::new()),
+    };
+    let (transcript, problem) = match transcript_messages(s) {
+        Ok(m) => (m, None),
+        Err(reason) => (Vec::new(), Some(reason)),
+    };
+    (
+        SessionText {
+            screen,
+            history,
+            transcript,
+        },
+        problem,
+    )
+}
+
+/// The session's transcript messages, oldest first, as `hangar transcript`
+/// reads them; none for a provider without transcripts or a session whose
+/// conversation has no file yet.
+fn transcript_messages(s: &Subject) -> Result<Vec<String>, String> {
+    let (Some(root), Some(psid)) = (
+        discovery::transcript_root(&s.provider, &discovery::env_var),
+        s.provider_session_id.as_deref(),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let Some(path) = discovery::find_transcript(&s.provider, &root, &s.cwd, psid) else {
+        return Ok(Vec::new());
+    };
+    messages::read_tail(&s.provider, &path, usize::MAX)
+        .map(|m| m.into_iter().map(|m| m.text).collect())
+        .map_err(|e| format!("cannot read its transcript {}: {e}", path.display()))
+}

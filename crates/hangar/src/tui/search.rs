@@ -1,0 +1,286 @@
+//! The TUI's search dialog (`/` in command mode, so `Ctrl-b /` from a
+//! pane): a query searched in every session's history, screen and
+//! transcript as it is typed, the matching lines listed, arrows to choose
+//! one, Enter to go to its session.
+//!
+//! Listing never wakes anything: the daemon answers from terminals, saved
+//! screens and transcript files. Going to a hibernated pane shows it, and
+//! the pane's normal attach wakes it then, as focusing it by hand would.
+//! Every excerpt and title is an agent's text: the daemon strips escape
+//! sequences from excerpts, and both are drawn escaped.
+
+use hangar_core::display;
+use hangar_protocol::view::{SearchMatchView, SearchView};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
+
+use crate::tui::keys::Key;
+
+/// Columns a session's title takes in a result row.
+const TITLE_COLS: usize = 20;
+
+#[derive(Debug, Default)]
+pub struct SearchDialog {
+    pub query: String,
+    /// The reply for the query as it was when it was asked.
+    shown: Option<(String, SearchView)>,
+    /// The daemon's refusal of the last query (an older daemon, ...).
+    error: Option<String>,
+    selected: usize,
+    /// A query asked and not answered yet. One at a time: a search over
+    /// thousands of sessions takes a while, and a reply to every keystroke
+    /// would queue behind the others; the text typed meanwhile is asked
+    /// when the answer comes.
+    in_flight: bool,
+}
+
+/// What a key asks the app to do.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SearchAction {
+    None,
+    /// The query changed: ask the daemon.
+    Ask(String),
+    /// Go to this session.
+    Jump(String),
+}
+
+impl SearchDialog {
+    pub fn key(&mut self, key: Key) -> SearchAction {
+        match key {
+            Key::Char(c) => {
+                self.query.push(c);
+                self.ask()
+            }
+            Key::Backspace => {
+                self.query.pop();
+                self.ask()
+            }
+            Key::Up | Key::Ctrl('p') => {
+                self.selected = self.selected.saturating_sub(1);
+                SearchAction::None
+            }
+            Key::Down | Key::Ctrl('n') | Key::Tab => {
+                if self.selected + 1 < self.matches().len() {
+                    self.selected += 1;
+                }
+                SearchAction::None
+            }
+            Key::Enter => match self.matches().get(self.selected) {
+                Some(m) => SearchAction::Jump(m.session.clone()),
+                None => SearchAction::None,
+            },
+            _ => SearchAction::None,
+        }
+    }
+
+    fn ask(&mut self) -> SearchAction {
+        self.error = None;
+        if self.query.trim().is_empty() {
+            self.shown = None;
+            return SearchAction::None;
+        }
+        if self.in_flight {
+            return SearchAction::None;
+        }
+        self.in_flight = true;
+        SearchAction::Ask(self.query.clone())
+    }
+
+    /// The daemon answered `query`: shown while it is still the query
+    /// typed; otherwise what is typed now is asked next.
+    pub fn answered(&mut self, query: &str, reply: Result<SearchView, String>) -> SearchAction {
+        self.in_flight = false;
+        if query != self.query {
+            return self.ask();
+        }
+        match reply {
+            Ok(view) => {
+                self.shown = Some((query.to_owned(), view));
+                self.error = None;
+                self.selected = 0;
+            }
+            Err(e) => {
+                self.error = Some(e);
+                self.shown = None;
+            }
+        }
+        SearchAction::None
+    }
+
+    fn matches(&self) -> &[SearchMatchView] {
+        match &self.shown {
+            Some((q, v)) if *q == self.query => &v.matches,
+            _ => &[],
+        }
+    }
+}
+
+fn row(m: &SearchMatchView, selected: bool, width: usize) -> Line<'static> {
+    let base = if selected {
+        Style::new().add_modifier(Modifier::REVERSED)
+    } else {
+        Style::new()
+    };
+    let title = display::pad(&display::name_fit(&m.title, TITLE_COLS), TITLE_COLS);
+    let id: String = m.session.chars().take(8).collect();
+    let head = format!(
+        " {} {title} {:<10} ",
+        display::name(&id),
+        format!("{}:{}", m.source, m.line)
+    );
+    let room = width.saturating_sub(display::width(&head) + 1);
+    let chars: Vec<char> = m.text.chars().collect();
+    let (start, end) = (
+        m.column.min(chars.len()),
+        (m.column + m.length).min(chars.len()),
+    );
+    // Keep the match in view on a narrow dialog: cut the start away first.
+    let skip = (end + 1).saturating_sub(room).min(start);
+    let piece =
+        |a: usize, b: usize| display::body(&chars[a..b].iter().collect::<String>()).into_owned();
+    let mut spans = vec![
+        Span::styled(head, base.fg(Color::Cyan)),
+        Span::styled(piece(skip, start), base),
+        Span::styled(
+            piece(start, end),
+            base.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ),
+    ];
+    let after_room = room.saturating_sub(end - skip);
+    let tail = (end + after_room).min(chars.len());
+    spans.push(Span::styled(piece(end, tail), base));
+    Line::from(spans)
+}
+
+pub fn draw(frame: &mut Frame, d: &SearchDialog, area: Rect) {
+    let width = area.width.saturating_sub(4).clamp(20, 140);
+    let height = area.height.saturating_sub(4).clamp(6, 30);
+    let r = Rect {
+        x: area.x + (area.width.saturating_sub(width)) / 2,
+        y: area.y + (area.height.saturating_sub(height)) / 2,
+        width: width.min(area.width),
+        height: height.min(area.height),
+    };
+    let inner_w = usize::from(r.width.saturating_sub(2));
+    let list_rows = usize::from(r.height.saturating_sub(2)).saturating_sub(3);
+    let mut lines = vec![Line::from(vec![
+        Span::raw(" search: "),
+        Span::styled(
+            format!("{}▏", display::name(&d.query)),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
+    ])];
+    let matches = d.matches();
+    let status = match (&d.error, &d.shown) {
+        (Some(e), _) => Span::styled(
+            format!(" {}", display::name(e)),
+            Style::new().fg(Color::Red),
+        ),
+        _ if d.query.trim().is_empty() => Span::styled(
+            " type a word: every session's history, screen and transcript (nothing is woken)",
+            Style::new().fg(Color::DarkGray),
+        ),
+        (None, Some((q, v))) if *q == d.query => Span::styled(
+            format!(
+                " {} match{}{}",
+                v.matches.len(),
+                if v.matches.len() == 1 { "" } else { "es" },
+                if v.truncated {
+                    " (more not shown: narrow the query)"
+                } else {
+                    ""
+                }
+            ),
+            Style::new().fg(Color::DarkGray),
+        ),
+        _ => Span::styled(" searching…", Style::new().fg(Color::DarkGray)),
+    };
+    lines.push(Line::from(status));
+    let first = (d.selected + 1).saturating_sub(list_rows);
+    lines.extend(
+        matches
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(list_rows)
+            .map(|(i, m)| row(m, i == d.selected, inner_w)),
+    );
+    while lines.len() < list_rows + 2 {
+        lines.push(Line::raw(""));
+    }
+    lines.push(Line::styled(
+        " ↑/↓: choose  Enter: go to the session  Esc: close",
+        Style::new().fg(Color::DarkGray),
+    ));
+    frame.render_widget(Clear, r);
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::bordered()
+                .border_type(BorderType::Rounded)
+                .title(" search sessions "),
+        ),
+        r,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(sessions: &[&str]) -> SearchView {
+        SearchView {
+            query: "x".into(),
+            case_sensitive: false,
+            matches: sessions
+                .iter()
+                .map(|s| SearchMatchView {
+                    session: (*s).into(),
+                    title: "t".into(),
+                    tab: None,
+                    source: "history".into(),
+                    line: 1,
+                    text: "x".into(),
+                    column: 0,
+                    length: 1,
+                    state: "live".into(),
+                })
+                .collect(),
+            truncated: false,
+            unreadable: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn one_query_is_asked_at_a_time_and_only_the_reply_to_what_is_typed_now_is_shown() {
+        let mut d = SearchDialog::default();
+        assert_eq!(d.key(Key::Char('a')), SearchAction::Ask("a".into()));
+        assert_eq!(d.key(Key::Char('b')), SearchAction::None, "a waits");
+        assert_eq!(d.key(Key::Char('c')), SearchAction::None);
+        assert_eq!(
+            d.answered("a", Ok(view(&["old"]))),
+            SearchAction::Ask("abc".into()),
+            "what is typed now is asked once the first answer comes"
+        );
+        assert_eq!(d.key(Key::Enter), SearchAction::None, "a stale reply");
+        assert_eq!(d.key(Key::Backspace), SearchAction::None, "still waiting");
+        assert_eq!(
+            d.answered("abc", Ok(view(&["stale"]))),
+            SearchAction::Ask("ab".into())
+        );
+        assert_eq!(
+            d.answered("ab", Ok(view(&["s1", "s2"]))),
+            SearchAction::None
+        );
+        assert_eq!(d.key(Key::Down), SearchAction::None);
+        assert_eq!(d.key(Key::Down), SearchAction::None, "stays on the last");
+        assert_eq!(d.key(Key::Enter), SearchAction::Jump("s2".into()));
+        assert_eq!(d.key(Key::Up), SearchAction::None);
+        assert_eq!(d.key(Key::Enter), SearchAction::Jump("s1".into()));
+        assert_eq!(d.key(Key::Backspace), SearchAction::Ask("a".into()));
+        assert_eq!(d.key(Key::Enter), SearchAction::None, "ab's list is gone");
+        assert_eq!(d.key(Key::Backspace), SearchAction::None, "nothing to ask");
+    }
+}

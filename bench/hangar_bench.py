@@ -25,8 +25,10 @@ def bin_dir():
     return os.path.join(target, "release")
 
 
-def binaries():
-    d = bin_dir()
+def binaries(d=None):
+    """`hangar` and `hangar-fake-agent` of the build in folder `d` (default:
+    `bin_dir()`)."""
+    d = d or bin_dir()
     hangar = os.path.join(d, "hangar")
     fake = os.path.join(d, "hangar-fake-agent")
     for b in (hangar, fake):
@@ -39,8 +41,9 @@ def binaries():
 class Home:
     """A temp HANGAR_HOME plus a project folder, removed on close."""
 
-    def __init__(self):
-        self.hangar, self.fake = binaries()
+    def __init__(self, bins=None):
+        """`bins`: the (hangar, hangar-fake-agent) pair to use (default: `binaries()`)."""
+        self.hangar, self.fake = bins or binaries()
         self.root = os.path.realpath(tempfile.mkdtemp(prefix="hangar-bench-"))
         self.home = os.path.join(self.root, "home")
         self.work = os.path.join(self.root, "proj.x")

@@ -113,6 +113,15 @@ pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
     Some(best)
 }
 
+/// When `combine`'s answer for `r` can change with no new reading: the
+/// moment typed input alone stops counting as a turn. `None` when nothing
+/// in `r` expires after `now_ms`.
+pub fn expires_at(r: &Readings, now_ms: u64) -> Option<u64> {
+    r.input_ms
+        .map(|at| at.saturating_add(INPUT_ALONE_MS))
+        .filter(|end| *end > now_ms)
+}
+
 /// A hibernated session's activity from its transcript's last reading: a
 /// turn that was in progress when the process ended is over, so it is idle.
 pub fn offline_activity(transcript: Reading) -> Reading {

@@ -8,7 +8,7 @@
 //! returned exactly once as a `Transition`: that is what makes "one
 //! notification per state change" hold.
 
-use crate::activity::{Activity, Reading};
+use crate::activity::{Activity, Reading, Readings, expires_at};
 
 /// A committed change of state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +55,13 @@ impl Tracker {
     /// Whether a different state is waiting out its debounce.
     pub fn is_settling(&self) -> bool {
         self.pending.is_some()
+    }
+
+    /// When the state waiting out its debounce is committed if the sources
+    /// keep saying it.
+    pub fn settles_at(&self, debounce_ms: u64) -> Option<u64> {
+        self.pending
+            .map(|p| p.first_seen_ms.saturating_add(debounce_ms))
     }
 
     /// Feed the combined reading of the sources (`None`: nobody knows).
@@ -113,12 +120,61 @@ impl Tracker {
     }
 }
 
+/// When a session must be looked at again although no source reported
+/// anything new: a pending state's debounce ends, or typed input alone
+/// stops counting as a turn. `None`: only a new signal can change it, so a
+/// watcher sleeps until one comes.
+pub fn next_look(
+    tracker: &Tracker,
+    readings: &Readings,
+    now_ms: u64,
+    debounce_ms: u64,
+) -> Option<u64> {
+    let settle = tracker.settles_at(debounce_ms);
+    let expiry = expires_at(readings, now_ms);
+    match (settle, expiry) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn r(activity: Activity, at_ms: u64) -> Option<Reading> {
         Some(Reading { activity, at_ms })
+    }
+
+    #[test]
+    fn the_next_look_is_the_debounce_end_or_the_typed_input_expiry_whichever_is_first() {
+        use crate::activity::INPUT_ALONE_MS;
+        let mut t = Tracker::new(0);
+        let quiet = Readings::default();
+        assert_eq!(next_look(&t, &quiet, 0, 1000), None, "nothing pending");
+        t.observe(r(Activity::Working, 100), 100, 1000);
+        assert_eq!(next_look(&t, &quiet, 100, 1000), Some(1100));
+        let typed = Readings {
+            input_ms: Some(50),
+            ..Readings::default()
+        };
+        assert_eq!(
+            next_look(&t, &typed, 100, 10_000),
+            Some(50 + INPUT_ALONE_MS)
+        );
+        t.observe(r(Activity::Working, 100), 1100, 1000);
+        assert!(!t.is_settling());
+        assert_eq!(next_look(&t, &typed, 1100, 1000), Some(50 + INPUT_ALONE_MS));
+        assert_eq!(
+            next_look(&t, &typed, 50 + INPUT_ALONE_MS, 1000),
+            None,
+            "expired input is not a deadline"
+        );
+        // Committed once the deadline it named has come.
+        let mut u = Tracker::new(0);
+        u.observe(r(Activity::Idle, 10), 10, 500);
+        let at = next_look(&u, &quiet, 10, 500).unwrap();
+        assert!(u.observe(r(Activity::Idle, 10), at, 500).is_some());
     }
 
     #[test]

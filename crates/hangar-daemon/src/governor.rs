@@ -1,4 +1,5 @@
-//! The resource governor's loop: measure the live fleet from `/proc`, ask
+//! The resource governor's loop: measure hangar's own live sessions' process
+//! trees in `/proc` (only while a budget is set), ask
 //! `hangar_core::governor` what to hibernate (and `hangar_core::in_use` who
 //! is in use), and do it; evict stale parked records when a TTL is
 //! configured.
@@ -33,54 +34,34 @@ use crate::{Paths, config::Section};
 use hangar_providers::ProvidersConfig;
 use serde::Deserialize;
 
-/// Resident memory of each process tree rooted at `roots`, in bytes, read
-/// from `/proc` in one pass.
+/// Resident memory of each process tree rooted at `roots` (hangar's own
+/// sessions), in bytes: each tree is walked down from its root through the
+/// kernel's children lists, and only its members' `statm` is read; never a
+/// scan of every process on the machine.
 pub fn tree_memory(roots: &[u32]) -> HashMap<u32, u64> {
-    let page = 4096u64;
-    let mut parent: HashMap<u32, u32> = HashMap::new();
-    let mut rss: HashMap<u32, u64> = HashMap::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                continue;
-            };
-            let fields: Vec<&str> = after.split_whitespace().collect();
-            // After the comm: state(0) ppid(1) ... rss is field 24 overall, 21 here.
-            if let (Some(ppid), Some(pages)) = (
-                fields.get(1).and_then(|f| f.parse::<u32>().ok()),
-                fields.get(21).and_then(|f| f.parse::<u64>().ok()),
-            ) {
-                parent.insert(pid, ppid);
-                rss.insert(pid, pages * page);
-            }
-        }
-    }
-    let root_set: BTreeSet<u32> = roots.iter().copied().collect();
-    let mut totals: HashMap<u32, u64> = roots.iter().map(|r| (*r, 0)).collect();
-    for (&pid, &mem) in &rss {
-        let mut cur = pid;
-        for _ in 0..64 {
-            if root_set.contains(&cur) {
-                *totals.entry(cur).or_default() += mem;
-                break;
-            }
-            match parent.get(&cur) {
-                Some(&p) if p > 1 => cur = p,
-                _ => break,
-            }
-        }
-    }
-    totals
+    // SAFETY: sysconf has no memory effects.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    roots
+        .iter()
+        .map(|&root| {
+            let bytes = crate::identity::open_files::process_tree(root)
+                .into_iter()
+                .filter_map(resident_pages)
+                .sum::<u64>()
+                * page;
+            (root, bytes)
+        })
+        .collect()
+}
+
+/// Field 2 of `/proc/<pid>/statm`: resident pages.
+fn resident_pages(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// Whether a failed start looks like an expired or missing login
@@ -147,6 +128,28 @@ impl Governor {
             self.enforce_budget_now(&protect).await;
         }
         Ok(state)
+    }
+
+    /// The live agents' memory for `status`: the governor's last
+    /// measurement while a budget is set; otherwise measured now, on this
+    /// request only (the governor measures nothing without a budget).
+    pub fn fleet_memory(&self) -> u64 {
+        let budget = self.config.budget();
+        if budget.max_live.is_some() || budget.max_memory_bytes.is_some() {
+            return self.sessions.read(|st| st.budget.memory_bytes);
+        }
+        let pids: Vec<u32> = self.sessions.read(|st| {
+            st.runtimes
+                .iter()
+                .filter(|(id, rt)| {
+                    st.ws.sessions.get(*id).is_some_and(|m| {
+                        counts_toward_budget(&m.provider, rt.state == RunState::Live)
+                    })
+                })
+                .filter_map(|(_, rt)| rt.proc.as_ref().map(|p| p.pid))
+                .collect()
+        });
+        tree_memory(&pids).values().sum()
     }
 
     /// Facts about every live agent session.
@@ -267,20 +270,48 @@ impl Governor {
         decision
     }
 
-    /// The governor loop: budget checks and the parked TTL.
+    /// The governor loop: budget checks and the parked TTL. With neither
+    /// configured it measures nothing and only waits for shutdown.
+    ///
+    /// A budget is checked when the fleet changes (a spawn, an exit, an
+    /// activity change: what makes a session count or become eligible).
+    /// The remaining interval exists only where no event says a check is
+    /// due: memory grows without telling anyone (only while `max_memory_mb`
+    /// is set), a parked TTL expires with time (only while `parked_ttl` is
+    /// set), and a fleet over budget with nothing eligible waits for a
+    /// person to detach or unpin (only while it is over budget).
     pub async fn govern(self: Arc<Self>) {
-        let interval = Duration::from_millis(self.config.check_interval_ms.max(100));
         let mut shutdown = self.shutdown.watch();
+        let mut fleet = self.activity.changes();
+        let budget = self.config.budget();
+        let ttl = self.config.parked_ttl().ok().flatten();
+        let measuring = budget.max_live.is_some() || budget.max_memory_bytes.is_some();
+        let interval = Duration::from_millis(self.config.check_interval_ms.max(100));
+        let mut over_budget = false;
+        let mut last_eviction = tokio::time::Instant::now();
         loop {
+            let timed = budget.max_memory_bytes.is_some() || ttl.is_some() || over_budget;
+            let tick = async {
+                match timed {
+                    true => tokio::time::sleep(interval).await,
+                    false => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                _ = tokio::time::sleep(interval) => {}
+                _ = fleet.changed(), if measuring => {}
+                _ = tick => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
             if self.sessions.shutting_down() {
                 return;
             }
-            self.enforce_budget_now(&BTreeSet::new()).await;
-            if let Ok(Some(ttl)) = self.config.parked_ttl() {
+            if measuring {
+                over_budget = self.enforce_budget_now(&BTreeSet::new()).await.over_budget;
+            }
+            if let Some(ttl) = ttl
+                && last_eviction.elapsed() >= interval
+            {
+                last_eviction = tokio::time::Instant::now();
                 let _ = self.evict_parked(ttl.as_millis() as u64, false).await;
             }
         }
@@ -317,7 +348,9 @@ pub struct GovernorConfig {
     /// absent.
     #[serde(default)]
     pub parked_ttl: Option<String>,
-    /// How often the budget is checked.
+    /// How often memory is sampled while `max_memory_mb` is set (and a
+    /// parked TTL or an over-budget fleet looked at again); other checks
+    /// follow the fleet's changes.
     #[serde(default = "default_check_interval")]
     pub check_interval_ms: u64,
 }

@@ -4,9 +4,10 @@
 //! An `rm -rf` of the home leaves the daemon writing to a store file that no
 //! longer has a name (every later save would vanish with the process) and
 //! listening on a socket nobody can reach; the next `hangar` command would
-//! then auto-start a second daemon on an empty workspace. So the daemon
-//! checks twice a second that its store file is still the one it opened and
-//! its socket still exists; when not, it re-creates the folders, takes the
+//! then auto-start a second daemon on an empty workspace. So whenever the
+//! folder watch (`file_watch`) reports a change in the home or `run/`, the
+//! daemon checks that its store file is still the one it opened and its
+//! socket still exists; when not, it re-creates the folders, takes the
 //! home lock again, writes its whole workspace (and the saved screens) to a
 //! new store, records its live processes there, and listens on a new
 //! socket. The person is told in `hangar status`.
@@ -22,9 +23,12 @@ use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
 use crate::{Paths, paths};
 
-/// How often the home is checked. Short, because a command run in the gap
-/// would start a second daemon.
+/// How often the home is checked when it cannot be watched or could not be
+/// re-created. Short, because a command run in the gap would start a second
+/// daemon.
 const CHECK_EVERY: Duration = Duration::from_millis(500);
+/// How long the home must be quiet after a change before it is checked.
+const SETTLE: Duration = Duration::from_millis(100);
 
 /// What identifies a file: its device and inode.
 fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
@@ -38,6 +42,8 @@ pub struct HomeWatch {
     /// The start times of live processes, recorded in a new store.
     pub os: Arc<dyn Os>,
     pub shutdown: Shutdown,
+    /// The daemon's folder watcher: a change in the home or `run/` wakes it.
+    pub files: Arc<crate::file_watch::FileWatcher>,
 }
 
 impl HomeWatch {
@@ -49,21 +55,44 @@ impl HomeWatch {
     ) {
         let mut opened = identity(&self.paths.store());
         let mut shutdown = self.shutdown.watch();
+        // The home holds the store, `run/` the socket: a deletion, a rename
+        // over the store or of the folders is reported by the folder watch
+        // (which follows a deleted folder up to its parent and back).
+        let mut files = self.files.subscribe();
+        files.watch(vec![self.paths.home.clone(), self.paths.run_dir()]);
+        let mut failing = false;
         loop {
+            // Only a home that could not be re-created is tried again on a
+            // timer: nothing may change in it to wake us.
+            let retry = async {
+                match failing {
+                    true => tokio::time::sleep(CHECK_EVERY).await,
+                    false => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                _ = tokio::time::sleep(CHECK_EVERY) => {}
+                _ = files.changed(CHECK_EVERY) => {}
+                _ = retry => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
+            // An `rm -rf` is many events: act once it is over, not between
+            // two of them (a socket bound mid-way would make its rmdir fail).
+            while tokio::time::timeout(SETTLE, files.changed(CHECK_EVERY))
+                .await
+                .is_ok()
+            {}
             let store_ok = opened.is_some() && identity(&self.paths.store()) == opened;
             if store_ok && self.paths.socket().exists() {
                 continue;
             }
             match self.restore_home(store_ok) {
                 Ok(listener) => {
+                    failing = false;
                     opened = identity(&self.paths.store());
                     serve(listener);
                 }
                 Err(e) => {
+                    failing = true;
                     // Tried again at the next check; said once per cause.
                     let msg = format!(
                         "the home {} was deleted or replaced and could not be re-created: {e:#}",

@@ -12,6 +12,7 @@ pub mod config;
 pub mod delivery;
 pub mod errors;
 pub mod eviction;
+pub mod file_watch;
 pub mod governor;
 pub mod handlers;
 pub mod home_watch;
@@ -83,6 +84,8 @@ pub struct Daemon {
     pub governor: Arc<governor::Governor>,
     /// The MCP tools agents call.
     pub agents: Arc<orchestration::AgentTools>,
+    /// The one folder watcher (inotify) every session's watchers share.
+    pub files: Arc<file_watch::FileWatcher>,
     shutdown: Shutdown,
 }
 
@@ -98,6 +101,8 @@ impl Daemon {
             paths.home.clone(),
         ));
         let activity = Arc::new(activity::Hub::new(&config.activity));
+        // One inotify watcher for every session's watchers and the home's.
+        let files = Arc::new(file_watch::FileWatcher::default());
         let orchestration = Arc::new(orchestration::Orchestration::new(paths.home.clone()));
         let shutdown = Shutdown::default();
         let governor_config = config.governor.clone();
@@ -111,8 +116,13 @@ impl Daemon {
             notify: config.section(|c| &c.notify),
             paths: paths.clone(),
             shutdown: shutdown.clone(),
+            files: files.clone(),
         });
-        let identity = Arc::new(identity::Identity::new(sessions.clone()));
+        let identity = Arc::new(identity::Identity::new(
+            sessions.clone(),
+            files.clone(),
+            activity.clone(),
+        ));
         let cli_probe = Arc::new(cli_probe::CliProbe::default());
         let worktrees = Arc::new(worktree::Worktrees::new(sessions.clone(), paths.clone()));
         let grants = Arc::new(proxy_observer::ProxyGrants::new(
@@ -185,6 +195,7 @@ impl Daemon {
             spawner,
             governor,
             agents,
+            files,
             shutdown,
         }
     }
@@ -320,11 +331,15 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         ));
     }
     notices.extend(identity::duplicate_notices(&opened.workspace));
+    // Planned now so the loaded workspace moves into the plan instead of
+    // being copied (10,000 sessions are megabytes); it is adopted below,
+    // before the socket serves anyone.
+    let plan = RestorePlan::new(opened.workspace);
     let daemon = Arc::new(Daemon::new(
         paths.clone(),
         config,
         Arc::new(os::RealOs),
-        Sessions::new(opened.workspace.clone(), opened.store, notices),
+        Sessions::new(Default::default(), opened.store, notices),
     ));
     daemon.end_orphans();
 
@@ -341,9 +356,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     }
 
-    let to_spawn = daemon
-        .spawner
-        .adopt_plan(RestorePlan::new(opened.workspace));
+    let to_spawn = daemon.spawner.adopt_plan(plan);
     let restorer = daemon.spawner.clone();
     tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
     tokio::spawn(daemon.governor.clone().govern());
@@ -352,6 +365,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         sessions: daemon.sessions.clone(),
         os: daemon.os.clone(),
         shutdown: daemon.shutdown.clone(),
+        files: daemon.files.clone(),
     });
     let serving = daemon.clone();
     tokio::spawn(home_watch.watch_home(move |listener| {

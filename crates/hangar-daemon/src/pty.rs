@@ -113,6 +113,9 @@ pub struct LiveProcess {
     typing: tokio::sync::Mutex<()>,
     /// `true` once the child printed anything.
     first_output: watch::Sender<bool>,
+    /// Bumped on every read of output: what wakes a session's activity and
+    /// identity watchers, so an idle session (no output) costs no look.
+    output_seen: watch::Sender<u64>,
     /// `Some` once the child has exited and been reaped.
     exit: watch::Sender<Option<ExitCode>>,
     /// `true` once the terminal's reader has seen its end.
@@ -158,11 +161,14 @@ impl LiveProcess {
             writer: tokio::sync::Mutex::new(writer),
             typing: tokio::sync::Mutex::new(()),
             first_output,
+            output_seen: watch::channel(0).0,
             exit,
             output_ended,
         });
         tokio::spawn(read_output(live.clone(), reader));
         let waiter = live.clone();
+        // tokio reaps the child through a pidfd (SIGCHLD where there is
+        // none): the exit is the kernel's word, never a poll.
         tokio::spawn(async move {
             let code = match child.wait().await {
                 Ok(status) => exit_code(status),
@@ -189,6 +195,11 @@ impl LiveProcess {
 
     pub fn first_output_watch(&self) -> watch::Receiver<bool> {
         self.first_output.subscribe()
+    }
+
+    /// Changes whenever the child printed something.
+    pub fn output_watch(&self) -> watch::Receiver<u64> {
+        self.output_seen.subscribe()
     }
 
     /// The process group (the child is a session leader: pgid == pid).
@@ -325,6 +336,7 @@ async fn read_output(live: Arc<LiveProcess>, mut reader: pty_process::OwnedReadP
                 if !*live.first_output.borrow() {
                     live.first_output.send_replace(true);
                 }
+                live.output_seen.send_modify(|n| *n = n.wrapping_add(1));
             }
         }
     }

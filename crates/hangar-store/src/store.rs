@@ -68,6 +68,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
+/// The page cache kept once the store is loaded, in KiB.
+const AFTER_LOAD_CACHE_KIB: u32 = 256;
+
 const KV_ACTIVE_TAB: &str = "active_tab";
 const KV_DISPATCH: &str = "dispatch";
 const KV_SETTINGS: &str = "settings";
@@ -251,6 +254,7 @@ impl Store {
             store
         };
         store.drop_orphan_screens()?;
+        store.release_load_cache()?;
         Ok(Opened {
             workspace: store.last_saved.clone(),
             store,
@@ -486,6 +490,18 @@ impl Store {
             });
         }
         Ok(out)
+    }
+
+    /// After the load: give back the page cache the whole-file check and
+    /// load filled (2 MB for 10,000 sessions, SQLite's default cap), and keep
+    /// the cap small from now on. What follows reads and writes a few rows
+    /// at a time; the daemon's memory should not carry the load's pages.
+    fn release_load_cache(&mut self) -> Result<(), StoreError> {
+        self.conn
+            .execute_batch(&format!(
+                "PRAGMA cache_size = -{AFTER_LOAD_CACHE_KIB}; PRAGMA shrink_memory;"
+            ))
+            .map_err(sql_error(&self.path, "release the load's page cache of"))
     }
 
     /// Screens of sessions that no longer exist (left by a crash between a

@@ -94,7 +94,8 @@ impl ActivityConfig {
     }
 }
 
-/// How often a live session's sources are looked at.
+/// The least time between two looks at a session whose screen keeps
+/// changing, and how often a folder inotify could not watch is looked at.
 const POLL: Duration = Duration::from_millis(200);
 
 /// A hook or proxy signal, or typed input: look again now rather than at
@@ -210,6 +211,21 @@ impl Hub {
         self.changed.send_modify(|g| *g += 1);
     }
 
+    /// Have `id`'s watcher look again now: what it reads changed without a
+    /// signal of its own (its provider session id, so its transcript).
+    pub fn nudge(&self, id: &SessionId) {
+        let nudge = self.entries().get(id).map(|e| e.nudge.clone());
+        if let Some(n) = nudge {
+            n.notify_one();
+        }
+    }
+
+    /// A receiver that changes on every committed activity change, and when
+    /// a session's watch starts or ends (a spawn, an exit).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
     /// Drop everything known about a session that no longer exists.
     pub fn forget(&self, id: &SessionId) {
         self.entries().remove(id);
@@ -292,6 +308,8 @@ pub struct Monitor {
     pub(crate) notify: Section<notify::NotifyConfig>,
     pub(crate) paths: Paths,
     pub(crate) shutdown: Shutdown,
+    /// The daemon's folder watcher: a session's transcript folder wakes it.
+    pub(crate) files: Arc<crate::file_watch::FileWatcher>,
 }
 
 impl Monitor {
@@ -523,12 +541,41 @@ impl Monitor {
             let mut watch = TranscriptWatch::default();
             let root = transcript_root(&meta.provider);
             let mut exit = live.exit_watch();
+            let mut output = live.output_watch();
+            let screen = daemon.settings.enabled(Source::Screen);
+            let mut files = daemon.files.subscribe();
+            let mut next_look: Option<tokio::time::Instant> = None;
+            let mut last_look = tokio::time::Instant::now();
+            let mut first = true;
             loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(POLL) => {}
-                    _ = nudge.notified() => {}
-                    _ = exit.wait_for(|e| e.is_some()) => break,
+                // Woken by what can change a reading, never by a clock alone:
+                // a hook, proxy or input nudge, the transcript's folder, the
+                // screen (only for the screen source), or the deadline the
+                // debounce rule names (`hangar_core::activity_debounce`).
+                if !first {
+                    let deadline = async {
+                        match next_look {
+                            Some(at) => tokio::time::sleep_until(at).await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    let throttled = tokio::select! {
+                        _ = nudge.notified() => false,
+                        _ = files.changed(POLL) => true,
+                        _ = output.changed(), if screen => true,
+                        _ = deadline => false,
+                        _ = exit.wait_for(|e| e.is_some()) => break,
+                    };
+                    if throttled {
+                        // A session printing or writing its transcript
+                        // non-stop is looked at no more often than the old
+                        // poll did; a hook or typed input is seen at once.
+                        tokio::time::sleep_until(last_look + POLL).await;
+                    }
                 }
+                last_look = tokio::time::Instant::now();
+                first = false;
+                output.borrow_and_update();
                 let current = {
                     daemon.sessions.read(|st| {
                         let is_current = st
@@ -542,13 +589,31 @@ impl Monitor {
                     })
                 };
                 let Some(meta) = current else { break };
-                daemon.evaluate(&id, &meta, &live, root.as_deref(), &mut watch);
+                let look_at = daemon.evaluate(&id, &meta, &live, root.as_deref(), &mut watch);
+                let now = crate::now_ms();
+                let psid = meta.provider_session.as_ref().map(|p| p.id.as_str());
+                let folders = match root.as_deref() {
+                    Some(root) if daemon.settings.enabled(Source::Transcript) => {
+                        watch.folders(&meta.provider, root, &meta.cwd, psid, now)
+                    }
+                    _ => Vec::new(),
+                };
+                files.watch(folders);
+                let retry = watch.retry_in(&meta.provider);
+                let after = look_at
+                    // One ms past it: the rule commits at `>=` its deadline.
+                    .map(|t| Duration::from_millis(t.saturating_sub(now) + 1))
+                    .into_iter()
+                    .chain(retry)
+                    .min();
+                next_look = after.map(|d| tokio::time::Instant::now() + d);
             }
             daemon.stop_watching(&id, &live);
         });
     }
 
-    /// One look at a live session's sources.
+    /// One look at a live session's sources. Returns when (ms) it must be
+    /// looked at again even if nothing new is reported.
     fn evaluate(
         &self,
         id: &SessionId,
@@ -556,7 +621,7 @@ impl Monitor {
         live: &LiveProcess,
         root: Option<&std::path::Path>,
         watch: &mut TranscriptWatch,
-    ) {
+    ) -> Option<u64> {
         let config = &self.settings;
         let now = crate::now_ms();
         let transcript = match root {
@@ -574,9 +639,9 @@ impl Monitor {
             activity: Activity::Waiting,
             at_ms: now,
         });
-        let transition = {
+        let (transition, look_at) = {
             let mut entries = self.activity.entries();
-            let Some(e) = entries.get_mut(id) else { return };
+            let e = entries.get_mut(id)?;
             let readings = Readings {
                 transcript,
                 proxy: e.proxy.reading(),
@@ -585,17 +650,22 @@ impl Monitor {
                 input_ms: e.input_ms,
             };
             let combined = combine(&readings, now);
-            e.tracker.get_or_insert_with(|| Tracker::new(now)).observe(
-                combined,
+            let tracker = e.tracker.get_or_insert_with(|| Tracker::new(now));
+            let transition = tracker.observe(combined, now, config.debounce_ms);
+            let look_at = hangar_core::activity_debounce::next_look(
+                tracker,
+                &readings,
                 now,
                 config.debounce_ms,
-            )
+            );
+            (transition, look_at)
         };
         if let Some(t) = transition {
             tracing::debug!("session {id}: {} -> {}", t.from.name(), t.to.name());
             self.activity.bump();
             self.maybe_notify(id, meta, t);
         }
+        look_at
     }
 
     fn stop_watching(&self, id: &SessionId, _live: &Arc<LiveProcess>) {

@@ -10,6 +10,7 @@ use crate::sessions::RunState;
 
 pub fn status(daemon: &Daemon) -> Value {
     let config = daemon.config.snapshot();
+    let memory_bytes = daemon.governor.fleet_memory();
     daemon.sessions.read(|st| {
         let view = hangar_protocol::view::StatusView {
             daemon: hangar_protocol::view::DaemonView {
@@ -36,7 +37,7 @@ pub fn status(daemon: &Daemon) -> Value {
                         })
                     })
                     .count(),
-                memory_bytes: st.budget.memory_bytes,
+                memory_bytes,
                 over_budget: st.budget.over_budget,
                 reason: st.budget.reason.clone(),
             },

@@ -30,8 +30,9 @@ use crate::sessions::{RunState, Sessions, State};
 use hangar_providers::claude::process_record;
 use hangar_providers::transcript::discovery::{self, TranscriptCache};
 
-/// How often a live agent's transcript folder is looked at. One `read_dir`
-/// and a `stat` per file each time; files are only re-read when they change.
+/// The least time between two looks at an agent that keeps printing, and how
+/// often a folder inotify could not watch is looked at. One `read_dir` and a
+/// `stat` per file each time; files are only re-read when they change.
 pub const POLL: Duration = Duration::from_millis(700);
 
 /// `hangar transcript` shows this many messages unless told otherwise.
@@ -97,13 +98,23 @@ pub struct Identity {
     sessions: Arc<Sessions>,
     /// Prompts hangar typed into each session (OpenCode's identity proof).
     typed: opencode::TypedLog,
+    /// The daemon's folder watcher: what wakes the watchers here.
+    files: Arc<crate::file_watch::FileWatcher>,
+    /// Told when a session's provider id changes (its transcript does).
+    activity: Arc<crate::activity::Hub>,
 }
 
 impl Identity {
-    pub fn new(sessions: Arc<Sessions>) -> Identity {
+    pub fn new(
+        sessions: Arc<Sessions>,
+        files: Arc<crate::file_watch::FileWatcher>,
+        activity: Arc<crate::activity::Hub>,
+    ) -> Identity {
         Identity {
             sessions,
             typed: Default::default(),
+            files,
+            activity,
         }
     }
 
@@ -122,11 +133,33 @@ impl Identity {
         tokio::spawn(async move {
             let mut cache = TranscriptCache::default();
             let mut exit = live.exit_watch();
+            let mut output = live.output_watch();
+            let mut files = daemon.files.subscribe();
+            let mut last_look = tokio::time::Instant::now();
+            let mut first = true;
             loop {
-                let exited = tokio::select! {
-                    _ = tokio::time::sleep(POLL) => false,
-                    _ = exit.wait_for(|e| e.is_some()) => true,
+                // What can reveal the id: claude's process record or a
+                // transcript appearing in the folders (by notification), or
+                // the agent printing (a `/new` started today, in a codex
+                // date folder not watched yet).
+                files.watch(daemon.identity_folders(&id, &provider, &root, started_ms));
+                let exited = if first {
+                    false
+                } else {
+                    tokio::select! {
+                        _ = files.changed(POLL) => false,
+                        _ = output.changed() => false,
+                        _ = exit.wait_for(|e| e.is_some()) => true,
+                    }
                 };
+                if !exited && !first {
+                    // An agent busy writing its transcript is looked at no
+                    // more often than the old poll did.
+                    tokio::time::sleep_until(last_look + POLL).await;
+                }
+                last_look = tokio::time::Instant::now();
+                first = false;
+                output.borrow_and_update();
                 let current = daemon
                     .sessions
                     .process(&id)
@@ -143,6 +176,28 @@ impl Identity {
                 }
             }
         });
+    }
+
+    /// The folders whose changes can show `id`'s provider session id: the
+    /// transcript folders `discover_once` reads, and claude's per-process
+    /// records.
+    fn identity_folders(
+        &self,
+        id: &SessionId,
+        provider: &Provider,
+        root: &std::path::Path,
+        started_ms: u64,
+    ) -> Vec<std::path::PathBuf> {
+        let Some(cwd) = self.sessions.meta(id).map(|m| m.cwd) else {
+            return Vec::new();
+        };
+        let cwd = discovery::canonical_cwd(&cwd);
+        let mut dirs =
+            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::wall_ms());
+        if matches!(provider, Provider::Claude) {
+            dirs.push(root.join("sessions"));
+        }
+        dirs
     }
 
     /// Look once at what proves which conversation the session's own
@@ -291,7 +346,7 @@ impl Identity {
         observed: &Observation,
         session_cwd: &str,
     ) -> bool {
-        self.sessions.edit(|st| {
+        let changed = self.sessions.edit(|st| {
         let Some(meta) = st.ws.sessions.get_mut(id) else {
             return false;
         };
@@ -337,6 +392,11 @@ impl Identity {
             st.notices.push(notice);
         }
         true
-        })
+        });
+        if changed {
+            // Its activity is read from the transcript of this id.
+            self.activity.nudge(id);
+        }
+        changed
     }
 }

@@ -85,9 +85,13 @@ impl Identity {
         let daemon = self.clone();
         tokio::spawn(async move {
             let mut exit = live.exit_watch();
+            // The database and its write-ahead log change in their folder
+            // when OpenCode records a prompt: nothing to look at before.
+            let mut files = daemon.files.subscribe();
+            files.watch(db.parent().map(Path::to_path_buf).into_iter().collect());
             loop {
                 let exited = tokio::select! {
-                    _ = tokio::time::sleep(super::POLL) => false,
+                    _ = files.changed(super::POLL) => false,
                     _ = exit.wait_for(|e| e.is_some()) => true,
                 };
                 let current = daemon

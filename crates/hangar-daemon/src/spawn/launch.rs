@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use hangar_core::SessionId;
 
+use super::start_slot::StartSlot;
 use super::{SpawnFailure, Spawner, short};
 use crate::journal::{Event, FailureKind};
 use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, LiveProcess, SpawnRequest};
@@ -21,7 +22,14 @@ use hangar_providers::launch::{LaunchEnv, launch_spec};
 const QUIET_START: Duration = Duration::from_millis(300);
 
 impl Spawner {
-    pub(super) async fn try_spawn(self: &Arc<Self>, id: &SessionId) -> Result<(), SpawnFailure> {
+    /// Start `id`'s process and wait until it is up: its first output (or a
+    /// quiet shell's window), then its settle. `slot` is given up once the
+    /// process has printed, before the settle (`start_slot.rs`).
+    pub(super) async fn try_spawn(
+        self: &Arc<Self>,
+        id: &SessionId,
+        mut slot: StartSlot,
+    ) -> Result<(), SpawnFailure> {
         // Proxy credentials for this process (issue 7); revoked when dropped.
         let proxy_grant = self.grants.proxy_grant(id).await?;
         // Claude Code hooks that report activity (issue 11), written off the lock.
@@ -229,9 +237,12 @@ impl Spawner {
         })
         .await;
         if started.is_ok() && provider.is_agent() {
+            // It has booted: the next pane may fork while this one settles.
+            slot.release();
             // An agent that fails its login prints and exits at once: give it
             // a moment so that counts as a failed start, not a live session.
-            let _ = tokio::time::timeout(QUIET_START, exit.wait_for(|e| e.is_some())).await;
+            let settle = self.restore.get().settle();
+            let _ = tokio::time::timeout(settle, exit.wait_for(|e| e.is_some())).await;
         }
         if let Some(code) = live.exited() {
             let screen = live.text();

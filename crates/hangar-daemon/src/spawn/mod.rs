@@ -2,8 +2,9 @@
 //!
 //! `wake.rs` is the single-flight wake (DESIGN.md rule 6), `launch.rs` starts
 //! one process, `stop.rs` ends one and watches exits, `restore.rs` spawns the
-//! visible panes at start, `queue.rs` is the wake queue that paces spawns and
-//! holds them behind the authentication breaker.
+//! visible panes at start (`start_slot.rs` is what its concurrency bound
+//! counts), `queue.rs` is the wake queue that paces spawns and holds them
+//! behind the authentication breaker.
 //!
 //! All of it is the `Spawner`'s: it wakes without looking at the budget
 //! (the governor, a layer up, makes room after a wake), and it is built
@@ -16,6 +17,7 @@
 mod launch;
 pub mod queue;
 pub mod restore;
+pub mod start_slot;
 mod stop;
 mod wake;
 

@@ -14,6 +14,7 @@ use tokio::sync::Semaphore;
 
 use crate::sessions::RunState;
 use crate::spawn::Spawner;
+use crate::spawn::start_slot::StartSlot;
 use serde::Deserialize;
 
 impl Spawner {
@@ -31,9 +32,9 @@ impl Spawner {
                     e.message
                 ));
             }
-            for id in &plan.hibernate {
-                st.runtime(id);
-            }
+            // A hibernated session gets no runtime until something wakes or
+            // watches it: without one it reads as hibernated, and 10,000 of
+            // them would cost a map entry and a watch channel each.
             // Shown as `spawning` until its slot comes (cleared by
             // `restore_spawn` once its wake has run).
             for id in &plan.spawn {
@@ -49,8 +50,9 @@ impl Spawner {
         })
     }
 
-    /// Spawn `ids` with at most `restore.concurrency` at a time and record the
-    /// outcome in the restore report.
+    /// Spawn `ids` with at most `restore.concurrency` of them booting at a
+    /// time (forked, no first output yet: `start_slot.rs`; their settles
+    /// overlap) and record the outcome in the restore report.
     pub async fn restore_spawn(self: &Arc<Self>, ids: Vec<SessionId>) {
         let started = Instant::now();
         let hibernated = self.sessions.read(|st| st.restore.hibernated);
@@ -64,8 +66,14 @@ impl Spawner {
             let daemon = self.clone();
             let sem = sem.clone();
             tasks.push(tokio::spawn(async move {
-                let _permit = sem.acquire_owned().await;
-                let outcome = daemon.wake_as(&id, crate::journal::Caller::Restore).await;
+                // Nothing closes this semaphore, so acquiring cannot fail.
+                let slot = match sem.acquire_owned().await {
+                    Ok(permit) => StartSlot::held(permit),
+                    Err(_) => StartSlot::none(),
+                };
+                let outcome = daemon
+                    .wake_in_slot(&id, crate::journal::Caller::Restore, slot)
+                    .await;
                 daemon.sessions.edit(|st| {
                     if let Some(rt) = st.runtimes.get_mut(&id) {
                         rt.awaiting_restore = false;
@@ -123,12 +131,24 @@ impl Spawner {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RestoreConfig {
-    /// How many spawns run at once during a restore.
+    /// How many agents of a restore boot at once (forked, no first output
+    /// yet; `start_slot.rs`).
     #[serde(default = "default_concurrency")]
     pub concurrency: usize,
     /// How long an agent may take to show its first output.
     #[serde(default = "default_timeout")]
     pub spawn_timeout_secs: u64,
+    /// How long an agent that has shown its first output is watched before
+    /// it counts as started: one that fails its login prints, then exits
+    /// within it. Settles overlap; they hold no restore slot.
+    #[serde(default = "default_settle_ms")]
+    pub settle_ms: u64,
+}
+
+impl RestoreConfig {
+    pub fn settle(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.settle_ms)
+    }
 }
 
 impl Default for RestoreConfig {
@@ -136,6 +156,7 @@ impl Default for RestoreConfig {
         RestoreConfig {
             concurrency: default_concurrency(),
             spawn_timeout_secs: default_timeout(),
+            settle_ms: default_settle_ms(),
         }
     }
 }
@@ -145,4 +166,7 @@ fn default_concurrency() -> usize {
 }
 fn default_timeout() -> u64 {
     30
+}
+fn default_settle_ms() -> u64 {
+    300
 }

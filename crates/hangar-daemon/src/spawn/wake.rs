@@ -18,6 +18,7 @@ use super::Spawner;
 use crate::errors::ApiError;
 use crate::journal::{Caller, Event, FailureKind};
 use crate::sessions::RunState;
+use crate::spawn::start_slot::StartSlot;
 
 impl Spawner {
     /// Make `id` live, joining a spawn already under way. Returns the state
@@ -27,6 +28,17 @@ impl Spawner {
         self: &Arc<Self>,
         id: &SessionId,
         caller: Caller,
+    ) -> Result<RunState, ApiError> {
+        self.wake_in_slot(id, caller, StartSlot::none()).await
+    }
+
+    /// [`Spawner::wake_as`] holding a restore slot, which the spawn gives up
+    /// as soon as its process has shown its first output (`start_slot.rs`).
+    pub async fn wake_in_slot(
+        self: &Arc<Self>,
+        id: &SessionId,
+        caller: Caller,
+        mut slot: StartSlot,
     ) -> Result<RunState, ApiError> {
         let mut joined = false;
         let mut requested = false;
@@ -91,13 +103,15 @@ impl Spawner {
                 Looked::Spawn(before) => break before,
                 Looked::Join(rx) => rx,
             };
-            // Another caller is spawning this session: wait for its outcome.
+            // Another caller is spawning this session: wait for its outcome,
+            // forking nothing, so a restore slot goes to the next pane.
+            slot.release();
             joined = true;
             if rx.changed().await.is_err() {
                 return Err(ApiError::internal("session runtime went away"));
             }
         };
-        let state = match self.spawn_marked(id, caller).await {
+        let state = match self.spawn_marked(id, caller, slot).await {
             Ok(state) => state,
             Err(paused) => {
                 self.sessions.edit(|st| {
@@ -130,9 +144,12 @@ impl Spawner {
         self: &Arc<Self>,
         id: &SessionId,
         caller: Caller,
+        start_slot: StartSlot,
     ) -> Result<RunState, ApiError> {
+        // The queue's slot covers the whole spawn, settle included: its
+        // breaker needs the outcome. Restore has its own bound (`start_slot`)
+        // and only honours the breaker here.
         let slot = match caller {
-            // Restore has its own concurrency bound; it only honours the breaker.
             Caller::Restore => self.queue.acquire_breaker_only().await,
             Caller::Agent => self.queue.acquire(WakePriority::Background).await,
             _ => self.queue.acquire(WakePriority::Person).await,
@@ -141,7 +158,7 @@ impl Spawner {
             return Err(self.queue_paused_error());
         };
         let begun = std::time::Instant::now();
-        let mut outcome = self.try_spawn(id).await;
+        let mut outcome = self.try_spawn(id, start_slot).await;
         let auth = matches!(&outcome, Err(f) if f.kind == FailureKind::AuthFailure);
         if self.queue.finish(slot, auth) {
             let failures = self.governor.breaker_threshold;

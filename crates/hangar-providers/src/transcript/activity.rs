@@ -2,8 +2,9 @@
 //!
 //! claude: the last conversational entry's role and the assistant's
 //! `stop_reason`; codex: the last turn event of its rollout. A live session's
-//! transcript is watched with bounded cost (one `stat` per poll, a re-read of
-//! the last 64 KiB only when size or time changed); a hibernated one is read
+//! transcript is watched with bounded cost (one `stat` per change the daemon's
+//! folder watch reports in [`TranscriptWatch::folders`], a re-read of the
+//! last 64 KiB only when size or time changed); a hibernated one is read
 //! once per change, never watched, and never woken. This module must never
 //! read a whole transcript.
 
@@ -224,6 +225,47 @@ impl TranscriptWatch {
                 .and_then(|(lines, complete)| reading(provider, &lines, complete, modified));
         }
         self.reading
+    }
+
+    /// The folders whose changes can change the reading of `psid`: the found
+    /// transcript's own folder; before it is found, where it will appear
+    /// (claude's project folder of `cwd`; codex's date folders of today).
+    pub fn folders(
+        &self,
+        provider: &Provider,
+        root: &Path,
+        cwd: &str,
+        psid: Option<&str>,
+        now_ms: u64,
+    ) -> Vec<PathBuf> {
+        let Some(psid) = psid else {
+            return Vec::new();
+        };
+        if let Some((id, path)) = &self.found
+            && id == psid
+        {
+            return path.parent().map(Path::to_path_buf).into_iter().collect();
+        }
+        match provider {
+            Provider::Claude => vec![
+                root.join("projects")
+                    .join(discovery::claude_slug(&discovery::canonical_cwd(cwd))),
+            ],
+            Provider::Codex => discovery::candidate_dirs(provider, root, cwd, now_ms, now_ms),
+            _ => Vec::new(),
+        }
+    }
+
+    /// How long until a search that found nothing may be tried again
+    /// (codex: a walk, at most every `MISS_RETRY`); `None` when there is no
+    /// such wait, so a folder change alone is enough.
+    pub fn retry_in(&self, provider: &Provider) -> Option<Duration> {
+        if !matches!(provider, Provider::Codex) || self.found.is_some() {
+            return None;
+        }
+        self.missed
+            .as_ref()
+            .map(|(_, when)| MISS_RETRY.saturating_sub(when.elapsed()))
     }
 
     fn locate(

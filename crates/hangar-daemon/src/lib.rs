@@ -269,7 +269,20 @@ pub(crate) fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
         .open(&path)
         .with_context(|| format!("cannot open lock file {}", path.display()))?;
     // SAFETY: flock on an fd we own.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    let try_lock = || unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    let mut rc = try_lock();
+    // A daemon just killed (SIGKILL, a crash) shows as gone, a zombie or no
+    // process at all, while its last threads are still exiting and its files,
+    // the lock among them, are not closed yet: a start right after it waits
+    // a moment for the lock instead of refusing with a dead pid.
+    let dying_since = std::time::Instant::now();
+    while rc != 0
+        && !holder_is_running(&path)
+        && dying_since.elapsed() < std::time::Duration::from_secs(5)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        rc = try_lock();
+    }
     if rc != 0 {
         bail!(
             "a hangar daemon is already running for {} ({}); use it, or stop it with `hangar shutdown`",
@@ -281,6 +294,27 @@ pub(crate) fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
     write!(file, "{}", std::process::id())?;
     file.flush()?;
     Ok(HomeLock { _file: file })
+}
+
+/// Whether the pid written in the lock file is a running process (not a
+/// zombie). An unreadable pid counts as running: it may be a daemon started
+/// this instant that has not written it yet.
+fn holder_is_running(path: &std::path::Path) -> bool {
+    let Ok(pid) = std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .trim()
+        .parse::<u32>()
+    else {
+        return true;
+    };
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the field after the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
 }
 
 /// Who holds the home lock, as "pid N". A daemon started at the same

@@ -144,6 +144,8 @@ pub(crate) fn write_row(row: &Row<Cell>, columns: usize, min_len: usize, out: &m
         .max(min_len.min(width));
     out.reserve(end + 8);
     let mut pen = Pen::PLAIN;
+    let mut run = [0u8; 128];
+    let mut held = 0;
     for cell in &cells[..end] {
         if cell
             .flags
@@ -152,16 +154,41 @@ pub(crate) fn write_row(row: &Row<Cell>, columns: usize, min_len: usize, out: &m
             continue;
         }
         if cell.fg != pen.fg || cell.bg != pen.bg || cell.flags & SGR_FLAGS != pen.flags {
+            flush(out, &run[..held]);
+            held = 0;
             pen = Pen::of(cell);
             pen.write_sgr(out);
         }
-        out.push(if cell.c == '\t' { ' ' } else { cell.c });
+        let c = if cell.c == '\t' { ' ' } else { cell.c };
+        if c.is_ascii() && cell.extra.is_none() {
+            // Most cells: one byte, gathered and pushed a run at a time
+            // (a push per character reloaded and stored `out`'s length).
+            run[held] = c as u8;
+            held += 1;
+            if held == run.len() {
+                flush(out, &run[..held]);
+                held = 0;
+            }
+            continue;
+        }
+        flush(out, &run[..held]);
+        held = 0;
+        out.push(c);
         if let Some(extra) = cell.zerowidth() {
             out.extend(extra.iter());
         }
     }
+    flush(out, &run[..held]);
     if !pen.is_plain() {
         out.push_str("\x1b[0m");
+    }
+}
+
+/// Append the ASCII bytes [`write_row`] gathered (ASCII is always UTF-8,
+/// so the check never fails).
+fn flush(out: &mut String, ascii: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(ascii) {
+        out.push_str(text);
     }
 }
 

@@ -366,11 +366,8 @@ mod tests {
 
     #[test]
     fn claude_fresh_start_mints_a_session_id_recorded_as_resume_request() {
-        let config = ProvidersConfig::default();
-        let bin = true_bin();
-        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
         let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
-        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = launched(&meta, false);
         assert_eq!(spec.args, vec!["--session-id", "minted-uuid"]);
         assert_eq!(
             spec.minted,
@@ -384,12 +381,9 @@ mod tests {
 
     #[test]
     fn claude_resumes_its_durable_id_with_the_dangerous_flag() {
-        let config = ProvidersConfig::default();
-        let bin = true_bin();
-        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
         let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
         meta.provider_session = Some(ProviderSessionId::new("abc", IdSource::Transcript));
-        let spec = launch_spec(&meta, &env_with(&config, &vars, true)).unwrap();
+        let spec = launched(&meta, true);
         assert_eq!(
             spec.args,
             vec!["--dangerously-skip-permissions", "--resume", "abc"]
@@ -399,26 +393,20 @@ mod tests {
 
     #[test]
     fn a_provisional_proxy_header_id_is_never_resumed() {
-        let config = ProvidersConfig::default();
-        let bin = true_bin();
-        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
         let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
         meta.provider_session = Some(ProviderSessionId::new("abc", IdSource::ProxyHeader));
-        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = launched(&meta, false);
         assert_eq!(spec.args, vec!["--session-id", "minted-uuid"]);
     }
 
     #[test]
     fn codex_resumes_with_a_trailing_subcommand_and_opencode_with_session() {
-        let config = ProvidersConfig::default();
-        let bin = true_bin();
-        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
         let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
         meta.provider_session = Some(ProviderSessionId {
             id: "t-1".into(),
             source: None,
         });
-        let spec = launch_spec(&meta, &env_with(&config, &vars, true)).unwrap();
+        let spec = launched(&meta, true);
         assert_eq!(
             spec.args,
             vec![
@@ -428,8 +416,23 @@ mod tests {
             ]
         );
         meta.provider = Provider::Opencode;
-        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = launched(&meta, false);
         assert_eq!(spec.args, vec!["--session", "t-1"]);
+    }
+
+    /// The launch of `meta` with every agent CLI found (as `true`).
+    fn launched(meta: &SessionMeta, dangerous: bool) -> LaunchSpec {
+        let config = ProvidersConfig::default();
+        let bin = true_bin();
+        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
+        launch_spec(meta, &env_with(&config, &vars, dangerous)).unwrap()
+    }
+
+    /// Codex resuming thread `t-1` of session `s1`, with hangar's MCP server.
+    fn codex_resuming_with_mcp() -> LaunchSpec {
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
+        meta.provider_session = Some(ProviderSessionId::new("t-1", IdSource::Transcript));
+        with_mcp(launched(&meta, false), &Provider::Codex, &mcp_server())
     }
 
     fn mcp_server() -> McpServer {
@@ -446,11 +449,8 @@ mod tests {
 
     #[test]
     fn claude_gets_its_mcp_config_file_before_its_session_arguments() {
-        let config = ProvidersConfig::default();
-        let bin = true_bin();
-        let vars = move |k: &str| (k == "HANGAR_CLAUDE_BIN").then(|| bin.clone());
         let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
-        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        let spec = launched(&meta, false);
         let spec = with_mcp(spec, &Provider::Claude, &mcp_server());
         assert_eq!(
             spec.args,
@@ -465,13 +465,7 @@ mod tests {
 
     #[test]
     fn codex_gets_toml_overrides_before_its_resume_subcommand_and_its_token_in_its_environment() {
-        let config = ProvidersConfig::default();
-        let bin = true_bin();
-        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
-        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
-        meta.provider_session = Some(ProviderSessionId::new("t-1", IdSource::Transcript));
-        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
-        let spec = with_mcp(spec, &Provider::Codex, &mcp_server());
+        let spec = codex_resuming_with_mcp();
         assert_eq!(
             spec.args,
             vec![
@@ -508,13 +502,7 @@ mod tests {
 
     #[test]
     fn codex_that_accepts_it_runs_with_no_daemon_before_its_resume_subcommand() {
-        let config = ProvidersConfig::default();
-        let bin = true_bin();
-        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
-        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
-        meta.provider_session = Some(ProviderSessionId::new("t-1", IdSource::Transcript));
-        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
-        let spec = with_mcp(spec, &Provider::Codex, &mcp_server());
+        let spec = codex_resuming_with_mcp();
         let with = codex_in_process(spec.clone(), &Provider::Codex, true);
         assert_eq!(with.args[0], "--no-daemon");
         assert_eq!(&with.args[with.args.len() - 2..], ["resume", "t-1"]);

@@ -240,6 +240,26 @@ async fn started(
     (proxy, rx)
 }
 
+/// A proxy started against `server` (allowed to reach it), a grant for
+/// claude session `s`, the proxy's port, and what its observer is told.
+async fn granted(
+    dir: &Path,
+    server: &TestServer,
+) -> (
+    Proxy,
+    Grant,
+    u16,
+    tokio::sync::mpsc::UnboundedReceiver<(String, String)>,
+) {
+    let (proxy, rx) = started(dir, config_for(server)).await;
+    let grant = proxy
+        .grant(&SessionId::from("s"), &Provider::Claude, || unreachable!())
+        .await
+        .unwrap();
+    let port = proxy.view().port.unwrap();
+    (proxy, grant, port, rx)
+}
+
 fn config_for(server: &TestServer) -> ProxyConfig {
     ProxyConfig {
         allow_hosts: vec!["localhost".into()],
@@ -376,12 +396,7 @@ async fn an_allow_listed_exchange_streams_through_and_every_chunk_is_captured_fo
 async fn missing_wrong_and_revoked_credentials_get_407() {
     let dir = tempfile::tempdir().unwrap();
     let server = test_server(dir.path()).await;
-    let (proxy, _rx) = started(dir.path(), config_for(&server)).await;
-    let grant = proxy
-        .grant(&SessionId::from("s"), &Provider::Claude, || unreachable!())
-        .await
-        .unwrap();
-    let port = proxy.view().port.unwrap();
+    let (proxy, grant, port, _rx) = granted(dir.path(), &server).await;
     let ca = proxy.ca_files().cert();
     let good = auth_of(&grant);
     for auth in [
@@ -404,12 +419,7 @@ async fn missing_wrong_and_revoked_credentials_get_407() {
 async fn a_host_off_the_allow_list_is_tunnelled_untouched_and_not_captured() {
     let dir = tempfile::tempdir().unwrap();
     let server = test_server(dir.path()).await;
-    let (proxy, _rx) = started(dir.path(), config_for(&server)).await;
-    let grant = proxy
-        .grant(&SessionId::from("s"), &Provider::Claude, || unreachable!())
-        .await
-        .unwrap();
-    let port = proxy.view().port.unwrap();
+    let (proxy, grant, port, _rx) = granted(dir.path(), &server).await;
     // 127.0.0.1 is not "localhost": the agent sees the server's own
     // certificate, so only the upstream CA verifies it.
     let got = call(
@@ -432,12 +442,7 @@ async fn a_host_off_the_allow_list_is_tunnelled_untouched_and_not_captured() {
 async fn an_unreachable_upstream_is_a_502_and_a_recorded_error() {
     let dir = tempfile::tempdir().unwrap();
     let server = test_server(dir.path()).await;
-    let (proxy, _rx) = started(dir.path(), config_for(&server)).await;
-    let grant = proxy
-        .grant(&SessionId::from("s"), &Provider::Claude, || unreachable!())
-        .await
-        .unwrap();
-    let port = proxy.view().port.unwrap();
+    let (proxy, grant, port, _rx) = granted(dir.path(), &server).await;
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -10,13 +10,15 @@
 //! rule (smart case, order, caps, clean excerpts) is
 //! `hangar_core::search`'s.
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use hangar_core::search::{self, Query, SessionMatches, SessionText};
 use hangar_core::{Provider, SessionId};
 use hangar_protocol::message as msg;
 use hangar_protocol::view::{SearchMatchView, SearchUnreadable, SearchView};
-use hangar_providers::transcript::{discovery, messages};
+use hangar_providers::transcript::discovery::{self, RolloutIndex};
+use hangar_providers::transcript::messages;
 use serde_json::Value;
 
 use crate::Daemon;
@@ -95,8 +97,10 @@ pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<Value, ApiError
     let query_text = req.query.clone();
     let view = tokio::task::spawn_blocking(move || {
         let mut found = Vec::with_capacity(subjects.len());
+        // Codex's sessions/ folder is walked once per search, not per session.
+        let rollouts = OnceCell::new();
         for s in &subjects {
-            let (text, problem) = session_text(s, model);
+            let (text, problem) = session_text(s, model, &rollouts);
             if let Some(reason) = problem {
                 unreadable.push(SearchUnreadable {
                     session: s.id.to_string(),
@@ -138,7 +142,11 @@ pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<Value, ApiError
 
 /// A session's screen, history and transcript, and why part of it could
 /// not be read (a transcript that does not exist yet is not a problem).
-fn session_text(s: &Subject, model: hangar_terminal::Config) -> (SessionText, Option<String>) {
+fn session_text(
+    s: &Subject,
+    model: hangar_terminal::Config,
+    rollouts: &OnceCell<RolloutIndex>,
+) -> (SessionText, Option<String>) {
     let (screen, history) = match &s.text {
         Text::Live(live) => (
             live.text().lines().map(str::to_owned).collect(),
@@ -150,7 +158,7 @@ fn session_text(s: &Subject, model: hangar_terminal::Config) -> (SessionText, Op
         }
         Text::Saved(None) => (Vec::new(), Vec::new()),
     };
-    let (transcript, problem) = match transcript_messages(s) {
+    let (transcript, problem) = match transcript_messages(s, rollouts) {
         Ok(m) => (m, None),
         Err(reason) => (Vec::new(), Some(reason)),
     };
@@ -166,15 +174,26 @@ fn session_text(s: &Subject, model: hangar_terminal::Config) -> (SessionText, Op
 
 /// The session's transcript messages, oldest first, as `hangar transcript`
 /// reads them; none for a provider without transcripts or a session whose
-/// conversation has no file yet.
-fn transcript_messages(s: &Subject) -> Result<Vec<String>, String> {
+/// conversation has no file yet. A codex rollout is looked up in
+/// `rollouts`, built on first use.
+fn transcript_messages(
+    s: &Subject,
+    rollouts: &OnceCell<RolloutIndex>,
+) -> Result<Vec<String>, String> {
     let (Some(root), Some(psid)) = (
         discovery::transcript_root(&s.provider, &discovery::env_var),
         s.provider_session_id.as_deref(),
     ) else {
         return Ok(Vec::new());
     };
-    let Some(path) = discovery::find_transcript(&s.provider, &root, &s.cwd, psid) else {
+    let path = match s.provider {
+        Provider::Codex => rollouts
+            .get_or_init(|| RolloutIndex::build(&root))
+            .get(psid)
+            .map(|p| p.to_path_buf()),
+        _ => discovery::find_transcript(&s.provider, &root, &s.cwd, psid),
+    };
+    let Some(path) = path else {
         return Ok(Vec::new());
     };
     messages::read_tail(&s.provider, &path, usize::MAX)

@@ -336,36 +336,87 @@ pub fn find_transcript(provider: &Provider, root: &Path, cwd: &str, psid: &str) 
                 .find(|p| p.is_file())
         }
         Provider::Codex => {
-            let suffix = format!("-{psid}.jsonl");
-            let mut stack = vec![root.join("sessions")];
+            let suffix = format!("-{psid}");
             let mut best: Option<(SystemTime, PathBuf)> = None;
-            while let Some(dir) = stack.pop() {
-                let Ok(entries) = fs::read_dir(&dir) else {
-                    continue;
-                };
-                for e in entries.flatten() {
-                    let path = e.path();
-                    let Ok(ft) = e.file_type() else { continue };
-                    if ft.is_dir() {
-                        stack.push(path);
-                    } else if e
-                        .file_name()
-                        .to_str()
-                        .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
-                    {
-                        let t = e
-                            .metadata()
-                            .and_then(|m| m.modified())
-                            .unwrap_or(UNIX_EPOCH);
-                        if best.as_ref().is_none_or(|(bt, _)| t > *bt) {
-                            best = Some((t, path));
-                        }
-                    }
+            each_rollout(root, |stem, e| {
+                if stem.ends_with(&suffix) {
+                    keep_newest(&mut best, e);
                 }
-            }
+            });
             best.map(|(_, p)| p)
         }
         _ => None,
+    }
+}
+
+/// Every codex rollout under `root/sessions` (`rollout-….jsonl`, at any
+/// depth), with its name without `.jsonl`.
+fn each_rollout(root: &Path, mut f: impl FnMut(&str, &fs::DirEntry)) {
+    let mut stack = vec![root.join("sessions")];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(e.path());
+                continue;
+            }
+            let name = e.file_name();
+            let stem = name
+                .to_str()
+                .filter(|n| n.starts_with("rollout-"))
+                .and_then(|n| n.strip_suffix(".jsonl"));
+            if let Some(stem) = stem {
+                f(stem, &e);
+            }
+        }
+    }
+}
+
+/// `e` in `best` when it is newer (the first one found wins a tie).
+fn keep_newest(best: &mut Option<(SystemTime, PathBuf)>, e: &fs::DirEntry) {
+    let t = e
+        .metadata()
+        .and_then(|m| m.modified())
+        .unwrap_or(UNIX_EPOCH);
+    if best.as_ref().is_none_or(|(bt, _)| t > *bt) {
+        *best = Some((t, e.path()));
+    }
+}
+
+/// Codex rollouts under `root/sessions` by the ids their names end in,
+/// found in one walk: for a caller that looks up many sessions at once
+/// (`hangar search`), instead of `find_transcript`'s walk per session. An
+/// id's file is the one `find_transcript` would pick (the newest).
+#[derive(Debug, Default)]
+pub struct RolloutIndex {
+    newest: HashMap<String, (SystemTime, PathBuf)>,
+}
+
+impl RolloutIndex {
+    pub fn build(root: &Path) -> RolloutIndex {
+        let mut newest: HashMap<String, Option<(SystemTime, PathBuf)>> = HashMap::new();
+        each_rollout(root, |stem, e| {
+            // `rollout-<time>-<id>`: the id is what follows one of its
+            // dashes, and the time has dashes too, so each is a candidate
+            // (exactly the names `find_transcript` would match).
+            for (i, _) in stem.match_indices('-') {
+                keep_newest(newest.entry(stem[i + 1..].to_owned()).or_default(), e);
+            }
+        });
+        RolloutIndex {
+            newest: newest
+                .into_iter()
+                .filter_map(|(id, best)| Some((id, best?)))
+                .collect(),
+        }
+    }
+
+    /// The rollout of codex thread `psid`, if there is one.
+    pub fn get(&self, psid: &str) -> Option<&Path> {
+        self.newest.get(psid).map(|(_, p)| p.as_path())
     }
 }
 
@@ -488,5 +539,43 @@ mod tests {
         fs::write(&c, lines[..3].join("\n") + "\n").unwrap();
         let f = read_facts(&Provider::Claude, &c).unwrap();
         assert_eq!((f.id.as_str(), f.cwd), (id, None));
+    }
+
+    #[test]
+    fn one_walk_finds_each_codex_rollout_as_find_transcript_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let day = dir.path().join("sessions/2026/11/30");
+        let later = dir.path().join("sessions/2026/12/01");
+        fs::create_dir_all(&day).unwrap();
+        fs::create_dir_all(&later).unwrap();
+        let a = "0199aaaa-1111-7000-8000-000000000001";
+        let b = "0199bbbb-2222-7000-8000-000000000002";
+        let old_a = day.join(format!("rollout-2026-11-30T10-00-00-{a}.jsonl"));
+        let new_a = later.join(format!("rollout-2026-12-01T09-00-00-{a}.jsonl"));
+        let only_b = day.join(format!("rollout-2026-11-30T11-00-00-{b}.jsonl"));
+        for p in [&old_a, &new_a, &only_b] {
+            fs::write(p, "{}\n").unwrap();
+        }
+        let at = |p: &Path, secs: u64| {
+            let f = fs::File::options().write(true).open(p).unwrap();
+            f.set_modified(UNIX_EPOCH + std::time::Duration::from_secs(secs))
+                .unwrap();
+        };
+        at(&old_a, 1_000);
+        at(&new_a, 2_000);
+        at(&only_b, 1_500);
+        fs::write(day.join(format!("notes-{a}.jsonl")), "{}\n").unwrap();
+        let index = RolloutIndex::build(dir.path());
+        assert_eq!(
+            index.get(a),
+            Some(new_a.as_path()),
+            "the newest file of a thread"
+        );
+        assert_eq!(index.get(b), Some(only_b.as_path()));
+        assert_eq!(index.get("0199cccc-3333-7000-8000-000000000003"), None);
+        for id in [a, b, "8000-000000000002", "nope"] {
+            let walked = find_transcript(&Provider::Codex, dir.path(), "/", id);
+            assert_eq!(index.get(id).map(Path::to_path_buf), walked, "{id}");
+        }
     }
 }

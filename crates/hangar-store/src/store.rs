@@ -57,7 +57,9 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction,
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::diff::{MapDiff, TabChange, WorkspaceDiff};
+use crate::diff::{
+    EncodeFailure, LastSave, MapDiff, RowDigests, TabChange, WorkspaceDiff, row_digest,
+};
 use crate::error::StoreError;
 use crate::schema::{self, SUPPORTED_VERSION};
 use crate::screen::{SavedScreen, Screens};
@@ -75,12 +77,12 @@ const KV_ACTIVE_TAB: &str = "active_tab";
 const KV_DISPATCH: &str = "dispatch";
 const KV_SETTINGS: &str = "settings";
 
-/// The open store: one connection, and the workspace as last saved (what
-/// `save` diffs against).
+/// The open store: one connection, and what `save` diffs against: the last
+/// save, its keyed rows kept as digests only (see `diff.rs`).
 pub struct Store {
     conn: Connection,
     path: PathBuf,
-    last_saved: Workspace,
+    last_saved: LastSave,
 }
 
 impl std::fmt::Debug for Store {
@@ -96,8 +98,8 @@ impl std::fmt::Debug for Store {
 #[derive(Debug)]
 pub struct Opened {
     pub store: Store,
-    /// The loaded workspace, already pruned and equal to
-    /// `store.last_saved()`.
+    /// The loaded workspace, already pruned and equal to what
+    /// `store.load_saved()` reads back.
     pub workspace: Workspace,
     /// Set when the file was damaged: moved aside entirely, or some rows were
     /// skipped after a backup copy was made.
@@ -203,6 +205,7 @@ impl Store {
         let Loaded {
             mut conn,
             workspace,
+            digests,
             skipped,
         } = loaded;
         if !skipped.is_empty() {
@@ -227,18 +230,21 @@ impl Store {
         }
 
         let (repaired, pruned) = hangar_core::prune(workspace);
-        let mut store = if pruned.is_empty() {
+        let (mut store, workspace) = if pruned.is_empty() {
             // `prune` left it exactly as loaded: nothing to write.
-            Store {
+            let last_saved = LastSave::new(without_keyed_rows(&repaired), digests);
+            let store = Store {
                 conn,
                 path,
-                last_saved: repaired,
-            }
+                last_saved,
+            };
+            (store, repaired)
         } else {
             // Rare: read the file's own state again (cheaper than cloning
             // every load) so the repair is saved as a diff against it, naming
             // the sessions it dropped.
-            let (as_loaded, _) = load_workspace(&mut conn).map_err(sql_error(&path, "reload"))?;
+            let (as_loaded, digests, _) =
+                load_workspace(&mut conn).map_err(sql_error(&path, "reload"))?;
             let removed: Vec<SessionId> = as_loaded
                 .sessions
                 .keys()
@@ -248,15 +254,15 @@ impl Store {
             let mut store = Store {
                 conn,
                 path,
-                last_saved: as_loaded,
+                last_saved: LastSave::new(as_loaded, digests),
             };
             store.save(&repaired, &removed)?;
-            store
+            (store, repaired)
         };
         store.drop_orphan_screens()?;
         store.release_load_cache()?;
         Ok(Opened {
-            workspace: store.last_saved.clone(),
+            workspace,
             store,
             recovered,
             pruned,
@@ -289,7 +295,13 @@ impl Store {
         if let Some(id) = screens.keys().find(|id| !ws.sessions.contains_key(*id)) {
             return Err(StoreError::ScreenWithoutSession { id: id.clone() });
         }
-        let diff = WorkspaceDiff::between(&self.last_saved, ws);
+        let diff = WorkspaceDiff::between(&self.last_saved, ws).map_err(
+            |EncodeFailure { table, id, source }| StoreError::Encode {
+                what: format!("{table} row {id}"),
+                path: self.path.clone(),
+                source,
+            },
+        )?;
         let removed: BTreeSet<&SessionId> = removed.iter().collect();
         let unexplained: Vec<SessionId> = diff
             .sessions
@@ -335,9 +347,13 @@ impl Store {
         Ok(stats)
     }
 
-    /// The workspace as of the last successful save (or load).
-    pub fn last_saved(&self) -> &Workspace {
-        &self.last_saved
+    /// The workspace as of the last successful save (or load), read back
+    /// from the file: the store keeps only digests of its rows in memory.
+    /// For the rare moment a caller must undo a refused change.
+    pub fn load_saved(&mut self) -> Result<Workspace, StoreError> {
+        let (ws, _, _) =
+            load_workspace(&mut self.conn).map_err(sql_error(&self.path, "read back"))?;
+        Ok(ws)
     }
 
     pub fn path(&self) -> &Path {
@@ -675,7 +691,7 @@ impl Writer<'_> {
         upsert: &str,
         delete: &str,
     ) -> Result<(), StoreError> {
-        for (id, value) in &diff.upserts {
+        for (id, value, _) in &diff.upserts {
             let data = self.encode(|| format!("{table} row {id}"), value)?;
             self.stats.written += self.exec(upsert, params![id.as_str(), data])?;
         }
@@ -710,6 +726,7 @@ enum Failure {
 struct Loaded {
     conn: Connection,
     workspace: Workspace,
+    digests: RowDigests,
     skipped: Vec<Skipped>,
 }
 
@@ -900,10 +917,12 @@ fn open_and_load(path: &Path) -> Result<Loaded, Failure> {
         }
     }
 
-    let (workspace, skipped) = load_workspace(&mut conn).map_err(classify(path, "load"))?;
+    let (workspace, digests, skipped) =
+        load_workspace(&mut conn).map_err(classify(path, "load"))?;
     Ok(Loaded {
         conn,
         workspace,
+        digests,
         skipped,
     })
 }
@@ -978,12 +997,18 @@ fn each_row(
 
 /// Read every table in one read transaction (a consistent snapshot).
 /// Undecodable rows are collected, not fatal.
-fn load_workspace(conn: &mut Connection) -> rusqlite::Result<(Workspace, Vec<Skipped>)> {
+/// Beside the workspace, the digest of each keyed row's JSON as stored.
+fn load_workspace(
+    conn: &mut Connection,
+) -> rusqlite::Result<(Workspace, RowDigests, Vec<Skipped>)> {
     let tx = conn.transaction()?;
     let mut ws = Workspace::default();
     // Collected first: building a BTreeMap from (nearly) sorted pairs is a
     // bulk build, much cheaper than one insert per row.
     let (mut sessions, mut parked, mut buried) = (Vec::new(), Vec::new(), Vec::new());
+    let mut digests = RowDigests::default();
+    let (mut session_digests, mut parked_digests, mut buried_digests) =
+        (Vec::new(), Vec::new(), Vec::new());
     let mut skipped = Vec::new();
     let mut skip = |table: &'static str, rowid: i64, key: ValueRef<'_>, error: String| {
         skipped.push(Skipped {
@@ -1001,6 +1026,7 @@ fn load_workspace(conn: &mut Connection) -> rusqlite::Result<(Workspace, Vec<Ski
         "SELECT rowid, id, data FROM sessions",
         |rowid, key, data| match decode(key, data, |m: &SessionMeta| m.id.as_str()) {
             Ok(meta) => {
+                session_digests.push((meta.id.clone(), stored_digest(data)));
                 sessions.push((meta.id.clone(), meta));
             }
             Err(e) => skip("sessions", rowid, key, e),
@@ -1019,6 +1045,7 @@ fn load_workspace(conn: &mut Connection) -> rusqlite::Result<(Workspace, Vec<Ski
         "SELECT rowid, session, data FROM parked",
         |rowid, key, data| match decode(key, data, |p: &ParkedRecord| p.session.as_str()) {
             Ok(rec) => {
+                parked_digests.push((rec.session.clone(), stored_digest(data)));
                 parked.push((rec.session.clone(), rec));
             }
             Err(e) => skip("parked", rowid, key, e),
@@ -1029,6 +1056,7 @@ fn load_workspace(conn: &mut Connection) -> rusqlite::Result<(Workspace, Vec<Ski
         "SELECT rowid, session, data FROM buried",
         |rowid, key, data| match decode(key, data, |b: &BuriedRecord| b.session.as_str()) {
             Ok(rec) => {
+                buried_digests.push((rec.session.clone(), stored_digest(data)));
                 buried.push((rec.session.clone(), rec));
             }
             Err(e) => skip("buried", rowid, key, e),
@@ -1062,7 +1090,34 @@ fn load_workspace(conn: &mut Connection) -> rusqlite::Result<(Workspace, Vec<Ski
     ws.sessions = sessions.into_iter().collect();
     ws.parked = parked.into_iter().collect();
     ws.buried = buried.into_iter().collect();
-    Ok((ws, skipped))
+    digests.sessions = session_digests.into_iter().collect();
+    digests.parked = parked_digests.into_iter().collect();
+    digests.buried = buried_digests.into_iter().collect();
+    Ok((ws, digests, skipped))
+}
+
+/// The digest of a row's JSON as stored (only called on rows that decoded,
+/// so the value is text). A row stored in another spelling than the one
+/// this version writes (an older field order, a hand edit) just differs
+/// once, and is rewritten by the next save.
+fn stored_digest(data: ValueRef<'_>) -> u64 {
+    match data {
+        ValueRef::Text(b) | ValueRef::Blob(b) => row_digest(b),
+        _ => 0,
+    }
+}
+
+/// The small parts of a workspace (tabs, pins, active tab, dispatch,
+/// settings), without its keyed tables.
+fn without_keyed_rows(ws: &Workspace) -> Workspace {
+    Workspace {
+        tabs: ws.tabs.clone(),
+        active_tab: ws.active_tab.clone(),
+        pins: ws.pins.clone(),
+        dispatch: ws.dispatch.clone(),
+        settings: ws.settings.clone(),
+        ..Workspace::default()
+    }
 }
 
 fn delete_skipped_rows(

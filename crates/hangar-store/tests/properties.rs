@@ -443,7 +443,7 @@ proptest! {
                 .cloned()
                 .collect();
             store.save(&ws, &removed).unwrap();
-            prop_assert_eq!(store.last_saved(), &ws);
+            prop_assert_eq!(&store.load_saved().unwrap(), &ws);
             prop_assert_eq!(store.save(&ws, &[]).unwrap(), Default::default());
         }
         drop(store);

@@ -195,7 +195,11 @@ fn save_refuses_to_drop_sessions_it_was_not_told_to_remove() {
         Err(StoreError::UnexplainedDrop { ids }) => assert_eq!(ids, vec![closed.clone()]),
         other => panic!("expected UnexplainedDrop, got {other:?}"),
     }
-    assert_eq!(store.last_saved(), &ws, "a refused save changes nothing");
+    assert_eq!(
+        &store.load_saved().unwrap(),
+        &ws,
+        "a refused save changes nothing"
+    );
 
     // An empty model never replaces a full one.
     match store.save(&Workspace::default(), &[]) {
@@ -288,7 +292,7 @@ fn each_change_is_one_transaction() {
     let err = store.save(&changed, &[]).unwrap_err();
     assert!(matches!(err, StoreError::Sqlite { .. }), "{err}");
     assert!(err.to_string().contains("injected failure"), "{err}");
-    assert_eq!(store.last_saved(), &ws);
+    assert_eq!(&store.load_saved().unwrap(), &ws);
     assert_eq!(
         count(&path, "SELECT count(*) FROM sessions WHERE id = 'boom'"),
         0,
@@ -323,11 +327,11 @@ fn reopen_after_save_round_trips_losslessly() {
     assert_eq!(stats.written, 50 + 3 + 40 + 1 + 3 + 3);
     drop(store);
 
-    let reopened = open(&path);
+    let mut reopened = open(&path);
     assert_eq!(reopened.workspace, ws);
     assert!(reopened.pruned.is_empty());
     assert!(reopened.recovered.is_none());
-    assert_eq!(reopened.store.last_saved(), &ws);
+    assert_eq!(&reopened.store.load_saved().unwrap(), &ws);
 
     // A second save of the same model writes nothing.
     let mut store = reopened.store;

@@ -148,7 +148,16 @@ impl State {
         match self.store.save(&self.ws, removed) {
             Ok(_) => Ok(()),
             Err(e) => {
-                self.ws = self.store.last_saved().clone();
+                // The store keeps only digests of what it saved, so the
+                // model is read back from the file (reads work on a full
+                // disk). If even that fails, the model keeps the refused
+                // change and a later save may write it; the log says so.
+                match self.store.load_saved() {
+                    Ok(saved) => self.ws = saved,
+                    Err(reload) => tracing::error!(
+                        "the refused change stays in memory (a later save may write it): reading the last save back failed: {reload}"
+                    ),
+                }
                 let refusal = save_refusal(&e);
                 tracing::error!("{}", refusal.message);
                 Err(refusal)

@@ -73,6 +73,16 @@ class Home:
     def json(self, *args):
         return json.loads(self.cli("--json", *args))
 
+    def import_crafted(self, n, visible):
+        """Persist a crafted workspace of `n` sessions (`visible` of them panes)
+        through `hangar import`, with no daemon running; returns craft's result."""
+        crafted = craft(n, visible, self.work)
+        path = os.path.join(self.root, "ws.json")
+        with open(path, "w") as f:
+            json.dump(crafted[0], f)
+        self.cli("import", "hangar", path)
+        return crafted
+
     def start_daemon(self):
         log = open(os.path.join(self.root, "daemon.log"), "ab")
         self.daemon = subprocess.Popen([self.hangar, "daemon"], env=self.env, cwd=self.work,

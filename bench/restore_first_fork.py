@@ -89,11 +89,7 @@ def first_spawn_begin_ms(home):
 def run_one(name, bins, n, visible):
     h = hb.Home(bins=bins)
     try:
-        ws, panes, _ = hb.craft(n, visible, h.work)
-        path = os.path.join(h.root, "ws.json")
-        with open(path, "w") as f:
-            json.dump(ws, f)
-        h.cli("import", "hangar", path)
+        ws, panes, _ = h.import_crafted(n, visible)
         wall0 = time.time()
         t0 = time.monotonic()
         pid = h.start_daemon()

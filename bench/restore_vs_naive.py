@@ -42,11 +42,7 @@ def transcripts_started(claude_dir):
 def run_hangar(n, visible):
     h = hb.Home()
     try:
-        ws, panes, _ = hb.craft(n, visible, h.work)
-        path = os.path.join(h.root, "ws.json")
-        with open(path, "w") as f:
-            json.dump(ws, f)
-        h.cli("import", "hangar", path)
+        ws, panes, _ = h.import_crafted(n, visible)
         with hb.Sampler(lambda: hb.fake_agents(h.pids())) as s:
             t0 = time.monotonic()
             h.start_daemon()

@@ -32,11 +32,7 @@ def cpu_ticks(pid):
 def run_one(name, bins, n, pairs):
     h = hb.Home(bins=bins)
     try:
-        ws, _, _ = hb.craft(n, 9, h.work)
-        path = os.path.join(h.root, "ws.json")
-        with open(path, "w") as f:
-            json.dump(ws, f)
-        h.cli("import", "hangar", path)
+        ws, _, _ = h.import_crafted(n, 9)
         pid = h.start_daemon()
         c = h.wait_socket()
         deadline = time.monotonic() + 60

@@ -70,14 +70,6 @@ fn h_env(h: &Hangar) -> Vec<(String, String)> {
         .collect()
 }
 
-fn journal(h: &Hangar) -> Vec<Value> {
-    std::fs::read_to_string(h.home.join("journal.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 /// close-idle and evict with `older_than`: neither may take anything.
 fn nothing_is_idle(h: &Hangar, older_than: &str, when: &str) {
     let closed = h.json(&["close-idle", "--older-than", older_than, "--yes"]);
@@ -169,7 +161,7 @@ fn the_wall_clock_jumping_a_day_either_way_closes_nothing_and_keeps_the_journal_
     let jr = h.ok(&["journal"]);
     assert!(!jr.is_empty(), "the journal prints");
 
-    let entries = journal(&h);
+    let entries = h.journal();
     assert!(entries.len() > 5, "the journal has the run's events");
     let seqs: Vec<u64> = entries
         .iter()
@@ -199,7 +191,7 @@ fn the_wall_clock_jumping_a_day_either_way_closes_nothing_and_keeps_the_journal_
     jump(&h, &clock, "+1d", 1);
     h.start_daemon();
     h.wait_restore_complete();
-    let later = journal(&h);
+    let later = h.journal();
     let first_new = &later[entries.len()..];
     assert!(!first_new.is_empty(), "the new daemon journaled its start");
     let shift = first_new[0]["time_ms"].as_i64().unwrap() - real_now_ms();

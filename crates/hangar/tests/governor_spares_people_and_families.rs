@@ -32,18 +32,10 @@ fn attach(h: &Hangar, id: &str) -> PtyApp {
     term
 }
 
-fn journal(h: &Hangar) -> Vec<Value> {
-    fs::read_to_string(h.home.join("journal.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 /// Whether the journal holds an event with all of `fields`.
 fn journaled(h: &Hangar, fields: Value) -> bool {
     let want = fields.as_object().unwrap();
-    journal(h)
+    h.journal()
         .iter()
         .any(|e| want.iter().all(|(k, v)| &e[k] == v))
 }
@@ -406,7 +398,7 @@ fn the_journal_records_a_persons_hibernate_a_reload_a_cascading_close_and_an_exi
                 json!({"event": "hibernate", "session": id, "reason": "user"})
             ),
             "{id}: {:?}",
-            journal(&h)
+            h.journal()
         );
     }
 

@@ -20,15 +20,6 @@ use serde_json::Value;
 use support::workspace::{Recipe, craft};
 use support::*;
 
-/// The journal's entries, in the order they were written.
-fn journal(h: &Hangar) -> Vec<Value> {
-    fs::read_to_string(h.home.join("journal.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 #[test]
 fn one_slot_forks_all_nine_panes_while_the_first_still_settles() {
     let h = Hangar::new();
@@ -46,7 +37,7 @@ fn one_slot_forks_all_nine_panes_while_the_first_still_settles() {
     let panes: BTreeSet<&str> = ws.panes.iter().map(|p| p.id.as_str()).collect();
     let mut begun = Vec::new();
     let mut first_end = None;
-    for entry in journal(&h) {
+    for entry in h.journal() {
         let session = entry["session"].as_str().unwrap_or_default();
         match entry["event"].as_str() {
             Some("spawn-begin") => {

@@ -325,6 +325,15 @@ impl Hangar {
         ])
     }
 
+    /// The journal's entries, in the order they were written.
+    pub fn journal(&self) -> Vec<Value> {
+        fs::read_to_string(self.home.join("journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
     /// `hangar ls --json` rows.
     pub fn ls(&self) -> Vec<Value> {
         match self.json(&["ls"]) {

@@ -17,7 +17,6 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use support::*;
 
 const DAY_MS: i64 = 86_400_000;

@@ -14,9 +14,7 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::fs;
 
-use serde_json::Value;
 use support::workspace::{Recipe, craft};
 use support::*;
 

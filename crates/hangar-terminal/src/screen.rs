@@ -49,6 +49,9 @@ pub(crate) struct Screen {
     titles: Vec<Option<String>>,
     /// The row being copied into history, reused for every line.
     line: String,
+    /// Characters the parser printed, ever (wrapping): a print proves the
+    /// parser was in its ground state.
+    pub(crate) printed: usize,
 }
 
 impl Screen {
@@ -61,6 +64,7 @@ impl Screen {
             title: None,
             titles: Vec::new(),
             line: String::new(),
+            printed: 0,
         }
     }
 
@@ -74,7 +78,7 @@ impl Screen {
 
     /// Copy the top `n` rows of the screen into history (they are about to
     /// scroll off it).
-    fn keep_top_rows(&mut self, n: usize) {
+    pub(crate) fn keep_top_rows(&mut self, n: usize) {
         let columns = self.term.columns();
         let n = n.min(self.term.screen_lines());
         for i in 0..n {
@@ -111,6 +115,7 @@ impl Screen {
 
 impl Handler for Screen {
     fn input(&mut self, c: char) {
+        self.printed = self.printed.wrapping_add(1);
         let cursor = &self.term.grid().cursor;
         let at_edge = cursor.input_needs_wrap || cursor.point.column.0 + 1 >= self.term.columns();
         if at_edge || !c.is_ascii() {

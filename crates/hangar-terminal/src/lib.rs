@@ -261,6 +261,7 @@ impl Terminal {
             let mut parser = Processor::<NoSyncHold>::new();
             parser.advance(&mut self.screen, bytes.as_bytes());
         }
+        self.screen.mark_rows_written();
     }
 
     /// Blank rows at the bottom of the screen, below the cursor.

@@ -93,6 +93,21 @@ impl Screen {
         }
     }
 
+    /// Mark every row of the active screen as written up to its end.
+    /// alacritty's reflow (a resize) can leave a row's record of how far it
+    /// was written short of a cell it still holds; a reset of the row (a
+    /// scroll reusing it, a clear) clears only that far, and the stale cell
+    /// came back in a new line: a stray coloured blank. Marked, a row is
+    /// cleared whole the next time (the plain-line fast path relies on a
+    /// scroll's new row being blank).
+    pub(crate) fn mark_rows_written(&mut self) {
+        let grid = self.term.grid_mut();
+        for i in 0..grid.screen_lines() {
+            // The mutable index is what records the row as written.
+            let _ = &mut grid[Line(i as i32)][..];
+        }
+    }
+
     /// Whether a line feed at the cursor scrolls the top row into history.
     fn linefeed_scrolls_into_history(&self) -> bool {
         let cursor = self.term.grid().cursor.point.line.0;
@@ -191,6 +206,9 @@ impl Handler for Screen {
         // History survives a reset, as in tmux: `reset` in a pane must not
         // throw away what a person may still scroll back to.
         self.term.reset_state();
+        // It may have switched back to a primary screen resized while the
+        // alternate one was shown.
+        self.mark_rows_written();
         self.full_region();
         self.title = None;
         self.titles.clear();
@@ -207,17 +225,26 @@ impl Handler for Screen {
 
     fn set_private_mode(&mut self, mode: PrivateMode) {
         let column_mode = matches!(mode, PrivateMode::Named(NamedPrivateMode::ColumnMode));
+        let primary = self.primary();
         self.term.set_private_mode(mode);
         if column_mode {
             self.full_region();
+        }
+        if primary != self.primary() {
+            self.mark_rows_written();
         }
     }
 
     fn unset_private_mode(&mut self, mode: PrivateMode) {
         let column_mode = matches!(mode, PrivateMode::Named(NamedPrivateMode::ColumnMode));
+        let primary = self.primary();
         self.term.unset_private_mode(mode);
         if column_mode {
             self.full_region();
+        }
+        if primary != self.primary() {
+            // The screen shown now may have been resized while hidden.
+            self.mark_rows_written();
         }
     }
 

@@ -293,6 +293,23 @@ fn a_prompts_blank_before_the_cursor_is_part_of_the_screen_text() {
     assert_eq!(t.screen_text(), "banner\n> typed");
 }
 
+#[test]
+fn a_resize_leaves_no_stale_cells_for_a_scroll_to_bring_back() {
+    let mut t = term(2, 2);
+    t.feed(b"\x1b[44m A 0 0a 0a0\r\n");
+    t.resize(3, 10);
+    t.feed(b"\r\n");
+    t.resize(2, 11);
+    t.feed(b"\x1bc");
+    t.feed(&b"A\r\n".repeat(5));
+    // The four lines printed after the reset, with the default pen, in
+    // rows reused by scrolling: alacritty's reflow had left a blue cell in
+    // one of them (`A\x1b[0;44m \x1b[0m`).
+    let history = t.history();
+    let last: Vec<&str> = history.iter_formatted().rev().take(4).collect();
+    assert_eq!(last, ["A", "A", "A", "A"]);
+}
+
 /// A `Term` that keeps its own history, the reference for the prediction.
 struct Reference {
     term: Term<VoidListener>,

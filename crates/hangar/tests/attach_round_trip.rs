@@ -247,6 +247,54 @@ fn an_attached_client_that_stops_reading_is_resynced_and_never_holds_up_the_sess
     assert_eq!(h.state_of(&id), "live");
 }
 
+/// Output in many small writes (a shell's `echo` per line, an agent CLI
+/// drawing piece by piece), in bursts, to a client that reads as fast as it
+/// can: it is not behind, so it gets every line, never a redraw in place of
+/// some of them. (The daemon once counted PTY reads, not bytes: 64 reads of
+/// one line each made a client "behind" by a few hundred bytes.)
+#[test]
+fn a_client_that_keeps_up_with_output_in_small_writes_gets_every_line() {
+    const LINES: u32 = 12_000;
+    let h = Hangar::new();
+    start(&h);
+    let id = h.new_agent(&["--provider", "shell"]);
+    h.wait_state(&id, "live");
+    let mut client = RawClient::connect(&h.home.join("run").join("hangar.sock")).expect("connect");
+    client
+        .request("attach", json!({"session": id, "cols": 80, "rows": 24}))
+        .expect("attach");
+    h.ok(&[
+        "send",
+        &id,
+        &format!(
+            "for i in $(seq 1 {LINES}); do echo line-$i; [ $((i % 300)) -ne 0 ] || sleep 0.01; done; echo burst-$((40+2))"
+        ),
+    ]);
+    let mut stream = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !stream.windows(8).any(|w| w == b"burst-42") {
+        assert!(
+            Instant::now() < deadline,
+            "the bursts never ended: {} bytes, the last {:?}",
+            stream.len(),
+            String::from_utf8_lossy(&stream[stream.len().saturating_sub(300)..])
+        );
+        if let Frame::Data(bytes) = client.next_frame().expect("the daemon keeps the client") {
+            stream.extend_from_slice(&bytes);
+        }
+    }
+    let text = String::from_utf8_lossy(&stream);
+    let mut next = 1;
+    for n in text
+        .split(['\r', '\n'])
+        .filter_map(|l| l.strip_prefix("line-")?.parse::<u32>().ok())
+    {
+        assert_eq!(n, next, "line-{next} never reached the client");
+        next += 1;
+    }
+    assert_eq!(next, LINES + 1, "every line reached the client");
+}
+
 #[test]
 fn a_detach_key_inside_a_bracketed_paste_is_pasted_and_does_not_detach() {
     let h = Hangar::new();

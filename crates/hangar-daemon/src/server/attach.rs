@@ -125,21 +125,14 @@ async fn forward_output(
                 }
             },
             chunk = rx.recv() => match chunk {
-                Ok(_) if rx.len() > RESYNC_BACKLOG => {
-                    // Behind by more than a moment of bulk output: the
-                    // current screen, not the backlog.
-                    if !resync(&conn, &live, &mut rx).await {
-                        return;
-                    }
-                }
                 Ok(bytes) => {
-                    // Coalesce what is already queued into one frame: one
-                    // frame per PTY read made the client pay per 4 KiB.
-                    let (batch, lagged) = coalesce(bytes, &mut rx);
-                    let sent = if lagged {
-                        resync(&conn, &live, &mut rx).await
-                    } else {
-                        conn.data(&batch).await
+                    // Everything already queued, sent in frames of up to
+                    // `MAX_BATCH`: one frame per PTY read made the client pay
+                    // per read. Behind by more than `RESYNC_BYTES`: the
+                    // current screen, not the backlog.
+                    let sent = match take_queued(bytes, &mut rx) {
+                        Queued::Behind => resync(&conn, &live, &mut rx).await,
+                        Queued::Output(queued) => send_batches(&conn, &queued).await,
                     };
                     if !sent {
                         return;
@@ -168,10 +161,13 @@ async fn forward_output(
     conn.event(json!({"event": "exited", "code": code})).await;
 }
 
-/// Output chunks a client may be behind before it gets the current screen
-/// instead of the backlog (up to 256 KiB of PTY reads): a client that keeps
-/// up gets every byte, one that fell behind never queues bulk output.
-const RESYNC_BACKLOG: usize = 64;
+/// Output a client may be behind (printed, not yet handed to its
+/// connection) before it gets the current screen instead of the backlog:
+/// a client that keeps up gets every byte, one that fell behind never queues
+/// bulk output. Counted in bytes, not PTY reads: a program printing a line
+/// per write (a shell's `echo`, an agent CLI drawing piece by piece) makes
+/// reads of a few bytes, and 64 of them are no backlog at all.
+const RESYNC_BYTES: usize = 256 * 1024;
 
 /// Send the current screen (every mode included) and continue from the
 /// output after it, dropping what was queued before.
@@ -188,25 +184,41 @@ async fn resync(
 /// Largest batch of output sent to an attached client as one frame.
 const MAX_BATCH: usize = 64 * 1024;
 
-/// `first` plus every chunk already waiting, up to `MAX_BATCH` bytes, and
-/// whether the receiver lagged meanwhile (the caller then redraws).
-fn coalesce(
-    first: bytes::Bytes,
-    rx: &mut broadcast::Receiver<bytes::Bytes>,
-) -> (bytes::Bytes, bool) {
-    let mut batch: Option<Vec<u8>> = None;
-    while batch.as_ref().map_or(first.len(), Vec::len) < MAX_BATCH {
+/// What was queued for a client, taken at once.
+enum Queued {
+    Output(bytes::Bytes),
+    /// More than `RESYNC_BYTES`, or the channel dropped some: redraw.
+    Behind,
+}
+
+/// `first` plus every chunk already waiting, unless that is more than
+/// `RESYNC_BYTES` or the receiver lagged meanwhile.
+fn take_queued(first: bytes::Bytes, rx: &mut broadcast::Receiver<bytes::Bytes>) -> Queued {
+    let mut queued: Option<Vec<u8>> = None;
+    loop {
         match rx.try_recv() {
-            Ok(more) => batch
-                .get_or_insert_with(|| first.to_vec())
-                .extend_from_slice(&more),
-            Err(broadcast::error::TryRecvError::Lagged(_)) => {
-                return (batch.map_or(first, bytes::Bytes::from), true);
+            Ok(more) => {
+                let all = queued.get_or_insert_with(|| first.to_vec());
+                all.extend_from_slice(&more);
+                if all.len() > RESYNC_BYTES {
+                    return Queued::Behind;
+                }
             }
+            Err(broadcast::error::TryRecvError::Lagged(_)) => return Queued::Behind,
             Err(_) => break,
         }
     }
-    (batch.map_or(first, bytes::Bytes::from), false)
+    Queued::Output(queued.map_or(first, bytes::Bytes::from))
+}
+
+/// Send `queued` in frames of at most `MAX_BATCH` bytes.
+async fn send_batches(conn: &Conn, queued: &[u8]) -> bool {
+    for batch in queued.chunks(MAX_BATCH) {
+        if !conn.data(batch).await {
+            return false;
+        }
+    }
+    true
 }
 
 #[derive(Clone, Debug, Deserialize)]

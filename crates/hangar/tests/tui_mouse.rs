@@ -4,7 +4,9 @@
 //! at the right pane-relative cell in the encoding asked for, a click into
 //! an unfocused pane focuses it and reaches it too, the wheel over a
 //! full-screen program without the mouse types arrows, and once the program
-//! turns the mouse off again the wheel scrolls hangar's history.
+//! turns the mouse off again the wheel scrolls hangar's history. Between
+//! two shell panes: a click while typing focuses the pane clicked and the
+//! typing goes on into it, and dragging the divider moves it.
 
 mod pty_screen;
 mod support;
@@ -213,4 +215,100 @@ fn once_the_program_turns_the_mouse_off_the_wheel_scrolls_hangars_history() {
                 .starts_with("470 ")
         })
     });
+}
+
+/// Two shell panes side by side, each showing a marker: (left, right), the
+/// right one focused (the newest split).
+fn two_shells(h: &Hangar) -> (String, String) {
+    h.ok(&["status"]);
+    let left = h.new_agent(&["--provider", "shell"]);
+    h.ok(&["send", &left, "echo left-$((40+1))"]);
+    h.wait_screen(&left, "left-41");
+    let right = h.new_agent(&[
+        "--provider",
+        "shell",
+        "--split",
+        &left,
+        "--direction",
+        "vertical",
+    ]);
+    h.ok(&["send", &right, "echo right-$((40+2))"]);
+    h.wait_screen(&right, "right-42");
+    (left, right)
+}
+
+/// The columns of the side borders on a screen row (the pane frames'
+/// vertical lines, single or double).
+fn border_columns(row: &str) -> Vec<u16> {
+    row.chars()
+        .enumerate()
+        .filter(|(_, c)| matches!(c, '│' | '║' | '┃'))
+        .map(|(i, _)| i as u16)
+        .collect()
+}
+
+#[test]
+fn a_click_while_typing_focuses_the_pane_and_typing_goes_on_into_it() {
+    let h = Hangar::new();
+    let (left, right) = two_shells(&h);
+    let mut app = PtyApp::spawn(h.command(&[]), ROWS, COLS);
+    app.wait_text("right-42");
+    app.wait_text("left-41");
+    app.write(b"\r");
+    app.wait_text("TYPING");
+    let (col, row) = cell_of(&app, "left-41");
+    app.write(&sgr(0, col + 2, row, 'M'));
+    app.write(&sgr(0, col + 2, row, 'm'));
+    h.wait_until("the click focused the left pane", DEADLINE, || {
+        h.json(&["tab", "ls"])[0]["focus"].as_str() == Some(left.as_str())
+    });
+    // As in tmux or zellij: the next keys are typed into the pane clicked.
+    app.write(b"echo clicked-$((40+3))\r");
+    h.wait_until("the typing reached the clicked pane", DEADLINE, || {
+        h.screen(&left).contains("clicked-43")
+    });
+    assert!(
+        app.text().contains("TYPING"),
+        "still typing:\n{}",
+        app.text()
+    );
+    assert!(!h.screen(&right).contains("clicked"));
+}
+
+#[test]
+fn dragging_the_divider_between_two_panes_moves_it_with_the_mouse() {
+    let h = Hangar::new();
+    let (left, _) = two_shells(&h);
+    let mut app = PtyApp::spawn(h.command(&[]), ROWS, COLS);
+    app.wait_text("right-42");
+    let (_, row) = cell_of(&app, "left-41");
+    // Left pane's left border, its right border, the right pane's left one.
+    let borders = border_columns(&app.rows()[usize::from(row)]);
+    assert!(
+        borders.len() >= 3,
+        "two panes side by side:\n{}",
+        app.text()
+    );
+    let divider = borders[2];
+    let to = divider + 20;
+    app.write(&sgr(0, divider, row, 'M'));
+    app.write(&sgr(32, divider + 10, row, 'M'));
+    app.write(&sgr(32, to, row, 'M'));
+    app.write(&sgr(0, to, row, 'm'));
+    app.wait_for("the divider followed the mouse", |_| {
+        let rows = app.rows();
+        border_columns(&rows[usize::from(row)])
+            .get(2)
+            .is_some_and(|&c| c.abs_diff(to) <= 1)
+    });
+    // The daemon keeps the new split: a fresh TUI draws it there too.
+    drop(app);
+    let app = PtyApp::spawn(h.command(&[]), ROWS, COLS);
+    app.wait_for("the moved divider is kept", |_| {
+        let rows = app.rows();
+        rows.get(usize::from(row))
+            .and_then(|r| border_columns(r).get(2).copied())
+            .is_some_and(|c| c.abs_diff(to) <= 1)
+    });
+    assert_eq!(h.state_of(&left), "live");
 }

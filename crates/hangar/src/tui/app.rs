@@ -949,7 +949,11 @@ impl App {
             return;
         };
         let _ = self.snap.ws.set_focus(&tab, id);
-        if self.passthrough {
+        // Typing goes on into the pane clicked, as with tmux's and zellij's
+        // mouse; a pane with no live program to type to leaves typing.
+        if self.passthrough
+            && self.panes.get(id.as_str()).map(|p| &p.status) != Some(&PaneStatus::Live)
+        {
             self.passthrough = false;
         }
         self.send(

@@ -14,6 +14,8 @@ pub trait PaneLines {
     fn total_lines(&self) -> usize;
     /// Rows the pane shows at once.
     fn rows(&self) -> usize;
+    /// Columns the pane shows: the cursor never goes past the last.
+    fn cols(&self) -> usize;
     /// The text of one line, trailing blanks dropped.
     fn line_text(&mut self, line: usize) -> String;
 }
@@ -90,6 +92,7 @@ impl CopyMode {
         let total = pane.total_lines().max(1);
         let rows = pane.rows().max(1);
         self.cursor.line = self.cursor.line.min(total - 1);
+        self.cursor.col = self.cursor.col.min(pane.cols().max(1) - 1);
         if self.cursor.line < self.top {
             self.top = self.cursor.line;
         }
@@ -125,6 +128,9 @@ impl CopyMode {
         let rows = pane.rows().max(1);
         let last = pane.total_lines().saturating_sub(1);
         match key {
+            // As tmux's vi keys: Esc drops a selection being made (and
+            // leaves when there is none), `q` always leaves.
+            Key::Esc if self.anchor.is_some() => self.anchor = None,
             Key::Char('q') | Key::Esc => return CopyAction::Leave,
             Key::Up | Key::Char('k') => self.cursor.line = self.cursor.line.saturating_sub(1),
             Key::Down | Key::Char('j') => self.cursor.line = (self.cursor.line + 1).min(last),
@@ -294,6 +300,9 @@ mod tests {
         fn rows(&self) -> usize {
             self.rows
         }
+        fn cols(&self) -> usize {
+            20
+        }
         fn line_text(&mut self, line: usize) -> String {
             self.lines.get(line).cloned().unwrap_or_default()
         }
@@ -393,5 +402,27 @@ mod tests {
         let mut c = CopyMode::new("s".into(), 0, Pos { line: 1, col: 0 });
         assert_eq!(c.key(Key::Enter, &mut pane), CopyAction::Copy("2".into()));
         assert_eq!(c.key(Key::Char('q'), &mut pane), CopyAction::Leave);
+    }
+
+    #[test]
+    fn esc_drops_the_selection_first_and_then_leaves() {
+        let mut pane = seq(3, 3);
+        let mut c = CopyMode::new("s".into(), 0, Pos { line: 0, col: 0 });
+        c.key(Key::Char('v'), &mut pane);
+        assert_eq!(c.key(Key::Esc, &mut pane), CopyAction::Stay);
+        assert_eq!(c.anchor, None);
+        assert_eq!(c.key(Key::Esc, &mut pane), CopyAction::Leave);
+    }
+
+    #[test]
+    fn the_cursor_stops_at_the_panes_last_column() {
+        let mut pane = seq(3, 3);
+        let mut c = CopyMode::new("s".into(), 0, Pos { line: 0, col: 0 });
+        for _ in 0..50 {
+            c.key(Key::Char('l'), &mut pane);
+        }
+        assert_eq!(c.cursor.col, 19);
+        c.key(Key::Char('h'), &mut pane);
+        assert_eq!(c.cursor.col, 18, "one step back is one column back");
     }
 }

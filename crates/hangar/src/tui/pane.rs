@@ -323,6 +323,9 @@ impl PaneLines for Pane {
     fn rows(&self) -> usize {
         usize::from(self.size.0)
     }
+    fn cols(&self) -> usize {
+        usize::from(self.size.1)
+    }
     fn line_text(&mut self, line: usize) -> String {
         Pane::line_text(self, line)
     }

@@ -1,7 +1,9 @@
 //! Issue 20, a pane's history in the real TUI inside a PTY: a shell printed
 //! `seq 1 5000` before the TUI attached, and copy mode (`Ctrl-b [`, here
 //! `[` from command mode) reaches its first line, finds a number far back,
-//! and copies it through OSC 52 to the outer terminal.
+//! and copies it through OSC 52 to the outer terminal; Shift-PageUp while
+//! typing pages back to line 1, and `Ctrl-b [` while typing enters copy
+//! mode, where the page keys and `k`, `j` and the arrows move.
 
 mod pty_screen;
 mod support;
@@ -92,4 +94,76 @@ fn the_mouse_wheel_scrolls_a_pane_back_and_down_again() {
         app.write(b"\x1b[<65;20;10M");
     }
     app.wait_text("COMMAND");
+}
+
+/// The top rows of the pane hold the first lines of `seq`.
+fn shows_seq_start(app: &PtyApp) -> bool {
+    pane_rows(app)
+        .windows(3)
+        .any(|w| w[0] == "1" && w[1] == "2" && w[2] == "3")
+}
+
+#[test]
+fn shift_page_up_while_typing_pages_back_to_line_1_and_q_goes_back_to_typing() {
+    let h = Hangar::new();
+    let mut app = tui_after_seq(&h);
+    app.write(b"\r");
+    app.wait_text("TYPING");
+    // A page is the pane's height (28 rows here): 5000 lines are ~180 pages.
+    for _ in 0..200 {
+        app.write(b"\x1b[5;2~");
+    }
+    app.wait_text("COPY");
+    app.wait_for("Shift-PageUp reached line 1 of seq", |_| {
+        shows_seq_start(&app)
+    });
+    app.write(b"q");
+    app.wait_text("TYPING");
+}
+
+#[test]
+fn ctrl_b_bracket_while_typing_enters_copy_mode_and_page_keys_move_a_page() {
+    let h = Hangar::new();
+    let mut app = tui_after_seq(&h);
+    app.write(b"\r");
+    app.wait_text("TYPING");
+    app.write(b"\x02[");
+    app.wait_text("COPY");
+    let (last, total) = copy_line(&app);
+    assert_eq!(last, total, "copy mode starts on the last line");
+    app.write(b"\x1b[5~");
+    app.wait_for("PageUp moved up", |_| copy_line(&app).0 < last);
+    let page = last - copy_line(&app).0;
+    assert!(
+        page > 10,
+        "a page is the pane's height, not a few lines: {page}"
+    );
+    // PageUp again, then PageDown: back to one page above the last line.
+    app.write(b"\x1b[5~");
+    app.wait_for("PageUp moved a page up again", |_| {
+        copy_line(&app).0 == last - 2 * page
+    });
+    app.write(b"\x1b[6~");
+    app.wait_for("PageDown came a page back down", |_| {
+        copy_line(&app).0 == last - page
+    });
+    assert!(!pane_rows(&app).iter().any(|r| r == "5000"));
+    // k and the up arrow move up a line each, j down one.
+    app.keys(&[b"k", b"\x1b[A", b"j"]);
+    app.wait_for("the cursor moved up one line in all", |_| {
+        copy_line(&app).0 == last - page - 1
+    });
+}
+
+/// The copy-mode cursor's line and the line count, from the status bar
+/// (`line N/T`).
+fn copy_line(app: &PtyApp) -> (usize, usize) {
+    let text = app.text();
+    let at = text
+        .split("line ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.split_once('/'))
+        .and_then(|(n, t)| Some((n.parse().ok()?, t.parse().ok()?)));
+    at.unwrap_or_else(|| panic!("no copy-mode line in the status bar:\n{text}"))
 }

@@ -62,3 +62,43 @@ fn a_hibernated_session_keeps_its_last_screen_and_draft_through_export_and_impor
     assert_eq!(again["workspace"]["sessions"][&id]["draft"], draft);
     assert_eq!(again["screens"][&id], doc["screens"][&id]);
 }
+
+/// A history's lines from `hangar screen ID --scrollback 100000 --json`.
+fn history(h: &Hangar, id: &str) -> Vec<String> {
+    h.json(&["screen", id, "--scrollback", "100000"])["history"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|l| l.as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_hibernated_sessions_history_goes_through_export_and_import_into_a_fresh_home() {
+    let a = Hangar::new();
+    a.ok(&["status"]);
+    let id = a.new_agent(&["--provider", "shell"]);
+    a.ok(&["send", &id, "seq 1 3000"]);
+    a.wait_screen(&id, "3000");
+    a.ok(&["park", &id]);
+    a.ok(&["hibernate", &id]);
+    a.wait_state(&id, "hibernated");
+    let kept = history(&a, &id);
+    let starts_at_1 = |lines: &[String]| {
+        lines
+            .windows(3)
+            .any(|w| w[0] == "1" && w[1] == "2" && w[2] == "3")
+    };
+    assert!(starts_at_1(&kept), "{:?}", &kept[..kept.len().min(5)]);
+
+    let b = Hangar::new();
+    let file = b.root.join("export.json");
+    fs::write(&file, a.ok(&["export"])).unwrap();
+    b.ok(&["import", "hangar", file.to_str().unwrap()]);
+    let shown = b.json(&["screen", &id]);
+    assert_eq!(shown["source"], "saved", "{shown}");
+    assert_eq!(history(&b, &id), kept, "the same history in the new home");
+    assert_eq!(b.state_of(&id), "hibernated");
+}

@@ -43,7 +43,7 @@ fn a_fresh_attach_puts_the_client_in_the_programs_modes() {
     h.ok(&[
         "send",
         &id,
-        r"printf '\033[?1049h\033[?2004h\033[?1002h\033[?1006h\033[?25l\033]0;modal app\007in the alternate screen\n'",
+        r"printf '\033[?1049h\033[?2004h\033[?1002h\033[?1006h\033[?25l\033[?1h\033=\033]0;modal app\007in the alternate screen\n'",
     ]);
     h.wait_screen(&id, "in the alternate screen");
     let app = PtyApp::spawn(h.command(&["attach", &id]), 30, 100);
@@ -52,6 +52,8 @@ fn a_fresh_attach_puts_the_client_in_the_programs_modes() {
         assert!(s.alternate_screen(), "the alternate screen");
         assert!(s.bracketed_paste(), "bracketed paste");
         assert!(s.hide_cursor(), "the hidden cursor");
+        assert!(s.application_cursor(), "application cursor keys");
+        assert!(s.application_keypad(), "the application keypad");
         assert_eq!(
             s.mouse_protocol_mode(),
             vt100::MouseProtocolMode::ButtonMotion

@@ -1,8 +1,9 @@
 //! Issue 20 through the real daemon: a fresh attach puts the client in the
 //! modes the program set; a session's history survives hibernate and wake
 //! and a daemon restart (`hangar screen --scrollback`); and the history's
-//! byte cap holds the daemon's memory under a flood (RSS read from /proc
-//! and compared, never timed).
+//! byte cap holds the daemon's memory under a flood of plain lines and
+//! under a program redrawing its whole screen over and over (RSS read from
+//! /proc and compared, never timed).
 
 mod pty_screen;
 mod support;
@@ -147,5 +148,54 @@ fn the_history_byte_cap_holds_the_daemons_memory_under_a_flood() {
     assert!(
         after <= filled + 8 * 1024,
         "daemon RSS grew from {filled} KiB to {after} KiB under a flood with a 1 MiB history"
+    );
+}
+
+#[test]
+fn the_history_byte_cap_holds_under_a_redraw_thrashing_program() {
+    let h = Hangar::new();
+    h.write_config("[terminal]\nhistory_bytes = 65536\n");
+    let id = shell(&h);
+    // Each frame homes, clears the screen and draws a few coloured rows, as
+    // an agent CLI redrawing its whole UI does: every clear scrolls the old
+    // frame into history (tmux's scroll-on-clear), through the parser, not
+    // the plain-lines path.
+    let thrash = |round: u32, frames: u32| {
+        h.ok(&[
+            "send",
+            &id,
+            &format!(
+                r"i=0; while [ $i -lt {frames} ]; do printf '\033[H\033[2J\033[1;3%dmframe %d\033[0m\n  status: working\n\033[7m input \033[0m\n' $((i % 7)) $i; i=$((i+1)); done; echo thrash-done-{round}"
+            ),
+        ]);
+        h.wait_until(
+            "the frames are drawn",
+            std::time::Duration::from_secs(240),
+            || {
+                h.screen(&id)
+                    .lines()
+                    .any(|l| l == format!("thrash-done-{round}"))
+            },
+        );
+    };
+    let daemon = h.daemon_pid();
+    thrash(1, 4_000);
+    let filled = rss_kib(daemon).expect("daemon RSS");
+    let (lines, _) = history(&h, &id);
+    let kept: usize = lines.iter().map(String::len).sum();
+    assert!(kept <= 65_536, "history text within the cap: {kept} bytes");
+    assert!(
+        lines.iter().any(|l| l.starts_with("frame 399")),
+        "recent frames are kept: {:?}",
+        &lines[lines.len().saturating_sub(3)..]
+    );
+    thrash(2, 12_000);
+    let after = rss_kib(daemon).expect("daemon RSS");
+    let (lines, _) = history(&h, &id);
+    let kept: usize = lines.iter().map(String::len).sum();
+    assert!(kept <= 65_536, "history text within the cap: {kept} bytes");
+    assert!(
+        after <= filled + 4 * 1024,
+        "daemon RSS grew from {filled} KiB to {after} KiB redrawing with a 64 KiB history (the smallest)"
     );
 }

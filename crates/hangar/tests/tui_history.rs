@@ -3,7 +3,8 @@
 //! `[` from command mode) reaches its first line, finds a number far back,
 //! and copies it through OSC 52 to the outer terminal; Shift-PageUp while
 //! typing pages back to line 1, and `Ctrl-b [` while typing enters copy
-//! mode, where the page keys and `k`, `j` and the arrows move.
+//! mode, where the page keys and `k`, `j` and the arrows move; a copy also
+//! reaches the system clipboard program when there is one.
 
 mod pty_screen;
 mod support;
@@ -166,4 +167,46 @@ fn copy_line(app: &PtyApp) -> (usize, usize) {
         .and_then(|s| s.split_once('/'))
         .and_then(|(n, t)| Some((n.parse().ok()?, t.parse().ok()?)));
     at.unwrap_or_else(|| panic!("no copy-mode line in the status bar:\n{text}"))
+}
+
+#[test]
+fn a_copy_also_reaches_the_system_clipboard_program_when_there_is_one() {
+    let h = Hangar::new();
+    h.ok(&["status"]);
+    let id = h.new_agent(&["--provider", "shell"]);
+    h.ok(&["send", &id, "echo to-the-clipboard-$((40+2))"]);
+    h.wait_screen(&id, "to-the-clipboard-42");
+    // An X display with xclip: a stand-in that records what it is given.
+    let bin = h.root.join("clipboard-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let record = h.root.join("xclip-got");
+    let xclip = bin.join("xclip");
+    std::fs::write(
+        &xclip,
+        format!(
+            "#!/bin/sh\n{{ echo \"$*\"; cat; }} > {0}.part && mv {0}.part {0}\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&xclip, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = h.command(&[]);
+    cmd.env("DISPLAY", ":99").env("PATH", path);
+    let mut app = PtyApp::spawn(cmd, ROWS, COLS);
+    app.wait_text("to-the-clipboard-42");
+    // Copy mode, search up to the line, copy it.
+    app.keys(&[b"[", b"?", b"-42", b"\r"]);
+    app.wait_text("COPY");
+    app.write(b"0");
+    app.write(b"y");
+    app.wait_text("copied");
+    h.wait_until("xclip got the copy", DEADLINE, || record.exists());
+    let got = std::fs::read_to_string(&record).unwrap();
+    assert_eq!(got, "-selection clipboard\nto-the-clipboard-42");
 }

@@ -123,7 +123,7 @@ fn shift_page_up_while_typing_pages_back_to_line_1_and_q_goes_back_to_typing() {
 }
 
 #[test]
-fn ctrl_b_bracket_while_typing_enters_copy_mode_and_page_keys_move_a_page() {
+fn ctrl_b_bracket_while_typing_enters_copy_mode_where_page_keys_move_and_q_goes_back_to_typing() {
     let h = Hangar::new();
     let mut app = tui_after_seq(&h);
     app.write(b"\r");
@@ -154,6 +154,11 @@ fn ctrl_b_bracket_while_typing_enters_copy_mode_and_page_keys_move_a_page() {
     app.wait_for("the cursor moved up one line in all", |_| {
         copy_line(&app).0 == last - page - 1
     });
+    // q gives the pane back to typing, where Ctrl-b [ came from.
+    app.write(b"q");
+    app.wait_text("TYPING");
+    app.write(b"echo typing-again-$((40+2))\r");
+    app.wait_text("typing-again-42");
 }
 
 /// The copy-mode cursor's line and the line count, from the status bar

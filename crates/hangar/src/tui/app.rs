@@ -619,9 +619,17 @@ impl App {
             Key::Char('}') if self.host_bar.is_some() => self.switch_host = Some(1),
             Key::Char('(') => self.switch_tab(-1),
             Key::Char(')') => self.switch_tab(1),
-            Key::Char('[') => self.enter_copy_mode(None),
+            Key::Char('[') => {
+                // `Ctrl-b [` while typing: `q` comes back to typing, as
+                // tmux's copy mode gives the pane back.
+                self.copy_from_typing |= armed;
+                self.enter_copy_mode(None)
+            }
             Key::Char('/') => self.dialog = Some(Dialog::Search(SearchDialog::default())),
-            Key::PageUp | Key::ShiftPageUp => self.enter_copy_mode(Some(key)),
+            Key::PageUp | Key::ShiftPageUp => {
+                self.copy_from_typing |= armed;
+                self.enter_copy_mode(Some(key))
+            }
             Key::Char(']') => self.paste_copied(),
             _ => {}
         }

@@ -83,6 +83,14 @@ pub struct RestOfStore {
     skipped: Vec<Skipped>,
 }
 
+impl RestOfStore {
+    /// The whole workspace as read and pruned, before what the first forks
+    /// changed is added (for what the caller computes off its lock).
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+}
+
 impl std::fmt::Debug for RestOfStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RestOfStore")

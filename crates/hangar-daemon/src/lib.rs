@@ -239,15 +239,16 @@ impl Daemon {
     /// what stays hibernated and say what the load found. A pane the full
     /// plan has that the first look did not fork (only a damaged index
     /// does that) is restored now.
-    async fn load_the_rest(self: &Arc<Self>, forks: &[SessionId]) -> anyhow::Result<()> {
-        let path = self.paths.store();
-        let read = tokio::task::spawn_blocking(move || {
-            let rest = hangar_store::read_rest(&path)?;
+    fn load_the_rest(self: &Arc<Self>, forks: &[SessionId]) -> anyhow::Result<()> {
+        // On this thread (the one `run` is driven on, not a runtime worker:
+        // the forks go on beside it), so the workspace and the read's
+        // garbage live in the allocator's main arena as a one-phase load's
+        // did; a blocking-pool thread would leave its own arena holding
+        // megabytes after the read.
+        let read = hangar_store::read_rest(&self.paths.store()).map(|rest| {
             let duplicates = identity::duplicate_notices(rest.workspace());
-            Ok::<_, hangar_store::StoreError>((rest, duplicates))
-        })
-        .await
-        .context("the store's full load stopped")?;
+            (rest, duplicates)
+        });
         let (rest, duplicates) = read.with_context(|| {
             format!(
                 "cannot load the workspace store {}",
@@ -492,7 +493,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
 
     // Phase two, beside the forks: every other session, read, digested and
     // pruned off the state lock, then installed.
-    if let Err(e) = daemon.load_the_rest(&forks).await {
+    if let Err(e) = daemon.load_the_rest(&forks) {
         // Nothing is served from a model that could not be loaded whole:
         // the forked panes are stopped, the file is left as it is.
         daemon.stop_without_saving().await;

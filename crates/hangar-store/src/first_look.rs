@@ -52,7 +52,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use crate::diff::{Digests, LastSave, row_digest};
 use crate::error::StoreError;
 use crate::store::{
-    BUSY_TIMEOUT, Failure, Recovery, Skipped, SkippedRow, Store, backup_copy,
+    AFTER_LOAD_CACHE_KIB, BUSY_TIMEOUT, Failure, Recovery, Skipped, SkippedRow, Store, backup_copy,
     check_version_read_only, classify, decode, delete_skipped_rows, ensure_file, load_workspace,
     open_checked, read_kv, read_tabs, sql_error, start_fresh_after_moving_aside, stored_digest,
     without_keyed_rows,
@@ -130,14 +130,14 @@ impl Store {
         let damaged = match check_version_read_only(&path)? {
             Some(reason) => Some(reason),
             None => match first_look_at(&path) {
-                Ok(look) => return Ok(look.into_first_look(path, None)),
+                Ok(look) => return look.into_first_look(path, None),
                 Err(Failure::Corrupt(reason)) => Some(reason),
                 Err(Failure::Fatal(e)) => return Err(e),
             },
         };
         let reason = damaged.unwrap_or_default();
         let (look, recovery) = start_fresh_after_moving_aside(&path, reason, first_look_at)?;
-        Ok(look.into_first_look(path, Some(recovery)))
+        look.into_first_look(path, Some(recovery))
     }
 
     /// Whether the whole file is loaded (always, except between
@@ -272,6 +272,9 @@ pub fn read_rest(path: &Path) -> Result<RestOfStore, StoreError> {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // One pass over the rows needs no page cache to speak of (SQLite's
+        // default is 2 MB, which the daemon's memory would keep).
+        conn.pragma_update(None, "cache_size", -i64::from(AFTER_LOAD_CACHE_KIB))?;
         load_workspace(&mut conn)
     };
     let (raw, digests, skipped) = read().map_err(sql_error(path, "load the rest of"))?;
@@ -293,17 +296,25 @@ pub(crate) struct Look {
 }
 
 impl Look {
-    fn into_first_look(self, path: PathBuf, recovered: Option<Recovery>) -> FirstLook {
-        FirstLook {
-            store: Store {
-                conn: self.conn,
-                path,
-                last_saved: None,
-                first_look_rows: self.rows,
-            },
+    fn into_first_look(
+        self,
+        path: PathBuf,
+        recovered: Option<Recovery>,
+    ) -> Result<FirstLook, StoreError> {
+        let mut store = Store {
+            conn: self.conn,
+            path,
+            last_saved: None,
+            first_look_rows: self.rows,
+        };
+        // The whole-file check filled the page cache; given back now, the
+        // full load's allocations reuse that memory instead of adding to it.
+        store.release_load_cache()?;
+        Ok(FirstLook {
+            store,
             workspace: self.workspace,
             recovered,
-        }
+        })
     }
 }
 

@@ -71,7 +71,7 @@ pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// The page cache kept once the store is loaded, in KiB.
-const AFTER_LOAD_CACHE_KIB: u32 = 256;
+pub(crate) const AFTER_LOAD_CACHE_KIB: u32 = 256;
 
 const KV_ACTIVE_TAB: &str = "active_tab";
 const KV_DISPATCH: &str = "dispatch";

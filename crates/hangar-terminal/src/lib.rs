@@ -11,6 +11,8 @@
 //! The screen is alacritty's `Term` (parsing ~3x faster than `vt100`; see
 //! BENCHMARKS.md); the history is this crate's own, kept as SGR-coloured text
 //! and capped in bytes, so memory stays bounded whatever a program prints.
+//! A flood of plain lines skips alacritty ([`plain`]): the queries take
+//! `&mut self` because they first give it the lines it has not seen yet.
 //! No I/O, no async, never panics on any input (a property test feeds it
 //! arbitrary bytes).
 
@@ -18,6 +20,7 @@ mod encode;
 pub mod history;
 mod modes;
 mod osc_guard;
+mod plain;
 mod saved;
 mod screen;
 
@@ -32,6 +35,7 @@ pub use history::History;
 pub use modes::Modes;
 
 use crate::osc_guard::OscGuard;
+use crate::plain::PlainRun;
 use crate::screen::Screen;
 
 /// `[terminal] history_bytes` when config.toml says nothing: 4 MiB, about
@@ -108,6 +112,13 @@ pub struct Terminal {
     screen: Screen,
     parser: Processor<NoSyncHold>,
     osc: OscGuard,
+    /// The parser is known to be in its ground state, with no half-read
+    /// UTF-8 character: where a run of plain lines may start.
+    ground: bool,
+    /// Plain lines kept back from the parser ([`plain`]).
+    plain: PlainRun,
+    /// Off only in tests, which compare the fast path with the slow one.
+    fast_plain_lines: bool,
 }
 
 impl Terminal {
@@ -121,17 +132,81 @@ impl Terminal {
             screen: Screen::new(term, History::new(config.history_bytes)),
             parser: Processor::new(),
             osc: OscGuard::default(),
+            ground: true,
+            plain: PlainRun::default(),
+            fast_plain_lines: true,
         }
     }
 
     /// Feed what the program printed.
-    pub fn feed(&mut self, bytes: &[u8]) {
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        while let Some(&first) = bytes.first() {
+            if self.fast_plain_lines
+                && (self.plain.active()
+                    || (self.ground
+                        && self.osc.is_ground()
+                        && PlainRun::can_start(&self.screen, first)))
+            {
+                let kept = self.plain.take(&mut self.screen, bytes);
+                bytes = &bytes[kept..];
+                if bytes.is_empty() {
+                    return;
+                }
+                self.settle();
+            }
+            // Parsed a line at a time: a run may start after any of them.
+            let end = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
+            self.parse(&bytes[..end]);
+            bytes = &bytes[end..];
+        }
+    }
+
+    /// Give the parser what the program printed, and find out whether it is
+    /// left in its ground state. vte leaves the ground state only on ESC,
+    /// and prints (calls `input`) only in it; so it is there at the end if
+    /// it printed after the last ESC, or if there was no ESC and it was there
+    /// already. A last byte that is not ASCII may be half a character.
+    fn parse(&mut self, bytes: &[u8]) {
         let Terminal {
             screen,
             parser,
             osc,
+            ground,
+            ..
         } = self;
-        osc.filter(bytes, |part| parser.advance(screen, part));
+        osc.filter(bytes, |part| {
+            let Some(&last) = part.last() else {
+                return;
+            };
+            let printed = screen.printed;
+            match memchr::memrchr(0x1b, part) {
+                Some(esc) => {
+                    parser.advance(screen, &part[..=esc]);
+                    let printed = screen.printed;
+                    parser.advance(screen, &part[esc + 1..]);
+                    *ground = screen.printed != printed;
+                }
+                None => {
+                    parser.advance(screen, part);
+                    *ground = *ground || screen.printed != printed;
+                }
+            }
+            *ground &= last.is_ascii();
+        });
+    }
+
+    /// Give the parser the plain lines kept back from it, so the screen and
+    /// history are what it shows.
+    fn settle(&mut self) {
+        self.plain.materialize(&mut self.screen, &mut self.parser);
+    }
+
+    /// Turn the plain-line fast path off (tests compare it with the slow
+    /// path).
+    #[cfg(test)]
+    pub(crate) fn without_fast_plain_lines(mut self) -> Terminal {
+        self.fast_plain_lines = false;
+        self
     }
 
     pub fn rows(&self) -> u16 {
@@ -144,6 +219,7 @@ impl Terminal {
 
     /// Resize the screen. Lines the reflow pushes off the top go to history.
     pub fn resize(&mut self, rows: u16, cols: u16) {
+        self.settle();
         let new = size(rows, cols);
         let term = &mut self.screen.term;
         if new.rows == term.screen_lines() && new.cols == term.columns() {
@@ -185,6 +261,7 @@ impl Terminal {
             let mut parser = Processor::<NoSyncHold>::new();
             parser.advance(&mut self.screen, bytes.as_bytes());
         }
+        self.screen.mark_rows_written();
     }
 
     /// Blank rows at the bottom of the screen, below the cursor.
@@ -205,7 +282,12 @@ impl Terminal {
     /// dropped, but the cursor's row runs up to the cursor, as in the
     /// redraw: a prompt's printed blank (`> `) is part of what a script
     /// waiting for that prompt reads (vt100, before, kept it too).
-    pub fn screen_lines(&self) -> Vec<String> {
+    pub fn screen_lines(&mut self) -> Vec<String> {
+        self.settle();
+        self.settled_screen_lines()
+    }
+
+    fn settled_screen_lines(&self) -> Vec<String> {
         let grid = self.screen.term.grid();
         let columns = grid.columns();
         let cursor = grid.cursor.point;
@@ -223,7 +305,7 @@ impl Terminal {
 
     /// The visible screen as text, rows joined by newlines, trailing empty
     /// rows dropped.
-    pub fn screen_text(&self) -> String {
+    pub fn screen_text(&mut self) -> String {
         let mut lines = self.screen_lines();
         while lines.last().is_some_and(|l| l.is_empty()) {
             lines.pop();
@@ -232,7 +314,7 @@ impl Terminal {
     }
 
     /// The last non-empty line of the screen (for failure reasons).
-    pub fn last_line(&self) -> Option<String> {
+    pub fn last_line(&mut self) -> Option<String> {
         self.screen_lines()
             .into_iter()
             .rev()
@@ -241,7 +323,7 @@ impl Terminal {
     }
 
     /// The modes the program set (alternate screen, mouse, paste, cursor,
-    /// keys, title).
+    /// keys, title). (Plain lines change none, so nothing needs settling.)
     pub fn modes(&self) -> Modes {
         Modes::of(&self.screen)
     }
@@ -253,31 +335,36 @@ impl Terminal {
     /// Bytes that draw the screen on any terminal and put it in the
     /// program's modes: for a fresh attach and for resyncing a client that
     /// fell behind.
-    pub fn redraw(&self) -> Vec<u8> {
+    pub fn redraw(&mut self) -> Vec<u8> {
+        self.settle();
         modes::redraw(&self.screen)
     }
 
     /// Like [`Terminal::redraw`], but first prints up to `lines` lines of
     /// history and scrolls them off, so a client that keeps its own
     /// scrollback (the TUI) has the history above the screen.
-    pub fn redraw_with_history(&self, lines: usize) -> Vec<u8> {
+    pub fn redraw_with_history(&mut self, lines: usize) -> Vec<u8> {
+        self.settle();
         let mut out = modes::history_prelude(&self.screen, lines);
         out.extend_from_slice(&self.redraw());
         out
     }
 
     /// Lines of history kept.
-    pub fn history_len(&self) -> usize {
+    pub fn history_len(&mut self) -> usize {
+        self.settle();
         self.screen.history.len()
     }
 
     /// Bytes of history kept, as counted against `history_bytes`.
-    pub fn history_bytes(&self) -> usize {
+    pub fn history_bytes(&mut self) -> usize {
+        self.settle();
         self.screen.history.bytes()
     }
 
     /// The last `n` lines of history as text, oldest first.
-    pub fn scrollback(&self, n: usize) -> Vec<String> {
+    pub fn scrollback(&mut self, n: usize) -> Vec<String> {
+        self.settle();
         let h = &self.screen.history;
         let skip = h.len().saturating_sub(n);
         h.iter_formatted().skip(skip).map(history::plain).collect()
@@ -286,10 +373,11 @@ impl Terminal {
     /// Every occurrence of `needle` in history and on the screen, oldest
     /// first. Case-sensitive when the needle has an upper-case letter (as
     /// tmux's and vim's smart case).
-    pub fn search(&self, needle: &str) -> Vec<SearchMatch> {
+    pub fn search(&mut self, needle: &str) -> Vec<SearchMatch> {
         if needle.is_empty() {
             return Vec::new();
         }
+        self.settle();
         let fold = !needle.chars().any(char::is_uppercase);
         let needle = if fold {
             needle.to_lowercase()
@@ -297,7 +385,7 @@ impl Terminal {
             needle.to_owned()
         };
         let history = self.screen.history.iter_formatted().map(history::plain);
-        let screen = self.screen_lines().into_iter();
+        let screen = self.settled_screen_lines().into_iter();
         let mut found = Vec::new();
         for (line, text) in history.chain(screen).enumerate() {
             let hay = if fold { text.to_lowercase() } else { text };
@@ -314,7 +402,7 @@ impl Terminal {
     /// Screen, history and modes in a compact form that
     /// [`Terminal::restore`] reads back (kept as a hibernated session's last
     /// screen, through restarts and export/import).
-    pub fn save(&self) -> Vec<u8> {
+    pub fn save(&mut self) -> Vec<u8> {
         saved::save(self)
     }
 
@@ -338,13 +426,17 @@ impl Terminal {
     }
 
     pub(crate) fn history_mut(&mut self) -> &mut History {
+        self.settle();
         &mut self.screen.history
     }
 
-    pub(crate) fn history(&self) -> &History {
+    pub(crate) fn history(&mut self) -> &History {
+        self.settle();
         &self.screen.history
     }
 }
 
+#[cfg(test)]
+mod plain_tests;
 #[cfg(test)]
 mod tests;

@@ -31,6 +31,11 @@ fn ends_osc(b: u8) -> bool {
 }
 
 impl OscGuard {
+    /// Outside any escape sequence: plain bytes pass through unchanged.
+    pub(crate) fn is_ground(&self) -> bool {
+        matches!(self.state, State::Ground)
+    }
+
     /// Call `out` with the parts of `bytes` to parse, in order.
     pub(crate) fn filter(&mut self, bytes: &[u8], mut out: impl FnMut(&[u8])) {
         let mut i = 0;

@@ -15,14 +15,13 @@ use crate::{Config, Terminal};
 
 const MAGIC: &[u8] = b"\x1b_hangar-terminal;1;";
 
-pub(crate) fn save(t: &Terminal) -> Vec<u8> {
+pub(crate) fn save(t: &mut Terminal) -> Vec<u8> {
+    let (rows, cols) = (t.rows(), t.cols());
     let history = t.history();
     let mut out = String::new();
     let _ = write!(
         out,
-        "\x1b_hangar-terminal;1;{};{};{}\x1b\\",
-        t.rows(),
-        t.cols(),
+        "\x1b_hangar-terminal;1;{rows};{cols};{}\x1b\\",
         history.len()
     );
     for line in history.iter_formatted() {

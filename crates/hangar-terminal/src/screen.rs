@@ -49,6 +49,9 @@ pub(crate) struct Screen {
     titles: Vec<Option<String>>,
     /// The row being copied into history, reused for every line.
     line: String,
+    /// Characters the parser printed, ever (wrapping): a print proves the
+    /// parser was in its ground state.
+    pub(crate) printed: usize,
 }
 
 impl Screen {
@@ -61,6 +64,7 @@ impl Screen {
             title: None,
             titles: Vec::new(),
             line: String::new(),
+            printed: 0,
         }
     }
 
@@ -74,7 +78,7 @@ impl Screen {
 
     /// Copy the top `n` rows of the screen into history (they are about to
     /// scroll off it).
-    fn keep_top_rows(&mut self, n: usize) {
+    pub(crate) fn keep_top_rows(&mut self, n: usize) {
         let columns = self.term.columns();
         let n = n.min(self.term.screen_lines());
         for i in 0..n {
@@ -86,6 +90,21 @@ impl Screen {
                 &mut self.line,
             );
             self.history.push(&self.line);
+        }
+    }
+
+    /// Mark every row of the active screen as written up to its end.
+    /// alacritty's reflow (a resize) can leave a row's record of how far it
+    /// was written short of a cell it still holds; a reset of the row (a
+    /// scroll reusing it, a clear) clears only that far, and the stale cell
+    /// came back in a new line: a stray coloured blank. Marked, a row is
+    /// cleared whole the next time (the plain-line fast path relies on a
+    /// scroll's new row being blank).
+    pub(crate) fn mark_rows_written(&mut self) {
+        let grid = self.term.grid_mut();
+        for i in 0..grid.screen_lines() {
+            // The mutable index is what records the row as written.
+            let _ = &mut grid[Line(i as i32)][..];
         }
     }
 
@@ -111,6 +130,7 @@ impl Screen {
 
 impl Handler for Screen {
     fn input(&mut self, c: char) {
+        self.printed = self.printed.wrapping_add(1);
         let cursor = &self.term.grid().cursor;
         let at_edge = cursor.input_needs_wrap || cursor.point.column.0 + 1 >= self.term.columns();
         if at_edge || !c.is_ascii() {
@@ -186,6 +206,9 @@ impl Handler for Screen {
         // History survives a reset, as in tmux: `reset` in a pane must not
         // throw away what a person may still scroll back to.
         self.term.reset_state();
+        // It may have switched back to a primary screen resized while the
+        // alternate one was shown.
+        self.mark_rows_written();
         self.full_region();
         self.title = None;
         self.titles.clear();
@@ -202,17 +225,26 @@ impl Handler for Screen {
 
     fn set_private_mode(&mut self, mode: PrivateMode) {
         let column_mode = matches!(mode, PrivateMode::Named(NamedPrivateMode::ColumnMode));
+        let primary = self.primary();
         self.term.set_private_mode(mode);
         if column_mode {
             self.full_region();
+        }
+        if primary != self.primary() {
+            self.mark_rows_written();
         }
     }
 
     fn unset_private_mode(&mut self, mode: PrivateMode) {
         let column_mode = matches!(mode, PrivateMode::Named(NamedPrivateMode::ColumnMode));
+        let primary = self.primary();
         self.term.unset_private_mode(mode);
         if column_mode {
             self.full_region();
+        }
+        if primary != self.primary() {
+            // The screen shown now may have been resized while hidden.
+            self.mark_rows_written();
         }
     }
 

@@ -94,7 +94,7 @@ fn modes_are_tracked_and_replayed_on_a_fresh_terminal() {
 fn a_redraw_takes_a_client_off_the_alternate_screen_it_missed_leaving() {
     let mut client = term(5, 20);
     client.feed(b"\x1b[?1049h\x1b[?1000h");
-    let t = term(5, 20);
+    let mut t = term(5, 20);
     client.feed(&t.redraw());
     assert_eq!(client.modes(), t.modes());
 }
@@ -209,7 +209,7 @@ fn a_saved_terminal_restores_screen_history_and_modes() {
     t.feed(&seq(40));
     t.feed(b"\x1b[?2004h\x1b]0;saved\x07\x1b[1;33mlast\x1b[0m");
     let saved = t.save();
-    let back = Terminal::restore(&saved, Config::default());
+    let mut back = Terminal::restore(&saved, Config::default());
     assert_eq!((back.rows(), back.cols()), (5, 30));
     assert_eq!(back.scrollback(1000), t.scrollback(1000));
     assert_eq!(back.screen_lines(), t.screen_lines());
@@ -235,7 +235,7 @@ fn a_resumed_terminal_keeps_the_saved_screen_and_history_above_a_fresh_screen() 
 
 #[test]
 fn a_screen_saved_by_an_older_hangar_is_read_as_output() {
-    let back = Terminal::restore(b"\x1b[H\x1b[2Jold screen\r\nsecond", Config::default());
+    let mut back = Terminal::restore(b"\x1b[H\x1b[2Jold screen\r\nsecond", Config::default());
     assert_eq!(back.screen_text(), "old screen\nsecond");
     assert_eq!(back.history_len(), 0);
 }
@@ -291,6 +291,23 @@ fn a_prompts_blank_before_the_cursor_is_part_of_the_screen_text() {
     // Blanks after the cursor's column, and on other rows, are not.
     t.feed(b"typed   \x1b[3D");
     assert_eq!(t.screen_text(), "banner\n> typed");
+}
+
+#[test]
+fn a_resize_leaves_no_stale_cells_for_a_scroll_to_bring_back() {
+    let mut t = term(2, 2);
+    t.feed(b"\x1b[44m A 0 0a 0a0\r\n");
+    t.resize(3, 10);
+    t.feed(b"\r\n");
+    t.resize(2, 11);
+    t.feed(b"\x1bc");
+    t.feed(&b"A\r\n".repeat(5));
+    // The four lines printed after the reset, with the default pen, in
+    // rows reused by scrolling: alacritty's reflow had left a blue cell in
+    // one of them (`A\x1b[0;44m \x1b[0m`).
+    let history = t.history();
+    let last: Vec<&str> = history.iter_formatted().rev().take(4).collect();
+    assert_eq!(last, ["A", "A", "A", "A"]);
 }
 
 /// A `Term` that keeps its own history, the reference for the prediction.
@@ -403,7 +420,7 @@ proptest! {
             prop_assert!(t.history_bytes() <= cap);
         }
         let _ = t.redraw_with_history(100);
-        let back = Terminal::restore(&t.save(), Config { history_bytes: cap });
+        let mut back = Terminal::restore(&t.save(), Config { history_bytes: cap });
         prop_assert_eq!(back.screen_lines(), t.screen_lines());
         let _ = t.search("a");
         t.resize(cols.max(2), rows);

@@ -153,7 +153,7 @@ fn session_text(
             live.scrollback(usize::MAX),
         ),
         Text::Saved(Some(saved)) => {
-            let t = hangar_terminal::Terminal::restore(saved, model);
+            let mut t = hangar_terminal::Terminal::restore(saved, model);
             (t.screen_lines(), t.scrollback(usize::MAX))
         }
         Text::Saved(None) => (Vec::new(), Vec::new()),

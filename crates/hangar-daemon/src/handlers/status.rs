@@ -67,7 +67,7 @@ pub fn screen(daemon: &Daemon, session: &str, scrollback: Option<u32>) -> Result
             Some(l) => (l.text(), lines.map(|n| l.scrollback(n)), "live"),
             None => {
                 let saved = st.store.load_screen(&id)?.unwrap_or_default();
-                let t = hangar_terminal::Terminal::restore(&saved, model);
+                let mut t = hangar_terminal::Terminal::restore(&saved, model);
                 (t.screen_text(), lines.map(|n| t.scrollback(n)), "saved")
             }
         };

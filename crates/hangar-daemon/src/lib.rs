@@ -1,10 +1,11 @@
 //! hangar-daemon: the server that owns every session's PTY.
 //!
-//! One daemon per `HANGAR_HOME` (a lock file enforces it). At start it loads
-//! the store, ends agents a killed predecessor left behind, restores only the
-//! visible panes, and then serves the control socket until `shutdown` or a
-//! signal, when it ends every live session's process group and exits with
-//! the workspace saved.
+//! One daemon per `HANGAR_HOME` (a lock file enforces it). At start it checks
+//! the store and takes a first look at its visible panes, ends agents a
+//! killed predecessor left behind, forks those panes, loads every other
+//! session beside the forks, and only then serves the control socket, until
+//! `shutdown` or a signal, when it ends every live session's process group
+//! and exits with the workspace saved.
 
 pub mod activity;
 pub mod cli_probe;

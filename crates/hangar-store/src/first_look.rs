@@ -49,12 +49,12 @@ use hangar_core::{PruneReport, SessionId, SessionMeta, Tab, Workspace};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use crate::diff::{Digests, LastSave, row_digest};
+use crate::diff::{Digests, Fingerprint, LastSave};
 use crate::error::StoreError;
 use crate::store::{
     AFTER_LOAD_CACHE_KIB, BUSY_TIMEOUT, Failure, Recovery, Skipped, SkippedRow, Store, backup_copy,
     check_version_read_only, classify, decode, delete_skipped_rows, ensure_file, load_workspace,
-    open_checked, read_kv, read_tabs, sql_error, start_fresh_after_moving_aside, stored_digest,
+    open_checked, read_kv, read_tabs, sql_error, start_fresh_after_moving_aside,
     without_keyed_rows,
 };
 
@@ -181,17 +181,9 @@ impl Store {
 
         // What the first forks changed: a visible session whose JSON now
         // differs from the row the first look read.
-        let mut buffer = Vec::new();
         let mut changed = false;
         for (id, meta) in &model.sessions {
-            buffer.clear();
-            let digest = serde_json::to_writer(&mut buffer, meta)
-                .map(|()| row_digest(&buffer))
-                .map_err(|source| StoreError::Encode {
-                    what: format!("sessions row {id}"),
-                    path: self.path.clone(),
-                    source,
-                })?;
+            let digest = meta.fingerprint();
             if self.first_look_rows.get(id) != Some(&digest)
                 && let Some(slot) = workspace.sessions.get_mut(id)
             {
@@ -342,7 +334,10 @@ fn first_look_at(path: &Path) -> Result<Look, Failure> {
                         let (key, data) = (row.get_ref(1)?, row.get_ref(2)?);
                         Ok(decode(key, data, |m: &SessionMeta| m.id.as_str())
                             .ok()
-                            .map(|meta| (meta, stored_digest(data))))
+                            .map(|meta| {
+                                let digest = meta.fingerprint();
+                                (meta, digest)
+                            }))
                     })
                     .optional()?;
                 // A damaged index could point at another session's row.

@@ -57,9 +57,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction,
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::diff::{
-    Digests, EncodeFailure, LastSave, MapDiff, RowDigests, TabChange, WorkspaceDiff, row_digest,
-};
+use crate::diff::{Digests, Fingerprint, LastSave, MapDiff, RowDigests, TabChange, WorkspaceDiff};
 use crate::error::StoreError;
 use crate::schema::{self, SUPPORTED_VERSION};
 use crate::screen::{SavedScreen, Screens};
@@ -78,7 +76,7 @@ const KV_DISPATCH: &str = "dispatch";
 const KV_SETTINGS: &str = "settings";
 
 /// The open store: one connection, and what `save` diffs against: the last
-/// save, its keyed rows kept as digests only (see `diff.rs`).
+/// save, its keyed rows kept as fingerprints only (see `diff.rs`).
 pub struct Store {
     pub(crate) conn: Connection,
     pub(crate) path: PathBuf,
@@ -86,7 +84,7 @@ pub struct Store {
     /// (`first_look.rs`): a save then refuses, since the model it would be
     /// given lacks every session the first look did not read.
     pub(crate) last_saved: Option<LastSave>,
-    /// The digests of the session rows a first look read, to check that the
+    /// The fingerprints of the session rows a first look read, to check that the
     /// full read found the same rows.
     pub(crate) first_look_rows: Digests,
 }
@@ -287,13 +285,7 @@ impl Store {
                 path: self.path.clone(),
             });
         };
-        let diff = WorkspaceDiff::between(last_saved, ws).map_err(
-            |EncodeFailure { table, id, source }| StoreError::Encode {
-                what: format!("{table} row {id}"),
-                path: self.path.clone(),
-                source,
-            },
-        )?;
+        let diff = WorkspaceDiff::between(last_saved, ws);
         let removed: BTreeSet<&SessionId> = removed.iter().collect();
         let unexplained: Vec<SessionId> = diff
             .sessions
@@ -340,7 +332,7 @@ impl Store {
     }
 
     /// The workspace as of the last successful save (or load), read back
-    /// from the file: the store keeps only digests of its rows in memory.
+    /// from the file: the store keeps only fingerprints of its rows in memory.
     /// For the rare moment a caller must undo a refused change.
     pub fn load_saved(&mut self) -> Result<Workspace, StoreError> {
         let (ws, _, _) =
@@ -1034,7 +1026,7 @@ pub(crate) fn each_row(
 
 /// Read every table in one read transaction (a consistent snapshot).
 /// Undecodable rows are collected, not fatal.
-/// Beside the workspace, the digest of each keyed row's JSON as stored.
+/// Beside the workspace, the fingerprint of each keyed row's record.
 pub(crate) fn load_workspace(
     conn: &mut Connection,
 ) -> rusqlite::Result<(Workspace, RowDigests, Vec<Skipped>)> {
@@ -1064,7 +1056,7 @@ pub(crate) fn load_workspace(
         "SELECT rowid, id, data FROM sessions",
         |rowid, key, data| match decode(key, data, |m: &SessionMeta| m.id.as_str()) {
             Ok(meta) => {
-                session_digests.push((meta.id.clone(), stored_digest(data)));
+                session_digests.push((meta.id.clone(), meta.fingerprint()));
                 sessions.push((meta.id.clone(), meta));
             }
             Err(e) => skip("sessions", rowid, key, e),
@@ -1076,7 +1068,7 @@ pub(crate) fn load_workspace(
         "SELECT rowid, session, data FROM parked",
         |rowid, key, data| match decode(key, data, |p: &ParkedRecord| p.session.as_str()) {
             Ok(rec) => {
-                parked_digests.push((rec.session.clone(), stored_digest(data)));
+                parked_digests.push((rec.session.clone(), rec.fingerprint()));
                 parked.push((rec.session.clone(), rec));
             }
             Err(e) => skip("parked", rowid, key, e),
@@ -1087,7 +1079,7 @@ pub(crate) fn load_workspace(
         "SELECT rowid, session, data FROM buried",
         |rowid, key, data| match decode(key, data, |b: &BuriedRecord| b.session.as_str()) {
             Ok(rec) => {
-                buried_digests.push((rec.session.clone(), stored_digest(data)));
+                buried_digests.push((rec.session.clone(), rec.fingerprint()));
                 buried.push((rec.session.clone(), rec));
             }
             Err(e) => skip("buried", rowid, key, e),
@@ -1154,17 +1146,6 @@ pub(crate) fn read_kv(
             }
         },
     )
-}
-
-/// The digest of a row's JSON as stored (only called on rows that decoded,
-/// so the value is text). A row stored in another spelling than the one
-/// this version writes (an older field order, a hand edit) just differs
-/// once, and is rewritten by the next save.
-pub(crate) fn stored_digest(data: ValueRef<'_>) -> u64 {
-    match data {
-        ValueRef::Text(b) | ValueRef::Blob(b) => row_digest(b),
-        _ => 0,
-    }
 }
 
 /// The small parts of a workspace (tabs, pins, active tab, dispatch,

@@ -262,7 +262,6 @@ impl Daemon {
                 self.paths.store().display()
             )
         })?;
-        self.spawner.count_hibernated(forks);
         let mut notices = Vec::new();
         if let Some(r) = &full.recovered {
             notices.push(damaged_store_notice(r));
@@ -297,6 +296,8 @@ impl Daemon {
                 .filter(|id| !forks.contains(id))
                 .collect()
         });
+        let all_forks: Vec<SessionId> = forks.iter().chain(&missed).cloned().collect();
+        self.spawner.count_hibernated(&all_forks);
         if !missed.is_empty() {
             let to_spawn = self.spawner.adopt_first_forks(missed);
             let restorer = self.spawner.clone();

@@ -276,3 +276,46 @@ pub(crate) fn save_screen_logged(store: &mut Store, id: &SessionId, screen: &[u8
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::fixtures::large_workspace;
+    use hangar_core::restore_plan::first_forks;
+
+    #[test]
+    fn a_save_before_the_full_load_is_put_off_and_made_by_it_with_every_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let ws = large_workspace(300, 4);
+        Store::open(&path).unwrap().store.save(&ws, &[]).unwrap();
+
+        let look = Store::open_first_look(&path).unwrap();
+        let sessions = Sessions::first_look(look.workspace, look.store, Vec::new());
+        assert!(!*sessions.full.borrow(), "not whole yet");
+        let pane = sessions.read(|st| first_forks(&st.ws))[0].clone();
+        // What a fork does before the rest is loaded: change its record, save.
+        sessions
+            .edit(|st| {
+                st.ws.sessions.get_mut(&pane).unwrap().title = "renamed at its fork".into();
+                st.save(&[])
+            })
+            .expect("a put-off save is no error");
+        assert!(sessions.read(|st| st.save_put_off.is_some()));
+        let rest = hangar_store::read_rest(&path).unwrap();
+        assert_eq!(
+            rest.workspace().sessions[&pane].title,
+            ws.sessions[&pane].title,
+            "nothing was written from the first look's model"
+        );
+
+        sessions.install_full_load(rest).unwrap();
+        assert!(*sessions.full.borrow(), "whole now");
+        assert_eq!(sessions.read(|st| st.ws.sessions.len()), 300);
+        assert!(sessions.read(|st| st.save_put_off.is_none()));
+        drop(sessions);
+        let again = Store::open(&path).unwrap();
+        assert_eq!(again.workspace.sessions.len(), 300, "every session kept");
+        assert_eq!(again.workspace.sessions[&pane].title, "renamed at its fork");
+    }
+}

@@ -20,7 +20,7 @@ pub const HISTORY_LIMIT: usize = 32;
 
 /// One change of a session's provider session id, kept in
 /// `SessionMeta::provider_id_history`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct IdChange {
     /// The id before the change (`None`: there was none).
     #[serde(default)]

@@ -165,7 +165,7 @@ impl ProviderSessionId {
 
 /// Links between sessions. Every field names another session (or a run);
 /// pruning removes links to sessions that no longer exist.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Relationships {
     /// Manual link: closing the parent closes its linked children.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,8 +212,9 @@ impl Relationships {
     }
 }
 
-/// Everything hangar knows about one session, live or not.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Everything hangar knows about one session, live or not. `Hash` is what
+/// the store fingerprints a saved row with (hangar-store's `diff.rs`).
+#[derive(Clone, Debug, PartialEq, Hash, Serialize, Deserialize)]
 pub struct SessionMeta {
     pub id: SessionId,
     pub provider: Provider,
@@ -336,7 +337,7 @@ impl Tab {
 }
 
 /// A session moved out of the grid into its project tab's dispatch pool.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Hash, Serialize, Deserialize)]
 pub struct ParkedRecord {
     pub session: SessionId,
     /// The project tab that owns it. If that tab is gone the record is a

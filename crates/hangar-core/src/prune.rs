@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::{SessionId, TabId, Workspace};
+use crate::model::{SessionId, Tab, TabId, Workspace};
 
 /// What `prune` removed, for reporting to the user.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -48,6 +48,20 @@ impl PruneReport {
     }
 }
 
+impl PruneReport {
+    /// Add what a second `prune` removed to this report.
+    pub fn merge(&mut self, other: PruneReport) {
+        self.dropped_sessions.extend(other.dropped_sessions);
+        self.dropped_sessions.sort();
+        self.dropped_sessions.dedup();
+        self.dropped_parked.extend(other.dropped_parked);
+        self.dropped_buried.extend(other.dropped_buried);
+        self.dropped_leaves.extend(other.dropped_leaves);
+        self.cleared_pointers += other.cleared_pointers;
+        self.repaired += other.repaired;
+    }
+}
+
 /// Whether `prune` would leave this workspace unchanged.
 pub fn is_closed(ws: &Workspace) -> bool {
     prune(ws.clone()).1.is_empty()
@@ -69,46 +83,17 @@ pub fn prune(ws: Workspace) -> (Workspace, PruneReport) {
 
     let mut sessions = rekey(sessions, |m| &m.id, &mut report.repaired);
 
-    let mut tab_ids = BTreeSet::new();
-    let mut panes = BTreeSet::new();
-    let mut kept_tabs = Vec::with_capacity(tabs.len());
-    for mut tab in tabs {
-        if !tab_ids.insert(tab.id.clone()) {
-            // Nothing can address a second tab with the same id.
-            for leaf in tab.leaves() {
-                report.dropped_leaves.push((tab.id.clone(), leaf));
-            }
-            continue;
-        }
-        if let Some(root) = tab.root.take() {
-            let mut keep = |id: &SessionId| {
-                let kept = sessions.contains_key(id) && panes.insert(id.clone());
-                if !kept {
-                    report.dropped_leaves.push((tab.id.clone(), id.clone()));
-                }
-                kept
-            };
-            tab.root = root.retain_leaves(&mut keep);
-        }
-        if let Some(root) = &mut tab.root {
-            report.repaired += root.clamp_ratios();
-        }
-        if let Some(focus) = &tab.focus
-            && !tab.contains_leaf(focus)
-        {
-            tab.focus = tab.root.as_ref().map(|r| r.first_leaf().clone());
-            report.cleared_pointers += 1;
-        }
-        kept_tabs.push(tab);
-    }
-
-    let active_tab = match active_tab {
-        Some(id) if !tab_ids.contains(&id) => {
-            report.cleared_pointers += 1;
-            kept_tabs.first().map(|t| t.id.clone())
-        }
-        other => other,
-    };
+    let KeptTabs {
+        tabs: kept_tabs,
+        active_tab,
+        ids: tab_ids,
+        panes,
+    } = keep_tabs(
+        tabs,
+        active_tab,
+        |id| sessions.contains_key(id),
+        &mut report,
+    );
 
     let mut parked = rekey(parked, |p| &p.session, &mut report.repaired);
     parked.retain(|id, p| {
@@ -195,6 +180,77 @@ pub fn prune(ws: Workspace) -> (Workspace, PruneReport) {
         settings,
     };
     (ws, report)
+}
+
+/// The tabs `prune` keeps, and what the rest of it needs to know of them.
+pub(crate) struct KeptTabs {
+    pub tabs: Vec<Tab>,
+    pub active_tab: Option<TabId>,
+    /// Every kept tab's id.
+    pub ids: BTreeSet<TabId>,
+    /// Every kept pane leaf.
+    pub panes: BTreeSet<SessionId>,
+}
+
+/// `prune`'s repair of the tabs: a second tab with an id already seen is
+/// dropped, a leaf whose session has no metadata (`has_meta`) or is already
+/// shown in an earlier pane is removed, ratios are clamped, a focus or
+/// active tab that points nowhere moves. It depends on the sessions only
+/// through `has_meta`, which is what lets a restore fork its panes from the
+/// tabs and their leaves' rows alone (`restore_plan::first_forks`).
+pub(crate) fn keep_tabs(
+    tabs: Vec<Tab>,
+    active_tab: Option<TabId>,
+    has_meta: impl Fn(&SessionId) -> bool,
+    report: &mut PruneReport,
+) -> KeptTabs {
+    let mut tab_ids = BTreeSet::new();
+    let mut panes = BTreeSet::new();
+    let mut kept_tabs = Vec::with_capacity(tabs.len());
+    for mut tab in tabs {
+        if !tab_ids.insert(tab.id.clone()) {
+            // Nothing can address a second tab with the same id.
+            for leaf in tab.leaves() {
+                report.dropped_leaves.push((tab.id.clone(), leaf));
+            }
+            continue;
+        }
+        if let Some(root) = tab.root.take() {
+            let mut keep = |id: &SessionId| {
+                let kept = has_meta(id) && panes.insert(id.clone());
+                if !kept {
+                    report.dropped_leaves.push((tab.id.clone(), id.clone()));
+                }
+                kept
+            };
+            tab.root = root.retain_leaves(&mut keep);
+        }
+        if let Some(root) = &mut tab.root {
+            report.repaired += root.clamp_ratios();
+        }
+        if let Some(focus) = &tab.focus
+            && !tab.contains_leaf(focus)
+        {
+            tab.focus = tab.root.as_ref().map(|r| r.first_leaf().clone());
+            report.cleared_pointers += 1;
+        }
+        kept_tabs.push(tab);
+    }
+
+    let active_tab = match active_tab {
+        Some(id) if !tab_ids.contains(&id) => {
+            report.cleared_pointers += 1;
+            kept_tabs.first().map(|t| t.id.clone())
+        }
+        other => other,
+    };
+
+    KeptTabs {
+        tabs: kept_tabs,
+        active_tab,
+        ids: tab_ids,
+        panes,
+    }
 }
 
 /// File every record under its own session id. A record under a foreign key

@@ -7,9 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{SessionId, Tab, Workspace};
+use crate::model::{SessionId, Tab, TabId, Workspace};
 use crate::ownership::owned_set;
-use crate::prune::{PruneReport, prune};
+use crate::prune::{PruneReport, keep_tabs, prune};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct RestorePlan {
@@ -27,19 +27,7 @@ pub struct RestorePlan {
 impl RestorePlan {
     pub fn new(ws: Workspace) -> RestorePlan {
         let (workspace, pruned) = prune(ws);
-        let active = workspace
-            .active_tab
-            .as_ref()
-            .and_then(|id| workspace.tab(id));
-        let others = workspace
-            .tabs
-            .iter()
-            .filter(|t| Some(&t.id) != active.map(|a| &a.id));
-        let spawn: Vec<SessionId> = active
-            .into_iter()
-            .chain(others)
-            .flat_map(Tab::leaves)
-            .collect();
+        let spawn = spawn_order(&workspace.tabs, workspace.active_tab.as_ref());
         let mut hibernate = owned_set(&workspace);
         for id in &spawn {
             hibernate.remove(id);
@@ -60,6 +48,36 @@ impl RestorePlan {
     pub fn hibernated(&self) -> usize {
         self.hibernate.len()
     }
+}
+
+/// The sessions [`RestorePlan::new`] spawns, in its order, from a first
+/// look at the workspace: its tabs, its active tab and the metadata of its
+/// pane leaves' sessions (nothing else of it is read). The tabs are repaired
+/// as `prune` repairs them, which depends on the sessions only through
+/// whether a leaf has metadata, so this equals the full plan's `spawn` for
+/// the workspace the first look was taken of: a restore can fork its panes
+/// before the other sessions are loaded.
+pub fn first_forks(first_look: &Workspace) -> Vec<SessionId> {
+    let mut ignored = PruneReport::default();
+    let kept = keep_tabs(
+        first_look.tabs.clone(),
+        first_look.active_tab.clone(),
+        |id| first_look.sessions.contains_key(id),
+        &mut ignored,
+    );
+    spawn_order(&kept.tabs, kept.active_tab.as_ref())
+}
+
+/// Active tab first, then the other tabs in order, each tab's leaves in
+/// reading order.
+fn spawn_order(tabs: &[Tab], active_tab: Option<&TabId>) -> Vec<SessionId> {
+    let active = active_tab.and_then(|id| tabs.iter().find(|t| &t.id == id));
+    let others = tabs.iter().filter(|t| Some(&t.id) != active.map(|a| &a.id));
+    active
+        .into_iter()
+        .chain(others)
+        .flat_map(Tab::leaves)
+        .collect()
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// The git worktree a session runs in. Persisted with the session so that
 /// hibernate, wake and restore start the agent in the same folder.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct WorktreeInfo {
     /// The worktree folder; the session's cwd.
     pub path: String,

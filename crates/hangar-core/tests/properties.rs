@@ -379,6 +379,32 @@ proptest! {
     }
 
     #[test]
+    fn the_first_forks_from_the_tabs_and_their_leaves_rows_are_the_full_plans_spawns(
+        ws in any_workspace(),
+    ) {
+        // What a store holds: each record under its own id (a row whose id
+        // differs from its record's is set aside at load).
+        let mut ws = ws;
+        ws.sessions.retain(|id, m| *id == m.id);
+        // The daemon's first look: tabs, active tab, leaves' metadata.
+        let leaves: BTreeSet<SessionId> = ws.tabs.iter().flat_map(Tab::leaves).collect();
+        let first_look = Workspace {
+            tabs: ws.tabs.clone(),
+            active_tab: ws.active_tab.clone(),
+            sessions: ws
+                .sessions
+                .iter()
+                .filter(|(id, _)| leaves.contains(*id))
+                .map(|(id, m)| (id.clone(), m.clone()))
+                .collect(),
+            settings: ws.settings.clone(),
+            ..Workspace::default()
+        };
+        let forks = hangar_core::restore_plan::first_forks(&first_look);
+        prop_assert_eq!(forks, RestorePlan::new(ws).spawn);
+    }
+
+    #[test]
     fn every_operation_keeps_the_model_closed_or_changes_nothing(
         ws in prop_oneof![any_workspace(), Just(Workspace::default())],
         ops in prop::collection::vec(any_op(), 1..40),

@@ -82,7 +82,10 @@ pub enum CloseCause {
 pub enum Event {
     RestoreStart {
         expected: usize,
-        hibernated: usize,
+        /// Absent at a daemon's start: its restore begins from a first look
+        /// at the store, before the sessions that stay hibernated are read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hibernated: Option<usize>,
     },
     RestoreComplete {
         restored: usize,

@@ -1,10 +1,11 @@
 //! hangar-daemon: the server that owns every session's PTY.
 //!
-//! One daemon per `HANGAR_HOME` (a lock file enforces it). At start it loads
-//! the store, ends agents a killed predecessor left behind, restores only the
-//! visible panes, and then serves the control socket until `shutdown` or a
-//! signal, when it ends every live session's process group and exits with
-//! the workspace saved.
+//! One daemon per `HANGAR_HOME` (a lock file enforces it). At start it checks
+//! the store and takes a first look at its visible panes, ends agents a
+//! killed predecessor left behind, forks those panes, loads every other
+//! session beside the forks, and only then serves the control socket, until
+//! `shutdown` or a signal, when it ends every live session's process group
+//! and exits with the workspace saved.
 
 pub mod activity;
 pub mod cli_probe;
@@ -38,7 +39,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use hangar_core::RestorePlan;
+use hangar_core::{SessionId, restore_plan};
 use hangar_store::Store;
 use tokio::sync::watch;
 
@@ -207,6 +208,9 @@ impl Daemon {
     /// End every live session's process group, keep their last screens, save,
     /// and let the server loop finish.
     pub async fn shutdown(self: &Arc<Self>) {
+        // The final save needs the whole model (a start's full load is
+        // under way for a moment after the first forks).
+        self.sessions.full_model().await;
         let lives = self.sessions.begin_shutdown();
         let Some(lives) = lives else {
             // Another caller is already shutting down: wait for it.
@@ -227,6 +231,89 @@ impl Daemon {
         }
         if let Err(e) = self.sessions.edit(|st| st.save_observed(&[])) {
             tracing::error!("final save failed: {}", e.message);
+        }
+        self.shutdown.finish();
+    }
+
+    /// Phase two of a start: read the rest of the store off the state lock
+    /// (`hangar_store::read_rest`), install it as the whole model, count
+    /// what stays hibernated and say what the load found. A pane the full
+    /// plan has that the first look did not fork (only a damaged index
+    /// does that) is restored now.
+    fn load_the_rest(self: &Arc<Self>, forks: &[SessionId]) -> anyhow::Result<()> {
+        // On this thread (the one `run` is driven on, not a runtime worker:
+        // the forks go on beside it), so the workspace and the read's
+        // garbage live in the allocator's main arena as a one-phase load's
+        // did; a blocking-pool thread would leave its own arena holding
+        // megabytes after the read.
+        let read = hangar_store::read_rest(&self.paths.store()).map(|rest| {
+            let duplicates = identity::duplicate_notices(rest.workspace());
+            (rest, duplicates)
+        });
+        let (rest, duplicates) = read.with_context(|| {
+            format!(
+                "cannot load the workspace store {}",
+                self.paths.store().display()
+            )
+        })?;
+        let full = self.sessions.install_full_load(rest).with_context(|| {
+            format!(
+                "cannot load the workspace store {}",
+                self.paths.store().display()
+            )
+        })?;
+        let mut notices = Vec::new();
+        if let Some(r) = &full.recovered {
+            notices.push(damaged_store_notice(r));
+        }
+        if !full.pruned.is_empty() {
+            notices.push(format!(
+                "repaired the workspace on load: dropped {} unreferenced session(s)",
+                full.pruned.dropped_sessions.len()
+            ));
+        }
+        if !full.differing_rows.is_empty() {
+            let msg = format!(
+                "the store's index and table disagree about {} pane session(s) ({}); the \
+                 table's rows are used. The file may be damaged: `hangar export` keeps a copy",
+                full.differing_rows.len(),
+                full.differing_rows
+                    .iter()
+                    .map(|id| id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            tracing::warn!("{msg}");
+            notices.push(msg);
+        }
+        notices.extend(duplicates);
+        for line in notices {
+            self.sessions.notice(line);
+        }
+        let missed: Vec<SessionId> = self.sessions.read(|st| {
+            restore_plan::first_forks(&st.ws)
+                .into_iter()
+                .filter(|id| !forks.contains(id))
+                .collect()
+        });
+        let all_forks: Vec<SessionId> = forks.iter().chain(&missed).cloned().collect();
+        self.spawner.count_hibernated(&all_forks);
+        if !missed.is_empty() {
+            let to_spawn = self.spawner.adopt_first_forks(missed);
+            let restorer = self.spawner.clone();
+            tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
+        }
+        Ok(())
+    }
+
+    /// End every process this daemon started, saving nothing: for a start
+    /// whose full load failed.
+    async fn stop_without_saving(&self) {
+        if let Some(lives) = self.sessions.begin_shutdown() {
+            let stops = lives
+                .iter()
+                .map(|(_, live)| self.spawner.stop_process(live));
+            futures::future::join_all(stops).await;
         }
         self.shutdown.finish();
     }
@@ -342,69 +429,37 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     now_ms();
     let config = Config::load(&paths.config())?;
 
-    let opened = Store::open(&paths.store()).with_context(|| {
+    // Phase one: the whole-file check and a first look at what the restore
+    // forks (the tabs and the visible panes' rows); the other sessions are
+    // read after the forks (hangar-store's `first_look.rs`).
+    let look = Store::open_first_look(&paths.store()).with_context(|| {
         format!(
             "cannot open the workspace store {}",
             paths.store().display()
         )
     })?;
     let mut notices = Vec::new();
-    if let Some(r) = &opened.recovered {
-        let msg = format!(
-            "the workspace store was damaged ({}); the original was kept at {}",
-            r.reason,
-            r.moved_to.display()
-        );
-        tracing::warn!("{msg}");
-        notices.push(msg);
+    if let Some(r) = &look.recovered {
+        notices.push(damaged_store_notice(r));
     }
-    if !opened.pruned.is_empty() {
-        notices.push(format!(
-            "repaired the workspace on load: dropped {} unreferenced session(s)",
-            opened.pruned.dropped_sessions.len()
-        ));
-    }
-    notices.extend(identity::duplicate_notices(&opened.workspace));
-    // Planned now so the loaded workspace moves into the plan instead of
-    // being copied (10,000 sessions are megabytes); it is adopted below,
-    // before the socket serves anyone.
-    let plan = RestorePlan::new(opened.workspace);
+    let forks = restore_plan::first_forks(&look.workspace);
     let daemon = Arc::new(Daemon::new(
         paths.clone(),
         config,
         Arc::new(os::RealOs),
-        Sessions::new(Default::default(), opened.store, notices),
+        Sessions::first_look(look.workspace, look.store, notices),
     ));
+    // Before any fork: an agent a killed predecessor left running must not
+    // write a conversation a restored pane resumes.
     daemon.end_orphans();
-
-    let socket = paths.socket();
-    match std::fs::remove_file(&socket) {
-        Ok(()) => tracing::info!("removed a stale socket {}", socket.display()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("cannot remove {}", socket.display())),
-    }
-    let listener = tokio::net::UnixListener::bind(&socket)
-        .with_context(|| format!("cannot listen on {}", socket.display()))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
-    }
-
-    let to_spawn = daemon.spawner.adopt_plan(plan);
+    // The duplicate-identity check of these wakes sees only the visible
+    // panes' sessions, and that is enough: it refuses a wake while another
+    // *live* session holds the same conversation, and until the full load
+    // only these panes can be live (no request is served, nothing else
+    // wakes).
+    let to_spawn = daemon.spawner.adopt_first_forks(forks.clone());
     let restorer = daemon.spawner.clone();
     tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
-    tokio::spawn(daemon.governor.clone().govern());
-    let home_watch = Arc::new(home_watch::HomeWatch {
-        paths: paths.clone(),
-        sessions: daemon.sessions.clone(),
-        os: daemon.os.clone(),
-        shutdown: daemon.shutdown.clone(),
-        files: daemon.files.clone(),
-    });
-    let serving = daemon.clone();
-    tokio::spawn(home_watch.watch_home(move |listener| {
-        tokio::spawn(server::serve(serving.clone(), listener));
-    }));
 
     let signals = daemon.clone();
     tokio::spawn(async move {
@@ -423,6 +478,44 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         signals.shutdown().await;
     });
 
+    // Bound now so a client's connection waits in the backlog; served once
+    // the model is whole.
+    let socket = paths.socket();
+    match std::fs::remove_file(&socket) {
+        Ok(()) => tracing::info!("removed a stale socket {}", socket.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot remove {}", socket.display())),
+    }
+    let listener = tokio::net::UnixListener::bind(&socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+    }
+
+    // Phase two, beside the forks: every other session, read, digested and
+    // pruned off the state lock, then installed.
+    if let Err(e) = daemon.load_the_rest(&forks) {
+        // Nothing is served from a model that could not be loaded whole:
+        // the forked panes are stopped, the file is left as it is.
+        daemon.stop_without_saving().await;
+        let _ = std::fs::remove_file(&socket);
+        return Err(e);
+    }
+
+    tokio::spawn(daemon.governor.clone().govern());
+    let home_watch = Arc::new(home_watch::HomeWatch {
+        paths: paths.clone(),
+        sessions: daemon.sessions.clone(),
+        os: daemon.os.clone(),
+        shutdown: daemon.shutdown.clone(),
+        files: daemon.files.clone(),
+    });
+    let serving = daemon.clone();
+    tokio::spawn(home_watch.watch_home(move |listener| {
+        tokio::spawn(server::serve(serving.clone(), listener));
+    }));
+
     tracing::info!(
         "hangar daemon {} serving {} (pid {})",
         env!("CARGO_PKG_VERSION"),
@@ -432,6 +525,17 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     server::serve(daemon.clone(), listener).await;
     let _ = std::fs::remove_file(&socket);
     Ok(())
+}
+
+/// What `status` says of a damaged store set aside.
+fn damaged_store_notice(r: &hangar_store::Recovery) -> String {
+    let msg = format!(
+        "the workspace store was damaged ({}); the original was kept at {}",
+        r.reason,
+        r.moved_to.display()
+    );
+    tracing::warn!("{msg}");
+    msg
 }
 
 /// The export document of a home whose daemon is not running, read from its

@@ -4,7 +4,7 @@
 //! Every message says what happened, to which file, and what to do next. A
 //! variant never hides whether something was written: the ones that refuse
 //! (`NewerSchema`, `UnexplainedDrop`, `DuplicateTab`,
-//! `ScreenWithoutSession`) guarantee nothing was.
+//! `ScreenWithoutSession`, `NotLoaded`) guarantee nothing was.
 
 use std::io;
 use std::path::PathBuf;
@@ -54,6 +54,17 @@ pub enum StoreError {
          nothing was written (this is a bug in the caller)"
     )]
     ScreenWithoutSession { id: SessionId },
+
+    /// `save` was called on a store opened for a first look
+    /// ([`crate::Store::open_first_look`]) before the rest of the file was
+    /// loaded: the model it was given holds only the sessions of the visible
+    /// panes, and saving it would drop every other one. Nothing was written.
+    #[error(
+        "refusing to save the workspace to {path}: only its visible panes are loaded yet, and \
+         saving now would drop every other session; nothing was written (this is a bug in the \
+         caller)"
+    )]
+    NotLoaded { path: PathBuf },
 
     /// A file operation failed (creating the folder or file, reading the
     /// header, moving a damaged file aside).

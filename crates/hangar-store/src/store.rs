@@ -57,39 +57,46 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction,
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::diff::{
-    EncodeFailure, LastSave, MapDiff, RowDigests, TabChange, WorkspaceDiff, row_digest,
-};
+use crate::diff::{Digests, Fingerprint, LastSave, MapDiff, RowDigests, TabChange, WorkspaceDiff};
 use crate::error::StoreError;
 use crate::schema::{self, SUPPORTED_VERSION};
 use crate::screen::{SavedScreen, Screens};
 
 /// How long a statement waits for a lock held by another connection before
 /// failing with "database is locked".
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// The page cache kept once the store is loaded, in KiB.
-const AFTER_LOAD_CACHE_KIB: u32 = 256;
+pub(crate) const AFTER_LOAD_CACHE_KIB: u32 = 256;
 
 const KV_ACTIVE_TAB: &str = "active_tab";
 const KV_DISPATCH: &str = "dispatch";
 const KV_SETTINGS: &str = "settings";
 
 /// The open store: one connection, and what `save` diffs against: the last
-/// save, its keyed rows kept as digests only (see `diff.rs`).
+/// save, its keyed rows kept as fingerprints only (see `diff.rs`).
 pub struct Store {
-    conn: Connection,
-    path: PathBuf,
-    last_saved: LastSave,
+    pub(crate) conn: Connection,
+    pub(crate) path: PathBuf,
+    /// `None` between a first look and the end of its load
+    /// (`first_look.rs`): a save then refuses, since the model it would be
+    /// given lacks every session the first look did not read.
+    pub(crate) last_saved: Option<LastSave>,
+    /// The fingerprints of the session rows a first look read, to check that the
+    /// full read found the same rows.
+    pub(crate) first_look_rows: Digests,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
             .field("path", &self.path)
-            .field("sessions", &self.last_saved.sessions.len())
+            .field(
+                "sessions",
+                &self.last_saved.as_ref().map(|l| l.sessions.len()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -169,31 +176,7 @@ impl Store {
     }
 
     fn open_after_moving_aside(path: PathBuf, reason: String) -> Result<Opened, StoreError> {
-        let moved_to = move_aside(&path)?;
-        ensure_file(&path)?;
-        let loaded = match open_and_load(&path) {
-            Ok(loaded) => loaded,
-            Err(Failure::Fatal(e)) => return Err(e),
-            Err(Failure::Corrupt(again)) => {
-                return Err(StoreError::Io {
-                    action: "create a fresh store at",
-                    path,
-                    source: io::Error::other(format!(
-                        "the new file is reported damaged too ({again}); the old one was moved to {}",
-                        moved_to.display()
-                    )),
-                });
-            }
-        };
-        let recovery = Recovery {
-            reason: format!(
-                "the store file was damaged ({reason}); it was moved to {} and hangar started \
-                 with an empty workspace",
-                moved_to.display()
-            ),
-            moved_to,
-            skipped_rows: Vec::new(),
-        };
+        let (loaded, recovery) = start_fresh_after_moving_aside(&path, reason, open_and_load)?;
         Self::finish_open(path, loaded, Some(recovery))
     }
 
@@ -236,7 +219,8 @@ impl Store {
             let store = Store {
                 conn,
                 path,
-                last_saved,
+                last_saved: Some(last_saved),
+                first_look_rows: Digests::new(),
             };
             (store, repaired)
         } else {
@@ -254,7 +238,8 @@ impl Store {
             let mut store = Store {
                 conn,
                 path,
-                last_saved: LastSave::new(as_loaded, digests),
+                last_saved: Some(LastSave::new(as_loaded, digests)),
+                first_look_rows: Digests::new(),
             };
             store.save(&repaired, &removed)?;
             (store, repaired)
@@ -295,13 +280,12 @@ impl Store {
         if let Some(id) = screens.keys().find(|id| !ws.sessions.contains_key(*id)) {
             return Err(StoreError::ScreenWithoutSession { id: id.clone() });
         }
-        let diff = WorkspaceDiff::between(&self.last_saved, ws).map_err(
-            |EncodeFailure { table, id, source }| StoreError::Encode {
-                what: format!("{table} row {id}"),
+        let Some(last_saved) = self.last_saved.as_mut() else {
+            return Err(StoreError::NotLoaded {
                 path: self.path.clone(),
-                source,
-            },
-        )?;
+            });
+        };
+        let diff = WorkspaceDiff::between(last_saved, ws);
         let removed: BTreeSet<&SessionId> = removed.iter().collect();
         let unexplained: Vec<SessionId> = diff
             .sessions
@@ -343,12 +327,12 @@ impl Store {
         // Dropping `tx` without commit (on any `?` above) rolls it back.
         tx.commit()
             .map_err(sql_error(path, "commit the workspace to"))?;
-        diff.apply_to(&mut self.last_saved, ws);
+        diff.apply_to(last_saved, ws);
         Ok(stats)
     }
 
     /// The workspace as of the last successful save (or load), read back
-    /// from the file: the store keeps only digests of its rows in memory.
+    /// from the file: the store keeps only fingerprints of its rows in memory.
     /// For the rare moment a caller must undo a refused change.
     pub fn load_saved(&mut self) -> Result<Workspace, StoreError> {
         let (ws, _, _) =
@@ -512,7 +496,7 @@ impl Store {
     /// load filled (2 MB for 10,000 sessions, SQLite's default cap), and keep
     /// the cap small from now on. What follows reads and writes a few rows
     /// at a time; the daemon's memory should not carry the load's pages.
-    fn release_load_cache(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn release_load_cache(&mut self) -> Result<(), StoreError> {
         self.conn
             .execute_batch(&format!(
                 "PRAGMA cache_size = -{AFTER_LOAD_CACHE_KIB}; PRAGMA shrink_memory;"
@@ -522,7 +506,7 @@ impl Store {
 
     /// Screens of sessions that no longer exist (left by a crash between a
     /// `save_screen` and the save that removed the session).
-    fn drop_orphan_screens(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn drop_orphan_screens(&mut self) -> Result<(), StoreError> {
         let any: bool = self
             .conn
             .query_row(
@@ -543,7 +527,7 @@ impl Store {
     }
 }
 
-fn sql_error<'p>(
+pub(crate) fn sql_error<'p>(
     path: &'p Path,
     action: &'static str,
 ) -> impl Fn(rusqlite::Error) -> StoreError + 'p {
@@ -718,7 +702,7 @@ impl Writer<'_> {
 
 /// Why opening stopped: the file's content is damaged (move it aside), or
 /// something else went wrong (report it; never touch the file).
-enum Failure {
+pub(crate) enum Failure {
     Corrupt(String),
     Fatal(StoreError),
 }
@@ -730,12 +714,15 @@ struct Loaded {
     skipped: Vec<Skipped>,
 }
 
-struct Skipped {
-    rowid: i64,
-    row: SkippedRow,
+pub(crate) struct Skipped {
+    pub(crate) rowid: i64,
+    pub(crate) row: SkippedRow,
 }
 
-fn classify<'p>(path: &'p Path, action: &'static str) -> impl Fn(rusqlite::Error) -> Failure + 'p {
+pub(crate) fn classify<'p>(
+    path: &'p Path,
+    action: &'static str,
+) -> impl Fn(rusqlite::Error) -> Failure + 'p {
     move |e| match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => Failure::Corrupt(format!(
             "SQLite said \"{e}\" while trying to {action} the file"
@@ -748,7 +735,7 @@ fn classify<'p>(path: &'p Path, action: &'static str) -> impl Fn(rusqlite::Error
     }
 }
 
-fn ensure_file(path: &Path) -> Result<(), StoreError> {
+pub(crate) fn ensure_file(path: &Path) -> Result<(), StoreError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         let mut builder = fs::DirBuilder::new();
         builder.recursive(true);
@@ -811,7 +798,7 @@ fn read_header(path: &Path) -> Result<Header, StoreError> {
 /// the header bytes, then through a read-only connection (the WAL may hold a
 /// newer version than the main file's header). Returns a reason when the file
 /// is damaged.
-fn check_version_read_only(path: &Path) -> Result<Option<String>, StoreError> {
+pub(crate) fn check_version_read_only(path: &Path) -> Result<Option<String>, StoreError> {
     let newer = |found: u32| StoreError::NewerSchema {
         path: path.to_path_buf(),
         found,
@@ -849,7 +836,57 @@ fn check_version_read_only(path: &Path) -> Result<Option<String>, StoreError> {
     }
 }
 
+/// Move a damaged file aside and open a fresh one in its place with `open`:
+/// what every way of opening does once the file's content is found damaged.
+pub(crate) fn start_fresh_after_moving_aside<T>(
+    path: &Path,
+    reason: String,
+    open: impl Fn(&Path) -> Result<T, Failure>,
+) -> Result<(T, Recovery), StoreError> {
+    let moved_to = move_aside(path)?;
+    ensure_file(path)?;
+    let opened = match open(path) {
+        Ok(opened) => opened,
+        Err(Failure::Fatal(e)) => return Err(e),
+        Err(Failure::Corrupt(again)) => {
+            return Err(StoreError::Io {
+                action: "create a fresh store at",
+                path: path.to_path_buf(),
+                source: io::Error::other(format!(
+                    "the new file is reported damaged too ({again}); the old one was moved to {}",
+                    moved_to.display()
+                )),
+            });
+        }
+    };
+    let recovery = Recovery {
+        reason: format!(
+            "the store file was damaged ({reason}); it was moved to {} and hangar started \
+             with an empty workspace",
+            moved_to.display()
+        ),
+        moved_to,
+        skipped_rows: Vec::new(),
+    };
+    Ok((opened, recovery))
+}
+
 fn open_and_load(path: &Path) -> Result<Loaded, Failure> {
+    let mut conn = open_checked(path)?;
+    let (workspace, digests, skipped) =
+        load_workspace(&mut conn).map_err(classify(path, "load"))?;
+    Ok(Loaded {
+        conn,
+        workspace,
+        digests,
+        skipped,
+    })
+}
+
+/// Open the file read-write, refuse a newer schema, check the whole file
+/// (`PRAGMA quick_check`), enable WAL, migrate and check every table's
+/// shape: everything before reading a row.
+pub(crate) fn open_checked(path: &Path) -> Result<Connection, Failure> {
     let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -916,15 +953,7 @@ fn open_and_load(path: &Path) -> Result<Loaded, Failure> {
             };
         }
     }
-
-    let (workspace, digests, skipped) =
-        load_workspace(&mut conn).map_err(classify(path, "load"))?;
-    Ok(Loaded {
-        conn,
-        workspace,
-        digests,
-        skipped,
-    })
+    Ok(conn)
 }
 
 fn text_of(value: SqlValue) -> Result<String, String> {
@@ -964,7 +993,7 @@ fn decode_value<T: DeserializeOwned>(data: ValueRef<'_>) -> Result<T, String> {
 
 /// Decode a `(key, JSON data)` row; `own_key` says which key the record
 /// itself names, which must match the row's.
-fn decode<T: DeserializeOwned>(
+pub(crate) fn decode<T: DeserializeOwned>(
     key: ValueRef<'_>,
     data: ValueRef<'_>,
     own_key: impl Fn(&T) -> &str,
@@ -982,7 +1011,7 @@ fn decode<T: DeserializeOwned>(
 
 /// Call `f(rowid, key, value)` for each row of a three-column query, without
 /// copying the values out of SQLite.
-fn each_row(
+pub(crate) fn each_row(
     tx: &Transaction<'_>,
     sql: &str,
     mut f: impl FnMut(i64, ValueRef<'_>, ValueRef<'_>),
@@ -997,8 +1026,8 @@ fn each_row(
 
 /// Read every table in one read transaction (a consistent snapshot).
 /// Undecodable rows are collected, not fatal.
-/// Beside the workspace, the digest of each keyed row's JSON as stored.
-fn load_workspace(
+/// Beside the workspace, the fingerprint of each keyed row's record.
+pub(crate) fn load_workspace(
     conn: &mut Connection,
 ) -> rusqlite::Result<(Workspace, RowDigests, Vec<Skipped>)> {
     let tx = conn.transaction()?;
@@ -1020,32 +1049,26 @@ fn load_workspace(
             },
         })
     };
+    let skip = &mut skip;
 
     each_row(
         &tx,
         "SELECT rowid, id, data FROM sessions",
         |rowid, key, data| match decode(key, data, |m: &SessionMeta| m.id.as_str()) {
             Ok(meta) => {
-                session_digests.push((meta.id.clone(), stored_digest(data)));
+                session_digests.push((meta.id.clone(), meta.fingerprint()));
                 sessions.push((meta.id.clone(), meta));
             }
             Err(e) => skip("sessions", rowid, key, e),
         },
     )?;
-    each_row(
-        &tx,
-        "SELECT rowid, id, data FROM tabs ORDER BY position, id",
-        |rowid, key, data| match decode(key, data, |t: &Tab| t.id.as_str()) {
-            Ok(tab) => ws.tabs.push(tab),
-            Err(e) => skip("tabs", rowid, key, e),
-        },
-    )?;
+    read_tabs(&tx, &mut ws, skip)?;
     each_row(
         &tx,
         "SELECT rowid, session, data FROM parked",
         |rowid, key, data| match decode(key, data, |p: &ParkedRecord| p.session.as_str()) {
             Ok(rec) => {
-                parked_digests.push((rec.session.clone(), stored_digest(data)));
+                parked_digests.push((rec.session.clone(), rec.fingerprint()));
                 parked.push((rec.session.clone(), rec));
             }
             Err(e) => skip("parked", rowid, key, e),
@@ -1056,7 +1079,7 @@ fn load_workspace(
         "SELECT rowid, session, data FROM buried",
         |rowid, key, data| match decode(key, data, |b: &BuriedRecord| b.session.as_str()) {
             Ok(rec) => {
-                buried_digests.push((rec.session.clone(), stored_digest(data)));
+                buried_digests.push((rec.session.clone(), rec.fingerprint()));
                 buried.push((rec.session.clone(), rec));
             }
             Err(e) => skip("buried", rowid, key, e),
@@ -1070,8 +1093,45 @@ fn load_workspace(
             Err(e) => skip("pins", rowid, position, e),
         },
     )?;
+    read_kv(&tx, &mut ws, skip)?;
+    tx.commit()?;
+    ws.sessions = sessions.into_iter().collect();
+    ws.parked = parked.into_iter().collect();
+    ws.buried = buried.into_iter().collect();
+    digests.sessions = session_digests.into_iter().collect();
+    digests.parked = parked_digests.into_iter().collect();
+    digests.buried = buried_digests.into_iter().collect();
+    Ok((ws, digests, skipped))
+}
+
+/// What a reader does with a row that does not decode: (table, rowid, key,
+/// error).
+pub(crate) type Skip<'s> = dyn FnMut(&'static str, i64, ValueRef<'_>, String) + 's;
+
+/// The `tabs` table into `ws.tabs`, in order.
+pub(crate) fn read_tabs(
+    tx: &Transaction<'_>,
+    ws: &mut Workspace,
+    skip: &mut Skip<'_>,
+) -> rusqlite::Result<()> {
     each_row(
-        &tx,
+        tx,
+        "SELECT rowid, id, data FROM tabs ORDER BY position, id",
+        |rowid, key, data| match decode(key, data, |t: &Tab| t.id.as_str()) {
+            Ok(tab) => ws.tabs.push(tab),
+            Err(e) => skip("tabs", rowid, key, e),
+        },
+    )
+}
+
+/// The `kv` table: the active tab, dispatch and settings of `ws`.
+pub(crate) fn read_kv(
+    tx: &Transaction<'_>,
+    ws: &mut Workspace,
+    skip: &mut Skip<'_>,
+) -> rusqlite::Result<()> {
+    each_row(
+        tx,
         "SELECT rowid, key, value FROM kv",
         |rowid, key, value| {
             let result = match text_ref(key) {
@@ -1085,31 +1145,12 @@ fn load_workspace(
                 skip("kv", rowid, key, e);
             }
         },
-    )?;
-    tx.commit()?;
-    ws.sessions = sessions.into_iter().collect();
-    ws.parked = parked.into_iter().collect();
-    ws.buried = buried.into_iter().collect();
-    digests.sessions = session_digests.into_iter().collect();
-    digests.parked = parked_digests.into_iter().collect();
-    digests.buried = buried_digests.into_iter().collect();
-    Ok((ws, digests, skipped))
-}
-
-/// The digest of a row's JSON as stored (only called on rows that decoded,
-/// so the value is text). A row stored in another spelling than the one
-/// this version writes (an older field order, a hand edit) just differs
-/// once, and is rewritten by the next save.
-fn stored_digest(data: ValueRef<'_>) -> u64 {
-    match data {
-        ValueRef::Text(b) | ValueRef::Blob(b) => row_digest(b),
-        _ => 0,
-    }
+    )
 }
 
 /// The small parts of a workspace (tabs, pins, active tab, dispatch,
 /// settings), without its keyed tables.
-fn without_keyed_rows(ws: &Workspace) -> Workspace {
+pub(crate) fn without_keyed_rows(ws: &Workspace) -> Workspace {
     Workspace {
         tabs: ws.tabs.clone(),
         active_tab: ws.active_tab.clone(),
@@ -1120,7 +1161,7 @@ fn without_keyed_rows(ws: &Workspace) -> Workspace {
     }
 }
 
-fn delete_skipped_rows(
+pub(crate) fn delete_skipped_rows(
     conn: &mut Connection,
     path: &Path,
     skipped: &[Skipped],
@@ -1184,7 +1225,7 @@ fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
 
 /// A consistent copy of the whole database (WAL included) at
 /// `<path>.backup-<unix ms>`, created 0600 like the store itself.
-fn backup_copy(conn: &Connection, path: &Path) -> Result<PathBuf, StoreError> {
+pub(crate) fn backup_copy(conn: &Connection, path: &Path) -> Result<PathBuf, StoreError> {
     let target = unused_sibling(path, ".backup-");
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);

@@ -356,6 +356,23 @@ fn a_change_writes_only_the_rows_it_touched() {
     assert_eq!((stats.written, stats.deleted), (2, 0));
     drop(store);
     assert_eq!(open(&path).workspace, ws);
+
+    // Reopened, the rows as read are what a save compares with: an
+    // unchanged workspace rewrites nothing, a changed buried record (its
+    // ratio, an f32) and a changed parked one are each written.
+    let mut opened = open(&path);
+    let stats = opened.store.save(&opened.workspace, &[]).unwrap();
+    assert_eq!((stats.written, stats.deleted), (0, 0), "nothing rewritten");
+    let mut ws = opened.workspace.clone();
+    let buried = SessionId::new("buried-1");
+    ws.buried.get_mut(&buried).unwrap().ratio = Some(0.25);
+    let stats = opened.store.save(&ws, &[]).unwrap();
+    assert_eq!((stats.written, stats.deleted), (1, 0), "the buried record");
+    ws.parked.get_mut(&session_id(0)).unwrap().parked_at_ms += 1;
+    let stats = opened.store.save(&ws, &[]).unwrap();
+    assert_eq!((stats.written, stats.deleted), (1, 0), "the parked record");
+    drop(opened);
+    assert_eq!(open(&path).workspace, ws);
 }
 
 #[test]

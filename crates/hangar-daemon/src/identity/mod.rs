@@ -131,6 +131,9 @@ impl Identity {
         let started_ms = crate::wall_ms();
         let daemon = self.clone();
         tokio::spawn(async move {
+            // Which ids other sessions hold is a fact about every session:
+            // a pane forked from a start's first look waits for the rest.
+            daemon.sessions.full_model().await;
             let mut cache = TranscriptCache::default();
             let mut exit = live.exit_watch();
             let mut output = live.output_watch();

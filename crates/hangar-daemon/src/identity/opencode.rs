@@ -84,6 +84,9 @@ impl Identity {
         let started_ms = crate::now_ms();
         let daemon = self.clone();
         tokio::spawn(async move {
+            // A pane forked from a start's first look waits for every
+            // session (see `watch_identity`).
+            daemon.sessions.full_model().await;
             let mut exit = live.exit_watch();
             // The database and its write-ahead log change in their folder
             // when OpenCode records a prompt: nothing to look at before.

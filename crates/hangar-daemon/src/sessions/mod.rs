@@ -17,6 +17,8 @@ mod views;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tokio::sync::watch;
+
 use hangar_core::{Provider, SessionId, SessionMeta, TabId, Workspace};
 use hangar_protocol::view::SessionView;
 use hangar_store::Store;
@@ -28,12 +30,28 @@ pub use state::{RestoreProgress, RunState, Runtime, State};
 /// The workspace model, the store and the runtimes, behind one lock.
 pub struct Sessions {
     state: Mutex<State>,
+    /// Whether the model is the whole workspace: false between a start's
+    /// first look and the end of its full load (see `install_full_load`).
+    full: watch::Sender<bool>,
 }
 
 impl Sessions {
     /// The owner of a workspace just loaded from `store`, with the notices
     /// the load produced (a repaired store, duplicate identities).
     pub fn new(ws: Workspace, store: Store, notices: Vec<String>) -> Sessions {
+        Sessions::with_model(ws, store, notices, true)
+    }
+
+    /// The owner of a daemon start's first look (`Store::open_first_look`):
+    /// the tabs and the visible panes' sessions only, until
+    /// [`Sessions::install_full_load`]. Meanwhile a save is put off (see
+    /// `State::save`), and whatever needs every session waits for
+    /// [`Sessions::full_model`].
+    pub fn first_look(ws: Workspace, store: Store, notices: Vec<String>) -> Sessions {
+        Sessions::with_model(ws, store, notices, false)
+    }
+
+    fn with_model(ws: Workspace, store: Store, notices: Vec<String>, full: bool) -> Sessions {
         Sessions {
             state: Mutex::new(State {
                 ws,
@@ -43,8 +61,43 @@ impl Sessions {
                 notices,
                 shutting_down: false,
                 budget: Default::default(),
+                save_put_off: None,
             }),
+            full: watch::channel(full).0,
         }
+    }
+
+    /// Wait until the model holds the whole workspace (at once, except
+    /// during a start's first look).
+    pub async fn full_model(&self) {
+        let mut rx = self.full.subscribe();
+        // The sender lives as long as `self`, so this cannot fail.
+        let _ = rx.wait_for(|full| *full).await;
+    }
+
+    /// The rest of the store, read after the first forks
+    /// (`hangar_store::read_rest`), becomes the model: with what the forks
+    /// changed in the visible sessions, and saved when they changed
+    /// something or a save was put off meanwhile. From then on the model is
+    /// whole and [`Sessions::full_model`] returns.
+    pub fn install_full_load(
+        &self,
+        rest: hangar_store::RestOfStore,
+    ) -> Result<hangar_store::FullLoad, hangar_store::StoreError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let mut full = st.store.finish_loading(rest, &st.ws)?;
+        st.ws = std::mem::take(&mut full.workspace);
+        let put_off = st.save_put_off.take();
+        if (full.changed_since_first_look || put_off.is_some())
+            && let Err(e) = st.save_observed(&put_off.unwrap_or_default())
+        {
+            // Kept in memory; the next save carries it.
+            tracing::warn!("could not save what the first forks changed: {}", e.message);
+        }
+        drop(guard);
+        self.full.send_replace(true);
+        Ok(full)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -221,5 +274,48 @@ pub(crate) fn save_screen_logged(store: &mut Store, id: &SessionId, screen: &[u8
             "lost the last screen of session {id} ({} bytes): {e}",
             screen.len()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::fixtures::large_workspace;
+    use hangar_core::restore_plan::first_forks;
+
+    #[test]
+    fn a_save_before_the_full_load_is_put_off_and_made_by_it_with_every_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let ws = large_workspace(300, 4);
+        Store::open(&path).unwrap().store.save(&ws, &[]).unwrap();
+
+        let look = Store::open_first_look(&path).unwrap();
+        let sessions = Sessions::first_look(look.workspace, look.store, Vec::new());
+        assert!(!*sessions.full.borrow(), "not whole yet");
+        let pane = sessions.read(|st| first_forks(&st.ws))[0].clone();
+        // What a fork does before the rest is loaded: change its record, save.
+        sessions
+            .edit(|st| {
+                st.ws.sessions.get_mut(&pane).unwrap().title = "renamed at its fork".into();
+                st.save(&[])
+            })
+            .expect("a put-off save is no error");
+        assert!(sessions.read(|st| st.save_put_off.is_some()));
+        let rest = hangar_store::read_rest(&path).unwrap();
+        assert_eq!(
+            rest.workspace().sessions[&pane].title,
+            ws.sessions[&pane].title,
+            "nothing was written from the first look's model"
+        );
+
+        sessions.install_full_load(rest).unwrap();
+        assert!(*sessions.full.borrow(), "whole now");
+        assert_eq!(sessions.read(|st| st.ws.sessions.len()), 300);
+        assert!(sessions.read(|st| st.save_put_off.is_none()));
+        drop(sessions);
+        let again = Store::open(&path).unwrap();
+        assert_eq!(again.workspace.sessions.len(), 300, "every session kept");
+        assert_eq!(again.workspace.sessions[&pane].title, "renamed at its fork");
     }
 }

@@ -114,6 +114,10 @@ pub struct State {
     pub shutting_down: bool,
     /// The governor's last budget check.
     pub budget: crate::governor::BudgetStatus,
+    /// A save was asked for while the store held only a first look, with the
+    /// sessions it named as removed: the full load makes it
+    /// (`Sessions::install_full_load`).
+    pub save_put_off: Option<Vec<SessionId>>,
 }
 
 impl State {
@@ -144,7 +148,15 @@ impl State {
     /// model goes back to the last save and the caller gets an error saying
     /// nothing was changed: a refused change must not show in `ls` as if it
     /// had happened, nor reach the disk with the next unrelated save.
+    ///
+    /// Before a start's full load, the model holds only the visible panes'
+    /// sessions (a change to one of them, such as a provider id minted at
+    /// its fork): the save is put off until the full load, which makes it,
+    /// since saving the first look's model would drop every other session.
     pub fn save(&mut self, removed: &[SessionId]) -> Result<(), ApiError> {
+        if self.put_off_save(removed) {
+            return Ok(());
+        }
         match self.store.save(&self.ws, removed) {
             Ok(_) => Ok(()),
             Err(e) => {
@@ -169,8 +181,22 @@ impl State {
     /// for what the daemon itself observed (a provider id, a last use), which
     /// a later save carries to disk once it can.
     pub fn save_observed(&mut self, removed: &[SessionId]) -> Result<(), ApiError> {
+        if self.put_off_save(removed) {
+            return Ok(());
+        }
         self.store.save(&self.ws, removed)?;
         Ok(())
+    }
+
+    /// Whether a save must wait for the full load (see `save`).
+    fn put_off_save(&mut self, removed: &[SessionId]) -> bool {
+        if self.store.is_loaded() {
+            return false;
+        }
+        self.save_put_off
+            .get_or_insert_with(Vec::new)
+            .extend(removed.iter().cloned());
+        true
     }
 
     /// A session id from an exact id or a unique prefix

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use hangar_core::{RestorePlan, SessionId};
+use hangar_core::SessionId;
 use tokio::sync::Semaphore;
 
 use crate::sessions::RunState;
@@ -18,36 +18,40 @@ use crate::spawn::start_slot::StartSlot;
 use serde::Deserialize;
 
 impl Spawner {
-    /// Adopt the plan's workspace and mark every session's runtime; returns
-    /// the sessions to spawn, in order.
-    pub fn adopt_plan(&self, plan: RestorePlan) -> Vec<SessionId> {
+    /// A start's restore, from its first look: mark the panes it forks
+    /// (`hangar_core::restore_plan::first_forks`) as awaiting their slot and
+    /// count them; returns them, in order. How many stay hibernated is
+    /// known once the rest is loaded ([`Spawner::count_hibernated`]).
+    pub fn adopt_first_forks(&self, forks: Vec<SessionId>) -> Vec<SessionId> {
         self.sessions.edit(|st| {
-            let dropped = plan.pruned.dropped_sessions.clone();
-            st.ws = plan.workspace;
-            if !plan.pruned.is_empty()
-                && let Err(e) = st.save(&dropped)
-            {
-                st.notices.push(format!(
-                    "could not save the repaired workspace: {}",
-                    e.message
-                ));
-            }
             // A hibernated session gets no runtime until something wakes or
             // watches it: without one it reads as hibernated, and 10,000 of
             // them would cost a map entry and a watch channel each.
             // Shown as `spawning` until its slot comes (cleared by
             // `restore_spawn` once its wake has run).
-            for id in &plan.spawn {
+            for id in &forks {
                 st.runtime(id).awaiting_restore = true;
             }
-            st.restore.expected += plan.spawn.len();
-            st.restore.hibernated += plan.hibernate.len();
+            st.restore.expected += forks.len();
             if st.restore.started.is_none() {
                 st.restore.started = Some(Instant::now());
             }
             st.restore.duration_ms = None;
-            plan.spawn
+            forks
         })
+    }
+
+    /// Once the whole model is loaded: every owned session the start's
+    /// restore does not fork stays hibernated. In a pruned workspace every
+    /// session is owned, so that is the sessions less the forks.
+    pub fn count_hibernated(&self, forks: &[SessionId]) {
+        self.sessions.edit(|st| {
+            let forked = forks
+                .iter()
+                .filter(|id| st.ws.sessions.contains_key(*id))
+                .count();
+            st.restore.hibernated += st.ws.sessions.len() - forked;
+        });
     }
 
     /// Spawn `ids` with at most `restore.concurrency` of them booting at a
@@ -55,7 +59,10 @@ impl Spawner {
     /// overlap) and record the outcome in the restore report.
     pub async fn restore_spawn(self: &Arc<Self>, ids: Vec<SessionId>) {
         let started = Instant::now();
-        let hibernated = self.sessions.read(|st| st.restore.hibernated);
+        // Not known yet at a start, whose first look reads the panes only.
+        let hibernated = self
+            .sessions
+            .read(|st| st.store.is_loaded().then_some(st.restore.hibernated));
         self.journal.record(crate::journal::Event::RestoreStart {
             expected: ids.len(),
             hibernated,

@@ -1,0 +1,174 @@
+//! The daemon's two-phase open (`first_look.rs`): a first look that reads only
+//! what the visible panes need, a store that refuses to save until the rest
+//! is loaded, the rest loaded with what the first forks changed, and a
+//! damaged file moved aside before anything is read from it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use hangar_core::fixtures::{large_workspace, session_id};
+use hangar_core::restore_plan::first_forks;
+use hangar_core::{IdSource, ProviderSessionId, RestorePlan, SessionId, Workspace};
+use hangar_store::{Store, StoreError, read_rest};
+use rusqlite::Connection;
+use tempfile::TempDir;
+
+fn store_path(dir: &TempDir) -> PathBuf {
+    dir.path().join("state").join("hangar.db")
+}
+
+fn saved(path: &Path, ws: &Workspace) {
+    let mut opened = Store::open(path).expect("the store opens");
+    opened.store.save(ws, &[]).expect("first save");
+}
+
+fn count(path: &Path, sql: &str) -> i64 {
+    let conn = Connection::open(path).unwrap();
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn a_first_look_reads_the_panes_sessions_only_and_refuses_to_save_until_the_rest_is_loaded() {
+    let dir = TempDir::new().unwrap();
+    let path = store_path(&dir);
+    let ws = large_workspace(2_000, 9);
+    saved(&path, &ws);
+    let plan = RestorePlan::new(ws.clone());
+
+    let mut look = Store::open_first_look(&path).expect("the first look");
+    assert!(look.recovered.is_none());
+    assert!(!look.store.is_loaded());
+    let leaves: Vec<SessionId> = look.workspace.sessions.keys().cloned().collect();
+    assert_eq!(leaves.len(), 9, "the panes' sessions, nothing else");
+    assert!(look.workspace.parked.is_empty() && look.workspace.buried.is_empty());
+    assert_eq!(look.workspace.tabs, ws.tabs);
+    assert_eq!(first_forks(&look.workspace), plan.spawn);
+
+    // A save of the first look's model would drop 1,991 sessions: refused,
+    // nothing written.
+    let refused = look.store.save(&look.workspace, &[]);
+    assert!(
+        matches!(refused, Err(StoreError::NotLoaded { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(count(&path, "SELECT count(*) FROM sessions"), 2_000);
+
+    let rest = read_rest(&path).expect("the rest reads");
+    let full = look
+        .store
+        .finish_loading(rest, &look.workspace)
+        .expect("the rest loads");
+    assert!(look.store.is_loaded());
+    assert!(full.differing_rows.is_empty());
+    assert!(!full.changed_since_first_look);
+    assert!(full.recovered.is_none() && full.pruned.is_empty());
+    assert_eq!(full.workspace, ws);
+    // Loaded: nothing changed, nothing written; the model saves again.
+    let stats = look.store.save(&full.workspace, &[]).expect("a save");
+    assert_eq!((stats.written, stats.deleted), (0, 0));
+    drop(look);
+    assert_eq!(Store::open(&path).unwrap().workspace, ws);
+}
+
+#[test]
+fn what_the_first_forks_changed_is_kept_in_the_full_model_beside_every_other_session() {
+    let dir = TempDir::new().unwrap();
+    let path = store_path(&dir);
+    let ws = large_workspace(500, 4);
+    saved(&path, &ws);
+
+    let mut look = Store::open_first_look(&path).unwrap();
+    let pane = first_forks(&look.workspace)[0].clone();
+    // A fork minted a provider id for its pane before the rest was loaded.
+    let minted = ProviderSessionId::new("minted-at-fork", IdSource::ResumeRequest);
+    look.workspace
+        .sessions
+        .get_mut(&pane)
+        .unwrap()
+        .provider_session = Some(minted.clone());
+
+    let full = look
+        .store
+        .finish_loading(read_rest(&path).unwrap(), &look.workspace)
+        .unwrap();
+    assert!(full.changed_since_first_look);
+    assert_eq!(full.workspace.sessions.len(), 500);
+    assert_eq!(
+        full.workspace.sessions[&pane].provider_session,
+        Some(minted.clone())
+    );
+    let stats = look.store.save(&full.workspace, &[]).unwrap();
+    assert_eq!(
+        (stats.written, stats.deleted),
+        (1, 0),
+        "only the pane's row"
+    );
+    drop(look);
+
+    let again = Store::open(&path).unwrap();
+    assert_eq!(again.workspace.sessions.len(), 500);
+    assert_eq!(
+        again.workspace.sessions[&pane].provider_session,
+        Some(minted)
+    );
+    let other = session_id(499);
+    assert_eq!(again.workspace.sessions[&other], ws.sessions[&other]);
+}
+
+#[test]
+fn a_damaged_file_is_moved_aside_before_the_first_look_reads_a_pane() {
+    let dir = TempDir::new().unwrap();
+    let path = store_path(&dir);
+    saved(&path, &large_workspace(2_000, 9));
+    // The second half of the pages is gone: the tabs and the panes' rows
+    // may well be in the first half, but the whole-file check refuses it.
+    let full = fs::read(&path).unwrap();
+    let half = &full[..full.len() / 2];
+    fs::write(&path, half).unwrap();
+
+    let look = Store::open_first_look(&path).expect("opens, recovering");
+    let recovery = look.recovered.expect("the damage is reported");
+    assert_eq!(fs::read(&recovery.moved_to).unwrap(), half, "moved aside");
+    assert_eq!(look.workspace, Workspace::default(), "no pane to fork");
+    assert!(first_forks(&look.workspace).is_empty());
+}
+
+#[test]
+fn rows_that_do_not_decode_are_left_out_of_the_first_look_and_set_aside_by_the_rest() {
+    let dir = TempDir::new().unwrap();
+    let path = store_path(&dir);
+    let ws = large_workspace(100, 3);
+    saved(&path, &ws);
+    let plan = RestorePlan::new(ws.clone());
+    let broken = plan.spawn[1].clone();
+    Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE sessions SET data = '{not json' WHERE id = ?1",
+            [broken.as_str()],
+        )
+        .unwrap();
+
+    let mut look = Store::open_first_look(&path).unwrap();
+    let forks = first_forks(&look.workspace);
+    assert!(!forks.contains(&broken), "a pane whose row is broken");
+    assert_eq!(forks.len(), 2);
+
+    let full = look
+        .store
+        .finish_loading(read_rest(&path).unwrap(), &look.workspace)
+        .unwrap();
+    let recovery = full.recovered.expect("the skipped row is reported");
+    assert_eq!(recovery.skipped_rows.len(), 1);
+    assert_eq!(
+        count(
+            &recovery.moved_to,
+            &format!("SELECT count(*) FROM sessions WHERE id = '{broken}'")
+        ),
+        1,
+        "the backup has the original row"
+    );
+    // The full plan forks what the first look forked.
+    assert_eq!(RestorePlan::new(full.workspace.clone()).spawn, forks);
+    assert_eq!(full.workspace.sessions.len(), 99);
+}

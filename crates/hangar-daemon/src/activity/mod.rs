@@ -632,7 +632,13 @@ impl Monitor {
                 meta.provider_session.as_ref().map(|p| p.id.as_str()),
             ),
             _ => None,
-        };
+        }
+        // The agent dates its lines by the wall clock; typed input, hooks and
+        // the proxy are on hangar's, and a turn's start compares them.
+        .map(|r| Reading {
+            at_ms: hangar_clock::from_wall_ms(r.at_ms),
+            ..r
+        });
         let screen = (config.enabled(Source::Screen)
             && hangar_providers::screen::permission_prompt_open(&meta.provider, &live.text()))
         .then_some(Reading {

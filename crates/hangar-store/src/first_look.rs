@@ -52,10 +52,9 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use crate::diff::{Digests, Fingerprint, LastSave};
 use crate::error::StoreError;
 use crate::store::{
-    AFTER_LOAD_CACHE_KIB, BUSY_TIMEOUT, Failure, Recovery, Skipped, SkippedRow, Store, backup_copy,
-    check_version_read_only, classify, decode, delete_skipped_rows, ensure_file, load_workspace,
-    open_checked, read_kv, read_tabs, sql_error, start_fresh_after_moving_aside,
-    without_keyed_rows,
+    AFTER_LOAD_CACHE_KIB, BUSY_TIMEOUT, Failure, Recovery, Skipped, Store, check_version_read_only,
+    classify, decode, ensure_file, load_workspace, open_checked, read_kv, read_tabs,
+    set_skipped_rows_aside, sql_error, start_fresh_after_moving_aside, without_keyed_rows,
 };
 
 /// The result of [`Store::open_first_look`].
@@ -211,7 +210,7 @@ impl Store {
         let recovered = if skipped.is_empty() {
             None
         } else {
-            Some(self.set_skipped_rows_aside(skipped)?)
+            Some(set_skipped_rows_aside(&mut self.conn, &self.path, skipped)?)
         };
         if !pruned.is_empty() {
             // The repair, naming the sessions it dropped, with the forks'
@@ -227,28 +226,6 @@ impl Store {
             pruned,
             differing_rows,
             changed_since_first_look: changed,
-        })
-    }
-
-    /// Back up the whole file, then remove the rows that did not decode.
-    fn set_skipped_rows_aside(&mut self, skipped: Vec<Skipped>) -> Result<Recovery, StoreError> {
-        let backup = backup_copy(&self.conn, &self.path)?;
-        delete_skipped_rows(&mut self.conn, &self.path, &skipped)?;
-        let skipped_rows: Vec<SkippedRow> = skipped.into_iter().map(|s| s.row).collect();
-        let listed = skipped_rows
-            .iter()
-            .map(|s| format!("{} {:?}: {}", s.table, s.key, s.error))
-            .collect::<Vec<_>>()
-            .join("; ");
-        Ok(Recovery {
-            reason: format!(
-                "{} row(s) of the store could not be decoded and were left out ({listed}); \
-                 a full copy of the original file was written to {}",
-                skipped_rows.len(),
-                backup.display()
-            ),
-            moved_to: backup,
-            skipped_rows,
         })
     }
 }

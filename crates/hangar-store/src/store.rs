@@ -192,24 +192,7 @@ impl Store {
             skipped,
         } = loaded;
         if !skipped.is_empty() {
-            let backup = backup_copy(&conn, &path)?;
-            delete_skipped_rows(&mut conn, &path, &skipped)?;
-            let skipped_rows: Vec<SkippedRow> = skipped.into_iter().map(|s| s.row).collect();
-            let listed = skipped_rows
-                .iter()
-                .map(|s| format!("{} {:?}: {}", s.table, s.key, s.error))
-                .collect::<Vec<_>>()
-                .join("; ");
-            recovered = Some(Recovery {
-                reason: format!(
-                    "{} row(s) of the store could not be decoded and were left out ({listed}); \
-                     a full copy of the original file was written to {}",
-                    skipped_rows.len(),
-                    backup.display()
-                ),
-                moved_to: backup,
-                skipped_rows,
-            });
+            recovered = Some(set_skipped_rows_aside(&mut conn, &path, skipped)?);
         }
 
         let (repaired, pruned) = hangar_core::prune(workspace);
@@ -1159,6 +1142,33 @@ pub(crate) fn without_keyed_rows(ws: &Workspace) -> Workspace {
         settings: ws.settings.clone(),
         ..Workspace::default()
     }
+}
+
+/// Back up the whole file, then remove the rows that did not decode: what
+/// `status` says of them, and where the copy is.
+pub(crate) fn set_skipped_rows_aside(
+    conn: &mut Connection,
+    path: &Path,
+    skipped: Vec<Skipped>,
+) -> Result<Recovery, StoreError> {
+    let backup = backup_copy(conn, path)?;
+    delete_skipped_rows(conn, path, &skipped)?;
+    let skipped_rows: Vec<SkippedRow> = skipped.into_iter().map(|s| s.row).collect();
+    let listed = skipped_rows
+        .iter()
+        .map(|s| format!("{} {:?}: {}", s.table, s.key, s.error))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Ok(Recovery {
+        reason: format!(
+            "{} row(s) of the store could not be decoded and were left out ({listed}); \
+             a full copy of the original file was written to {}",
+            skipped_rows.len(),
+            backup.display()
+        ),
+        moved_to: backup,
+        skipped_rows,
+    })
 }
 
 pub(crate) fn delete_skipped_rows(

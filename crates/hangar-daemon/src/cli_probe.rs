@@ -8,6 +8,11 @@
 //! probe is awaited (about a second, once). The version of claude and
 //! opencode only feeds a notice, so it is read in the background: opencode
 //! takes seconds to print its version on a machine without network.
+//!
+//! A probe is single-flight per program file: starts that come while it
+//! runs wait for its answer instead of each running the CLI again (a restore
+//! of forty opencode sessions would otherwise start forty `opencode
+//! --version` outside the restore's bound).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -29,7 +34,9 @@ type Key = (PathBuf, u64, Option<SystemTime>);
 
 #[derive(Default)]
 pub struct CliProbe {
-    cache: Mutex<HashMap<Key, CliFacts>>,
+    /// One cell per program file: filled by its one probe, awaited by every
+    /// caller that comes while that probe runs.
+    cache: Mutex<HashMap<Key, Arc<tokio::sync::OnceCell<CliFacts>>>>,
     /// (provider, version) pairs already given a notice.
     noticed: Mutex<BTreeSet<(String, Version)>>,
 }
@@ -66,31 +73,30 @@ async fn output_of(program: &Path, args: &[&str]) -> String {
 }
 
 impl CliProbe {
-    pub fn cached(&self, program: &Path) -> Option<CliFacts> {
+    fn cell(&self, program: &Path) -> Arc<tokio::sync::OnceCell<CliFacts>> {
         self.cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&key_of(program))
-            .cloned()
+            .entry(key_of(program))
+            .or_default()
+            .clone()
     }
 
-    /// The facts of `program`, probing it when not known yet.
+    /// The facts of `program`, probing it when not known yet; while a probe
+    /// of the same file runs, its answer.
     pub async fn facts(&self, provider: &Provider, program: &Path) -> CliFacts {
-        if let Some(f) = self.cached(program) {
-            return f;
-        }
-        let version = output_of(program, &["--version"]).await;
-        let help = if reads_help(provider) {
-            Some(output_of(program, &["--help"]).await)
-        } else {
-            None
-        };
-        let facts = CliFacts::from_outputs(provider, &version, help.as_deref());
-        self.cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key_of(program), facts.clone());
-        facts
+        self.cell(program)
+            .get_or_init(|| async {
+                let version = output_of(program, &["--version"]).await;
+                let help = if reads_help(provider) {
+                    Some(output_of(program, &["--help"]).await)
+                } else {
+                    None
+                };
+                CliFacts::from_outputs(provider, &version, help.as_deref())
+            })
+            .await
+            .clone()
     }
 
     /// The notice for a CLI newer than tested, the first time that
@@ -224,6 +230,34 @@ mod tests {
         let facts = probe.facts(&Provider::Codex, &old).await;
         assert_eq!(facts.version, Some(Version(0, 160, 0)));
         assert!(!facts.no_daemon);
+    }
+
+    #[tokio::test]
+    async fn starts_that_come_while_a_probe_runs_wait_for_it_instead_of_running_the_cli_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path().join("runs");
+        // An opencode that takes a while to print its version (it does on a
+        // machine without network) and notes every run.
+        let opencode = script(
+            dir.path(),
+            "opencode",
+            &format!(
+                "echo \"$1\" >> '{}'\nsleep 0.3\necho 1.14.0",
+                runs.display()
+            ),
+        );
+        let probe = Arc::new(CliProbe::default());
+        let starts: Vec<_> = (0..8)
+            .map(|_| {
+                let probe = probe.clone();
+                let opencode = opencode.clone();
+                tokio::spawn(async move { probe.facts(&Provider::Opencode, &opencode).await })
+            })
+            .collect();
+        for start in starts {
+            assert_eq!(start.await.unwrap().version, Some(Version(1, 14, 0)));
+        }
+        assert_eq!(std::fs::read_to_string(&runs).unwrap(), "--version\n");
     }
 
     #[tokio::test]

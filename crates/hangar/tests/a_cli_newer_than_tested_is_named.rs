@@ -52,3 +52,48 @@ fn a_newer_claude_gets_a_status_notice_and_doctor_names_the_tested_version() {
         "{text}"
     );
 }
+
+#[test]
+fn many_starts_while_the_version_probe_runs_run_the_cli_once() {
+    let h = Hangar::new();
+    // An opencode that takes 1.5 s to print its version (opencode does on a
+    // machine without network: cli_probe.rs) and notes every probe.
+    let probes = h.root.join("probes");
+    std::fs::write(
+        &h.opencode_bin,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo probe >> '{}'; sleep 1.5; echo 1.14.0; exit 0; fi\nexec '{}' --style opencode \"$@\"\n",
+            probes.display(),
+            support::fake_agent_bin().display()
+        ),
+    )
+    .expect("write wrapper");
+    let ids: Vec<String> = (0..6)
+        .map(|i| {
+            h.new_agent(&[
+                "--provider",
+                "opencode",
+                "--parked",
+                "--title",
+                &format!("o{i}"),
+            ])
+        })
+        .collect();
+    let wakes: Vec<_> = ids
+        .iter()
+        .map(|id| h.command(&["wake", id]).spawn().expect("spawn hangar wake"))
+        .collect();
+    for w in wakes {
+        assert!(w.wait_with_output().unwrap().status.success());
+    }
+    h.wait_until("no probe is running", DEADLINE, || {
+        probes.exists()
+            && !h
+                .pids_for_home()
+                .into_iter()
+                .any(|p| support::cmdline(p).iter().any(|a| a == "--version"))
+    });
+    assert_eq!(h.session_agent_pids().len(), ids.len());
+    let runs = std::fs::read_to_string(&probes).unwrap_or_default();
+    assert_eq!(runs.lines().count(), 1, "opencode --version ran {runs:?}");
+}

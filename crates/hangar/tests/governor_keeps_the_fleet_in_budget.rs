@@ -66,30 +66,19 @@ fn over_a_budget_of_five_the_least_recently_used_eligible_agent_is_hibernated() 
     assert_eq!(status["budget"]["live"], 5);
 }
 
-/// Start times of this fixture's fake agents younger than `age`, from
-/// /proc/<pid>/stat and /proc/uptime.
+/// How many of this fixture's session agents were younger than `age` at
+/// one moment: the `/proc/uptime` read before the scan. A process started
+/// after that moment is not counted: the scan takes a while, longer on a
+/// loaded machine, and counting against a moment before a process existed
+/// would call every start during the scan "at once".
 fn younger_than(h: &Hangar, age: Duration) -> usize {
-    let ticks = 100.0; // USER_HZ on Linux
-    let uptime: f64 = fs::read_to_string("/proc/uptime")
-        .ok()
-        .and_then(|u| u.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0.0);
-    h.fake_agent_pids_for_home()
+    let Some(now) = uptime_secs() else {
+        return 0;
+    };
+    h.session_agent_pids()
         .into_iter()
-        .filter(|pid| {
-            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let Some(after) = stat.rfind(')').map(|i| stat[i + 1..].to_owned()) else {
-                return false;
-            };
-            let start: f64 = after
-                .split_whitespace()
-                .nth(19)
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0.0);
-            uptime - start / ticks < age.as_secs_f64()
-        })
+        .filter_map(start_secs)
+        .filter(|&start| start <= now && now - start < age.as_secs_f64())
         .count()
 }
 

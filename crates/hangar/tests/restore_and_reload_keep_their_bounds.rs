@@ -48,19 +48,7 @@ fn started_pids(h: &Hangar) -> BTreeSet<i64> {
 /// agents alive). Processes are listed before transcripts are read, so an
 /// agent counted as starting really was starting when it was listed.
 fn look(h: &Hangar) -> (usize, usize) {
-    let fakes = h.fake_agent_pids_for_home();
-    // A fake agent forking a hook's shell has a child that, until its exec,
-    // still looks like a fake agent: only the agents themselves count.
-    let alive: Vec<i32> = fakes
-        .iter()
-        .copied()
-        .filter(|&p| !ppid(p).is_some_and(|parent| fakes.contains(&parent)))
-        // The daemon's one-off `--version`/`--help` probe of a program is
-        // not an agent (it starts none and holds no restore slot).
-        .filter(|&p| {
-            !matches!(cmdline(p).get(1..), Some([flag]) if flag == "--version" || flag == "--help")
-        })
-        .collect();
+    let alive = h.session_agent_pids();
     let started = started_pids(h);
     let starting = alive
         .iter()

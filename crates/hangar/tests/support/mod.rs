@@ -484,6 +484,27 @@ impl Hangar {
             .collect()
     }
 
+    /// The fake agents of this fixture that are sessions' agents: not the
+    /// daemon's one-off `--version`/`--help` probe of a program (it starts no
+    /// session and holds no slot), and not a child a fake agent forked for a
+    /// hook's shell, which until its exec still looks like a fake agent.
+    pub fn session_agent_pids(&self) -> Vec<i32> {
+        let fakes = self.fake_agent_pids_for_home();
+        fakes
+            .iter()
+            .copied()
+            .filter(|&p| !ppid(p).is_some_and(|parent| fakes.contains(&parent)))
+            // Through the fixture's wrappers a probe is `hangar-fake-agent
+            // --style claude --version`.
+            .filter(|&p| {
+                !cmdline(p)
+                    .iter()
+                    .skip(1)
+                    .any(|a| a == "--version" || a == "--help")
+            })
+            .collect()
+    }
+
     /// Fake agents of this fixture whose command line contains `arg`.
     pub fn processes_with_arg(&self, arg: &str) -> Vec<i32> {
         self.fake_agent_pids_for_home()
@@ -637,6 +658,24 @@ pub fn is_zombie(pid: i32) -> bool {
 
 pub fn ppid(pid: i32) -> Option<i32> {
     stat_fields(pid)?.get(1)?.parse().ok()
+}
+
+/// When the process started, in seconds since boot (the clock of
+/// `/proc/uptime`, in its 10 ms steps).
+pub fn start_secs(pid: i32) -> Option<f64> {
+    const USER_HZ: f64 = 100.0;
+    let ticks: f64 = stat_fields(pid)?.get(19)?.parse().ok()?;
+    Some(ticks / USER_HZ)
+}
+
+/// Seconds since boot, from `/proc/uptime`.
+pub fn uptime_secs() -> Option<f64> {
+    fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 pub fn pgid(pid: i32) -> Option<i32> {

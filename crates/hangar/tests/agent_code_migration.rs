@@ -101,14 +101,14 @@ fn importing_each_shape_into_a_running_daemon_starts_only_what_agent_code_shows(
         }
         let running = started - failed.len();
         h.wait_until("the panes' agents run", DEADLINE, || {
-            h.fake_agent_pids_for_home().len() == running
+            h.session_agent_pids().len() == running
         });
         let rows = h.ls();
         assert_eq!(rows.len(), sessions, "{name}");
         let live = rows.iter().filter(|r| r["state"] == "live").count();
         assert_eq!(live, running, "{name}: {rows:?}");
         // Still exactly that many once everything settled.
-        assert_eq!(h.fake_agent_pids_for_home().len(), running, "{name}");
+        assert_eq!(h.session_agent_pids().len(), running, "{name}");
         if name.starts_with("v3") {
             let lead = h.session(&fixture_id("v3-lead"));
             assert_eq!(lead["placement"], "pane");
@@ -347,7 +347,7 @@ fn a_live_agentcode_tmux_session_is_adopted_by_its_shell_pane_and_a_gone_one_is_
     // fresh shell (the fake agent).
     h.wait_screen("s-alive", "adopted-from-agent-code");
     h.wait_until("the gone terminal runs a fresh shell", DEADLINE, || {
-        h.fake_agent_pids_for_home().len() == 1
+        h.session_agent_pids().len() == 1
     });
     let client = h.pid_of("s-alive");
     let argv = support::cmdline(client);

@@ -113,9 +113,9 @@ fn five_hundred_create_agent_calls_at_once_are_all_answered_within_the_limits() 
     // The governor's budget holds once the spawned children settle.
     let max_live = 14;
     h.wait_until("the live budget holds", DEADLINE * 4, || {
-        h.fake_agent_pids_for_home().len() <= max_live
+        h.session_agent_pids().len() <= max_live
     });
-    let live_after = h.fake_agent_pids_for_home().len();
+    let live_after = h.session_agent_pids().len();
     let status = h.status();
     drop(clients);
 

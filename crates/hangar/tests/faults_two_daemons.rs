@@ -42,7 +42,7 @@ fn assert_one_daemon_one_fleet(h: &Hangar, ids: &[String], how: &str) {
         daemons().len() == 1
     });
     h.wait_restore_complete();
-    let agents = h.fake_agent_pids_for_home();
+    let agents = h.session_agent_pids();
     assert_eq!(
         agents.len(),
         2,

@@ -45,11 +45,7 @@ fn over_a_budget_of_five_the_least_recently_used_eligible_agent_is_hibernated() 
     h.ok(&["send", &busy, "slow 600000 think hard"]);
     h.wait_screen(&busy, "working");
     h.ok(&["wake", &oldest_eligible]);
-    assert_eq!(
-        h.fake_agent_pids_for_home().len(),
-        5,
-        "five live: at the budget"
-    );
+    assert_eq!(h.session_agent_pids().len(), 5, "five live: at the budget");
     // The sixth wake: the panes, the pinned and the busy agent are all older
     // than `oldest_eligible`, but none of them may go.
     h.ok(&["wake", &sixth]);
@@ -60,7 +56,7 @@ fn over_a_budget_of_five_the_least_recently_used_eligible_agent_is_hibernated() 
     for id in [&v1, &v2, &pinned, &busy, &sixth] {
         assert_eq!(h.state_of(id), "live", "{id} must stay live");
     }
-    assert_eq!(h.fake_agent_pids_for_home().len(), 5);
+    assert_eq!(h.session_agent_pids().len(), 5);
     let status = h.status();
     assert_eq!(status["budget"]["max_live"], 5);
     assert_eq!(status["budget"]["live"], 5);
@@ -114,7 +110,7 @@ fn forty_wakes_at_once_never_run_more_than_k_spawns_and_all_finish() {
     }
     assert!(peak <= 2, "saw {peak} spawns at once with K = 2");
     assert!(peak >= 1, "the sampler saw no spawn at all");
-    assert_eq!(h.fake_agent_pids_for_home().len(), 40);
+    assert_eq!(h.session_agent_pids().len(), 40);
     assert!(h.ls().iter().all(|r| r["state"] == "live"));
 }
 
@@ -164,7 +160,7 @@ fn three_auth_failures_trip_the_breaker_and_a_person_resumes_it() {
     assert_eq!(h.status()["wake_queue"]["breaker"], "closed");
     h.ok(&["wake", &ids[3]]);
     assert_eq!(h.state_of(&ids[3]), "live");
-    assert_eq!(h.fake_agent_pids_for_home().len(), 1);
+    assert_eq!(h.session_agent_pids().len(), 1);
     let summary = h.json(&["journal", "summarize"]);
     assert_eq!(summary["breaker_trips"], 1);
     assert_eq!(summary["failed_spawns"]["auth-failure"], 3);

@@ -85,7 +85,7 @@ fn the_budget_never_hibernates_a_session_a_person_is_attached_to() {
     );
     let status = h.status();
     assert_eq!(status["budget"]["over_budget"], true, "{status}");
-    assert_eq!(h.fake_agent_pids_for_home().len(), 2);
+    assert_eq!(h.session_agent_pids().len(), 2);
 }
 
 #[test]
@@ -190,7 +190,7 @@ fn evicting_a_parent_takes_its_idle_children_and_never_orphans_a_busy_one() {
         is_running(busy_pid),
         "the busy child keeps running, with its parent"
     );
-    assert_eq!(h.fake_agent_pids_for_home(), vec![busy_pid]);
+    assert_eq!(h.session_agent_pids(), vec![busy_pid]);
     for id in [&parent, &child] {
         assert!(journaled(
             &h,

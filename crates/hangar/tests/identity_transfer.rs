@@ -85,7 +85,7 @@ fn an_agent_code_file_imports_with_the_right_counts_and_a_start_spawns_exactly_i
     assert_eq!(status["restore"]["expected"], 9, "{status}");
     assert_eq!(status["restore"]["failed"], 0, "{status}");
     h.wait_until("nine agents run", DEADLINE, || {
-        h.fake_agent_pids_for_home().len() == 9
+        h.session_agent_pids().len() == 9
     });
     let rows = h.ls();
     assert_eq!(rows.len(), 37);
@@ -106,7 +106,7 @@ fn an_agent_code_file_imports_with_the_right_counts_and_a_start_spawns_exactly_i
         fixture_id("may-d01").as_str()
     );
     // Still exactly the panes once everything settled.
-    assert_eq!(h.fake_agent_pids_for_home().len(), 9);
+    assert_eq!(h.session_agent_pids().len(), 9);
 }
 
 #[test]

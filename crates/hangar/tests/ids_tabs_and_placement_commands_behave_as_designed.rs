@@ -35,11 +35,7 @@ fn a_unique_prefix_names_a_session_and_ambiguous_or_unknown_ids_are_refused_clea
         err.to_lowercase().contains("no session") || err.contains("not found"),
         "{err}"
     );
-    assert_eq!(
-        h.fake_agent_pids_for_home().len(),
-        10,
-        "refusals change nothing"
-    );
+    assert_eq!(h.session_agent_pids().len(), 10, "refusals change nothing");
 }
 
 #[test]
@@ -190,7 +186,7 @@ fn park_unpark_bury_unbury_pin_and_unpin_move_sessions_as_designed() {
         (json!("buried"), json!("hibernated"))
     );
     assert_eq!(row["pinned"], true, "the pin survives");
-    assert_eq!(h.fake_agent_pids_for_home().len(), 1);
+    assert_eq!(h.session_agent_pids().len(), 1);
 
     h.ok(&["unbury", &b]);
     let row = h.wait_state(&b, "live");
@@ -198,7 +194,7 @@ fn park_unpark_bury_unbury_pin_and_unpin_move_sessions_as_designed() {
     assert_eq!(row["tab"], tab_id);
     let panes = h.json(&["tab", "ls"])[0]["panes"].clone();
     assert_eq!(panes.as_array().unwrap().len(), 2, "{panes}");
-    assert_eq!(h.fake_agent_pids_for_home().len(), 2);
+    assert_eq!(h.session_agent_pids().len(), 2);
 
     h.ok(&["unpin", &b]);
     assert_eq!(h.session(&b)["pinned"], false);

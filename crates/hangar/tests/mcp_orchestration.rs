@@ -13,7 +13,7 @@ use support::mcp::{Mcp, mcp_config, token_of};
 use support::{DEADLINE, Hangar, user_entries};
 
 fn fake_count(h: &Hangar) -> usize {
-    h.fake_agent_pids_for_home().len()
+    h.session_agent_pids().len()
 }
 
 fn wait_fakes(h: &Hangar, n: usize) {

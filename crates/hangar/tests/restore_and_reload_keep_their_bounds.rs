@@ -147,7 +147,7 @@ fn a_restore_starts_at_most_its_concurrency_of_agents_at_once_and_shows_waiting_
     assert_eq!(status["restore"]["restored"], 6, "{status}");
     assert_eq!(status["restore"]["complete"], true, "{status}");
     assert_eq!(status["restore"]["all_live"], true, "{status}");
-    assert_eq!(h.fake_agent_pids_for_home().len(), 6);
+    assert_eq!(h.session_agent_pids().len(), 6);
 }
 
 #[test]
@@ -202,7 +202,7 @@ fn a_pane_slower_than_the_spawn_timeout_fails_with_its_retry_and_the_others_rest
         assert_eq!(h.state_of(&pane.id), "live");
     }
     wait_until("the timed-out agent is stopped", DEADLINE, || {
-        h.fake_agent_pids_for_home().len() == 3
+        h.session_agent_pids().len() == 3
     });
 }
 
@@ -302,5 +302,5 @@ fn a_restart_that_fails_during_reload_keeps_its_pane_failed_in_place() {
                 .any(|x| x == "--dangerously-skip-permissions")
         );
     }
-    assert_eq!(h.fake_agent_pids_for_home().len(), 2);
+    assert_eq!(h.session_agent_pids().len(), 2);
 }

@@ -55,7 +55,7 @@ fn one_slot_forks_all_nine_panes_while_the_first_still_settles() {
         begun_before_first_end, 9,
         "every pane forked before the first settle ended ({end}): settles overlap"
     );
-    assert_eq!(h.fake_agent_pids_for_home().len(), 9);
+    assert_eq!(h.session_agent_pids().len(), 9);
     for pane in &ws.panes {
         assert_eq!(h.state_of(&pane.id), "live");
     }
@@ -86,7 +86,7 @@ fn two_thousand_persisted_sessions_spawn_only_the_nine_panes_and_list_the_rest_h
             "round {round}: {status}"
         );
         assert_eq!(
-            h.fake_agent_pids_for_home().len(),
+            h.session_agent_pids().len(),
             9,
             "round {round}: exactly the panes run"
         );
@@ -116,5 +116,5 @@ fn two_thousand_persisted_sessions_spawn_only_the_nine_panes_and_list_the_rest_h
         arg_after(&cmdline(pid), "--resume").as_deref(),
         Some(agent.psid.as_str())
     );
-    assert_eq!(h.fake_agent_pids_for_home().len(), 10);
+    assert_eq!(h.session_agent_pids().len(), 10);
 }

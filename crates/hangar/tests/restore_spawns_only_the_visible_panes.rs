@@ -49,7 +49,7 @@ fn assert_only_panes_run(h: &Hangar, ws: &support::workspace::CraftedWorkspace) 
     assert_eq!(status["restore"]["restored"], ws.panes.len(), "{status}");
     assert_eq!(status["restore"]["failed"], 0, "{status}");
     assert_eq!(status["restore"]["all_live"], true, "{status}");
-    let agents = h.fake_agent_pids_for_home();
+    let agents = h.session_agent_pids();
     assert_eq!(
         agents.len(),
         ws.panes.len(),
@@ -159,12 +159,12 @@ fn waking_one_parked_agent_adds_exactly_one_process_resuming_its_id() {
         arg_after(&cmdline(pid), "--resume").as_deref(),
         Some(agent.psid.as_str())
     );
-    assert_eq!(h.fake_agent_pids_for_home().len(), 10);
+    assert_eq!(h.session_agent_pids().len(), 10);
 
     // Waking a live session is a no-op.
     h.ok(&["wake", &agent.id]);
     assert_eq!(h.pid_of(&agent.id), pid);
-    assert_eq!(h.fake_agent_pids_for_home().len(), 10);
+    assert_eq!(h.session_agent_pids().len(), 10);
 }
 
 #[test]
@@ -190,11 +190,7 @@ fn twenty_concurrent_wakes_of_one_hibernated_agent_start_exactly_one_process() {
         1,
         "one process for the woken agent"
     );
-    assert_eq!(
-        h.fake_agent_pids_for_home().len(),
-        10,
-        "nine panes plus one"
-    );
+    assert_eq!(h.session_agent_pids().len(), 10, "nine panes plus one");
 }
 
 #[test]
@@ -230,7 +226,7 @@ fn reload_with_dangerous_on_restarts_only_the_live_panes_and_hibernated_agents_p
         );
     }
     assert_eq!(
-        h.fake_agent_pids_for_home().len(),
+        h.session_agent_pids().len(),
         9,
         "no hibernated agent was started"
     );
@@ -277,7 +273,7 @@ fn a_pane_whose_program_is_missing_fails_alone_and_every_record_survives_two_res
         row["reason"].as_str().is_some_and(|r| r.contains("codex")),
         "a readable reason: {row}"
     );
-    assert_eq!(h.fake_agent_pids_for_home().len(), 8, "the other 8 run");
+    assert_eq!(h.session_agent_pids().len(), 8, "the other 8 run");
     let before = durable_rows(&h);
     assert_eq!(before.len(), 49);
 
@@ -314,7 +310,7 @@ fn wake_retries_a_failed_pane_once_its_program_is_back() {
         ["resume".to_owned(), pane.psid.clone()],
         "codex resumes with a trailing `resume <id>`: {args:?}"
     );
-    assert_eq!(h.fake_agent_pids_for_home().len(), 9);
+    assert_eq!(h.session_agent_pids().len(), 9);
 }
 
 #[test]
@@ -355,7 +351,7 @@ fn park_keeps_a_running_agent_running() {
     assert_eq!(row["state"], "live", "{row}");
     assert_eq!(row["pid"], pid, "same process");
     assert!(is_running(pid));
-    assert_eq!(h.fake_agent_pids_for_home().len(), 2);
+    assert_eq!(h.session_agent_pids().len(), 2);
 }
 
 #[test]
@@ -388,7 +384,7 @@ fn closing_a_tab_asks_for_yes_then_closes_its_panes_and_parked_agents() {
     wait_until("the closed tab's processes are gone", DEADLINE, || {
         processes_in_group(parked_pid).is_empty() && processes_in_group(pane_pid).is_empty()
     });
-    assert_eq!(h.fake_agent_pids_for_home().len(), 1);
+    assert_eq!(h.session_agent_pids().len(), 1);
 }
 
 #[test]
@@ -400,7 +396,7 @@ fn ten_thousand_persisted_sessions_with_nine_panes_restore_with_exactly_nine_pro
     assert_eq!(status["sessions"]["total"], 10_000, "{status}");
     assert_eq!(status["restore"]["restored"], 9, "{status}");
     assert_eq!(status["restore"]["hibernated"], 9_991, "{status}");
-    assert_eq!(h.fake_agent_pids_for_home().len(), 9);
+    assert_eq!(h.session_agent_pids().len(), 9);
     for pane in &ws.panes {
         assert_eq!(h.processes_with_flag("--resume", &pane.psid).len(), 1);
     }

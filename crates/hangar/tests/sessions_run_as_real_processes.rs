@@ -47,7 +47,7 @@ fn three_agents_split_in_one_tab_are_live_processes_with_their_session_ids() {
     pids.dedup();
     assert_eq!(pids.len(), 3, "three distinct processes");
     assert_eq!(
-        h.fake_agent_pids_for_home().len(),
+        h.session_agent_pids().len(),
         3,
         "exactly three agents in /proc"
     );
@@ -145,7 +145,7 @@ fn a_missing_program_gives_a_failed_session_with_a_reason_and_the_daemon_keeps_s
 
     let ok = h.new_pane();
     h.wait_state(&ok, "live");
-    assert_eq!(h.fake_agent_pids_for_home().len(), 1);
+    assert_eq!(h.session_agent_pids().len(), 1);
 }
 
 #[test]

@@ -71,11 +71,7 @@ fn two_hundred_new_close_cycles_leave_fds_and_children_where_they_started() {
         children_of(daemon).iter().all(|&c| !is_zombie(c)),
         "no zombie left"
     );
-    assert_eq!(
-        h.fake_agent_pids_for_home().len(),
-        1,
-        "only the kept pane runs"
-    );
+    assert_eq!(h.session_agent_pids().len(), 1, "only the kept pane runs");
     wait_until("one PTY master open, the kept pane's", DEADLINE, || {
         open_ptys(daemon) == 1
     });

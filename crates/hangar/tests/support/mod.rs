@@ -488,20 +488,45 @@ impl Hangar {
     /// daemon's one-off `--version`/`--help` probe of a program (it starts no
     /// session and holds no slot), and not a child a fake agent forked for a
     /// hook's shell, which until its exec still looks like a fake agent.
+    ///
+    /// Count agents with this, never with `fake_agent_pids_for_home().len()`:
+    /// the daemon probes a claude or opencode program in the background
+    /// while the first session of it starts, so a count taken then is one
+    /// too many on a slow machine. Each process's command line and parent
+    /// are read once: one that ends between two reads is dropped, not
+    /// counted without being looked at.
     pub fn session_agent_pids(&self) -> Vec<i32> {
-        let fakes = self.fake_agent_pids_for_home();
+        let needle = format!("HANGAR_HOME={}", self.home.display());
+        let fakes: Vec<(i32, Vec<String>, Option<i32>)> = all_pids()
+            .into_iter()
+            .filter_map(|pid| {
+                let args = cmdline(pid);
+                let parent = ppid(pid);
+                let running = is_running(pid);
+                (running
+                    && args
+                        .first()
+                        .is_some_and(|a| a.ends_with("hangar-fake-agent"))
+                    && environ(pid).contains(&needle))
+                .then_some((pid, args, parent))
+            })
+            .collect();
         fakes
             .iter()
-            .copied()
-            .filter(|&p| !ppid(p).is_some_and(|parent| fakes.contains(&parent)))
+            .filter(|(_, _, parent)| {
+                !parent.is_some_and(|parent| fakes.iter().any(|(p, _, _)| *p == parent))
+            })
             // Through the fixture's wrappers a probe is `hangar-fake-agent
-            // --style claude --version`.
-            .filter(|&p| {
-                !cmdline(p)
+            // --style claude --version`; codex's shared `app-server` (it
+            // outlives the agent that started it) is no session either.
+            .filter(|(_, args, _)| {
+                !args
                     .iter()
                     .skip(1)
                     .any(|a| a == "--version" || a == "--help")
+                    && args.get(1).map(String::as_str) != Some("app-server")
             })
+            .map(|(pid, _, _)| *pid)
             .collect()
     }
 

@@ -332,9 +332,21 @@ fn fifty_live_sessions_share_one_proxy_listener_and_add_no_process() {
     assert_eq!(status["proxy"]["sessions"], 50);
 
     // Exactly the 50 agents under the daemon: the proxy adds no process.
-    let agents = h.fake_agent_pids_for_home();
+    // Counted once each agent is at its prompt: before it, an agent may
+    // still be running its SessionStart hook (`/bin/sh -c 'hangar hook
+    // ...'`), a descendant of the daemon that is not the proxy's.
+    for id in &ids {
+        h.wait_screen(id, "> ");
+    }
+    let agents = h.session_agent_pids();
     assert_eq!(agents.len(), 50);
-    assert_eq!(descendants_of(daemon).len(), 50);
+    let mut sorted = agents.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        descendants_of(daemon),
+        sorted,
+        "the daemon's descendants are its 50 agents"
+    );
 
     // Every agent points at the same listener, with its own credentials.
     let mut tokens = std::collections::BTreeSet::new();
@@ -581,7 +593,7 @@ fn with_the_proxy_disabled_in_config_agents_get_no_proxy_and_nothing_listens() {
     let claude = h.new_agent(&["--provider", "claude"]);
     let codex = h.new_agent(&["--provider", "codex"]);
     h.wait_until("both agents run", DEADLINE, || {
-        h.fake_agent_pids_for_home().len() == 2
+        h.session_agent_pids().len() == 2
     });
     for id in [&claude, &codex] {
         let pid = h.pid_of(id);

@@ -125,8 +125,11 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id() as i32;
+        // Until its exec the child carries this test's environment, not the
+        // session's: wait for it, as long as a loaded machine may take.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
         let mut seen = Vec::new();
-        for _ in 0..100 {
+        while std::time::Instant::now() < deadline {
             seen = find(&session, home.path(), None);
             if !seen.is_empty() {
                 break;

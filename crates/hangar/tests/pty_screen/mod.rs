@@ -17,7 +17,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub const DEADLINE: Duration = Duration::from_secs(20);
+/// A named wait's deadline: support's, the norm for every process-level
+/// test (2 shared cores may be busy building while a TUI draws).
+pub const DEADLINE: Duration = crate::support::DEADLINE;
 
 pub struct PtyApp {
     master: File,

@@ -309,3 +309,41 @@ fn a_rest_damaged_after_the_first_look_is_salvaged_into_a_fresh_file_beside_the_
     assert!(again.recovered.is_none() && again.pruned.is_empty());
     assert_eq!(again.workspace, full.workspace);
 }
+
+#[test]
+fn a_table_dropped_after_the_first_look_costs_its_rows_only() {
+    let dir = TempDir::new().unwrap();
+    let path = store_path(&dir);
+    let ws = large_workspace(400, 6);
+    saved(&path, &ws);
+    let mut look = Store::open_first_look(&path).unwrap();
+    // By hand, between the phases: the buried records are gone.
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP TABLE buried")
+        .unwrap();
+
+    let full = look
+        .store
+        .finish_loading(read_rest(&path).unwrap(), &look.workspace)
+        .expect("rebuilt without the table");
+    let reason = full.recovered.expect("the damage is reported").reason;
+    assert!(
+        reason.contains("no such table: buried") && reason.contains("buried: every row"),
+        "{reason}"
+    );
+    // The buried sessions lost their owner record and are pruned; every
+    // other session, pin and parked record is kept.
+    let buried: Vec<&SessionId> = ws.buried.keys().collect();
+    assert!(!buried.is_empty());
+    assert_eq!(
+        full.workspace.sessions.len(),
+        ws.sessions.len() - buried.len()
+    );
+    assert!(full.workspace.buried.is_empty());
+    assert_eq!(full.workspace.parked, ws.parked);
+    drop(look);
+    let again = Store::open(&path).unwrap();
+    assert!(again.recovered.is_none());
+    assert_eq!(again.workspace, full.workspace);
+}

@@ -482,3 +482,59 @@ fn a_pane_a_damaged_index_hides_from_the_first_look_is_restored_after_the_load_a
     );
     h.shutdown();
 }
+
+#[test]
+fn a_rest_that_cannot_be_opened_stops_the_panes_and_leaves_the_file_whole() {
+    let mut h = Hangar::new();
+    let release = h.root.join("release-the-full-load");
+    h.set_env("HANGAR_TEST_HOLD_FULL_LOAD", &release);
+    let ws = craft(&Recipe::field(600), &h.work);
+    h.import(&ws.json);
+    let store = store_of(&h);
+
+    let log = h.root.join("daemon.err");
+    let mut child = h
+        .command(&["daemon"])
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut held = release.clone().into_os_string();
+    held.push(".held");
+    let held = PathBuf::from(held);
+    h.wait_until("the start holds before its full load", DEADLINE, || {
+        held.exists()
+    });
+    h.wait_until("every pane is forked", DEADLINE, || {
+        ws.panes
+            .iter()
+            .all(|p| h.processes_with_flag("--resume", &p.psid).len() == 1)
+    });
+    // The file is moved away between the phases (with its companions, as
+    // a person's `mv state.db*` would): phase two cannot open it. Nothing
+    // says the file is damaged, and no save can be made without it.
+    let moved = h.root.join("moved.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let from = PathBuf::from(format!("{}{suffix}", store.display()));
+        if from.exists() {
+            fs::rename(&from, format!("{}{suffix}", moved.display())).unwrap();
+        }
+    }
+    fs::write(&release, b"").unwrap();
+
+    let mut exit = None;
+    h.wait_until("the daemon exits", DEADLINE, || {
+        exit = child.try_wait().unwrap();
+        exit.is_some()
+    });
+    assert!(!exit.unwrap().success(), "the start fails");
+    let err = fs::read_to_string(&log).unwrap();
+    assert!(err.contains("cannot load the workspace store"), "{err}");
+    h.wait_until("the forked panes are stopped", DEADLINE, || {
+        h.fake_agent_pids_for_home().is_empty()
+    });
+    // The file, where it went, opens whole: no recovery, every session.
+    let opened = hangar_store::Store::open(&moved).expect("the moved store opens");
+    assert!(opened.recovered.is_none(), "{:?}", opened.recovered);
+    assert_eq!(opened.workspace.sessions.len(), 9 + 600);
+}

@@ -215,10 +215,14 @@ fn salvage_rows(
             return;
         }
     };
-    let mut seeks_from = |from: i64| {
+    // The first rowid from `from` on (`Some(None)`: none), if the seek works.
+    let mut first_from = |from: i64| -> Option<Option<i64>> {
         seek.query([from])
-            .and_then(|mut rows| rows.next().map(|_| ()))
-            .is_ok()
+            .and_then(|mut rows| match rows.next()? {
+                Some(row) => row.get::<_, i64>(0).map(Some),
+                None => Ok(None),
+            })
+            .ok()
     };
     // The first rowid not read yet.
     let mut next = i64::MIN;
@@ -241,14 +245,23 @@ fn salvage_rows(
                 }
             },
         };
-        if seeks_from(next) {
-            // Not the seek that fails (a passing fault): scan again.
+        if let Some(found) = first_from(next) {
+            // The row's place reads, its content does not (a damaged
+            // overflow page): that one row is left out.
+            let Some(rowid) = found else { return };
+            lost.push(format!(
+                "{table}: the row of rowid {rowid} (SQLite said \"{error}\")"
+            ));
+            let Some(after) = rowid.checked_add(1) else {
+                return;
+            };
+            next = after;
             continue;
         }
         let (mut failing, mut step) = (next, 1i64);
         let mut works = loop {
             let probe = failing.saturating_add(step);
-            if seeks_from(probe) {
+            if first_from(probe).is_some() {
                 break probe;
             }
             if probe == i64::MAX {
@@ -263,7 +276,7 @@ fn salvage_rows(
         // In i128: from `i64::MIN` the interval is wider than an i64.
         while i128::from(works) - i128::from(failing) > 1 {
             let mid = ((i128::from(works) + i128::from(failing)) / 2) as i64;
-            if seeks_from(mid) {
+            if first_from(mid).is_some() {
                 works = mid;
             } else {
                 failing = mid;

@@ -347,3 +347,55 @@ fn a_table_dropped_after_the_first_look_costs_its_rows_only() {
     assert!(again.recovered.is_none());
     assert_eq!(again.workspace, full.workspace);
 }
+
+#[test]
+fn a_row_whose_overflow_page_is_torn_after_the_first_look_is_the_only_one_left_out() {
+    let dir = TempDir::new().unwrap();
+    let path = store_path(&dir);
+    let mut ws = large_workspace(600, 6);
+    // A title two pages long: the row goes on in a chain of overflow
+    // pages. The marker is on the first of them (SQLite keeps about 1 KiB
+    // of such a row on its leaf), whose link to the next one is torn below:
+    // its content no longer reads, while its rowid (on the leaf) does.
+    let long = session_id(300);
+    assert!(ws.parked.contains_key(&long));
+    ws.sessions.get_mut(&long).unwrap().title =
+        format!("{}OVERFLOW-MARKER{}", "a".repeat(2_500), "b".repeat(6_000));
+    saved(&path, &ws);
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .unwrap();
+    let rowid: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT rowid FROM sessions WHERE id = ?1",
+            [long.as_str()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let bytes = fs::read(&path).unwrap();
+    let page_size = usize::from(u16::from_be_bytes([bytes[16], bytes[17]]));
+    let at = bytes
+        .windows(15)
+        .position(|w| w == b"OVERFLOW-MARKER")
+        .unwrap();
+    let overflow_page = (at / page_size + 1) as u64;
+
+    let mut look = Store::open_first_look(&path).unwrap();
+    tear_page(&path, overflow_page);
+    let full = look
+        .store
+        .finish_loading(read_rest(&path).unwrap(), &look.workspace)
+        .unwrap();
+    let reason = full.recovered.expect("the damage is reported").reason;
+    assert!(
+        reason.contains(&format!("sessions: the row of rowid {rowid}")),
+        "{reason}"
+    );
+    // That session is gone (its parked record, now pointing at nothing, is
+    // pruned); every other one is kept.
+    assert_eq!(full.workspace.sessions.len(), 599);
+    assert!(!full.workspace.sessions.contains_key(&long));
+    assert!(!full.workspace.parked.contains_key(&long));
+}

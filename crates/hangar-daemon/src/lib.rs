@@ -288,9 +288,17 @@ impl Daemon {
             .map(|id| id.as_str())
             .collect();
         if !disagreeing.is_empty() {
+            let repair = match &full.reindexed {
+                Some(Ok(())) => "; the index was rebuilt from the table".to_owned(),
+                Some(Err(e)) => format!(
+                    ". The index could not be rebuilt ({e}): the file may be damaged, \
+                     `hangar export` keeps a copy"
+                ),
+                None => ". The file may be damaged: `hangar export` keeps a copy".to_owned(),
+            };
             let msg = format!(
                 "the store's index and table disagree about {} pane session(s) ({}); the \
-                 table's rows are used. The file may be damaged: `hangar export` keeps a copy",
+                 table's rows are used{repair}",
                 disagreeing.len(),
                 disagreeing.join(", ")
             );

@@ -41,7 +41,12 @@
 //! with its table. [`FullLoad::differing_rows`] lists every pane session whose
 //! row the first look read differently from the scan, so the caller can say
 //! so (a pane the first look missed shows in the full plan); with an
-//! undamaged index it is empty.
+//! undamaged index it is empty. When the two disagree (a row read
+//! differently, or a pane's row the first look did not find), the index is
+//! rebuilt from the table (`REINDEX`, [`FullLoad::reindexed`]) before
+//! anything else reads or writes through it: saves find rows by it (an
+//! upsert it misses would add a second row for a session), and so does the
+//! removal of orphan screens (a screen it misses would be deleted).
 //!
 //! # A rest that cannot be read
 //!
@@ -128,6 +133,10 @@ pub struct FullLoad {
     /// Pane sessions whose row the first look read differently from the
     /// full read: only a damaged index does that.
     pub differing_rows: Vec<SessionId>,
+    /// Set when the first look and the full read disagreed about a pane's
+    /// row (read differently, or not found by its key): whether the index of
+    /// session ids was then rebuilt from the table, or why it could not be.
+    pub reindexed: Option<Result<(), String>>,
     /// Whether the workspace differs from the file in what the first forks
     /// changed (a minted provider id, the dangerous flag): the caller saves
     /// it.
@@ -217,6 +226,18 @@ impl Store {
             pruned.merge(more);
         }
 
+        // A pane whose row the table holds and the first look did not find.
+        let missed_a_row = workspace.tabs.iter().flat_map(Tab::leaves).any(|id| {
+            workspace.sessions.contains_key(&id) && !self.first_look_rows.contains_key(&id)
+        });
+        let reindexed = (missed_a_row || !differing_rows.is_empty()).then(|| {
+            // Fails on a table that holds one id twice (the unique index
+            // refuses it): the rows stay as they are, and the caller says so.
+            self.conn
+                .execute_batch("REINDEX sessions")
+                .map_err(|e| e.to_string())
+        });
+
         let removed: Vec<SessionId> = last_save
             .sessions
             .keys()
@@ -244,6 +265,7 @@ impl Store {
             recovered,
             pruned,
             differing_rows,
+            reindexed,
             changed_since_first_look: changed,
         })
     }
@@ -372,6 +394,7 @@ impl Store {
             recovered: Some(recovered),
             pruned,
             differing_rows: Vec::new(),
+            reindexed: None,
             changed_since_first_look: false,
         })
     }

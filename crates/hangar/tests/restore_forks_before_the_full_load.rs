@@ -477,10 +477,26 @@ fn a_pane_a_damaged_index_hides_from_the_first_look_is_restored_after_the_load_a
     let notices = status["notices"].to_string();
     assert!(
         notices.contains("index and table disagree about 1 pane session(s)")
-            && notices.contains(&hidden.id),
+            && notices.contains(&hidden.id)
+            && notices.contains("the index was rebuilt from the table"),
         "{notices}"
     );
+    // Rebuilt: the index finds the pane's row again, so a save updates it
+    // instead of adding a second row for the session.
+    let conn = Connection::open(store_of(&h)).unwrap();
+    let by_key: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sessions WHERE id = ?1",
+            [&hidden.id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(by_key, 1, "the index finds the pane's one row");
+    drop(conn);
     h.shutdown();
+    let opened = hangar_store::Store::open(&store_of(&h)).unwrap();
+    assert!(opened.recovered.is_none() && opened.pruned.is_empty());
+    assert_eq!(opened.workspace.sessions.len(), 9 + 300);
 }
 
 #[test]

@@ -344,3 +344,20 @@ fn base64_of(bytes: &[u8]) -> String {
     }
     out
 }
+
+#[test]
+fn a_pane_whose_session_ended_still_scrolls_back_to_line_1() {
+    let h = Hangar::new();
+    let (id, mut app) = tui_after(&h, "true", "printed-42");
+    h.ok(&["send", &id, "seq 1 12000; exit"]);
+    app.wait_text("exited");
+    // Its history is read from what the daemon saved, numbered anew.
+    app.write(b"[");
+    app.wait_text("COPY");
+    app.write(b"g");
+    app.wait_for("line 1 of seq at the top of the ended pane", |_| {
+        shows_seq_start(&app)
+    });
+    app.write(b"G");
+    app.wait_for("back at the end", |t| t.contains("12000"));
+}

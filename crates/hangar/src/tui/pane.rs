@@ -310,19 +310,6 @@ impl Pane {
         history.first(&mut source) as usize
     }
 
-    /// Line `line` with its colours: from history (read from the daemon),
-    /// or one of the screen's rows.
-    fn formatted_line(&mut self, line: usize) -> Option<String> {
-        let end = self.history_end();
-        if line >= end {
-            let row = u16::try_from(line - end).ok()?;
-            let screen = self.parser.screen();
-            return screen.rows_formatted(0, self.size.1).nth(usize::from(row));
-        }
-        let (history, mut source) = self.history_and_pages();
-        history.line(line as u64, &mut source).map(str::to_owned)
-    }
-
     /// The text of line `line`, trailing blanks dropped.
     pub fn line_text(&mut self, line: usize) -> String {
         let end = self.history_end();
@@ -363,12 +350,27 @@ impl Pane {
             return;
         };
         let (rows, cols) = self.size;
+        let end = self.history.end();
+        // The screen's rows the view shows, below its history lines.
+        let screen: Vec<String> = if top + u64::from(rows) > end {
+            self.parser.screen().rows_formatted(0, cols).collect()
+        } else {
+            Vec::new()
+        };
+        // No autowrap: a history line wider than the pane (printed when the
+        // session was wider) is cut at its edge, not run into the next row.
         let mut bytes = Vec::from(&b"\x1b[?7l"[..]);
         for row in 0..rows {
-            let line = self.formatted_line(top as usize + usize::from(row));
+            let line = top + u64::from(row);
             bytes.extend_from_slice(format!("\x1b[{};1H\x1b[0m", row + 1).as_bytes());
-            if let Some(line) = line {
-                bytes.extend_from_slice(line.as_bytes());
+            let text = if line < end {
+                let (history, mut source) = self.history_and_pages();
+                history.line(line, &mut source)
+            } else {
+                screen.get((line - end) as usize).map(String::as_str)
+            };
+            if let Some(text) = text {
+                bytes.extend_from_slice(text.as_bytes());
             }
         }
         let mut view = vt100::Parser::new(nz(rows), nz(cols), 0);

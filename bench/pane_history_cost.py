@@ -108,22 +108,34 @@ def print_lines(home, sid, n, width, marker):
     wait_screen(home, sid, f"{marker}_42")
 
 
-def nine_panes_rss():
-    """KiB of the TUI's RSS with 9 panes of 10,000 long lines each."""
+def settled_rss(pid, quiet=3.0, timeout=120):
+    deadline = time.monotonic() + timeout
+    last, since = hb.rss_kib(pid), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = hb.rss_kib(pid)
+        if abs(now - last) > max(last // 200, 256):
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return now
+    raise TimeoutError("the TUI's memory never settled")
+
+
+def nine_panes_rss(lines=10_000):
+    """KiB of the TUI's RSS with 9 panes of `lines` long lines each."""
     home = hb.Home()
     try:
         home.start_daemon()
         home.wait_socket()
         sids = [shell(home) for _ in range(9)]
         for i, sid in enumerate(sids):
-            print_lines(home, sid, 10_000, 180, f"DONE{i}")
+            print_lines(home, sid, lines, 180, f"DONE{i}")
         tui = Tui(home)
         try:
-            for i in range(9):
-                tui.wait_for(f"DONE{i}_42".encode())
-            # Settled: every pane drew its end; give it a moment to go quiet.
-            time.sleep(2)
-            return hb.rss_kib(tui.pid)
+            # Some panes are too narrow to show a marker: wait for the TUI's
+            # memory to settle instead (unchanged for 3 s after it attached).
+            tui.wait_for(b"DONE0_42")
+            return settled_rss(tui.pid)
         finally:
             tui.close()
     finally:
@@ -140,6 +152,7 @@ def attach_40k_ms(runs):
         sid = shell(home)
         print_lines(home, sid, 40_000, 70, "FULL")
         kept = home.json("screen", sid, "--scrollback", "100000")["history"]
+        pages = page_ms(home, sid)
         full = []
         for _ in range(runs):
             tui = Tui(home)
@@ -147,9 +160,34 @@ def attach_40k_ms(runs):
                 full.append((tui.wait_for(b"FULL_42") - tui.t0) * 1000)
             finally:
                 tui.close()
-        return full, len(kept)
+        return full, len(kept), pages
     finally:
         home.close()
+
+
+def page_ms(home, sid, pages=80):
+    """ms per `history` request of 500 lines (a pane's page), walking back
+    from the newest; None from a daemon without paged history."""
+    c = hb.Client(os.path.join(home.home, "run", "hangar.sock"))
+    try:
+        before = None
+        took = []
+        for _ in range(pages):
+            t0 = time.monotonic()
+            try:
+                body = {"session": sid, "lines": 500}
+                if before is not None:
+                    body["before"] = before
+                page = c.ask("history", body)
+            except RuntimeError:
+                return None
+            took.append((time.monotonic() - t0) * 1000)
+            if page["start"] <= page["first"]:
+                break
+            before = page["start"]
+        return took
+    finally:
+        c.s.close()
 
 
 def main():
@@ -157,12 +195,17 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()}")
+    empty = nine_panes_rss(0)
+    print(f"TUI RSS, the same 9 panes with no history: {empty / 1024:.1f} MiB")
     rss = [nine_panes_rss() for _ in range(args.runs)]
     print(f"TUI RSS, 9 panes x 10,000 lines of 188 chars: {[round(r / 1024, 1) for r in rss]} MiB, "
           f"median {statistics.median(rss) / 1024:.1f} MiB")
-    full, kept = attach_40k_ms(args.runs)
+    full, kept, pages = attach_40k_ms(args.runs)
     print(f"TUI start to a pane showing the end of a session with {kept} lines of history: "
           f"{[round(t) for t in full]} ms, median {statistics.median(full):.0f} ms")
+    if pages:
+        print(f"a page of 500 lines of it (`history` request), {len(pages)} pages back to line 1: "
+              f"median {statistics.median(pages):.2f} ms, max {max(pages):.2f} ms")
     print(f"load average after: {os.getloadavg()}")
 
 

@@ -277,7 +277,7 @@ impl LiveProcess {
     /// output stopped, and say where history ends after exactly that output:
     /// the PTY reader feeds the terminal and broadcasts under this same lock.
     pub fn take_with_history_end<T>(&self, take: impl FnOnce() -> T) -> (T, u64) {
-        let mut screen = self.lock_screen();
+        let screen = self.lock_screen();
         let taken = take();
         (taken, screen.terminal.history_end())
     }

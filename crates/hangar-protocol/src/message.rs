@@ -157,8 +157,9 @@ pub struct Attach {
     pub cols: u16,
     pub rows: u16,
     /// Print up to this many lines of the session's history before its
-    /// screen, so a client that keeps its own scrollback (the TUI) has it.
-    /// `None` (and older clients): the screen only.
+    /// screen, so a client that keeps its own scrollback has it (the TUI did
+    /// before it read history by page). `None` (and older clients): the
+    /// screen only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<u32>,
     /// Send `{"event": "history", "end": N}` after output that moved the

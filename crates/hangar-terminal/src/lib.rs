@@ -401,10 +401,12 @@ impl Terminal {
         }
     }
 
-    /// One past the newest history line's number ([`HistoryPage::end`]).
-    pub fn history_end(&mut self) -> u64 {
-        self.settle();
-        self.screen.history.end_number()
+    /// One past the newest history line's number ([`HistoryPage::end`]),
+    /// counting the lines a run of plain lines will push: asked after every
+    /// batch of output sent to the TUI, it must not end the run (settling
+    /// each batch cost the flood its fast path).
+    pub fn history_end(&self) -> u64 {
+        self.screen.history.end_number() + self.plain.pending_pushes()
     }
 
     /// Every occurrence of `needle` in history and on the screen, oldest

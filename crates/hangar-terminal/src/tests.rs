@@ -58,6 +58,23 @@ fn a_history_page_asked_by_number_is_the_same_lines_after_more_output() {
 }
 
 #[test]
+fn the_history_end_counts_a_plain_run_without_ending_it() {
+    for lines in [1, 5, 9, 10, 11, 25, 300] {
+        let mut t = term(10, 40);
+        t.feed(b"\x1b[10;1H");
+        t.feed(&seq(3));
+        let base = t.history_end();
+        // A run of plain lines, kept back from the parser.
+        t.feed(&seq(lines));
+        t.feed(b"partial");
+        let counted = t.history_end();
+        assert!(t.plain.active(), "{lines}: still a run");
+        assert_eq!(counted, t.history_page(None, 0).end, "{lines}: as settled");
+        assert_eq!(counted, base + lines as u64, "{lines}");
+    }
+}
+
+#[test]
 fn history_never_grows_past_its_byte_cap_under_a_flood() {
     let cap = 256 * 1024;
     let mut t = Terminal::new(50, 200, Config { history_bytes: cap });

@@ -32,6 +32,9 @@ const AUTO_RETRY_EVERY: Duration = Duration::from_secs(2);
 /// lines without asking again for this long: a frame asks for many lines.
 const PAGE_RETRY_EVERY: Duration = Duration::from_secs(1);
 
+/// The longest a page is waited for (it takes about a millisecond).
+const PAGE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// What a pane's connection reports.
 #[derive(Debug)]
 pub enum PaneEvent {
@@ -453,6 +456,11 @@ impl PageSource for DaemonPages<'_> {
         }
         if self.client.is_none() {
             *self.client = Client::connect_existing(paths).ok().flatten();
+            // The UI thread waits on this reply: a daemon that does not
+            // answer costs a blank page, never a frozen TUI.
+            if let Some(stream) = self.client.as_ref().and_then(|c| c.try_clone_stream().ok()) {
+                let _ = stream.set_read_timeout(Some(PAGE_TIMEOUT));
+            }
         }
         let client = self.client.as_mut()?;
         let request = Request::History(msg::HistoryPage {

@@ -13,6 +13,7 @@ of 60 x 240 (9 panes of about 19 x 78). Never used by tests.
 """
 
 import argparse
+import json
 import os
 import pty
 import select
@@ -99,7 +100,11 @@ def wait_screen(home, sid, needle, timeout=120):
 
 
 def shell(home):
-    return home.json("new", "--provider", "shell", "--cwd", home.work)["id"]
+    out = home.cli("--json", "new", "--provider", "shell", "--cwd", home.work)
+    try:
+        return json.loads(out)["id"]
+    except ValueError:
+        raise RuntimeError(f"`hangar new` printed {out!r}")
 
 
 def print_lines(home, sid, n, width, marker):
@@ -142,15 +147,15 @@ def nine_panes_rss(lines=10_000):
         home.close()
 
 
-def attach_40k_ms(runs):
+def attach_40k_ms(runs, lines=40_000):
     """ms from starting the TUI to its one pane showing the end of a session
-    with 40,000 lines of history; and the same for an empty session."""
+    with `lines` lines of history (and a 500-line page's round trip)."""
     home = hb.Home()
     try:
         home.start_daemon()
         home.wait_socket()
         sid = shell(home)
-        print_lines(home, sid, 40_000, 70, "FULL")
+        print_lines(home, sid, lines, 70, "FULL")
         kept = home.json("screen", sid, "--scrollback", "100000")["history"]
         pages = page_ms(home, sid)
         full = []
@@ -200,6 +205,9 @@ def main():
     rss = [nine_panes_rss() for _ in range(args.runs)]
     print(f"TUI RSS, 9 panes x 10,000 lines of 188 chars: {[round(r / 1024, 1) for r in rss]} MiB, "
           f"median {statistics.median(rss) / 1024:.1f} MiB")
+    few, few_kept, _ = attach_40k_ms(args.runs, lines=10)
+    print(f"TUI start to a pane showing the end of a session with {few_kept} lines of history: "
+          f"{[round(t) for t in few]} ms, median {statistics.median(few):.0f} ms")
     full, kept, pages = attach_40k_ms(args.runs)
     print(f"TUI start to a pane showing the end of a session with {kept} lines of history: "
           f"{[round(t) for t in full]} ms, median {statistics.median(full):.0f} ms")

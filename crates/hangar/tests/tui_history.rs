@@ -361,3 +361,43 @@ fn a_pane_whose_session_ended_still_scrolls_back_to_line_1() {
     app.write(b"G");
     app.wait_for("back at the end", |t| t.contains("12000"));
 }
+
+#[test]
+fn g_stops_at_the_oldest_line_the_daemon_keeps_under_its_byte_cap() {
+    let h = Hangar::new();
+    h.write_config("[terminal]\nhistory_bytes = 65536\n");
+    let (id, mut app) = tui_after(&h, "seq 1 30000", "29999");
+    let oldest: String = h.json(&["screen", &id, "--scrollback", "100000"])["history"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let oldest: u64 = oldest
+        .parse()
+        .expect("the oldest kept line is a number of seq");
+    assert!(
+        oldest > 20_000,
+        "the cap dropped the start of seq: {oldest}"
+    );
+    app.write(b"[");
+    app.wait_text("COPY");
+    app.write(b"g");
+    let first = (oldest.to_string(), (oldest + 1).to_string());
+    app.wait_for("the oldest kept line at the top of the pane", |_| {
+        pane_rows(&app)
+            .windows(2)
+            .any(|w| w[0] == first.0 && w[1] == first.1)
+    });
+    app.write(b"G");
+    app.wait_for("back at the end", |t| t.contains("30000"));
+    app.write(b"g");
+    app.wait_for("the oldest kept line again", |_| {
+        pane_rows(&app)
+            .windows(2)
+            .any(|w| w[0] == first.0 && w[1] == first.1)
+    });
+    assert!(
+        !pane_rows(&app)
+            .iter()
+            .any(|r| r == &(oldest - 1).to_string())
+    );
+}

@@ -261,12 +261,23 @@ fn a_search_finds_a_word_printed_before_the_last_10000_lines_and_jumps_to_it() {
 fn the_mouse_wheel_reaches_line_1_beyond_10000_lines() {
     let h = Hangar::new();
     let (_, mut app) = tui_after(&h, "seq 1 11000", "10999");
-    // Three lines a notch: 11,000 lines are about 3,700 notches.
-    let notch = b"\x1b[<64;20;10M";
-    for _ in 0..40 {
-        app.write(&notch.repeat(100));
-    }
+    // Three lines a notch: 11,000 lines are about 3,700 notches, sent 50 at
+    // a time, each batch once the last one moved the view: a PTY's input
+    // buffer holds 4 KiB, and a write that does not fit is split, which can
+    // cut a notch's sequence in two.
+    let notches = b"\x1b[<64;20;10M".repeat(50);
+    app.write(&notches);
     app.wait_text("COPY");
+    for _ in 0..100 {
+        if shows_seq_start(&app) {
+            break;
+        }
+        let (at, _) = copy_line(&app);
+        app.write(&notches);
+        app.wait_for("the wheel moved the view up", |_| {
+            copy_line(&app).0 < at || shows_seq_start(&app)
+        });
+    }
     app.wait_for("the wheel reached line 1 of seq", |_| shows_seq_start(&app));
 }
 
@@ -399,5 +410,43 @@ fn g_stops_at_the_oldest_line_the_daemon_keeps_under_its_byte_cap() {
         !pane_rows(&app)
             .iter()
             .any(|r| r == &(oldest - 1).to_string())
+    );
+}
+
+/// The pane's rows that are numbers, in order.
+fn numbers_shown(app: &PtyApp) -> Vec<u64> {
+    pane_rows(app)
+        .iter()
+        .filter_map(|r| r.parse().ok())
+        .collect()
+}
+
+#[test]
+fn after_a_resync_the_history_above_the_screen_joins_it_without_a_gap_or_a_repeat() {
+    let h = Hangar::new();
+    let (id, mut app) = tui_after(&h, "true", "printed-42");
+    // The TUI stops reading while the session prints far more than a client
+    // may fall behind by: the daemon sends it the screen, not the backlog.
+    let tui = app.pid();
+    unsafe {
+        libc::kill(tui, libc::SIGSTOP);
+    }
+    h.ok(&["send", &id, "seq 1 200000"]);
+    h.wait_screen(&id, "200000");
+    unsafe {
+        libc::kill(tui, libc::SIGCONT);
+    }
+    app.wait_for("the TUI caught up", |t| t.contains("200000"));
+    // Half a page up (Ctrl-u): history lines above the screen's top rows.
+    app.keys(&[b"[", b"\x15"]);
+    app.wait_text("COPY");
+    app.wait_for(
+        "a page of consecutive lines across the screen's top",
+        |_| {
+            let shown = numbers_shown(&app);
+            shown.len() > 20
+                && shown.windows(2).all(|w| w[1] == w[0] + 1)
+                && shown.last().is_some_and(|&n| n < 200_000)
+        },
     );
 }

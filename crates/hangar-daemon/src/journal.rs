@@ -83,9 +83,17 @@ pub enum Event {
     RestoreStart {
         expected: usize,
         /// Absent at a daemon's start: its restore begins from a first look
-        /// at the store, before the sessions that stay hibernated are read.
+        /// at the store, before the sessions that stay hibernated are read
+        /// (a [`Event::RestoreHibernated`] follows with the count).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hibernated: Option<usize>,
+    },
+    /// A daemon start's full load is in: how many sessions its restore
+    /// leaves hibernated. Recorded after the start's `restore-start`, which
+    /// is written before the first fork, when only the visible panes' rows
+    /// have been read; counting the others there would delay the fork.
+    RestoreHibernated {
+        hibernated: usize,
     },
     RestoreComplete {
         restored: usize,
@@ -301,6 +309,12 @@ pub struct RestoreSummary {
     pub restored: usize,
     pub failed: usize,
     pub duration_ms: u64,
+    /// How many sessions the restore left hibernated: from its
+    /// `restore-start`, or the `restore-hibernated` a daemon start records
+    /// after it. Absent for a journal that has neither (journals written
+    /// between the two-phase start and this field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hibernated: Option<usize>,
 }
 
 /// More than `threshold` wake requests within `window_ms`.
@@ -320,8 +334,15 @@ pub fn summarize(entries: &[Entry], storm_threshold: usize, window_ms: u64) -> S
     };
     let mut spawning: std::collections::BTreeMap<String, bool> = Default::default();
     let mut wakes: Vec<u64> = Vec::new();
+    // The hibernated count of the restore under way, for its
+    // `restore-complete` (each restore starts with its `restore-start`).
+    let mut hibernated = None;
     for e in entries {
         match &e.event {
+            Event::RestoreStart {
+                hibernated: count, ..
+            } => hibernated = *count,
+            Event::RestoreHibernated { hibernated: count } => hibernated = Some(*count),
             Event::RestoreComplete {
                 restored,
                 failed,
@@ -331,6 +352,7 @@ pub fn summarize(entries: &[Entry], storm_threshold: usize, window_ms: u64) -> S
                 restored: *restored,
                 failed: *failed,
                 duration_ms: *duration_ms,
+                hibernated,
             }),
             Event::SpawnBegin { session, .. } => {
                 spawning.insert(session.clone(), true);
@@ -493,6 +515,48 @@ mod tests {
         assert_eq!(s.wake_storms[0].wakes, 30);
         assert_eq!(s.stuck_spawning, vec!["stuck".to_owned()]);
         assert_eq!(s.failed_spawns.get("auth-failure"), Some(&1));
+    }
+
+    #[test]
+    fn a_restores_hibernated_count_is_summarized_from_any_journal_generation() {
+        let lines = [
+            // Before the two-phase start: the count on `restore-start`.
+            r#"{"seq":1,"time_ms":10,"event":"restore-start","expected":2,"hibernated":40}"#,
+            r#"{"seq":2,"time_ms":20,"event":"restore-complete","restored":2,"failed":0,"duration_ms":9}"#,
+            // The two-phase start before the follow-up event: no count.
+            r#"{"seq":3,"time_ms":30,"event":"restore-start","expected":9}"#,
+            r#"{"seq":4,"time_ms":40,"event":"restore-complete","restored":9,"failed":0,"duration_ms":8}"#,
+            // Now: the count follows once the rest of the store is loaded,
+            // while the forks are still starting.
+            r#"{"seq":5,"time_ms":50,"event":"restore-start","expected":9}"#,
+            r#"{"seq":6,"time_ms":51,"event":"spawn-begin","session":"a","resumed":true}"#,
+            r#"{"seq":7,"time_ms":52,"event":"restore-hibernated","hibernated":9991}"#,
+            r#"{"seq":8,"time_ms":90,"event":"restore-complete","restored":8,"failed":1,"duration_ms":40}"#,
+        ];
+        let entries: Vec<Entry> = lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let counts: Vec<Option<usize>> = summarize(&entries, 10, 5000)
+            .restores
+            .iter()
+            .map(|r| r.hibernated)
+            .collect();
+        assert_eq!(counts, vec![Some(40), None, Some(9991)]);
+
+        // Written back, a start's `restore-start` still has no count field,
+        // and the follow-up reads back as itself.
+        let start = serde_json::to_value(&entries[4]).unwrap();
+        assert!(start.get("hibernated").is_none(), "{start}");
+        assert_eq!(
+            entries[6].event,
+            Event::RestoreHibernated { hibernated: 9991 }
+        );
+        let summary = serde_json::to_value(summarize(&entries[2..4], 10, 5000)).unwrap();
+        assert!(
+            summary["restores"][0].get("hibernated").is_none(),
+            "{summary}"
+        );
     }
 
     #[test]

@@ -272,16 +272,35 @@ impl Daemon {
                 full.pruned.dropped_sessions.len()
             ));
         }
-        if !full.differing_rows.is_empty() {
+        // A pane the full plan forks that the first look did not (its row
+        // was not found by its key): only a damaged index does that, as it
+        // does a pane row read differently by key and by scan.
+        let missed: Vec<SessionId> = self.sessions.read(|st| {
+            restore_plan::first_forks(&st.ws)
+                .into_iter()
+                .filter(|id| !forks.contains(id))
+                .collect()
+        });
+        let disagreeing: Vec<&str> = full
+            .differing_rows
+            .iter()
+            .chain(&missed)
+            .map(|id| id.as_str())
+            .collect();
+        if !disagreeing.is_empty() {
+            let repair = match &full.reindexed {
+                Some(Ok(())) => "; the index was rebuilt from the table".to_owned(),
+                Some(Err(e)) => format!(
+                    ". The index could not be rebuilt ({e}): the file may be damaged, \
+                     `hangar export` keeps a copy"
+                ),
+                None => ". The file may be damaged: `hangar export` keeps a copy".to_owned(),
+            };
             let msg = format!(
                 "the store's index and table disagree about {} pane session(s) ({}); the \
-                 table's rows are used. The file may be damaged: `hangar export` keeps a copy",
-                full.differing_rows.len(),
-                full.differing_rows
-                    .iter()
-                    .map(|id| id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                 table's rows are used{repair}",
+                disagreeing.len(),
+                disagreeing.join(", ")
             );
             tracing::warn!("{msg}");
             notices.push(msg);
@@ -290,12 +309,6 @@ impl Daemon {
         for line in notices {
             self.sessions.notice(line);
         }
-        let missed: Vec<SessionId> = self.sessions.read(|st| {
-            restore_plan::first_forks(&st.ws)
-                .into_iter()
-                .filter(|id| !forks.contains(id))
-                .collect()
-        });
         let all_forks: Vec<SessionId> = forks.iter().chain(&missed).cloned().collect();
         self.spawner.count_hibernated(&all_forks);
         if !missed.is_empty() {
@@ -494,10 +507,14 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     }
 
     // Phase two, beside the forks: every other session, read, digested and
-    // pruned off the state lock, then installed.
+    // pruned off the state lock, then installed. A rest the file's content
+    // fails is salvaged into a fresh file (hangar-store's `salvage.rs`).
+    #[cfg(debug_assertions)]
+    hold_before_the_full_load();
     if let Err(e) = daemon.load_the_rest(&forks) {
-        // Nothing is served from a model that could not be loaded whole:
-        // the forked panes are stopped, the file is left as it is.
+        // Nothing is served from a model that could not be loaded whole
+        // (a read refused for permission, I/O or a lock: the file may be
+        // good): the forked panes are stopped, the file is left as it is.
         daemon.stop_without_saving().await;
         let _ = std::fs::remove_file(&socket);
         return Err(e);
@@ -525,6 +542,33 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     server::serve(daemon.clone(), listener).await;
     let _ = std::fs::remove_file(&socket);
     Ok(())
+}
+
+/// Tests only, never in a release build: with
+/// `HANGAR_TEST_HOLD_FULL_LOAD=PATH` a start writes `PATH.held` once it has
+/// started forking its panes and waits, before phase two reads the rest of
+/// the store, until `PATH` exists (at most a minute). The moment between the
+/// phases is a few milliseconds: no real fault (a page damaged, a table
+/// dropped, the file moved) can be timed into it from outside.
+#[cfg(debug_assertions)]
+fn hold_before_the_full_load() {
+    let Some(release) = std::env::var_os("HANGAR_TEST_HOLD_FULL_LOAD") else {
+        return;
+    };
+    let release = std::path::PathBuf::from(release);
+    let mut held = release.clone().into_os_string();
+    held.push(".held");
+    if let Err(e) = std::fs::write(&held, b"") {
+        tracing::warn!(
+            "cannot write {}: {e}",
+            std::path::Path::new(&held).display()
+        );
+        return;
+    }
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !release.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// What `status` says of a damaged store set aside.

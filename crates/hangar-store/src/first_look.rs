@@ -41,7 +41,21 @@
 //! with its table. [`FullLoad::differing_rows`] lists every pane session whose
 //! row the first look read differently from the scan, so the caller can say
 //! so (a pane the first look missed shows in the full plan); with an
-//! undamaged index it is empty.
+//! undamaged index it is empty. When the two disagree (a row read
+//! differently, or a pane's row the first look did not find), the index is
+//! rebuilt from the table (`REINDEX`, [`FullLoad::reindexed`]) before
+//! anything else reads or writes through it: saves find rows by it (an
+//! upsert it misses would add a second row for a session), and so does the
+//! removal of orphan screens (a screen it misses would be deleted).
+//!
+//! # A rest that cannot be read
+//!
+//! When phase two's read fails because of the file's content (damaged after
+//! the check, edited by hand), the panes are already running: the file is
+//! set aside whole and a fresh store is written from everything that can
+//! still be read (`salvage.rs`), instead of the one-phase open's empty
+//! start. A read that fails for another reason (permission, I/O, a lock)
+//! is returned: the file may be good, and nothing may be saved without it.
 
 use std::path::{Path, PathBuf};
 
@@ -49,11 +63,12 @@ use hangar_core::{PruneReport, SessionId, SessionMeta, Tab, Workspace};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use crate::diff::{Digests, Fingerprint, LastSave};
+use crate::diff::{Digests, Fingerprint, LastSave, RowDigests};
 use crate::error::StoreError;
+use crate::salvage::{Damage, is_content_error, salvage_read, salvage_runtime_rows};
 use crate::store::{
     AFTER_LOAD_CACHE_KIB, BUSY_TIMEOUT, Failure, Recovery, Skipped, Store, check_version_read_only,
-    classify, decode, ensure_file, load_workspace, open_checked, read_kv, read_tabs,
+    classify, decode, ensure_file, load_workspace, move_aside, open_checked, read_kv, read_tabs,
     set_skipped_rows_aside, sql_error, start_fresh_after_moving_aside, without_keyed_rows,
 };
 
@@ -80,6 +95,10 @@ pub struct RestOfStore {
     workspace: Workspace,
     pruned: PruneReport,
     skipped: Vec<Skipped>,
+    /// Set when the full read failed on the file's content: `workspace` is
+    /// then what could be salvaged (no tabs or `kv`: the first look's are
+    /// used), and the file is rebuilt by [`Store::finish_loading`].
+    damage: Option<Damage>,
 }
 
 impl RestOfStore {
@@ -95,6 +114,7 @@ impl std::fmt::Debug for RestOfStore {
         f.debug_struct("RestOfStore")
             .field("sessions", &self.workspace.sessions.len())
             .field("skipped", &self.skipped.len())
+            .field("damage", &self.damage)
             .finish_non_exhaustive()
     }
 }
@@ -113,6 +133,10 @@ pub struct FullLoad {
     /// Pane sessions whose row the first look read differently from the
     /// full read: only a damaged index does that.
     pub differing_rows: Vec<SessionId>,
+    /// Set when the first look and the full read disagreed about a pane's
+    /// row (read differently, or not found by its key): whether the index of
+    /// session ids was then rebuilt from the table, or why it could not be.
+    pub reindexed: Option<Result<(), String>>,
     /// Whether the workspace differs from the file in what the first forks
     /// changed (a minted provider id, the dangerous flag): the caller saves
     /// it.
@@ -163,11 +187,15 @@ impl Store {
                 source: std::io::Error::other("the store was already loaded"),
             });
         }
+        if let Some(damage) = rest.damage {
+            return self.rebuild_from_salvage(rest.workspace, rest.skipped, damage, model);
+        }
         let RestOfStore {
             last_save,
             mut workspace,
             mut pruned,
             skipped,
+            damage: _,
         } = rest;
 
         // The first look's rows against the full read's.
@@ -198,6 +226,18 @@ impl Store {
             pruned.merge(more);
         }
 
+        // A pane whose row the table holds and the first look did not find.
+        let missed_a_row = workspace.tabs.iter().flat_map(Tab::leaves).any(|id| {
+            workspace.sessions.contains_key(&id) && !self.first_look_rows.contains_key(&id)
+        });
+        let reindexed = (missed_a_row || !differing_rows.is_empty()).then(|| {
+            // Fails on a table that holds one id twice (the unique index
+            // refuses it): the rows stay as they are, and the caller says so.
+            self.conn
+                .execute_batch("REINDEX sessions")
+                .map_err(|e| e.to_string())
+        });
+
         let removed: Vec<SessionId> = last_save
             .sessions
             .keys()
@@ -225,6 +265,7 @@ impl Store {
             recovered,
             pruned,
             differing_rows,
+            reindexed,
             changed_since_first_look: changed,
         })
     }
@@ -234,9 +275,13 @@ impl Store {
 /// `path` through a read-only connection of its own, digested and pruned.
 /// Needs no lock of the caller: the first look's connection only writes
 /// process records and screens meanwhile, which this does not read.
+///
+/// A read the file's content fails gives what can still be read instead,
+/// for [`Store::finish_loading`] to rebuild the file from; any other
+/// failure is an error.
 pub fn read_rest(path: &Path) -> Result<RestOfStore, StoreError> {
-    let read = || -> rusqlite::Result<_> {
-        let mut conn = Connection::open_with_flags(
+    let open = || -> rusqlite::Result<Connection> {
+        let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
@@ -244,9 +289,29 @@ pub fn read_rest(path: &Path) -> Result<RestOfStore, StoreError> {
         // One pass over the rows needs no page cache to speak of (SQLite's
         // default is 2 MB, which the daemon's memory would keep).
         conn.pragma_update(None, "cache_size", -i64::from(AFTER_LOAD_CACHE_KIB))?;
-        load_workspace(&mut conn)
+        Ok(conn)
     };
-    let (raw, digests, skipped) = read().map_err(sql_error(path, "load the rest of"))?;
+    let error = sql_error(path, "load the rest of");
+    let mut conn = open().map_err(&error)?;
+    let (raw, digests, skipped) = match load_workspace(&mut conn) {
+        Ok(read) => read,
+        Err(e) if is_content_error(&e) => {
+            // Started again on a connection of its own: the failed read's
+            // transaction may still be open on this one.
+            drop(conn);
+            let mut conn = open().map_err(&error)?;
+            let (salvaged, skipped, lost) = salvage_read(&mut conn);
+            let reason = format!("SQLite said \"{e}\" while reading the rest of the file");
+            return Ok(RestOfStore {
+                last_save: LastSave::default(),
+                workspace: salvaged,
+                pruned: PruneReport::default(),
+                skipped,
+                damage: Some(Damage { reason, lost }),
+            });
+        }
+        Err(e) => return Err(error(e)),
+    };
     let last_save = LastSave::new(without_keyed_rows(&raw), digests);
     let (workspace, pruned) = hangar_core::prune(raw);
     Ok(RestOfStore {
@@ -254,7 +319,117 @@ pub fn read_rest(path: &Path) -> Result<RestOfStore, StoreError> {
         workspace,
         pruned,
         skipped,
+        damage: None,
     })
+}
+
+impl Store {
+    /// Phase two's end when the rest could not be read whole (see the
+    /// module doc and `salvage.rs`): the first look's tabs, settings and
+    /// panes (as the forks left them) with every salvaged row, pruned; the
+    /// damaged file set aside whole; a fresh file written with that, the
+    /// last screens and the process records still readable.
+    fn rebuild_from_salvage(
+        &mut self,
+        salvaged: Workspace,
+        skipped: Vec<Skipped>,
+        damage: Damage,
+        model: &Workspace,
+    ) -> Result<FullLoad, StoreError> {
+        let Damage { reason, mut lost } = damage;
+        let mut workspace = Workspace {
+            tabs: model.tabs.clone(),
+            active_tab: model.active_tab.clone(),
+            dispatch: model.dispatch.clone(),
+            settings: model.settings.clone(),
+            ..salvaged
+        };
+        for (id, meta) in &model.sessions {
+            workspace.sessions.insert(id.clone(), meta.clone());
+        }
+        let (workspace, pruned) = hangar_core::prune(workspace);
+
+        // Read through the store's own connection: the forks record their
+        // processes there until now.
+        let (mut screens, processes) = salvage_runtime_rows(&mut self.conn, &mut lost);
+        screens.retain(|id, _| workspace.sessions.contains_key(id));
+        let moved_to = self.replace_damaged_file()?;
+        self.first_look_rows = Digests::new();
+        // A fresh file: every row is new to it.
+        self.last_saved = Some(LastSave::new(Workspace::default(), RowDigests::default()));
+        self.save_with_screens(&workspace, &[], &screens)?;
+        for p in processes
+            .iter()
+            .filter(|p| workspace.sessions.contains_key(&p.session))
+        {
+            self.record_process(&p.session, p.pid, p.pgid, p.start_time)?;
+        }
+        self.release_load_cache()?;
+
+        let skipped_rows: Vec<_> = skipped.into_iter().map(|s| s.row).collect();
+        let mut left_out: Vec<String> = lost;
+        left_out.extend(
+            skipped_rows
+                .iter()
+                .map(|s| format!("{} {:?}: {}", s.table, s.key, s.error)),
+        );
+        let left_out = if left_out.is_empty() {
+            String::new()
+        } else {
+            format!("; left out: {}", left_out.join("; "))
+        };
+        let recovered = Recovery {
+            reason: format!(
+                "the rest of the store could not be read after its panes started ({reason}); \
+                 the file was moved to {} and a new one written with every row that could be \
+                 read: {} session(s){left_out}",
+                moved_to.display(),
+                workspace.sessions.len(),
+            ),
+            moved_to,
+            skipped_rows,
+        };
+        Ok(FullLoad {
+            workspace,
+            recovered: Some(recovered),
+            pruned,
+            differing_rows: Vec::new(),
+            reindexed: None,
+            changed_since_first_look: false,
+        })
+    }
+
+    /// Close the connection to a damaged file without writing to it (no
+    /// checkpoint: its WAL goes aside with it), move it and its companions
+    /// aside, and open a fresh file in its place. Returns where it went.
+    fn replace_damaged_file(&mut self) -> Result<PathBuf, StoreError> {
+        let path = self.path.clone();
+        let placeholder = Connection::open_in_memory().map_err(sql_error(&path, "replace"))?;
+        let old = std::mem::replace(&mut self.conn, placeholder);
+        old.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(sql_error(&path, "close"))?;
+        old.close().map_err(|(_, e)| sql_error(&path, "close")(e))?;
+        let moved_to = move_aside(&path)?;
+        ensure_file(&path)?;
+        self.conn = match open_checked(&path) {
+            Ok(conn) => conn,
+            Err(Failure::Fatal(e)) => return Err(e),
+            Err(Failure::Corrupt(again)) => {
+                return Err(StoreError::Io {
+                    action: "create a fresh store at",
+                    path,
+                    source: std::io::Error::other(format!(
+                        "the new file is reported damaged too ({again}); the old one was moved to {}",
+                        moved_to.display()
+                    )),
+                });
+            }
+        };
+        Ok(moved_to)
+    }
 }
 
 /// What a first look read, before it becomes a [`FirstLook`].

@@ -14,6 +14,7 @@ mod export;
 mod first_look;
 mod import;
 mod json_walk;
+mod salvage;
 mod schema;
 mod screen;
 mod store;

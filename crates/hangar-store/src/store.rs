@@ -961,7 +961,7 @@ fn text_ref(value: ValueRef<'_>) -> Result<&str, String> {
 }
 
 /// A row key as shown in a report, whatever its type.
-fn key_text(value: ValueRef<'_>) -> String {
+pub(crate) fn key_text(value: ValueRef<'_>) -> String {
     match value {
         ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
         ValueRef::Null => "NULL".to_owned(),
@@ -1213,7 +1213,7 @@ fn companion(path: &Path, suffix: &str) -> PathBuf {
 
 /// Move a damaged store file (and its companions, so the moved copy still
 /// opens with its WAL) to `<path>.corrupt-<unix ms>`. Never deletes.
-fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
+pub(crate) fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
     let target = unused_sibling(path, ".corrupt-");
     fs::rename(path, &target).map_err(|source| StoreError::Io {
         action: "move the damaged store file aside",

@@ -28,8 +28,12 @@ pub fn run(
         }
         println!("{} journal entries", s.entries);
         for r in &s.restores {
+            let hibernated = r
+                .hibernated
+                .map(|n| format!(", {n} left hibernated"))
+                .unwrap_or_default();
             println!(
-                "restore: {} restored, {} failed in {} ms",
+                "restore: {} restored, {} failed in {} ms{hibernated}",
                 r.restored, r.failed, r.duration_ms
             );
         }

@@ -43,15 +43,21 @@ impl Spawner {
 
     /// Once the whole model is loaded: every owned session the start's
     /// restore does not fork stays hibernated. In a pruned workspace every
-    /// session is owned, so that is the sessions less the forks.
+    /// session is owned, so that is the sessions less the forks. Counted in
+    /// the restore report and journaled (`restore-hibernated`: the start's
+    /// `restore-start` was written before the count could be known).
     pub fn count_hibernated(&self, forks: &[SessionId]) {
-        self.sessions.edit(|st| {
+        let hibernated = self.sessions.edit(|st| {
             let forked = forks
                 .iter()
                 .filter(|id| st.ws.sessions.contains_key(*id))
                 .count();
-            st.restore.hibernated += st.ws.sessions.len() - forked;
+            let hibernated = st.ws.sessions.len() - forked;
+            st.restore.hibernated += hibernated;
+            hibernated
         });
+        self.journal
+            .record(crate::journal::Event::RestoreHibernated { hibernated });
     }
 
     /// Spawn `ids` with at most `restore.concurrency` of them booting at a

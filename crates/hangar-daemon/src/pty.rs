@@ -255,10 +255,12 @@ impl LiveProcess {
     /// (contents, colours, every mode, title and cursor), after up to
     /// `history` lines of history for a client that keeps its own, and a
     /// receiver of every byte after it.
+    /// Also the number of the history line just below the last one printed
+    /// (what [`hangar_terminal::HistoryPage::end`] was at the redraw).
     pub fn snapshot_and_subscribe(
         &self,
         history: Option<usize>,
-    ) -> (Vec<u8>, broadcast::Receiver<Bytes>) {
+    ) -> (Vec<u8>, u64, broadcast::Receiver<Bytes>) {
         let mut screen = self.lock_screen();
         let rx = screen
             .clients
@@ -268,7 +270,21 @@ impl LiveProcess {
             Some(lines) => screen.terminal.redraw_with_history(lines),
             None => screen.terminal.redraw(),
         };
-        (redraw, rx)
+        (redraw, screen.terminal.history_end(), rx)
+    }
+
+    /// Run `take` (which takes what a client's receiver has queued) with the
+    /// output stopped, and say where history ends after exactly that output:
+    /// the PTY reader feeds the terminal and broadcasts under this same lock.
+    pub fn take_with_history_end<T>(&self, take: impl FnOnce() -> T) -> (T, u64) {
+        let screen = self.lock_screen();
+        let taken = take();
+        (taken, screen.terminal.history_end())
+    }
+
+    /// A page of history by line number ([`hangar_terminal::Terminal::history_page`]).
+    pub fn history_page(&self, before: Option<u64>, lines: usize) -> hangar_terminal::HistoryPage {
+        self.lock_screen().terminal.history_page(before, lines)
     }
 
     /// The visible screen as plain text.

@@ -146,16 +146,29 @@ pub struct Reload {
     pub dangerous: Option<bool>,
 }
 
+/// The reply to `attach` is `{id, detach_key, history_end}`: `history_end`
+/// (added in session 5, absent from older daemons) numbers the session's
+/// history as [`HistoryPage`] does at the moment of the screen that follows,
+/// so a client that reads history by page knows that the line just above the
+/// screen it was sent is `history_end - 1`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Attach {
     pub session: String,
     pub cols: u16,
     pub rows: u16,
     /// Print up to this many lines of the session's history before its
-    /// screen, so a client that keeps its own scrollback (the TUI) has it.
-    /// `None` (and older clients): the screen only.
+    /// screen, so a client that keeps its own scrollback has it (the TUI did
+    /// before it read history by page). `None` (and older clients): the
+    /// screen only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<u32>,
+    /// Send `{"event": "history", "end": N}` after output that moved the
+    /// history's end (numbered as [`HistoryPage`]), taken with that output
+    /// so it is exact for the bytes sent before it: the line just above the
+    /// client's screen is `N - 1`. Older daemons ignore it (and send no
+    /// `history_end` in the reply); older clients never ask.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub history_events: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -172,6 +185,29 @@ pub struct Screen {
     /// screen only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scrollback: Option<u32>,
+}
+
+/// A page of a session's history (no wake), for a client that shows more
+/// history than it keeps (the TUI's panes). Lines are numbered from the first
+/// line the session's history ever held (since it last started), so a number
+/// names the same line while it is kept: lines printed meanwhile, or the
+/// oldest dropped by `[terminal] history_bytes`, never shift a page asked by
+/// number. Also answered on an attached connection.
+///
+/// Reply: `{first, end, start, lines, source}`: `first` is the oldest line
+/// kept, `end` one past the newest (the screen's top row), `lines` the page
+/// (each with its SGR colour sequences, no other escape) starting at line
+/// `start`, and `source` is `live` or `saved` (a session not running, whose
+/// saved history is numbered from 0).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryPage {
+    pub session: String,
+    /// The page ends just before this line; `None`: at the newest line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<u64>,
+    /// At most this many lines (the daemon may send fewer).
+    #[serde(default)]
+    pub lines: u32,
 }
 
 /// Make a tab active and, optionally, focus one of its panes.
@@ -407,6 +443,8 @@ pub enum Request {
     Detach,
     /// The screen of a session as text (no wake).
     Screen(Screen),
+    /// A page of a session's history, by line number (no wake).
+    History(HistoryPage),
     /// Duplicate provider ids and their fixes.
     Doctor(Doctor),
     /// The last messages of a session's transcript (no wake).
@@ -473,6 +511,7 @@ impl Request {
             Request::Resize(_) => "resize",
             Request::Detach => "detach",
             Request::Screen(_) => "screen",
+            Request::History(_) => "history",
             Request::Doctor(_) => "doctor",
             Request::Transcript(_) => "transcript",
             Request::Search(_) => "search",
@@ -515,6 +554,7 @@ impl Request {
             Request::Attach(b) => v(b),
             Request::Resize(b) => v(b),
             Request::Screen(b) => v(b),
+            Request::History(b) => v(b),
             Request::Doctor(b) => v(b),
             Request::Transcript(b) => v(b),
             Request::Search(b) => v(b),
@@ -602,6 +642,7 @@ impl Request {
             "resize" => Request::Resize(b(id, k, body)?),
             "detach" => Request::Detach,
             "screen" => Request::Screen(b(id, k, body)?),
+            "history" => Request::History(b(id, k, body)?),
             "doctor" => Request::Doctor(b(id, k, body)?),
             "transcript" => Request::Transcript(b(id, k, body)?),
             "search" => Request::Search(b(id, k, body)?),

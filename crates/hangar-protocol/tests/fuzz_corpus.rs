@@ -107,7 +107,7 @@ proptest! {
         kind in prop_oneof![
             Just("hello"), Just("new"), Just("send"), Just("close"), Just("attach"),
             Just("resize"), Just("tab_new"), Just("import"), Just("ratio"), Just("evict"),
-            Just("close_idle"), Just("focus"), Just("nope"), Just("")
+            Just("close_idle"), Just("focus"), Just("history"), Just("nope"), Just("")
         ],
         body in prop_oneof![
             Just(serde_json::json!(null)), Just(serde_json::json!({})), Just(serde_json::json!([])),

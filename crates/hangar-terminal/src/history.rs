@@ -47,6 +47,11 @@ pub struct History {
     lines: VecDeque<Span>,
     bytes: usize,
     cap: usize,
+    /// Lines ever pushed: the number the next line gets. A line's number
+    /// never changes while it is kept, so a client that reads history a page
+    /// at a time asks by number, and lines printed meanwhile (or the oldest
+    /// dropped) do not shift the page it gets.
+    pushed: u64,
 }
 
 impl History {
@@ -84,6 +89,7 @@ impl History {
             len: line.len() as u32,
         });
         self.bytes += line.len() + LINE_OVERHEAD;
+        self.pushed += 1;
         while self.bytes > self.cap {
             if !self.pop_oldest() {
                 break;
@@ -117,6 +123,26 @@ impl History {
 
     pub fn len(&self) -> usize {
         self.lines.len()
+    }
+
+    /// The number the next line pushed gets (one past the newest kept).
+    pub fn end_number(&self) -> u64 {
+        self.pushed
+    }
+
+    /// The number of the oldest line kept (`end_number` when none is).
+    pub fn first_number(&self) -> u64 {
+        self.pushed - self.lines.len() as u64
+    }
+
+    /// The kept lines numbered `from..to` (clamped to what is kept), with
+    /// their SGR sequences, oldest first.
+    pub fn numbered(&self, from: u64, to: u64) -> impl Iterator<Item = &str> {
+        let first = self.first_number();
+        let start = from.clamp(first, self.pushed) - first;
+        let end = to.clamp(first, self.pushed) - first;
+        let (start, end) = (start as usize, end.max(start) as usize);
+        self.lines.range(start..end).map(|l| self.text(l))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -232,6 +258,32 @@ mod tests {
         );
         assert_eq!(h.formatted(2), Some("after"));
         assert_eq!(h.blocks.len(), 3);
+    }
+
+    #[test]
+    fn line_numbers_stay_put_when_older_lines_are_dropped_or_cleared() {
+        let mut h = History::new(MIN_HISTORY_BYTES);
+        let line = "n".repeat(1000);
+        for i in 0..200 {
+            h.push(&format!("{i:04} {line}"));
+        }
+        assert_eq!(h.end_number(), 200);
+        let first = h.first_number();
+        assert!(first > 0, "the cap dropped the oldest lines");
+        assert_eq!(first + h.len() as u64, 200);
+        let page: Vec<&str> = h.numbered(150, 153).collect();
+        assert_eq!(page.len(), 3);
+        assert!(page[0].starts_with("0150 "), "{}", &page[0][..8]);
+        assert_eq!(
+            h.numbered(0, first + 1).count(),
+            1,
+            "clamped to what is kept"
+        );
+        assert_eq!(h.numbered(300, 400).count(), 0);
+        h.clear();
+        assert_eq!((h.first_number(), h.end_number()), (200, 200));
+        h.push("after");
+        assert_eq!(h.numbered(200, 201).collect::<Vec<_>>(), ["after"]);
     }
 
     #[test]

@@ -69,6 +69,21 @@ pub struct SearchMatch {
     pub column: usize,
 }
 
+/// A page of history ([`Terminal::history_page`]): lines are numbered from
+/// the first line the terminal's history ever held, so a number names the
+/// same line for as long as it is kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryPage {
+    /// The oldest line kept.
+    pub first: u64,
+    /// One past the newest line kept: the screen's top row is line `end`.
+    pub end: u64,
+    /// The number of `lines[0]`.
+    pub start: u64,
+    /// The lines with their SGR sequences, oldest first.
+    pub lines: Vec<String>,
+}
+
 /// Synchronized updates (`CSI ? 2026 h`) are not held back: a server-side
 /// screen must always show what was printed, and each client's own terminal
 /// does the holding back when it draws.
@@ -368,6 +383,30 @@ impl Terminal {
         let h = &self.screen.history;
         let skip = h.len().saturating_sub(n);
         h.iter_formatted().skip(skip).map(history::plain).collect()
+    }
+
+    /// Up to `lines` lines of history ending just before line `before`
+    /// (`None`: the newest), with their colours.
+    pub fn history_page(&mut self, before: Option<u64>, lines: usize) -> HistoryPage {
+        self.settle();
+        let h = &self.screen.history;
+        let (first, end) = (h.first_number(), h.end_number());
+        let to = before.unwrap_or(end).clamp(first, end);
+        let start = to.saturating_sub(lines as u64).max(first);
+        HistoryPage {
+            first,
+            end,
+            start,
+            lines: h.numbered(start, to).map(str::to_owned).collect(),
+        }
+    }
+
+    /// One past the newest history line's number ([`HistoryPage::end`]),
+    /// counting the lines a run of plain lines will push: asked after every
+    /// batch of output sent to the TUI, it must not end the run (settling
+    /// each batch cost the flood its fast path).
+    pub fn history_end(&self) -> u64 {
+        self.screen.history.end_number() + self.plain.pending_pushes()
     }
 
     /// Every occurrence of `needle` in history and on the screen, oldest

@@ -100,6 +100,14 @@ impl PlainRun {
             && grid[bottom][..].iter().all(|c| *c == Cell::default())
     }
 
+    /// Lines [`PlainRun::materialize`] will scroll into history: before the
+    /// ring first overflows, each kept line scrolls the screen once (the run
+    /// started on the bottom row); after it, the ring is printed from home
+    /// on a blank grid and scrolls nothing.
+    pub(crate) fn pending_pushes(&self) -> u64 {
+        if self.overflowed { 0 } else { self.len as u64 }
+    }
+
     /// Keep the simple lines at the start of `bytes`; returns how many bytes
     /// were kept. Stops before the first byte that is not part of a simple
     /// line (the caller then materializes and parses the rest).

@@ -27,6 +27,54 @@ fn history_reaches_line_1_of_seq_1_5000() {
 }
 
 #[test]
+fn a_history_page_asked_by_number_is_the_same_lines_after_more_output() {
+    let mut t = term(10, 40);
+    t.feed(&seq(1000));
+    let newest = t.history_page(None, 5);
+    assert_eq!(newest.end, 1000 - 9);
+    assert_eq!(newest.start, newest.end - 5);
+    assert_eq!(newest.lines.last().map(String::as_str), Some("991"));
+    let page = t.history_page(Some(100), 3);
+    assert_eq!(
+        (page.start, page.lines.clone()),
+        (97, vec!["98".into(), "99".into(), "100".into()])
+    );
+    // The plain-line fast path and the parser both count what they push.
+    t.feed(b"\x1b[1mbold\x1b[0m\r\n");
+    t.feed(&seq(50));
+    assert_eq!(
+        t.history_page(Some(100), 3),
+        HistoryPage {
+            end: t.history_end(),
+            ..page
+        }
+    );
+    assert_eq!(
+        t.history_page(Some(2), 10).lines,
+        ["1", "2"],
+        "the first line is 1"
+    );
+    assert_eq!(t.history_page(None, 0).lines.len(), 0);
+}
+
+#[test]
+fn the_history_end_counts_a_plain_run_without_ending_it() {
+    for lines in [1, 5, 9, 10, 11, 25, 300] {
+        let mut t = term(10, 40);
+        t.feed(b"\x1b[10;1H");
+        t.feed(&seq(3));
+        let base = t.history_end();
+        // A run of plain lines, kept back from the parser.
+        t.feed(&seq(lines));
+        t.feed(b"partial");
+        let counted = t.history_end();
+        assert!(t.plain.active(), "{lines}: still a run");
+        assert_eq!(counted, t.history_page(None, 0).end, "{lines}: as settled");
+        assert_eq!(counted, base + lines as u64, "{lines}");
+    }
+}
+
+#[test]
 fn history_never_grows_past_its_byte_cap_under_a_flood() {
     let cap = 256 * 1024;
     let mut t = Terminal::new(50, 200, Config { history_bytes: cap });

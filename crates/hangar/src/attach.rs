@@ -284,6 +284,7 @@ fn open(
         cols,
         rows,
         history: None,
+        history_events: false,
     }))?;
     Ok((client, reply))
 }

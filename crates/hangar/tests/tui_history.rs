@@ -5,6 +5,12 @@
 //! typing pages back to line 1, and `Ctrl-b [` while typing enters copy
 //! mode, where the page keys and `k`, `j` and the arrows move; a copy also
 //! reaches the system clipboard program when there is one.
+//!
+//! Beyond the 10,000 lines a pane once kept itself (session 5): the pane
+//! reads its session's history from the daemon a page at a time, so `g`,
+//! a search and the wheel reach line 1 of `seq 1 30000`, a copy from history
+//! into the screen lands whole, and output printed while a person reads
+//! does not move the view.
 
 mod pty_screen;
 mod support;
@@ -17,13 +23,19 @@ const COLS: u16 = 150;
 
 /// A shell pane that printed `seq 1 5000`, then the TUI attached to it.
 fn tui_after_seq(h: &Hangar) -> PtyApp {
+    tui_after(h, "seq 1 5000", "4999").1
+}
+
+/// A shell pane that ran `command`, then the TUI attached to it and shows
+/// `last`; the session's id too.
+fn tui_after(h: &Hangar, command: &str, last: &str) -> (String, PtyApp) {
     h.ok(&["status"]);
     let id = h.new_agent(&["--provider", "shell"]);
-    h.ok(&["send", &id, "seq 1 5000"]);
-    h.wait_screen(&id, "5000");
+    h.ok(&["send", &id, &format!("{command}; echo printed-$((40+2))")]);
+    h.wait_screen(&id, "printed-42");
     let app = PtyApp::spawn(h.command(&[]), ROWS, COLS);
-    app.wait_for("the pane shows the end of seq", |t| t.contains("4999"));
-    app
+    app.wait_for("the pane shows the end of the output", |t| t.contains(last));
+    (id, app)
 }
 
 /// The pane's text rows (the frame's rows between its borders), trimmed.
@@ -214,4 +226,227 @@ fn a_copy_also_reaches_the_system_clipboard_program_when_there_is_one() {
     h.wait_until("xclip got the copy", DEADLINE, || record.exists());
     let got = std::fs::read_to_string(&record).unwrap();
     assert_eq!(got, "-selection clipboard\nto-the-clipboard-42");
+}
+
+#[test]
+fn copy_mode_g_reaches_line_1_of_seq_1_30000_far_beyond_10000_lines() {
+    let h = Hangar::new();
+    let (_, mut app) = tui_after(&h, "seq 1 30000", "29999");
+    app.write(b"[");
+    app.wait_text("COPY");
+    app.write(b"g");
+    app.wait_for("line 1 of seq at the top of the pane", |_| {
+        shows_seq_start(&app)
+    });
+    // And back down through the pages to the end.
+    app.write(b"G");
+    app.wait_for("back at the end", |t| t.contains("30000"));
+}
+
+#[test]
+fn a_search_finds_a_word_printed_before_the_last_10000_lines_and_jumps_to_it() {
+    let h = Hangar::new();
+    let (_, mut app) = tui_after(&h, "echo far-back-$((40+2)); seq 1 20000", "19999");
+    app.keys(&[b"[", b"?", b"far-back-42", b"\r"]);
+    app.wait_for("the search scrolled back to the word", |_| {
+        pane_rows(&app).iter().any(|r| r == "far-back-42")
+    });
+    assert!(!app.text().contains("not found"));
+    // The line's number says it is that far back: before `seq`'s 20,000.
+    let (line, total) = copy_line(&app);
+    assert!(total - line > 20_000, "line {line} of {total}");
+}
+
+#[test]
+fn the_mouse_wheel_reaches_line_1_beyond_10000_lines() {
+    let h = Hangar::new();
+    let (_, mut app) = tui_after(&h, "seq 1 11000", "10999");
+    // Three lines a notch: 11,000 lines are about 3,700 notches, sent 50 at
+    // a time, each batch once the last one moved the view: a PTY's input
+    // buffer holds 4 KiB, and a write that does not fit is split, which can
+    // cut a notch's sequence in two.
+    let notches = b"\x1b[<64;20;10M".repeat(50);
+    app.write(&notches);
+    app.wait_text("COPY");
+    for _ in 0..100 {
+        if shows_seq_start(&app) {
+            break;
+        }
+        let (at, _) = copy_line(&app);
+        app.write(&notches);
+        app.wait_for("the wheel moved the view up", |_| {
+            copy_line(&app).0 < at || shows_seq_start(&app)
+        });
+    }
+    app.wait_for("the wheel reached line 1 of seq", |_| shows_seq_start(&app));
+}
+
+#[test]
+fn a_copy_from_history_down_into_the_screen_lands_whole_in_osc_52() {
+    let h = Hangar::new();
+    let (_, mut app) = tui_after(&h, "seq 1 3000", "2999");
+    // 2960 is in history (the pane shows its last ~27 lines), 2980 on the
+    // screen: select from one to the other and copy.
+    app.keys(&[b"[", b"?", b"2960", b"\r"]);
+    app.wait_for("the cursor on 2960", |_| {
+        pane_rows(&app).iter().any(|r| r == "2960")
+    });
+    app.write(b"v");
+    for _ in 0..20 {
+        app.write(b"j");
+    }
+    app.write(b"$");
+    app.write(b"y");
+    let want: Vec<String> = (2960..=2980).map(|n| n.to_string()).collect();
+    let osc = format!("\x1b]52;c;{}\x07", base64_of(want.join("\n").as_bytes()));
+    app.wait_for("the whole selection reached the outer terminal", |_| {
+        let raw = app.raw_output();
+        raw.windows(osc.len()).any(|w| w == osc.as_bytes())
+    });
+}
+
+#[test]
+fn output_printed_while_scrolled_back_does_not_move_the_view() {
+    let h = Hangar::new();
+    let (id, mut app) = tui_after(&h, "seq 1 5000", "4999");
+    for _ in 0..40 {
+        app.write(b"\x1b[<64;20;10M");
+    }
+    app.wait_text("COPY");
+    app.wait_for("history 120 lines back is on screen", |_| {
+        pane_rows(&app).iter().any(|r| r == "4870")
+    });
+    // The pane's rows, without the status bar (whose line count grows).
+    let shown = |app: &PtyApp| {
+        let mut rows = pane_rows(app);
+        rows.pop();
+        rows
+    };
+    let before = shown(&app);
+    let (_, total) = copy_line(&app);
+    h.ok(&["send", &id, "seq 100001 100300"]);
+    h.wait_screen(&id, "100300");
+    // The pane got the output (its line count grew by it) ...
+    app.wait_for("the new lines counted below the view", |_| {
+        copy_line(&app).1 >= total + 300
+    });
+    // ... and still shows what it showed.
+    assert_eq!(shown(&app), before);
+}
+
+/// Standard base64 with padding (OSC 52's encoding).
+fn base64_of(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_pane_whose_session_ended_still_scrolls_back_to_line_1() {
+    let h = Hangar::new();
+    let (id, mut app) = tui_after(&h, "true", "printed-42");
+    h.ok(&["send", &id, "seq 1 12000; exit"]);
+    app.wait_text("exited");
+    // Its history is read from what the daemon saved, numbered anew.
+    app.write(b"[");
+    app.wait_text("COPY");
+    app.write(b"g");
+    app.wait_for("line 1 of seq at the top of the ended pane", |_| {
+        shows_seq_start(&app)
+    });
+    app.write(b"G");
+    app.wait_for("back at the end", |t| t.contains("12000"));
+}
+
+#[test]
+fn g_stops_at_the_oldest_line_the_daemon_keeps_under_its_byte_cap() {
+    let h = Hangar::new();
+    h.write_config("[terminal]\nhistory_bytes = 65536\n");
+    let (id, mut app) = tui_after(&h, "seq 1 30000", "29999");
+    let oldest: String = h.json(&["screen", &id, "--scrollback", "100000"])["history"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let oldest: u64 = oldest
+        .parse()
+        .expect("the oldest kept line is a number of seq");
+    assert!(
+        oldest > 20_000,
+        "the cap dropped the start of seq: {oldest}"
+    );
+    app.write(b"[");
+    app.wait_text("COPY");
+    app.write(b"g");
+    let first = (oldest.to_string(), (oldest + 1).to_string());
+    app.wait_for("the oldest kept line at the top of the pane", |_| {
+        pane_rows(&app)
+            .windows(2)
+            .any(|w| w[0] == first.0 && w[1] == first.1)
+    });
+    app.write(b"G");
+    app.wait_for("back at the end", |t| t.contains("30000"));
+    app.write(b"g");
+    app.wait_for("the oldest kept line again", |_| {
+        pane_rows(&app)
+            .windows(2)
+            .any(|w| w[0] == first.0 && w[1] == first.1)
+    });
+    assert!(
+        !pane_rows(&app)
+            .iter()
+            .any(|r| r == &(oldest - 1).to_string())
+    );
+}
+
+/// The pane's rows that are numbers, in order.
+fn numbers_shown(app: &PtyApp) -> Vec<u64> {
+    pane_rows(app)
+        .iter()
+        .filter_map(|r| r.parse().ok())
+        .collect()
+}
+
+#[test]
+fn after_a_resync_the_history_above_the_screen_joins_it_without_a_gap_or_a_repeat() {
+    let h = Hangar::new();
+    let (id, mut app) = tui_after(&h, "true", "printed-42");
+    // The TUI stops reading while the session prints far more than a client
+    // may fall behind by: the daemon sends it the screen, not the backlog.
+    let tui = app.pid();
+    unsafe {
+        libc::kill(tui, libc::SIGSTOP);
+    }
+    h.ok(&["send", &id, "seq 1 200000"]);
+    h.wait_screen(&id, "200000");
+    unsafe {
+        libc::kill(tui, libc::SIGCONT);
+    }
+    app.wait_for("the TUI caught up", |t| t.contains("200000"));
+    // Half a page up (Ctrl-u): history lines above the screen's top rows.
+    app.keys(&[b"[", b"\x15"]);
+    app.wait_text("COPY");
+    app.wait_for(
+        "a page of consecutive lines across the screen's top",
+        |_| {
+            let shown = numbers_shown(&app);
+            shown.len() > 20
+                && shown.windows(2).all(|w| w[1] == w[0] + 1)
+                && shown.last().is_some_and(|&n| n < 200_000)
+        },
+    );
 }

@@ -51,6 +51,7 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::TabRename(r) => tabs::rename(daemon, r),
         Request::Reload(r) => lifecycle::reload(daemon, r).await,
         Request::Screen(r) => status::screen(daemon, &r.session, r.scrollback),
+        Request::History(r) => status::history_page(daemon, &r),
         Request::Doctor(r) => match identity::doctor(daemon, r).await {
             Ok(mut v) => {
                 let config = daemon.config.snapshot();

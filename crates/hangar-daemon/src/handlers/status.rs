@@ -2,6 +2,7 @@
 //! (counts, restore progress, queue, budget, notices) and `screen` (the live
 //! terminal, or the last one kept).
 
+use hangar_protocol::message as msg;
 use serde_json::{Value, json};
 
 use crate::Daemon;
@@ -54,6 +55,35 @@ pub fn status(daemon: &Daemon) -> Value {
             failed: st.failed_views(),
         };
         serde_json::to_value(view).unwrap_or(Value::Null)
+    })
+}
+
+/// The most lines one `history` reply carries: a page fits one frame
+/// comfortably (lines of a wide screen with colours are a few hundred bytes).
+const MAX_HISTORY_PAGE: usize = 5_000;
+
+/// A page of a session's history by line number, live or saved (no wake).
+pub fn history_page(daemon: &Daemon, req: &msg::HistoryPage) -> Result<Value, ApiError> {
+    let model = daemon.config.snapshot().terminal.model();
+    let lines = (req.lines as usize).min(MAX_HISTORY_PAGE);
+    daemon.sessions.read(|st| {
+        let id = st.resolve_session(&req.session)?;
+        let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());
+        let (page, source) = match live {
+            Some(l) => (l.history_page(req.before, lines), "live"),
+            None => {
+                let saved = st.store.load_screen(&id)?.unwrap_or_default();
+                let mut t = hangar_terminal::Terminal::restore(&saved, model);
+                (t.history_page(req.before, lines), "saved")
+            }
+        };
+        Ok(json!({
+            "first": page.first,
+            "end": page.end,
+            "start": page.start,
+            "lines": page.lines,
+            "source": source,
+        }))
     })
 }
 

@@ -70,13 +70,15 @@ pub(super) async fn start_attach(
         let _ = live.resize(rows, cols).await;
     }
     let detach_key = daemon.config.snapshot().attach.detach_key.clone();
+    // The screen is taken before the reply, which names its history's end;
+    // what is printed in between is in `rx`, after the screen.
+    let history = req.history.map(|n| n as usize);
+    let (snapshot, history_end, rx) = live.snapshot_and_subscribe(history);
     conn.reply(Reply::ok(
         id,
-        json!({"id": session.to_string(), "detach_key": detach_key}),
+        json!({"id": session.to_string(), "detach_key": detach_key, "history_end": history_end}),
     ))
     .await;
-    let history = req.history.map(|n| n as usize);
-    let (snapshot, rx) = live.snapshot_and_subscribe(history);
     conn.data(&snapshot).await;
     let notices = daemon
         .config
@@ -90,6 +92,9 @@ pub(super) async fn start_attach(
         live.clone(),
         rx,
         (session.clone(), notices),
+        req.history_events.then_some(HistoryEvents {
+            last: Some(history_end),
+        }),
     ));
     Ok(Attached {
         session,
@@ -111,6 +116,7 @@ async fn forward_output(
     live: Arc<crate::pty::LiveProcess>,
     mut rx: broadcast::Receiver<bytes::Bytes>,
     (viewing, mut notices): Notices,
+    mut events: Option<HistoryEvents>,
 ) {
     let mut exit = live.exit_watch();
     loop {
@@ -130,17 +136,40 @@ async fn forward_output(
                     // `MAX_BATCH`: one frame per PTY read made the client pay
                     // per read. Behind by more than `RESYNC_BYTES`: the
                     // current screen, not the backlog.
-                    let sent = match take_queued(bytes, &mut rx) {
-                        Queued::Behind => resync(&conn, &live, &mut rx).await,
-                        Queued::Output(queued) => send_batches(&conn, &queued).await,
+                    let (queued, end) = match &events {
+                        Some(_) => {
+                            let (queued, end) =
+                                live.take_with_history_end(|| take_queued(bytes, &mut rx));
+                            (queued, Some(end))
+                        }
+                        None => (take_queued(bytes, &mut rx), None),
                     };
-                    if !sent {
+                    let end = match queued {
+                        Queued::Behind => match resync(&conn, &live, &mut rx).await {
+                            Some(end) => Some(end),
+                            None => return,
+                        },
+                        Queued::Output(queued) => {
+                            if !send_batches(&conn, &queued).await {
+                                return;
+                            }
+                            end
+                        }
+                    };
+                    if let (Some(events), Some(end)) = (&mut events, end)
+                        && !events.send(&conn, end).await
+                    {
                         return;
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Too slow to keep up: redraw from the screen state.
-                    if !resync(&conn, &live, &mut rx).await {
+                    let Some(end) = resync(&conn, &live, &mut rx).await else {
+                        return;
+                    };
+                    if let Some(events) = &mut events
+                        && !events.send(&conn, end).await
+                    {
                         return;
                     }
                 }
@@ -152,6 +181,10 @@ async fn forward_output(
                     if !conn.data(&bytes).await {
                         return;
                     }
+                }
+                if let Some(events) = &mut events {
+                    let ((), end) = live.take_with_history_end(|| ());
+                    events.send(&conn, end).await;
                 }
                 break;
             }
@@ -170,15 +203,35 @@ async fn forward_output(
 const RESYNC_BYTES: usize = 256 * 1024;
 
 /// Send the current screen (every mode included) and continue from the
-/// output after it, dropping what was queued before.
+/// output after it, dropping what was queued before. Returns where history
+/// ends at that screen: the lines the client missed went to history without
+/// passing through it.
 async fn resync(
     conn: &Conn,
     live: &crate::pty::LiveProcess,
     rx: &mut broadcast::Receiver<bytes::Bytes>,
-) -> bool {
-    let (redraw, fresh) = live.snapshot_and_subscribe(None);
+) -> Option<u64> {
+    let (redraw, history_end, fresh) = live.snapshot_and_subscribe(None);
     *rx = fresh;
-    conn.data(&redraw).await
+    conn.data(&redraw).await.then_some(history_end)
+}
+
+/// For a client that asked (`history_events`): the history's end after the
+/// output it was just sent, when it moved. A client that reads history a
+/// page at a time by number (the TUI) knows from it which line is just above
+/// its screen, whatever the program did (clears, resizes, a resync).
+struct HistoryEvents {
+    last: Option<u64>,
+}
+
+impl HistoryEvents {
+    async fn send(&mut self, conn: &Conn, end: u64) -> bool {
+        if self.last == Some(end) {
+            return true;
+        }
+        self.last = Some(end);
+        conn.event(json!({"event": "history", "end": end})).await
+    }
 }
 
 /// Largest batch of output sent to an attached client as one frame.

@@ -285,6 +285,7 @@ impl App {
     pub fn apply_pane_event(&mut self, session: &str, generation: u64, event: PaneEvent) {
         if let PaneEvent::Attached {
             detach_key: Some(spec),
+            ..
         } = &event
         {
             let prefix = crate::attach::DetachKey::parse(spec).prefix;
@@ -372,6 +373,14 @@ impl App {
             }
             Some(m) => m.provider.name().to_owned(),
             None => id.as_str().get(..8).unwrap_or(id.as_str()).to_owned(),
+        }
+    }
+
+    /// Draw each frozen pane view (reading the history pages it shows),
+    /// before a frame is rendered.
+    pub fn prepare_views(&mut self) {
+        for pane in self.panes.values_mut() {
+            pane.prepare_view();
         }
     }
 
@@ -653,19 +662,23 @@ impl App {
         if !matches!(pane.status, PaneStatus::Live | PaneStatus::Exited(_)) {
             return false;
         }
-        let history = pane.history_len();
-        let offset = pane.view_offset();
-        let top = history - offset.min(history);
-        let cursor = if offset == 0 {
-            let (row, col) = pane.parser.screen().cursor_position();
-            Pos {
-                line: history + usize::from(row),
-                col: usize::from(col),
+        let history = pane.history_end();
+        let cursor = match pane.view_top() {
+            None => {
+                let (row, col) = pane.parser.screen().cursor_position();
+                Pos {
+                    line: history + usize::from(row),
+                    col: usize::from(col),
+                }
             }
-        } else {
-            Pos { line: top, col: 0 }
+            Some(top) => Pos { line: top, col: 0 },
         };
+        let top = pane.view_top().unwrap_or(history);
         self.copy = Some(CopyMode::new(session.to_owned(), top, cursor));
+        if let Some(pane) = self.panes.get_mut(session) {
+            // Frozen from here: output printed in copy mode moves nothing.
+            pane.set_view_top(Some(top));
+        }
         self.copy_from_typing = from_typing;
         self.passthrough = false;
         true
@@ -675,7 +688,7 @@ impl App {
         if let Some(c) = self.copy.take()
             && let Some(p) = self.panes.get_mut(&c.session)
         {
-            p.set_view_offset(0);
+            p.set_view_top(None);
         }
         if std::mem::take(&mut self.copy_from_typing) {
             self.enter_passthrough();
@@ -1309,10 +1322,10 @@ impl App {
     }
 }
 
-/// Scroll a pane's view to what copy mode shows.
+/// Freeze a pane's view on what copy mode shows (output printed meanwhile
+/// then moves neither).
 fn show_copy_view(c: &CopyMode, pane: &mut Pane) {
-    let history = pane.history_len();
-    pane.set_view_offset(history.saturating_sub(c.top));
+    pane.set_view_top(Some(c.top));
 }
 
 /// "kept worktree PATH: WHY" for each worktree a close left on disk, or

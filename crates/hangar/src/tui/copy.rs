@@ -1,17 +1,24 @@
 //! Copy mode (`Ctrl-b [`), with tmux's keys: move over a pane's history and
 //! screen, search, select and copy.
 //!
-//! Lines are numbered from the oldest history line (0) down to the screen's
-//! last row; the mode keeps a cursor and the line shown at the top of the
-//! pane, and works over anything that can hand it a line's text
-//! ([`PaneLines`]), so its keys are tested without a terminal.
+//! Lines are numbered as the daemon numbers a session's history (the oldest
+//! kept is [`PaneLines::first_line`], not always 0: the byte cap drops the
+//! oldest) down to the screen's last row; the mode keeps a cursor and the
+//! line shown at the top of the pane, and works over anything that can hand
+//! it a line's text ([`PaneLines`]), so its keys are tested without a
+//! terminal. A search goes through every line back to the first, which a
+//! pane reads from the daemon a page at a time.
 
 use crate::tui::keys::Key;
 
 /// What copy mode reads a pane through.
 pub trait PaneLines {
-    /// History lines plus screen rows.
+    /// One past the last screen row.
     fn total_lines(&self) -> usize;
+    /// The oldest line there is.
+    fn first_line(&mut self) -> usize {
+        0
+    }
     /// Rows the pane shows at once.
     fn rows(&self) -> usize;
     /// Columns the pane shows: the cursor never goes past the last.
@@ -91,7 +98,8 @@ impl CopyMode {
     fn settle(&mut self, pane: &mut impl PaneLines) {
         let total = pane.total_lines().max(1);
         let rows = pane.rows().max(1);
-        self.cursor.line = self.cursor.line.min(total - 1);
+        let first = pane.first_line().min(total - 1);
+        self.cursor.line = self.cursor.line.clamp(first, total - 1);
         self.cursor.col = self.cursor.col.min(pane.cols().max(1) - 1);
         if self.cursor.line < self.top {
             self.top = self.cursor.line;
@@ -99,7 +107,7 @@ impl CopyMode {
         if self.cursor.line >= self.top + rows {
             self.top = self.cursor.line + 1 - rows;
         }
-        self.top = self.top.min(total.saturating_sub(rows));
+        self.top = self.top.min(total.saturating_sub(rows)).max(first);
     }
 
     pub fn key(&mut self, key: Key, pane: &mut impl PaneLines) -> CopyAction {
@@ -157,7 +165,12 @@ impl CopyMode {
                 self.top += rows / 2;
                 self.cursor.line = (self.cursor.line + rows / 2).min(last);
             }
-            Key::Char('g') => self.cursor = Pos { line: 0, col: 0 },
+            Key::Char('g') => {
+                self.cursor = Pos {
+                    line: pane.first_line(),
+                    col: 0,
+                }
+            }
             Key::Char('G') => self.cursor = Pos { line: last, col: 0 },
             Key::Char('/') | Key::Char('?') => {
                 self.prompt = Some(Prompt {
@@ -214,15 +227,19 @@ impl CopyMode {
             needle.chars().collect()
         };
         let total = pane.total_lines().max(1);
+        let first = pane.first_line().min(total - 1);
+        let count = total - first;
         let start = self.cursor;
-        // Step `total` is the cursor's own line again: a lone match is found
+        let from = start.line.max(first) - first;
+        // Step `count` is the cursor's own line again: a lone match is found
         // again rather than reported missing.
-        for step in 0..=total {
-            let line = if forward {
-                (start.line + step) % total
-            } else {
-                (start.line + 2 * total - step) % total
-            };
+        for step in 0..=count {
+            let line = first
+                + if forward {
+                    (from + step) % count
+                } else {
+                    (from + 2 * count - step) % count
+                };
             let cols = columns_of(&pane.line_text(line), &needle, fold);
             let hit = if forward {
                 cols.into_iter().find(|&c| step > 0 || c > start.col)
@@ -329,6 +346,61 @@ mod tests {
         c.key(Key::Char('G'), &mut pane);
         assert_eq!(c.cursor.line, 4999);
         assert_eq!(c.top, 4980);
+    }
+
+    /// Lines `first..total`, as a daemon that dropped the oldest to its cap.
+    struct Capped {
+        first: usize,
+        lines: Lines,
+    }
+
+    impl PaneLines for Capped {
+        fn total_lines(&self) -> usize {
+            self.lines.total_lines()
+        }
+        fn first_line(&mut self) -> usize {
+            self.first
+        }
+        fn rows(&self) -> usize {
+            self.lines.rows
+        }
+        fn cols(&self) -> usize {
+            20
+        }
+        fn line_text(&mut self, line: usize) -> String {
+            if line < self.first {
+                return String::new();
+            }
+            self.lines.line_text(line)
+        }
+    }
+
+    #[test]
+    fn g_and_search_stop_at_the_oldest_line_still_kept() {
+        let mut pane = Capped {
+            first: 1_000,
+            lines: seq(30_000, 20),
+        };
+        let top = 30_000 - 20;
+        let mut c = CopyMode::new("s".into(), top, Pos { line: top, col: 0 });
+        c.key(Key::Char('g'), &mut pane);
+        assert_eq!((c.cursor.line, c.top), (1_000, 1_000));
+        assert_eq!(pane.line_text(c.cursor.line), "1001");
+        for _ in 0..5 {
+            c.key(Key::PageUp, &mut pane);
+        }
+        assert_eq!(c.top, 1_000, "never above the oldest line");
+        // A word on a dropped line (500) and on a kept one (2000): the
+        // search finds the kept one, and again after wrapping.
+        pane.lines.lines[500] = "needle".into();
+        pane.lines.lines[2_000] = "needle".into();
+        c.key(Key::Char('G'), &mut pane);
+        for k in [Key::Char('?'), Key::Char('n'), Key::Char('e'), Key::Enter] {
+            c.key(k, &mut pane);
+        }
+        assert_eq!((c.cursor.line, c.note.as_deref()), (2_000, None));
+        c.key(Key::Char('n'), &mut pane);
+        assert_eq!((c.cursor.line, c.note.as_deref()), (2_000, None));
     }
 
     #[test]

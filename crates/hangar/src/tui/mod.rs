@@ -15,6 +15,7 @@ mod hosts;
 pub(crate) mod keys;
 mod layout;
 mod pane;
+mod pane_history;
 mod pane_mouse;
 mod render;
 mod search;
@@ -191,6 +192,7 @@ fn run_view(
         let size = terminal.size()?;
         let layout = app.layout(ratatui::layout::Rect::new(0, 0, size.width, size.height));
         app.sync_panes(&layout);
+        app.prepare_views();
         terminal.draw(|f| render::draw(f, app, &layout, now_ms()))?;
         if !app.terminal_out.is_empty() {
             // A copy's OSC 52, for the outer terminal itself.

@@ -2,10 +2,10 @@
 //! parser sized to the pane's inner area, fed by its own `attach`
 //! connection.
 //!
-//! The parser keeps the pane's history too ([`PANE_HISTORY_LINES`]): the
-//! attach asks the daemon to print that much of the session's history
-//! before its screen, and everything after it scrolls in as it is printed,
-//! so scrolling back and copy mode never wait on the daemon.
+//! The parser keeps no history: the daemon has all of it, and the pane reads
+//! it a page at a time by line number ([`PaneHistory`]) when copy mode or the
+//! wheel goes above the screen. A view scrolled back is frozen on line
+//! numbers, so output printed meanwhile never moves it.
 //!
 //! The connection's reader runs on its own thread and only sends events;
 //! the parser lives on the UI thread. Dropping the connection shuts the
@@ -24,11 +24,16 @@ use hangar_protocol::paths::Paths;
 use crate::client::{Client, Incoming};
 use crate::tui::Event;
 use crate::tui::copy::PaneLines;
+use crate::tui::pane_history::{Page, PageSource, PaneHistory};
 
 const AUTO_RETRY_EVERY: Duration = Duration::from_secs(2);
 
-/// Lines of history each pane keeps (and asks the daemon for on attach).
-pub const PANE_HISTORY_LINES: usize = 10_000;
+/// After a page could not be read (the daemon is gone), the view shows blank
+/// lines without asking again for this long: a frame asks for many lines.
+const PAGE_RETRY_EVERY: Duration = Duration::from_secs(1);
+
+/// The longest a page is waited for (it takes about a millisecond).
+const PAGE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What a pane's connection reports.
 #[derive(Debug)]
@@ -39,8 +44,13 @@ pub enum PaneEvent {
     /// the configured detach key, whose prefix is also the TUI's prefix.
     Attached {
         detach_key: Option<String>,
+        /// Where the session's history ends at the screen that follows
+        /// (`None` from a daemon older than paged history).
+        history_end: Option<u64>,
     },
     Data(Vec<u8>),
+    /// Where history ends after the output sent so far.
+    HistoryEnd(u64),
     Exited(i64),
     /// The attach was refused (a failed wake names its reason).
     Failed(String),
@@ -77,6 +87,20 @@ pub struct Pane {
     connected_at: Option<Instant>,
     /// A connection is being made (its `Connected` has not come yet).
     connecting: bool,
+    /// The session's history above the screen, numbered as the daemon does.
+    pub history: PaneHistory,
+    /// The daemon numbers history (it named `history_end` on attach).
+    history_known: bool,
+    /// The line shown on the pane's first row while its view is frozen
+    /// (copy mode, the wheel); `None`: the live screen.
+    view_top: Option<u64>,
+    /// The frozen view, drawn: the history lines and screen rows it shows.
+    view: Option<vt100::Parser>,
+    /// Where pages are read from: a connection of its own, made the first
+    /// time one is needed.
+    pages: Option<Client>,
+    paths: Option<Paths>,
+    page_failed_at: Option<Instant>,
 }
 
 pub struct PaneConn {
@@ -108,13 +132,20 @@ impl Pane {
     pub fn new(session: String, rows: u16, cols: u16) -> Pane {
         Pane {
             session,
-            parser: vt100::Parser::new(nz(rows), nz(cols), PANE_HISTORY_LINES),
+            parser: vt100::Parser::new(nz(rows), nz(cols), 0),
             status: PaneStatus::Connecting { saved: None },
             generation: 0,
             conn: None,
             size: (rows.max(1), cols.max(1)),
             connected_at: None,
             connecting: false,
+            history: PaneHistory::new(0),
+            history_known: false,
+            view_top: None,
+            view: None,
+            pages: None,
+            paths: None,
+            page_failed_at: None,
         }
     }
 
@@ -136,7 +167,12 @@ impl Pane {
         self.connected_at = Some(Instant::now());
         self.generation = generation;
         self.status = PaneStatus::Connecting { saved: None };
-        self.parser = vt100::Parser::new(nz(self.size.0), nz(self.size.1), PANE_HISTORY_LINES);
+        self.parser = vt100::Parser::new(nz(self.size.0), nz(self.size.1), 0);
+        self.history = PaneHistory::new(0);
+        self.history_known = false;
+        self.view_top = None;
+        self.view = None;
+        self.paths = Some(paths.clone());
         let session = self.session.clone();
         let (rows, cols) = self.size;
         let send = {
@@ -204,21 +240,20 @@ impl Pane {
                     *saved = Some(text);
                 }
             }
-            PaneEvent::Attached { .. } => self.status = PaneStatus::Live,
-            PaneEvent::Data(bytes) => {
-                // A pane scrolled back stays on the lines it shows while
-                // output arrives (vt100 keeps the offset from the bottom).
-                let before = self.history_len();
-                let offset = self.parser.screen().scrollback();
-                self.parser.process(&bytes);
-                if offset > 0 {
-                    let grown = self.history_len().saturating_sub(before);
-                    self.parser.screen_mut().set_scrollback(offset + grown);
-                }
+            PaneEvent::Attached { history_end, .. } => {
+                self.status = PaneStatus::Live;
+                self.history = PaneHistory::new(history_end.unwrap_or(0));
+                self.history_known = history_end.is_some();
             }
+            // A frozen view is on line numbers: output moves neither it
+            // nor the history lines it shows.
+            PaneEvent::Data(bytes) => self.parser.process(&bytes),
+            PaneEvent::HistoryEnd(end) => self.history.rebase(end),
             PaneEvent::Exited(code) => {
                 self.status = PaneStatus::Exited(code);
                 self.conn = None;
+                // Its history is read from what the daemon saved now.
+                self.history.renumber();
             }
             PaneEvent::Lost(reason) => {
                 self.status = PaneStatus::Lost(reason);
@@ -246,46 +281,112 @@ impl Pane {
         }
     }
 
-    /// Lines of history the pane holds above its screen.
-    pub fn history_len(&self) -> usize {
-        self.parser.screen().scrollback_len()
+    /// The number of the screen's top row: history is the lines before it.
+    pub fn history_end(&self) -> usize {
+        self.history.end() as usize
     }
 
-    /// How many lines the view is scrolled back (0: the live screen).
-    pub fn view_offset(&self) -> usize {
-        self.parser.screen().scrollback()
+    /// The line the frozen view shows first, if it is frozen.
+    pub fn view_top(&self) -> Option<usize> {
+        self.view_top.map(|t| t as usize)
     }
 
-    pub fn set_view_offset(&mut self, offset: usize) {
-        let offset = offset.min(self.history_len());
-        self.parser.screen_mut().set_scrollback(offset);
+    /// Freeze the view with line `top` on its first row, or (`None`) go
+    /// back to the live screen.
+    pub fn set_view_top(&mut self, top: Option<usize>) {
+        self.view_top = top.map(|t| t as u64);
+        if self.view_top.is_none() {
+            self.view = None;
+        }
     }
 
-    /// Lines of history plus the screen's rows: the lines copy mode moves over.
+    /// History lines plus the screen's rows: the lines copy mode moves over
+    /// (numbered as the daemon numbers history; the oldest it still keeps
+    /// is [`Pane::first_line`]).
     pub fn total_lines(&self) -> usize {
-        self.history_len() + usize::from(self.size.0)
+        self.history_end() + usize::from(self.size.0)
     }
 
-    /// The text of line `line` (0 is the oldest history line), trailing
-    /// blanks dropped.
+    /// The oldest line there is (asks the daemon the first time).
+    pub fn first_line(&mut self) -> usize {
+        let (history, mut source) = self.history_and_pages();
+        history.first(&mut source) as usize
+    }
+
+    /// The text of line `line`, trailing blanks dropped.
     pub fn line_text(&mut self, line: usize) -> String {
-        let history = self.history_len();
-        let keep = self.view_offset();
-        let (offset, row) = if line < history {
-            (history - line, 0)
-        } else {
-            (0, line - history)
+        let end = self.history_end();
+        if line >= end {
+            let cols = self.size.1;
+            let text = self
+                .parser
+                .screen()
+                .rows(0, cols)
+                .nth(line - end)
+                .unwrap_or_default();
+            return text.trim_end().to_owned();
+        }
+        let (history, mut source) = self.history_and_pages();
+        history
+            .line(line as u64, &mut source)
+            .map(|l| hangar_terminal::history::plain(l).trim_end().to_owned())
+            .unwrap_or_default()
+    }
+
+    fn history_and_pages(&mut self) -> (&mut PaneHistory, DaemonPages<'_>) {
+        (
+            &mut self.history,
+            DaemonPages {
+                client: &mut self.pages,
+                paths: self.paths.as_ref().filter(|_| self.history_known),
+                session: &self.session,
+                failed_at: &mut self.page_failed_at,
+            },
+        )
+    }
+
+    /// Draw the frozen view (history lines and screen rows) into its own
+    /// parser, for the renderer; reads the pages it needs first.
+    pub fn prepare_view(&mut self) {
+        let Some(top) = self.view_top else {
+            self.view = None;
+            return;
         };
-        self.parser.screen_mut().set_scrollback(offset);
-        let cols = self.size.1;
-        let text = self
-            .parser
-            .screen()
-            .rows(0, cols)
-            .nth(row)
-            .unwrap_or_default();
-        self.parser.screen_mut().set_scrollback(keep);
-        text.trim_end().to_owned()
+        let (rows, cols) = self.size;
+        let end = self.history.end();
+        // The screen's rows the view shows, below its history lines.
+        let screen: Vec<String> = if top + u64::from(rows) > end {
+            self.parser.screen().rows_formatted(0, cols).collect()
+        } else {
+            Vec::new()
+        };
+        // No autowrap: a history line wider than the pane (printed when the
+        // session was wider) is cut at its edge, not run into the next row.
+        let mut bytes = Vec::from(&b"\x1b[?7l"[..]);
+        for row in 0..rows {
+            let line = top + u64::from(row);
+            bytes.extend_from_slice(format!("\x1b[{};1H\x1b[0m", row + 1).as_bytes());
+            let text = if line < end {
+                let (history, mut source) = self.history_and_pages();
+                history.line(line, &mut source)
+            } else {
+                screen.get((line - end) as usize).map(String::as_str)
+            };
+            if let Some(text) = text {
+                bytes.extend_from_slice(text.as_bytes());
+            }
+        }
+        let mut view = vt100::Parser::new(nz(rows), nz(cols), 0);
+        view.process(&bytes);
+        self.view = Some(view);
+    }
+
+    /// What the renderer draws: the frozen view, or the live screen.
+    pub fn shown_screen(&self) -> &vt100::Screen {
+        match (&self.view, self.view_top) {
+            (Some(view), Some(_)) => view.screen(),
+            _ => self.parser.screen(),
+        }
     }
 
     /// Type into the session (only once attached).
@@ -320,6 +421,9 @@ impl PaneLines for Pane {
     fn total_lines(&self) -> usize {
         Pane::total_lines(self)
     }
+    fn first_line(&mut self) -> usize {
+        Pane::first_line(self)
+    }
     fn rows(&self) -> usize {
         usize::from(self.size.0)
     }
@@ -328,6 +432,66 @@ impl PaneLines for Pane {
     }
     fn line_text(&mut self, line: usize) -> String {
         Pane::line_text(self, line)
+    }
+}
+
+/// Pages of a session's history from the daemon, on the pane's own
+/// connection (made the first time, without starting a daemon).
+struct DaemonPages<'a> {
+    client: &'a mut Option<Client>,
+    /// `None`: there is no daemon to ask that numbers history.
+    paths: Option<&'a Paths>,
+    session: &'a str,
+    failed_at: &'a mut Option<Instant>,
+}
+
+impl PageSource for DaemonPages<'_> {
+    fn page(&mut self, before: Option<u64>, lines: u64) -> Option<Page> {
+        let paths = self.paths?;
+        if self
+            .failed_at
+            .is_some_and(|t| t.elapsed() < PAGE_RETRY_EVERY)
+        {
+            return None;
+        }
+        if self.client.is_none() {
+            *self.client = Client::connect_existing(paths).ok().flatten();
+            // The UI thread waits on this reply: a daemon that does not
+            // answer costs a blank page, never a frozen TUI.
+            if let Some(stream) = self.client.as_ref().and_then(|c| c.try_clone_stream().ok()) {
+                let _ = stream.set_read_timeout(Some(PAGE_TIMEOUT));
+            }
+        }
+        let client = self.client.as_mut()?;
+        let request = Request::History(msg::HistoryPage {
+            session: self.session.to_owned(),
+            before,
+            lines: u32::try_from(lines).unwrap_or(u32::MAX),
+        });
+        let page = client.request(request).ok().and_then(|v| {
+            Some(Page {
+                first: v["first"].as_u64()?,
+                end: v["end"].as_u64()?,
+                start: v["start"].as_u64()?,
+                lines: v["lines"]
+                    .as_array()?
+                    .iter()
+                    .map(|l| l.as_str().unwrap_or_default().to_owned())
+                    .collect(),
+            })
+        });
+        match page {
+            Some(page) => {
+                *self.failed_at = None;
+                Some(page)
+            }
+            None => {
+                // A broken connection is made again after the pause.
+                *self.client = None;
+                *self.failed_at = Some(Instant::now());
+                None
+            }
+        }
     }
 }
 
@@ -353,11 +517,16 @@ fn read_pane(
         session,
         cols,
         rows,
-        history: Some(PANE_HISTORY_LINES as u32),
+        history: None,
+        history_events: true,
     })) {
         Ok(reply) => {
             let detach_key = reply["detach_key"].as_str().map(str::to_owned);
-            if !send(PaneEvent::Attached { detach_key }) {
+            let history_end = reply["history_end"].as_u64();
+            if !send(PaneEvent::Attached {
+                detach_key,
+                history_end,
+            }) {
                 return;
             }
         }
@@ -377,6 +546,10 @@ fn read_pane(
                 send(PaneEvent::Exited(e["code"].as_i64().unwrap_or(-1)));
                 return;
             }
+            Ok(Incoming::Event(e)) if e["event"] == "history" => match e["end"].as_u64() {
+                Some(end) => PaneEvent::HistoryEnd(end),
+                None => continue,
+            },
             Ok(_) => continue,
             Err(e) => {
                 send(PaneEvent::Lost(format!("{e:#}")));

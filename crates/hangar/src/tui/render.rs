@@ -314,7 +314,7 @@ fn draw_copy_mode(buf: &mut Buffer, app: &App, id: &SessionId, area: Rect) {
 
 /// Copy a session's screen into the frame, cell by cell.
 fn draw_screen(buf: &mut Buffer, pane: &Pane, area: Rect) {
-    let screen = pane.parser.screen();
+    let screen = pane.shown_screen();
     for row in 0..area.height {
         for col in 0..area.width {
             let Some(cell) = screen.cell(row, col) else {

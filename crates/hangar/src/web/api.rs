@@ -378,6 +378,7 @@ async fn press(app: &App, session: String, bytes: Vec<u8>) -> Response {
                 cols: 0,
                 rows: 0,
                 history: None,
+                history_events: false,
             }))
             .await?;
         link.writer.send_data(&bytes).await?;

@@ -69,6 +69,7 @@ pub async fn attach(
             cols,
             rows,
             history: None,
+            history_events: false,
         }))
         .await
     {

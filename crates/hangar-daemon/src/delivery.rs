@@ -123,6 +123,10 @@ impl Delivery {
         }
         let mut delivery = None;
         if enter {
+            // Noted before the Enter: the agent may record the prompt (and
+            // a fast one its answer too) before a turn is confirmed, and a
+            // look at its records then must already know the prompt.
+            self.identity.note_typed(&id, text);
             self.wait_echo(&live, &screen_before).await;
             tokio::time::sleep(ENTER_DELAY).await;
             match &before {
@@ -141,7 +145,6 @@ impl Delivery {
                     self.monitor.note_input(&id, typed_at);
                 }
             }
-            self.identity.note_typed(&id, text);
         }
         self.sessions.touch(&id, crate::now_ms());
         // The text is typed: a last-use time the disk cannot take (full,

@@ -96,3 +96,39 @@ fn live_agents_that_print_nothing_cost_the_daemon_no_wake_ups_beside_one_printin
         assert_eq!(h.state_of(a), "live", "the agents stayed live");
     }
 }
+
+#[test]
+fn an_opencode_session_idle_after_its_prompt_costs_the_daemon_no_wake_ups_beside_one_printing_session()
+ {
+    let h = Hangar::new();
+    let daemon = h.start_daemon();
+    let agent = h.new_agent(&["--provider", "opencode"]);
+    h.wait_screen(&agent, "> ");
+    // The prompt is what makes the daemon read OpenCode's database (it
+    // matches the conversation holding it): once its answer is in and the
+    // conversation is learned, nothing changes there any more.
+    h.ok(&["send", &agent, "one question"]);
+    h.wait_screen(&agent, "answer: one question");
+    h.wait_until("the opencode id is learned", DEADLINE, || {
+        h.provider_id(&agent).0.is_some()
+    });
+    h.wait_until("the agent's activity settled", DEADLINE, || {
+        h.session(&agent)["activity"].as_str() != Some("working")
+    });
+
+    let idle = switches_over_window(daemon);
+
+    let shell = h.new_agent(&["--provider", "shell", "--title", "printer"]);
+    h.wait_state(&shell, "live");
+    h.ok(&["send", &shell, "while :; do echo tick; sleep 0.05; done"]);
+    h.wait_screen(&shell, "tick\ntick\n");
+    let busy = switches_over_window(daemon);
+    eprintln!(
+        "daemon context switches per window: an idle opencode {idle}, plus one printing session {busy}"
+    );
+    assert!(
+        idle * 3 < busy,
+        "an idle opencode session woke the daemon {idle} times in a window in which one \
+         printing session (beside it) woke it {busy} times: its database is read in a loop"
+    );
+}

@@ -61,6 +61,24 @@ impl TypedLog {
     }
 }
 
+/// The size and modification time of OpenCode's database and its
+/// write-ahead log: what a write by OpenCode changes and a read by hangar
+/// does not (a reader only touches the `-shm` index, through its mapping).
+#[derive(Debug, PartialEq, Eq)]
+struct DatabaseStamp([Option<(u64, std::time::SystemTime)>; 2]);
+
+impl DatabaseStamp {
+    fn of(db: &Path) -> DatabaseStamp {
+        let stamp = |p: &Path| {
+            let m = std::fs::metadata(p).ok()?;
+            Some((m.len(), m.modified().ok()?))
+        };
+        let mut wal = db.as_os_str().to_owned();
+        wal.push("-wal");
+        DatabaseStamp([stamp(db), stamp(Path::new(&wal))])
+    }
+}
+
 impl Identity {
     /// Keeps a prompt hangar typed into an opencode session, for matching.
     pub fn note_typed(&self, id: &SessionId, text: &str) {
@@ -92,6 +110,12 @@ impl Identity {
             // when OpenCode records a prompt: nothing to look at before.
             let mut files = daemon.files.subscribe();
             files.watch(db.parent().map(Path::to_path_buf).into_iter().collect());
+            // What the last look saw: the database's files and the prompts
+            // typed. Reading the database opens (and closes) its `-shm` and
+            // `-wal` for writing, which the folder watch reports: a look at
+            // the same files and prompts would wake itself without end.
+            let mut looked: Option<(DatabaseStamp, usize)> = None;
+            let mut last_look: Option<tokio::time::Instant> = None;
             loop {
                 let exited = tokio::select! {
                     _ = files.changed(super::POLL) => false,
@@ -101,10 +125,26 @@ impl Identity {
                     .sessions
                     .process(&id)
                     .is_some_and(|p| Arc::ptr_eq(&p, &live));
+                let ending = exited || !current;
+                if !ending && let Some(at) = last_look {
+                    // An agent busy writing its conversation is looked at
+                    // no more often than a transcript is (`POLL`).
+                    tokio::time::sleep_until(at + super::POLL).await;
+                }
+                // Taken before the read: a write during it is a change the
+                // next wake looks at.
+                let seen = (
+                    DatabaseStamp::of(&db),
+                    daemon.typed.since(&id, started_ms).len(),
+                );
                 // One last look once the process is gone or replaced: a
                 // prompt sent just before a hibernate must still count.
-                daemon.match_opencode_once(&id, &db, started_ms).await;
-                if exited || !current {
+                if ending || looked.as_ref() != Some(&seen) {
+                    last_look = Some(tokio::time::Instant::now());
+                    daemon.match_opencode_once(&id, &db, started_ms).await;
+                    looked = Some(seen);
+                }
+                if ending {
                     return;
                 }
             }

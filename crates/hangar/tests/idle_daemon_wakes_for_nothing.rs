@@ -54,6 +54,16 @@ fn switches_over_window(pid: i32) -> u64 {
         .sum()
 }
 
+/// The yardstick: the daemon's context switches during one window once a
+/// shell session beside the others prints a line every 50 ms.
+fn switches_beside_a_printing_session(h: &Hangar, daemon: i32) -> u64 {
+    let shell = h.new_agent(&["--provider", "shell", "--title", "printer"]);
+    h.wait_state(&shell, "live");
+    h.ok(&["send", &shell, "while :; do echo tick; sleep 0.05; done"]);
+    h.wait_screen(&shell, "tick\ntick\n");
+    switches_over_window(daemon)
+}
+
 #[test]
 fn live_agents_that_print_nothing_cost_the_daemon_no_wake_ups_beside_one_printing_session() {
     let h = Hangar::new();
@@ -78,11 +88,7 @@ fn live_agents_that_print_nothing_cost_the_daemon_no_wake_ups_beside_one_printin
 
     let idle = switches_over_window(daemon);
 
-    let shell = h.new_agent(&["--provider", "shell", "--title", "printer"]);
-    h.wait_state(&shell, "live");
-    h.ok(&["send", &shell, "while :; do echo tick; sleep 0.05; done"]);
-    h.wait_screen(&shell, "tick\ntick\n");
-    let busy = switches_over_window(daemon);
+    let busy = switches_beside_a_printing_session(&h, daemon);
     eprintln!(
         "daemon context switches per window: {AGENTS} idle agents {idle}, plus one printing session {busy}"
     );
@@ -118,11 +124,7 @@ fn an_opencode_session_idle_after_its_prompt_costs_the_daemon_no_wake_ups_beside
 
     let idle = switches_over_window(daemon);
 
-    let shell = h.new_agent(&["--provider", "shell", "--title", "printer"]);
-    h.wait_state(&shell, "live");
-    h.ok(&["send", &shell, "while :; do echo tick; sleep 0.05; done"]);
-    h.wait_screen(&shell, "tick\ntick\n");
-    let busy = switches_over_window(daemon);
+    let busy = switches_beside_a_printing_session(&h, daemon);
     eprintln!(
         "daemon context switches per window: an idle opencode {idle}, plus one printing session {busy}"
     );

@@ -25,6 +25,7 @@ import re
 import sys
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+USE_LINE = re.compile(r"\b(?:pub(?:\([^)]*\))?\s+)?use\s+[^;]*;")
 
 
 def strip_comments(text):
@@ -263,7 +264,9 @@ class Crate:
                 # file gets the edge to the file that defines it
                 if not public:
                     add(offset, segs)
-            for m in re.finditer(r"(?<![A-Za-z0-9_:])((?:crate|super)(?:::" + IDENT + r")+)", text):
+            # paths written in the code, the `use` lines (read above) blanked
+            code = USE_LINE.sub(lambda m: " " * len(m.group(0)), text)
+            for m in re.finditer(r"(?<![A-Za-z0-9_:])((?:crate|super)(?:::" + IDENT + r")+)", code):
                 add(m.start(1), m.group(1).split("::"))
         return result
 

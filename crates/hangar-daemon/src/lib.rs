@@ -235,7 +235,7 @@ impl Daemon {
         for (id, screen) in screens {
             self.sessions.keep_stopped_screen(&id, &screen, now);
         }
-        if let Err(e) = self.sessions.edit(|st| st.save_observed(&[])) {
+        if let Err(e) = self.sessions.save_observed() {
             tracing::error!("final save failed: {}", e.message);
         }
         self.shutdown.finish();
@@ -281,12 +281,12 @@ impl Daemon {
         // A pane the full plan forks that the first look did not (its row
         // was not found by its key): only a damaged index does that, as it
         // does a pane row read differently by key and by scan.
-        let missed: Vec<SessionId> = self.sessions.read(|st| {
-            restore_plan::first_forks(&st.ws)
-                .into_iter()
-                .filter(|id| !forks.contains(id))
-                .collect()
-        });
+        let missed: Vec<SessionId> = self
+            .sessions
+            .first_forks()
+            .into_iter()
+            .filter(|id| !forks.contains(id))
+            .collect();
         let disagreeing: Vec<&str> = full
             .differing_rows
             .iter()
@@ -341,7 +341,7 @@ impl Daemon {
     /// killed). A pid is only signalled when its start time still matches
     /// the recorded one, so a reused pid is never touched.
     fn end_orphans(&self) {
-        let recorded = match self.sessions.read(|st| st.store.recorded_processes()) {
+        let recorded = match self.sessions.recorded_processes() {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("cannot read recorded processes: {e}");
@@ -652,9 +652,7 @@ mod tests {
         let daemon = Daemon::new(paths, Config::default(), os.clone(), sessions);
         daemon.end_orphans();
         assert_eq!(os.signals_sent(), vec![(100, libc::SIGKILL)]);
-        let left = daemon
-            .sessions
-            .read(|st| st.store.recorded_processes().unwrap().len());
+        let left = daemon.sessions.recorded_processes().unwrap().len();
         assert_eq!(left, 0, "both records are forgotten");
     }
 }

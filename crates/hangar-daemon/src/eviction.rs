@@ -87,7 +87,7 @@ impl Governor {
         older_than_ms: u64,
         dry_run: bool,
     ) -> Result<Evicted, ApiError> {
-        let now = crate::now_ms();
+        let now = self.os.now_ms();
         let stale: Vec<SessionId> = self.sessions.stale_parked(now, older_than_ms);
         let plan = self.plan_whole_cascades(&stale, true);
         let mut skipped = plan.skipped;
@@ -262,7 +262,7 @@ impl Governor {
     /// cascades that may go, and the ones skipped with why: what a close of
     /// idle agents would close.
     pub fn idle_plan(&self, older_than_ms: u64, include_live: bool) -> CascadePlan {
-        let now = crate::now_ms();
+        let now = self.os.now_ms();
         let idle: Vec<SessionId> = {
             let ids: Vec<SessionId> = self.sessions.ids();
             ids.into_iter()

@@ -29,6 +29,7 @@ use crate::activity::{Activity, Hub, Monitor};
 use crate::errors::ApiError;
 use crate::journal::{Caller, Event, HibernateReason, Journal};
 use crate::orchestration::{McpConfig, Orchestration};
+use crate::os::Os;
 use crate::section::Section;
 use crate::sessions::{RunState, Sessions};
 use crate::shutdown::Shutdown;
@@ -81,6 +82,8 @@ pub struct Governor {
     pub(crate) paths: Paths,
     pub(crate) sessions: Arc<Sessions>,
     pub(crate) journal: Arc<Journal>,
+    /// The clock every age the governor judges is read from.
+    pub(crate) os: Arc<dyn Os>,
     /// Who views each session (attached clients).
     pub(crate) activity: Arc<Hub>,
     pub(crate) monitor: Arc<Monitor>,
@@ -164,7 +167,7 @@ impl Governor {
     /// touch (every keystroke of an attached terminal lands here) is stored
     /// at most once per `hangar_core::in_use::TOUCH_EVERY_MS` per session.
     pub fn touch_used(&self, id: &SessionId, throttled: bool) {
-        let now = crate::now_ms();
+        let now = self.os.now_ms();
         self.sessions.touch_if_due(id, now, throttled);
     }
 

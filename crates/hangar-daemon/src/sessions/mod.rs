@@ -15,6 +15,8 @@
 //! transaction (no PATH search, no config file written, no folder stat), and
 //! no call back into the rest of the daemon while the lock is held.
 
+#[cfg(test)]
+mod operations_tests;
 mod persistence;
 mod placement;
 mod runtime;

@@ -148,7 +148,7 @@ impl Delivery {
         self.sessions.touch(&id, crate::now_ms());
         // The text is typed: a last-use time the disk cannot take (full,
         // read-only) must not turn a delivered send into an error.
-        if let Err(e) = self.sessions.edit(|st| st.save_observed(&[])) {
+        if let Err(e) = self.sessions.save_observed() {
             tracing::warn!("cannot store the last use of {id}: {}", e.message);
         }
         let (confirmed, enters) = match delivery {

@@ -16,7 +16,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
-use hangar_core::governor::{stale_parked, whole_cascades};
 use hangar_core::in_use::{InUse, in_use_when_evicting, is_idle};
 use hangar_core::{Provider, SessionId, SessionMeta};
 use serde_json::{Value, json};
@@ -88,10 +87,8 @@ impl Governor {
         older_than_ms: u64,
         dry_run: bool,
     ) -> Result<Evicted, ApiError> {
-        let now = crate::now_ms();
-        let stale: Vec<SessionId> = self
-            .sessions
-            .read(|st| stale_parked(&st.ws, now, older_than_ms));
+        let now = self.os.now_ms();
+        let stale: Vec<SessionId> = self.sessions.stale_parked(now, older_than_ms);
         let plan = self.plan_whole_cascades(&stale, true);
         let mut skipped = plan.skipped;
         let mut evicted = Vec::new();
@@ -138,13 +135,9 @@ impl Governor {
             .filter_map(|id| Some((id.clone(), self.in_use_for(id, evicting)?)))
             .collect();
         let wanted: BTreeSet<&SessionId> = candidates.iter().collect();
-        let (groups, held) = {
-            self.sessions.read(|st| {
-                whole_cascades(&st.ws, candidates, |id| {
-                    wanted.contains(id) && !in_use.contains_key(id)
-                })
-            })
-        };
+        let (groups, held) = self.sessions.whole_cascades(candidates, |id| {
+            wanted.contains(id) && !in_use.contains_key(id)
+        });
         let skipped = held
             .into_iter()
             .map(|(id, blocker)| {
@@ -187,10 +180,7 @@ impl Governor {
     }
 
     fn skip_row(&self, id: &SessionId, reason: String) -> Value {
-        let title = self
-            .sessions
-            .read(|st| st.ws.sessions.get(id).map(|m| m.title.clone()))
-            .unwrap_or_default();
+        let title = self.sessions.meta(id).map(|m| m.title).unwrap_or_default();
         json!({"id": id.to_string(), "title": title, "reason": reason})
     }
 
@@ -210,14 +200,11 @@ impl Governor {
     }
 
     fn evicted_rows(&self, ids: &[SessionId]) -> Vec<Value> {
-        self.sessions.read(|st| {
-        ids.iter()
-            .filter_map(|id| {
-                let m = st.ws.sessions.get(id)?;
-                Some(json!({"id": id.to_string(), "title": m.title, "resume_command": resume_command(m)}))
-            })
+        self.sessions
+            .metas(ids)
+            .iter()
+            .map(|m| json!({"id": m.id.to_string(), "title": m.title, "resume_command": resume_command(m)}))
             .collect()
-        })
     }
 
     /// Append the evicted sessions and their resume commands to
@@ -243,28 +230,11 @@ impl Governor {
 
     /// Stop the processes of `ids` and remove them from the model.
     pub async fn stop_and_remove(&self, ids: &[SessionId]) -> Result<(), ApiError> {
-        let lives: Vec<_> = {
-            self.sessions.edit(|st| {
-                ids.iter()
-                    .filter_map(|id| {
-                        let rt = st.runtimes.get_mut(id)?;
-                        let live = rt.proc.take();
-                        rt.set_state(RunState::Hibernated);
-                        live
-                    })
-                    .collect()
-            })
-        };
+        let lives = self.sessions.take_processes(ids);
         futures::future::join_all(lives.iter().map(|l| self.spawner.stop_process(l))).await;
-        let saved = self.sessions.edit(|st| {
-            self.orchestration
-                .remember_closed(&st.ws, ids, self.mcp.get().tombstone_keep_ms());
-            st.ws.remove_sessions(ids);
-            for id in ids {
-                st.runtimes.remove(id);
-                crate::sessions::forget_process_logged(&mut st.store, id);
-            }
-            st.save(ids)
+        let keep_ms = self.mcp.get().tombstone_keep_ms();
+        let saved = self.sessions.remove_sessions(ids, |ws| {
+            self.orchestration.remember_closed(ws, ids, keep_ms)
         });
         // Off the lock: removes each session's hook settings file.
         for id in ids {
@@ -282,25 +252,19 @@ impl Governor {
         older_than_ms: u64,
         include_live: bool,
     ) -> bool {
-        self.sessions.read(|st| {
-            let Some(meta) = st.ws.sessions.get(id) else {
-                return false;
-            };
-            let rt = st.runtimes.get(id);
-            let live = rt.is_some_and(|r| matches!(r.state, RunState::Live | RunState::Spawning));
-            is_idle(meta.last_active_ms, now, older_than_ms, live, include_live)
-        })
+        let Some((last_active_ms, running)) = self.sessions.last_use(id) else {
+            return false;
+        };
+        is_idle(last_active_ms, now, older_than_ms, running, include_live)
     }
 
     /// The agents inactive for longer than `older_than_ms`, as whole close
     /// cascades that may go, and the ones skipped with why: what a close of
     /// idle agents would close.
     pub fn idle_plan(&self, older_than_ms: u64, include_live: bool) -> CascadePlan {
-        let now = crate::now_ms();
+        let now = self.os.now_ms();
         let idle: Vec<SessionId> = {
-            let ids: Vec<SessionId> = self
-                .sessions
-                .read(|st| st.ws.sessions.keys().cloned().collect());
+            let ids: Vec<SessionId> = self.sessions.ids();
             ids.into_iter()
                 .filter(|id| self.idle_candidate(id, now, older_than_ms, include_live))
                 .collect()
@@ -363,13 +327,12 @@ impl Governor {
         cause: CloseCause,
         named: &[SessionId],
     ) -> Result<(Vec<Value>, Vec<Value>), ApiError> {
-        let worktrees: Vec<_> = {
-            self.sessions.read(|st| {
-                ids.iter()
-                    .filter_map(|id| Some((id.clone(), st.ws.sessions.get(id)?.worktree.clone()?)))
-                    .collect()
-            })
-        };
+        let worktrees: Vec<_> = ids
+            .iter()
+            .cloned()
+            .zip(self.sessions.worktrees_of(ids))
+            .filter_map(|(id, w)| Some((id, w?)))
+            .collect();
         self.stop_and_remove(ids).await?;
         for id in ids {
             self.journal.record(Event::Close {

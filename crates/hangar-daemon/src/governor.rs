@@ -20,15 +20,16 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use hangar_core::SessionId;
 use hangar_core::governor::{BudgetDecision, LiveFacts, enforce_budget};
-use hangar_core::in_use::{InUse, counts_toward_budget, in_use, touch_is_due};
-use hangar_core::{Placement, SessionId};
+use hangar_core::in_use::{InUse, in_use};
 
 use crate::Paths;
 use crate::activity::{Activity, Hub, Monitor};
 use crate::errors::ApiError;
 use crate::journal::{Caller, Event, HibernateReason, Journal};
 use crate::orchestration::{McpConfig, Orchestration};
+use crate::os::Os;
 use crate::section::Section;
 use crate::sessions::{RunState, Sessions};
 use crate::shutdown::Shutdown;
@@ -81,6 +82,8 @@ pub struct Governor {
     pub(crate) paths: Paths,
     pub(crate) sessions: Arc<Sessions>,
     pub(crate) journal: Arc<Journal>,
+    /// The clock every age the governor judges is read from.
+    pub(crate) os: Arc<dyn Os>,
     /// Who views each session (attached clients).
     pub(crate) activity: Arc<Hub>,
     pub(crate) monitor: Arc<Monitor>,
@@ -132,60 +135,28 @@ impl Governor {
         if budget.max_live.is_some() || budget.max_memory_bytes.is_some() {
             return self.budget_status().memory_bytes;
         }
-        let pids: Vec<u32> = self.sessions.read(|st| {
-            st.runtimes
-                .iter()
-                .filter(|(id, rt)| {
-                    st.ws.sessions.get(*id).is_some_and(|m| {
-                        counts_toward_budget(&m.provider, rt.state == RunState::Live)
-                    })
-                })
-                .filter_map(|(_, rt)| rt.proc.as_ref().map(|p| p.pid))
-                .collect()
-        });
+        let pids = self.sessions.budget_pids();
         tree_memory(&pids).values().sum()
     }
 
     /// Facts about every live agent session.
     fn live_facts(&self) -> Vec<LiveFacts> {
-        let snapshot: Vec<(SessionId, hangar_core::SessionMeta, u32, bool, bool, bool)> = {
-            self.sessions.read(|st| {
-                st.runtimes
-                    .iter()
-                    .filter_map(|(id, rt)| {
-                        let meta = st.ws.sessions.get(id)?;
-                        if !counts_toward_budget(&meta.provider, rt.state == RunState::Live) {
-                            return None;
-                        }
-                        let proc = rt.proc.as_ref()?;
-                        let visible = matches!(st.ws.placement_of(id), Some((Placement::Pane, _)));
-                        Some((
-                            id.clone(),
-                            meta.clone(),
-                            proc.pid,
-                            visible,
-                            self.activity.viewers(id) > 0,
-                            st.ws.is_pinned(id),
-                        ))
-                    })
-                    .collect()
-            })
-        };
-        let pids: Vec<u32> = snapshot.iter().map(|s| s.2).collect();
+        let snapshot = self.sessions.budget_candidates();
+        let pids: Vec<u32> = snapshot.iter().map(|c| c.pid).collect();
         let memory = tree_memory(&pids);
         snapshot
             .into_iter()
-            .map(|(id, meta, pid, visible, viewed, pinned)| {
-                let (activity, _) = self.monitor.activity_of(&id);
+            .map(|c| {
+                let (activity, _) = self.monitor.activity_of(&c.id);
                 LiveFacts {
-                    id,
-                    last_active_ms: meta.last_active_ms,
-                    visible,
-                    viewed,
-                    pinned,
+                    viewed: self.activity.viewers(&c.id) > 0,
+                    last_active_ms: c.meta.last_active_ms,
+                    visible: c.visible,
+                    pinned: c.pinned,
                     busy: activity == Activity::Working,
                     waiting: activity == Activity::Waiting,
-                    memory_bytes: memory.get(&pid).copied().unwrap_or(0),
+                    memory_bytes: memory.get(&c.pid).copied().unwrap_or(0),
+                    id: c.id,
                 }
             })
             .collect()
@@ -196,19 +167,8 @@ impl Governor {
     /// touch (every keystroke of an attached terminal lands here) is stored
     /// at most once per `hangar_core::in_use::TOUCH_EVERY_MS` per session.
     pub fn touch_used(&self, id: &SessionId, throttled: bool) {
-        let now = crate::now_ms();
-        self.sessions.edit(|st| {
-            let Some(meta) = st.ws.sessions.get_mut(id) else {
-                return;
-            };
-            if !touch_is_due(meta.last_active_ms, now, throttled) {
-                return;
-            }
-            meta.last_active_ms = now;
-            if let Err(e) = st.save_observed(&[]) {
-                tracing::warn!("cannot store the last use of {id}: {e:?}");
-            }
-        })
+        let now = self.os.now_ms();
+        self.sessions.touch_if_due(id, now, throttled);
     }
 
     /// Why a person or a turn is using `id` right now (attached, mid-turn,

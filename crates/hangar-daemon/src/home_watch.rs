@@ -16,8 +16,6 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hangar_store::Store;
-
 use crate::os::Os;
 use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
@@ -98,12 +96,9 @@ impl HomeWatch {
                         "the home {} was deleted or replaced and could not be re-created: {e:#}",
                         self.paths.home.display()
                     );
-                    self.sessions.edit(|st| {
-                        if !st.notices.contains(&msg) {
-                            tracing::error!("{msg}");
-                            st.notices.push(msg);
-                        }
-                    })
+                    if self.sessions.notice_once(msg.clone()) {
+                        tracing::error!("{msg}");
+                    }
                 }
             }
         }
@@ -123,71 +118,29 @@ impl HomeWatch {
             // Held for the rest of the daemon's life, like the first one.
             std::mem::forget(crate::take_home_lock(&self.paths)?);
         }
-        self.sessions.edit(|st| {
-            if !store_ok {
-                self.rewrite_store(st)?;
-            }
-            let socket = self.paths.socket();
-            let _ = std::fs::remove_file(&socket);
-            let listener = tokio::net::UnixListener::bind(&socket)
-                .with_context(|| format!("cannot listen on {}", socket.display()))?;
-            {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
-            }
-            if store_ok {
-                tracing::warn!(
-                    "the socket {} was deleted; listening again",
-                    socket.display()
-                );
-            }
-            Ok(listener)
-        })
-    }
-
-    /// Write the whole workspace, the saved screens and the live processes
-    /// to a new store file at the store's path, and use it from now on.
-    fn rewrite_store(&self, st: &mut crate::sessions::State) -> anyhow::Result<()> {
-        use anyhow::Context;
-        let screens = st
-            .store
-            .screens()
-            .context("cannot read the saved screens from the old store")?;
-        let store_path = self.paths.store();
-        let store_replaced = store_path.exists();
-        if store_replaced {
-            // Someone put another file there: keep it, never overwrite it.
-            let aside = store_path.with_extension(format!("db.replaced-{}", crate::now_ms()));
-            std::fs::rename(&store_path, &aside)
-                .with_context(|| format!("cannot move {} aside", store_path.display()))?;
+        if !store_ok {
+            let os = self.os.clone();
+            self.sessions.rewrite_store(
+                &self.paths.store(),
+                &self.paths.home,
+                crate::now_ms(),
+                |pid| os.start_time(pid),
+            )?;
         }
-        let fresh = Store::open(&store_path)
-            .with_context(|| format!("cannot create the store {}", store_path.display()))?;
-        let mut store = fresh.store;
-        store
-            .save_with_screens(&st.ws, &[], &screens)
-            .context("cannot write the workspace to the new store")?;
-        for (id, rt) in &st.runtimes {
-            if let Some(p) = &rt.proc {
-                let start = self.os.start_time(p.pid).unwrap_or(0);
-                if let Err(e) = store.record_process(id, p.pid, p.pgid(), start) {
-                    tracing::warn!("could not record pid of {id} in the new store: {e}");
-                }
-            }
+        let socket = self.paths.socket();
+        let _ = std::fs::remove_file(&socket);
+        let listener = tokio::net::UnixListener::bind(&socket)
+            .with_context(|| format!("cannot listen on {}", socket.display()))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
         }
-        st.store = store;
-        let msg = format!(
-            "{} was {} while the daemon ran; it was re-created and the workspace ({} sessions) written again",
-            self.paths.home.display(),
-            if store_replaced {
-                "replaced"
-            } else {
-                "deleted"
-            },
-            st.ws.sessions.len()
-        );
-        tracing::warn!("{msg}");
-        st.notices.push(msg);
-        Ok(())
+        if store_ok {
+            tracing::warn!(
+                "the socket {} was deleted; listening again",
+                socket.display()
+            );
+        }
+        Ok(listener)
     }
 }

@@ -162,6 +162,7 @@ impl Daemon {
             paths: paths.clone(),
             sessions: sessions.clone(),
             journal: journal.clone(),
+            os: os.clone(),
             activity: activity.clone(),
             monitor: monitor.clone(),
             spawner: spawner.clone(),
@@ -235,7 +236,7 @@ impl Daemon {
         for (id, screen) in screens {
             self.sessions.keep_stopped_screen(&id, &screen, now);
         }
-        if let Err(e) = self.sessions.edit(|st| st.save_observed(&[])) {
+        if let Err(e) = self.sessions.save_observed() {
             tracing::error!("final save failed: {}", e.message);
         }
         self.shutdown.finish();
@@ -281,12 +282,12 @@ impl Daemon {
         // A pane the full plan forks that the first look did not (its row
         // was not found by its key): only a damaged index does that, as it
         // does a pane row read differently by key and by scan.
-        let missed: Vec<SessionId> = self.sessions.read(|st| {
-            restore_plan::first_forks(&st.ws)
-                .into_iter()
-                .filter(|id| !forks.contains(id))
-                .collect()
-        });
+        let missed: Vec<SessionId> = self
+            .sessions
+            .first_forks()
+            .into_iter()
+            .filter(|id| !forks.contains(id))
+            .collect();
         let disagreeing: Vec<&str> = full
             .differing_rows
             .iter()
@@ -341,7 +342,7 @@ impl Daemon {
     /// killed). A pid is only signalled when its start time still matches
     /// the recorded one, so a reused pid is never touched.
     fn end_orphans(&self) {
-        let recorded = match self.sessions.read(|st| st.store.recorded_processes()) {
+        let recorded = match self.sessions.recorded_processes() {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("cannot read recorded processes: {e}");
@@ -652,9 +653,81 @@ mod tests {
         let daemon = Daemon::new(paths, Config::default(), os.clone(), sessions);
         daemon.end_orphans();
         assert_eq!(os.signals_sent(), vec![(100, libc::SIGKILL)]);
-        let left = daemon
-            .sessions
-            .read(|st| st.store.recorded_processes().unwrap().len());
+        let left = daemon.sessions.recorded_processes().unwrap().len();
         assert_eq!(left, 0, "both records are forgotten");
+    }
+
+    /// A daemon on a fake machine whose workspace is one tab holding
+    /// `pane` as a pane and `parked` parked, both shells last used now.
+    fn daemon_with_a_parked_record(
+        home: &std::path::Path,
+        pane: &str,
+        parked: &str,
+    ) -> (Daemon, Arc<os::FakeOs>) {
+        use hangar_core::placement::PanePosition;
+        use hangar_core::{Provider, SessionMeta, Tab, TabId, Workspace};
+        let paths = Paths::new(home.to_path_buf());
+        let os = Arc::new(os::FakeOs::default());
+        let now = os::Clock::now_ms(os.as_ref());
+        let mut ws = Workspace::default();
+        let tab = TabId::new("t1");
+        ws.add_tab(Tab::new(tab.clone(), "main")).unwrap();
+        let meta = |id: &str| {
+            let mut m = SessionMeta::new(SessionId::from(id), Provider::Shell, "/");
+            m.last_active_ms = now;
+            m
+        };
+        ws.add_pane_session(meta(pane), &tab, PanePosition::Auto)
+            .unwrap();
+        ws.add_parked_session(meta(parked), &tab, now).unwrap();
+        let mut opened = Store::open(&paths.store()).unwrap();
+        opened.store.save(&ws, &[]).unwrap();
+        let sessions = Sessions::new(ws, opened.store, Vec::new());
+        let daemon = Daemon::new(paths, Config::default(), os.clone(), sessions);
+        (daemon, os)
+    }
+
+    #[tokio::test]
+    async fn a_parked_record_is_evicted_once_the_fake_clock_passes_its_ttl() {
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, os) = daemon_with_a_parked_record(dir.path(), "pane", "old");
+        let day = 86_400_000;
+        let ids = |rows: &[serde_json::Value]| -> Vec<String> {
+            rows.iter()
+                .map(|r| r["id"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let early = daemon.governor.evict_parked(day, false).await.unwrap();
+        assert!(ids(&early.evicted).is_empty(), "nothing is a day old yet");
+        os.advance(std::time::Duration::from_millis(day + 1));
+        let dry = daemon.governor.evict_parked(day, true).await.unwrap();
+        assert_eq!(ids(&dry.evicted), vec!["old"]);
+        assert!(
+            daemon.sessions.contains(&SessionId::from("old")),
+            "a dry run keeps it"
+        );
+        let done = daemon.governor.evict_parked(day, false).await.unwrap();
+        assert_eq!(ids(&done.evicted), vec!["old"]);
+        assert!(!daemon.sessions.contains(&SessionId::from("old")));
+        assert!(
+            daemon.sessions.contains(&SessionId::from("pane")),
+            "a pane is never evicted"
+        );
+        let log = std::fs::read_to_string(dir.path().join("evicted.jsonl")).unwrap();
+        assert!(log.contains("\"old\"") && log.contains("cd /"), "{log}");
+    }
+
+    #[tokio::test]
+    async fn close_idle_takes_what_the_fake_clock_made_idle_and_spares_a_recent_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, os) = daemon_with_a_parked_record(dir.path(), "pane", "parked");
+        let hour = 3_600_000;
+        os.advance(std::time::Duration::from_millis(2 * hour));
+        // A person used the pane just now.
+        daemon.governor.touch_used(&SessionId::from("pane"), false);
+        let plan = daemon.governor.idle_plan(hour, false);
+        let closed = daemon.governor.close_idle(plan, hour, false).await.unwrap();
+        assert_eq!(closed.closed, vec!["parked".to_owned()]);
+        assert!(daemon.sessions.contains(&SessionId::from("pane")));
     }
 }

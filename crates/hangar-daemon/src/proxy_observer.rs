@@ -75,12 +75,8 @@ impl ProxyGrants {
         self: &Arc<Self>,
         id: &SessionId,
     ) -> Result<Option<Grant>, SpawnFailure> {
-        let Some((provider, capture)) = self.sessions.read(|st| {
-            st.ws
-                .sessions
-                .get(id)
-                .map(|m| (m.provider.clone(), m.capture))
-        }) else {
+        let Some((provider, capture)) = self.sessions.meta(id).map(|m| (m.provider, m.capture))
+        else {
             return Ok(None);
         };
         if !self.proxy.wanted(&provider, capture) {
@@ -100,11 +96,7 @@ impl ProxyGrants {
             Err(fault) => {
                 let notice = format!("session {} started without capture: {fault}", id.short());
                 tracing::warn!("{notice}");
-                self.sessions.edit(|st| {
-                    if !st.notices.contains(&notice) {
-                        st.notices.push(notice);
-                    }
-                });
+                self.sessions.notice_once(notice);
                 Ok(None)
             }
         }
@@ -143,10 +135,7 @@ impl ProxyGrants {
                     return;
                 };
                 let session = SessionId::from(session.as_str());
-                let Some(cwd) = daemon
-                    .sessions
-                    .read(|st| st.ws.sessions.get(&session).map(|m| m.cwd.clone()))
-                else {
+                let Some(cwd) = daemon.sessions.meta(&session).map(|m| m.cwd) else {
                     continue;
                 };
                 let observed = hangar_core::ledger::Observation {

@@ -721,19 +721,11 @@ impl Worktrees {
         if !req.worktree {
             return Ok(None);
         }
-        let cwd = {
-            self.sessions.read(|st| {
-                let tab = match &req.tab {
-                    Some(t) => Some(st.resolve_tab(t)?),
-                    None => st.ws.active_tab.clone(),
-                };
-                req.cwd
-                    .clone()
-                    .or_else(|| tab.and_then(|t| st.ws.tab(&t).and_then(|t| t.cwd.clone())))
-                    .or_else(|| req.fallback_cwd.clone())
-                    .ok_or_else(|| ApiError::invalid("no folder given for the new session (--cwd)"))
-            })?
-        };
+        let cwd = self.sessions.worktree_base_folder(
+            req.tab.as_deref(),
+            req.cwd.as_deref(),
+            req.fallback_cwd.as_deref(),
+        )?;
         let home = self.paths.home.clone();
         let settings = worktree_settings(config);
         let wanted = req.worktree_branch.clone();
@@ -767,24 +759,15 @@ impl Worktrees {
     ) -> Option<RunState> {
         let mut prepared = prepared?;
         prepared.adopted = true;
-        self.sessions.edit(|st| {
-            let title = st
-                .ws
-                .sessions
-                .get(id)
-                .map(|m| m.title.clone())
-                .unwrap_or_default();
-            Registry::new(&self.paths.home).add(Record {
-                session: id.clone(),
-                title,
-                worktree: prepared.info.clone(),
-                created_at_ms: crate::now_ms(),
-            });
-            let reason = prepared.setup_failure.take()?;
-            let failed = RunState::Failed(reason);
-            st.runtime(id).set_state(failed.clone());
-            Some(failed)
-        })
+        let title = self.sessions.meta(id).map(|m| m.title).unwrap_or_default();
+        Registry::new(&self.paths.home).add(Record {
+            session: id.clone(),
+            title,
+            worktree: prepared.info.clone(),
+            created_at_ms: crate::now_ms(),
+        });
+        let reason = prepared.setup_failure.take()?;
+        Some(self.sessions.mark_failed(id, reason))
     }
 
     /// After closing sessions: remove each clean worktree (keeping its

@@ -425,12 +425,9 @@ impl Monitor {
     /// a close forgets the entry under that same lock, so a signal racing a
     /// close can never leave an entry behind for a session that is gone.
     fn with_known_entry<R>(&self, id: &SessionId, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
-        self.sessions.read(|st| {
-            if !st.ws.sessions.contains_key(id) {
-                return None;
-            }
+        self.sessions.while_known(id, || {
             let mut entries = self.activity.entries();
-            Some(f(entries.entry(id.clone()).or_default()))
+            f(entries.entry(id.clone()).or_default())
         })
     }
 
@@ -576,18 +573,7 @@ impl Monitor {
                 last_look = tokio::time::Instant::now();
                 first = false;
                 output.borrow_and_update();
-                let current = {
-                    daemon.sessions.read(|st| {
-                        let is_current = st
-                            .runtimes
-                            .get(&id)
-                            .and_then(|r| r.proc.as_ref())
-                            .is_some_and(|p| Arc::ptr_eq(p, &live));
-                        is_current
-                            .then(|| st.ws.sessions.get(&id).cloned())
-                            .flatten()
-                    })
-                };
+                let current = daemon.sessions.meta_while_current(&id, &live);
                 let Some(meta) = current else { break };
                 let look_at = daemon.evaluate(&id, &meta, &live, root.as_deref(), &mut watch);
                 let now = crate::now_ms();

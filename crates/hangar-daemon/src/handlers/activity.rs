@@ -25,12 +25,7 @@ pub async fn wait(
     if sessions.is_empty() {
         return Err(ApiError::invalid("name at least one session to wait for"));
     }
-    let ids = daemon.sessions.read(|st| {
-        sessions
-            .iter()
-            .map(|s| st.resolve_session(s))
-            .collect::<Result<Vec<_>, _>>()
-    })?;
+    let ids = daemon.sessions.resolve_all(sessions)?;
     let (done, views) = daemon
         .monitor
         .wait_activity(&ids, until, timeout_ms.map(Duration::from_millis))

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use hangar_core::cli_versions::{self, Tested};
-use hangar_core::ledger::{self, Observation};
+use hangar_core::ledger::Observation;
 use hangar_core::{IdSource, Provider, SessionId};
 use hangar_protocol::message as msg;
 use serde_json::{Value, json};
@@ -24,14 +24,7 @@ use hangar_providers::transcript::messages;
 /// the rotation.
 pub fn session_start(daemon: &Daemon, req: &msg::Hook) -> Result<Value, ApiError> {
     let id = SessionId::from(req.session.trim());
-    let session_cwd = daemon.sessions.read(|st| {
-        let meta = st
-            .ws
-            .sessions
-            .get(&id)
-            .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
-        Ok::<_, ApiError>(st.run_state(&id).is_running().then(|| meta.cwd.clone()))
-    })?;
+    let session_cwd = daemon.sessions.running_cwd(&id)?;
     let Some(session_cwd) = session_cwd else {
         // A late hook of a process hangar already stopped: whatever it
         // says was seen by the transcript watcher's last look.
@@ -70,28 +63,12 @@ pub fn session_start(daemon: &Daemon, req: &msg::Hook) -> Result<Value, ApiError
 pub async fn doctor(daemon: &Arc<Daemon>, req: msg::Doctor) -> Result<Value, ApiError> {
     let mut fixed = Vec::new();
     if let Some(given) = &req.fork {
-        daemon.sessions.edit(|st| {
-        let id = st.resolve_session(given)?;
-        if st.run_state(&id).is_running() {
-            return Err(ApiError::invalid(format!(
-                "session {id} is running; forking it now would leave its process writing the \
-                 old conversation. Run `hangar hibernate {id}` first, then `hangar doctor --fork {id}`"
-            )));
-        }
-        let meta = st
-            .ws
-            .sessions
-            .get_mut(&id)
-            .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
-        let old = ledger::forget_provider_id(meta, crate::now_ms());
-        st.save(&[])?;
+        let (id, old) = daemon.sessions.fork_provider_id(given, crate::now_ms())?;
         fixed.push(json!({
             "action": "fork",
             "session": id.to_string(),
             "forgot_provider_session_id": old,
         }));
-        Ok(())
-        })?;
     }
     if let Some(given) = &req.forget {
         let id = daemon.sessions.resolve(given)?;
@@ -106,65 +83,52 @@ pub async fn doctor(daemon: &Arc<Daemon>, req: msg::Doctor) -> Result<Value, Api
         .await?;
         fixed.push(json!({"action": "forget", "session": id.to_string(), "closed": closed}));
     }
-    daemon.sessions.read(|st| {
-        let groups: Vec<Value> = ledger::duplicate_groups(&st.ws)
-            .into_iter()
-            .map(|g| {
-                let sessions: Vec<Value> = g
-                    .sessions
-                    .iter()
-                    .map(|s| {
-                        let meta = st.ws.sessions.get(s);
-                        json!({
-                            "id": s.to_string(),
-                            "title": meta.map(|m| m.title.clone()).unwrap_or_default(),
-                            "cwd": meta.map(|m| m.cwd.clone()).unwrap_or_default(),
-                            "state": st.run_state(s).name(),
-                            "placement": st.ws.placement_of(s).map(|(p, _)| p.name()),
-                        })
+    let groups: Vec<Value> = daemon
+        .sessions
+        .duplicate_groups()
+        .into_iter()
+        .map(|(g, members)| {
+            let sessions: Vec<Value> = members
+                .iter()
+                .map(|m| {
+                    json!({
+                        "id": m.id.to_string(),
+                        "title": m.title,
+                        "cwd": m.cwd,
+                        "state": m.state,
+                        "placement": m.placement,
                     })
-                    .collect();
-                let fixes: Vec<String> = g
-                    .sessions
-                    .iter()
-                    .flat_map(|s| {
-                        [
-                            format!("hangar doctor --fork {s}"),
-                            format!("hangar doctor --forget {s}"),
-                        ]
-                    })
-                    .collect();
-                json!({
-                    "provider": g.provider.name(),
-                    "provider_session_id": g.provider_session_id,
-                    "sessions": sessions,
-                    "fixes": fixes,
                 })
+                .collect();
+            let fixes: Vec<String> = g
+                .sessions
+                .iter()
+                .flat_map(|s| {
+                    [
+                        format!("hangar doctor --fork {s}"),
+                        format!("hangar doctor --forget {s}"),
+                    ]
+                })
+                .collect();
+            json!({
+                "provider": g.provider.name(),
+                "provider_session_id": g.provider_session_id,
+                "sessions": sessions,
+                "fixes": fixes,
             })
-            .collect();
-        Ok(json!({
-            "ok": groups.is_empty(),
-            "duplicates": groups,
-            "fixed": fixed,
-        }))
-    })
+        })
+        .collect();
+    Ok(json!({
+        "ok": groups.is_empty(),
+        "duplicates": groups,
+        "fixed": fixed,
+    }))
 }
 
 /// `hangar transcript ID [--tail N]`: the last messages of a session's
 /// conversation, read from its transcript; never wakes it.
 pub async fn transcript(daemon: &Daemon, req: msg::Transcript) -> Result<Value, ApiError> {
-    let (id, meta) = {
-        daemon.sessions.read(|st| {
-            let id = st.resolve_session(&req.session)?;
-            let meta = st
-                .ws
-                .sessions
-                .get(&id)
-                .cloned()
-                .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
-            Ok::<_, ApiError>((id, meta))
-        })?
-    };
+    let (id, meta) = daemon.sessions.resolve_meta(&req.session)?;
     let Some(root) = discovery::transcript_root(&meta.provider, &discovery::env_var) else {
         return Err(ApiError::invalid(format!(
             "session {id} runs {}; hangar reads transcripts of claude and codex sessions only",

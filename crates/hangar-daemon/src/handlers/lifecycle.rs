@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use hangar_core::SessionId;
 use hangar_protocol::message::{self as msg, codes};
 use serde_json::{Value, json};
 
@@ -54,20 +53,9 @@ pub async fn hibernate(daemon: &Arc<Daemon>, session: &str) -> Result<Value, Api
 pub async fn reload(daemon: &Arc<Daemon>, req: msg::Reload) -> Result<Value, ApiError> {
     let config = crate::reload::reload_config(&daemon.config, &daemon.paths.config())?;
     let providers = &daemon.config.snapshot().providers;
-    let live_agents: Vec<SessionId> = {
-        daemon.sessions.edit(|st| {
-            if let Some(d) = req.dangerous {
-                st.ws.settings.dangerous = d;
-            }
-            st.save(&[])?;
-            Ok::<_, ApiError>(hangar_core::reload_plan::reload_restart_set(
-                &st.ws,
-                &st.ordered_sessions(),
-                |id| matches!(st.run_state(id), RunState::Live | RunState::Spawning),
-                |name| crate::reload::has_dangerous_args(providers, name),
-            ))
-        })?
-    };
+    let live_agents = daemon.sessions.reload_restart_set(req.dangerous, |name| {
+        crate::reload::has_dangerous_args(providers, name)
+    })?;
     let mut restarted = Vec::new();
     let mut failed = Vec::new();
     for id in live_agents {
@@ -83,7 +71,7 @@ pub async fn reload(daemon: &Arc<Daemon>, req: msg::Reload) -> Result<Value, Api
             _ => restarted.push(id.to_string()),
         }
     }
-    let dangerous = daemon.sessions.read(|st| st.ws.settings.dangerous);
+    let dangerous = daemon.sessions.dangerous();
     daemon.journal.record(Event::Reload {
         dangerous,
         restarted: restarted.len(),

@@ -52,39 +52,30 @@ pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<Value, ApiError
     })?;
     let per_session = req.per_session.unwrap_or(search::DEFAULT_PER_SESSION);
     let total = req.total.unwrap_or(search::DEFAULT_TOTAL);
-    let mut subjects = daemon.sessions.read(|st| {
-        let ids = match &req.session {
-            Some(given) => vec![st.resolve_session(given)?],
-            None => st.ordered_sessions(),
-        };
-        Ok::<_, ApiError>(
-            ids.into_iter()
-                .filter_map(|id| {
-                    let meta = st.ws.sessions.get(&id)?;
-                    let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());
-                    Some(Subject {
-                        title: meta.title.clone(),
-                        tab: st.ws.placement_of(&id).map(|(_, t)| t.to_string()),
-                        state: st.shown_state(&id).name().to_owned(),
-                        provider: meta.provider.clone(),
-                        cwd: meta.cwd.clone(),
-                        provider_session_id: meta.provider_session.as_ref().map(|p| p.id.clone()),
-                        text: match live {
-                            Some(l) => Text::Live(l),
-                            None => Text::Saved(None),
-                        },
-                        id,
-                    })
-                })
-                .collect::<Vec<_>>(),
-        )
-    })?;
+    let mut subjects: Vec<Subject> = daemon
+        .sessions
+        .facts_of(req.session.as_deref())?
+        .into_iter()
+        .map(|f| Subject {
+            title: f.meta.title,
+            tab: f.tab.map(|t| t.to_string()),
+            state: f.shown_state.name().to_owned(),
+            provider: f.meta.provider,
+            cwd: f.meta.cwd,
+            provider_session_id: f.meta.provider_session.map(|p| p.id),
+            text: match f.process {
+                Some(l) => Text::Live(l),
+                None => Text::Saved(None),
+            },
+            id: f.id,
+        })
+        .collect();
     let mut unreadable = Vec::new();
     // One short lock per saved screen: a search over thousands of stopped
     // sessions must not hold every other request behind it.
     for s in &mut subjects {
         if let Text::Saved(saved) = &mut s.text {
-            match daemon.sessions.read(|st| st.store.load_screen(&s.id)) {
+            match daemon.sessions.load_screen(&s.id) {
                 Ok(screen) => *saved = screen,
                 Err(e) => unreadable.push(SearchUnreadable {
                     session: s.id.to_string(),

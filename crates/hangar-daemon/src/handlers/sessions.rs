@@ -9,18 +9,14 @@
 
 use std::path::Path;
 
-use hangar_core::new_session::{
-    NewSessionTab, new_session_cwd, new_session_tab, new_session_title,
-};
-use hangar_core::placement::PanePosition;
-use hangar_core::{Direction, Provider, SessionId, SessionMeta, Tab, TabId};
+use hangar_core::{Direction, Provider, SessionId, SessionMeta};
 use hangar_protocol::message::{self as msg, codes};
 use serde_json::{Value, json};
 
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::journal::{Caller, CloseCause};
-use crate::sessions::RunState;
+use crate::sessions::{Added, NewPlace, NewSession, RunState};
 use hangar_providers::launch::{LaunchEnv, resolve_program};
 
 pub(super) fn new_id() -> String {
@@ -77,62 +73,41 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
             &config.worktree,
         )
         .await?;
-    let (id, parked) = {
-        daemon.sessions.edit(|st| {
-            let tab_id = match new_session_tab(
-                &st.ws,
-                req.tab.as_deref(),
-                req.cwd.as_deref(),
-                req.fallback_cwd.as_deref(),
-            )? {
-                NewSessionTab::Existing(t) => t,
-                NewSessionTab::Create { title, cwd } => {
-                    let mut tab = Tab::new(TabId::new(new_id()), title);
-                    tab.cwd = cwd;
-                    let id = tab.id.clone();
-                    st.ws.add_tab(tab)?;
-                    id
-                }
-            };
-            let cwd = new_session_cwd(
-                req.cwd.as_deref(),
-                st.ws.tab(&tab_id).and_then(|t| t.cwd.as_deref()),
-                req.fallback_cwd.as_deref(),
-            )
-            .ok_or_else(|| ApiError::invalid("no folder given for the new session (--cwd)"))?;
-            if !Path::new(&cwd).is_dir() {
-                return Err(ApiError::invalid(format!(
-                    "folder {cwd} does not exist; pass an existing --cwd"
-                )));
-            }
-            let id = SessionId::new(new_id());
-            let mut meta = SessionMeta::new(id.clone(), provider.clone(), cwd);
-            meta.title = new_session_title(req.title.as_deref(), &provider);
-            meta.created_at_ms = now;
-            meta.last_active_ms = now;
-            meta.capture = !req.no_capture;
-            meta.mcp = !req.no_mcp;
-            meta.dangerous = st.ws.settings.dangerous;
-            if let Some(p) = &prepared {
-                p.apply(&mut meta);
-            }
-            if req.parked {
-                st.ws.add_parked_session(meta, &tab_id, now)?;
-            } else {
-                let position = match &req.split {
-                    Some(target) => PanePosition::Split {
-                        target: st.resolve_session(target)?,
-                        direction,
-                    },
-                    None => PanePosition::Auto,
-                };
-                st.ws.add_pane_session(meta, &tab_id, position)?;
-                st.ws.active_tab = Some(tab_id);
-            }
-            st.save(&[])?;
-            Ok::<_, ApiError>((id, req.parked))
-        })?
+    let new = NewSession {
+        place: NewPlace {
+            tab: req.tab.as_deref(),
+            cwd: req.cwd.as_deref(),
+            fallback_cwd: req.fallback_cwd.as_deref(),
+        },
+        provider: provider.clone(),
+        title: req.title.as_deref(),
+        now_ms: now,
+        capture: !req.no_capture,
+        mcp: !req.no_mcp,
+        parked: req.parked,
+        split: req.split.as_deref().map(|target| (target, direction)),
     };
+    // The folder is looked at on disk before the lock; should the tab's
+    // folder change meanwhile, the new one is looked at and the add asked
+    // again.
+    let mut cwd = daemon.sessions.new_session_folder(&new.place)?;
+    let id = loop {
+        if !Path::new(&cwd).is_dir() {
+            return Err(ApiError::invalid(format!(
+                "folder {cwd} does not exist; pass an existing --cwd"
+            )));
+        }
+        let finish = |meta: &mut SessionMeta| {
+            if let Some(p) = &prepared {
+                p.apply(meta);
+            }
+        };
+        match daemon.sessions.add_session(&new, &cwd, finish)? {
+            Added::Session(id) => break id,
+            Added::Recheck(other) => cwd = other,
+        }
+    };
+    let parked = req.parked;
     if let Some(failed) = daemon.worktrees.adopt_worktree(&id, prepared) {
         return Ok(json!({"id": id.to_string(), "state": failed.name()}));
     }
@@ -183,12 +158,7 @@ pub async fn send(daemon: &Daemon, req: msg::Send) -> Result<Value, ApiError> {
 }
 
 pub async fn close(daemon: &Daemon, req: msg::Close) -> Result<Value, ApiError> {
-    let cascade = {
-        daemon.sessions.read(|st| {
-            let id = st.resolve_session(&req.session)?;
-            Ok::<_, ApiError>(st.ws.close_cascade(&id))
-        })?
-    };
+    let cascade = daemon.sessions.close_cascade(&req.session)?;
     if cascade.len() > 1 && !req.yes {
         return Err(needs_confirmation(
             format!(

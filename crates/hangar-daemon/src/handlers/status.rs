@@ -7,56 +7,44 @@ use serde_json::{Value, json};
 
 use crate::Daemon;
 use crate::errors::ApiError;
-use crate::sessions::RunState;
+use crate::sessions::ScreenSource;
 
 pub fn status(daemon: &Daemon) -> Value {
     let config = daemon.config.snapshot();
     let memory_bytes = daemon.governor.fleet_memory();
     let last_check = daemon.governor.budget_status();
-    daemon.sessions.read(|st| {
-        let view = hangar_protocol::view::StatusView {
-            daemon: hangar_protocol::view::DaemonView {
-                pid: std::process::id(),
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-                home: daemon.paths.home.display().to_string(),
-            },
-            sessions: st.counts(),
-            restore: st.restore.view(),
-            dangerous: st.ws.settings.dangerous,
-            notices: st.notices.clone(),
-            budget: hangar_protocol::view::BudgetView {
-                max_live: config.governor.max_live,
-                max_memory_bytes: config.governor.budget().max_memory_bytes,
-                live: st
-                    .runtimes
-                    .iter()
-                    .filter(|(id, r)| {
-                        st.ws.sessions.get(*id).is_some_and(|m| {
-                            hangar_core::in_use::counts_toward_budget(
-                                &m.provider,
-                                r.state == RunState::Live,
-                            )
-                        })
-                    })
-                    .count(),
-                memory_bytes,
-                over_budget: last_check.over_budget,
-                reason: last_check.reason,
-            },
-            wake_queue: {
-                let q = daemon.queue.snapshot();
-                hangar_protocol::view::WakeQueueView {
-                    pending: q.pending,
-                    running: q.running,
-                    breaker: if q.breaker_open { "open" } else { "closed" }.to_owned(),
-                    consecutive_auth_failures: q.consecutive_auth_failures,
-                }
-            },
-            proxy: daemon.proxy.view(),
-            failed: st.failed_views(),
-        };
-        serde_json::to_value(view).unwrap_or(Value::Null)
-    })
+    let facts = daemon.sessions.status_facts();
+    let view = hangar_protocol::view::StatusView {
+        daemon: hangar_protocol::view::DaemonView {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            home: daemon.paths.home.display().to_string(),
+        },
+        sessions: facts.counts,
+        restore: facts.restore,
+        dangerous: facts.dangerous,
+        notices: facts.notices,
+        budget: hangar_protocol::view::BudgetView {
+            max_live: config.governor.max_live,
+            max_memory_bytes: config.governor.budget().max_memory_bytes,
+            live: daemon.sessions.budget_live_count(),
+            memory_bytes,
+            over_budget: last_check.over_budget,
+            reason: last_check.reason,
+        },
+        wake_queue: {
+            let q = daemon.queue.snapshot();
+            hangar_protocol::view::WakeQueueView {
+                pending: q.pending,
+                running: q.running,
+                breaker: if q.breaker_open { "open" } else { "closed" }.to_owned(),
+                consecutive_auth_failures: q.consecutive_auth_failures,
+            }
+        },
+        proxy: daemon.proxy.view(),
+        failed: facts.failed,
+    };
+    serde_json::to_value(view).unwrap_or(Value::Null)
 }
 
 /// The most lines one `history` reply carries: a page fits one frame
@@ -67,45 +55,37 @@ const MAX_HISTORY_PAGE: usize = 5_000;
 pub fn history_page(daemon: &Daemon, req: &msg::HistoryPage) -> Result<Value, ApiError> {
     let model = daemon.config.snapshot().terminal.model();
     let lines = (req.lines as usize).min(MAX_HISTORY_PAGE);
-    daemon.sessions.read(|st| {
-        let id = st.resolve_session(&req.session)?;
-        let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());
-        let (page, source) = match live {
-            Some(l) => (l.history_page(req.before, lines), "live"),
-            None => {
-                let saved = st.store.load_screen(&id)?.unwrap_or_default();
-                let mut t = hangar_terminal::Terminal::restore(&saved, model);
-                (t.history_page(req.before, lines), "saved")
-            }
-        };
-        Ok(json!({
-            "first": page.first,
-            "end": page.end,
-            "start": page.start,
-            "lines": page.lines,
-            "source": source,
-        }))
-    })
+    let (_, source) = daemon.sessions.screen_source(&req.session)?;
+    let (page, source) = match source {
+        ScreenSource::Live(l) => (l.history_page(req.before, lines), "live"),
+        ScreenSource::Saved(saved) => {
+            let mut t = hangar_terminal::Terminal::restore(&saved, model);
+            (t.history_page(req.before, lines), "saved")
+        }
+    };
+    Ok(json!({
+        "first": page.first,
+        "end": page.end,
+        "start": page.start,
+        "lines": page.lines,
+        "source": source,
+    }))
 }
 
 pub fn screen(daemon: &Daemon, session: &str, scrollback: Option<u32>) -> Result<Value, ApiError> {
     let model = daemon.config.snapshot().terminal.model();
-    daemon.sessions.read(|st| {
-        let id = st.resolve_session(session)?;
-        let live = st.runtimes.get(&id).and_then(|r| r.proc.clone());
-        let lines = scrollback.map(|n| n as usize);
-        let (text, history, source) = match live {
-            Some(l) => (l.text(), lines.map(|n| l.scrollback(n)), "live"),
-            None => {
-                let saved = st.store.load_screen(&id)?.unwrap_or_default();
-                let mut t = hangar_terminal::Terminal::restore(&saved, model);
-                (t.screen_text(), lines.map(|n| t.scrollback(n)), "saved")
-            }
-        };
-        let mut reply = json!({"id": id.to_string(), "screen": text, "source": source});
-        if let Some(history) = history {
-            reply["history"] = json!(history);
+    let (id, source) = daemon.sessions.screen_source(session)?;
+    let lines = scrollback.map(|n| n as usize);
+    let (text, history, source) = match source {
+        ScreenSource::Live(l) => (l.text(), lines.map(|n| l.scrollback(n)), "live"),
+        ScreenSource::Saved(saved) => {
+            let mut t = hangar_terminal::Terminal::restore(&saved, model);
+            (t.screen_text(), lines.map(|n| t.scrollback(n)), "saved")
         }
-        Ok(reply)
-    })
+    };
+    let mut reply = json!({"id": id.to_string(), "screen": text, "source": source});
+    if let Some(history) = history {
+        reply["history"] = json!(history);
+    }
+    Ok(reply)
 }

@@ -19,19 +19,21 @@ use crate::worktree::{Record, Registry, blocking, cached_status, inspect, remove
 /// worktree every few seconds.
 pub async fn list(daemon: &Arc<Daemon>) -> Value {
     let rows = crate::handlers::sessions::list(daemon);
-    let infos: Vec<(usize, WorktreeInfo)> = {
-        daemon.sessions.read(|st| {
-            rows.as_array()
-                .into_iter()
-                .flatten()
-                .enumerate()
-                .filter_map(|(i, row)| {
-                    let id = SessionId::from(row["id"].as_str()?);
-                    Some((i, st.ws.sessions.get(&id)?.worktree.clone()?))
-                })
-                .collect()
-        })
-    };
+    let ids: Vec<(usize, SessionId)> = rows
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, row)| Some((i, SessionId::from(row["id"].as_str()?))))
+        .collect();
+    let found = daemon
+        .sessions
+        .worktrees_of(&ids.iter().map(|(_, id)| id.clone()).collect::<Vec<_>>());
+    let infos: Vec<(usize, WorktreeInfo)> = ids
+        .into_iter()
+        .zip(found)
+        .filter_map(|((i, _), info)| Some((i, info?)))
+        .collect();
     if infos.is_empty() {
         return rows;
     }
@@ -63,23 +65,21 @@ pub async fn worktrees(daemon: &Arc<Daemon>, req: msg::Worktrees) -> Result<Valu
     let registry = Registry::new(&daemon.paths.home);
     let mut records = registry.load();
     let alive: BTreeMap<SessionId, String> = {
-        daemon.sessions.read(|st| {
-            for meta in st.ws.sessions.values() {
-                if let Some(info) = meta.worktree.as_ref().filter(|w| w.created_by_hangar) {
-                    records.entry(info.path.clone()).or_insert_with(|| Record {
-                        session: meta.id.clone(),
-                        title: meta.title.clone(),
-                        worktree: info.clone(),
-                        created_at_ms: meta.created_at_ms,
-                    });
-                }
+        let with_worktrees = daemon.sessions.with_worktrees();
+        for meta in &with_worktrees {
+            if let Some(info) = meta.worktree.as_ref().filter(|w| w.created_by_hangar) {
+                records.entry(info.path.clone()).or_insert_with(|| Record {
+                    session: meta.id.clone(),
+                    title: meta.title.clone(),
+                    worktree: info.clone(),
+                    created_at_ms: meta.created_at_ms,
+                });
             }
-            st.ws
-                .sessions
-                .values()
-                .filter_map(|m| Some((m.id.clone(), m.worktree.as_ref()?.path.clone())))
-                .collect()
-        })
+        }
+        with_worktrees
+            .iter()
+            .filter_map(|m| Some((m.id.clone(), m.worktree.as_ref()?.path.clone())))
+            .collect()
     };
     let home = daemon.paths.home.clone();
     let prune = req.prune;

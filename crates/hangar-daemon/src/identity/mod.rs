@@ -15,11 +15,10 @@
 pub mod open_files;
 pub mod opencode;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hangar_core::ledger::{self, IdDecision, Observation, TranscriptMatch};
+use hangar_core::ledger::{self, Observation, TranscriptMatch};
 use hangar_core::{IdSource, Provider, SessionId, Workspace};
 
 use crate::pty::LiveProcess;
@@ -191,34 +190,11 @@ impl Identity {
         cache: &mut TranscriptCache,
         only_open: bool,
     ) {
-        let facts = self.sessions.read(|st| {
-            let meta = st.ws.sessions.get(id)?;
-            let same_provider = st
-                .ws
-                .sessions
-                .iter()
-                .filter(|(o, m)| *o != id && m.provider == *provider);
-            let mut held = BTreeSet::new();
-            let mut neighbours = Vec::new();
-            for (other, m) in same_provider {
-                if let Some(pid) = m.durable_provider_id() {
-                    held.insert(pid.to_owned());
-                }
-                let beside = m.cwd == meta.cwd && st.run_state(other).is_running();
-                if beside && let Some(p) = st.runtimes.get(other).and_then(|r| r.proc.as_ref()) {
-                    neighbours.push(p.pid);
-                }
-            }
-            Some((
-                meta.cwd.clone(),
-                meta.durable_provider_id().map(str::to_owned),
-                held,
-                neighbours,
-            ))
-        });
-        let Some((cwd, current, held, neighbours)) = facts else {
+        let Some(facts) = self.sessions.identity_facts(id, provider) else {
             return;
         };
+        let (cwd, current, held, neighbours) =
+            (facts.cwd, facts.current, facts.held, facts.neighbours);
         let cwd = discovery::canonical_cwd(&cwd);
         if matches!(provider, Provider::Claude) {
             let record =
@@ -318,53 +294,9 @@ impl Identity {
         observed: &Observation,
         session_cwd: &str,
     ) -> bool {
-        let changed = self.sessions.edit(|st| {
-        let Some(meta) = st.ws.sessions.get_mut(id) else {
-            return false;
-        };
-        let decision = ledger::decide(
-            meta.provider_session.as_ref(),
-            observed,
-            session_cwd,
-            crate::now_ms(),
-        );
-        match &decision {
-            IdDecision::Refuse(why) => {
-                tracing::debug!("not adopting provider id {} for {id}: {why}", observed.id);
-                return false;
-            }
-            IdDecision::Replace { .. } => tracing::info!(
-                "session {id}: provider session id {} -> {} ({:?})",
-                meta.provider_session
-                    .as_ref()
-                    .map(|p| p.id.as_str())
-                    .unwrap_or("none"),
-                observed.id,
-                observed.source
-            ),
-            _ => {}
-        }
-        if !ledger::apply(meta, decision) {
-            return false;
-        }
-        if let Err(e) = st.save_observed(&[]) {
-            tracing::warn!("could not save the provider id of {id}: {}", e.message);
-        }
-        let dups = ledger::duplicates_of(&st.ws, id);
-        if !dups.is_empty() {
-            let notice = format!(
-                "session {id} now shares its provider session id {} with {}; `hangar doctor` shows how to fix it",
-                observed.id,
-                dups.iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            tracing::warn!("{notice}");
-            st.notices.push(notice);
-        }
-        true
-        });
+        let changed = self
+            .sessions
+            .record_provider_id(id, observed, session_cwd, crate::now_ms());
         if changed {
             // Its activity is read from the transcript of this id.
             self.activity.nudge(id);

@@ -156,17 +156,10 @@ impl Identity {
         if typed.is_empty() || !db.is_file() {
             return;
         }
-        let facts = self.sessions.read(|st| {
-            let meta = st.ws.sessions.get(id)?;
-            let claimed: Vec<String> = st
-                .ws
-                .sessions
-                .iter()
-                .filter(|(o, m)| *o != id && m.provider == Provider::Opencode)
-                .filter_map(|(_, m)| m.durable_provider_id().map(str::to_owned))
-                .collect();
-            Some((discovery::canonical_cwd(&meta.cwd), claimed))
-        });
+        let facts = self
+            .sessions
+            .claimed_ids(id)
+            .map(|(cwd, claimed)| (discovery::canonical_cwd(&cwd), claimed));
         let Some((cwd, claimed)) = facts else {
             self.typed.forget(id);
             return;

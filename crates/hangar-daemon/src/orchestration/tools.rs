@@ -8,19 +8,16 @@
 //! `not_your_agent`. Nothing here wakes an agent to read it: status, messages
 //! and outputs come from transcripts.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hangar_core::orchestration::{
-    AgentMatch, AgentProcess, ChildRequest, CloseRefusal, CloseRunPlan, agent_finished,
-    agent_settled, agent_status, check_close, child_session, close_run_plan, descends_from,
-    project_tab, resolve_agent, tree_size, visible_agents,
+    AgentMatch, AgentProcess, ChildRequest, CloseRefusal, agent_finished, agent_settled,
+    agent_status, descends_from,
 };
-use hangar_core::{
-    IdSource, Placement, Provider, ProviderSessionId, SessionId, SessionMeta, TabId,
-};
+use hangar_core::{IdSource, Placement, Provider, ProviderSessionId, SessionId, SessionMeta};
 use hangar_protocol::message::{AgentCall, AgentTool, codes};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -37,7 +34,7 @@ use crate::journal::Journal;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
 use crate::section::Section;
 use crate::sessions::RunState;
-use crate::sessions::Sessions;
+use crate::sessions::{RunClose, Sessions};
 use crate::shutdown::Shutdown;
 use crate::spawn::Spawner;
 use hangar_providers::ProvidersConfig;
@@ -308,13 +305,7 @@ impl AgentTools {
         let mut done = Vec::new();
         let mut frontier = vec![parent.clone()];
         while let Some(p) = frontier.pop() {
-            let children = {
-                self.sessions.read(|st| {
-                    hangar_core::orchestration::live_children(&st.ws, &p, |id| {
-                        matches!(st.run_state(id), RunState::Live)
-                    })
-                })
-            };
+            let children = self.sessions.live_children(&p);
             for child in children {
                 // Mid-turn, waiting for a person or attached: left alone.
                 if self.governor.in_use(&child).is_some() {
@@ -367,40 +358,40 @@ impl AgentTools {
         if given.is_empty() || given.chars().count() > MAX_ID_CHARS {
             return Err(ApiError::invalid("give a session id from list_agents"));
         }
-        self.sessions
-            .read(|st| match resolve_agent(&st.ws, caller, given) {
-                AgentMatch::Me => Ok(Target::Me),
-                AgentMatch::Mine(id) => Ok(Target::Mine(id)),
-                AgentMatch::NoMatch => {
-                    let closed = self
-                        .orchestration
-                        .ledger()
-                        .data
-                        .tombstones
-                        .contains_key(given);
-                    if closed {
-                        Err(ApiError::not_found(format!(
-                            "agent {given} is already closed"
-                        )))
-                    } else if st.resolve_session(given).is_ok() {
-                        Err(ApiError::new(
-                            codes::NOT_YOUR_AGENT,
-                            format!(
-                                "session {given} is not one of your agents; you can act only on \
-                             agents you created (and theirs) in your project tab"
-                            ),
-                        ))
-                    } else {
-                        Err(ApiError::not_found(format!(
-                            "no agent {given}; list_agents shows yours"
-                        )))
-                    }
+        let (found, exists) = self.sessions.resolve_agent(caller, given);
+        match found {
+            AgentMatch::Me => Ok(Target::Me),
+            AgentMatch::Mine(id) => Ok(Target::Mine(id)),
+            AgentMatch::NoMatch => {
+                let closed = self
+                    .orchestration
+                    .ledger()
+                    .data
+                    .tombstones
+                    .contains_key(given);
+                if closed {
+                    Err(ApiError::not_found(format!(
+                        "agent {given} is already closed"
+                    )))
+                } else if exists {
+                    Err(ApiError::new(
+                        codes::NOT_YOUR_AGENT,
+                        format!(
+                            "session {given} is not one of your agents; you can act only on \
+                         agents you created (and theirs) in your project tab"
+                        ),
+                    ))
+                } else {
+                    Err(ApiError::not_found(format!(
+                        "no agent {given}; list_agents shows yours"
+                    )))
                 }
-                AgentMatch::Ambiguous => Err(ApiError::new(
-                    codes::AMBIGUOUS,
-                    format!("agent id {given:?} is ambiguous; give more characters"),
-                )),
-            })
+            }
+            AgentMatch::Ambiguous => Err(ApiError::new(
+                codes::AMBIGUOUS,
+                format!("agent id {given:?} is ambiguous; give more characters"),
+            )),
+        }
     }
 
     fn resolve_mine(
@@ -420,23 +411,7 @@ impl AgentTools {
 
     /// Tombstones of the caller's closed descendants in its project tab.
     fn my_tombstones(&self, caller: &SessionId) -> Vec<Tombstone> {
-        let (tab, parents) = {
-            self.sessions.read(|st| {
-                let tab = project_tab(&st.ws, caller);
-                let parents: HashMap<String, String> = st
-                    .ws
-                    .sessions
-                    .values()
-                    .filter_map(|m| {
-                        Some((
-                            m.id.to_string(),
-                            m.relationships.orchestration_parent.as_ref()?.to_string(),
-                        ))
-                    })
-                    .collect();
-                (tab, parents)
-            })
-        };
+        let (tab, parents) = self.sessions.agent_tab_and_parents(caller);
         let Some(tab) = tab else {
             return Vec::new();
         };
@@ -467,17 +442,15 @@ impl AgentTools {
     }
 
     fn snapshot(&self, ids: &[SessionId]) -> Vec<Snapshot> {
-        self.sessions.read(|st| {
-            ids.iter()
-                .filter_map(|id| {
-                    Some(Snapshot {
-                        meta: st.ws.sessions.get(id)?.clone(),
-                        state: st.run_state(id),
-                        placement: st.ws.placement_of(id).map(|(p, _)| p),
-                    })
-                })
-                .collect()
-        })
+        self.sessions
+            .facts(ids)
+            .into_iter()
+            .map(|f| Snapshot {
+                meta: f.meta,
+                state: f.run_state,
+                placement: f.placement,
+            })
+            .collect()
     }
 
     /// The activity of each snapshot's turn, read off the runtime.
@@ -609,42 +582,16 @@ impl AgentTools {
         }
         let now = crate::now_ms();
         let id = SessionId::new(uuid::Uuid::new_v4().to_string());
-        let (provider_name, title) = {
-            self.sessions.edit(|st| {
-            let parent = st
-                .ws
-                .sessions
-                .get(caller)
-                .cloned()
-                .ok_or_else(|| ApiError::not_found("your session no longer exists"))?;
-            let tab: TabId = project_tab(&st.ws, caller).ok_or_else(|| {
-                ApiError::invalid("your session has no project tab to create agents in")
-            })?;
-            if visible_agents(&st.ws, caller).len() >= MAX_AGENTS {
-                return Err(ApiError::invalid(format!(
-                    "you already have {MAX_AGENTS} agents; close some (close_agent, close_run) first"
-                )));
-            }
-            if tree_size(&st.ws, caller) >= MAX_AGENTS {
-                return Err(ApiError::invalid(format!(
-                    "the orchestration tree you belong to already has {MAX_AGENTS} agents; \
-                     its root agent or a person must close some first"
-                )));
-            }
-            let request = ChildRequest {
-                provider,
-                cwd: a.cwd.clone(),
-                title,
-                role: role.clone(),
-                run: run.clone(),
-            };
-            let meta = child_session(&parent, id.clone(), request, st.ws.settings.dangerous, now);
-            let (provider_name, title) = (meta.provider.name().to_owned(), meta.title.clone());
-            st.ws.add_parked_session(meta, &tab, now)?;
-            st.save(&[])?;
-            Ok((provider_name, title))
-            })?
+        let request = ChildRequest {
+            provider,
+            cwd: a.cwd.clone(),
+            title,
+            role: role.clone(),
+            run: run.clone(),
         };
+        let (provider_name, title) =
+            self.sessions
+                .add_child_agent(caller, id.clone(), request, MAX_AGENTS, now)?;
         touched.push(id.to_string());
         let mut state = RunState::Hibernated;
         let mut delivered = false;
@@ -699,18 +646,15 @@ impl AgentTools {
         }
         let first_prompt_delivered = self.deliver_first_prompt(&id).await?;
         self.type_prompt(&id, &a.prompt).await?;
-        self.sessions.read(|st| {
-            let rt = st.runtimes.get(&id);
-            Ok(json!({
-                "id": id.to_string(),
-                "status": "working",
-                "woke": !was_live,
-                "started": rt.and_then(|r| r.resumed).map(|r| if r { "resumed" } else { "fresh" }),
-                "provider_session_id": st.ws.sessions.get(&id)
-                    .and_then(|m| m.provider_session.as_ref()).map(|p| p.id.clone()),
-                "first_prompt_delivered": first_prompt_delivered,
-            }))
-        })
+        let (started, provider_session_id) = self.sessions.started_and_provider_id(&id);
+        Ok(json!({
+            "id": id.to_string(),
+            "status": "working",
+            "woke": !was_live,
+            "started": started.map(|r| if r { "resumed" } else { "fresh" }),
+            "provider_session_id": provider_session_id,
+            "first_prompt_delivered": first_prompt_delivered,
+        }))
     }
 
     pub(crate) async fn tool_list(
@@ -720,7 +664,7 @@ impl AgentTools {
     ) -> Result<Value, ApiError> {
         let a: RunArgs = parse(AgentTool::List, args)?;
         let run = run_field(a.run)?;
-        let ids = self.sessions.read(|st| visible_agents(&st.ws, caller));
+        let ids = self.sessions.visible_agents(caller);
         let snaps: Vec<Snapshot> = self
             .snapshot(&ids)
             .into_iter()
@@ -803,7 +747,7 @@ impl AgentTools {
         caller: &SessionId,
         run: &Option<String>,
     ) -> (Vec<Snapshot>, Vec<Tombstone>) {
-        let ids = self.sessions.read(|st| visible_agents(&st.ws, caller));
+        let ids = self.sessions.visible_agents(caller);
         let snaps = self
             .snapshot(&ids)
             .into_iter()
@@ -987,9 +931,7 @@ impl AgentTools {
             Target::Mine(id) => id,
         };
         touched.push(id.to_string());
-        let plan = self
-            .sessions
-            .read(|st| check_close(&st.ws, caller, std::slice::from_ref(&id)));
+        let plan = self.sessions.check_close(caller, std::slice::from_ref(&id));
         let closing = plan.map_err(refusal)?;
         self.close_for_agent(&closing).await?;
         Ok(json!({"closed": closing.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
@@ -1012,28 +954,19 @@ impl AgentTools {
         touched.extend(named.iter().map(|s| s.to_string()));
         // Close every member whose cascade stays inside the run; report the
         // others with what closing them would also close.
-        let (closable, skipped) = {
-            self.sessions.read(|st| {
-                let CloseRunPlan { closable, skipped } = close_run_plan(&st.ws, &named);
-                let skipped: Vec<Value> = skipped
-                .into_iter()
-                .map(|(id, cascade)| {
-                    json!({
-                        "id": id.to_string(),
-                        "code": codes::CASCADE_REFUSED,
-                        "reason": "closing it would also close sessions outside this run",
-                        "would_close": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-                    })
+        let RunClose { closing, skipped } = self.sessions.close_run_plan(caller, &named);
+        let skipped: Vec<Value> = skipped
+            .into_iter()
+            .map(|(id, cascade)| {
+                json!({
+                    "id": id.to_string(),
+                    "code": codes::CASCADE_REFUSED,
+                    "reason": "closing it would also close sessions outside this run",
+                    "would_close": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
                 })
-                .collect();
-                let closing = if closable.is_empty() {
-                    Vec::new()
-                } else {
-                    check_close(&st.ws, caller, &closable).map_err(refusal)?
-                };
-                Ok::<_, ApiError>((closing, skipped))
-            })?
-        };
+            })
+            .collect();
+        let (closable, skipped) = (closing.map_err(refusal)?, skipped);
         if !closable.is_empty() {
             self.close_for_agent(&closable).await?;
         }
@@ -1053,22 +986,8 @@ impl AgentTools {
         let a: SessionArgs = parse(AgentTool::Park, args)?;
         let id = self.resolve_mine(caller, &a.session, "park_agent")?;
         touched.push(id.to_string());
-        self.sessions.edit(|st| {
-            let changed = match st.ws.placement_of(&id).map(|(p, _)| p) {
-                Some(Placement::Pane) => {
-                    st.ws.park(&id, crate::now_ms())?;
-                    st.save(&[])?;
-                    true
-                }
-                Some(Placement::Parked) => false,
-                _ => {
-                    return Err(ApiError::invalid(format!(
-                        "agent {id} is buried; a person unburies it"
-                    )));
-                }
-            };
-            Ok(json!({"id": id.to_string(), "placement": "parked", "changed": changed}))
-        })
+        let changed = self.sessions.park_agent(&id, crate::now_ms())?;
+        Ok(json!({"id": id.to_string(), "placement": "parked", "changed": changed}))
     }
 
     pub(crate) async fn tool_hibernate(

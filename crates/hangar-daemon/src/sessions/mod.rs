@@ -1,31 +1,41 @@
 //! The one owner of the workspace model, the store and each session's
 //! runtime (its process, its run state, its waiters).
 //!
-//! The lock is private: callers use the operations below, each of which
-//! takes the lock once, does its work on plain data, and lets go before it
-//! returns. A closure given to [`Sessions::read`] or [`Sessions::edit`] runs
-//! under the lock and cannot await, so the lock is never held across an
-//! await (tokio's shared-state guidance). The closures are the door for the
-//! long tail of operations; the common ones are named.
+//! The lock and `State`'s fields are private: callers use the named
+//! operations, grouped by concern (`runtime.rs`: processes and run states;
+//! `placement.rs`: where sessions are shown and which exist;
+//! `persistence.rs`: what is kept and the store's reads; `views.rs`: what
+//! people and other subsystems read). Each takes the lock once, does its
+//! work on plain data, and lets go before it returns; none awaits, so the
+//! lock is never held across an await (tokio's shared-state guidance). A
+//! closure an operation takes (a journal record, a merge) runs under the
+//! lock and sees only what the operation hands it.
 //!
 //! What must never happen here: slow I/O other than the store's own
 //! transaction (no PATH search, no config file written, no folder stat), and
 //! no call back into the rest of the daemon while the lock is held.
 
+#[cfg(test)]
+mod operations_tests;
+mod persistence;
+mod placement;
+mod runtime;
 mod state;
 mod views;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use tokio::sync::watch;
 
 use hangar_core::{Provider, SessionId, SessionMeta, TabId, Workspace};
-use hangar_protocol::view::SessionView;
 use hangar_store::Store;
 
 use crate::errors::ApiError;
-use crate::pty::LiveProcess;
-pub use state::{RestoreProgress, RunState, Runtime, State};
+pub use placement::{Added, NewPlace, NewSession};
+pub use runtime::{BudgetCandidate, IdentityFacts, RestoreOutcome, WakeLooked};
+use state::State;
+pub use state::{RestoreProgress, RunState};
+pub use views::{DuplicateMember, RunClose, ScreenSource, SessionFacts, StatusFacts};
 
 /// The workspace model, the store and the runtimes, behind one lock.
 pub struct Sessions {
@@ -105,14 +115,15 @@ impl Sessions {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Read the state under the lock.
-    pub fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+    /// Read the state under the lock (this module's tests).
+    #[cfg(test)]
+    fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
         f(&self.lock())
     }
 
-    /// Change the state under the lock; a change of the model is saved by
-    /// the closure with one `State::save` (one store transaction).
-    pub fn edit<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+    /// Change the state under the lock (this module's tests).
+    #[cfg(test)]
+    fn edit<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         f(&mut self.lock())
     }
 
@@ -124,6 +135,15 @@ impl Sessions {
     /// A tab from its id, a unique id prefix, or its exact title.
     pub fn resolve_tab(&self, given: &str) -> Result<TabId, ApiError> {
         self.lock().resolve_tab(given)
+    }
+
+    /// Run `f` while `id` exists, the lock held across the check and `f`
+    /// (so a close, which removes the session under the lock, cannot
+    /// interleave); `None` when there is no such session. `f` sees nothing
+    /// of the state.
+    pub fn while_known<R>(&self, id: &SessionId, f: impl FnOnce() -> R) -> Option<R> {
+        let st = self.lock();
+        st.ws.sessions.contains_key(id).then(f)
     }
 
     pub fn contains(&self, id: &SessionId) -> bool {
@@ -138,135 +158,11 @@ impl Sessions {
     pub fn provider_of(&self, id: &SessionId) -> Option<Provider> {
         self.lock().ws.sessions.get(id).map(|m| m.provider.clone())
     }
-
-    pub fn run_state(&self, id: &SessionId) -> RunState {
-        self.lock().run_state(id)
-    }
-
-    /// What `ls` shows of one session.
-    pub fn view(&self, id: &SessionId) -> Option<SessionView> {
-        let row = self.lock().session_view(id)?;
-        views::with_worktree_folders(vec![row]).pop()
-    }
-
-    /// What `ls` shows of every session, in display order.
-    pub fn views(&self) -> Vec<SessionView> {
-        let rows = self.lock().ordered_session_views();
-        views::with_worktree_folders(rows)
-    }
-
-    /// The session's running process, if any.
-    pub fn process(&self, id: &SessionId) -> Option<Arc<LiveProcess>> {
-        self.lock().runtimes.get(id).and_then(|r| r.proc.clone())
-    }
-
-    pub fn shutting_down(&self) -> bool {
-        self.lock().shutting_down
-    }
-
-    /// A line for `status`'s notices.
-    pub fn notice(&self, line: String) {
-        self.lock().notices.push(line);
-    }
-
-    /// Mark the daemon as shutting down and take every live process out of
-    /// its runtime; `None` when another caller already began the shutdown.
-    pub fn begin_shutdown(&self) -> Option<Vec<(SessionId, Arc<LiveProcess>)>> {
-        let mut st = self.lock();
-        if st.shutting_down {
-            return None;
-        }
-        st.shutting_down = true;
-        Some(
-            st.runtimes
-                .iter_mut()
-                .filter_map(|(id, rt)| rt.proc.take().map(|p| (id.clone(), p)))
-                .collect(),
-        )
-    }
-
-    /// Keep the last screen of a session whose process was stopped, and
-    /// forget that process's pid. What cannot be written is logged: the
-    /// session then shows no last screen, or a restart looks for a process
-    /// that is gone (harmless: its start time no longer matches).
-    pub fn keep_stopped_screen(&self, id: &SessionId, screen: &[u8], now_ms: u64) {
-        let mut st = self.lock();
-        save_screen_logged(&mut st.store, id, screen, now_ms);
-        forget_process_logged(&mut st.store, id);
-    }
-
-    /// A process just started for `id`: record its pid (so a successor can
-    /// end it if this daemon is killed) and make it the session's process.
-    pub fn attach_process(
-        &self,
-        id: &SessionId,
-        live: Arc<LiveProcess>,
-        start_time: u64,
-        resumed: bool,
-    ) {
-        let mut st = self.lock();
-        if let Err(e) = st
-            .store
-            .record_process(id, live.pid, live.pgid(), start_time)
-        {
-            tracing::warn!("could not record pid of {id}: {e}");
-        }
-        let rt = st.runtime(id);
-        rt.proc = Some(live);
-        rt.resumed = Some(resumed);
-    }
-
-    /// Process `live` of `id` exited on its own with `code`: forget its pid,
-    /// and when it is still the session's process, keep its last screen and
-    /// mark the session exited. Returns whether a live session became
-    /// exited (the caller journals it).
-    pub fn process_exited(
-        &self,
-        id: &SessionId,
-        live: &Arc<LiveProcess>,
-        screen: &[u8],
-        code: i32,
-        now_ms: u64,
-    ) -> bool {
-        let mut st = self.lock();
-        forget_process_logged(&mut st.store, id);
-        let is_current = st
-            .runtimes
-            .get(id)
-            .and_then(|r| r.proc.as_ref())
-            .is_some_and(|p| Arc::ptr_eq(p, live));
-        if !is_current {
-            return false;
-        }
-        if st.ws.sessions.contains_key(id) {
-            save_screen_logged(&mut st.store, id, screen, now_ms);
-        }
-        let rt = st.runtime(id);
-        rt.proc = None;
-        if rt.state == RunState::Live {
-            rt.set_state(RunState::Exited(code));
-            return true;
-        }
-        false
-    }
-
-    /// A person or an agent used `id` at `now_ms`: its last-use time, kept
-    /// in memory until the next save.
-    pub fn touch(&self, id: &SessionId, now_ms: u64) {
-        if let Some(m) = self.lock().ws.sessions.get_mut(id) {
-            m.last_active_ms = now_ms;
-        }
-    }
-
-    /// Forget a session's recorded pid (its process ended).
-    pub fn forget_process(&self, id: &SessionId) {
-        forget_process_logged(&mut self.lock().store, id);
-    }
 }
 
 /// Forget the recorded pid of `id`'s process, logging what could not be
 /// written: the next start would look for a process that is gone.
-pub(crate) fn forget_process_logged(store: &mut Store, id: &SessionId) {
+fn forget_process_logged(store: &mut Store, id: &SessionId) {
     if let Err(e) = store.forget_process(id) {
         tracing::warn!("could not forget the recorded pid of session {id}: {e}");
     }
@@ -274,7 +170,7 @@ pub(crate) fn forget_process_logged(store: &mut Store, id: &SessionId) {
 
 /// Keep `id`'s last screen, logging what could not be written: the session
 /// then shows no last screen after a restart.
-pub(crate) fn save_screen_logged(store: &mut Store, id: &SessionId, screen: &[u8], now_ms: u64) {
+fn save_screen_logged(store: &mut Store, id: &SessionId, screen: &[u8], now_ms: u64) {
     if let Err(e) = store.save_screen(id, screen, now_ms) {
         tracing::warn!(
             "lost the last screen of session {id} ({} bytes): {e}",

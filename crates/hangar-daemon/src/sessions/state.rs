@@ -47,16 +47,16 @@ impl RunState {
     }
 }
 
-pub struct Runtime {
-    pub state: RunState,
-    pub proc: Option<Arc<LiveProcess>>,
+pub(super) struct Runtime {
+    pub(super) state: RunState,
+    pub(super) proc: Option<Arc<LiveProcess>>,
     /// Whether the last start resumed a provider session.
-    pub resumed: Option<bool>,
+    pub(super) resumed: Option<bool>,
     /// In the restore's spawn set, waiting for a slot: shown as `spawning`
     /// (a pane about to start is not hibernated).
-    pub awaiting_restore: bool,
+    pub(super) awaiting_restore: bool,
     /// Bumped on every state change; waiters subscribe to it.
-    pub changed: watch::Sender<u64>,
+    pub(super) changed: watch::Sender<u64>,
 }
 
 impl Runtime {
@@ -112,17 +112,19 @@ impl RestoreProgress {
     }
 }
 
-pub struct State {
-    pub ws: Workspace,
-    pub store: Store,
-    pub runtimes: HashMap<SessionId, Runtime>,
-    pub restore: RestoreProgress,
-    pub notices: Vec<String>,
-    pub shutting_down: bool,
+/// Only `sessions/` sees it: its fields are `pub(super)`, and `.ci/shape`
+/// checks nothing outside reaches them.
+pub(super) struct State {
+    pub(super) ws: Workspace,
+    pub(super) store: Store,
+    pub(super) runtimes: HashMap<SessionId, Runtime>,
+    pub(super) restore: RestoreProgress,
+    pub(super) notices: Vec<String>,
+    pub(super) shutting_down: bool,
     /// A save was asked for while the store held only a first look, with the
     /// sessions it named as removed: the full load makes it
     /// (`Sessions::install_full_load`).
-    pub save_put_off: Option<Vec<SessionId>>,
+    pub(super) save_put_off: Option<Vec<SessionId>>,
 }
 
 impl State {

@@ -68,9 +68,7 @@ impl Spawner {
         // Everything a launch needs is read from one snapshot, and the I/O
         // (PATH search, MCP config write, folder stat) happens off the lock.
         let (request, resumed, provider, title) = {
-            let (meta, dangerous) = self
-                .sessions
-                .read(|st| (st.ws.sessions.get(id).cloned(), st.ws.settings.dangerous));
+            let (meta, dangerous) = self.sessions.launch_facts(id);
             let meta = meta.ok_or_else(|| {
                 SpawnFailure::new(FailureKind::Other, format!("session {id} no longer exists"))
             })?;
@@ -132,22 +130,7 @@ impl Spawner {
             // The minted provider id and the dangerous flag it starts with,
             // saved in one store transaction.
             self.sessions
-                .edit(|st| {
-                    let mut changed = false;
-                    if let Some(minted) = spec.minted.clone()
-                        && let Some(m) = st.ws.sessions.get_mut(id)
-                    {
-                        m.provider_session = Some(minted);
-                        changed = true;
-                    }
-                    if let Some(m) = st.ws.sessions.get_mut(id)
-                        && m.dangerous != dangerous
-                    {
-                        m.dangerous = dangerous;
-                        changed = true;
-                    }
-                    if changed { st.save(&[]) } else { Ok(()) }
-                })
+                .record_launch(id, spec.minted.clone(), dangerous)
                 .map_err(|e| SpawnFailure::new(FailureKind::Other, e.message))?;
             let mut env_vars: Vec<(String, String)> = spec.env.into_iter().collect();
             env_vars.push(("TERM".into(), "xterm-256color".into()));
@@ -172,13 +155,10 @@ impl Spawner {
             }
             // The last screen and history it had, kept above what the new
             // process prints (a read failure only loses that history).
-            let resume = self
-                .sessions
-                .read(|st| st.store.load_screen(id))
-                .unwrap_or_else(|e| {
-                    tracing::warn!(session = %id, "cannot read the saved screen: {e}");
-                    None
-                });
+            let resume = self.sessions.load_screen(id).unwrap_or_else(|e| {
+                tracing::warn!(session = %id, "cannot read the saved screen: {e}");
+                None
+            });
             let request = SpawnRequest {
                 program: spec.program,
                 args,

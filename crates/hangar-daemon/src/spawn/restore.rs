@@ -12,7 +12,7 @@ use std::time::Instant;
 use hangar_core::SessionId;
 use tokio::sync::Semaphore;
 
-use crate::sessions::RunState;
+use crate::sessions::RestoreOutcome;
 use crate::spawn::Spawner;
 use crate::spawn::start_slot::StartSlot;
 
@@ -22,22 +22,7 @@ impl Spawner {
     /// count them; returns them, in order. How many stay hibernated is
     /// known once the rest is loaded ([`Spawner::count_hibernated`]).
     pub fn adopt_first_forks(&self, forks: Vec<SessionId>) -> Vec<SessionId> {
-        self.sessions.edit(|st| {
-            // A hibernated session gets no runtime until something wakes or
-            // watches it: without one it reads as hibernated, and 10,000 of
-            // them would cost a map entry and a watch channel each.
-            // Shown as `spawning` until its slot comes (cleared by
-            // `restore_spawn` once its wake has run).
-            for id in &forks {
-                st.runtime(id).awaiting_restore = true;
-            }
-            st.restore.expected += forks.len();
-            if st.restore.started.is_none() {
-                st.restore.started = Some(Instant::now());
-            }
-            st.restore.duration_ms = None;
-            forks
-        })
+        self.sessions.adopt_first_forks(forks)
     }
 
     /// Once the whole model is loaded: every owned session the start's
@@ -46,15 +31,7 @@ impl Spawner {
     /// the restore report and journaled (`restore-hibernated`: the start's
     /// `restore-start` was written before the count could be known).
     pub fn count_hibernated(&self, forks: &[SessionId]) {
-        let hibernated = self.sessions.edit(|st| {
-            let forked = forks
-                .iter()
-                .filter(|id| st.ws.sessions.contains_key(*id))
-                .count();
-            let hibernated = st.ws.sessions.len() - forked;
-            st.restore.hibernated += hibernated;
-            hibernated
-        });
+        let hibernated = self.sessions.count_hibernated(forks);
         self.journal
             .record(crate::journal::Event::RestoreHibernated { hibernated });
     }
@@ -65,9 +42,7 @@ impl Spawner {
     pub async fn restore_spawn(self: &Arc<Self>, ids: Vec<SessionId>) {
         let started = Instant::now();
         // Not known yet at a start, whose first look reads the panes only.
-        let hibernated = self
-            .sessions
-            .read(|st| st.store.is_loaded().then_some(st.restore.hibernated));
+        let hibernated = self.sessions.restore_hibernated();
         self.journal.record(crate::journal::Event::RestoreStart {
             expected: ids.len(),
             hibernated,
@@ -86,46 +61,17 @@ impl Spawner {
                 let outcome = daemon
                     .wake_in_slot(&id, crate::journal::Caller::Restore, slot)
                     .await;
-                daemon.sessions.edit(|st| {
-                    if let Some(rt) = st.runtimes.get_mut(&id) {
-                        rt.awaiting_restore = false;
-                    }
-                    match outcome {
-                        Ok(RunState::Live) => st.restore.restored += 1,
-                        Ok(RunState::Failed(reason)) => {
-                            tracing::warn!("restore of {id} failed: {reason}");
-                            st.restore.failed += 1;
-                        }
-                        Ok(_) => st.restore.restored += 1,
-                        Err(e) => {
-                            tracing::warn!("restore of {id} failed: {}", e.message);
-                            st.restore.failed += 1;
-                            // A refused wake (a duplicate provider id) starts no
-                            // process: the pane says why, not only the count.
-                            if e.code != hangar_protocol::message::codes::SHUTTING_DOWN
-                                && let Some(rt) = st.runtimes.get_mut(&id)
-                            {
-                                rt.set_state(RunState::Failed(e.message.clone()));
-                            }
-                        }
-                    }
-                    st.restore.finished += 1;
-                });
+                let outcome = match &outcome {
+                    Ok(state) => RestoreOutcome::Ended(state),
+                    Err(e) => RestoreOutcome::Refused(e),
+                };
+                daemon.sessions.restore_outcome(&id, outcome);
             }));
         }
         for t in tasks {
             let _ = t.await;
         }
-        let progress = self.sessions.edit(|st| {
-            st.restore.duration_ms = Some(
-                st.restore
-                    .started
-                    .map(|s| s.elapsed())
-                    .unwrap_or_else(|| started.elapsed())
-                    .as_millis() as u64,
-            );
-            st.restore.clone()
-        });
+        let progress = self.sessions.finish_restore(started);
         self.journal.record(crate::journal::Event::RestoreComplete {
             restored: progress.restored,
             failed: progress.failed,

@@ -12,7 +12,6 @@ use super::Spawner;
 use crate::errors::ApiError;
 use crate::journal::Event;
 use crate::pty::LiveProcess;
-use crate::sessions::RunState;
 
 /// How long a process group gets between SIGTERM and SIGKILL.
 ///
@@ -95,22 +94,11 @@ impl Spawner {
     pub async fn hibernate_session(self: &Arc<Self>, id: &SessionId) -> Result<(), ApiError> {
         // Wait out a spawn in progress so we stop the process it makes.
         loop {
-            let spawning = self.sessions.edit(|st| {
-                if !st.ws.sessions.contains_key(id) {
-                    return Err(ApiError::not_found(format!("no session {id}")));
-                }
-                let rt = st.runtime(id);
-                Ok((rt.state == RunState::Spawning).then(|| rt.changed.subscribe()))
-            })?;
+            let spawning = self.sessions.spawning_watch(id)?;
             let Some(mut rx) = spawning else { break };
             let _ = rx.changed().await;
         }
-        let live = self.sessions.edit(|st| {
-            let rt = st.runtime(id);
-            let live = rt.proc.take();
-            rt.set_state(RunState::Hibernated);
-            live
-        });
+        let live = self.sessions.take_process(id);
         if let Some(live) = live {
             let screen = live.formatted();
             self.identity.note_identity_before_stop(id, &live);

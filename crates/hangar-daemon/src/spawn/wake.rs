@@ -9,15 +9,12 @@ use std::sync::Arc;
 
 use hangar_core::SessionId;
 use hangar_core::governor::WakePriority;
-use hangar_core::wake_decision::{
-    WakeLook, WakePhase, WakeRefusal, WakeStep, next_wake_step, refuse_wake,
-};
 use hangar_protocol::message::codes;
 
 use super::Spawner;
 use crate::errors::ApiError;
 use crate::journal::{Caller, Event, FailureKind};
-use crate::sessions::RunState;
+use crate::sessions::{RunState, WakeLooked};
 use crate::spawn::start_slot::StartSlot;
 
 impl Spawner {
@@ -45,50 +42,11 @@ impl Spawner {
         // The state before this wake marked it spawning, to go back to when
         // a paused queue refuses a person's wake.
         let before = loop {
-            let step = self.sessions.edit(|st| {
-                let exists = st.ws.sessions.contains_key(id);
-                match refuse_wake(st.shutting_down, exists) {
-                    Some(WakeRefusal::ShuttingDown) => {
-                        return Err(ApiError::new(
-                            codes::SHUTTING_DOWN,
-                            "the daemon is shutting down",
-                        ));
-                    }
-                    Some(WakeRefusal::NoSession) => {
-                        return Err(ApiError::not_found(format!("no session {id}")));
-                    }
-                    None => {}
-                }
-                st.refuse_duplicate_wake(id)?;
-                let rt = st.runtime(id);
-                let record_request = !requested && rt.state != RunState::Live;
-                let person = caller.is_person();
-                let look = WakeLook {
-                    phase: match rt.state {
-                        RunState::Live => WakePhase::Live,
-                        RunState::Spawning => WakePhase::Spawning,
-                        _ => WakePhase::Stopped,
-                    },
-                    joined,
-                    person,
-                    breaker_open: person && self.queue.snapshot().breaker_open,
-                };
-                let looked = match next_wake_step(look) {
-                    WakeStep::Live => Looked::Done(RunState::Live),
-                    WakeStep::Join => Looked::Join(rt.changed.subscribe()),
-                    // The spawn we joined failed: report it, don't start another.
-                    WakeStep::ReportJoined => Looked::Done(rt.state.clone()),
-                    // A person is told at once, never left waiting silently
-                    // behind an open breaker.
-                    WakeStep::QueuePaused => Looked::Paused,
-                    WakeStep::Spawn => {
-                        let before = rt.state.clone();
-                        rt.set_state(RunState::Spawning);
-                        Looked::Spawn(before)
-                    }
-                };
-                Ok((record_request, looked))
-            });
+            let step = self
+                .sessions
+                .wake_look(id, joined, requested, caller.is_person(), || {
+                    self.queue.snapshot().breaker_open
+                });
             let (record_request, step) = step?;
             if record_request {
                 requested = true;
@@ -98,10 +56,10 @@ impl Spawner {
                 });
             }
             let mut rx = match step {
-                Looked::Done(state) => return Ok(state),
-                Looked::Paused => return Err(self.queue_paused_error()),
-                Looked::Spawn(before) => break before,
-                Looked::Join(rx) => rx,
+                WakeLooked::Done(state) => return Ok(state),
+                WakeLooked::Paused => return Err(self.queue_paused_error()),
+                WakeLooked::Spawn(before) => break before,
+                WakeLooked::Join(rx) => rx,
             };
             // Another caller is spawning this session: wait for its outcome,
             // forking nothing, so a restore slot goes to the next pane.
@@ -114,11 +72,7 @@ impl Spawner {
         let state = match self.spawn_marked(id, caller, slot).await {
             Ok(state) => state,
             Err(paused) => {
-                self.sessions.edit(|st| {
-                    if let Some(rt) = st.runtimes.get_mut(id) {
-                        rt.set_state(before);
-                    }
-                });
+                self.sessions.restore_run_state(id, before);
                 self.journal.record(Event::WakeResult {
                     session: id.to_string(),
                     caller,
@@ -170,33 +124,23 @@ impl Spawner {
                 ));
             }
         }
-        let state = self.sessions.edit(|st| {
-            let rt = st.runtime(id);
-            // Journalled under the lock, before the state changes: a waiter
-            // woken by the change (or the exit watcher) records after it.
-            let state = match outcome {
-                Ok(()) => {
-                    let pid = rt.proc.as_ref().map(|p| p.pid).unwrap_or(0);
-                    self.journal.record(Event::SpawnEnd {
-                        session: id.to_string(),
-                        pid,
-                        duration_ms: begun.elapsed().as_millis() as u64,
-                    });
-                    RunState::Live
-                }
-                Err(failure) => {
-                    rt.proc = None;
-                    self.journal.record(Event::SpawnFailed {
-                        session: id.to_string(),
-                        kind: failure.kind,
-                        exit_code: failure.exit_code,
-                    });
-                    RunState::Failed(failure.message)
-                }
-            };
-            rt.set_state(state.clone());
-            state
-        });
+        let failure = outcome.as_ref().err().map(|f| f.message.clone());
+        // Journalled under the lock, before the state changes: a waiter
+        // woken by the change (or the exit watcher) records after it.
+        let state = self
+            .sessions
+            .finish_spawn(id, failure, |pid| match &outcome {
+                Ok(()) => self.journal.record(Event::SpawnEnd {
+                    session: id.to_string(),
+                    pid,
+                    duration_ms: begun.elapsed().as_millis() as u64,
+                }),
+                Err(failure) => self.journal.record(Event::SpawnFailed {
+                    session: id.to_string(),
+                    kind: failure.kind,
+                    exit_code: failure.exit_code,
+                }),
+            });
         Ok(state)
     }
 
@@ -210,16 +154,4 @@ impl Spawner {
             ),
         )
     }
-}
-
-/// What one look at a session's runtime did, carried out of the lock.
-enum Looked {
-    /// Already live, or the spawn this wake joined ended so.
-    Done(RunState),
-    /// Another caller is spawning it: wait for the change.
-    Join(tokio::sync::watch::Receiver<u64>),
-    /// Marked spawning by this wake; the state before, to go back to.
-    Spawn(RunState),
-    /// A person's wake while the breaker holds the queue.
-    Paused,
 }

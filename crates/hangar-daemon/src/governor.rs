@@ -29,7 +29,7 @@ use crate::activity::{Activity, Hub, Monitor};
 use crate::errors::ApiError;
 use crate::journal::{Caller, Event, HibernateReason, Journal};
 use crate::orchestration::{McpConfig, Orchestration};
-use crate::os::Os;
+use crate::os::{Os, ProcessControl};
 use crate::section::Section;
 use crate::sessions::{RunState, Sessions};
 use crate::shutdown::Shutdown;
@@ -39,32 +39,20 @@ pub use settings::{GovernorConfig, looks_like_auth_failure};
 
 /// Resident memory of each process tree rooted at `roots` (hangar's own
 /// sessions), in bytes: each tree is walked down from its root through the
-/// kernel's children lists, and only its members' `statm` is read; never a
-/// scan of every process on the machine.
-pub fn tree_memory(roots: &[u32]) -> HashMap<u32, u64> {
-    // SAFETY: sysconf has no memory effects.
-    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+/// kernel's children lists, and only its members' resident memory is read;
+/// never a scan of every process on the machine.
+pub fn tree_memory(os: &dyn ProcessControl, roots: &[u32]) -> HashMap<u32, u64> {
     roots
         .iter()
         .map(|&root| {
-            let bytes = crate::identity::open_files::process_tree(root)
+            let bytes = os
+                .process_tree(root)
                 .into_iter()
-                .filter_map(resident_pages)
-                .sum::<u64>()
-                * page;
+                .filter_map(|pid| os.resident_bytes(pid))
+                .sum::<u64>();
             (root, bytes)
         })
         .collect()
-}
-
-/// Field 2 of `/proc/<pid>/statm`: resident pages.
-fn resident_pages(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/statm"))
-        .ok()?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
 }
 
 /// The last budget check, for `status`.
@@ -136,14 +124,14 @@ impl Governor {
             return self.budget_status().memory_bytes;
         }
         let pids = self.sessions.budget_pids();
-        tree_memory(&pids).values().sum()
+        tree_memory(self.os.as_ref(), &pids).values().sum()
     }
 
     /// Facts about every live agent session.
     fn live_facts(&self) -> Vec<LiveFacts> {
         let snapshot = self.sessions.budget_candidates();
         let pids: Vec<u32> = snapshot.iter().map(|c| c.pid).collect();
-        let memory = tree_memory(&pids);
+        let memory = tree_memory(self.os.as_ref(), &pids);
         snapshot
             .into_iter()
             .map(|c| {
@@ -265,5 +253,36 @@ impl Governor {
                 let _ = self.evict_parked(ttl.as_millis() as u64, false).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::os::FakeOs;
+
+    #[test]
+    fn a_trees_memory_is_its_members_and_never_another_trees() {
+        let os = FakeOs::default();
+        let mib = 1024 * 1024;
+        // An agent (10) with a child (11) and a grandchild (12); another
+        // session's agent (20); a stranger (30) that is no one's child.
+        for (pid, parent, bytes) in [
+            (10, None, 100),
+            (11, Some(10), 50),
+            (12, Some(11), 25),
+            (20, None, 7),
+            (30, None, 999),
+        ] {
+            os.spawn(pid, pid, 1);
+            os.set_process(pid, parent, bytes * mib);
+        }
+        let memory = tree_memory(&os, &[10, 20]);
+        assert_eq!(memory[&10], 175 * mib);
+        assert_eq!(memory[&20], 7 * mib);
+        assert_eq!(memory.len(), 2, "only the roots asked for");
+        // 11 ends; its child 12 is the kernel's init's now, outside the tree.
+        os.end_group(11);
+        assert_eq!(tree_memory(&os, &[10])[&10], 100 * mib);
     }
 }

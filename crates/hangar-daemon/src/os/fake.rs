@@ -11,11 +11,13 @@ use std::time::Duration;
 
 use super::{Clock, ProcessControl};
 
-/// A made-up process: its group and start time.
+/// A made-up process: its group, start time, parent and resident memory.
 #[derive(Clone, Copy, Debug)]
 struct FakeProcess {
     pgid: u32,
     start_time: u64,
+    parent: Option<u32>,
+    resident: u64,
 }
 
 /// The fake OS. Its clocks start at an arbitrary fixed instant.
@@ -58,7 +60,23 @@ impl FakeOs {
 
     /// A process `pid` in group `pgid`, started at `start_time` ticks.
     pub fn spawn(&self, pid: u32, pgid: u32, start_time: u64) {
-        self.procs().insert(pid, FakeProcess { pgid, start_time });
+        self.procs().insert(
+            pid,
+            FakeProcess {
+                pgid,
+                start_time,
+                parent: None,
+                resident: 0,
+            },
+        );
+    }
+
+    /// Process `pid`'s parent and resident memory (it must exist).
+    pub fn set_process(&self, pid: u32, parent: Option<u32>, resident_bytes: u64) {
+        if let Some(p) = self.procs().get_mut(&pid) {
+            p.parent = parent;
+            p.resident = resident_bytes;
+        }
     }
 
     /// Every process of group `pgid` ends.
@@ -100,6 +118,31 @@ impl ProcessControl for FakeOs {
 
     fn start_time(&self, pid: u32) -> Option<u64> {
         self.procs().get(&pid).map(|p| p.start_time)
+    }
+
+    fn process_tree(&self, pid: u32) -> Vec<u32> {
+        let procs = self.procs();
+        if pid == 0 || !procs.contains_key(&pid) {
+            return Vec::new();
+        }
+        let mut tree = vec![pid];
+        let mut i = 0;
+        while i < tree.len() {
+            let parent = tree[i];
+            let mut children: Vec<u32> = procs
+                .iter()
+                .filter(|(c, p)| p.parent == Some(parent) && !tree.contains(c))
+                .map(|(c, _)| *c)
+                .collect();
+            children.sort();
+            tree.extend(children);
+            i += 1;
+        }
+        tree
+    }
+
+    fn resident_bytes(&self, pid: u32) -> Option<u64> {
+        self.procs().get(&pid).map(|p| p.resident)
     }
 }
 

@@ -22,6 +22,11 @@ pub trait ProcessControl: Send + Sync {
     /// The process's start time in clock ticks since boot (field 22 of
     /// `/proc/<pid>/stat`), `None` when it does not exist.
     fn start_time(&self, pid: u32) -> Option<u64>;
+    /// `pid` and every process below it (empty for pid 0).
+    fn process_tree(&self, pid: u32) -> Vec<u32>;
+    /// The process's resident memory in bytes, `None` when it does not
+    /// exist.
+    fn resident_bytes(&self, pid: u32) -> Option<u64>;
 }
 
 /// The daemon's two clocks.

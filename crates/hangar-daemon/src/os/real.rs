@@ -22,6 +22,23 @@ impl ProcessControl for RealOs {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         parse_start_time(&stat)
     }
+
+    fn process_tree(&self, pid: u32) -> Vec<u32> {
+        crate::identity::open_files::process_tree(pid)
+    }
+
+    fn resident_bytes(&self, pid: u32) -> Option<u64> {
+        // Field 2 of `/proc/<pid>/statm`: resident pages.
+        let pages: u64 = std::fs::read_to_string(format!("/proc/{pid}/statm"))
+            .ok()?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        // SAFETY: sysconf has no memory effects.
+        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        Some(pages * page)
+    }
 }
 
 impl Clock for RealOs {

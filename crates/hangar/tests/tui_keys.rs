@@ -74,6 +74,39 @@ fn the_split_key_starts_a_new_agent_beside_the_focused_pane() {
 }
 
 #[test]
+fn a_new_agent_and_a_split_take_the_keyboard_as_a_new_tmux_pane_does() {
+    let h = Hangar::new();
+    start(&h);
+    h.new_pane();
+    let mut app = tui_with_panes(&h, 1);
+    app.write(b"n");
+    app.wait_text("new agent");
+    // Enter, and typing at once, before the new pane is even live: the
+    // text is the new agent's, not commands (its `q` would quit the TUI).
+    app.write(b"\r");
+    app.write(b"hello q\r");
+    app.wait_for("two panes", |t| banners(t) == 2);
+    app.wait_text("answer: hello q");
+    app.wait_text("TYPING");
+    app.wait_text("typing into the new agent: Ctrl-b goes back to commands");
+    // A split too.
+    app.write(b"\x02");
+    app.wait_text("COMMAND");
+    app.write(b"%");
+    app.wait_text("to the right of the focused pane");
+    app.write(b"\r");
+    app.wait_for("three panes", |t| banners(t) == 3);
+    app.wait_text("TYPING");
+    app.write(b"split here\r");
+    app.wait_text("answer: split here");
+    // The prefix gives the keys back to commands, as the help line says.
+    app.write(b"\x02");
+    app.wait_text("COMMAND");
+    app.write(b"?");
+    app.wait_text("keys (Esc closes)");
+}
+
+#[test]
 fn arrows_move_the_focus_and_the_daemon_remembers_it() {
     let h = Hangar::new();
     start(&h);

@@ -39,6 +39,9 @@ use crate::tui::pane::PaneEvent;
 /// Everything the UI thread reacts to.
 pub enum Event {
     Input(Vec<u8>),
+    /// No byte came on stdin for `keys::ESCAPE_TIME` after the last read:
+    /// input that waits for the rest of a key is taken as it is.
+    InputQuiet,
     Snapshot(Box<control::Snapshot>),
     Done(Box<control::Outcome>),
     DaemonLost(String),
@@ -134,18 +137,26 @@ pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin();
         let mut buf = [0u8; 8192];
+        let send = |event: Event| {
+            input_tx
+                .lock()
+                .map(|tx| tx.send(event).is_ok())
+                .unwrap_or(false)
+        };
         loop {
             match stdin.read(&mut buf) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
-                    let sent = input_tx
-                        .lock()
-                        .map(|tx| tx.send(Event::Input(buf[..n].to_vec())).is_ok())
-                        .unwrap_or(false);
-                    if !sent {
+                    if !send(Event::Input(buf[..n].to_vec())) {
                         return;
                     }
                 }
+            }
+            // The escape time is measured here, where the bytes arrive, so
+            // a busy UI thread never takes a key's second half for late:
+            // this event follows every byte read before it.
+            if !crate::attach::poll_stdin(keys::ESCAPE_TIME) && !send(Event::InputQuiet) {
+                return;
             }
         }
     });
@@ -233,6 +244,11 @@ fn run_view(
 fn handle(app: &mut App, event: Event) {
     match event {
         Event::Input(bytes) => app.handle_input(&bytes),
+        Event::InputQuiet => {
+            if app.input_pending() {
+                app.flush_input()
+            }
+        }
         Event::Snapshot(s) => app.apply_snapshot(*s),
         Event::Done(outcome) => app.apply_outcome(*outcome),
         Event::DaemonLost(e) => app.daemon_lost = Some(e),

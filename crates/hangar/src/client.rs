@@ -100,6 +100,8 @@ impl Client {
         if let Some(c) = Client::connect_existing_local(paths)? {
             return Ok(c);
         }
+        // Where this start's own words begin in the shared log.
+        let log_from = std::fs::metadata(paths.log()).map(|m| m.len()).unwrap_or(0);
         let mut child = start_daemon(paths)?;
         let deadline = Instant::now() + START_DEADLINE;
         loop {
@@ -124,7 +126,7 @@ impl Client {
                 }
                 bail!(
                     "the hangar daemon did not start: {}",
-                    last_log_line(paths).unwrap_or_else(|| format!(
+                    refusal(paths, log_from).unwrap_or_else(|| format!(
                         "it exited at once; see {}",
                         paths.log().display()
                     ))
@@ -294,9 +296,16 @@ fn reap_in_background(mut child: std::process::Child) {
 
 /// The last line the daemon wrote to its log, without the timestamp and
 /// level prefix when it has one: the reason a failed start gives.
-fn last_log_line(paths: &Paths) -> Option<String> {
-    let text = std::fs::read_to_string(paths.log()).ok()?;
-    let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
-    let line = line.strip_prefix("hangar: ").unwrap_or(line);
-    Some(line.trim().to_owned())
+/// What a daemon that refused to start said, from its last `hangar: `
+/// line in the log written since `from` to the end: a config's parse error
+/// spans several lines (where, the unknown field, the allowed ones).
+fn refusal(paths: &Paths, from: u64) -> Option<String> {
+    let bytes = std::fs::read(paths.log()).ok()?;
+    let text = String::from_utf8_lossy(bytes.get(from as usize..).unwrap_or(&bytes));
+    let start = text
+        .rfind("hangar: ")
+        .map(|i| i + "hangar: ".len())
+        .unwrap_or(0);
+    let said = text[start..].trim();
+    (!said.is_empty()).then(|| said.to_owned())
 }

@@ -478,3 +478,38 @@ fn resize_keys_move_the_nearest_divider_that_way_even_when_it_is_not_the_panes_o
         "c's own split is untouched"
     );
 }
+
+#[test]
+fn a_new_tui_against_an_older_running_daemon_says_so_and_how_to_restart_it() {
+    use std::io::{Read, Write};
+    let h = Hangar::new();
+    // The running daemon is an older hangar's: it answers the handshake
+    // with the Welcome of hangar-protocol's message.rs, as hangar 0.0.9.
+    let run = h.home.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(run.join("hangar.sock")).unwrap();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut len = [0u8; 4];
+            if stream.read_exact(&mut len).is_err() {
+                continue;
+            }
+            let mut hello = vec![0u8; u32::from_be_bytes(len) as usize];
+            let _ = stream.read_exact(&mut hello);
+            let welcome = json!({"id": 1, "ok": true, "body": {
+                "protocol_version": 1, "daemon_version": "0.0.9", "pid": 4242}});
+            let body = serde_json::to_vec(&welcome).unwrap();
+            let mut frame = ((body.len() + 1) as u32).to_be_bytes().to_vec();
+            frame.push(1);
+            frame.extend_from_slice(&body);
+            let _ = stream.write_all(&frame);
+            let _ = std::io::copy(&mut stream, &mut std::io::sink());
+        }
+    });
+    let mut app = PtyApp::spawn(h.command(&[]), ROWS, COLS);
+    app.wait_text("is older than this hangar");
+    let text = app.text();
+    assert!(text.contains("0.0.9"), "{text}");
+    assert!(text.contains("hangar shutdown"), "{text}");
+    assert_ne!(app.wait_exit(), Some(0));
+}

@@ -128,6 +128,11 @@ pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
         None => Some(Client::connect(paths)?),
         Some(_) => None,
     };
+    // An older daemon would answer this TUI's newer requests with errors
+    // mid-screen: say so plainly, with the way out, before drawing.
+    if let Some(why) = first.as_ref().and_then(Client::older_daemon) {
+        anyhow::bail!(why);
+    }
     // Keys and probes go to the view on screen; a view's own threads get
     // a channel of their own, so nothing from a view switched away from
     // (another host's snapshot, a pane's bytes) reaches the next one.

@@ -338,13 +338,19 @@ pub struct WakeRefused {
     pub provider_session_id: String,
 }
 
-/// Whether `id` may be woken while the sessions `is_live` accepts run: not
-/// when another live session holds its durable provider session id.
+/// The duplicate-wake rule: whether `id` may be woken while the sessions
+/// `is_live` accepts run (live or spawning). A session that runs already
+/// may (the wake finds it live or joins its spawn); any other not while
+/// another running session holds its durable provider session id: two
+/// processes writing one conversation corrupt it.
 pub fn may_wake(
     ws: &Workspace,
     id: &SessionId,
     is_live: impl Fn(&SessionId) -> bool,
 ) -> Result<(), WakeRefused> {
+    if is_live(id) {
+        return Ok(());
+    }
     let Some(pid) = ws.sessions.get(id).and_then(|m| m.durable_provider_id()) else {
         return Ok(());
     };
@@ -677,5 +683,37 @@ mod tests {
         assert!(e.to_string().contains("hangar doctor --fork b"), "{e}");
         assert!(may_wake(&ws, &"b".into(), |_| false).is_ok());
         assert!(may_wake(&ws, &"a".into(), live_a).is_ok());
+    }
+
+    #[test]
+    fn a_running_session_may_be_woken_again_even_while_its_duplicate_runs() {
+        // Both running (an old daemon's leftover, say): waking either one
+        // joins what runs rather than being refused.
+        let ws = ws_with(&[
+            ("a", Provider::Claude, Some(psid("x", None))),
+            ("b", Provider::Claude, Some(psid("x", None))),
+        ]);
+        assert!(may_wake(&ws, &"a".into(), |_| true).is_ok());
+        assert!(may_wake(&ws, &"b".into(), |_| true).is_ok());
+    }
+
+    #[test]
+    fn a_session_without_a_durable_id_is_never_refused_a_wake() {
+        let ws = ws_with(&[
+            (
+                "a",
+                Provider::Claude,
+                Some(psid("x", Some(IdSource::ProxyHeader))),
+            ),
+            (
+                "b",
+                Provider::Claude,
+                Some(psid("x", Some(IdSource::ProxyHeader))),
+            ),
+            ("c", Provider::Claude, None),
+        ]);
+        let others_live = |s: &SessionId| s.as_str() != "b" && s.as_str() != "c";
+        assert!(may_wake(&ws, &"b".into(), others_live).is_ok());
+        assert!(may_wake(&ws, &"c".into(), others_live).is_ok());
     }
 }

@@ -26,6 +26,11 @@ impl SessionId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The first 8 characters, as people see the id in `ls` and messages.
+    pub fn short(&self) -> &str {
+        self.0.get(..8).unwrap_or(&self.0)
+    }
 }
 
 impl fmt::Display for SessionId {
@@ -473,5 +478,18 @@ impl Workspace {
 
     pub fn is_pinned(&self, id: &SessionId) -> bool {
         self.pins.contains(id)
+    }
+}
+
+#[cfg(test)]
+mod short_id_tests {
+    use super::SessionId;
+
+    #[test]
+    fn a_short_id_is_its_first_eight_characters_or_all_of_a_shorter_one() {
+        assert_eq!(SessionId::from("0123456789abcdef").short(), "01234567");
+        assert_eq!(SessionId::from("abc").short(), "abc");
+        // never splits a character (an imported id may be any text)
+        assert_eq!(SessionId::from("ééééé").short(), "ééééé");
     }
 }

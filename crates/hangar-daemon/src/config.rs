@@ -14,6 +14,10 @@
 //! running machinery at start (governor, proxy, activity) are kept and named
 //! as needing a daemon restart. A reload never applies a file that does not
 //! parse: the daemon keeps the settings it has.
+//!
+//! The root of the crate's imports: it names every owner's section type, and
+//! no owner imports it (a subsystem holds a generic `section::Section`); only
+//! lib.rs, the handlers and reload.rs see the whole `Config` (`.ci/shape`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,12 +25,12 @@ use std::sync::{Arc, RwLock};
 
 use serde::Deserialize;
 
-pub use crate::governor::GovernorConfig;
-pub use crate::pty::TerminalConfig;
-pub use crate::server::attach::AttachConfig;
-pub use crate::spawn::restore::RestoreConfig;
-pub use crate::worktree::WorktreeConfig;
-pub use hangar_providers::ProviderConfig;
+use crate::governor::GovernorConfig;
+use crate::pty::TerminalConfig;
+use crate::section::Section;
+use crate::server::AttachConfig;
+use crate::spawn::RestoreConfig;
+use crate::worktree::WorktreeConfig;
 
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -167,37 +171,11 @@ impl std::ops::Deref for LiveConfig {
     }
 }
 
-/// One section of the live settings, for a subsystem that reads it while it
-/// runs (not on behalf of one request): each `get` is the section of the
-/// settings in use then, so a reload takes effect at the next use.
-pub struct Section<T: 'static> {
-    live: Arc<LiveConfig>,
-    pick: fn(&Config) -> &T,
-}
-
-impl<T: 'static> Clone for Section<T> {
-    fn clone(&self) -> Self {
-        Section {
-            live: self.live.clone(),
-            pick: self.pick,
-        }
-    }
-}
-
-impl<T: 'static> Section<T> {
-    /// The section as it is now.
-    pub fn get(&self) -> &'static T {
-        (self.pick)(self.live.snapshot())
-    }
-}
-
 impl LiveConfig {
     /// A subsystem's view of one section, e.g. `live.section(|c| &c.notify)`.
     pub fn section<T: 'static>(self: &Arc<Self>, pick: fn(&Config) -> &T) -> Section<T> {
-        Section {
-            live: self.clone(),
-            pick,
-        }
+        let live = self.clone();
+        Section::new(move || pick(live.snapshot()))
     }
 }
 

@@ -26,7 +26,6 @@ use crate::errors::ApiError;
 use crate::identity::Identity;
 use crate::pty::LiveProcess;
 use crate::sessions::Sessions;
-use crate::spawn::short;
 use hangar_providers::transcript::turns::{self, TurnMark};
 
 /// How long each Enter is given to show a turn start; one entry per Enter.
@@ -94,13 +93,13 @@ impl Delivery {
         let live = self.sessions.process(&id).ok_or_else(|| {
             ApiError::new(
                 codes::FAILED,
-                format!("session {} is not running", short(&id)),
+                format!("session {} is not running", id.short()),
             )
         })?;
         let write = |e: std::io::Error| {
             ApiError::new(
                 codes::FAILED,
-                format!("cannot type into {}: {e}", short(&id)),
+                format!("cannot type into {}: {e}", id.short()),
             )
         };
         let _typing = live.typing().await;
@@ -159,8 +158,8 @@ impl Delivery {
                     format!(
                         "the prompt was typed into {} but no turn started after {enters} Enters; \
                          it is probably still in its input box. `hangar attach {}` shows it",
-                        short(&id),
-                        short(&id)
+                        id.short(),
+                        id.short()
                     ),
                 );
                 err.detail = json!({"id": id.to_string(), "delivered": false, "enters": enters});

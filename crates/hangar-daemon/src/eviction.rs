@@ -25,7 +25,6 @@ use crate::errors::ApiError;
 use crate::governor::Governor;
 use crate::journal::{CloseCause, Event};
 use crate::sessions::RunState;
-use crate::spawn::short;
 
 /// What a close of many candidates may take: whole close cascades, and the
 /// candidates skipped with the reason (JSON rows for the reply).
@@ -151,10 +150,10 @@ impl Governor {
             .map(|(id, blocker)| {
                 let reason = match in_use.get(&blocker) {
                     Some(why) if blocker == id => (*why).to_owned(),
-                    Some(why) => format!("its linked session {} is {why}", short(&blocker)),
+                    Some(why) => format!("its linked session {} is {why}", blocker.short()),
                     None => format!(
                         "its close would also take linked session {}, which does not qualify",
-                        short(&blocker)
+                        blocker.short()
                     ),
                 };
                 self.skip_row(&id, reason)
@@ -203,7 +202,7 @@ impl Governor {
                 let reason = if id == busy {
                     format!("became {why}")
                 } else {
-                    format!("its linked session {} became {why}", short(busy))
+                    format!("its linked session {} became {why}", busy.short())
                 };
                 self.skip_row(id, reason)
             })

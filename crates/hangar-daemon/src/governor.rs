@@ -14,25 +14,27 @@
 //! its methods too. It gets `[governor]` by value when built (machinery:
 //! its interval, budget and TTL never change while it runs).
 
+mod settings;
+
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_core::governor::{BudgetDecision, LiveFacts, enforce_budget};
 use hangar_core::in_use::{InUse, counts_toward_budget, in_use, touch_is_due};
-use hangar_core::{Placement, Provider, SessionId};
+use hangar_core::{Placement, SessionId};
 
+use crate::Paths;
 use crate::activity::{Activity, Hub, Monitor};
 use crate::errors::ApiError;
 use crate::journal::{Caller, Event, HibernateReason, Journal};
 use crate::orchestration::{McpConfig, Orchestration};
+use crate::section::Section;
 use crate::sessions::{RunState, Sessions};
 use crate::shutdown::Shutdown;
 use crate::spawn::Spawner;
 use crate::worktree::Worktrees;
-use crate::{Paths, config::Section};
-use hangar_providers::ProvidersConfig;
-use serde::Deserialize;
+pub use settings::{GovernorConfig, looks_like_auth_failure};
 
 /// Resident memory of each process tree rooted at `roots` (hangar's own
 /// sessions), in bytes: each tree is walked down from its root through the
@@ -64,26 +66,6 @@ fn resident_pages(pid: u32) -> Option<u64> {
         .ok()
 }
 
-/// Whether a failed start looks like an expired or missing login
-/// (`hangar_providers::auth_failure`), by `[providers.NAME]` and the
-/// `[governor]` rules.
-pub fn looks_like_auth_failure(
-    governor: &GovernorConfig,
-    providers: &ProvidersConfig,
-    provider: &Provider,
-    screen: &str,
-    code: i32,
-) -> bool {
-    let patterns = governor.auth_patterns();
-    let global = hangar_providers::auth_failure::AuthRules {
-        patterns: &patterns,
-        exit_codes: &governor.auth_exit_codes,
-    };
-    hangar_providers::auth_failure::looks_like_auth_failure(
-        providers, global, provider, screen, code,
-    )
-}
-
 /// The last budget check, for `status`.
 #[derive(Clone, Debug, Default)]
 pub struct BudgetStatus {
@@ -110,6 +92,9 @@ pub struct Governor {
     /// `[governor]` as at start.
     pub(crate) config: GovernorConfig,
     pub(crate) shutdown: Shutdown,
+    /// The last budget check, for `status` (the governor's own: nothing
+    /// else writes it).
+    pub(crate) budget: std::sync::Mutex<BudgetStatus>,
 }
 
 impl Governor {
@@ -130,13 +115,22 @@ impl Governor {
         Ok(state)
     }
 
+    /// The last budget check.
+    pub fn budget_status(&self) -> BudgetStatus {
+        // A poisoned lock still holds a whole status (plain data).
+        self.budget
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// The live agents' memory for `status`: the governor's last
     /// measurement while a budget is set; otherwise measured now, on this
     /// request only (the governor measures nothing without a budget).
     pub fn fleet_memory(&self) -> u64 {
         let budget = self.config.budget();
         if budget.max_live.is_some() || budget.max_memory_bytes.is_some() {
-            return self.sessions.read(|st| st.budget.memory_bytes);
+            return self.budget_status().memory_bytes;
         }
         let pids: Vec<u32> = self.sessions.read(|st| {
             st.runtimes
@@ -237,16 +231,12 @@ impl Governor {
                 .map(|f| f.memory_bytes)
                 .sum(),
         );
-        {
-            self.sessions.edit(|st| {
-                st.budget = BudgetStatus {
-                    live: facts.len() - decision.hibernate.len(),
-                    memory_bytes: remaining,
-                    over_budget: decision.over_budget,
-                    reason: decision.reason.clone(),
-                };
-            });
-        }
+        *self.budget.lock().unwrap_or_else(|p| p.into_inner()) = BudgetStatus {
+            live: facts.len() - decision.hibernate.len(),
+            memory_bytes: remaining,
+            over_budget: decision.over_budget,
+            reason: decision.reason.clone(),
+        };
         if budget.max_live.is_none() && budget.max_memory_bytes.is_none() {
             return decision;
         }
@@ -315,160 +305,5 @@ impl Governor {
                 let _ = self.evict_parked(ttl.as_millis() as u64, false).await;
             }
         }
-    }
-}
-
-/// The resource governor: the live budget, the wake queue, eviction.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GovernorConfig {
-    /// Most live agent sessions at once (unlimited when absent).
-    #[serde(default)]
-    pub max_live: Option<usize>,
-    /// Most resident memory of all agent process trees, in MiB.
-    #[serde(default)]
-    pub max_memory_mb: Option<u64>,
-    /// Wakes running at once.
-    #[serde(default = "default_wake_concurrency")]
-    pub wake_concurrency: usize,
-    /// Minimum gap between two wake starts.
-    #[serde(default = "default_wake_spacing")]
-    pub wake_spacing_ms: u64,
-    /// Consecutive auth-like failures that pause the wake queue.
-    #[serde(default = "default_breaker")]
-    pub breaker_threshold: u32,
-    /// Output patterns (case-insensitive) that mark a failed start as an
-    /// authentication failure; the defaults cover claude and codex.
-    #[serde(default)]
-    pub auth_patterns: Option<Vec<String>>,
-    /// Exit codes that mark a failed start as an authentication failure.
-    #[serde(default)]
-    pub auth_exit_codes: Vec<i32>,
-    /// Evict parked records untouched for this long (e.g. "7d"); off when
-    /// absent.
-    #[serde(default)]
-    pub parked_ttl: Option<String>,
-    /// How often memory is sampled while `max_memory_mb` is set (and a
-    /// parked TTL or an over-budget fleet looked at again); other checks
-    /// follow the fleet's changes.
-    #[serde(default = "default_check_interval")]
-    pub check_interval_ms: u64,
-}
-
-impl Default for GovernorConfig {
-    fn default() -> Self {
-        GovernorConfig {
-            max_live: None,
-            max_memory_mb: None,
-            wake_concurrency: default_wake_concurrency(),
-            wake_spacing_ms: default_wake_spacing(),
-            breaker_threshold: default_breaker(),
-            auth_patterns: None,
-            auth_exit_codes: Vec::new(),
-            parked_ttl: None,
-            check_interval_ms: default_check_interval(),
-        }
-    }
-}
-
-fn default_wake_concurrency() -> usize {
-    2
-}
-fn default_wake_spacing() -> u64 {
-    500
-}
-fn default_breaker() -> u32 {
-    3
-}
-fn default_check_interval() -> u64 {
-    2000
-}
-
-impl GovernorConfig {
-    pub fn budget(&self) -> hangar_core::governor::Budget {
-        hangar_core::governor::Budget {
-            max_live: self.max_live,
-            max_memory_bytes: self.max_memory_mb.map(|m| m * 1024 * 1024),
-        }
-    }
-
-    pub fn queue_limits(&self) -> hangar_core::governor::QueueLimits {
-        hangar_core::governor::QueueLimits {
-            max_running: self.wake_concurrency.max(1),
-            spacing_ms: self.wake_spacing_ms,
-            breaker_threshold: self.breaker_threshold.max(1),
-        }
-    }
-
-    pub fn auth_patterns(&self) -> Vec<String> {
-        self.auth_patterns
-            .clone()
-            .unwrap_or_else(hangar_core::governor::default_auth_patterns)
-    }
-
-    /// The parked TTL, validated.
-    pub fn parked_ttl(&self) -> Result<Option<std::time::Duration>, String> {
-        self.parked_ttl
-            .as_deref()
-            .map(|t| {
-                humantime::parse_duration(t).map_err(|e| format!("governor.parked_ttl {t:?}: {e}"))
-            })
-            .transpose()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::ProviderConfig;
-
-    /// The two sections the check reads.
-    #[derive(Default)]
-    struct Sections {
-        governor: GovernorConfig,
-        providers: ProvidersConfig,
-    }
-
-    fn looks_like_auth_failure(
-        config: &Sections,
-        provider: &Provider,
-        screen: &str,
-        code: i32,
-    ) -> bool {
-        super::looks_like_auth_failure(&config.governor, &config.providers, provider, screen, code)
-    }
-
-    #[test]
-    fn only_agent_clis_or_providers_with_their_own_patterns_count_as_auth_failures() {
-        let mut config = Sections::default();
-        let deploy = Provider::Custom("deploy".into());
-        let screen = "GET /status: 401 Unauthorized";
-        assert!(looks_like_auth_failure(
-            &config,
-            &Provider::Claude,
-            screen,
-            1
-        ));
-        assert!(!looks_like_auth_failure(
-            &config,
-            &Provider::Shell,
-            screen,
-            1
-        ));
-        assert!(!looks_like_auth_failure(&config, &deploy, screen, 1));
-        config.providers.insert(
-            "deploy".into(),
-            ProviderConfig {
-                auth_patterns: Some(vec!["token expired".into()]),
-                ..ProviderConfig::default()
-            },
-        );
-        assert!(looks_like_auth_failure(
-            &config,
-            &deploy,
-            "Token expired",
-            1
-        ));
-        assert!(!looks_like_auth_failure(&config, &deploy, screen, 1));
     }
 }

@@ -24,6 +24,7 @@ pub mod os;
 pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
+pub mod section;
 pub mod server;
 pub mod sessions;
 pub mod shutdown;
@@ -60,6 +61,9 @@ pub struct Daemon {
     /// The settings in use; `hangar reload` reads config.toml again. A
     /// request takes one snapshot of it.
     pub config: Arc<config::LiveConfig>,
+    /// `[attach]`, read by the server at each attach (it never sees the
+    /// whole config).
+    pub attach_settings: section::Section<server::AttachConfig>,
     /// The clock, signals and process facts (a fake in unit tests).
     pub os: Arc<dyn os::Os>,
     pub journal: Arc<journal::Journal>,
@@ -166,6 +170,7 @@ impl Daemon {
             mcp: config.section(|c| &c.mcp),
             config: governor_config,
             shutdown: shutdown.clone(),
+            budget: Default::default(),
         });
         let agents = Arc::new(orchestration::AgentTools {
             sessions: sessions.clone(),
@@ -181,6 +186,7 @@ impl Daemon {
         });
         Daemon {
             paths,
+            attach_settings: config.section(|c| &c.attach),
             config,
             os,
             journal,

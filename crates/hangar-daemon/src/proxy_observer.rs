@@ -15,7 +15,7 @@ use crate::activity::sources::proxy::Signal;
 use crate::identity::Identity;
 use crate::journal::FailureKind;
 use crate::sessions::Sessions;
-use crate::spawn::{SpawnFailure, short};
+use crate::spawn::SpawnFailure;
 
 /// What the daemon does with what the proxy sees.
 struct DaemonProxyObserver {
@@ -94,11 +94,11 @@ impl ProxyGrants {
                 FailureKind::Other,
                 format!(
                     "cannot start {} with capture: {fault}; capture is required by [proxy] required = true in config.toml",
-                    short(id)
+                    id.short()
                 ),
             )),
             Err(fault) => {
-                let notice = format!("session {} started without capture: {fault}", short(id));
+                let notice = format!("session {} started without capture: {fault}", id.short());
                 tracing::warn!("{notice}");
                 self.sessions.edit(|st| {
                     if !st.notices.contains(&notice) {

@@ -32,7 +32,6 @@ use serde_json::{Value, json};
 use crate::Paths;
 use crate::errors::ApiError;
 use crate::sessions::{RunState, Sessions};
-use crate::spawn::short;
 
 /// The file (in `.worktreeinclude` gitignore syntax) naming untracked files
 /// copied from the main checkout into each new worktree.
@@ -850,7 +849,7 @@ pub fn missing_worktree_reason(meta: &hangar_core::SessionMeta) -> Option<String
     let info = meta.worktree.as_ref()?;
     Some(format!(
         "cannot start {} (title {:?}): its worktree {} (branch {}) was deleted by hand; hangar does not recreate it elsewhere. Restore it with `git -C {} worktree add {} {}`, or close the session",
-        short(&meta.id),
+        meta.id.short(),
         meta.title,
         info.path,
         info.branch,

@@ -10,28 +10,32 @@ use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use hangar_protocol::message::{self as msg, Request};
-use hangar_protocol::paths::Paths;
+use hangar_protocol::message as msg;
+
 use serde_json::Value;
 
-use crate::client::Client;
+use crate::api;
+use crate::conn::Target;
 
 /// The exit code of a `wait` that timed out (as `timeout(1)` uses).
 const TIMED_OUT: u8 = 124;
 
 pub fn wait(
-    paths: &Paths,
+    target: &Target,
     json: bool,
     sessions: Vec<String>,
     until: String,
     timeout: Option<Duration>,
 ) -> anyhow::Result<ExitCode> {
-    let mut c = Client::connect(paths)?;
-    let v = c.request(Request::Wait(msg::Wait {
-        sessions,
-        until: until.clone(),
-        timeout_ms: timeout.map(|t| t.as_millis() as u64),
-    }))?;
+    let mut c = target.connect()?;
+    let v = api::wait(
+        &mut c,
+        msg::Wait {
+            sessions,
+            until: until.clone(),
+            timeout_ms: timeout.map(|t| t.as_millis() as u64),
+        },
+    )?;
     let timed_out = v["timed_out"].as_bool() == Some(true);
     if json {
         crate::human::print_json(&v);
@@ -71,7 +75,7 @@ fn reached(until: &str, s: &Value) -> bool {
 
 /// Report a hook event. Every failure is swallowed (and logged to stderr,
 /// which Claude Code shows only in its debug view).
-pub fn hook(paths: &Paths, event: String, session: String) -> anyhow::Result<ExitCode> {
+pub fn hook(target: &Target, event: String, session: String) -> anyhow::Result<ExitCode> {
     // Claude Code pipes the hook's JSON input; drain it so it never blocks
     // on a full pipe. Only SessionStart's is used: its `session_id` is the
     // conversation this session's process now writes (after `/clear` too).
@@ -91,8 +95,8 @@ pub fn hook(paths: &Paths, event: String, session: String) -> anyhow::Result<Exi
         request.cwd = text("cwd");
         request.source = text("source");
     }
-    let sent = Client::connect_existing(paths).and_then(|c| match c {
-        Some(mut c) => c.request(Request::Hook(request)).map(|_| ()),
+    let sent = target.connect_existing().and_then(|c| match c {
+        Some(mut c) => api::hook(&mut c, request).map(|_| ()),
         None => Ok(()),
     });
     if let Err(e) = sent {

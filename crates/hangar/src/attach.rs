@@ -11,41 +11,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use hangar_protocol::message::{self as msg, Request};
-use hangar_protocol::paths::Paths;
+use hangar_protocol::message as msg;
 
-use crate::client::{Client, Incoming};
-use crate::tui::keys::PassThroughFilter;
+use crate::api;
+use crate::conn::{Client, Incoming, Target};
+use crate::keys::{DetachKey, PassThroughFilter};
 
 /// Modes a session may have switched on that must not leak into the shell.
 const RESET_TERMINAL: &[u8] =
     b"\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1l\x1b>\x1b[0m\x1b[?25h";
-
-/// A detach sequence: a prefix byte then a key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DetachKey {
-    pub prefix: u8,
-    pub key: u8,
-}
-
-impl DetachKey {
-    /// Parse `C-b d` style specs.
-    pub fn parse(spec: &str) -> DetachKey {
-        let mut parts = spec.split_whitespace();
-        let prefix = parts
-            .next()
-            .and_then(|p| p.strip_prefix("C-"))
-            .and_then(|c| c.bytes().next())
-            .map(|c| c.to_ascii_lowercase() & 0x1f)
-            .unwrap_or(0x02);
-        let key = parts.next().and_then(|k| k.bytes().next()).unwrap_or(b'd');
-        DetachKey { prefix, key }
-    }
-
-    pub fn describe(&self) -> String {
-        format!("Ctrl-{} {}", (self.prefix | 0x60) as char, self.key as char)
-    }
-}
 
 /// Splits keyboard input into bytes for the session and a detach request.
 /// The prefix is found by the TUI's pass-through filter, so a prefix byte
@@ -128,9 +102,9 @@ impl Drop for RawMode {
     }
 }
 
-pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
+pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    let (mut client, reply) = open(paths, id, (cols, rows))?;
+    let (mut client, reply) = open(target, id, (cols, rows))?;
     let session = reply["id"].as_str().unwrap_or(id).to_owned();
     let key = DetachKey::parse(reply["detach_key"].as_str().unwrap_or("C-b d"));
     eprintln!(
@@ -174,7 +148,7 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
                 }
                 // Bytes a read cut off wait the escape time for their rest.
                 let wait = if filter.pending() {
-                    crate::tui::keys::ESCAPE_TIME
+                    crate::keys::ESCAPE_TIME
                 } else {
                     Duration::from_millis(100)
                 };
@@ -188,13 +162,7 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
                         if now != *last {
                             *last = now;
                             drop(last);
-                            send(&mut |c| {
-                                c.send_request(&Request::Resize(msg::Resize {
-                                    cols: now.0,
-                                    rows: now.1,
-                                }))
-                                .map(drop)
-                            });
+                            send(&mut |c| api::send_resize(c, now.0, now.1));
                         }
                     }
                     continue;
@@ -213,7 +181,7 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
                 }
                 if detach {
                     detach_asked.store(true, Ordering::Relaxed);
-                    send(&mut |c| c.send_request(&Request::Detach).map(drop));
+                    send(&mut api::send_detach);
                     return;
                 }
             }
@@ -244,7 +212,7 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
                 }
             }
             Err(e) => {
-                let Some(host) = crate::remote::current() else {
+                let Some(host) = target.host.as_deref() else {
                     ended = Some(-1);
                     break;
                 };
@@ -257,7 +225,7 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
                     hangar_core::display::name(&format!("{e:#}")),
                     key.describe()
                 );
-                match reconnect(paths, &session, &size, &detach_asked) {
+                match reconnect(target, &session, &size, &detach_asked) {
                     Reconnect::Attached(c) => {
                         *writer.lock().unwrap_or_else(|e| e.into_inner()) =
                             Some(Client::from_stream(c.try_clone_stream()?));
@@ -294,18 +262,21 @@ pub fn attach(paths: &Paths, id: &str) -> anyhow::Result<ExitCode> {
 
 /// Connect and attach: the connection and the daemon's reply.
 fn open(
-    paths: &Paths,
+    target: &Target,
     id: &str,
     (cols, rows): (u16, u16),
 ) -> anyhow::Result<(Client, serde_json::Value)> {
-    let mut client = Client::connect(paths)?;
-    let reply = client.request(Request::Attach(msg::Attach {
-        session: id.to_owned(),
-        cols,
-        rows,
-        history: None,
-        history_events: false,
-    }))?;
+    let mut client = target.connect()?;
+    let reply = api::attach(
+        &mut client,
+        msg::Attach {
+            session: id.to_owned(),
+            cols,
+            rows,
+            history: None,
+            history_events: false,
+        },
+    )?;
     Ok((client, reply))
 }
 
@@ -319,7 +290,7 @@ enum Reconnect {
 /// Try again, less and less often, until the host answers or the person
 /// detaches.
 fn reconnect(
-    paths: &Paths,
+    target: &Target,
     session: &str,
     size: &Mutex<(u16, u16)>,
     detach_asked: &AtomicBool,
@@ -335,10 +306,10 @@ fn reconnect(
         }
         pause = (pause * 2).min(Duration::from_secs(5));
         let now = *size.lock().unwrap_or_else(|e| e.into_inner());
-        match open(paths, session, now) {
+        match open(target, session, now) {
             Ok((c, _)) => return Reconnect::Attached(c),
             Err(e) => {
-                if let Some(d) = e.downcast_ref::<crate::client::DaemonError>() {
+                if let Some(d) = e.downcast_ref::<crate::conn::DaemonError>() {
                     return Reconnect::Refused(d.0.message.clone());
                 }
             }

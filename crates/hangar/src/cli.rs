@@ -6,11 +6,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use hangar_core::display;
-use hangar_protocol::message::{self as msg, Request};
+use hangar_protocol::message as msg;
 use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
-use crate::client::Client;
+use crate::api;
+use crate::conn::{self, Target};
 use crate::human;
 
 #[derive(Parser, Debug)]
@@ -337,19 +338,69 @@ fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
     crate::human::print(json, value, human)
 }
 
+/// Where a command runs: against a daemon (this machine's, or with
+/// `--host` another's), or already run on the host by its own `hangar`.
+enum Routed {
+    Here(Target),
+    RanThere(ExitCode),
+}
+
+/// Where this command runs, decided once for the whole process. Without a
+/// host, here. With one, every connection goes to that host, except for the
+/// commands that read the far home's files, which run the remote `hangar`
+/// itself (their exit code is returned). The daemon, the bridge and the
+/// agents' callbacks always run here: an agent inherits `HANGAR_HOST` from
+/// whoever started its daemon, and its hooks belong to this machine.
+fn route(paths: &Paths, host: Option<&str>, command: Option<&Command>) -> anyhow::Result<Routed> {
+    let here = Target::local(paths.clone());
+    let Some(name) = host.filter(|h| !h.is_empty()) else {
+        return Ok(Routed::Here(here));
+    };
+    if matches!(
+        command,
+        Some(
+            Command::Daemon
+                | Command::Bridge
+                | Command::Hook { .. }
+                | Command::Mcp { .. }
+                | Command::Hosts
+        )
+    ) {
+        return Ok(Routed::Here(here));
+    }
+    let host = crate::remote::resolve(paths, name)?;
+    // Folders (`new`, `tab new`) are that machine's, relative to where its
+    // shell starts, and the rest read that machine's files.
+    if matches!(
+        command,
+        Some(
+            Command::Journal { .. }
+                | Command::Capture { .. }
+                | Command::Shutdown
+                | Command::New { .. }
+                | Command::Tab(TabCommand::New { .. })
+        )
+    ) {
+        return conn::ssh::exec(&host).map(Routed::RanThere);
+    }
+    Ok(Routed::Here(here.with_host(Some(host))))
+}
+
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
     let json = cli.json;
-    if let Some(code) = crate::remote::route(&paths, cli.host.as_deref(), cli.command.as_ref())? {
-        return Ok(code);
-    }
-    let Some(command) = cli.command else {
-        return crate::tui::run(&paths);
+    let target = match route(&paths, cli.host.as_deref(), cli.command.as_ref())? {
+        Routed::Here(target) => target,
+        Routed::RanThere(code) => return Ok(code),
     };
-    let session = |id: String| msg::SessionRef { session: id };
-    let simple = |req: Request, what: &str| -> anyhow::Result<ExitCode> {
-        let mut c = Client::connect(&paths)?;
-        let v = c.request(req)?;
+    let Some(command) = cli.command else {
+        return crate::tui::run(&target);
+    };
+    let simple = |ask: &dyn Fn(&mut conn::Client) -> anyhow::Result<Value>,
+                  what: &str|
+     -> anyhow::Result<ExitCode> {
+        let mut c = target.connect()?;
+        let v = ask(&mut c)?;
         let what = what.to_owned();
         print(json, &v, |v| human::done(&what, v));
         Ok(ExitCode::SUCCESS)
@@ -365,7 +416,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Shutdown => {
-            let Some(mut c) = Client::connect_existing(&paths)? else {
+            let Some(mut c) = target.connect_existing()? else {
                 print(
                     json,
                     &serde_json::json!({"stopped": false, "running": false}),
@@ -378,7 +429,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
                 return Ok(ExitCode::SUCCESS);
             };
-            c.request(Request::Shutdown)?;
+            api::shutdown(&mut c)?;
             // Wait until the daemon has let go of its socket.
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
             while paths.socket().exists() && std::time::Instant::now() < deadline {
@@ -403,21 +454,24 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let cwd = cwd.map(|c| abs(&c)).transpose()?;
             let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
-            let mut c = Client::connect(&paths)?;
-            let v = c.request(Request::New(msg::NewSession {
-                provider,
-                cwd,
-                tab,
-                title,
-                split,
-                direction,
-                parked,
-                no_capture,
-                no_mcp,
-                fallback_cwd,
-                worktree: worktree.is_some(),
-                worktree_branch: worktree.filter(|b| !b.is_empty()),
-            }))?;
+            let mut c = target.connect()?;
+            let v = api::new(
+                &mut c,
+                msg::NewSession {
+                    provider,
+                    cwd,
+                    tab,
+                    title,
+                    split,
+                    direction,
+                    parked,
+                    no_capture,
+                    no_mcp,
+                    fallback_cwd,
+                    worktree: worktree.is_some(),
+                    worktree_branch: worktree.filter(|b| !b.is_empty()),
+                },
+            )?;
             print(json, &serde_json::json!({"id": v["id"]}), |_| {
                 println!("{}", human::s(&v["id"]));
                 if v["state"] == "failed" {
@@ -429,57 +483,76 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Ls => {
-            let mut c = Client::connect(&paths)?;
-            let v = c.request(Request::List)?;
+            let mut c = target.connect()?;
+            let v = serde_json::to_value(api::list(&mut c)?)?;
             print(json, &v, human::sessions);
             Ok(ExitCode::SUCCESS)
         }
         Command::Status => {
-            let mut c = Client::connect(&paths)?;
-            let v = c.request(Request::Status)?;
+            let mut c = target.connect()?;
+            let v = serde_json::to_value(api::status(&mut c)?)?;
             print(json, &v, human::status);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Park { id } => simple(Request::Park(session(id)), "parked"),
+        Command::Park { id } => simple(&|c| api::park(c, &id), "parked"),
         Command::Unpark {
             id,
             tab,
             split,
             direction,
         } => simple(
-            Request::Unpark(msg::Unpark {
-                session: id,
-                tab,
-                split,
-                direction,
-            }),
+            &|c| {
+                api::unpark(
+                    c,
+                    msg::Unpark {
+                        session: id.clone(),
+                        tab: tab.clone(),
+                        split: split.clone(),
+                        direction: direction.clone(),
+                    },
+                )
+            },
             "unparked",
         ),
-        Command::Focus { id, tab } => {
-            simple(Request::Focus(msg::Focus { tab, session: id }), "focused")
-        }
+        Command::Focus { id, tab } => simple(
+            &|c| {
+                api::focus(
+                    c,
+                    msg::Focus {
+                        tab: tab.clone(),
+                        session: id.clone(),
+                    },
+                )
+            },
+            "focused",
+        ),
         Command::Wait {
             ids,
             until,
             timeout,
-        } => crate::activity::wait(&paths, json, ids, until, timeout),
-        Command::Hook { event, session } => crate::activity::hook(&paths, event, session),
+        } => crate::activity::wait(&target, json, ids, until, timeout),
+        Command::Hook { event, session } => crate::activity::hook(&target, event, session),
         Command::Ratio { id, ratio } => simple(
-            Request::Ratio(msg::Ratio {
-                session: id,
-                ratio,
-                direction: None,
-            }),
+            &|c| {
+                api::ratio(
+                    c,
+                    msg::Ratio {
+                        session: id.clone(),
+                        ratio,
+                        direction: None,
+                    },
+                )
+            },
             "resized",
         ),
-        Command::Bury { id } => simple(Request::Bury(session(id)), "buried"),
-        Command::Unbury { id } => simple(Request::Unbury(session(id)), "unburied"),
-        Command::Pin { id } => simple(Request::Pin(session(id)), "pinned"),
-        Command::Unpin { id } => simple(Request::Unpin(session(id)), "unpinned"),
+        Command::Bury { id } => simple(&|c| api::bury(c, &id), "buried"),
+        Command::Unbury { id } => simple(&|c| api::unbury(c, &id), "unburied"),
+        Command::Pin { id } => simple(&|c| api::pin(c, &id), "pinned"),
+        Command::Unpin { id } => simple(&|c| api::unpin(c, &id), "unpinned"),
         Command::Wake { id, resume_queue } => {
             if resume_queue {
-                let mut c = Client::connect(&paths)?;
-                let v = c.request(Request::ResumeQueue)?;
+                let mut c = target.connect()?;
+                let v = api::resume_queue(&mut c)?;
                 print(json, &v, |v| {
                     if v["was_open"].as_bool() == Some(true) {
                         println!("wake queue resumed");
@@ -488,21 +561,25 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                 });
                 if let Some(id) = id {
-                    return simple(Request::Wake(session(id)), "woken");
+                    return simple(&|c| api::wake(c, &id), "woken");
                 }
                 return Ok(ExitCode::SUCCESS);
             }
-            simple(Request::Wake(session(id.unwrap_or_default())), "woken")
+            let id = id.unwrap_or_default();
+            simple(&|c| api::wake(c, &id), "woken")
         }
         Command::Evict {
             parked_older_than,
             dry_run,
         } => {
-            let mut c = Client::connect(&paths)?;
-            let v = c.request(Request::Evict(msg::Evict {
-                parked_older_than_ms: parked_older_than.as_millis() as u64,
-                dry_run,
-            }))?;
+            let mut c = target.connect()?;
+            let v = api::evict(
+                &mut c,
+                msg::Evict {
+                    parked_older_than_ms: parked_older_than.as_millis() as u64,
+                    dry_run,
+                },
+            )?;
             print(json, &v, human::evicted);
             Ok(ExitCode::SUCCESS)
         }
@@ -511,11 +588,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             include_live,
             yes,
         } => simple(
-            Request::CloseIdle(msg::CloseIdle {
-                older_than_ms: older_than.as_millis() as u64,
-                include_live,
-                yes,
-            }),
+            &|c| {
+                api::close_idle(
+                    c,
+                    msg::CloseIdle {
+                        older_than_ms: older_than.as_millis() as u64,
+                        include_live,
+                        yes,
+                    },
+                )
+            },
             "closed",
         ),
         Command::Journal {
@@ -524,20 +606,25 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             storm_wakes,
             storm_window,
         } => crate::journal::run(
-            &paths,
+            &target.paths,
             json,
             action.as_deref(),
             follow,
             storm_wakes,
             storm_window,
         ),
-        Command::Hibernate { id } => simple(Request::Hibernate(session(id)), "hibernated"),
+        Command::Hibernate { id } => simple(&|c| api::hibernate(c, &id), "hibernated"),
         Command::Send { id, text } => simple(
-            Request::Send(msg::Send {
-                session: id,
-                text,
-                enter: true,
-            }),
+            &|c| {
+                api::send(
+                    c,
+                    msg::Send {
+                        session: id.clone(),
+                        text: text.clone(),
+                        enter: true,
+                    },
+                )
+            },
             "sent to",
         ),
         Command::Close {
@@ -545,25 +632,33 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             yes,
             delete_branch,
         } => simple(
-            Request::Close(msg::Close {
-                session: id,
-                yes,
-                delete_branch,
-            }),
+            &|c| {
+                api::close(
+                    c,
+                    msg::Close {
+                        session: id.clone(),
+                        yes,
+                        delete_branch,
+                    },
+                )
+            },
             "closed",
         ),
         Command::Worktrees { prune } => {
-            let mut c = Client::connect(&paths)?;
-            let v = c.request(Request::Worktrees(msg::Worktrees { prune }))?;
+            let mut c = target.connect()?;
+            let v = api::worktrees(&mut c, msg::Worktrees { prune })?;
             print(json, &v, human::worktrees);
             Ok(ExitCode::SUCCESS)
         }
         Command::Screen { id, scrollback } => {
-            let mut c = Client::connect(&paths)?;
-            let v = c.request(Request::Screen(msg::Screen {
-                session: id,
-                scrollback,
-            }))?;
+            let mut c = target.connect()?;
+            let v = api::screen(
+                &mut c,
+                msg::Screen {
+                    session: id,
+                    scrollback,
+                },
+            )?;
             print(json, &v, |v| {
                 for line in v["history"].as_array().into_iter().flatten() {
                     println!("{}", display::body(line.as_str().unwrap_or_default()));
@@ -575,7 +670,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             Ok(ExitCode::SUCCESS)
         }
-        Command::Attach { id } => crate::attach::attach(&paths, &id),
+        Command::Attach { id } => crate::attach::attach(&target, &id),
         Command::Web {
             listen,
             read_only,
@@ -584,7 +679,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             insecure_lan,
             revoke,
         } => crate::web::run(
-            &paths,
+            &target,
             json,
             crate::web::WebOptions {
                 listen,
@@ -599,40 +694,73 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tab(t) => match t {
             TabCommand::New { title, cwd } => {
                 let cwd = cwd.map(|c| abs(&c)).transpose()?;
-                simple(Request::TabNew(msg::TabNew { title, cwd }), "created tab")
+                simple(
+                    &|c| {
+                        api::tab_new(
+                            c,
+                            msg::TabNew {
+                                title: title.clone(),
+                                cwd: cwd.clone(),
+                            },
+                        )
+                    },
+                    "created tab",
+                )
             }
             TabCommand::Ls => {
-                let mut c = Client::connect(&paths)?;
-                let v = c.request(Request::TabList)?;
+                let mut c = target.connect()?;
+                let v = serde_json::to_value(api::tab_list(&mut c)?)?;
                 print(json, &v, human::tabs);
                 Ok(ExitCode::SUCCESS)
             }
-            TabCommand::Close { tab, yes } => {
-                simple(Request::TabClose(msg::TabClose { tab, yes }), "closed tab")
-            }
+            TabCommand::Close { tab, yes } => simple(
+                &|c| {
+                    api::tab_close(
+                        c,
+                        msg::TabClose {
+                            tab: tab.clone(),
+                            yes,
+                        },
+                    )
+                },
+                "closed tab",
+            ),
             TabCommand::Rename { tab, title } => simple(
-                Request::TabRename(msg::TabRename { tab, title }),
+                &|c| {
+                    api::tab_rename(
+                        c,
+                        msg::TabRename {
+                            tab: tab.clone(),
+                            title: title.clone(),
+                        },
+                    )
+                },
                 "renamed tab",
             ),
         },
         Command::Reload { dangerous } => simple(
-            Request::Reload(msg::Reload {
-                dangerous: dangerous.map(|d| d == "on"),
-            }),
+            &|c| {
+                api::reload(
+                    c,
+                    msg::Reload {
+                        dangerous: dangerous.as_deref().map(|d| d == "on"),
+                    },
+                )
+            },
             "reloaded",
         ),
         Command::Import {
             format,
             file,
             dry_run,
-        } => crate::import::run(&paths, json, format, file, dry_run),
-        Command::Export => crate::identity::export(&paths),
-        Command::Hosts => crate::remote::hosts_command::run(&paths, json),
-        Command::Bridge => crate::remote::bridge::run(&paths),
-        Command::Mcp { session } => crate::mcp::run(&paths, session),
-        Command::Transcript { id, tail } => crate::identity::transcript(&paths, json, id, tail),
+        } => crate::import::run(&target, json, format, file, dry_run),
+        Command::Export => crate::identity::export(&target),
+        Command::Hosts => crate::remote::hosts_command::run(&target.paths, json),
+        Command::Bridge => crate::remote::bridge::run(&target.paths),
+        Command::Mcp { session } => crate::mcp::run(&target.paths, session),
+        Command::Transcript { id, tail } => crate::identity::transcript(&target, json, id, tail),
         Command::Search { query, session } => {
-            let mut c = Client::connect(&paths)?;
+            let mut c = target.connect()?;
             let v = crate::search::request(
                 &mut c,
                 msg::Search {
@@ -641,17 +769,20 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     ..Default::default()
                 },
             )?;
+            let none = v.matches.is_empty();
+            let v = serde_json::to_value(v)?;
             print(json, &v, human::search_matches);
-            let none = v["matches"].as_array().is_none_or(Vec::is_empty);
             Ok(if none {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
             })
         }
-        Command::Capture { id, follow } => crate::capture::capture(&paths, json, &id, follow),
+        Command::Capture { id, follow } => {
+            crate::capture::capture(&target.paths, json, &id, follow)
+        }
         Command::Doctor { fork, forget, yes } => {
-            crate::identity::doctor(&paths, json, fork, forget, yes)
+            crate::identity::doctor(&target, json, fork, forget, yes)
         }
     }
 }

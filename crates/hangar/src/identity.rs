@@ -9,20 +9,29 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use hangar_core::display;
-use hangar_protocol::message::{self as msg, Request};
-use hangar_protocol::paths::Paths;
+use hangar_protocol::message as msg;
+
 use serde_json::Value;
 
-use crate::client::Client;
+use crate::api;
+use crate::conn::Target;
 use crate::human::{print, s};
 
 /// `hangar transcript ID [--tail N] [--json]`.
-pub fn transcript(paths: &Paths, json: bool, id: String, tail: usize) -> anyhow::Result<ExitCode> {
-    let mut c = Client::connect(paths)?;
-    let v = c.request(Request::Transcript(msg::Transcript {
-        session: id,
-        tail: Some(tail),
-    }))?;
+pub fn transcript(
+    target: &Target,
+    json: bool,
+    id: String,
+    tail: usize,
+) -> anyhow::Result<ExitCode> {
+    let mut c = target.connect()?;
+    let v = api::transcript(
+        &mut c,
+        msg::Transcript {
+            session: id,
+            tail: Some(tail),
+        },
+    )?;
     print(json, &v, |v| {
         let empty = Vec::new();
         let messages = v["messages"].as_array().unwrap_or(&empty);
@@ -45,14 +54,14 @@ pub fn transcript(paths: &Paths, json: bool, id: String, tail: usize) -> anyhow:
 /// `hangar doctor [--fork ID] [--forget ID [--yes]] [--json]`. Exits non-zero
 /// when duplicates remain, so scripts can check a workspace.
 pub fn doctor(
-    paths: &Paths,
+    target: &Target,
     json: bool,
     fork: Option<String>,
     forget: Option<String>,
     yes: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut c = Client::connect(paths)?;
-    let v = c.request(Request::Doctor(msg::Doctor { fork, forget, yes }))?;
+    let mut c = target.connect()?;
+    let v = api::doctor(&mut c, msg::Doctor { fork, forget, yes })?;
     print(json, &v, |v| {
         print_clis(v);
         for f in v["fixed"].as_array().into_iter().flatten() {
@@ -111,13 +120,13 @@ pub fn doctor(
 /// `hangar export [--json]`: the export document, exactly as written (it is
 /// already one JSON document). From the daemon when one runs, else from the
 /// store without starting one.
-pub fn export(paths: &Paths) -> anyhow::Result<ExitCode> {
-    let text = match Client::connect_existing(paths)? {
+pub fn export(target: &Target) -> anyhow::Result<ExitCode> {
+    let text = match target.connect_existing()? {
         Some(mut c) => {
-            let v = c.request(Request::Export)?;
+            let v = api::export(&mut c)?;
             v["text"].as_str().unwrap_or_default().to_owned()
         }
-        None => hangar_daemon::export_offline(paths)?,
+        None => hangar_daemon::export_offline(&target.paths)?,
     };
     if text.is_empty() {
         bail!("the export came back empty");

@@ -18,11 +18,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use hangar_core::display;
-use hangar_protocol::message::{self as msg, Request};
-use hangar_protocol::paths::Paths;
+use hangar_protocol::message as msg;
+
 use serde_json::Value;
 
-use crate::client::Client;
+use crate::api;
+use crate::conn::Target;
 
 /// The largest file read. Agent Code's own file is kilobytes to a few
 /// megabytes (one small record per session); a bigger one is not a
@@ -34,7 +35,7 @@ const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 const MAX_SENT_BYTES: usize = hangar_protocol::frame::MAX_CLIENT_FRAME - 4096;
 
 pub fn run(
-    paths: &Paths,
+    target: &Target,
     json: bool,
     format: String,
     file: Option<PathBuf>,
@@ -55,7 +56,7 @@ pub fn run(
         v["dry_run"] = Value::Bool(true);
         v
     } else {
-        match Client::connect_existing(paths)? {
+        match target.connect_existing()? {
             Some(mut c) => {
                 // Compact: Agent Code writes its file indented, and the
                 // socket takes at most MAX_SENT_BYTES in one request.
@@ -72,12 +73,15 @@ pub fn run(
                         compact.len()
                     );
                 }
-                c.request(Request::Import(msg::Import {
-                    format: format.clone(),
-                    text: compact,
-                }))?
+                api::import(
+                    &mut c,
+                    msg::Import {
+                        format: format.clone(),
+                        text: compact,
+                    },
+                )?
             }
-            None => hangar_daemon::import_offline(paths, &report)?,
+            None => hangar_daemon::import_offline(&target.paths, &report)?,
         }
     };
     v["file"] = Value::String(file.display().to_string());

@@ -5,15 +5,23 @@
 //! command prints exactly one JSON document on stdout; errors go to stderr
 //! with a non-zero exit code.
 
+// Layers, each importing only those below it (`.ci/shape` checks it):
+// `conn` (the socket, frames, the daemon's auto-start, ssh), `api` (one
+// function per request), then the front-ends: `cli` (which routes every
+// command), attach, the TUI, web, MCP, remote hosts and the commands.
+mod conn;
+
+mod api;
+
 mod activity;
 mod attach;
 mod capture;
 mod cli;
-mod client;
 mod human;
 mod identity;
 mod import;
 mod journal;
+mod keys;
 mod mcp;
 mod remote;
 mod search;
@@ -95,7 +103,7 @@ fn main() -> ExitCode {
             // Errors carry titles, paths and tool output: shown escaped
             // (multi-line, as git's own output in a worktree error is).
             use hangar_core::display;
-            if let Some(d) = e.downcast_ref::<client::DaemonError>() {
+            if let Some(d) = e.downcast_ref::<conn::DaemonError>() {
                 eprintln!("hangar: {}", display::body(&d.0.message));
                 if let Some(list) = d.0.detail.get("would_close").and_then(|v| v.as_array()) {
                     for id in list {

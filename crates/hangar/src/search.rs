@@ -3,9 +3,11 @@
 //! than this hangar and does not know the request.
 
 use anyhow::anyhow;
-use hangar_protocol::message::{self as msg, Request, codes};
+use hangar_protocol::message::{self as msg, codes};
+use hangar_protocol::view::SearchView;
 
-use crate::client::{Client, DaemonError};
+use crate::api;
+use crate::conn::{Client, DaemonError};
 
 /// What a person is told when the daemon answers `unknown_kind`: an older
 /// daemon still running after hangar was upgraded.
@@ -18,8 +20,8 @@ pub fn older_daemon() -> String {
 }
 
 /// Ask the daemon; an older daemon's `unknown_kind` becomes what to do.
-pub fn request(c: &mut Client, req: msg::Search) -> anyhow::Result<serde_json::Value> {
-    c.request(Request::Search(req)).map_err(explain)
+pub fn request(c: &mut Client, req: msg::Search) -> anyhow::Result<SearchView> {
+    api::search(c, req).map_err(explain)
 }
 
 fn explain(e: anyhow::Error) -> anyhow::Error {

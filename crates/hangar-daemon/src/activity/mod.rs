@@ -35,8 +35,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, broadcast, watch};
 
 use crate::Paths;
-use crate::config::Section;
 use crate::pty::LiveProcess;
+use crate::section::Section;
 use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
 use hangar_providers::claude::hooks::HookEvent;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::Daemon;
 use crate::errors::ApiError;
-use crate::identity::{DEFAULT_TAIL, is_running};
+use crate::identity::DEFAULT_TAIL;
 use hangar_providers::transcript::discovery;
 use hangar_providers::transcript::messages;
 
@@ -30,7 +30,7 @@ pub fn session_start(daemon: &Daemon, req: &msg::Hook) -> Result<Value, ApiError
             .sessions
             .get(&id)
             .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
-        Ok::<_, ApiError>(is_running(&st.run_state(&id)).then(|| meta.cwd.clone()))
+        Ok::<_, ApiError>(st.run_state(&id).is_running().then(|| meta.cwd.clone()))
     })?;
     let Some(session_cwd) = session_cwd else {
         // A late hook of a process hangar already stopped: whatever it
@@ -72,7 +72,7 @@ pub async fn doctor(daemon: &Arc<Daemon>, req: msg::Doctor) -> Result<Value, Api
     if let Some(given) = &req.fork {
         daemon.sessions.edit(|st| {
         let id = st.resolve_session(given)?;
-        if is_running(&st.run_state(&id)) {
+        if st.run_state(&id).is_running() {
             return Err(ApiError::invalid(format!(
                 "session {id} is running; forking it now would leave its process writing the \
                  old conversation. Run `hangar hibernate {id}` first, then `hangar doctor --fork {id}`"

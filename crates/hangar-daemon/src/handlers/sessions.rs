@@ -21,7 +21,6 @@ use crate::Daemon;
 use crate::errors::ApiError;
 use crate::journal::{Caller, CloseCause};
 use crate::sessions::RunState;
-use crate::spawn::short;
 use hangar_providers::launch::{LaunchEnv, resolve_program};
 
 pub(super) fn new_id() -> String {
@@ -146,7 +145,7 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
 }
 
 pub fn list(daemon: &Daemon) -> Value {
-    let rows: Vec<_> = daemon.sessions.read(|st| st.ordered_session_views());
+    let rows = daemon.sessions.views();
     let rows: Vec<_> = rows
         .into_iter()
         .map(|mut row| {
@@ -194,11 +193,11 @@ pub async fn close(daemon: &Daemon, req: msg::Close) -> Result<Value, ApiError> 
         return Err(needs_confirmation(
             format!(
                 "closing {} also closes {} linked session(s): {}; pass --yes to close them all",
-                short(&cascade[0]),
+                cascade[0].short(),
                 cascade.len() - 1,
                 cascade[1..]
                     .iter()
-                    .map(short)
+                    .map(SessionId::short)
                     .collect::<Vec<_>>()
                     .join(", ")
             ),

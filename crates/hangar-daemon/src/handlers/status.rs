@@ -12,6 +12,7 @@ use crate::sessions::RunState;
 pub fn status(daemon: &Daemon) -> Value {
     let config = daemon.config.snapshot();
     let memory_bytes = daemon.governor.fleet_memory();
+    let last_check = daemon.governor.budget_status();
     daemon.sessions.read(|st| {
         let view = hangar_protocol::view::StatusView {
             daemon: hangar_protocol::view::DaemonView {
@@ -39,8 +40,8 @@ pub fn status(daemon: &Daemon) -> Value {
                     })
                     .count(),
                 memory_bytes,
-                over_budget: st.budget.over_budget,
-                reason: st.budget.reason.clone(),
+                over_budget: last_check.over_budget,
+                reason: last_check.reason,
             },
             wake_queue: {
                 let q = daemon.queue.snapshot();

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use hangar_core::{Tab, TabId};
+use hangar_core::{SessionId, Tab, TabId};
 use hangar_protocol::message as msg;
 use serde_json::{Value, json};
 
@@ -12,7 +12,6 @@ use super::sessions::{needs_confirmation, new_id};
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::journal::CloseCause;
-use crate::spawn::short;
 
 pub fn new(daemon: &Daemon, req: msg::TabNew) -> Result<Value, ApiError> {
     if req.title.trim().is_empty() {
@@ -51,7 +50,11 @@ pub async fn close(daemon: &Arc<Daemon>, req: msg::TabClose) -> Result<Value, Ap
             format!(
                 "closing this tab closes {} session(s) (its panes and parked agents): {}; pass --yes to close them",
                 cascade.len(),
-                cascade.iter().map(short).collect::<Vec<_>>().join(", ")
+                cascade
+                    .iter()
+                    .map(SessionId::short)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             &cascade,
         ));

@@ -21,12 +21,9 @@ use std::time::Duration;
 
 use hangar_core::ledger::{self, IdDecision, Observation, TranscriptMatch};
 use hangar_core::{IdSource, Provider, SessionId, Workspace};
-use hangar_protocol::message::codes;
-use serde_json::json;
 
-use crate::errors::ApiError;
 use crate::pty::LiveProcess;
-use crate::sessions::{RunState, Sessions, State};
+use crate::sessions::Sessions;
 use hangar_providers::claude::process_record;
 use hangar_providers::transcript::discovery::{self, TranscriptCache};
 
@@ -37,34 +34,6 @@ pub const POLL: Duration = Duration::from_millis(700);
 
 /// `hangar transcript` shows this many messages unless told otherwise.
 pub const DEFAULT_TAIL: usize = 20;
-
-pub(crate) fn is_running(state: &RunState) -> bool {
-    matches!(state, RunState::Live | RunState::Spawning)
-}
-
-/// Refuse to wake `id` while another live session holds its durable provider
-/// session id: two processes writing one conversation corrupt it.
-pub fn refuse_duplicate_wake(st: &State, id: &SessionId) -> Result<(), ApiError> {
-    if is_running(&st.run_state(id)) {
-        return Ok(());
-    }
-    ledger::may_wake(&st.ws, id, |o| is_running(&st.run_state(o))).map_err(|e| {
-        let mut err = ApiError::new(codes::DUPLICATE, e.to_string());
-        err.detail = json!({
-            "live": e.live.to_string(),
-            "provider_session_id": e.provider_session_id,
-        });
-        err
-    })
-}
-
-/// The other sessions sharing `id`'s durable provider session id, for `ls`.
-pub fn duplicate_ids(ws: &Workspace, id: &SessionId) -> Vec<String> {
-    ledger::duplicates_of(ws, id)
-        .into_iter()
-        .map(|s| s.to_string())
-        .collect()
-}
 
 /// One notice per duplicate group, for `hangar status` after a load.
 pub fn duplicate_notices(ws: &Workspace) -> Vec<String> {
@@ -235,7 +204,7 @@ impl Identity {
                 if let Some(pid) = m.durable_provider_id() {
                     held.insert(pid.to_owned());
                 }
-                let beside = m.cwd == meta.cwd && is_running(&st.run_state(other));
+                let beside = m.cwd == meta.cwd && st.run_state(other).is_running();
                 if beside && let Some(p) = st.runtimes.get(other).and_then(|r| r.proc.as_ref()) {
                     neighbours.push(p.pid);
                 }

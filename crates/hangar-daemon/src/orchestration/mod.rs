@@ -12,28 +12,22 @@
 //!
 //! Two parts: `Orchestration`, the tokens, turn marks and ledger (a leaf the
 //! spawner mints tokens in and the close path writes tombstones to), and
-//! `AgentTools`, the tools' work (tools.rs), on top of the governor.
+//! `AgentTools`, the tools' work (tools.rs), on top of the governor; this
+//! file never names tools.rs's types, so the leaf stays a leaf.
 
 pub mod ledger;
 pub mod token;
 mod tools;
 
+pub use tools::AgentTools;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use hangar_core::{Provider, SessionId, SessionMeta, Workspace};
 use serde::Deserialize;
 
-use crate::activity::Monitor;
-use crate::config::Section;
-use crate::delivery::Delivery;
-use crate::governor::Governor;
-use crate::journal::{Event, HibernateReason, Journal};
-use crate::sessions::{RunState, Sessions};
-use crate::shutdown::Shutdown;
-use crate::spawn::Spawner;
-use hangar_providers::ProvidersConfig;
 use hangar_providers::launch::{LaunchSpec, McpServer, with_mcp};
 use hangar_providers::transcript::turns::TurnMark;
 use ledger::{Ledger, Tombstone};
@@ -215,61 +209,5 @@ impl Orchestration {
         }
         Orchestration::lock(&orch.tokens).insert(meta.id.clone(), token);
         with_mcp(spec, &meta.provider, &server)
-    }
-}
-
-/// The agent tools' work: what agents may do to the agents they created.
-pub struct AgentTools {
-    pub(crate) sessions: Arc<Sessions>,
-    pub(crate) journal: Arc<Journal>,
-    pub(crate) orchestration: Arc<Orchestration>,
-    pub(crate) governor: Arc<Governor>,
-    pub(crate) spawner: Arc<Spawner>,
-    pub(crate) monitor: Arc<Monitor>,
-    pub(crate) delivery: Arc<Delivery>,
-    pub(crate) providers: Section<ProvidersConfig>,
-    pub(crate) mcp: Section<McpConfig>,
-    pub(crate) shutdown: Shutdown,
-}
-
-impl AgentTools {
-    /// After `parent` was hibernated for `reason` (a person, an agent):
-    /// hibernate its live children that are idle (never one mid-turn,
-    /// waiting for a person or attached), and theirs, journaled with the
-    /// same reason.
-    pub async fn hibernate_idle_children(
-        &self,
-        parent: &SessionId,
-        reason: HibernateReason,
-    ) -> Vec<SessionId> {
-        if !self.mcp.get().hibernate_idle_children {
-            return Vec::new();
-        }
-        let mut done = Vec::new();
-        let mut frontier = vec![parent.clone()];
-        while let Some(p) = frontier.pop() {
-            let children = {
-                self.sessions.read(|st| {
-                    hangar_core::orchestration::live_children(&st.ws, &p, |id| {
-                        matches!(st.run_state(id), RunState::Live)
-                    })
-                })
-            };
-            for child in children {
-                // Mid-turn, waiting for a person or attached: left alone.
-                if self.governor.in_use(&child).is_some() {
-                    continue;
-                }
-                if self.spawner.hibernate_session(&child).await.is_ok() {
-                    self.journal.record(Event::Hibernate {
-                        session: child.to_string(),
-                        reason,
-                    });
-                    done.push(child.clone());
-                    frontier.push(child);
-                }
-            }
-        }
-        done
     }
 }

@@ -26,12 +26,21 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::AgentTools;
 use super::ledger::{FirstPrompt, Tombstone};
+use super::{McpConfig, Orchestration};
 use crate::activity::Activity;
+use crate::activity::Monitor;
+use crate::delivery::Delivery;
 use crate::errors::ApiError;
+use crate::governor::Governor;
+use crate::journal::Journal;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
+use crate::section::Section;
 use crate::sessions::RunState;
+use crate::sessions::Sessions;
+use crate::shutdown::Shutdown;
+use crate::spawn::Spawner;
+use hangar_providers::ProvidersConfig;
 use hangar_providers::transcript::turns;
 
 /// The largest prompt an agent may send (bytes).
@@ -267,6 +276,62 @@ struct Snapshot {
     meta: SessionMeta,
     state: RunState,
     placement: Option<Placement>,
+}
+
+/// The agent tools' work: what agents may do to the agents they created.
+pub struct AgentTools {
+    pub(crate) sessions: Arc<Sessions>,
+    pub(crate) journal: Arc<Journal>,
+    pub(crate) orchestration: Arc<Orchestration>,
+    pub(crate) governor: Arc<Governor>,
+    pub(crate) spawner: Arc<Spawner>,
+    pub(crate) monitor: Arc<Monitor>,
+    pub(crate) delivery: Arc<Delivery>,
+    pub(crate) providers: Section<ProvidersConfig>,
+    pub(crate) mcp: Section<McpConfig>,
+    pub(crate) shutdown: Shutdown,
+}
+
+impl AgentTools {
+    /// After `parent` was hibernated for `reason` (a person, an agent):
+    /// hibernate its live children that are idle (never one mid-turn,
+    /// waiting for a person or attached), and theirs, journaled with the
+    /// same reason.
+    pub async fn hibernate_idle_children(
+        &self,
+        parent: &SessionId,
+        reason: HibernateReason,
+    ) -> Vec<SessionId> {
+        if !self.mcp.get().hibernate_idle_children {
+            return Vec::new();
+        }
+        let mut done = Vec::new();
+        let mut frontier = vec![parent.clone()];
+        while let Some(p) = frontier.pop() {
+            let children = {
+                self.sessions.read(|st| {
+                    hangar_core::orchestration::live_children(&st.ws, &p, |id| {
+                        matches!(st.run_state(id), RunState::Live)
+                    })
+                })
+            };
+            for child in children {
+                // Mid-turn, waiting for a person or attached: left alone.
+                if self.governor.in_use(&child).is_some() {
+                    continue;
+                }
+                if self.spawner.hibernate_session(&child).await.is_ok() {
+                    self.journal.record(Event::Hibernate {
+                        session: child.to_string(),
+                        reason,
+                    });
+                    done.push(child.clone());
+                    frontier.push(child);
+                }
+            }
+        }
+        done
+    }
 }
 
 impl AgentTools {

@@ -12,11 +12,10 @@ use serde_json::json;
 use tokio::sync::broadcast;
 
 use super::attach_size::{ClientId, ClientSizes};
-use super::connection::Conn;
+use super::conn::Conn;
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::sessions::RunState;
-use serde::Deserialize;
 
 pub(super) struct Attached {
     pub(super) session: hangar_core::SessionId,
@@ -69,7 +68,7 @@ pub(super) async fn start_attach(
     if let Some((rows, cols)) = sizes.set(&session, client, Some((req.rows, req.cols))) {
         let _ = live.resize(rows, cols).await;
     }
-    let detach_key = daemon.config.snapshot().attach.detach_key.clone();
+    let detach_key = daemon.attach_settings.get().detach_key.clone();
     // The screen is taken before the reply, which names its history's end;
     // what is printed in between is in `rx`, after the screen.
     let history = req.history.map(|n| n as usize);
@@ -272,24 +271,4 @@ async fn send_batches(conn: &Conn, queued: &[u8]) -> bool {
         }
     }
     true
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AttachConfig {
-    /// The detach sequence: a prefix key then a key, tmux style.
-    #[serde(default = "default_detach")]
-    pub detach_key: String,
-}
-
-impl Default for AttachConfig {
-    fn default() -> Self {
-        AttachConfig {
-            detach_key: default_detach(),
-        }
-    }
-}
-
-fn default_detach() -> String {
-    "C-b d".to_owned()
 }

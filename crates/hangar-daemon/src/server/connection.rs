@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use super::attach::{Attached, start_attach};
 use super::attach_size::ClientSizes;
+use super::conn::Conn;
 use crate::Daemon;
 use crate::errors::ApiError;
 
@@ -28,34 +29,6 @@ const OUTGOING_QUEUE: usize = 16;
 /// task and its buffers forever; after the handshake a slow client costs
 /// only its own connection.
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-pub(super) struct Conn {
-    pub(super) out: mpsc::Sender<Vec<u8>>,
-}
-
-impl Conn {
-    pub(super) async fn reply(&self, reply: Reply) -> bool {
-        self.out
-            .send(frame::encode(frame::TAG_MESSAGE, &reply.encode()))
-            .await
-            .is_ok()
-    }
-
-    pub(super) async fn data(&self, bytes: &[u8]) -> bool {
-        self.out
-            .send(frame::encode(frame::TAG_DATA, bytes))
-            .await
-            .is_ok()
-    }
-
-    pub(super) async fn event(&self, event: Value) -> bool {
-        let bytes = serde_json::to_vec(&event).unwrap_or_default();
-        self.out
-            .send(frame::encode(frame::TAG_MESSAGE, &bytes))
-            .await
-            .is_ok()
-    }
-}
 
 fn peer_is_us(stream: &UnixStream) -> bool {
     // SAFETY: geteuid has no preconditions.

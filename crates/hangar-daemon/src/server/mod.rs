@@ -13,7 +13,9 @@
 
 pub mod attach;
 pub mod attach_size;
+mod conn;
 mod connection;
+mod settings;
 
 use std::sync::Arc;
 
@@ -23,6 +25,7 @@ use crate::Daemon;
 use attach_size::ClientSizes;
 
 pub use connection::HANDSHAKE_TIMEOUT;
+pub use settings::AttachConfig;
 
 pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
     let mut shutdown = daemon.shutdown_watch();

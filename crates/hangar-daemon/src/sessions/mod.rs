@@ -60,7 +60,6 @@ impl Sessions {
                 restore: RestoreProgress::default(),
                 notices,
                 shutting_down: false,
-                budget: Default::default(),
                 save_put_off: None,
             }),
             full: watch::channel(full).0,
@@ -146,7 +145,14 @@ impl Sessions {
 
     /// What `ls` shows of one session.
     pub fn view(&self, id: &SessionId) -> Option<SessionView> {
-        self.lock().session_view(id)
+        let row = self.lock().session_view(id)?;
+        views::with_worktree_folders(vec![row]).pop()
+    }
+
+    /// What `ls` shows of every session, in display order.
+    pub fn views(&self) -> Vec<SessionView> {
+        let rows = self.lock().ordered_session_views();
+        views::with_worktree_folders(rows)
     }
 
     /// The session's running process, if any.

@@ -11,8 +11,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hangar_core::{SessionId, TabId, Workspace};
+use hangar_protocol::message::codes;
 use hangar_protocol::view::RestoreView;
 use hangar_store::Store;
+use serde_json::json;
 use tokio::sync::watch;
 
 use crate::errors::{ApiError, save_refusal};
@@ -37,6 +39,11 @@ impl RunState {
             RunState::Failed(_) => "failed",
             RunState::Exited(_) => "exited",
         }
+    }
+
+    /// Live or spawning: a process is there or coming.
+    pub fn is_running(&self) -> bool {
+        matches!(self, RunState::Live | RunState::Spawning)
     }
 }
 
@@ -112,8 +119,6 @@ pub struct State {
     pub restore: RestoreProgress,
     pub notices: Vec<String>,
     pub shutting_down: bool,
-    /// The governor's last budget check.
-    pub budget: crate::governor::BudgetStatus,
     /// A save was asked for while the store held only a first look, with the
     /// sessions it named as removed: the full load makes it
     /// (`Sessions::install_full_load`).
@@ -197,6 +202,21 @@ impl State {
             .get_or_insert_with(Vec::new)
             .extend(removed.iter().cloned());
         true
+    }
+
+    /// Refuse to wake `id` while another running session holds its durable
+    /// provider session id (`hangar_core::ledger::may_wake`).
+    pub fn refuse_duplicate_wake(&self, id: &SessionId) -> Result<(), ApiError> {
+        hangar_core::ledger::may_wake(&self.ws, id, |o| self.run_state(o).is_running()).map_err(
+            |e| {
+                let mut err = ApiError::new(codes::DUPLICATE, e.to_string());
+                err.detail = json!({
+                    "live": e.live.to_string(),
+                    "provider_session_id": e.provider_session_id,
+                });
+                err
+            },
+        )
     }
 
     /// A session id from an exact id or a unique prefix

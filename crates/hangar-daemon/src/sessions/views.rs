@@ -4,13 +4,23 @@
 //! Only reads; never edits the model or the runtimes.
 
 use hangar_core::{Placement, SessionId};
-use hangar_protocol::view::{SessionCounts, SessionView, TabView};
+use hangar_protocol::view::{SessionCounts, SessionView, TabView, WorktreeView};
 
 use super::state::{RunState, State};
 
+/// Fill in whether each row's worktree folder exists: one stat per row with
+/// a worktree, made off the lock.
+pub(super) fn with_worktree_folders(mut rows: Vec<SessionView>) -> Vec<SessionView> {
+    for w in rows.iter_mut().filter_map(|r| r.worktree.as_mut()) {
+        w.exists = std::path::Path::new(&w.path).is_dir();
+    }
+    rows
+}
+
 impl State {
     pub fn session_view(&self, id: &SessionId) -> Option<SessionView> {
-        self.session_view_with(id, crate::identity::duplicate_ids(&self.ws, id))
+        let duplicates = hangar_core::ledger::duplicates_of(&self.ws, id);
+        self.session_view_with(id, duplicates.iter().map(|s| s.to_string()).collect())
     }
 
     /// Every session's view in display order. The duplicate groups are found
@@ -83,7 +93,17 @@ impl State {
                 _ => None,
             },
             duplicate_of,
-            worktree: meta.worktree.as_ref().map(crate::worktree::static_view),
+            // Whether the folder is there is looked at after the lock is let go
+            // (`with_worktree_folders`): no stat under the lock.
+            worktree: meta.worktree.as_ref().map(|w| WorktreeView {
+                path: w.path.clone(),
+                branch: w.branch.clone(),
+                base: w.base.clone(),
+                exists: false,
+                dirty: None,
+                ahead: None,
+                behind: None,
+            }),
             // Filled in from the proxy by the caller (`handlers::sessions::list`).
             usage: None,
             // Filled in by the caller from the activity board (`handlers::sessions::list`).

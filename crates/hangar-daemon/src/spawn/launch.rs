@@ -12,7 +12,7 @@ use std::time::Duration;
 use hangar_core::SessionId;
 
 use super::start_slot::StartSlot;
-use super::{SpawnFailure, Spawner, short};
+use super::{SpawnFailure, Spawner};
 use crate::journal::{Event, FailureKind};
 use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, LiveProcess, SpawnRequest};
 use hangar_providers::launch::{LaunchEnv, launch_spec};
@@ -62,7 +62,7 @@ impl Spawner {
         {
             return Err(SpawnFailure::new(
                 FailureKind::Other,
-                hangar_providers::claude::background::reason(short(id), psid, Some(&holder)),
+                hangar_providers::claude::background::reason(id.short(), psid, Some(&holder)),
             ));
         }
         // Everything a launch needs is read from one snapshot, and the I/O
@@ -84,9 +84,9 @@ impl Spawner {
             };
             let describe = |m: &hangar_core::SessionMeta| {
                 if m.title.is_empty() {
-                    format!("cannot start {}", short(&m.id))
+                    format!("cannot start {}", m.id.short())
                 } else {
-                    format!("cannot start {} (title {:?})", short(&m.id), m.title)
+                    format!("cannot start {} (title {:?})", m.id.short(), m.title)
                 }
             };
             let spec = launch_spec(&meta, &env).map_err(|e| {
@@ -99,7 +99,7 @@ impl Spawner {
                             &e,
                             &meta.provider,
                             &self.paths.home,
-                            short(id)
+                            id.short()
                         )
                     ),
                 )
@@ -208,7 +208,7 @@ impl Spawner {
                 FailureKind::SpawnError,
                 format!(
                     "cannot start {} (title {title:?}): {program}: {e}",
-                    short(id)
+                    id.short()
                 ),
             )
         })?;
@@ -263,7 +263,7 @@ impl Spawner {
                 return Err(SpawnFailure {
                     kind: FailureKind::ExitedDuringStart,
                     message: hangar_providers::claude::background::reason(
-                        short(id),
+                        id.short(),
                         psid,
                         holder.as_ref(),
                     ),
@@ -294,7 +294,7 @@ impl Spawner {
                 format!(
                     "{program} showed no output within the {}s spawn timeout ([restore] spawn_timeout_secs in config.toml); `hangar wake {}` retries",
                     timeout.as_secs(),
-                    short(id)
+                    id.short()
                 ),
             ));
         }

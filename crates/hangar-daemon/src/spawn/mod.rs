@@ -14,27 +14,33 @@
 //! authentication rules (fixed at start) and the reloadable sections a
 //! spawn reads when it begins.
 
+mod failure;
 mod launch;
 pub mod queue;
 pub mod restore;
+mod settings;
 pub mod start_slot;
 mod stop;
 mod wake;
 
+pub use failure::SpawnFailure;
+pub use settings::RestoreConfig;
+
 use std::sync::Arc;
 
-use hangar_core::SessionId;
 use hangar_providers::ProvidersConfig;
 
 use crate::Paths;
 use crate::activity::Monitor;
 use crate::cli_probe::CliProbe;
-use crate::config::{GovernorConfig, RestoreConfig, Section, TerminalConfig};
+use crate::governor::GovernorConfig;
 use crate::identity::Identity;
-use crate::journal::{FailureKind, Journal};
+use crate::journal::Journal;
 use crate::orchestration::{McpConfig, Orchestration};
 use crate::os::Os;
 use crate::proxy_observer::ProxyGrants;
+use crate::pty::TerminalConfig;
+use crate::section::Section;
 use crate::sessions::Sessions;
 use queue::WakeQueue;
 
@@ -57,29 +63,4 @@ pub struct Spawner {
     pub(crate) restore: Section<RestoreConfig>,
     pub(crate) mcp: Section<McpConfig>,
     pub(crate) terminal: Section<TerminalConfig>,
-}
-
-/// Why a spawn failed: a category for the journal and the breaker, and a
-/// message for the person.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SpawnFailure {
-    pub kind: FailureKind,
-    pub message: String,
-    pub exit_code: Option<i32>,
-}
-
-impl SpawnFailure {
-    pub fn new(kind: FailureKind, message: impl Into<String>) -> SpawnFailure {
-        SpawnFailure {
-            kind,
-            message: message.into(),
-            exit_code: None,
-        }
-    }
-}
-
-/// The first 8 characters of an id, as people see it in `ls`.
-pub fn short(id: &SessionId) -> &str {
-    let s = id.as_str();
-    s.get(..8).unwrap_or(s)
 }

@@ -59,7 +59,7 @@ impl Spawner {
                     }
                     None => {}
                 }
-                crate::identity::refuse_duplicate_wake(st, id)?;
+                st.refuse_duplicate_wake(id)?;
                 let rt = st.runtime(id);
                 let record_request = !requested && rt.state != RunState::Live;
                 let person = caller.is_person();

@@ -1,4 +1,4 @@
-//! Checking a tool's arguments before rmcp parses them, so that a value of
+//! The MCP tools' arguments, and checking them before rmcp parses them, so that a value of
 //! the wrong type is refused with a message that names the tool and the
 //! field (`send_prompt: argument prompt: invalid type: integer `42`, expected
 //! a string`) instead of rmcp's bare serde message, which names neither.
@@ -12,9 +12,95 @@ use rmcp::model::JsonObject;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{
-    CreateAgent, ReadAgent, ReadRunOutputs, RunFilter, SendPrompt, SessionArg, WaitAgents,
-};
+use rmcp::schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct CreateAgent {
+    /// claude, codex, opencode or shell (default: your own provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// A first prompt, delivered exactly once (the child is started for it).
+    /// At most 64 KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// An existing absolute folder (default: yours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// At most 200 characters (default: the role, else "<provider> agent").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// A free-form role such as "reviewer" (at most 64 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The run to group it in (letters, digits, '-', '_', '.'; at most 64);
+    /// default: a new run, returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct SendPrompt {
+    /// The agent's id (or a unique prefix) from list_agents.
+    pub session: String,
+    /// The prompt, typed into the agent followed by Enter. At most 64 KiB.
+    pub prompt: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct RunFilter {
+    /// Only this run (default: all of your agents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct SessionArg {
+    /// The agent's id (or a unique prefix) from list_agents.
+    pub session: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct ReadAgent {
+    /// The agent's id (or a unique prefix); closed agents can be read too.
+    pub session: String,
+    /// How many messages from the end (default 20, at most 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_messages: Option<usize>,
+    /// At most this many characters in all (default 20000, at most 200000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct ReadRunOutputs {
+    /// Only this run (default: all of your agents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// The outputs' total size bound (default 50000, at most 500000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_chars: Option<usize>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct WaitAgents {
+    /// Wait for every agent of this run (default: all of yours)...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// ...or for these agents (at most 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<Vec<String>>,
+    /// Give up after this long (default 60000, at most 600000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
 
 /// `Ok` when `args` decode as the arguments of `tool` (or `tool` is not
 /// hangar's); else an invalid-params error naming the tool and the field.

@@ -6,11 +6,12 @@
 //! daemon there is no agent either) and never prints the token.
 
 use anyhow::Context;
-use hangar_protocol::message::{AgentCall, AgentTool, ErrorBody, Request};
+use hangar_protocol::message::{AgentCall, AgentTool, ErrorBody};
 use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
-use crate::client::{Client, DaemonError};
+use crate::api;
+use crate::conn::{DaemonError, Target};
 
 /// Who is calling: fixed when `hangar mcp` starts.
 #[derive(Clone)]
@@ -27,14 +28,20 @@ pub type Answer = Result<Value, ErrorBody>;
 /// async runtime).
 pub fn call(who: &Identity, tool: AgentTool, args: Value) -> Answer {
     let attempt = || -> anyhow::Result<Value> {
-        let mut client = Client::connect_existing(&who.paths)?
+        // An agent's callbacks are this machine's, whatever host its
+        // daemon's starter named (`cli.rs` routes `hangar mcp` here).
+        let mut client = Target::local(who.paths.clone())
+            .connect_existing()?
             .context("no hangar daemon is running for this agent's HANGAR_HOME")?;
-        client.request(Request::Agent(AgentCall {
-            tool,
-            caller: who.session.clone(),
-            token: who.token.clone(),
-            args,
-        }))
+        api::agent(
+            &mut client,
+            AgentCall {
+                tool,
+                caller: who.session.clone(),
+                token: who.token.clone(),
+                args,
+            },
+        )
     };
     attempt().map_err(|e| match e.downcast::<DaemonError>() {
         Ok(d) => d.0,

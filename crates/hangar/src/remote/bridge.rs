@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use hangar_protocol::paths::Paths;
 
-use crate::client::Client;
+use crate::conn::{self, Client};
 
 pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
     // Starts the daemon if need be and proves it answers the handshake;
@@ -26,8 +26,7 @@ pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
     drop(Client::connect_local(paths)?);
     let socket = paths.socket();
     check_owner(&socket)?;
-    let daemon = UnixStream::connect(&socket)
-        .with_context(|| format!("cannot connect to {}", socket.display()))?;
+    let daemon = conn::local_stream(paths)?;
     check_peer(&daemon)?;
     relay(daemon)
 }

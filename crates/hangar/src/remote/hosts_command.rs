@@ -5,20 +5,19 @@
 use std::process::ExitCode;
 use std::sync::mpsc;
 
-use hangar_protocol::message::{PROTOCOL_VERSION, Request};
+use hangar_protocol::message::PROTOCOL_VERSION;
 use hangar_protocol::paths::Paths;
 use serde_json::{Value, json};
 
-use crate::client::Client;
-use crate::remote::{self, Host};
+use crate::api;
+use crate::conn::Target;
+use crate::remote;
 
-/// One host's row: reachable or not, and what its daemon says.
-pub fn probe(host: Option<&Host>, paths: &Paths) -> Value {
-    let connected = match host {
-        Some(h) => remote::connect(h),
-        None => Client::connect_local(paths),
-    };
-    let (name, ssh) = match host {
+/// One host's row (the target's host, or this machine): reachable or not,
+/// and what its daemon says.
+pub fn probe(target: &Target) -> Value {
+    let connected = target.connect();
+    let (name, ssh) = match target.host.as_deref() {
         Some(h) => (h.name.clone(), Value::from(h.config.ssh.clone())),
         None => (hangar_core::hosts::LOCAL.to_owned(), Value::Null),
     };
@@ -32,10 +31,7 @@ pub fn probe(host: Option<&Host>, paths: &Paths) -> Value {
         "live": null,
         "error": null,
     });
-    let answer = connected.and_then(|mut c| {
-        let status = c.request(Request::Status)?;
-        Ok(status)
-    });
+    let answer = connected.and_then(|mut c| Ok(serde_json::to_value(api::status(&mut c)?)?));
     match answer {
         Ok(status) => {
             row["reachable"] = true.into();
@@ -57,19 +53,19 @@ pub fn run(paths: &Paths, json_out: bool) -> anyhow::Result<ExitCode> {
         let tx = tx.clone();
         let paths = paths.clone();
         std::thread::spawn(move || {
-            let _ = tx.send((hangar_core::hosts::LOCAL.to_owned(), probe(None, &paths)));
+            let here = Target::local(paths);
+            let _ = tx.send((hangar_core::hosts::LOCAL.to_owned(), probe(&here)));
         });
     }
     for (name, config) in hosts {
         order.push(name.clone());
         let tx = tx.clone();
-        let paths = paths.clone();
+        let there = Target::local(paths.clone()).with_host(Some(remote::Host {
+            name: name.clone(),
+            config,
+        }));
         std::thread::spawn(move || {
-            let host = Host {
-                name: name.clone(),
-                config,
-            };
-            let _ = tx.send((name, probe(Some(&host), &paths)));
+            let _ = tx.send((name, probe(&there)));
         });
     }
     drop(tx);

@@ -12,14 +12,14 @@ use std::sync::mpsc::Sender;
 
 use hangar_core::{Direction, FocusMove, Placement, SessionId, Tab, TabId};
 use hangar_protocol::message::{self as msg, ErrorBody, Request, codes};
-use hangar_protocol::paths::Paths;
 use hangar_protocol::view::SessionView;
 
-use crate::tui::Event;
+use crate::conn::Target;
+use crate::keys::{self, Decoder, Key, Mouse, MouseKind, PassThroughFilter};
 use crate::tui::clipboard;
 use crate::tui::control::{Command, Outcome, Snapshot};
 use crate::tui::copy::{CopyAction, CopyMode, Pos};
-use crate::tui::keys::{self, Decoder, Key, Mouse, MouseKind, PassThroughFilter};
+use crate::tui::events::Event;
 use crate::tui::layout::{self, ScreenLayout};
 use crate::tui::pane::{Pane, PaneEvent, PaneStatus};
 use crate::tui::pane_mouse;
@@ -89,7 +89,7 @@ struct NewPaneTyping {
 }
 
 pub struct App {
-    paths: Paths,
+    target: Target,
     events: Sender<Event>,
     commands: Sender<Command>,
     pub snap: Snapshot,
@@ -147,9 +147,9 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(paths: Paths, events: Sender<Event>, commands: Sender<Command>) -> App {
+    pub fn new(target: Target, events: Sender<Event>, commands: Sender<Command>) -> App {
         App {
-            paths,
+            target,
             events,
             commands,
             snap: Snapshot::default(),
@@ -333,7 +333,7 @@ impl App {
             ..
         } = &event
         {
-            let prefix = crate::attach::DetachKey::parse(spec).prefix;
+            let prefix = crate::keys::DetachKey::parse(spec).prefix;
             if prefix != self.prefix && !self.passthrough {
                 self.prefix = prefix;
             }
@@ -509,7 +509,7 @@ impl App {
             // New, or someone else woke it: attach.
             let generation = self.next_generation;
             self.next_generation += 1;
-            pane.connect(&self.paths, &self.events, generation);
+            pane.connect(&self.target, &self.events, generation);
         }
     }
 
@@ -519,7 +519,7 @@ impl App {
         let generation = self.next_generation;
         self.next_generation += 1;
         if let Some(p) = self.panes.get_mut(focus.as_str()) {
-            p.connect(&self.paths, &self.events, generation);
+            p.connect(&self.target, &self.events, generation);
             self.message = Some((format!("waking {}", self.describe(&focus)), false));
         }
     }

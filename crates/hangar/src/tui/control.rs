@@ -10,43 +10,24 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use hangar_core::Workspace;
-use hangar_protocol::message::{ErrorBody, Request};
-use hangar_protocol::paths::Paths;
+use hangar_protocol::message::ErrorBody;
 use hangar_protocol::view::SessionView;
 use serde_json::Value;
 
-use crate::client::{Client, DaemonError};
-use crate::tui::Event;
+use crate::api;
+use crate::conn::{Client, DaemonError, Target};
+use crate::tui::events::Event;
 
 /// How often the workspace is polled when nothing else happens.
 pub const POLL_EVERY: Duration = Duration::from_millis(500);
 
-/// What the daemon looks like right now.
-#[derive(Clone, Debug, Default)]
-pub struct Snapshot {
-    pub ws: Workspace,
-    pub sessions: Vec<SessionView>,
-}
-
-/// A command for the daemon, with a label for the status line.
-#[derive(Clone, Debug)]
-pub struct Command {
-    pub request: Request,
-    pub label: String,
-}
-
-/// How a command went.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    pub command: Command,
-    pub result: Result<Value, ErrorBody>,
-}
+pub use crate::tui::events::{Command, Outcome, Snapshot};
 
 /// Start the control thread; without a client (another host, reached in
 /// the background) it connects first, reporting the host unreachable until
 /// it answers.
 pub fn spawn(
-    paths: Paths,
+    target: Target,
     client: Option<Client>,
     commands: Receiver<Command>,
     events: Sender<Event>,
@@ -54,14 +35,14 @@ pub fn spawn(
     std::thread::spawn(move || {
         let client = match client {
             Some(c) => c,
-            None => match Client::connect(&paths) {
+            None => match target.connect() {
                 Ok(c) => c,
                 Err(e) => {
                     if events.send(Event::DaemonLost(format!("{e:#}"))).is_err() {
                         return;
                     }
                     let mut client = None;
-                    if !reconnect_into(&paths, &mut client, &events) {
+                    if !reconnect_into(&target, &mut client, &events) {
                         return;
                     }
                     match client {
@@ -71,14 +52,14 @@ pub fn spawn(
                 }
             },
         };
-        run(paths, client, commands, events)
+        run(target, client, commands, events)
     });
 }
 
-fn reconnect_into(paths: &Paths, slot: &mut Option<Client>, events: &Sender<Event>) -> bool {
+fn reconnect_into(target: &Target, slot: &mut Option<Client>, events: &Sender<Event>) -> bool {
     loop {
         std::thread::sleep(POLL_EVERY);
-        match Client::connect(paths) {
+        match target.connect() {
             Ok(c) => {
                 *slot = Some(c);
                 return true;
@@ -92,11 +73,11 @@ fn reconnect_into(paths: &Paths, slot: &mut Option<Client>, events: &Sender<Even
     }
 }
 
-fn run(paths: Paths, mut client: Client, commands: Receiver<Command>, events: Sender<Event>) {
+fn run(target: Target, mut client: Client, commands: Receiver<Command>, events: Sender<Event>) {
     loop {
         match commands.recv_timeout(POLL_EVERY) {
             Ok(command) => {
-                let result = match client.request(command.request.clone()) {
+                let result = match api::call(&mut client, command.request.clone()) {
                     Ok(v) => Ok(v),
                     Err(e) => Err(error_body(e)),
                 };
@@ -107,7 +88,7 @@ fn run(paths: Paths, mut client: Client, commands: Receiver<Command>, events: Se
                 {
                     return;
                 }
-                if lost && !reconnect(&paths, &mut client, &events) {
+                if lost && !reconnect(&target, &mut client, &events) {
                     return;
                 }
             }
@@ -124,7 +105,7 @@ fn run(paths: Paths, mut client: Client, commands: Receiver<Command>, events: Se
                 if events.send(Event::DaemonLost(format!("{e:#}"))).is_err() {
                     return;
                 }
-                if !reconnect(&paths, &mut client, &events) {
+                if !reconnect(&target, &mut client, &events) {
                     return;
                 }
             }
@@ -134,9 +115,9 @@ fn run(paths: Paths, mut client: Client, commands: Receiver<Command>, events: Se
 
 /// Reconnect to a daemon that went away (a restart, a crash). Quitting the
 /// TUI stops this; it never starts a second daemon while one answers.
-fn reconnect(paths: &Paths, client: &mut Client, events: &Sender<Event>) -> bool {
+fn reconnect(target: &Target, client: &mut Client, events: &Sender<Event>) -> bool {
     let mut slot = None;
-    if !reconnect_into(paths, &mut slot, events) {
+    if !reconnect_into(target, &mut slot, events) {
         return false;
     }
     match slot {
@@ -149,8 +130,8 @@ fn reconnect(paths: &Paths, client: &mut Client, events: &Sender<Event>) -> bool
 }
 
 pub fn snapshot(client: &mut Client) -> anyhow::Result<Snapshot> {
-    let ws: Workspace = serde_json::from_value(client.request(Request::Workspace)?)?;
-    let sessions: Vec<SessionView> = serde_json::from_value(client.request(Request::List)?)?;
+    let ws: Workspace = serde_json::from_value(api::workspace(client)?)?;
+    let sessions: Vec<SessionView> = api::list(client)?;
     Ok(Snapshot { ws, sessions })
 }
 

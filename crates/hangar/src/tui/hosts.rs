@@ -7,11 +7,11 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
+use crate::conn::Target;
 use crate::remote::{Host, hosts_command};
-use crate::tui::Event;
+use crate::tui::events::Event;
 
 /// How often each host is asked again.
 const PROBE_EVERY: Duration = Duration::from_secs(10);
@@ -86,17 +86,16 @@ impl HostBar {
 
 /// One thread per host, each sending `Event::Host` to whichever view is
 /// on screen now.
-pub fn spawn_probes(bar: &HostBar, paths: &Paths, events: Arc<Mutex<Sender<Event>>>) {
+pub fn spawn_probes(bar: &HostBar, target: &Target, events: Arc<Mutex<Sender<Event>>>) {
     for row in &bar.rows {
-        let (host, name, paths, events) = (
-            row.host.clone(),
+        let (name, target, events) = (
             row.name.clone(),
-            paths.clone(),
+            target.with_host(row.host.clone()),
             events.clone(),
         );
         std::thread::spawn(move || {
             loop {
-                let answer = hosts_command::probe(host.as_ref(), &paths);
+                let answer = hosts_command::probe(&target);
                 let sent = events
                     .lock()
                     .map(|tx| {

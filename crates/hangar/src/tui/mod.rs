@@ -10,9 +10,9 @@ mod app;
 mod clipboard;
 mod control;
 mod copy;
+mod events;
 mod help;
 mod hosts;
-pub(crate) mod keys;
 mod layout;
 mod pane;
 mod pane_history;
@@ -27,35 +27,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use hangar_protocol::paths::Paths;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::{cursor, event, execute, terminal};
 
-use crate::client::Client;
+use crate::conn::Target;
+use crate::keys;
 use crate::tui::app::App;
-use crate::tui::pane::PaneEvent;
-
-/// Everything the UI thread reacts to.
-pub enum Event {
-    Input(Vec<u8>),
-    /// No byte came on stdin for `keys::ESCAPE_TIME` after the last read:
-    /// input that waits for the rest of a key is taken as it is.
-    InputQuiet,
-    Snapshot(Box<control::Snapshot>),
-    Done(Box<control::Outcome>),
-    DaemonLost(String),
-    /// A host switcher probe's answer (a `hangar hosts` row).
-    Host {
-        name: String,
-        row: serde_json::Value,
-    },
-    Pane {
-        session: String,
-        generation: u64,
-        event: PaneEvent,
-    },
-}
+use crate::tui::events::Event;
 
 /// Redraw at least this often (ages in the side list, terminal resizes).
 const TICK: Duration = Duration::from_millis(100);
@@ -109,10 +88,10 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
+pub fn run(target: &Target) -> anyhow::Result<ExitCode> {
     // With hosts configured, a switcher over this machine and each of them.
-    let configured = crate::remote::configured(paths)?;
-    let selected = crate::remote::current();
+    let configured = crate::remote::configured(&target.paths)?;
+    let selected = target.host.clone();
     let mut bar = (!configured.is_empty()).then(|| {
         let hosts = configured
             .into_iter()
@@ -125,12 +104,12 @@ pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
     // host is reached in the background: one that is down must not keep
     // the screen (or the switch to another host) waiting.
     let mut first = match &selected {
-        None => Some(Client::connect(paths)?),
+        None => Some(target.connect()?),
         Some(_) => None,
     };
     // An older daemon would answer this TUI's newer requests with errors
     // mid-screen: say so plainly, with the way out, before drawing.
-    if let Some(why) = first.as_ref().and_then(Client::older_daemon) {
+    if let Some(why) = first.as_ref().and_then(crate::conn::Client::older_daemon) {
         anyhow::bail!(why);
     }
     // Keys and probes go to the view on screen; a view's own threads get
@@ -166,7 +145,7 @@ pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
         }
     });
     if let Some(bar) = &bar {
-        hosts::spawn_probes(bar, paths, current_tx.clone());
+        hosts::spawn_probes(bar, target, current_tx.clone());
     }
 
     let _guard = TerminalGuard::enter()?;
@@ -175,10 +154,11 @@ pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
     // No `terminal.clear()`: it asks the terminal for the cursor position,
     // and the answer would arrive on stdin, which the input thread reads.
     let mut events_tx = first_tx;
+    let mut view = target.clone();
     loop {
         let (commands_tx, commands) = mpsc::channel();
-        control::spawn(paths.clone(), first.take(), commands, events_tx.clone());
-        let mut app = App::new(paths.clone(), events_tx, commands_tx);
+        control::spawn(view.clone(), first.take(), commands, events_tx.clone());
+        let mut app = App::new(view.clone(), events_tx, commands_tx);
         app.host_bar = bar.clone();
         let switch = run_view(&mut terminal, &mut app, &events)?;
         // Dropping the panes detaches them; the sessions keep running.
@@ -188,7 +168,7 @@ pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
             break;
         };
         b.step(step);
-        crate::remote::select(b.current().host.clone());
+        view = view.with_host(b.current().host.clone());
         let (tx, rx) = mpsc::channel::<Event>();
         *current_tx.lock().unwrap_or_else(|e| e.into_inner()) = tx.clone();
         events = rx;

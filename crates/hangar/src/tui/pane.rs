@@ -12,18 +12,16 @@
 //! socket down, which ends the reader and detaches from the daemon: closing
 //! a pane's view never stops its session.
 
-use std::net::Shutdown;
 use std::num::NonZeroU16;
-use std::os::unix::net::UnixStream;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use hangar_protocol::message::{self as msg, Request};
-use hangar_protocol::paths::Paths;
+use hangar_protocol::message as msg;
 
-use crate::client::{Client, Incoming};
-use crate::tui::Event;
+use crate::api;
+use crate::conn::{Client, Incoming, Target};
 use crate::tui::copy::PaneLines;
+use crate::tui::events::Event;
 use crate::tui::pane_history::{Page, PageSource, PaneHistory};
 
 const AUTO_RETRY_EVERY: Duration = Duration::from_secs(2);
@@ -35,31 +33,7 @@ const PAGE_RETRY_EVERY: Duration = Duration::from_secs(1);
 /// The longest a page is waited for (it takes about a millisecond).
 const PAGE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// What a pane's connection reports.
-#[derive(Debug)]
-pub enum PaneEvent {
-    /// The session's last saved screen, shown while it wakes.
-    SavedScreen(String),
-    /// The daemon accepted the attach: the live stream follows. It names
-    /// the configured detach key, whose prefix is also the TUI's prefix.
-    Attached {
-        detach_key: Option<String>,
-        /// Where the session's history ends at the screen that follows
-        /// (`None` from a daemon older than paged history).
-        history_end: Option<u64>,
-    },
-    Data(Vec<u8>),
-    /// Where history ends after the output sent so far.
-    HistoryEnd(u64),
-    Exited(i64),
-    /// The attach was refused (a failed wake names its reason).
-    Failed(String),
-    /// The connection broke.
-    Lost(String),
-    /// The connection is open (made off the UI thread: to another host it
-    /// is an ssh handshake); this is its writing half.
-    Connected(Box<PaneConn>),
-}
+pub use crate::tui::events::{PaneConn, PaneEvent};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum PaneStatus {
@@ -99,29 +73,8 @@ pub struct Pane {
     /// Where pages are read from: a connection of its own, made the first
     /// time one is needed.
     pages: Option<Client>,
-    paths: Option<Paths>,
+    target: Option<Target>,
     page_failed_at: Option<Instant>,
-}
-
-pub struct PaneConn {
-    writer: Client,
-    stream: UnixStream,
-    /// The (rows, cols) the attach asked for.
-    size: (u16, u16),
-}
-
-impl std::fmt::Debug for PaneConn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PaneConn")
-            .field("size", &self.size)
-            .finish()
-    }
-}
-
-impl Drop for PaneConn {
-    fn drop(&mut self) {
-        let _ = self.stream.shutdown(Shutdown::Both);
-    }
 }
 
 fn nz(v: u16) -> NonZeroU16 {
@@ -144,7 +97,7 @@ impl Pane {
             view_top: None,
             view: None,
             pages: None,
-            paths: None,
+            target: None,
             page_failed_at: None,
         }
     }
@@ -162,7 +115,7 @@ impl Pane {
 
     /// (Re)attach: a fresh connection asks for the saved screen, then
     /// attaches (which wakes the session).
-    pub fn connect(&mut self, paths: &Paths, events: &Sender<Event>, generation: u64) {
+    pub fn connect(&mut self, target: &Target, events: &Sender<Event>, generation: u64) {
         self.conn = None;
         self.connected_at = Some(Instant::now());
         self.generation = generation;
@@ -172,7 +125,7 @@ impl Pane {
         self.history_known = false;
         self.view_top = None;
         self.view = None;
-        self.paths = Some(paths.clone());
+        self.target = Some(target.clone());
         let session = self.session.clone();
         let (rows, cols) = self.size;
         let send = {
@@ -189,9 +142,9 @@ impl Pane {
             }
         };
         self.connecting = true;
-        let paths = paths.clone();
+        let target = target.clone();
         std::thread::spawn(move || {
-            let client = match Client::connect(&paths) {
+            let client = match target.connect() {
                 Ok(c) => c,
                 Err(e) => {
                     send(PaneEvent::Failed(format!("{e:#}")));
@@ -229,9 +182,7 @@ impl Pane {
                 // The layout may have changed while the connection was made.
                 let (rows, cols) = self.size;
                 if conn.size != (rows, cols) {
-                    let _ = conn
-                        .writer
-                        .send_request(&Request::Resize(msg::Resize { cols, rows }));
+                    let _ = api::send_resize(&mut conn.writer, cols, rows);
                 }
                 self.conn = Some(conn);
             }
@@ -275,9 +226,7 @@ impl Pane {
         self.size = (rows, cols);
         self.parser.screen_mut().set_size(nz(rows), nz(cols));
         if let Some(conn) = &mut self.conn {
-            let _ = conn
-                .writer
-                .send_request(&Request::Resize(msg::Resize { cols, rows }));
+            let _ = api::send_resize(&mut conn.writer, cols, rows);
         }
     }
 
@@ -338,7 +287,7 @@ impl Pane {
             &mut self.history,
             DaemonPages {
                 client: &mut self.pages,
-                paths: self.paths.as_ref().filter(|_| self.history_known),
+                target: self.target.as_ref().filter(|_| self.history_known),
                 session: &self.session,
                 failed_at: &mut self.page_failed_at,
             },
@@ -395,7 +344,7 @@ impl Pane {
             return;
         }
         let screen = self.parser.screen();
-        let bytes = crate::tui::keys::adapt_for_pane(
+        let bytes = crate::keys::adapt_for_pane(
             bytes,
             screen.application_cursor(),
             screen.bracketed_paste(),
@@ -440,14 +389,14 @@ impl PaneLines for Pane {
 struct DaemonPages<'a> {
     client: &'a mut Option<Client>,
     /// `None`: there is no daemon to ask that numbers history.
-    paths: Option<&'a Paths>,
+    target: Option<&'a Target>,
     session: &'a str,
     failed_at: &'a mut Option<Instant>,
 }
 
 impl PageSource for DaemonPages<'_> {
     fn page(&mut self, before: Option<u64>, lines: u64) -> Option<Page> {
-        let paths = self.paths?;
+        let target = self.target?;
         if self
             .failed_at
             .is_some_and(|t| t.elapsed() < PAGE_RETRY_EVERY)
@@ -455,7 +404,7 @@ impl PageSource for DaemonPages<'_> {
             return None;
         }
         if self.client.is_none() {
-            *self.client = Client::connect_existing(paths).ok().flatten();
+            *self.client = target.connect_existing().ok().flatten();
             // The UI thread waits on this reply: a daemon that does not
             // answer costs a blank page, never a frozen TUI.
             if let Some(stream) = self.client.as_ref().and_then(|c| c.try_clone_stream().ok()) {
@@ -463,12 +412,12 @@ impl PageSource for DaemonPages<'_> {
             }
         }
         let client = self.client.as_mut()?;
-        let request = Request::History(msg::HistoryPage {
+        let request = msg::HistoryPage {
             session: self.session.to_owned(),
             before,
             lines: u32::try_from(lines).unwrap_or(u32::MAX),
-        });
-        let page = client.request(request).ok().and_then(|v| {
+        };
+        let page = api::history(client, request).ok().and_then(|v| {
             Some(Page {
                 first: v["first"].as_u64()?,
                 end: v["end"].as_u64()?,
@@ -503,23 +452,29 @@ fn read_pane(
     send: impl Fn(PaneEvent) -> bool,
 ) {
     // The saved screen first: attach may take a while when it wakes.
-    if let Ok(v) = client.request(Request::Screen(msg::Screen {
-        session: session.clone(),
-        scrollback: None,
-    })) && v["source"] == "saved"
+    if let Ok(v) = api::screen(
+        &mut client,
+        msg::Screen {
+            session: session.clone(),
+            scrollback: None,
+        },
+    ) && v["source"] == "saved"
         && !send(PaneEvent::SavedScreen(
             v["screen"].as_str().unwrap_or_default().to_owned(),
         ))
     {
         return;
     }
-    match client.request(Request::Attach(msg::Attach {
-        session,
-        cols,
-        rows,
-        history: None,
-        history_events: true,
-    })) {
+    match api::attach(
+        &mut client,
+        msg::Attach {
+            session,
+            cols,
+            rows,
+            history: None,
+            history_events: true,
+        },
+    ) {
         Ok(reply) => {
             let detach_key = reply["detach_key"].as_str().map(str::to_owned);
             let history_end = reply["history_end"].as_u64();
@@ -531,7 +486,7 @@ fn read_pane(
             }
         }
         Err(e) => {
-            let reason = match e.downcast_ref::<crate::client::DaemonError>() {
+            let reason = match e.downcast_ref::<crate::conn::DaemonError>() {
                 Some(d) => d.0.message.clone(),
                 None => format!("{e:#}"),
             };

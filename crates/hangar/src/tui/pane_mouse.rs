@@ -18,7 +18,7 @@
 
 use vt100::{MouseProtocolEncoding, MouseProtocolMode};
 
-use crate::tui::keys::Mouse;
+use crate::keys::Mouse;
 
 /// The motion bit of a mouse button code.
 const MOTION: u16 = 32;
@@ -142,7 +142,7 @@ pub fn wheel_arrows(m: &Mouse) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::keys::MouseKind;
+    use crate::keys::MouseKind;
 
     fn ev(button: u16, released: bool) -> Mouse {
         Mouse {

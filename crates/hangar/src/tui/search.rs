@@ -17,7 +17,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
 
-use crate::tui::keys::Key;
+use crate::keys::Key;
 
 /// Columns a session's title takes in a result row.
 const TITLE_COLS: usize = 20;

@@ -20,17 +20,18 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use hangar_protocol::message::{self as msg, Request as DaemonRequest, codes};
+use hangar_protocol::message::{self as msg, Request as DaemonRequest};
 use hangar_protocol::paths::Paths;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::app::{App, error, link_error};
 use super::assets;
 use super::attach_ws;
-use super::auth::{self, Access, Gate, Presented, Verdict};
-use super::daemon_link::{DaemonLink, LinkError};
+use super::auth::{self, Access, Presented, Verdict};
 use super::keys;
 use super::listener::PeerAddr;
+use crate::conn::tokio_link::{DaemonLink, LinkError};
 
 /// The page's only sources are this server. Styles may be inline because
 /// xterm.js sizes its cells with `<style>` elements it writes as text; no
@@ -43,13 +44,6 @@ base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 const MAX_BODY: usize = 256 * 1024;
 /// How often the live list asks the daemon for changes.
 const EVENTS_EVERY: Duration = Duration::from_millis(500);
-
-pub struct App {
-    pub paths: Paths,
-    pub gate: Gate,
-    /// Served over TLS: the cookie is `Secure`.
-    pub secure: bool,
-}
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -72,12 +66,6 @@ pub fn router(app: Arc<App>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
-}
-
-/// A JSON error reply, `{"error": {"code", "message"}}`.
-pub fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    let body = json!({"error": {"code": code, "message": message.into()}});
-    (status, Json(body)).into_response()
 }
 
 fn with_security_headers(mut resp: Response) -> Response {
@@ -256,32 +244,6 @@ async fn index() -> Response {
 async fn asset(Path(name): Path<String>) -> Response {
     assets::asset(&name)
         .unwrap_or_else(|| error(StatusCode::NOT_FOUND, "not_found", "no such asset"))
-}
-
-/// The daemon's error code as an HTTP status.
-pub fn status_of(e: &LinkError) -> StatusCode {
-    match e {
-        LinkError::Lost(_) => StatusCode::BAD_GATEWAY,
-        LinkError::Daemon(b) => match b.code.as_str() {
-            codes::NOT_FOUND => StatusCode::NOT_FOUND,
-            codes::BAD_REQUEST | codes::INVALID | codes::TOO_LARGE => StatusCode::BAD_REQUEST,
-            codes::AMBIGUOUS
-            | codes::NEEDS_CONFIRMATION
-            | codes::FAILED
-            | codes::DUPLICATE
-            | codes::CASCADE_REFUSED => StatusCode::CONFLICT,
-            codes::SHUTTING_DOWN => StatusCode::SERVICE_UNAVAILABLE,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        },
-    }
-}
-
-pub fn link_error(e: LinkError) -> Response {
-    let code = match &e {
-        LinkError::Daemon(b) => b.code.clone(),
-        LinkError::Lost(_) => "daemon_unreachable".to_owned(),
-    };
-    error(status_of(&e), &code, e.to_string())
 }
 
 async fn ask(app: &App, req: DaemonRequest) -> Response {

@@ -24,9 +24,9 @@ use hangar_protocol::message::{self as msg, Request as DaemonRequest};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::api::{App, link_error};
+use super::app::{App, link_error};
 use super::auth::Access;
-use super::daemon_link::{DaemonLink, Incoming};
+use crate::conn::tokio_link::{DaemonLink, Incoming};
 
 /// The close code for "policy violation" (RFC 6455): revoked.
 const POLICY_VIOLATION: u16 = 1008;

@@ -9,10 +9,10 @@
 //! is made in this process and printed once, in the URL on stdout.
 
 mod api;
+mod app;
 mod assets;
 mod attach_ws;
 mod auth;
-mod daemon_link;
 mod keys;
 mod listener;
 
@@ -24,6 +24,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use hangar_protocol::paths::Paths;
+
+use crate::conn::Target;
 
 pub use auth::Access;
 
@@ -38,11 +40,12 @@ pub struct WebOptions {
     pub revoke: bool,
 }
 
-pub fn run(paths: &Paths, json: bool, opts: WebOptions) -> anyhow::Result<ExitCode> {
+pub fn run(target: &Target, json: bool, opts: WebOptions) -> anyhow::Result<ExitCode> {
+    let paths = &target.paths;
     // The server speaks to the local daemon's socket; serving another
     // machine's agents from here would put its shells on this machine's
     // network. Run it there and tunnel to it instead.
-    if let Some(host) = crate::remote::current() {
+    if let Some(host) = &target.host {
         bail!(
             "`hangar web` serves this machine's daemon only: run `hangar web` on host {:?} \
              and reach it with an SSH tunnel (ssh -L 8080:127.0.0.1:PORT ...; see README)",
@@ -77,7 +80,7 @@ pub fn run(paths: &Paths, json: bool, opts: WebOptions) -> anyhow::Result<ExitCo
         );
     }
     // Start the daemon now (as any command does), so a browser never has to.
-    crate::client::Client::connect(paths)?;
+    target.connect()?;
     let access = if opts.read_only {
         Access::ReadOnly
     } else {
@@ -148,7 +151,7 @@ async fn serve(
              this network's traffic can take the session cookie and type into your agents"
         );
     }
-    let app = Arc::new(api::App {
+    let app = Arc::new(app::App {
         paths,
         gate,
         secure: scheme == "https",

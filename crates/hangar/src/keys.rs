@@ -1,6 +1,6 @@
-//! Keyboard input for the TUI: raw terminal bytes decoded into keys, and the
-//! bytes typed in pass-through mode split into "for the pane" and "the
-//! prefix key was pressed".
+//! Keyboard input for the TUI and `hangar attach`: raw terminal bytes
+//! decoded into keys, the bytes typed in pass-through mode split into "for
+//! the pane" and "the prefix key was pressed", and the detach key.
 //!
 //! The TUI reads stdin itself instead of using crossterm's event reader so
 //! that pass-through forwards exactly the bytes the user typed (bracketed
@@ -14,6 +14,32 @@ pub const PREFIX: u8 = 0x02;
 /// The `Key::Ctrl` letter a prefix byte decodes to (`0x02` -> `b`).
 pub fn ctrl_letter(prefix: u8) -> char {
     (prefix | 0x60) as char
+}
+
+/// A detach sequence: a prefix byte then a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DetachKey {
+    pub prefix: u8,
+    pub key: u8,
+}
+
+impl DetachKey {
+    /// Parse `C-b d` style specs.
+    pub fn parse(spec: &str) -> DetachKey {
+        let mut parts = spec.split_whitespace();
+        let prefix = parts
+            .next()
+            .and_then(|p| p.strip_prefix("C-"))
+            .and_then(|c| c.bytes().next())
+            .map(|c| c.to_ascii_lowercase() & 0x1f)
+            .unwrap_or(0x02);
+        let key = parts.next().and_then(|k| k.bytes().next()).unwrap_or(b'd');
+        DetachKey { prefix, key }
+    }
+
+    pub fn describe(&self) -> String {
+        format!("Ctrl-{} {}", (self.prefix | 0x60) as char, self.key as char)
+    }
 }
 
 const PASTE_START: &[u8] = b"\x1b[200~";

@@ -14,6 +14,8 @@ use hangar_protocol::message::{ErrorBody, Hello, PROTOCOL_VERSION, Reply, Reques
 use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
+use super::link::Link;
+
 /// How long a freshly started daemon may take to answer.
 const START_DEADLINE: Duration = Duration::from_secs(15);
 
@@ -23,7 +25,7 @@ pub struct Client {
     next_id: u64,
     /// The ssh carrying this connection when it goes to another host
     /// (`--host`); declared after the stream so the stream closes first.
-    link: Option<crate::remote::Link>,
+    link: Option<Link>,
     /// What the daemon said of itself in the handshake.
     welcome: Option<Welcome>,
 }
@@ -61,17 +63,7 @@ fn home_lock_is_held(paths: &Paths) -> bool {
 }
 
 impl Client {
-    /// Connect to a running daemon, without starting one. With a host
-    /// selected (`--host`), its daemon, which its bridge starts when none
-    /// runs there.
-    pub fn connect_existing(paths: &Paths) -> anyhow::Result<Option<Client>> {
-        if let Some(host) = crate::remote::current() {
-            return crate::remote::connect(&host).map(Some);
-        }
-        Client::connect_existing_local(paths)
-    }
-
-    fn connect_existing_local(paths: &Paths) -> anyhow::Result<Option<Client>> {
+    pub fn connect_existing_local(paths: &Paths) -> anyhow::Result<Option<Client>> {
         match UnixStream::connect(paths.socket()) {
             Ok(stream) => {
                 let mut c = Client {
@@ -86,15 +78,6 @@ impl Client {
             }
             Err(_) => Ok(None),
         }
-    }
-
-    /// Connect, starting the daemon in the background if none answers
-    /// (with a host selected, on that host).
-    pub fn connect(paths: &Paths) -> anyhow::Result<Client> {
-        if let Some(host) = crate::remote::current() {
-            return crate::remote::connect(&host);
-        }
-        Client::connect_local(paths)
     }
 
     /// Connect to this machine's daemon, starting it if none answers,
@@ -259,7 +242,7 @@ impl Client {
 
     /// A connection to another host's daemon: `stream` is our end of the
     /// socketpair whose other end is `link`'s ssh.
-    pub(crate) fn over_link(stream: UnixStream, link: crate::remote::Link) -> Client {
+    pub(crate) fn over_link(stream: UnixStream, link: Link) -> Client {
         Client {
             stream,
             decoder: Decoder::new(MAX_SERVER_FRAME),
@@ -286,7 +269,7 @@ impl Client {
         })
     }
 
-    pub(crate) fn link_mut(&mut self) -> Option<&mut crate::remote::Link> {
+    pub(crate) fn link_mut(&mut self) -> Option<&mut Link> {
         self.link.as_mut()
     }
 

@@ -1,0 +1,68 @@
+//! The running `ssh` under a connection to another host: kept with the
+//! connection so its stderr can explain a failure, and reaped when the
+//! connection closes.
+
+use std::process::Child;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hangar_core::hosts as rules;
+
+/// The running `ssh` of one connection and what it said on stderr.
+pub struct Link {
+    pub(super) child: Option<Child>,
+    pub(super) stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+/// The most of ssh's stderr kept for an error message.
+pub(super) const STDERR_KEPT: usize = 16 * 1024;
+
+impl Link {
+    /// What ssh printed, once it has exited (waiting up to `wait`), and its
+    /// exit code.
+    pub(super) fn failure(&mut self, wait: Duration) -> (String, Option<i32>) {
+        let deadline = Instant::now() + wait;
+        let mut code = None;
+        if let Some(child) = &mut self.child {
+            loop {
+                match child.try_wait() {
+                    Ok(Some(status)) => {
+                        code = status.code();
+                        break;
+                    }
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(10))
+                    }
+                    _ => break,
+                }
+            }
+        }
+        // The reader thread may still be copying ssh's last words.
+        std::thread::sleep(Duration::from_millis(20));
+        let text = self.stderr.lock().map(|b| b.clone()).unwrap_or_default();
+        (
+            rules::ssh_failure_text(&String::from_utf8_lossy(&text)),
+            code,
+        )
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        // The socket is closed first (it is declared before the link), so
+        // ssh sees the end of its input and exits; reap it off this thread.
+        if let Some(mut child) = self.child.take() {
+            std::thread::spawn(move || {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Instant::now() < deadline {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            });
+        }
+    }
+}

@@ -60,6 +60,25 @@ fn parse_url(url: &str) -> anyhow::Result<Url> {
     })
 }
 
+/// `NO_PROXY` (or `no_proxy`) names `host`, which then is reached
+/// directly, as the real CLIs' HTTP stacks do (Node's `EnvHttpProxyAgent`
+/// for claude, reqwest for codex: a comma-separated list of hosts, each
+/// matching itself and its subdomains, a leading dot allowed, `*` for
+/// all; a `:port` suffix is not looked at here).
+fn no_proxy_covers(host: &str) -> bool {
+    let Some(list) = ["NO_PROXY", "no_proxy"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok())
+    else {
+        return false;
+    };
+    let host = host.to_ascii_lowercase();
+    list.split(',')
+        .map(|e| e.trim().trim_start_matches('.').to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+        .any(|e| e == "*" || host == e || host.ends_with(&format!(".{e}")))
+}
+
 /// The proxy from `HTTPS_PROXY` (or `https_proxy`): address and
 /// `Proxy-Authorization` value.
 fn proxy_from_env() -> anyhow::Result<Option<(String, Option<String>)>> {
@@ -141,7 +160,7 @@ pub fn call(
     emit: &mut dyn FnMut(&str),
 ) -> anyhow::Result<u16> {
     let url = parse_url(url)?;
-    let proxy = proxy_from_env()?;
+    let proxy = proxy_from_env()?.filter(|_| !no_proxy_covers(&url.host));
     let target = format!("{}:{}", url.host, url.port);
     let tcp = match &proxy {
         Some((addr, _)) => TcpStream::connect(addr).with_context(|| format!("proxy {addr}"))?,

@@ -272,17 +272,20 @@ pub fn codex_in_process(mut spec: LaunchSpec, provider: &Provider, accepts: bool
 /// loopback names and addresses, so an agent's local traffic (a local
 /// model server, codex's own loopback port) never goes through hangar's
 /// proxy, and never fails with 407 once that session's proxy credentials
-/// are revoked.
-pub fn no_proxy_with_loopback(existing: Option<&str>) -> String {
+/// are revoked. A host the proxy is told to capture (`captured`, its
+/// `[proxy] allow_hosts`) is left out: a local model gateway such as
+/// LiteLLM on `localhost:4000` is captured when the list names it.
+pub fn no_proxy_with_loopback(existing: Option<&str>, captured: &[String]) -> String {
+    let is_captured = |e: &str| captured.iter().any(|c| c.eq_ignore_ascii_case(e));
     let mut entries: Vec<String> = existing
         .unwrap_or("")
         .split(',')
         .map(str::trim)
-        .filter(|e| !e.is_empty())
+        .filter(|e| !e.is_empty() && !is_captured(e))
         .map(str::to_owned)
         .collect();
     for loopback in ["127.0.0.1", "localhost", "::1"] {
-        if !entries.iter().any(|e| e.eq_ignore_ascii_case(loopback)) {
+        if !is_captured(loopback) && !entries.iter().any(|e| e.eq_ignore_ascii_case(loopback)) {
             entries.push(loopback.to_owned());
         }
     }
@@ -520,10 +523,19 @@ mod tests {
 
     #[test]
     fn no_proxy_keeps_the_users_entries_and_adds_loopback_once() {
-        assert_eq!(no_proxy_with_loopback(None), "127.0.0.1,localhost,::1");
+        assert_eq!(no_proxy_with_loopback(None, &[]), "127.0.0.1,localhost,::1");
         assert_eq!(
-            no_proxy_with_loopback(Some(" .corp.example, LOCALHOST,")),
+            no_proxy_with_loopback(Some(" .corp.example, LOCALHOST,"), &[]),
             ".corp.example,LOCALHOST,127.0.0.1,::1"
+        );
+    }
+
+    #[test]
+    fn a_loopback_host_the_proxy_captures_is_left_out_of_no_proxy() {
+        let captured = ["api.anthropic.com".to_owned(), "LocalHost".to_owned()];
+        assert_eq!(
+            no_proxy_with_loopback(Some("localhost,.corp.example"), &captured),
+            ".corp.example,127.0.0.1,::1"
         );
     }
 

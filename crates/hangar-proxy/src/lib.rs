@@ -195,6 +195,9 @@ impl Drop for Lease {
 pub struct Grant {
     pub env: Vec<(String, String)>,
     pub lease: Lease,
+    /// The hosts the proxy captures (`allow_hosts`): the agent's
+    /// `NO_PROXY` must not send them around it, loopback names included.
+    pub captured_hosts: Vec<String>,
 }
 
 impl Proxy {
@@ -377,6 +380,7 @@ impl Proxy {
         };
         let credential = running.shared.grants.grant(session.as_str());
         Ok(Grant {
+            captured_hosts: self.config.allow_hosts.clone(),
             env: agent_env(
                 &credential.proxy_url(running.port),
                 &files,

@@ -40,6 +40,16 @@ impl InputFilter {
         }
     }
 
+    /// The start of a sequence a read cut off waits for its rest.
+    pub fn pending(&self) -> bool {
+        self.prefix.pending()
+    }
+
+    /// No byte came for the escape time: the bytes held go to the session.
+    pub fn flush(&mut self) -> Vec<u8> {
+        self.prefix.flush()
+    }
+
     /// Returns the bytes to forward and whether the user asked to detach.
     pub fn feed(&mut self, input: &[u8]) -> (Vec<u8>, bool) {
         let mut out = Vec::with_capacity(input.len());
@@ -136,7 +146,17 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
                 if done.load(Ordering::Relaxed) {
                     return;
                 }
-                if !poll_stdin(Duration::from_millis(100)) {
+                // Bytes a read cut off wait the escape time for their rest.
+                let wait = if filter.pending() {
+                    crate::keys::ESCAPE_TIME
+                } else {
+                    Duration::from_millis(100)
+                };
+                if !poll_stdin(wait) {
+                    if filter.pending() {
+                        let held = filter.flush();
+                        send(&mut |c| c.send_data(&held));
+                    }
                     if let Ok(now) = crossterm::terminal::size() {
                         let mut last = size.lock().unwrap_or_else(|e| e.into_inner());
                         if now != *last {
@@ -297,7 +317,7 @@ fn reconnect(
     }
 }
 
-fn poll_stdin(timeout: Duration) -> bool {
+pub(crate) fn poll_stdin(timeout: Duration) -> bool {
     let mut fds = libc::pollfd {
         fd: 0,
         events: libc::POLLIN,

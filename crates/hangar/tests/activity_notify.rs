@@ -164,3 +164,30 @@ fn notify_send_on_path_is_run_once_per_transition_with_a_readable_message() {
         ]
     );
 }
+
+#[test]
+fn the_notify_command_gets_the_title_escaped_and_the_raw_one_only_by_its_own_name() {
+    let h = Hangar::new();
+    let (shown, raw) = (h.root.join("shown.log"), h.root.join("raw.log"));
+    h.write_config(&format!(
+        "[activity]\ndebounce_ms = 200\n[notify]\ndesktop = false\ncommand = \"printf '%s' \\\"$HANGAR_SESSION_TITLE\\\" > '{}'; printf '%s' \\\"$HANGAR_SESSION_TITLE_RAW\\\" > '{}'\"\n",
+        shown.display(),
+        raw.display()
+    ));
+    // A title that clears the screen and sets the window title when printed.
+    let title = "fix\x1b[2J\x1b]0;owned\x07 it";
+    let a = h.new_agent(&["--provider", "claude", "--title", title]);
+    h.wait_screen(&a, "> ");
+    h.ok(&["send", &a, "ask which branch"]);
+    h.wait_until("the notify command ran", DEADLINE, || {
+        fs::metadata(&raw).is_ok_and(|m| m.len() > 0)
+    });
+    let shown = fs::read(&shown).unwrap();
+    assert!(!shown.iter().any(|b| b.is_ascii_control()), "{shown:?}");
+    let shown = String::from_utf8(shown).unwrap();
+    assert!(
+        shown.starts_with("fix") && shown.ends_with(" it"),
+        "{shown}"
+    );
+    assert_eq!(fs::read_to_string(&raw).unwrap(), title);
+}

@@ -85,3 +85,24 @@ fn a_half_written_config_is_refused_naming_file_and_line_and_nothing_restarts() 
         ),
     );
 }
+
+#[test]
+fn a_config_the_daemon_refuses_at_start_is_reported_by_the_client_with_its_reason() {
+    let h = Hangar::new();
+    // A misspelt field: `hangar daemon` refuses it naming the line, the
+    // column, the unknown field and the allowed ones.
+    h.write_config("[restore]\nspawn_timeout = 30\n");
+    let daemon = String::from_utf8_lossy(&h.run(&["daemon"]).stderr).into_owned();
+    assert!(daemon.contains("spawn_timeout"), "{daemon}");
+    // The auto-start of any command passes all of that on.
+    let stderr = h.fail(&["ls"]);
+    for part in [
+        "line 2, column 1",
+        "unknown field `spawn_timeout`",
+        "spawn_timeout_secs",
+    ] {
+        assert!(daemon.contains(part), "the daemon says {part:?}: {daemon}");
+        assert!(stderr.contains(part), "the client says {part:?}: {stderr}");
+    }
+    assert!(stderr.contains("did not start"), "{stderr}");
+}

@@ -712,3 +712,21 @@ fn without_a_system_ca_bundle_codex_starts_without_capture_and_says_so() {
     assert!(env_of(h.pid_of(&claude), "HTTPS_PROXY").is_some());
     assert!(env_of(h.pid_of(&claude), "NODE_EXTRA_CA_CERTS").is_some());
 }
+
+#[test]
+fn a_loopback_host_named_in_allow_hosts_is_captured_not_sent_around_the_proxy() {
+    // A local model gateway (LiteLLM, claude-code-router) on localhost:
+    // `allow_hosts = ["localhost"]` (the support's config) wins over the
+    // loopback names every agent gets in NO_PROXY, which the fake agent
+    // honours as the real CLIs' HTTP stacks do.
+    let (h, server) = fixture(2, "");
+    let id = h.new_agent(&["--provider", "claude"]);
+    let no_proxy = env_of(h.pid_of(&id), "NO_PROXY").expect("NO_PROXY is set");
+    let entries: Vec<&str> = no_proxy.split(',').collect();
+    assert!(!entries.contains(&"localhost"), "{no_proxy}");
+    assert!(entries.contains(&"127.0.0.1"), "{no_proxy}");
+    let url = format!("https://localhost:{}/v1/messages", server.port);
+    let screen = call_api(&h, &id, &url, "gateway-call");
+    assert!(screen.contains("api-done 200"), "{screen}");
+    assert!(all_capture_text(&h.home).contains("gateway-call"));
+}

@@ -206,3 +206,40 @@ fn no_token_given_to_an_agent_appears_in_logs_journal_or_output() {
         ),
     );
 }
+
+#[test]
+fn another_users_client_gets_the_daemons_refusal_not_a_broken_pipe() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: running a daemon as another user needs root");
+        return;
+    }
+    let h = Hangar::new();
+    // The daemon runs as nobody in a home of its own; root, who can reach
+    // any socket, is the other user whose client it refuses.
+    const NOBODY: u32 = 65534;
+    fs::set_permissions(&h.root, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::create_dir_all(&h.home).unwrap();
+    std::os::unix::fs::chown(&h.home, Some(NOBODY), Some(NOBODY)).unwrap();
+    let mut cmd = h.command(&["daemon"]);
+    std::os::unix::process::CommandExt::uid(&mut cmd, NOBODY);
+    std::os::unix::process::CommandExt::gid(&mut cmd, NOBODY);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut daemon = cmd.spawn().expect("start the daemon as nobody");
+    let socket = h.home.join("run").join("hangar.sock");
+    h.wait_until("nobody's daemon listens", DEADLINE, || socket.exists());
+    let mut said = Vec::new();
+    // Several times: the refusal and the close race the client's hello.
+    for _ in 0..20 {
+        said.push(h.fail(&["ls"]));
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    for stderr in &said {
+        assert!(
+            stderr.contains("refused: the client runs as another user"),
+            "the daemon's own words: {stderr}"
+        );
+    }
+}

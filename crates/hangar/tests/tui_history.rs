@@ -173,6 +173,31 @@ fn ctrl_b_bracket_while_typing_enters_copy_mode_where_page_keys_move_and_q_goes_
     app.wait_text("typing-again-42");
 }
 
+#[test]
+fn an_arrow_cut_in_two_after_its_esc_moves_the_copy_cursor_and_stays_in_copy_mode() {
+    let h = Hangar::new();
+    let mut app = tui_after_seq(&h);
+    app.write(b"[");
+    app.wait_text("COPY");
+    let (last, _) = copy_line(&app);
+    // Each Up arrow in two writes, its ESC alone first, as a slow link or
+    // a loaded machine delivers it: one key, not Esc (which leaves copy
+    // mode) followed by `[` and `A`. The pause only makes the TUI read the
+    // halves apart; it is far below the escape time that joins them.
+    for _ in 0..10 {
+        app.write(b"\x1b");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        app.write(b"[A");
+    }
+    app.wait_for("ten split arrows moved the cursor ten lines up", |_| {
+        copy_line(&app).0 == last - 10
+    });
+    assert!(app.text().contains("COPY"), "{}", app.text());
+    // A lone Esc, with nothing after it, is still the Esc key: it leaves.
+    app.write(b"\x1b");
+    app.wait_text("COMMAND");
+}
+
 /// The copy-mode cursor's line and the line count, from the status bar
 /// (`line N/T`).
 fn copy_line(app: &PtyApp) -> (usize, usize) {
@@ -261,23 +286,12 @@ fn a_search_finds_a_word_printed_before_the_last_10000_lines_and_jumps_to_it() {
 fn the_mouse_wheel_reaches_line_1_beyond_10000_lines() {
     let h = Hangar::new();
     let (_, mut app) = tui_after(&h, "seq 1 11000", "10999");
-    // Three lines a notch: 11,000 lines are about 3,700 notches, sent 50 at
-    // a time, each batch once the last one moved the view: a PTY's input
-    // buffer holds 4 KiB, and a write that does not fit is split, which can
-    // cut a notch's sequence in two.
-    let notches = b"\x1b[<64;20;10M".repeat(50);
-    app.write(&notches);
+    // Three lines a notch: 11,000 lines are about 3,700 notches, all in
+    // one write. A PTY's input buffer holds 4 KiB, so the TUI reads them
+    // in pieces that cut notches' reports in two: each must still be one
+    // notch, not a lost one and stray keys.
+    app.write(&b"\x1b[<64;20;10M".repeat(3_800));
     app.wait_text("COPY");
-    for _ in 0..100 {
-        if shows_seq_start(&app) {
-            break;
-        }
-        let (at, _) = copy_line(&app);
-        app.write(&notches);
-        app.wait_for("the wheel moved the view up", |_| {
-            copy_line(&app).0 < at || shows_seq_start(&app)
-        });
-    }
     app.wait_for("the wheel reached line 1 of seq", |_| shows_seq_start(&app));
 }
 

@@ -74,6 +74,39 @@ fn the_split_key_starts_a_new_agent_beside_the_focused_pane() {
 }
 
 #[test]
+fn a_new_agent_and_a_split_take_the_keyboard_as_a_new_tmux_pane_does() {
+    let h = Hangar::new();
+    start(&h);
+    h.new_pane();
+    let mut app = tui_with_panes(&h, 1);
+    app.write(b"n");
+    app.wait_text("new agent");
+    // Enter, and typing at once, before the new pane is even live: the
+    // text is the new agent's, not commands (its `q` would quit the TUI).
+    app.write(b"\r");
+    app.write(b"hello q\r");
+    app.wait_for("two panes", |t| banners(t) == 2);
+    app.wait_text("answer: hello q");
+    app.wait_text("TYPING");
+    app.wait_text("typing into the new agent: Ctrl-b goes back to commands");
+    // A split too.
+    app.write(b"\x02");
+    app.wait_text("COMMAND");
+    app.write(b"%");
+    app.wait_text("to the right of the focused pane");
+    app.write(b"\r");
+    app.wait_for("three panes", |t| banners(t) == 3);
+    app.wait_text("TYPING");
+    app.write(b"split here\r");
+    app.wait_text("answer: split here");
+    // The prefix gives the keys back to commands, as the help line says.
+    app.write(b"\x02");
+    app.wait_text("COMMAND");
+    app.write(b"?");
+    app.wait_text("keys (Esc closes)");
+}
+
+#[test]
 fn arrows_move_the_focus_and_the_daemon_remembers_it() {
     let h = Hangar::new();
     start(&h);
@@ -444,4 +477,39 @@ fn resize_keys_move_the_nearest_divider_that_way_even_when_it_is_not_the_panes_o
         0.5,
         "c's own split is untouched"
     );
+}
+
+#[test]
+fn a_new_tui_against_an_older_running_daemon_says_so_and_how_to_restart_it() {
+    use std::io::{Read, Write};
+    let h = Hangar::new();
+    // The running daemon is an older hangar's: it answers the handshake
+    // with the Welcome of hangar-protocol's message.rs, as hangar 0.0.9.
+    let run = h.home.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(run.join("hangar.sock")).unwrap();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut len = [0u8; 4];
+            if stream.read_exact(&mut len).is_err() {
+                continue;
+            }
+            let mut hello = vec![0u8; u32::from_be_bytes(len) as usize];
+            let _ = stream.read_exact(&mut hello);
+            let welcome = json!({"id": 1, "ok": true, "body": {
+                "protocol_version": 1, "daemon_version": "0.0.9", "pid": 4242}});
+            let body = serde_json::to_vec(&welcome).unwrap();
+            let mut frame = ((body.len() + 1) as u32).to_be_bytes().to_vec();
+            frame.push(1);
+            frame.extend_from_slice(&body);
+            let _ = stream.write_all(&frame);
+            let _ = std::io::copy(&mut stream, &mut std::io::sink());
+        }
+    });
+    let mut app = PtyApp::spawn(h.command(&[]), ROWS, COLS);
+    app.wait_text("is older than this hangar");
+    let text = app.text();
+    assert!(text.contains("0.0.9"), "{text}");
+    assert!(text.contains("hangar shutdown"), "{text}");
+    assert_ne!(app.wait_exit(), Some(0));
 }

@@ -21,7 +21,9 @@ use super::Activity;
 #[serde(deny_unknown_fields)]
 pub struct NotifyConfig {
     /// A shell command run on each notification, with HANGAR_SESSION_ID,
-    /// HANGAR_SESSION_TITLE and HANGAR_ACTIVITY in its environment.
+    /// HANGAR_SESSION_TITLE (escaped as listings show it: a script may
+    /// print it on a terminal), HANGAR_SESSION_TITLE_RAW (as it was set)
+    /// and HANGAR_ACTIVITY in its environment.
     #[serde(default)]
     pub command: Option<String>,
     /// Send OSC 9 / OSC 777 notifications to attached clients.
@@ -105,7 +107,10 @@ pub fn run_commands(config: &NotifyConfig, id: &str, title: &str, to: Activity) 
         c.arg("-c")
             .arg(cmd)
             .env("HANGAR_SESSION_ID", id)
-            .env("HANGAR_SESSION_TITLE", title)
+            // A title is untrusted text (rule 11): a command that echoes it
+            // must not reach a terminal raw; the raw one is asked for by name.
+            .env("HANGAR_SESSION_TITLE", display::name(title).as_ref())
+            .env("HANGAR_SESSION_TITLE_RAW", title)
             .env("HANGAR_ACTIVITY", to.name());
         spawn_and_reap(c, "notify.command");
     }

@@ -47,6 +47,15 @@ pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream:
         let _ = stream
             .write_all(&frame::encode(frame::TAG_MESSAGE, &reply.encode()))
             .await;
+        // Closing with the client's hello unread would reset the
+        // connection, and the client could see that instead of the
+        // refusal: read what it sends until it closes (briefly).
+        let _ = stream.shutdown().await;
+        let mut sink = [0u8; 4096];
+        let _ = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
+            while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+        })
+        .await;
         return;
     }
     let (mut reader, mut writer) = stream.into_split();

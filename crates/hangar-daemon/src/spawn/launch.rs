@@ -140,12 +140,14 @@ impl Spawner {
                 env_vars.extend(g.env.iter().cloned());
             }
             // Loopback never goes through a proxy: a local model server,
-            // codex's own loopback traffic (issue 16 defect 7).
+            // codex's own loopback traffic (issue 16 defect 7), unless the
+            // proxy is told to capture that host.
             let no_proxy = hangar_providers::launch::no_proxy_with_loopback(
                 std::env::var("NO_PROXY")
                     .ok()
                     .or_else(|| std::env::var("no_proxy").ok())
                     .as_deref(),
+                proxy_grant.as_ref().map_or(&[], |g| &g.captured_hosts[..]),
             );
             env_vars.push(("NO_PROXY".into(), no_proxy.clone()));
             env_vars.push(("no_proxy".into(), no_proxy));

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use hangar_protocol::frame::{self, Decoder, Frame, MAX_SERVER_FRAME};
-use hangar_protocol::message::{ErrorBody, Hello, PROTOCOL_VERSION, Reply, Request};
+use hangar_protocol::message::{ErrorBody, Hello, PROTOCOL_VERSION, Reply, Request, Welcome};
 use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
@@ -26,6 +26,8 @@ pub struct Client {
     /// The ssh carrying this connection when it goes to another host
     /// (`--host`); declared after the stream so the stream closes first.
     link: Option<Link>,
+    /// What the daemon said of itself in the handshake.
+    welcome: Option<Welcome>,
 }
 
 /// An error reply from the daemon, kept whole so the CLI can show its code.
@@ -69,6 +71,7 @@ impl Client {
                     decoder: Decoder::new(MAX_SERVER_FRAME),
                     next_id: 1,
                     link: None,
+                    welcome: None,
                 };
                 c.hello()?;
                 Ok(Some(c))
@@ -83,6 +86,8 @@ impl Client {
         if let Some(c) = Client::connect_existing_local(paths)? {
             return Ok(c);
         }
+        // Where this start's own words begin in the shared log.
+        let log_from = std::fs::metadata(paths.log()).map(|m| m.len()).unwrap_or(0);
         let mut child = start_daemon(paths)?;
         let deadline = Instant::now() + START_DEADLINE;
         loop {
@@ -107,7 +112,7 @@ impl Client {
                 }
                 bail!(
                     "the hangar daemon did not start: {}",
-                    last_log_line(paths).unwrap_or_else(|| format!(
+                    refusal(paths, log_from).unwrap_or_else(|| format!(
                         "it exited at once; see {}",
                         paths.log().display()
                     ))
@@ -126,12 +131,34 @@ impl Client {
     }
 
     fn hello(&mut self) -> anyhow::Result<()> {
-        self.request(Request::Hello(Hello {
+        let asked = self.request(Request::Hello(Hello {
             protocol_version: PROTOCOL_VERSION,
             client: format!("hangar-cli {}", env!("CARGO_PKG_VERSION")),
-        }))
-        .context("the daemon refused the handshake")?;
-        Ok(())
+        }));
+        match asked {
+            Ok(body) => {
+                self.welcome = serde_json::from_value(body).ok();
+                Ok(())
+            }
+            Err(e) if e.downcast_ref::<DaemonError>().is_some() => {
+                Err(e.context("the daemon refused the handshake"))
+            }
+            // A daemon that refuses a client (another user's) says why and
+            // closes at once, maybe before our hello was written: what it
+            // said is still waiting to be read, and is the reason to show,
+            // not the broken pipe.
+            Err(lost) => match self.read() {
+                Ok(Incoming::Reply(r)) if !r.ok => {
+                    Err(anyhow!(DaemonError(r.error.unwrap_or(ErrorBody {
+                        code: "internal".into(),
+                        message: "error without a message".into(),
+                        detail: Value::Null,
+                    })))
+                    .context("the daemon refused the handshake"))
+                }
+                _ => Err(lost),
+            },
+        }
     }
 
     pub fn send_request(&mut self, req: &Request) -> anyhow::Result<u64> {
@@ -209,6 +236,7 @@ impl Client {
             decoder: Decoder::new(MAX_SERVER_FRAME),
             next_id: 1_000_000,
             link: None,
+            welcome: None,
         }
     }
 
@@ -220,7 +248,25 @@ impl Client {
             decoder: Decoder::new(MAX_SERVER_FRAME),
             next_id: 1,
             link: Some(link),
+            welcome: None,
         }
+    }
+
+    /// When the daemon that answered is older than this hangar: what to
+    /// say (a new TUI may ask it for what it does not know yet).
+    pub fn older_daemon(&self) -> Option<String> {
+        let w = self.welcome.as_ref()?;
+        let ours = env!("CARGO_PKG_VERSION");
+        let older = w.protocol_version < PROTOCOL_VERSION
+            || version_numbers(&w.daemon_version) < version_numbers(ours);
+        older.then(|| {
+            format!(
+                "the running hangar daemon ({}, pid {}) is older than this hangar ({ours}); restart it \
+                 with `hangar shutdown` (sessions are kept and come back) and run this again",
+                hangar_core::display::name(&w.daemon_version),
+                w.pid
+            )
+        })
     }
 
     pub(crate) fn link_mut(&mut self) -> Option<&mut Link> {
@@ -277,9 +323,26 @@ fn reap_in_background(mut child: std::process::Child) {
 
 /// The last line the daemon wrote to its log, without the timestamp and
 /// level prefix when it has one: the reason a failed start gives.
-fn last_log_line(paths: &Paths) -> Option<String> {
-    let text = std::fs::read_to_string(paths.log()).ok()?;
-    let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
-    let line = line.strip_prefix("hangar: ").unwrap_or(line);
-    Some(line.trim().to_owned())
+/// `0.10.2` as numbers, for comparing (a pre-release tail is ignored).
+fn version_numbers(v: &str) -> Vec<u64> {
+    v.split(['-', '+'])
+        .next()
+        .unwrap_or("")
+        .split('.')
+        .map(|n| n.parse().unwrap_or(0))
+        .collect()
+}
+
+/// What a daemon that refused to start said, from its last `hangar: `
+/// line in the log written since `from` to the end: a config's parse error
+/// spans several lines (where, the unknown field, the allowed ones).
+fn refusal(paths: &Paths, from: u64) -> Option<String> {
+    let bytes = std::fs::read(paths.log()).ok()?;
+    let text = String::from_utf8_lossy(bytes.get(from as usize..).unwrap_or(&bytes));
+    let start = text
+        .rfind("hangar: ")
+        .map(|i| i + "hangar: ".len())
+        .unwrap_or(0);
+    let said = text[start..].trim();
+    (!said.is_empty()).then(|| said.to_owned())
 }

@@ -15,7 +15,7 @@ use hangar_protocol::message::{self as msg, ErrorBody, Request, codes};
 use hangar_protocol::view::SessionView;
 
 use crate::conn::Target;
-use crate::keys::{self, Key, Mouse, MouseKind, PassThroughFilter};
+use crate::keys::{self, Decoder, Key, Mouse, MouseKind, PassThroughFilter};
 use crate::tui::clipboard;
 use crate::tui::control::{Command, Outcome, Snapshot};
 use crate::tui::copy::{CopyAction, CopyMode, Pos};
@@ -80,6 +80,14 @@ pub struct SideEntry {
     pub kind: SideKind,
 }
 
+/// A new agent on its way to its pane, which will get the keyboard.
+struct NewPaneTyping {
+    /// Its id, once the daemon answered.
+    session: Option<String>,
+    /// What was typed before its pane was live: the pane's, then.
+    early: Vec<u8>,
+}
+
 pub struct App {
     target: Target,
     events: Sender<Event>,
@@ -92,6 +100,8 @@ pub struct App {
     pub zoomed: Option<SessionId>,
     pub passthrough: bool,
     filter: PassThroughFilter,
+    /// Command mode's keys, decoded across reads.
+    decoder: Decoder,
     /// The prefix byte (Ctrl-b unless `[attach] detach_key` names another),
     /// learnt from the daemon when a pane attaches.
     pub prefix: u8,
@@ -116,6 +126,9 @@ pub struct App {
     pub copy: Option<CopyMode>,
     /// Copy mode was entered from typing: leaving it types again.
     copy_from_typing: bool,
+    /// A new agent asked for in the dialog gets the keyboard once its pane
+    /// is live, as a new tmux pane does.
+    new_typing: Option<NewPaneTyping>,
     /// The last text copied (`]` types it into the focused pane).
     pub copied: Option<String>,
     /// Bytes for the outer terminal itself (OSC 52), written after a frame.
@@ -147,6 +160,7 @@ impl App {
             zoomed: None,
             passthrough: false,
             filter: PassThroughFilter::default(),
+            decoder: Decoder::default(),
             prefix: keys::PREFIX,
             armed: false,
             help: false,
@@ -163,6 +177,7 @@ impl App {
                 .unwrap_or_else(|_| "/".into()),
             copy: None,
             copy_from_typing: false,
+            new_typing: None,
             copied: None,
             terminal_out: Vec::new(),
             last_layout: None,
@@ -275,6 +290,36 @@ impl App {
         {
             self.zoomed = None;
         }
+        self.settle_new_typing();
+    }
+
+    /// The new agent's pane is live and focused: it gets what was typed
+    /// for it and the keyboard; a help line says how to get back.
+    fn settle_new_typing(&mut self) {
+        let Some(id) = self.new_typing.as_ref().and_then(|w| w.session.clone()) else {
+            return;
+        };
+        let focused = self.focus().is_some_and(|f| f.as_str() == id);
+        match self.panes.get(&id).map(|p| &p.status) {
+            Some(PaneStatus::Live) if focused => {
+                let early = self.new_typing.take().map(|w| w.early).unwrap_or_default();
+                if let Some(p) = self.panes.get_mut(&id) {
+                    p.type_bytes(&early);
+                }
+                self.message = Some((
+                    format!(
+                        "typing into the new agent: {} goes back to commands",
+                        self.prefix_name()
+                    ),
+                    false,
+                ));
+            }
+            Some(PaneStatus::Failed(_) | PaneStatus::Lost(_) | PaneStatus::Exited(_)) => {
+                self.new_typing = None;
+                self.passthrough = false;
+            }
+            _ => {}
+        }
     }
 
     /// The prefix key as a person reads it: `Ctrl-b`.
@@ -297,14 +342,33 @@ impl App {
             && p.generation == generation
         {
             p.apply(event);
-            if p.status != PaneStatus::Live && self.focus().is_some_and(|f| f.as_str() == session) {
+            // A new agent's pane on its way to live keeps the typing
+            // started for it.
+            let awaited = self
+                .new_typing
+                .as_ref()
+                .is_some_and(|w| w.session.as_deref() == Some(session));
+            if p.status != PaneStatus::Live
+                && !awaited
+                && self.focus().is_some_and(|f| f.as_str() == session)
+            {
                 self.passthrough = false;
             }
         }
+        self.settle_new_typing();
     }
 
     pub fn apply_outcome(&mut self, outcome: Outcome) {
         self.pending = self.pending.saturating_sub(1);
+        if let (Request::New(_), Some(w)) = (&outcome.command.request, self.new_typing.as_mut()) {
+            match &outcome.result {
+                Ok(body) => w.session = body["id"].as_str().map(str::to_owned),
+                Err(_) => {
+                    self.new_typing = None;
+                    self.passthrough = false;
+                }
+            }
+        }
         if let Request::Search(asked) = &outcome.command.request {
             if let Some(Dialog::Search(d)) = self.dialog.as_mut() {
                 let reply = match outcome.result {
@@ -333,6 +397,7 @@ impl App {
                 self.message = Some((format!("{}: {}", outcome.command.label, e.message), true))
             }
         }
+        self.settle_new_typing();
     }
 
     fn confirm(&mut self, request: Request, e: ErrorBody) {
@@ -470,40 +535,67 @@ impl App {
     // ---- input ----
 
     pub fn handle_input(&mut self, bytes: &[u8]) {
+        self.input(bytes.to_vec(), false);
+    }
+
+    /// Input that waits for the rest of a key (an escape sequence or a
+    /// UTF-8 character a read cut off).
+    pub fn input_pending(&self) -> bool {
         if self.passthrough {
-            let out = self.filter.feed(bytes);
-            if let Some(focus) = self.focus()
-                && let Some(p) = self.panes.get_mut(focus.as_str())
-            {
-                p.type_bytes(&out.forward);
-            }
-            for m in out.mouse {
-                self.mouse(m);
-            }
-            match out.left {
-                None => return,
-                Some(rest) => {
-                    self.passthrough = false;
-                    self.armed = true;
-                    // Scrolling back from typing comes back to typing.
-                    self.copy_from_typing = rest.starts_with(b"\x1b[5;2~");
-                    for key in keys::decode(&rest) {
-                        self.handle_key(key);
-                    }
-                }
-            }
-            return;
+            self.filter.pending()
+        } else {
+            self.decoder.pending()
         }
-        let keys = keys::decode(bytes);
-        for (i, key) in keys.iter().enumerate() {
-            self.handle_key(*key);
+    }
+
+    /// No byte came for the escape time: what waits is taken as it is (a
+    /// lone ESC is the Esc key, or the pane's).
+    pub fn flush_input(&mut self) {
+        self.input(Vec::new(), true);
+    }
+
+    fn input(&mut self, mut bytes: Vec<u8>, flush: bool) {
+        loop {
             if self.passthrough {
-                // Keys that followed the switch in the same chunk are typed.
-                let typed: String = keys[i + 1..].iter().filter_map(key_char).collect();
-                if !typed.is_empty() {
-                    self.handle_input(typed.as_bytes());
+                let mut out = self.filter.feed(&bytes);
+                if flush && out.left.is_none() {
+                    out.forward.extend(self.filter.flush());
                 }
-                break;
+                if let Some(w) = self.new_typing.as_mut() {
+                    w.early.extend_from_slice(&out.forward);
+                } else if let Some(focus) = self.focus()
+                    && let Some(p) = self.panes.get_mut(focus.as_str())
+                {
+                    p.type_bytes(&out.forward);
+                }
+                for m in out.mouse {
+                    self.mouse(m);
+                }
+                let Some(rest) = out.left else { return };
+                self.passthrough = false;
+                // The prefix asks for commands: the new pane, when it comes,
+                // is focused but not typed into.
+                self.new_typing = None;
+                self.armed = true;
+                // Scrolling back from typing comes back to typing.
+                self.copy_from_typing = rest.starts_with(b"\x1b[5;2~");
+                bytes = rest;
+                continue;
+            }
+            self.decoder.push(&bytes);
+            loop {
+                let key = if flush {
+                    self.decoder.flush_key()
+                } else {
+                    self.decoder.next_key()
+                };
+                let Some(key) = key else { return };
+                self.handle_key(key);
+                if self.passthrough {
+                    // Bytes that followed the switch to typing are typed.
+                    bytes = self.decoder.take_bytes();
+                    break;
+                }
             }
         }
     }
@@ -1276,6 +1368,14 @@ impl App {
                         "started a new agent"
                     };
                     self.send(request, label);
+                    // Typing starts now: what is typed before the pane is
+                    // live is kept for it, never taken as commands.
+                    self.new_typing = Some(NewPaneTyping {
+                        session: None,
+                        early: Vec::new(),
+                    });
+                    self.passthrough = true;
+                    self.filter = PassThroughFilter::new(self.prefix);
                 }
                 _ => {}
             },
@@ -1349,17 +1449,6 @@ fn sref(session: String) -> msg::SessionRef {
     msg::SessionRef { session }
 }
 
-/// The character a decoded key types, for keys that follow the switch into
-/// pass-through in the same chunk.
-fn key_char(key: &Key) -> Option<char> {
-    match key {
-        Key::Char(c) => Some(*c),
-        Key::Enter => Some('\r'),
-        Key::Tab => Some('\t'),
-        _ => None,
-    }
-}
-
 /// A direction as the protocol spells it.
 fn direction_name(d: Direction) -> &'static str {
     match d {
@@ -1386,12 +1475,5 @@ mod tests {
             kept_worktrees(&serde_json::json!({"kept_worktrees": []})),
             None
         );
-    }
-
-    #[test]
-    fn keys_typed_after_enter_in_one_chunk_are_text_for_the_pane() {
-        assert_eq!(key_char(&Key::Char('x')), Some('x'));
-        assert_eq!(key_char(&Key::Enter), Some('\r'));
-        assert_eq!(key_char(&Key::Up), None);
     }
 }

@@ -16,6 +16,9 @@ use crate::conn::Client;
 /// Everything the UI thread reacts to.
 pub enum Event {
     Input(Vec<u8>),
+    /// No byte came on stdin for `keys::ESCAPE_TIME` after the last read:
+    /// input that waits for the rest of a key is taken as it is.
+    InputQuiet,
     Snapshot(Box<Snapshot>),
     Done(Box<Outcome>),
     DaemonLost(String),

@@ -107,6 +107,11 @@ pub fn run(target: &Target) -> anyhow::Result<ExitCode> {
         None => Some(target.connect()?),
         Some(_) => None,
     };
+    // An older daemon would answer this TUI's newer requests with errors
+    // mid-screen: say so plainly, with the way out, before drawing.
+    if let Some(why) = first.as_ref().and_then(crate::conn::Client::older_daemon) {
+        anyhow::bail!(why);
+    }
     // Keys and probes go to the view on screen; a view's own threads get
     // a channel of their own, so nothing from a view switched away from
     // (another host's snapshot, a pane's bytes) reaches the next one.
@@ -116,18 +121,26 @@ pub fn run(target: &Target) -> anyhow::Result<ExitCode> {
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin();
         let mut buf = [0u8; 8192];
+        let send = |event: Event| {
+            input_tx
+                .lock()
+                .map(|tx| tx.send(event).is_ok())
+                .unwrap_or(false)
+        };
         loop {
             match stdin.read(&mut buf) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
-                    let sent = input_tx
-                        .lock()
-                        .map(|tx| tx.send(Event::Input(buf[..n].to_vec())).is_ok())
-                        .unwrap_or(false);
-                    if !sent {
+                    if !send(Event::Input(buf[..n].to_vec())) {
                         return;
                     }
                 }
+            }
+            // The escape time is measured here, where the bytes arrive, so
+            // a busy UI thread never takes a key's second half for late:
+            // this event follows every byte read before it.
+            if !crate::attach::poll_stdin(keys::ESCAPE_TIME) && !send(Event::InputQuiet) {
+                return;
             }
         }
     });
@@ -216,6 +229,11 @@ fn run_view(
 fn handle(app: &mut App, event: Event) {
     match event {
         Event::Input(bytes) => app.handle_input(&bytes),
+        Event::InputQuiet => {
+            if app.input_pending() {
+                app.flush_input()
+            }
+        }
         Event::Snapshot(s) => app.apply_snapshot(*s),
         Event::Done(outcome) => app.apply_outcome(*outcome),
         Event::DaemonLost(e) => app.daemon_lost = Some(e),

@@ -7,11 +7,14 @@ through a client started in its own pseudo-terminal that this script reads:
 - throughput: the session runs `cat` on a 100 MB text file and then prints a
   marker; the time is from sending the command to the marker reaching the
   client (so every byte went session -> server -> client).
+- the same with lines that wrap (`--phases wrap`): 100 MB of 160-character
+  lines (base64, as in a minified bundle or a long log line) with the
+  client's terminal, and so both sessions, at 120x40: every line is two rows.
 - echo latency: one printable key written to the client's terminal, timed
   until the client's output shows it (key -> client -> server -> PTY echo ->
   server -> client), repeated, median and p95 reported.
 
-Usage: bench/attach_vs_tmux.py [--hangar PATH] [--mb 100] [--keys 300]
+Usage: bench/attach_vs_tmux.py [--hangar PATH] [--mb 100] [--keys 300] [--phases fits,wrap] [--rounds 1]
 Build first: cargo build --release -p hangar
 """
 
@@ -29,15 +32,36 @@ import tempfile
 import time
 
 ROWS, COLS = 50, 200
+# The lines-that-wrap phase: the size of a session no client has sized yet.
+WRAP_ROWS, WRAP_COLS = 40, 120
 
 
-def spawn_in_pty(argv, env):
+def wrapping_lines_block():
+    """10,000 different 160-character lines of base64 (wider than 120 columns)."""
+    import base64
+    import random
+
+    rng = random.Random(31)
+    return b"".join(base64.b64encode(rng.randbytes(120)) + b"\n" for _ in range(10000))
+
+
+def write_repeated(path, block, mb):
+    total = mb * 1_000_000
+    with open(path, "wb") as f:
+        written = 0
+        while written < total:
+            part = block[: total - written]
+            f.write(part)
+            written += len(part)
+
+
+def spawn_in_pty(argv, env, rows=ROWS, cols=COLS):
     pid, fd = pty.fork()
     if pid == 0:
         os.execvpe(argv[0], argv, env)
     import fcntl, struct, termios
 
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     return pid, fd
 
 
@@ -104,7 +128,7 @@ def throughput(fd, send_command, big):
     return t1 - t0
 
 
-def bench_hangar(hangar, big, keys, workdir):
+def bench_hangar(hangar, big, keys, workdir, rows=ROWS, cols=COLS):
     home = os.path.join(workdir, "hangar-home")
     env = dict(os.environ, HANGAR_HOME=home, HANGAR_SHELL="/bin/sh", SHELL="/bin/sh",
                PS1="$ ", TERM="xterm-256color")
@@ -120,7 +144,7 @@ def bench_hangar(hangar, big, keys, workdir):
         import json
 
         sid = json.loads(sid)["id"]
-        pid, fd = spawn_in_pty([hangar, "attach", sid], env)
+        pid, fd = spawn_in_pty([hangar, "attach", sid], env, rows, cols)
         try:
             drain(fd, 0.5)
             lat = echo_latency(fd, keys)
@@ -137,15 +161,15 @@ def bench_hangar(hangar, big, keys, workdir):
         daemon.wait(timeout=30)
 
 
-def bench_tmux(big, keys, workdir):
+def bench_tmux(big, keys, workdir, rows=ROWS, cols=COLS):
     sock = os.path.join(workdir, "tmux.sock")
     env = dict(os.environ, PS1="$ ", TERM="xterm-256color", SHELL="/bin/sh")
     tmux = ["tmux", "-S", sock, "-f", "/dev/null"]
-    subprocess.run([*tmux, "new-session", "-d", "-s", "bench", "-x", str(COLS), "-y", str(ROWS),
+    subprocess.run([*tmux, "new-session", "-d", "-s", "bench", "-x", str(cols), "-y", str(rows),
                     "-c", workdir, "/bin/sh"], env=env, check=True)
     subprocess.run([*tmux, "set", "-g", "status", "off"], env=env, check=True)
     try:
-        pid, fd = spawn_in_pty([*tmux, "attach", "-t", "bench"], env)
+        pid, fd = spawn_in_pty([*tmux, "attach", "-t", "bench"], env, rows, cols)
         try:
             drain(fd, 0.5)
             lat = echo_latency(fd, keys)
@@ -177,26 +201,42 @@ def main():
     ap.add_argument("--hangar", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "hangar"))
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--keys", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--phases", default="fits,wrap",
+                    help="fits: 99-character lines at 200x50; wrap: 160-character lines at 120x40")
     args = ap.parse_args()
     hangar = os.path.abspath(args.hangar)
     if not os.access(hangar, os.X_OK):
         sys.exit(f"{hangar} is missing: cargo build --release -p hangar (or pass --hangar)")
     if not shutil.which("tmux"):
         sys.exit("tmux is not installed")
+    phases = [p for p in args.phases.split(",") if p]
+    with open("/proc/loadavg") as f:
+        load_before = " ".join(f.read().split()[:3])
+    rows = []
     with tempfile.TemporaryDirectory(prefix="hangar-bench-") as work:
-        big = os.path.join(work, "big.txt")
-        line = (b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" * 2)[:99] + b"\n"
-        with open(big, "wb") as f:
-            block = line * 10000
-            for _ in range(args.mb * 1_000_000 // len(block)):
-                f.write(block)
-        rows = [
-            summary("hangar attach", *bench_hangar(hangar, big, args.keys, work), args.mb),
-            summary("tmux attach", *bench_tmux(big, args.keys, work), args.mb),
-        ]
-    print(f"{'client':<15} {args.mb} MB to client   MB/s    echo median   echo p95")
-    for r in rows:
-        print(f"{r['name']:<15} {r['secs']:>12.2f} s {r['mbps']:>8.1f} {r['median_ms']:>10.2f} ms {r['p95_ms']:>8.2f} ms")
+        files = {}
+        if "fits" in phases:
+            files["fits"] = (os.path.join(work, "big.txt"), ROWS, COLS)
+            line = (b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" * 2)[:99] + b"\n"
+            write_repeated(files["fits"][0], line * 10000, args.mb)
+        if "wrap" in phases:
+            files["wrap"] = (os.path.join(work, "wrap.txt"), WRAP_ROWS, WRAP_COLS)
+            write_repeated(files["wrap"][0], wrapping_lines_block(), args.mb)
+        for r in range(args.rounds):
+            for phase in phases:
+                big, h, w = files[phase]
+                for name, run in (("hangar attach", lambda d: bench_hangar(hangar, big, args.keys, d, h, w)),
+                                  ("tmux attach", lambda d: bench_tmux(big, args.keys, d, h, w))):
+                    with tempfile.TemporaryDirectory(prefix="hangar-bench-", dir=work) as d:
+                        rows.append((r + 1, f"{phase} {w}x{h}", summary(name, *run(d), args.mb)))
+    with open("/proc/loadavg") as f:
+        load_after = " ".join(f.read().split()[:3])
+    print(f"{'round':<6} {'lines':<13} {'client':<15} {args.mb} MB to client   MB/s    echo median   echo p95")
+    for n, phase, r in rows:
+        print(f"{n:<6} {phase:<13} {r['name']:<15} {r['secs']:>12.2f} s {r['mbps']:>8.1f} "
+              f"{r['median_ms']:>10.2f} ms {r['p95_ms']:>8.2f} ms")
+    print(f"load average before {load_before}, after {load_after}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ hangar's scrollback 2000 lines):
   redraws with `\\r` and erase-line, an input box redrawn by cursor-up and
   erase-below), then touches a file; measured until that file exists and the
   server has stopped using CPU (so every byte the server read is counted).
+- one session, 100 MB of lines that wrap (`bulk_wrap`): 160-character lines
+  of base64 (minified JSON, long log lines), two rows each at 120 columns.
 - 20 sessions at 100 KB/s: each shell runs this script's printer, which
   writes the same output at 100 KB/s for 20 s, all starting at one instant.
 - 20 idle live agents: `hangar-fake-agent` in 20 sessions (hangar's claude
@@ -23,7 +25,8 @@ hangar's scrollback 2000 lines):
 - memory per live session: the server's VmRSS and PSS growth per extra live
   agent, and per session after each of the 20 printed about 2 MB of history.
 - with --attach, bench/attach_vs_tmux.py's client throughput and key echo on
-  the same 100 MB file.
+  the same 100 MB file, and its throughput on the lines that wrap with both
+  clients' terminals (so both sessions) at 120x40.
 
 Everything runs in a private HANGAR_HOME and a private tmux socket; every
 process carrying that home in its environment is killed at the end, on error
@@ -331,13 +334,14 @@ def idle_agents(n, secs):
     return phase
 
 
-def attach(big, keys, mb):
+def attach(big, keys, mb, rows=None, cols=None):
     import attach_vs_tmux as avt
 
+    rows, cols = rows or avt.ROWS, cols or avt.COLS
     hangar, _ = hb.binaries()
     out = {}
-    for name, run in (("hangar", lambda w: avt.bench_hangar(hangar, big, keys, w)),
-                      ("tmux", lambda w: avt.bench_tmux(big, keys, w))):
+    for name, run in (("hangar", lambda w: avt.bench_hangar(hangar, big, keys, w, rows, cols)),
+                      ("tmux", lambda w: avt.bench_tmux(big, keys, w, rows, cols))):
         h = hb.Home()
         try:
             out[name] = avt.summary(name, *run(h.root), mb)
@@ -346,13 +350,14 @@ def attach(big, keys, mb):
     return out
 
 
-PHASES = ("bulk", "bulk_plain", "printing", "idle")
+PHASES = ("bulk", "bulk_plain", "bulk_wrap", "printing", "idle")
 
 
-def one_round(a, big, plain, block_path):
+def one_round(a, big, plain, wrap, block_path):
     phases = [
         ("bulk", one_session_bulk(big, a.mb)),
         ("bulk_plain", one_session_bulk(plain, a.mb)),
+        ("bulk_wrap", one_session_bulk(wrap, a.mb)),
         ("printing", many_sessions_printing(block_path, a.sessions, a.rate, a.print_secs)),
         ("idle", idle_agents(a.sessions, a.idle_secs)),
     ]
@@ -364,12 +369,16 @@ def one_round(a, big, plain, block_path):
     if a.attach:
         result["attach"] = attach(big, a.keys, a.mb)
         print(f"  attach: {json.dumps(result['attach'])}", file=sys.stderr, flush=True)
+        if "bulk_wrap" in a.phases:
+            result["attach_wrap"] = attach(wrap, 1, a.mb, ROWS, COLS)
+            print(f"  attach_wrap: {json.dumps(result['attach_wrap'])}", file=sys.stderr, flush=True)
     return result
 
 
 ROWS_SHOWN = [
     ("bulk", "cpu_s", "server CPU s, {mb} MB from one session"),
     ("bulk_plain", "cpu_s", "  same, {mb} MB of plain 99-char lines"),
+    ("bulk_wrap", "cpu_s", "  same, {mb} MB of 160-char lines (they wrap)"),
     ("printing", "cpu_s", "server CPU s, {n} sessions x {rate} KB/s x {secs} s"),
     ("printing", "core_pct", "  as % of one core"),
     ("idle", "core_pct", "% of one core, {n} idle live agents"),
@@ -379,6 +388,7 @@ ROWS_SHOWN = [
     ("bulk", "rss_growth_kib", "RSS KiB growth, one session after {mb} MB"),
     ("attach", "secs", "{mb} MB to an attached client, s"),
     ("attach", "median_ms", "key echo median, ms"),
+    ("attach_wrap", "secs", "{mb} MB of 160-char lines to a client, 120x40, s"),
 ]
 
 
@@ -425,7 +435,8 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--phases", default=",".join(PHASES),
                     help="which scenarios to run, comma-separated: bulk (agent-like output), bulk_plain "
-                         "(plain lines), printing (many sessions), idle (idle agents: CPU and memory per "
+                         "(plain lines), bulk_wrap (160-char lines that wrap; with --attach also to a "
+                         "client), printing (many sessions), idle (idle agents: CPU and memory per "
                          "live session); default: all")
     a = ap.parse_args()
     a.phases = [p for p in a.phases.split(",") if p]
@@ -452,10 +463,14 @@ def main():
         # attach_vs_tmux.py's file: plain text, no escapes, for comparison with its figures.
         plain = os.path.join(data.root, f"plain-{a.mb}mb.txt")
         write_output_file(plain, ((b"0123456789abcdefghijklmnopqrstuvwxyz" * 3)[:99] + b"\n") * 10000, a.mb)
+        import attach_vs_tmux as avt
+
+        wrap = os.path.join(data.root, f"wrap-{a.mb}mb.txt")
+        write_output_file(wrap, avt.wrapping_lines_block(), a.mb)
         rounds = []
         for i in range(a.rounds):
             print(f"round {i + 1}/{a.rounds}", file=sys.stderr, flush=True)
-            rounds.append(one_round(a, big, plain, block_path))
+            rounds.append(one_round(a, big, plain, wrap, block_path))
     finally:
         data.close()
     with open("/proc/loadavg") as f:

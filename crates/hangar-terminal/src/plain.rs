@@ -7,20 +7,28 @@
 //! bottom row. Parsing each line into the grid and then encoding the row it
 //! scrolls off into history cost about as much as tmux's whole server
 //! (BENCHMARKS.md, issue 20). Here, while the terminal is in the "simple
-//! state" ([`PlainRun::can_start`]), each complete "simple line" (at most a
-//! screen width of `0x20..=0x7e`, then `\r\n`) is kept in a ring of the last
-//! `rows - 1` lines, and the line still being printed is kept too (a 4 KiB
-//! read of a PTY almost always ends in the middle of one).
+//! state" ([`PlainRun::can_start`]), each complete row of a "simple line"
+//! (`0x20..=0x7e`, then `\r\n`) is kept in a ring of the last `rows - 1`
+//! rows, and the row still being printed is kept too (a 4 KiB read of a PTY
+//! almost always ends in the middle of one).
+//!
+//! A line wider than the screen (base64, minified JSON, long log lines) is,
+//! with auto-wrap on, just its rows: each full row is followed by the wrap
+//! alacritty's `wrapline` does on the next character, which scrolls the
+//! screen exactly as a line feed does. Such a row is kept marked as wrapped,
+//! and goes to history as the row it is (history keeps rows, as the slow
+//! path does).
 //!
 //! The slow path would have scrolled the screen's own top `rows - 1` rows into
 //! history first, then the run's lines in order. So the first time the ring
 //! overflows, those rows go to history exactly as a line feed would have sent
 //! them, the grid is blanked (without touching history) and the cursor put
-//! home; from then on the line that leaves the ring goes straight into
+//! home; from then on the row that leaves the ring goes straight into
 //! history as its own text, which is what [`crate::encode::write_row`] makes
 //! of a row of default-pen ASCII: the text with its trailing blanks dropped.
 //!
-//! [`PlainRun::materialize`] feeds the kept lines through the parser, on that
+//! [`PlainRun::materialize`] feeds the kept rows through the parser (a
+//! wrapped row without the `\r\n`), on that
 //! blank grid from home (or, before any overflow, on the untouched screen), so
 //! the screen, the cursor and history end exactly as the slow path leaves them.
 //! The terminal materializes before any byte that is not part of a simple
@@ -38,18 +46,22 @@ use crate::screen::Screen;
 /// The lines of a run that may still be on the screen.
 #[derive(Default)]
 pub(crate) struct PlainRun {
-    /// Complete lines (text without `\r\n`), a ring of at most `rows - 1`:
+    /// Complete rows (text without `\r\n`), a ring of at most `rows - 1`:
     /// `slots[head]` is the oldest of `len`. A slot keeps its buffer, so a
     /// flood allocates nothing per line.
     slots: Vec<String>,
+    /// Per slot: the row is full and its line goes on on the next row (no
+    /// `\r\n` after it).
+    wrapped: Vec<bool>,
     head: usize,
     len: usize,
     /// The ring overflowed in this run: the screen's rows went to history
     /// and the grid was blanked, the cursor home.
     overflowed: bool,
-    /// The line being printed: printable ASCII, maybe then a `\r`.
+    /// The row being printed: at most a screen width of printable ASCII,
+    /// maybe then a `\r`.
     partial: String,
-    /// The last character of the lines that went to history without the
+    /// The last character of the rows that went to history without the
     /// parser: the parser remembers the last printed character for REP
     /// (`CSI b`), and must still have it after materializing.
     last_direct: Option<u8>,
@@ -71,8 +83,9 @@ impl PlainRun {
     /// row, then scroll the whole screen by one, its top row into history.
     /// Each condition is alacritty 0.26's (`Term::input`, `write_at_cursor`,
     /// `carriage_return`, `linefeed`); LNM is not among them because
-    /// alacritty's line feed ignores it, and auto-wrap because a line of at
-    /// most `cols` characters never wraps.
+    /// alacritty's line feed ignores it, and auto-wrap because a run wraps a
+    /// row only when the mode is on ([`PlainRun::take`] stops before a wrap
+    /// otherwise).
     pub(crate) fn can_start(screen: &Screen, first: u8) -> bool {
         if !(printable(first) || first == b'\r') {
             return false;
@@ -113,6 +126,8 @@ impl PlainRun {
     /// line (the caller then materializes and parses the rest).
     pub(crate) fn take(&mut self, screen: &mut Screen, bytes: &[u8]) -> usize {
         let cols = screen.term.columns();
+        // Auto-wrap cannot change during a run (only a sequence changes it).
+        let wraps = screen.term.mode().contains(TermMode::LINE_WRAP);
         let mut i = 0;
         loop {
             if self.partial.ends_with('\r') {
@@ -120,7 +135,7 @@ impl PlainRun {
                     Some(b'\n') => {
                         i += 1;
                         self.partial.pop();
-                        self.finish_line(screen);
+                        self.push_row(screen, false);
                     }
                     _ => return i,
                 }
@@ -133,8 +148,18 @@ impl PlainRun {
                 .position(|&b| !printable(b))
                 .unwrap_or(window.len());
             if text > room {
-                // Longer than the screen is wide: the slow path wraps it.
-                return i;
+                // Longer than the row: the row is full and the next
+                // character wraps, as alacritty's `wrapline` does, scrolling
+                // the screen by one exactly as a line feed would.
+                if !wraps {
+                    return i;
+                }
+                if let Ok(s) = std::str::from_utf8(&rest[..room]) {
+                    self.partial.push_str(s);
+                }
+                i += room;
+                self.push_row(screen, true);
+                continue;
             }
             if let Ok(s) = std::str::from_utf8(&rest[..text]) {
                 self.partial.push_str(s);
@@ -151,16 +176,19 @@ impl PlainRun {
         }
     }
 
-    /// The partial line is complete: into the ring, and the oldest line out
-    /// of it into history once the ring is full.
-    fn finish_line(&mut self, screen: &mut Screen) {
+    /// The partial row is complete (`wrapped`: full, and the line goes on
+    /// on the next row): into the ring, and the oldest row out of it into
+    /// history once the ring is full.
+    fn push_row(&mut self, screen: &mut Screen, wrapped: bool) {
         let capacity = screen.term.screen_lines() - 1;
         if self.len < capacity {
             let slot = (self.head + self.len) % capacity;
             if slot == self.slots.len() {
                 self.slots.push(String::new());
+                self.wrapped.push(false);
             }
             std::mem::swap(&mut self.slots[slot], &mut self.partial);
+            self.wrapped[slot] = wrapped;
             self.partial.clear();
             self.len += 1;
             return;
@@ -175,6 +203,7 @@ impl PlainRun {
         }
         Self::to_history(screen, &self.slots[self.head], &mut self.last_direct);
         std::mem::swap(&mut self.slots[self.head], &mut self.partial);
+        self.wrapped[self.head] = wrapped;
         self.partial.clear();
         self.head = (self.head + 1) % capacity;
     }
@@ -224,7 +253,10 @@ impl PlainRun {
         }
         for s in ring {
             parser.advance(screen, self.slots[s].as_bytes());
-            parser.advance(screen, b"\r\n");
+            // A wrapped row goes on with the next one's first character.
+            if !self.wrapped[s] {
+                parser.advance(screen, b"\r\n");
+            }
         }
         parser.advance(screen, self.partial.as_bytes());
         self.head = 0;

@@ -197,6 +197,64 @@ fn a_repeat_after_a_run_repeats_the_last_character_printed() {
     );
 }
 
+#[test]
+fn a_flood_of_lines_that_wrap_skips_the_parser_too() {
+    // 160-character lines on a 120-column screen: two rows each.
+    let flood = lines(10_000, |i| format!("{i:05} {}", "b".repeat(154)));
+    let mut t = term_with_fast_path(40, 120);
+    for part in flood.chunks(4095) {
+        t.feed(part);
+    }
+    assert!(t.plain.active(), "the run is still kept back");
+    let screen = 40 * 120;
+    assert!(t.screen.printed <= screen, "{}", t.screen.printed);
+    // The screen holds the last 39 rows and the empty one the cursor is
+    // on: the newest history row is line 9980's first.
+    assert_eq!(
+        t.scrollback(2),
+        ["b".repeat(40), format!("09980 {}", "b".repeat(114))]
+    );
+    assert!(t.screen.printed <= 2 * screen, "{}", t.screen.printed);
+    assert_eq!(t.history_len(), 2 * 10_000 - 39);
+}
+
+#[test]
+fn wrapped_rows_match_the_slow_path_at_the_edges() {
+    let flood = [
+        lines(5, |_| "0123456789A".to_owned()),
+        lines(5, |_| "0123456789".repeat(2)),
+        lines(5, |i| format!("{}  ", "w".repeat(9 + i))),
+        lines(5, |i| "x".repeat(i * 7)),
+        lines(3, |_| " ".repeat(25)),
+    ]
+    .concat();
+    for size in [1, 2, 3, 7, 10, 11, 4095] {
+        let steps: Vec<Step> = flood.chunks(size).map(Step::Feed).collect();
+        check(3, 10, &steps);
+        check(1, 10, &steps);
+        check(4, 2, &steps);
+    }
+    // A line that ends on the last column and one that wraps with
+    // auto-wrap off (its characters overwrite the last column).
+    check(
+        3,
+        10,
+        &[
+            Step::Feed(b"0123456789"),
+            Step::Look,
+            Step::Feed(b"ab\r\n"),
+            Step::Feed(b"\x1b[?7l"),
+            Step::Feed(&lines(4, |_| "0123456789xyz".to_owned())),
+            Step::Feed(b"\x1b[?7h"),
+            Step::Feed(&flood),
+            Step::Resize(4, 7),
+            Step::Feed(&flood),
+            Step::Resize(3, 23),
+            Step::Look,
+        ],
+    );
+}
+
 fn token() -> impl Strategy<Value = Vec<u8>> {
     let bytes = |s: &str| s.as_bytes().to_vec();
     let line = "[ -~]{0,13}".prop_map(|s| format!("{s}\r\n").into_bytes());
@@ -347,6 +405,43 @@ proptest! {
             });
         }
         // A small cap, so floods reach it.
+        both(rows, cols, history::MIN_HISTORY_BYTES, &steps)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Random plain text with long lines, fed through the fast path and
+    /// through alacritty alone, read in pieces, at several widths (with
+    /// resizes and looks between), leaves the same screen and history.
+    #[test]
+    fn long_plain_lines_wrap_as_alacritty_wraps_them(
+        text in proptest::collection::vec(("[ -~]{0,60}", 1usize..4), 1..60),
+        reads in proptest::collection::vec(1usize..300, 1..6),
+        rows in 1u16..9,
+        cols in prop::sample::select(vec![2u16, 3, 7, 10, 16, 25, 40]),
+        then in prop::sample::select(vec![(3u16, 5u16), (6, 13), (8, 31), (2, 61)]),
+    ) {
+        let stream: Vec<u8> = text
+            .iter()
+            .flat_map(|(line, n)| format!("{line}\r\n").repeat(*n).into_bytes())
+            .collect();
+        let mut steps = Vec::new();
+        let mut rest = &stream[..];
+        let mut k = 0;
+        while !rest.is_empty() {
+            let n = reads[k % reads.len()].min(rest.len());
+            steps.push(Step::Feed(&rest[..n]));
+            rest = &rest[n..];
+            k += 1;
+            if k == reads.len() {
+                steps.push(Step::Look);
+            }
+            if k == 2 * reads.len() {
+                steps.push(Step::Resize(then.0, then.1));
+            }
+        }
         both(rows, cols, history::MIN_HISTORY_BYTES, &steps)?;
     }
 }

@@ -31,28 +31,12 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(__file__))
+import hangar_bench as hb  # noqa: E402
+
 ROWS, COLS = 50, 200
 # The lines-that-wrap phase: the size of a session no client has sized yet.
 WRAP_ROWS, WRAP_COLS = 40, 120
-
-
-def wrapping_lines_block():
-    """10,000 different 160-character lines of base64 (wider than 120 columns)."""
-    import base64
-    import random
-
-    rng = random.Random(31)
-    return b"".join(base64.b64encode(rng.randbytes(120)) + b"\n" for _ in range(10000))
-
-
-def write_repeated(path, block, mb):
-    total = mb * 1_000_000
-    with open(path, "wb") as f:
-        written = 0
-        while written < total:
-            part = block[: total - written]
-            f.write(part)
-            written += len(part)
 
 
 def spawn_in_pty(argv, env, rows=ROWS, cols=COLS):
@@ -219,10 +203,10 @@ def main():
         if "fits" in phases:
             files["fits"] = (os.path.join(work, "big.txt"), ROWS, COLS)
             line = (b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" * 2)[:99] + b"\n"
-            write_repeated(files["fits"][0], line * 10000, args.mb)
+            hb.write_repeated(files["fits"][0], line * 10000, args.mb)
         if "wrap" in phases:
             files["wrap"] = (os.path.join(work, "wrap.txt"), WRAP_ROWS, WRAP_COLS)
-            write_repeated(files["wrap"][0], wrapping_lines_block(), args.mb)
+            hb.write_repeated(files["wrap"][0], hb.wrapping_lines_block(), args.mb)
         for r in range(args.rounds):
             for phase in phases:
                 big, h, w = files[phase]

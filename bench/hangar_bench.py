@@ -272,3 +272,24 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def wrapping_lines_block():
+    """10,000 different 160-character lines of base64 (wider than 120
+    columns): minified JSON, a bundle, a long log line."""
+    import base64
+    import random
+
+    rng = random.Random(31)
+    return b"".join(base64.b64encode(rng.randbytes(120)) + b"\n" for _ in range(10000))
+
+
+def write_repeated(path, block, mb):
+    """`block` repeated into `path` until it holds `mb` megabytes."""
+    total = mb * 1_000_000
+    with open(path, "wb") as f:
+        written = 0
+        while written < total:
+            part = block[: total - written]
+            f.write(part)
+            written += len(part)

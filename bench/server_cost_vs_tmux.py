@@ -135,16 +135,6 @@ def agent_output_block(seed=20):
     return b"".join(out)
 
 
-def write_output_file(path, block, mb):
-    total = mb * 1_000_000
-    with open(path, "wb") as f:
-        written = 0
-        while written < total:
-            part = block[: total - written]
-            f.write(part)
-            written += len(part)
-
-
 def printer(block_path, rate, secs, start, done):
     """The session side of the 20-session phase: `rate` bytes a second of the
     block, in 50 ms slices, from the shared instant `start`."""
@@ -459,14 +449,14 @@ def main():
         with open(block_path, "wb") as f:
             f.write(block)
         big = os.path.join(data.root, f"agent-output-{a.mb}mb.bin")
-        write_output_file(big, block, a.mb)
+        hb.write_repeated(big, block, a.mb)
         # attach_vs_tmux.py's file: plain text, no escapes, for comparison with its figures.
         plain = os.path.join(data.root, f"plain-{a.mb}mb.txt")
-        write_output_file(plain, ((b"0123456789abcdefghijklmnopqrstuvwxyz" * 3)[:99] + b"\n") * 10000, a.mb)
+        hb.write_repeated(plain, ((b"0123456789abcdefghijklmnopqrstuvwxyz" * 3)[:99] + b"\n") * 10000, a.mb)
         import attach_vs_tmux as avt
 
         wrap = os.path.join(data.root, f"wrap-{a.mb}mb.txt")
-        write_output_file(wrap, avt.wrapping_lines_block(), a.mb)
+        hb.write_repeated(wrap, hb.wrapping_lines_block(), a.mb)
         rounds = []
         for i in range(a.rounds):
             print(f"round {i + 1}/{a.rounds}", file=sys.stderr, flush=True)

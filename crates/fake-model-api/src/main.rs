@@ -14,6 +14,8 @@
 //! It is a test tool: it binds loopback addresses only, and it never
 //! forwards anything anywhere.
 
+#![forbid(unsafe_code)]
+
 mod http;
 mod script;
 mod tls;

@@ -7,6 +7,8 @@
 //! and carries the answer out. Times are passed in as milliseconds since the
 //! Unix epoch by the caller.
 
+#![forbid(unsafe_code)]
+
 pub mod activity;
 pub mod activity_debounce;
 pub mod claude_slug;

@@ -36,7 +36,6 @@ pub mod worktree;
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
@@ -375,22 +374,29 @@ pub(crate) fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
         .write(true)
         .open(&path)
         .with_context(|| format!("cannot open lock file {}", path.display()))?;
-    // SAFETY: flock on an fd we own.
-    let try_lock = || unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    let mut rc = try_lock();
+    // std's `try_lock` is flock(LOCK_EX | LOCK_NB) on Linux, so an older
+    // daemon holding the lock through libc still excludes this one.
+    let try_lock = |file: &File| match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    };
+    let lock_error =
+        |e: std::io::Error| anyhow::anyhow!(e).context(format!("cannot lock {}", path.display()));
+    let mut locked = try_lock(&file).map_err(lock_error)?;
     // A daemon just killed (SIGKILL, a crash) shows as gone, a zombie or no
     // process at all, while its last threads are still exiting and its files,
     // the lock among them, are not closed yet: a start right after it waits
     // a moment for the lock instead of refusing with a dead pid.
     let dying_since = std::time::Instant::now();
-    while rc != 0
+    while !locked
         && !holder_is_running(&path)
         && dying_since.elapsed() < std::time::Duration::from_secs(5)
     {
         std::thread::sleep(std::time::Duration::from_millis(20));
-        rc = try_lock();
+        locked = try_lock(&file).map_err(lock_error)?;
     }
-    if rc != 0 {
+    if !locked {
         bail!(
             "a hangar daemon is already running for {} ({}); use it, or stop it with `hangar shutdown`",
             paths.home.display(),

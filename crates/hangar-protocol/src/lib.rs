@@ -6,6 +6,8 @@
 //! `paths` says where a home keeps its socket and files, so a client finds
 //! its daemon without depending on the daemon crate.
 
+#![forbid(unsafe_code)]
+
 pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;

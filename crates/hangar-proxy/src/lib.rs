@@ -21,6 +21,8 @@
 //! from the traffic), `usage_replay` (usage rebuilt from the capture files
 //! at start).
 
+#![forbid(unsafe_code)]
+
 pub mod attribution;
 pub mod ca;
 pub mod capture;

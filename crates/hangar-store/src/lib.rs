@@ -7,6 +7,8 @@
 //! it was not told to remove (rule 5 of DESIGN.md), and that no store file
 //! is ever deleted or rewritten when it is damaged or newer than this build.
 
+#![forbid(unsafe_code)]
+
 mod agent_code;
 mod diff;
 mod error;

@@ -16,6 +16,8 @@
 //! No I/O, no async, never panics on any input (a property test feeds it
 //! arbitrary bytes).
 
+#![forbid(unsafe_code)]
+
 mod encode;
 pub mod history;
 mod modes;

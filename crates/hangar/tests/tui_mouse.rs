@@ -280,7 +280,10 @@ fn dragging_the_divider_between_two_panes_moves_it_with_the_mouse() {
     let h = Hangar::new();
     let (left, _) = two_shells(&h);
     let mut app = PtyApp::spawn(h.command(&[]), ROWS, COLS);
+    // Both panes' output, not only the right one's: the left pane may still
+    // be drawing when the right one is already on screen.
     app.wait_text("right-42");
+    app.wait_text("left-41");
     let (_, row) = cell_of(&app, "left-41");
     // Left pane's left border, its right border, the right pane's left one.
     let borders = border_columns(&app.rows()[usize::from(row)]);

@@ -376,14 +376,14 @@ pub(crate) fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
         .with_context(|| format!("cannot open lock file {}", path.display()))?;
     // std's `try_lock` is flock(LOCK_EX | LOCK_NB) on Linux, so an older
     // daemon holding the lock through libc still excludes this one.
-    let try_lock = |file: &File| match file.try_lock() {
+    let try_lock = || match file.try_lock() {
         Ok(()) => Ok(true),
         Err(std::fs::TryLockError::WouldBlock) => Ok(false),
-        Err(std::fs::TryLockError::Error(e)) => Err(e),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", path.display()))
+        }
     };
-    let lock_error =
-        |e: std::io::Error| anyhow::anyhow!(e).context(format!("cannot lock {}", path.display()));
-    let mut locked = try_lock(&file).map_err(lock_error)?;
+    let mut locked = try_lock()?;
     // A daemon just killed (SIGKILL, a crash) shows as gone, a zombie or no
     // process at all, while its last threads are still exiting and its files,
     // the lock among them, are not closed yet: a start right after it waits
@@ -394,7 +394,7 @@ pub(crate) fn take_home_lock(paths: &Paths) -> anyhow::Result<HomeLock> {
         && dying_since.elapsed() < std::time::Duration::from_secs(5)
     {
         std::thread::sleep(std::time::Duration::from_millis(20));
-        locked = try_lock(&file).map_err(lock_error)?;
+        locked = try_lock()?;
     }
     if !locked {
         bail!(

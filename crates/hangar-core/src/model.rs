@@ -267,6 +267,10 @@ pub struct SessionMeta {
     /// user had, and shown by `hangar export`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub imported_fields: BTreeMap<String, String>,
+    /// The container engine this session runs on (`hangar new --engine`):
+    /// it never runs outside it (DESIGN.md rule 14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<crate::engine::EngineBinding>,
 }
 
 fn default_true() -> bool {
@@ -292,6 +296,7 @@ impl SessionMeta {
             worktree: None,
             tmux_session: None,
             imported_fields: BTreeMap::new(),
+            engine: None,
         }
     }
 

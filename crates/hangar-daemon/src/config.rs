@@ -63,6 +63,9 @@ pub struct Config {
     /// `[terminal]`: each session's server-side terminal.
     #[serde(default)]
     pub terminal: TerminalConfig,
+    /// `[engines.NAME]`: container engines sessions may run on (issue 32).
+    #[serde(default)]
+    pub engines: crate::engines::EnginesConfig,
 }
 
 #[derive(Debug, thiserror::Error)]

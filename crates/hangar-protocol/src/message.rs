@@ -68,6 +68,23 @@ pub struct NewSession {
     /// The worktree's new branch (default: made from the title).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree_branch: Option<String>,
+    /// Run the session on `[engines.NAME]` (a container or pod), never
+    /// outside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// With `engine`: this image instead of the engine's `image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// `hangar engine image build NAME [--provider P]`: build an image for
+/// `[engines.NAME]` from Debian packages with the provider's CLI from npm,
+/// and import it into the engine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineImageBuild {
+    pub engine: String,
+    #[serde(default)]
+    pub provider: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -470,6 +487,8 @@ pub enum Request {
     Wait(Wait),
     /// A provider hook reporting an agent's activity.
     Hook(Hook),
+    /// Build and import an image for an engine.
+    EngineImageBuild(EngineImageBuild),
     /// A kind this build does not know; answered with `unknown_kind`.
     Unknown(String),
 }
@@ -525,6 +544,7 @@ impl Request {
             Request::Agent(call) => call.tool.kind(),
             Request::Wait(_) => "wait",
             Request::Hook(_) => "hook",
+            Request::EngineImageBuild(_) => "engine_image_build",
             Request::Unknown(kind) => kind,
         }
     }
@@ -566,6 +586,7 @@ impl Request {
             Request::Agent(b) => v(b),
             Request::Wait(b) => v(b),
             Request::Hook(b) => v(b),
+            Request::EngineImageBuild(b) => v(b),
             Request::List
             | Request::Status
             | Request::TabList
@@ -655,6 +676,7 @@ impl Request {
             "ratio" => Request::Ratio(b(id, k, body)?),
             "wait" => Request::Wait(b(id, k, body)?),
             "hook" => Request::Hook(b(id, k, body)?),
+            "engine_image_build" => Request::EngineImageBuild(b(id, k, body)?),
             other => match AgentTool::from_kind(other) {
                 Some(tool) => {
                     let mut call: AgentCall = b(id, k, body)?;

@@ -204,3 +204,8 @@ pub fn send_resize(c: &mut Client, cols: u16, rows: u16) -> anyhow::Result<()> {
 pub fn send_detach(c: &mut Client) -> anyhow::Result<()> {
     c.send_request(&Request::Detach).map(drop)
 }
+
+/// Build and import an image for an engine (slow: minutes).
+pub fn engine_image_build(c: &mut Client, req: msg::EngineImageBuild) -> anyhow::Result<Value> {
+    c.request(Request::EngineImageBuild(req))
+}

@@ -188,12 +188,18 @@ fn engine_fixture() -> (Service, Sweep, Hangar) {
 }
 
 fn wait_engine_state(h: &Hangar, id: &str, state: &str) -> serde_json::Value {
-    let mut row = serde_json::Value::Null;
-    h.wait_until(&format!("{id} is {state}"), ENGINE_DEADLINE, || {
-        row = h.session(id);
-        row["state"] == state
-    });
-    row
+    let start = std::time::Instant::now();
+    loop {
+        let row = h.session(id);
+        if row["state"] == state {
+            return row;
+        }
+        assert!(
+            start.elapsed() < ENGINE_DEADLINE,
+            "timed out waiting until {id} is {state}: {row}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Host pids of fake agents carrying `session`'s id (the exec passes it
@@ -415,4 +421,42 @@ fn uuid_like(h: &Hangar) -> String {
         .chars()
         .filter(char::is_ascii_alphanumeric)
         .collect()
+}
+
+#[test]
+fn a_restart_after_a_crash_restores_the_container_agent_and_resumes_it() {
+    if !engines_here("a_restart_after_a_crash_restores_the_container_agent_and_resumes_it") {
+        return;
+    }
+    let (_service, _sweep, h) = engine_fixture();
+    let id = h.json(&["new", "--engine", "pod"])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let row = wait_engine_state(&h, &id, "live");
+    h.wait_screen(&id, "fake-agent claude session");
+    h.ok(&["send", &id, "before the crash"]);
+    h.wait_screen(&id, "answer: before the crash");
+    let psid = row["provider_session_id"]
+        .as_str()
+        .expect("a provider id")
+        .to_owned();
+
+    // The daemon dies without a word; its agent must not go on writing the
+    // conversation the next start resumes.
+    let daemon = h.daemon_pid();
+    // SAFETY: a plain kill of a pid this test's fixture started.
+    unsafe { libc::kill(daemon, libc::SIGKILL) };
+    wait_until("the daemon is gone", DEADLINE, || !is_running(daemon));
+    wait_until("the old agent is gone", ENGINE_DEADLINE, || {
+        agents_of(&id).is_empty()
+    });
+
+    // The next start restores the pane in the same container, resumed.
+    h.ok(&["ls"]);
+    let woke = wait_engine_state(&h, &id, "live");
+    h.wait_screen(&id, &format!("session {psid} (resumed)"));
+    assert_eq!(woke["provider_session_id"], psid.as_str());
+    assert_eq!(agents_of(&id).len(), 1, "one agent after the restore");
+    assert_eq!(container_status(&format!("hangar-{id}")), "running");
 }

@@ -138,7 +138,11 @@ pub async fn ensure_container(
         }
         Err(e) => return Err(refused("look at", &e)),
     };
-    if !running {
+    if !running && let Err(first) = docker.start_container(&name, None).await {
+        // Still stopping (a bridge of a daemon that died asked for the stop
+        // a moment ago): let the stop finish, then start it once more.
+        tracing::debug!("start {name}: {}; stopping it first", message(&first));
+        stop(docker, &name, spec.cfg.stop_timeout_secs).await?;
         docker
             .start_container(&name, None)
             .await

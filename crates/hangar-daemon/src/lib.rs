@@ -32,6 +32,7 @@ pub mod spawn;
 pub mod strays;
 pub mod tmux_adoption;
 pub mod transfer;
+pub mod usage;
 pub mod worktree;
 
 use std::fs::File;
@@ -90,6 +91,10 @@ pub struct Daemon {
     pub agents: Arc<orchestration::AgentTools>,
     /// The one folder watcher (inotify) every session's watchers share.
     pub files: Arc<file_watch::FileWatcher>,
+    /// The usage ledger and every session's usage limit (issue 29).
+    pub usage: Arc<usage::Ledger>,
+    /// Types the continuation prompt after a limit resets.
+    pub continuation: Arc<usage::continuation::Continuation>,
     shutdown: Shutdown,
 }
 
@@ -129,11 +134,21 @@ impl Daemon {
         ));
         let cli_probe = Arc::new(cli_probe::CliProbe::default());
         let worktrees = Arc::new(worktree::Worktrees::new(sessions.clone(), paths.clone()));
+        let usage = Arc::new(usage::Ledger::new(
+            paths.store(),
+            sessions.clone(),
+            journal.clone(),
+            activity.clone(),
+            config.section(|c| &c.notify),
+            config.section(|c| &c.limits),
+            &config.snapshot().usage,
+        ));
         let grants = Arc::new(proxy_observer::ProxyGrants::new(
             sessions.clone(),
             proxy.clone(),
             activity.clone(),
             identity.clone(),
+            usage.report_sender(),
         ));
         let delivery = Arc::new(delivery::Delivery::new(
             sessions.clone(),
@@ -171,6 +186,7 @@ impl Daemon {
             config: governor_config,
             shutdown: shutdown.clone(),
             budget: Default::default(),
+            usage: usage.clone(),
         });
         let agents = Arc::new(orchestration::AgentTools {
             sessions: sessions.clone(),
@@ -182,6 +198,14 @@ impl Daemon {
             delivery: delivery.clone(),
             providers: config.section(|c| &c.providers),
             mcp: config.section(|c| &c.mcp),
+            shutdown: shutdown.clone(),
+        });
+        let continuation = Arc::new(usage::continuation::Continuation {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            monitor: monitor.clone(),
+            delivery: delivery.clone(),
+            governor: governor.clone(),
             shutdown: shutdown.clone(),
         });
         Daemon {
@@ -203,6 +227,8 @@ impl Daemon {
             governor,
             agents,
             files,
+            usage,
+            continuation,
             shutdown,
         }
     }
@@ -534,6 +560,8 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     }
 
     tokio::spawn(daemon.governor.clone().govern());
+    daemon.usage.start();
+    tokio::spawn(daemon.continuation.clone().run());
     let home_watch = Arc::new(home_watch::HomeWatch {
         paths: paths.clone(),
         sessions: daemon.sessions.clone(),

@@ -470,8 +470,31 @@ pub enum Request {
     Wait(Wait),
     /// A provider hook reporting an agent's activity.
     Hook(Hook),
+    /// The usage ledger summed (`hangar usage`).
+    Usage(UsageQuery),
+    /// A session's usage-limit settings (`hangar limit ID --continue`).
+    Limit(LimitSet),
     /// A kind this build does not know; answered with `unknown_kind`.
     Unknown(String),
+}
+
+/// `hangar usage [--since D] [--session ID]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageQuery {
+    /// Only requests at or after this time (ms since the epoch).
+    pub since_ms: i64,
+    /// Only this session (id or unique prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+/// `hangar limit ID --continue on|off`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LimitSet {
+    pub session: String,
+    /// Type the continuation prompt after a limit resets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_continue: Option<bool>,
 }
 
 /// Why a request could not be decoded into a known kind with a valid body.
@@ -525,6 +548,8 @@ impl Request {
             Request::Agent(call) => call.tool.kind(),
             Request::Wait(_) => "wait",
             Request::Hook(_) => "hook",
+            Request::Usage(_) => "usage",
+            Request::Limit(_) => "limit",
             Request::Unknown(kind) => kind,
         }
     }
@@ -566,6 +591,8 @@ impl Request {
             Request::Agent(b) => v(b),
             Request::Wait(b) => v(b),
             Request::Hook(b) => v(b),
+            Request::Usage(b) => v(b),
+            Request::Limit(b) => v(b),
             Request::List
             | Request::Status
             | Request::TabList
@@ -655,6 +682,8 @@ impl Request {
             "ratio" => Request::Ratio(b(id, k, body)?),
             "wait" => Request::Wait(b(id, k, body)?),
             "hook" => Request::Hook(b(id, k, body)?),
+            "usage" => Request::Usage(b(id, k, body)?),
+            "limit" => Request::Limit(b(id, k, body)?),
             other => match AgentTool::from_kind(other) {
                 Some(tool) => {
                     let mut call: AgentCall = b(id, k, body)?;
@@ -692,6 +721,8 @@ pub mod codes {
     pub const NOT_YOUR_AGENT: &str = "not_your_agent";
     /// Orchestration: the close would also close sessions not named.
     pub const CASCADE_REFUSED: &str = "cascade_refused";
+    /// The session's provider account is at a usage limit until its reset.
+    pub const LIMITED: &str = "limited";
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -134,6 +134,9 @@ pub fn sessions(v: &Value) {
         if r["reason"].is_string() && r["state"] == "failed" {
             println!("          reason: {}", s(&r["reason"]));
         }
+        if let Some(line) = crate::usage::limit_line(&r["limit"]) {
+            println!("          {line}");
+        }
         for other in r["duplicate_of"].as_array().into_iter().flatten() {
             println!(
                 "          duplicate of {}: both resume one conversation; `hangar doctor` fixes it",

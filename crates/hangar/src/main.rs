@@ -26,6 +26,7 @@ mod mcp;
 mod remote;
 mod search;
 mod tui;
+mod usage;
 mod web;
 
 use std::process::ExitCode;

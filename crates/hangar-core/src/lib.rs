@@ -33,6 +33,8 @@ pub mod reload_plan;
 pub mod restore_plan;
 pub mod search;
 pub mod tile;
+pub mod usage;
+pub mod usage_limits;
 pub mod wake_decision;
 pub mod worktree;
 

@@ -95,6 +95,8 @@ pub struct Daemon {
     pub usage: Arc<usage::Ledger>,
     /// Types the continuation prompt after a limit resets.
     pub continuation: Arc<usage::continuation::Continuation>,
+    /// Reads limit words off agents' screens.
+    pub screen_words: Arc<usage::screen_words::ScreenWords>,
     shutdown: Shutdown,
 }
 
@@ -208,6 +210,13 @@ impl Daemon {
             governor: governor.clone(),
             shutdown: shutdown.clone(),
         });
+        let screen_words = Arc::new(usage::screen_words::ScreenWords {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            monitor: monitor.clone(),
+            shutdown: shutdown.clone(),
+            seen: Default::default(),
+        });
         Daemon {
             paths,
             attach_settings: config.section(|c| &c.attach),
@@ -229,6 +238,7 @@ impl Daemon {
             files,
             usage,
             continuation,
+            screen_words,
             shutdown,
         }
     }
@@ -562,6 +572,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     tokio::spawn(daemon.governor.clone().govern());
     daemon.usage.start();
     tokio::spawn(daemon.continuation.clone().run());
+    tokio::spawn(daemon.screen_words.clone().run());
     let home_watch = Arc::new(home_watch::HomeWatch {
         paths: paths.clone(),
         sessions: daemon.sessions.clone(),

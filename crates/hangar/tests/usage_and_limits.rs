@@ -250,3 +250,47 @@ fn usage_counts_each_request_once_with_its_windows_and_no_price_for_an_unknown_m
     let human = h.ok(&["usage"]);
     assert!(human.contains("unpriced"), "{human}");
 }
+
+/// The next 16:00 UTC after `now_ms`, as the screen's words mean it.
+fn next_utc(now_ms: i64, hour: i64) -> i64 {
+    let day = 86_400_000;
+    let mut t = now_ms.div_euclid(day) * day + hour * 3_600_000;
+    if t < now_ms - 60_000 {
+        t += day;
+    }
+    t
+}
+
+#[test]
+fn limit_words_on_an_agent_s_screen_make_it_limited_with_their_reset_or_an_unknown_one() {
+    let (h, _api) = fixture("");
+    let id = h.new_agent(&["--provider", "claude"]);
+    let before = now_secs() * 1000;
+    // The fake agent answers `answer: <prompt>`: the words end up on its
+    // screen as a CLI's would (the form Claude Code prints for a
+    // subscription, REAL_CLIS.md "At a usage limit").
+    h.ok(&["send", &id, "You've hit your limit · resets 4pm (UTC)"]);
+    let row = wait_limited(&h, &id);
+    let limit = &row["limit"];
+    assert_eq!(limit["source"], "screen", "{row}");
+    let want = next_utc(before, 16);
+    let got = limit["resets_at"].as_i64().expect("a reset");
+    assert!(
+        got == want || got == next_utc(now_secs() * 1000, 16),
+        "{got} is the next 16:00 UTC ({want})"
+    );
+
+    // A zone hangar cannot resolve: limited, the reset unknown, and nothing
+    // scheduled (a person decides).
+    let other = h.new_agent(&["--provider", "claude"]);
+    h.ok(&[
+        "send",
+        &other,
+        "You've hit your limit · resets 4pm (Mars/Olympus)",
+    ]);
+    let row = wait_limited(&h, &other);
+    assert!(row["limit"]["resets_at"].is_null(), "{row}");
+    assert!(row["limit"]["continue_at"].is_null(), "{row}");
+    let human = h.ok(&["ls"]);
+    assert!(human.contains("limited until an unknown time"), "{human}");
+}

@@ -10,6 +10,7 @@
 //! here types into a session: `continuation.rs` does, by the core's rules.
 
 pub mod continuation;
+pub mod screen_words;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;

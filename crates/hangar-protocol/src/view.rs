@@ -202,6 +202,17 @@ pub struct StatusView {
     /// Every session in state `failed`, with the reason it shows.
     #[serde(default)]
     pub failed: Vec<FailedView>,
+    /// Every session a usage limit stopped (issue 29).
+    #[serde(default)]
+    pub limited: Vec<LimitedView>,
+}
+
+/// A limited session in `hangar status`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LimitedView {
+    pub id: String,
+    pub title: String,
+    pub limit: LimitView,
 }
 
 /// A failed session in `hangar status`: what it is and why it failed.

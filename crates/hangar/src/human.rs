@@ -255,6 +255,14 @@ pub fn status(v: &Value) {
             s(&f["reason"])
         );
     }
+    for l in v["limited"].as_array().into_iter().flatten() {
+        println!(
+            "limited  {} {}: {}",
+            short(&l["id"]),
+            display::name_fit(l["title"].as_str().unwrap_or("-"), TITLE_COLS),
+            crate::usage::limit_line(&l["limit"]).unwrap_or_default()
+        );
+    }
     for n in v["notices"].as_array().into_iter().flatten() {
         println!("notice   {}", s(n));
     }

@@ -80,7 +80,8 @@ fn journal_events(h: &Hangar, event: &str, id: &str) -> Vec<Value> {
 #[test]
 fn a_refused_session_is_limited_until_the_header_s_reset_and_carries_on_by_itself() {
     let (h, api) = fixture("continue_delay_secs = 0\ncontinue_jitter_secs = 0");
-    let reset = now_secs() + 4;
+    // Far enough ahead for the looks below to see the limit standing.
+    let reset = now_secs() + 10;
     api.script(json!({"rules": [
         {"when": "at-the-limit", "limit": {"resets_at": reset}, "times": 1}
     ]}));
@@ -98,6 +99,11 @@ fn a_refused_session_is_limited_until_the_header_s_reset_and_carries_on_by_itsel
         h.session(&id)["activity"] == "limited"
     });
     let human = h.ok(&["ls"]);
+    assert!(human.contains("limited until "), "{human}");
+    let status = h.status();
+    assert_eq!(status["limited"][0]["id"], id.as_str(), "{status}");
+    assert_eq!(status["limited"][0]["limit"], row["limit"]);
+    let human = h.ok(&["status"]);
     assert!(human.contains("limited until "), "{human}");
 
     let limited = journal_events(&h, "limited", &id);
@@ -125,7 +131,8 @@ fn a_refused_session_is_limited_until_the_header_s_reset_and_carries_on_by_itsel
 #[test]
 fn nothing_is_typed_into_a_limited_session_a_person_typed_into_since() {
     let (h, api) = fixture("continue_delay_secs = 0\ncontinue_jitter_secs = 0");
-    let reset = now_secs() + 3;
+    // Far enough ahead for the person's words to come before the reset.
+    let reset = now_secs() + 8;
     api.script(json!({"rules": [
         {"when": "at-the-limit", "limit": {"resets_at": reset}, "times": 1}
     ]}));
@@ -133,6 +140,7 @@ fn nothing_is_typed_into_a_limited_session_a_person_typed_into_since() {
     call(&h, &api, &id, "at-the-limit");
     wait_limited(&h, &id);
     h.ok(&["send", &id, "my own words"]);
+    assert!(now_secs() < reset, "the person typed before the reset");
     h.wait_screen(&id, "answer: my own words");
 
     h.wait_until("the continuation stood down", LIMIT_DEADLINE, || {

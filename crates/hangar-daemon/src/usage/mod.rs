@@ -265,7 +265,8 @@ impl Ledger {
             status: Some(r.status),
             source: UsageSource::Proxy,
         };
-        self.with_store("record a request", |s| s.record(&record));
+        // The windows before the request: a reader that sees the request
+        // sees what its reply said of the account.
         let windows = usage_limits::windows_from_headers(&r.headers);
         if !windows.is_empty() {
             let account = r.account.clone().unwrap_or_else(|| "unknown".to_owned());
@@ -273,6 +274,7 @@ impl Ledger {
                 s.save_windows(&provider, &account, &windows, now)
             });
         }
+        self.with_store("record a request", |s| s.record(&record));
         let body = r.detail.error_body.as_deref().unwrap_or_default();
         match usage_limits::classify_refusal(api, r.status, &r.headers, body, now) {
             Some(hit) => self.limited(
@@ -414,6 +416,18 @@ impl Ledger {
     pub fn auto_continue_of(&self, id: &str) -> bool {
         let states = lock(&self.states);
         self.auto_continue(id, &states)
+    }
+
+    /// Every session limited now, with its `ls` view, in id order.
+    pub fn limited_sessions(&self) -> Vec<(String, LimitView)> {
+        let mut ids: Vec<String> = lock(&self.states).keys().cloned().collect();
+        ids.sort();
+        ids.into_iter()
+            .filter_map(|id| {
+                let view = self.limit_view(&id)?;
+                Some((id, view))
+            })
+            .collect()
     }
 
     fn auto_continue(&self, id: &str, states: &HashMap<String, UsageSessionState>) -> bool {

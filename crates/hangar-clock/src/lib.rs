@@ -14,6 +14,8 @@
 //! correction too) is taken at the next start. A crate of its own so the
 //! daemon and the proxy (which never depends on the daemon) share it.
 
+#![forbid(unsafe_code)]
+
 /// Now, on hangar's clock.
 pub fn now_ms() -> u64 {
     now_us() / 1000
@@ -105,18 +107,17 @@ fn wall_us() -> u64 {
 
 /// Microseconds on a clock that only moves forward.
 fn steady_us() -> u64 {
+    use nix::time::ClockId;
     #[cfg(target_os = "linux")]
-    const CLOCK: libc::clockid_t = libc::CLOCK_BOOTTIME;
+    const CLOCK: ClockId = ClockId::CLOCK_BOOTTIME;
     #[cfg(not(target_os = "linux"))]
-    const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
-    // SAFETY: clock_gettime writes into the zeroed timespec we own.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    if unsafe { libc::clock_gettime(CLOCK, &mut ts) } != 0 {
+    const CLOCK: ClockId = ClockId::CLOCK_MONOTONIC;
+    let Ok(ts) = nix::time::clock_gettime(CLOCK) else {
         return 0;
-    }
-    (ts.tv_sec as u64)
+    };
+    (ts.tv_sec() as u64)
         .saturating_mul(1_000_000)
-        .saturating_add(ts.tv_nsec as u64 / 1_000)
+        .saturating_add(ts.tv_nsec() as u64 / 1_000)
 }
 
 #[cfg(test)]

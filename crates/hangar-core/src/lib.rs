@@ -32,6 +32,7 @@ pub mod prune;
 pub mod reload_plan;
 pub mod restore_plan;
 pub mod search;
+pub mod session_id;
 pub mod tile;
 pub mod usage;
 pub mod usage_limits;

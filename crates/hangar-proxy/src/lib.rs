@@ -29,7 +29,6 @@ pub mod capture;
 pub mod config;
 pub mod in_flight;
 pub mod observer;
-mod private_dir;
 pub mod relay;
 pub mod usage;
 pub mod usage_replay;

@@ -63,7 +63,7 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
         }
     };
     let direction = parse_direction(req.direction.as_deref())?;
-    let now = crate::now_ms();
+    let now = daemon.os.now_ms();
     let worktree_title = req.title.as_deref().filter(|t| !t.trim().is_empty());
     let prepared = daemon
         .worktrees
@@ -150,7 +150,7 @@ pub fn list(daemon: &Daemon) -> Value {
 }
 
 pub(super) fn touch(daemon: &Daemon, id: &SessionId) {
-    daemon.sessions.touch(id, crate::now_ms());
+    daemon.sessions.touch(id, daemon.os.now_ms());
 }
 
 pub async fn send(daemon: &Daemon, req: msg::Send) -> Result<Value, ApiError> {

@@ -31,8 +31,7 @@ const OUTGOING_QUEUE: usize = 16;
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn peer_is_us(stream: &UnixStream) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = nix::unistd::geteuid().as_raw();
     stream.peer_cred().is_ok_and(|c| c.uid() == me)
 }
 

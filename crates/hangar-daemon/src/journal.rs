@@ -164,6 +164,13 @@ pub enum Event {
         ok: bool,
         code: Option<String>,
     },
+    /// `hangar finish` landed a session's work: every ref it moved, with
+    /// the backup ref of where each was (issue 30).
+    Finish {
+        session: String,
+        strategy: String,
+        refs: serde_json::Value,
+    },
     /// An event kind from a newer hangar (when reading).
     #[serde(other)]
     Unknown,

@@ -31,6 +31,7 @@ pub mod placement;
 pub mod prune;
 pub mod reload_plan;
 pub mod restore_plan;
+pub mod review;
 pub mod search;
 pub mod session_id;
 pub mod tile;

@@ -182,6 +182,13 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// `hangar finish` landed a session's work: every ref it moved, with
+    /// the backup ref of where each was (issue 30).
+    Finish {
+        session: String,
+        strategy: String,
+        refs: serde_json::Value,
+    },
     /// An event kind from a newer hangar (when reading).
     #[serde(other)]
     Unknown,

@@ -26,6 +26,7 @@ pub mod os;
 pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
+pub mod review;
 pub mod section;
 pub mod server;
 pub mod sessions;

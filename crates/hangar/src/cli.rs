@@ -317,6 +317,57 @@ pub enum Command {
         #[arg(long = "continue", value_parser = ["on", "off"])]
         continue_: Option<String>,
     },
+    /// What a session changed: its commits since the merge-base with its
+    /// base branch, plus staged, unstaged and untracked files.
+    Diff {
+        id: String,
+        /// Only the changed files and their line counts.
+        #[arg(long)]
+        stat: bool,
+        /// Compare with this ref instead of the session's recorded base.
+        #[arg(long, value_name = "REF")]
+        base: Option<String>,
+    },
+    /// Send review comments to the agent as one prompt naming each file and
+    /// line (wakes it; refused while it is mid-turn).
+    Review {
+        id: String,
+        #[arg(long, num_args = 2, value_names = ["FILE:LINE", "TEXT"], required = true, action = clap::ArgAction::Append)]
+        comment: Vec<String>,
+    },
+    /// Land a session's branch on its base (or --into BRANCH), or open a
+    /// pull request; refuses with the reason before changing anything.
+    Finish {
+        id: String,
+        #[arg(long, conflicts_with_all = ["squash", "rebase"])]
+        merge: bool,
+        #[arg(long, conflicts_with = "rebase")]
+        squash: bool,
+        #[arg(long)]
+        rebase: bool,
+        #[arg(long, value_name = "BRANCH")]
+        into: Option<String>,
+        /// Commit the agent's uncommitted changes first.
+        #[arg(long)]
+        commit: bool,
+        /// Push the branch and open a pull request with `gh`.
+        #[arg(long)]
+        pr: bool,
+        #[arg(long, value_name = "TEXT")]
+        message: Option<String>,
+        /// Keep the session (and its worktree) after landing.
+        #[arg(long)]
+        keep_session: bool,
+        /// Delete the branch when its worktree is removed.
+        #[arg(long)]
+        delete_branch: bool,
+        /// Ask the agent to rebase onto the target and resolve the conflicts.
+        #[arg(long, conflicts_with = "pr")]
+        resolve: bool,
+        /// Check and say what would happen; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -836,6 +887,46 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(json, &v, crate::usage::human_limit);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Diff { id, stat, base } => crate::review::diff(&target, json, id, stat, base),
+        Command::Review { id, comment } => crate::review::review(&target, json, id, comment),
+        Command::Finish {
+            id,
+            merge: _,
+            squash,
+            rebase,
+            into,
+            commit,
+            pr,
+            message,
+            keep_session,
+            delete_branch,
+            resolve,
+            dry_run,
+        } => crate::review::finish(
+            &target,
+            json,
+            msg::Finish {
+                session: id,
+                strategy: Some(
+                    if squash {
+                        "squash"
+                    } else if rebase {
+                        "rebase"
+                    } else {
+                        "merge"
+                    }
+                    .to_owned(),
+                ),
+                into,
+                commit,
+                pr,
+                message,
+                keep_session,
+                delete_branch,
+                resolve,
+                dry_run,
+            },
+        ),
     }
 }
 

@@ -24,6 +24,7 @@ mod journal;
 mod keys;
 mod mcp;
 mod remote;
+mod review;
 mod search;
 mod tui;
 mod usage;

@@ -13,6 +13,7 @@ pub mod fleet;
 pub mod identity;
 pub mod lifecycle;
 pub mod placement;
+pub mod review;
 pub mod search;
 pub mod sessions;
 pub mod status;
@@ -86,6 +87,9 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
             Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))
         }
+        Request::Diff(r) => review::diff(daemon, r).await,
+        Request::Review(r) => review::review(daemon, r).await,
+        Request::Finish(r) => review::finish(daemon, r).await,
         Request::Unknown(kind) => Err(ApiError::new(
             codes::UNKNOWN_KIND,
             format!(

@@ -97,10 +97,20 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
                 "folder {cwd} does not exist; pass an existing --cwd"
             )));
         }
+        // Where its git work starts, for `hangar diff` (issue 30).
+        let git_base = {
+            let wt = prepared.as_ref().map(|p| p.info.clone());
+            let dir = std::path::PathBuf::from(&cwd);
+            crate::worktree::blocking(move || crate::review::start_base(wt.as_ref(), &dir))
+                .await
+                .ok()
+                .flatten()
+        };
         let finish = |meta: &mut SessionMeta| {
             if let Some(p) = &prepared {
                 p.apply(meta);
             }
+            meta.git_base = git_base.clone();
         };
         match daemon.sessions.add_session(&new, &cwd, finish)? {
             Added::Session(id) => break id,

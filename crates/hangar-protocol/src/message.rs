@@ -530,14 +530,14 @@ pub enum Request {
     Usage(UsageQuery),
     /// A session's usage-limit settings (`hangar limit ID --continue`).
     Limit(LimitSet),
-    /// A kind this build does not know; answered with `unknown_kind`.
-    Unknown(String),
     /// What a session changed since its base (`hangar diff`).
     Diff(Diff),
     /// Review comments sent to the agent (`hangar review`).
     Review(Review),
     /// Land a session's work (`hangar finish`).
     Finish(Finish),
+    /// A kind this build does not know; answered with `unknown_kind`.
+    Unknown(String),
 }
 
 /// `hangar usage [--since D] [--session ID]`.

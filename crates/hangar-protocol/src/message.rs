@@ -343,10 +343,12 @@ pub enum AgentTool {
     CloseRun,
     Park,
     Hibernate,
+    /// The usage ledger and the accounts' limits (issue 29).
+    UsageRead,
 }
 
 impl AgentTool {
-    pub const ALL: [AgentTool; 10] = [
+    pub const ALL: [AgentTool; 11] = [
         AgentTool::Create,
         AgentTool::SendPrompt,
         AgentTool::List,
@@ -357,6 +359,7 @@ impl AgentTool {
         AgentTool::CloseRun,
         AgentTool::Park,
         AgentTool::Hibernate,
+        AgentTool::UsageRead,
     ];
 
     /// The permanent wire name of this tool's request kind.
@@ -372,6 +375,7 @@ impl AgentTool {
             AgentTool::CloseRun => "agent_close_run",
             AgentTool::Park => "agent_park",
             AgentTool::Hibernate => "agent_hibernate",
+            AgentTool::UsageRead => "agent_usage_read",
         }
     }
 

@@ -302,3 +302,36 @@ fn limit_words_on_an_agent_s_screen_make_it_limited_with_their_reset_or_an_unkno
     let human = h.ok(&["ls"]);
     assert!(human.contains("limited until an unknown time"), "{human}");
 }
+
+#[test]
+fn an_agent_reads_usage_over_mcp_and_its_prompt_to_a_limited_child_is_refused_until_the_reset() {
+    let (h, api) = fixture("auto_continue = false");
+    let reset = now_secs() + 3600;
+    api.script(json!({"rules": [
+        {"when": "at-the-limit", "limit": {"resets_at": reset}, "times": 1}
+    ]}));
+    let parent = h.new_agent(&["--provider", "claude"]);
+    let mcp = support::mcp::Mcp::launch(&h, &parent);
+    let child = mcp.ok("create_agent", json!({"prompt": "hello"}));
+    let child = child["id"].as_str().expect("child id").to_owned();
+    h.wait_screen(&child, "answer: hello");
+    assert!(call(&h, &api, &child, "at-the-limit").contains("api-done 429"));
+    wait_limited(&h, &child);
+
+    let u = mcp.ok("usage_read", json!({"since_hours": 1}));
+    assert_eq!(u["total"]["requests"], 1, "{u}");
+    assert_eq!(
+        u["accounts"][0]["limited_until"],
+        json!(reset * 1000),
+        "{u}"
+    );
+
+    // Rule 13: an agent's prompt never goes to a limited account.
+    let screen_before = h.screen(&child);
+    assert_eq!(
+        mcp.refused("send_prompt", json!({"session": child, "prompt": "go on"})),
+        "limited"
+    );
+    assert!(!h.screen(&child).contains("go on"), "{screen_before}");
+    assert_eq!(api.requests_to("anthropic").len(), 1);
+}

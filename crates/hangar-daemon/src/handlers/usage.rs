@@ -89,3 +89,34 @@ pub fn limit(daemon: &Arc<Daemon>, req: LimitSet) -> Result<Value, ApiError> {
         "limit": daemon.usage.limit_view(id.as_str()),
     }))
 }
+
+/// The MCP tool `usage_read`: `hangar usage --json` for the last
+/// `since_hours` hours (default 24, at most 31 days). Read from hangar's own
+/// ledger, so nothing is cached and nothing polls a provider; a ledger that
+/// cannot be read is an error, never zero usage.
+pub fn usage_read(daemon: &Arc<Daemon>, args: Value) -> Result<Value, ApiError> {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(deny_unknown_fields)]
+    struct Args {
+        #[serde(default)]
+        since_hours: Option<u64>,
+        #[serde(default)]
+        session: Option<String>,
+    }
+    let args: Args = if args.is_null() {
+        Args::default()
+    } else {
+        serde_json::from_value(args)
+            .map_err(|e| ApiError::new(codes::INVALID, format!("usage_read: {e}")))?
+    };
+    let hours = args.since_hours.unwrap_or(24).clamp(1, 31 * 24);
+    let now = i64::try_from(crate::now_ms()).unwrap_or(i64::MAX);
+    let since_ms = now.saturating_sub(i64::try_from(hours * 3_600_000).unwrap_or(i64::MAX));
+    usage(
+        daemon,
+        UsageQuery {
+            since_ms,
+            session: args.session,
+        },
+    )
+}

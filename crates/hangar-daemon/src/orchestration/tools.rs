@@ -143,6 +143,7 @@ pub fn tool_name(tool: AgentTool) -> &'static str {
         AgentTool::CloseRun => "close_run",
         AgentTool::Park => "park_agent",
         AgentTool::Hibernate => "hibernate_agent",
+        AgentTool::UsageRead => "usage_read",
     }
 }
 

@@ -174,7 +174,14 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
     title.push_str(" · ");
     title.push_str(&state_of(app, id));
     title.push_str(" · ");
-    title.push_str(app.activity(id));
+    match app.view(id).and_then(|v| v.limit.as_ref()) {
+        // A usage limit stopped it (issue 29): until when, in local time.
+        Some(limit) => title.push_str(&format!(
+            "limited {}",
+            crate::usage::until_text(&serde_json::json!(limit.resets_at))
+        )),
+        None => title.push_str(app.activity(id)),
+    }
     if app.zoomed.as_ref() == Some(id) {
         title.push_str(" [zoom]");
     }
@@ -404,6 +411,7 @@ fn short_activity(activity: &str) -> &str {
         "waiting" => "wait",
         "working" => "work",
         "idle" => "idle",
+        "limited" => "lim",
         _ => "?",
     }
 }

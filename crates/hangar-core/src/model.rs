@@ -236,6 +236,10 @@ pub struct SessionMeta {
     /// user had, and shown by `hangar export`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub imported_fields: BTreeMap<String, String>,
+    /// Where this session's git work started (its worktree's base, else
+    /// the checkout's HEAD at its start): what `hangar diff` compares with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_base: Option<crate::review::GitBase>,
 }
 
 fn default_true() -> bool {
@@ -261,6 +265,7 @@ impl SessionMeta {
             worktree: None,
             tmux_session: None,
             imported_fields: BTreeMap::new(),
+            git_base: None,
         }
     }
 

@@ -166,6 +166,29 @@ pub enum Event {
         ok: bool,
         code: Option<String>,
     },
+    /// A provider refused `session` for a usage limit (issue 29): the
+    /// window, the reset (ms, null when unknown) and who said so.
+    Limited {
+        session: String,
+        kind: String,
+        resets_at: Option<i64>,
+        source: String,
+    },
+    /// The continuation after a limit: typed, or not and why (a reason
+    /// category, never text from the session).
+    LimitContinue {
+        session: String,
+        typed: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// `hangar finish` landed a session's work: every ref it moved, with
+    /// the backup ref of where each was (issue 30).
+    Finish {
+        session: String,
+        strategy: String,
+        refs: serde_json::Value,
+    },
     /// An event kind from a newer hangar (when reading).
     #[serde(other)]
     Unknown,

@@ -26,6 +26,7 @@ pub mod os;
 pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
+pub mod review;
 pub mod section;
 pub mod server;
 pub mod sessions;
@@ -34,6 +35,7 @@ pub mod spawn;
 pub mod strays;
 pub mod tmux_adoption;
 pub mod transfer;
+pub mod usage;
 pub mod worktree;
 
 use std::fs::File;
@@ -92,6 +94,12 @@ pub struct Daemon {
     pub agents: Arc<orchestration::AgentTools>,
     /// The one folder watcher (inotify) every session's watchers share.
     pub files: Arc<file_watch::FileWatcher>,
+    /// The usage ledger and every session's usage limit (issue 29).
+    pub usage: Arc<usage::Ledger>,
+    /// Types the continuation prompt after a limit resets.
+    pub continuation: Arc<usage::continuation::Continuation>,
+    /// Reads limit words off agents' screens.
+    pub screen_words: Arc<usage::screen_words::ScreenWords>,
     shutdown: Shutdown,
 }
 
@@ -142,11 +150,21 @@ impl Daemon {
             paths.clone(),
             os.clone(),
         ));
+        let usage = Arc::new(usage::Ledger::new(
+            paths.store(),
+            sessions.clone(),
+            journal.clone(),
+            activity.clone(),
+            config.section(|c| &c.notify),
+            config.section(|c| &c.limits),
+            &config.snapshot().usage,
+        ));
         let grants = Arc::new(proxy_observer::ProxyGrants::new(
             sessions.clone(),
             proxy.clone(),
             activity.clone(),
             identity.clone(),
+            usage.report_sender(),
         ));
         let delivery = Arc::new(delivery::Delivery::new(
             sessions.clone(),
@@ -185,6 +203,7 @@ impl Daemon {
             config: governor_config,
             shutdown: shutdown.clone(),
             budget: Default::default(),
+            usage: usage.clone(),
         });
         let agents = Arc::new(orchestration::AgentTools {
             sessions: sessions.clone(),
@@ -198,6 +217,21 @@ impl Daemon {
             mcp: config.section(|c| &c.mcp),
             shutdown: shutdown.clone(),
             clock: os.clone(),
+        });
+        let continuation = Arc::new(usage::continuation::Continuation {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            monitor: monitor.clone(),
+            delivery: delivery.clone(),
+            governor: governor.clone(),
+            shutdown: shutdown.clone(),
+        });
+        let screen_words = Arc::new(usage::screen_words::ScreenWords {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            monitor: monitor.clone(),
+            shutdown: shutdown.clone(),
+            seen: Default::default(),
         });
         Daemon {
             paths,
@@ -218,6 +252,9 @@ impl Daemon {
             governor,
             agents,
             files,
+            usage,
+            continuation,
+            screen_words,
             shutdown,
         }
     }
@@ -549,6 +586,9 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     }
 
     tokio::spawn(daemon.governor.clone().govern());
+    daemon.usage.start();
+    tokio::spawn(daemon.continuation.clone().run());
+    tokio::spawn(daemon.screen_words.clone().run());
     let home_watch = Arc::new(home_watch::HomeWatch {
         paths: paths.clone(),
         sessions: daemon.sessions.clone(),

@@ -318,7 +318,19 @@ impl LiveProcess {
 
     pub async fn resize(&self, rows: u16, cols: u16) -> std::io::Result<()> {
         let (rows, cols) = (rows.max(1), cols.max(1));
-        self.lock_screen().terminal.resize(rows, cols);
+        {
+            let mut screen = self.lock_screen();
+            let end = screen.terminal.history_end();
+            screen.terminal.resize(rows, cols);
+            // The rewrap renumbered history: an empty chunk makes each
+            // client's forwarder say where it ends now (its `history`
+            // event), even if the program prints nothing after the resize.
+            if screen.terminal.history_end() != end
+                && let Some(clients) = &screen.clients
+            {
+                let _ = clients.send(Bytes::new());
+            }
+        }
         let w = tokio::time::timeout(WRITE_STALL, self.writer.lock())
             .await
             .map_err(|_| stalled())?;

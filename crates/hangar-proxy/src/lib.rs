@@ -46,7 +46,7 @@ use hangar_protocol::view::{ProxyView, UsageView};
 
 use attribution::Credential;
 pub use config::ProxyConfig;
-pub use observer::ProxyObserver;
+pub use observer::{ExchangeReport, ProxyObserver};
 use relay::Shared;
 use usage::Usage;
 

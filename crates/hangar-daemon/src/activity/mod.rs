@@ -234,6 +234,18 @@ impl Hub {
     pub fn forget(&self, id: &SessionId) {
         self.entries().remove(id);
     }
+
+    /// Something a listing shows changed without an activity change (a
+    /// usage limit began or ended): viewers and waiters look again.
+    pub fn bump_changes(&self) {
+        self.bump();
+    }
+
+    /// Send a notification escape to clients attached anywhere.
+    pub fn send_osc(&self, id: &SessionId, bytes: Vec<u8>) {
+        // No receivers is normal: nobody is attached anywhere.
+        let _ = self.osc.send((id.clone(), bytes));
+    }
 }
 
 /// One attached client; dropping it stops counting the client.

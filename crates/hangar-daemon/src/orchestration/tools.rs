@@ -501,6 +501,8 @@ impl AgentTools {
             .await
             .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
         self.orchestration.turns().insert(id.clone(), mark);
+        // An agent's prompt never goes to a limited account (rule 13).
+        self.governor.refuse_if_limited(id)?;
         let state = self.governor.wake_as(id, Caller::Send).await?;
         if let RunState::Failed(reason) = state {
             return Err(ApiError::new(codes::FAILED, reason));

@@ -108,6 +108,7 @@ pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream:
                         }
                         // A person typing: the session is in use (throttled).
                         daemon.governor.touch_used(&a.session, true);
+                        daemon.usage.person_typed(&a.session);
                     } else if !conn
                         .reply(Reply::err(
                             0,

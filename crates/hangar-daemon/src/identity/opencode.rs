@@ -84,7 +84,7 @@ impl Identity {
     pub fn note_typed(&self, id: &SessionId, text: &str) {
         let is_opencode = self.sessions.provider_of(id) == Some(Provider::Opencode);
         if is_opencode {
-            self.typed.note(id, text, self.clock.now_ms());
+            self.typed.note(id, text, self.os.now_ms());
         }
     }
 
@@ -99,7 +99,7 @@ impl Identity {
         let Some(db) = database_path(&discovery::env_var) else {
             return;
         };
-        let started_ms = self.clock.now_ms();
+        let started_ms = self.os.now_ms();
         let daemon = self.clone();
         tokio::spawn(async move {
             // A pane forked from a start's first look waits for every

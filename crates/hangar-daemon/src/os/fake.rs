@@ -6,7 +6,7 @@
 //!
 //! Never used by the running daemon.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,6 +27,7 @@ struct FakeProcess {
     parent: Option<u32>,
     resident: u64,
     env: Vec<String>,
+    open_files: Vec<PathBuf>,
 }
 
 /// What a started program does, scripted by the test. The default prints
@@ -210,6 +211,13 @@ impl FakeOs {
         }
     }
 
+    /// Process `pid` holds `files` open (it must exist).
+    pub fn set_open_files(&self, pid: u32, files: &[&str]) {
+        if let Some(p) = self.machine().processes.get_mut(&pid) {
+            p.open_files = files.iter().map(PathBuf::from).collect();
+        }
+    }
+
     /// Every process of group `pgid` ends.
     pub fn end_group(&self, pgid: u32) {
         self.machine().end_group(pgid, 128 + libc::SIGKILL);
@@ -326,6 +334,17 @@ impl ProcessControl for FakeOs {
 
     fn group_of(&self, pid: u32) -> Option<u32> {
         self.machine().processes.get(&pid).map(|p| p.pgid)
+    }
+
+    fn open_files_under(&self, pid: u32, root: &std::path::Path) -> BTreeSet<PathBuf> {
+        let tree = self.process_tree(pid);
+        let machine = self.machine();
+        tree.iter()
+            .filter_map(|p| machine.processes.get(p))
+            .flat_map(|p| p.open_files.iter())
+            .filter(|f| f.starts_with(root))
+            .cloned()
+            .collect()
     }
 }
 
@@ -532,6 +551,22 @@ mod tests {
         assert_eq!(os.start_time(11), None);
         assert!(!os.signal_group(10, 0));
         assert_eq!(os.signals_sent(), vec![(10, libc::SIGKILL)]);
+    }
+
+    #[test]
+    fn the_open_files_of_a_process_and_its_children_under_a_folder_are_found() {
+        let os = FakeOs::default();
+        os.spawn(10, 10, 1);
+        os.spawn(11, 10, 2);
+        os.set_process(11, Some(10), 0);
+        os.set_open_files(10, &["/home/a/.codex/sessions/r1.jsonl", "/etc/hosts"]);
+        os.set_open_files(11, &["/home/a/.codex/sessions/r2.jsonl"]);
+        let open = os.open_files_under(10, std::path::Path::new("/home/a/.codex"));
+        let want = [
+            "/home/a/.codex/sessions/r1.jsonl",
+            "/home/a/.codex/sessions/r2.jsonl",
+        ];
+        assert_eq!(open, want.iter().map(PathBuf::from).collect());
     }
 
     fn request(session: &str) -> SpawnRequest {

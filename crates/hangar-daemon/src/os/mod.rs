@@ -12,6 +12,9 @@
 mod fake;
 mod real;
 
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
 pub use crate::pty::Pty;
 pub use fake::{FakeOs, FakeProgram};
 pub use real::{RealOs, now_ms, parse_start_time, wall_ms};
@@ -38,6 +41,9 @@ pub trait ProcessControl: Send + Sync {
     fn environ(&self, pid: u32) -> Vec<String>;
     /// The process's group, `None` when it is gone or a zombie.
     fn group_of(&self, pid: u32) -> Option<u32>;
+    /// The files under `root` that `pid` or a process below it holds open
+    /// (`/proc/<pid>/fd`), as the kernel names them (symlinks resolved).
+    fn open_files_under(&self, pid: u32, root: &std::path::Path) -> BTreeSet<PathBuf>;
 }
 
 /// The daemon's two clocks.

@@ -73,6 +73,14 @@ impl ProcessControl for RealOs {
             .collect()
     }
 
+    fn open_files_under(
+        &self,
+        pid: u32,
+        root: &std::path::Path,
+    ) -> std::collections::BTreeSet<std::path::PathBuf> {
+        crate::identity::open_files::open_under(pid, root)
+    }
+
     fn group_of(&self, pid: u32) -> Option<u32> {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         // After the command name: state, parent, group.

@@ -526,6 +526,10 @@ pub enum Request {
     Wait(Wait),
     /// A provider hook reporting an agent's activity.
     Hook(Hook),
+    /// The usage ledger summed (`hangar usage`).
+    Usage(UsageQuery),
+    /// A session's usage-limit settings (`hangar limit ID --continue`).
+    Limit(LimitSet),
     /// A kind this build does not know; answered with `unknown_kind`.
     Unknown(String),
     /// What a session changed since its base (`hangar diff`).
@@ -534,6 +538,25 @@ pub enum Request {
     Review(Review),
     /// Land a session's work (`hangar finish`).
     Finish(Finish),
+}
+
+/// `hangar usage [--since D] [--session ID]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageQuery {
+    /// Only requests at or after this time (ms since the epoch).
+    pub since_ms: i64,
+    /// Only this session (id or unique prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+/// `hangar limit ID --continue on|off`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LimitSet {
+    pub session: String,
+    /// Type the continuation prompt after a limit resets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_continue: Option<bool>,
 }
 
 /// Why a request could not be decoded into a known kind with a valid body.
@@ -587,10 +610,12 @@ impl Request {
             Request::Agent(call) => call.tool.kind(),
             Request::Wait(_) => "wait",
             Request::Hook(_) => "hook",
-            Request::Unknown(kind) => kind,
+            Request::Usage(_) => "usage",
+            Request::Limit(_) => "limit",
             Request::Diff(_) => "diff",
             Request::Review(_) => "review",
             Request::Finish(_) => "finish",
+            Request::Unknown(kind) => kind,
         }
     }
 
@@ -631,6 +656,8 @@ impl Request {
             Request::Agent(b) => v(b),
             Request::Wait(b) => v(b),
             Request::Hook(b) => v(b),
+            Request::Usage(b) => v(b),
+            Request::Limit(b) => v(b),
             Request::Diff(b) => v(b),
             Request::Review(b) => v(b),
             Request::Finish(b) => v(b),
@@ -723,6 +750,8 @@ impl Request {
             "ratio" => Request::Ratio(b(id, k, body)?),
             "wait" => Request::Wait(b(id, k, body)?),
             "hook" => Request::Hook(b(id, k, body)?),
+            "usage" => Request::Usage(b(id, k, body)?),
+            "limit" => Request::Limit(b(id, k, body)?),
             "diff" => Request::Diff(b(id, k, body)?),
             "review" => Request::Review(b(id, k, body)?),
             "finish" => Request::Finish(b(id, k, body)?),
@@ -763,6 +792,8 @@ pub mod codes {
     pub const NOT_YOUR_AGENT: &str = "not_your_agent";
     /// Orchestration: the close would also close sessions not named.
     pub const CASCADE_REFUSED: &str = "cascade_refused";
+    /// The session's provider account is at a usage limit until its reset.
+    pub const LIMITED: &str = "limited";
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -73,6 +73,10 @@ pub enum Command {
         /// from the title) of the repository its folder is in.
         #[arg(long, value_name = "BRANCH", num_args = 0..=1, default_missing_value = "")]
         worktree: Option<String>,
+        /// Never type the continuation prompt by itself after a usage limit
+        /// (`hangar limit ID --continue on` turns it back on).
+        #[arg(long)]
+        no_auto_continue: bool,
     },
     /// List every session.
     Ls,
@@ -294,6 +298,25 @@ pub enum Command {
         #[arg(long)]
         session: String,
     },
+    /// What every session's requests consumed (tokens, cost at list prices)
+    /// and each provider account's usage windows and limits.
+    Usage {
+        /// How far back: a duration (5h, 24h, 7d) or a date (2026-12-01,
+        /// local midnight) or an RFC 3339 time. Default 24h.
+        #[arg(long, value_name = "5h|24h|7d|DATE")]
+        since: Option<String>,
+        /// Only this session.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// A session's usage limit, and whether hangar types the continuation
+    /// prompt by itself when the limit resets.
+    Limit {
+        id: String,
+        /// Turn the automatic continuation on or off for this session.
+        #[arg(long = "continue", value_parser = ["on", "off"])]
+        continue_: Option<String>,
+    },
     /// What a session changed: its commits since the merge-base with its
     /// base branch, plus staged, unstaged and untracked files.
     Diff {
@@ -502,6 +525,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             no_capture,
             no_mcp,
             worktree,
+            no_auto_continue,
         } => {
             let cwd = cwd.map(|c| abs(&c)).transpose()?;
             let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
@@ -523,6 +547,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     worktree_branch: worktree.filter(|b| !b.is_empty()),
                 },
             )?;
+            if no_auto_continue && let Some(id) = v["id"].as_str() {
+                api::limit(
+                    &mut c,
+                    msg::LimitSet {
+                        session: id.to_owned(),
+                        auto_continue: Some(false),
+                    },
+                )?;
+            }
             print(json, &serde_json::json!({"id": v["id"]}), |_| {
                 println!("{}", human::s(&v["id"]));
                 if v["state"] == "failed" {
@@ -834,6 +867,25 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Doctor { fork, forget, yes } => {
             crate::identity::doctor(&target, json, fork, forget, yes)
+        }
+        Command::Usage { since, session } => {
+            let since_ms = crate::usage::since_ms(since.as_deref().unwrap_or("24h"))?;
+            let mut c = target.connect()?;
+            let v = api::usage(&mut c, msg::UsageQuery { since_ms, session })?;
+            print(json, &v, crate::usage::human);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Limit { id, continue_ } => {
+            let mut c = target.connect()?;
+            let v = api::limit(
+                &mut c,
+                msg::LimitSet {
+                    session: id,
+                    auto_continue: continue_.map(|o| o == "on"),
+                },
+            )?;
+            print(json, &v, crate::usage::human_limit);
+            Ok(ExitCode::SUCCESS)
         }
         Command::Diff { id, stat, base } => crate::review::diff(&target, json, id, stat, base),
         Command::Review { id, comment } => crate::review::review(&target, json, id, comment),

@@ -27,6 +27,7 @@ mod remote;
 mod review;
 mod search;
 mod tui;
+mod usage;
 mod web;
 
 use std::process::ExitCode;

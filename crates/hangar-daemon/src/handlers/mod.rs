@@ -19,6 +19,7 @@ pub mod sessions;
 pub mod status;
 pub mod tabs;
 pub mod transfer;
+pub mod usage;
 pub mod worktrees;
 
 use std::sync::Arc;
@@ -80,6 +81,8 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
             identity::session_start(daemon, &r)
         }
         Request::Hook(r) => activity::hook(daemon, &r.session, &r.event),
+        Request::Usage(r) => usage::usage(daemon, r),
+        Request::Limit(r) => usage::limit(daemon, r),
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
             Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))

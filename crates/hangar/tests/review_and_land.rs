@@ -646,3 +646,55 @@ fn review_comments_reach_the_agent_as_one_prompt_naming_file_and_line() {
     let e = h.fail(&["review", &id, "--comment", "nowhere", "text"]);
     assert!(e.contains("FILE:LINE"), "{e}");
 }
+
+#[test]
+fn resolve_asks_the_agent_to_rebase_and_names_the_conflicting_files_changing_nothing() {
+    let h = hangar();
+    let repo = make_repo(&h);
+    let id = h.new_agent(&[
+        "--provider",
+        "claude",
+        "--worktree",
+        "--title",
+        "resolve me",
+    ]);
+    h.wait_state(&id, "live");
+    let wt = PathBuf::from(h.session(&id)["worktree"]["path"].as_str().unwrap());
+    commit_file(&wt, "file.txt", "agent version\n", "agent edit");
+    commit_file(&repo, "file.txt", "main version\n", "main edit");
+    let refs = all_refs(&repo);
+    let v = h.json(&["finish", &id, "--resolve"]);
+    assert_eq!(v["conflicts"], serde_json::json!(["file.txt"]), "{v}");
+    let prompt = v["prompt"].as_str().unwrap();
+    assert!(
+        prompt.contains("git rebase main") && prompt.contains("file.txt"),
+        "{prompt}"
+    );
+    h.wait_screen(&id, "rebase onto main");
+    assert_eq!(all_refs(&repo), refs, "--resolve moves nothing itself");
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn an_agent_mid_turn_is_neither_landed_nor_sent_comments() {
+    let h = hangar();
+    let repo = make_repo(&h);
+    let id = h.new_agent(&["--provider", "claude", "--worktree", "--title", "busy one"]);
+    h.wait_state(&id, "live");
+    let wt = PathBuf::from(h.session(&id)["worktree"]["path"].as_str().unwrap());
+    commit_file(&wt, "feature.txt", "feature\n", "feature");
+    h.ok(&["send", &id, "slow 600000 think hard"]);
+    h.wait_until("the agent is mid-turn", DEADLINE, || {
+        h.session(&id)["activity"] == "working"
+    });
+    let refs = all_refs(&repo);
+    let e = h.fail(&["finish", &id]);
+    assert!(e.contains("mid-turn"), "{e}");
+    let e = h.fail(&["review", &id, "--comment", "feature.txt:1", "why?"]);
+    assert!(
+        e.contains("mid-turn") && e.contains("nothing was sent"),
+        "{e}"
+    );
+    assert_eq!(all_refs(&repo), refs);
+    assert!(!h.screen(&id).contains("why?"));
+}

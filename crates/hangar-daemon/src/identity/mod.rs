@@ -21,6 +21,7 @@ use std::time::Duration;
 use hangar_core::ledger::{self, Observation, TranscriptMatch};
 use hangar_core::{IdSource, Provider, SessionId, Workspace};
 
+use crate::os::Clock;
 use crate::pty::LiveProcess;
 use crate::sessions::Sessions;
 use hangar_providers::claude::process_record;
@@ -70,6 +71,7 @@ pub struct Identity {
     files: Arc<crate::file_watch::FileWatcher>,
     /// Told when a session's provider id changes (its transcript does).
     activity: Arc<crate::activity::Hub>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Identity {
@@ -77,12 +79,14 @@ impl Identity {
         sessions: Arc<Sessions>,
         files: Arc<crate::file_watch::FileWatcher>,
         activity: Arc<crate::activity::Hub>,
+        clock: Arc<dyn Clock>,
     ) -> Identity {
         Identity {
             sessions,
             typed: Default::default(),
             files,
             activity,
+            clock,
         }
     }
 
@@ -96,7 +100,7 @@ impl Identity {
             return;
         };
         // Transcript folders are named by the wall clock of the agent.
-        let started_ms = crate::wall_ms();
+        let started_ms = self.clock.wall_ms();
         let daemon = self.clone();
         tokio::spawn(async move {
             // Which ids other sessions hold is a fact about every session:
@@ -164,7 +168,7 @@ impl Identity {
         };
         let cwd = discovery::canonical_cwd(&cwd);
         let mut dirs =
-            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::wall_ms());
+            discovery::candidate_dirs(provider, root, &cwd, started_ms, self.clock.wall_ms());
         if matches!(provider, Provider::Claude) {
             dirs.push(root.join("sessions"));
         }
@@ -243,7 +247,7 @@ impl Identity {
         let dirs = if only_open {
             Vec::new()
         } else {
-            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::wall_ms())
+            discovery::candidate_dirs(provider, root, &cwd, started_ms, self.clock.wall_ms())
         };
         let facts = cache.scan(provider, &dirs, &mine);
         let open_by_self = cache.ids_of(provider, &mine);
@@ -281,7 +285,7 @@ impl Identity {
             return;
         };
         let mut cache = TranscriptCache::default();
-        let now = crate::now_ms();
+        let now = self.clock.now_ms();
         self.discover_once(id, &provider, &root, now, Some(live.pid), &mut cache, true);
     }
 
@@ -294,9 +298,9 @@ impl Identity {
         observed: &Observation,
         session_cwd: &str,
     ) -> bool {
-        let changed = self
-            .sessions
-            .record_provider_id(id, observed, session_cwd, crate::now_ms());
+        let changed =
+            self.sessions
+                .record_provider_id(id, observed, session_cwd, self.clock.now_ms());
         if changed {
             // Its activity is read from the transcript of this id.
             self.activity.nudge(id);

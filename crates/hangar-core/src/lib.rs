@@ -14,6 +14,7 @@ pub mod activity_debounce;
 pub mod claude_slug;
 pub mod cli_versions;
 pub mod display;
+pub mod engine;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod governor;

@@ -240,6 +240,10 @@ pub struct SessionMeta {
     /// the checkout's HEAD at its start): what `hangar diff` compares with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git_base: Option<crate::review::GitBase>,
+    /// The container engine this session runs on (`hangar new --engine`):
+    /// it never runs outside it (DESIGN.md rule 14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<crate::engine::EngineBinding>,
 }
 
 fn default_true() -> bool {
@@ -266,6 +270,7 @@ impl SessionMeta {
             tmux_session: None,
             imported_fields: BTreeMap::new(),
             git_base: None,
+            engine: None,
         }
     }
 

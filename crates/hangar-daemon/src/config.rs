@@ -69,6 +69,9 @@ pub struct Config {
     /// `[limits]`: carrying on by itself after a usage limit (issue 29).
     #[serde(default)]
     pub limits: crate::usage::LimitsConfig,
+    /// `[engines.NAME]`: container engines sessions may run on (issue 32).
+    #[serde(default)]
+    pub engines: crate::engines::EnginesConfig,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -280,6 +280,10 @@ impl Delivery {
         let Some(meta) = self.sessions.meta(id) else {
             return false;
         };
+        // On an engine, its hooks and transcript are inside the container.
+        if meta.engine.is_some() {
+            return false;
+        }
         if matches!(meta.provider, Provider::Claude) && self.monitor.hooks_installed() {
             return true;
         }

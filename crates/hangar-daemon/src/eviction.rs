@@ -333,7 +333,14 @@ impl Governor {
             .zip(self.sessions.worktrees_of(ids))
             .filter_map(|(id, w)| Some((id, w?)))
             .collect();
+        let on_engines: Vec<_> = ids
+            .iter()
+            .filter_map(|id| self.sessions.meta(id))
+            .filter(|m| m.engine.is_some())
+            .collect();
         self.stop_and_remove(ids).await?;
+        // Their containers and volumes go with them.
+        self.spawner.engines.remove(&on_engines).await;
         for id in ids {
             self.journal.record(Event::Close {
                 session: id.to_string(),

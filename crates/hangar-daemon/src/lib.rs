@@ -13,6 +13,7 @@ pub mod activity;
 pub mod cli_probe;
 pub mod config;
 pub mod delivery;
+pub mod engines;
 pub mod errors;
 pub mod eviction;
 pub mod file_watch;
@@ -101,6 +102,8 @@ pub struct Daemon {
     /// Reads limit words off agents' screens.
     pub screen_words: Arc<usage::screen_words::ScreenWords>,
     shutdown: Shutdown,
+    /// The container engines sessions run on (`[engines.NAME]`).
+    pub engines: Arc<engines::Engines>,
 }
 
 impl Daemon {
@@ -172,7 +175,12 @@ impl Daemon {
             identity.clone(),
             os.clone(),
         ));
+        let engines = Arc::new(engines::Engines::new(
+            paths.home.clone(),
+            config.section(|c| &c.engines),
+        ));
         let spawner = Arc::new(spawn::Spawner {
+            engines: engines.clone(),
             paths: paths.clone(),
             sessions: sessions.clone(),
             journal: journal.clone(),
@@ -256,6 +264,7 @@ impl Daemon {
             continuation,
             screen_words,
             shutdown,
+            engines,
         }
     }
 
@@ -530,6 +539,8 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     // Before any fork: an agent a killed predecessor left running must not
     // write a conversation a restored pane resumes.
     daemon.end_orphans();
+    // Likewise for agents a predecessor left running in containers.
+    daemon.engines.stop_leftovers().await;
     // The duplicate-identity check of these wakes sees only the visible
     // panes' sessions, and that is enough: it refuses a wake while another
     // *live* session holds the same conversation, and until the full load
@@ -538,6 +549,19 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     let to_spawn = daemon.spawner.adopt_first_forks(forks.clone());
     let restorer = daemon.spawner.clone();
     tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
+    // Once every session is known: remove this home's containers of
+    // sessions it no longer has.
+    let sweeper = daemon.clone();
+    tokio::spawn(async move {
+        sweeper.sessions.full_model().await;
+        let removed = sweeper
+            .engines
+            .remove_unknown(|id| sweeper.sessions.meta(&SessionId::from(id)).is_some())
+            .await;
+        if removed > 0 {
+            tracing::info!("removed {removed} container(s) of closed sessions");
+        }
+    });
 
     let signals = daemon.clone();
     tokio::spawn(async move {

@@ -68,6 +68,23 @@ pub struct NewSession {
     /// The worktree's new branch (default: made from the title).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree_branch: Option<String>,
+    /// Run the session on `[engines.NAME]` (a container or pod), never
+    /// outside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// With `engine`: this image instead of the engine's `image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// `hangar engine image build NAME [--provider P]`: build an image for
+/// `[engines.NAME]` from Debian packages with the provider's CLI from npm,
+/// and import it into the engine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineImageBuild {
+    pub engine: String,
+    #[serde(default)]
+    pub provider: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -540,6 +557,8 @@ pub enum Request {
     Review(Review),
     /// Land a session's work (`hangar finish`).
     Finish(Finish),
+    /// Build and import an image for an engine.
+    EngineImageBuild(EngineImageBuild),
     /// A kind this build does not know; answered with `unknown_kind`.
     Unknown(String),
 }
@@ -619,6 +638,7 @@ impl Request {
             Request::Diff(_) => "diff",
             Request::Review(_) => "review",
             Request::Finish(_) => "finish",
+            Request::EngineImageBuild(_) => "engine_image_build",
             Request::Unknown(kind) => kind,
         }
     }
@@ -665,6 +685,7 @@ impl Request {
             Request::Diff(b) => v(b),
             Request::Review(b) => v(b),
             Request::Finish(b) => v(b),
+            Request::EngineImageBuild(b) => v(b),
             Request::List
             | Request::Status
             | Request::TabList
@@ -759,6 +780,7 @@ impl Request {
             "diff" => Request::Diff(b(id, k, body)?),
             "review" => Request::Review(b(id, k, body)?),
             "finish" => Request::Finish(b(id, k, body)?),
+            "engine_image_build" => Request::EngineImageBuild(b(id, k, body)?),
             other => match AgentTool::from_kind(other) {
                 Some(tool) => {
                     let mut call: AgentCall = b(id, k, body)?;

@@ -62,6 +62,10 @@ pub struct SessionView {
     /// The usage limit that stopped the session (issue 29), null when none.
     #[serde(default)]
     pub limit: Option<LimitView>,
+    /// The container engine the session runs on (`hangar new --engine`),
+    /// null for a process on this machine.
+    #[serde(default)]
+    pub engine: Option<EngineView>,
 }
 
 /// A session's usage limit in `hangar ls --json`.
@@ -78,6 +82,25 @@ pub struct LimitView {
     /// When hangar will type the continuation prompt (ms), null when it
     /// will not.
     pub continue_at: Option<i64>,
+}
+
+/// A session's engine in `hangar ls`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EngineView {
+    /// The `[engines.NAME]` it runs on.
+    pub name: String,
+    /// `docker`, `podman` or `kubernetes`; null when config.toml no longer
+    /// has that engine.
+    pub kind: Option<String>,
+    /// The container's name (Docker, Podman).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// The pod's name (Kubernetes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// The image it runs (null when neither the session nor the engine
+    /// names one).
+    pub image: Option<String>,
 }
 
 fn unknown_activity() -> String {

@@ -214,3 +214,8 @@ pub fn usage(c: &mut Client, req: msg::UsageQuery) -> anyhow::Result<Value> {
 pub fn limit(c: &mut Client, req: msg::LimitSet) -> anyhow::Result<Value> {
     c.request(Request::Limit(req))
 }
+
+/// Build and import an image for an engine (slow: minutes).
+pub fn engine_image_build(c: &mut Client, req: msg::EngineImageBuild) -> anyhow::Result<Value> {
+    c.request(Request::EngineImageBuild(req))
+}

@@ -78,6 +78,15 @@ pub enum Command {
         #[arg(long)]
         no_auto_continue: bool,
     },
+        /// Run it on a container engine (`[engines.NAME]` in config.toml),
+        /// never on this machine.
+        #[arg(long, value_name = "NAME")]
+        engine: Option<String>,
+        /// With --engine: run this image (already in the engine) instead of
+        /// the engine's own.
+        #[arg(long, value_name = "IMAGE", requires = "engine")]
+        image: Option<String>,
+    },
     /// List every session.
     Ls,
     /// Daemon, session counts and the last restore.
@@ -367,6 +376,33 @@ pub enum Command {
         /// Check and say what would happen; change nothing.
         #[arg(long)]
         dry_run: bool,
+    /// Container engines (`[engines.NAME]` in config.toml): their images.
+    #[command(subcommand)]
+    Engine(EngineCommand),
+    /// The bridge between a session's terminal and its agent in a
+    /// container (run by the daemon); not for people.
+    #[command(hide = true)]
+    EngineExec,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EngineCommand {
+    /// Images for an engine's sessions.
+    #[command(subcommand)]
+    Image(EngineImageCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EngineImageCommand {
+    /// Build an image from Debian packages (mmdebstrap) with the
+    /// provider's agent CLI installed from npm, and import it into engine
+    /// NAME (as its `image`, else localhost/hangar-NAME-PROVIDER). hangar
+    /// never pulls an image.
+    Build {
+        name: String,
+        /// claude, codex, opencode, or shell (no agent CLI: the default).
+        #[arg(long)]
+        provider: Option<String>,
     },
 }
 
@@ -438,6 +474,7 @@ fn route(paths: &Paths, host: Option<&str>, command: Option<&Command>) -> anyhow
                 | Command::Hook { .. }
                 | Command::Mcp { .. }
                 | Command::Hosts
+                | Command::EngineExec
         )
     ) {
         return Ok(Routed::Here(here));
@@ -526,6 +563,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             no_mcp,
             worktree,
             no_auto_continue,
+            engine,
+            image,
         } => {
             let cwd = cwd.map(|c| abs(&c)).transpose()?;
             let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
@@ -545,6 +584,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     fallback_cwd,
                     worktree: worktree.is_some(),
                     worktree_branch: worktree.filter(|b| !b.is_empty()),
+                    engine,
+                    image,
                 },
             )?;
             if no_auto_continue && let Some(id) = v["id"].as_str() {
@@ -616,6 +657,27 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
         } => crate::activity::wait(&target, json, ids, until, timeout),
         Command::Hook { event, session } => crate::activity::hook(&target, event, session),
+        Command::EngineExec => Ok(ExitCode::from(
+            u8::try_from(hangar_daemon::engines::bridge::main()).unwrap_or(1),
+        )),
+        Command::Engine(EngineCommand::Image(EngineImageCommand::Build { name, provider })) => {
+            let mut c = target.connect()?;
+            let v = api::engine_image_build(
+                &mut c,
+                msg::EngineImageBuild {
+                    engine: name,
+                    provider,
+                },
+            )?;
+            print(json, &v, |v| {
+                println!(
+                    "built {} for engine {}",
+                    display::name(v["image"].as_str().unwrap_or_default()),
+                    display::name(v["engine"].as_str().unwrap_or_default())
+                )
+            });
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Ratio { id, ratio } => simple(
             &|c| {
                 api::ratio(

@@ -9,6 +9,7 @@
 
 pub mod activity;
 pub mod agent_tools;
+pub mod engines;
 pub mod fleet;
 pub mod identity;
 pub mod lifecycle;
@@ -83,6 +84,7 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::Hook(r) => activity::hook(daemon, &r.session, &r.event),
         Request::Usage(r) => usage::usage(daemon, r),
         Request::Limit(r) => usage::limit(daemon, r),
+        Request::EngineImageBuild(r) => engines::image_build(daemon, r).await,
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
             Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))

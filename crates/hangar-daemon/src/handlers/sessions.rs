@@ -63,6 +63,24 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
         }
     };
     let direction = parse_direction(req.direction.as_deref())?;
+    let engine = match req.engine.as_deref().map(str::trim) {
+        None | Some("") => {
+            if req.image.is_some() {
+                return Err(ApiError::invalid("--image needs --engine NAME"));
+            }
+            None
+        }
+        Some(name) => {
+            daemon
+                .engines
+                .check_new(name)
+                .map_err(|e| ApiError::invalid(e.0))?;
+            Some(hangar_core::engine::EngineBinding {
+                name: name.to_owned(),
+                image: req.image.clone().filter(|i| !i.trim().is_empty()),
+            })
+        }
+    };
     let now = daemon.os.now_ms();
     let worktree_title = req.title.as_deref().filter(|t| !t.trim().is_empty());
     let prepared = daemon
@@ -111,6 +129,7 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
                 p.apply(meta);
             }
             meta.git_base = git_base.clone();
+            meta.engine = engine.clone();
         };
         match daemon.sessions.add_session(&new, &cwd, finish)? {
             Added::Session(id) => break id,

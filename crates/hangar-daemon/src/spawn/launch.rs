@@ -67,7 +67,7 @@ impl Spawner {
         }
         // Everything a launch needs is read from one snapshot, and the I/O
         // (PATH search, MCP config write, folder stat) happens off the lock.
-        let (request, resumed, provider, title) = {
+        let (request, resumed, provider, title, on_engine) = {
             let (meta, dangerous) = self.sessions.launch_facts(id);
             let meta = meta.ok_or_else(|| {
                 SpawnFailure::new(FailureKind::Other, format!("session {id} no longer exists"))
@@ -102,9 +102,15 @@ impl Spawner {
                     ),
                 )
             })?;
-            let spec = self
-                .orchestration
-                .with_orchestration_mcp(&meta, spec, self.mcp.get());
+            // On an engine, hangar's own files (MCP config, hook settings)
+            // are not in the container: the agent runs without them.
+            let on_engine = meta.engine.is_some().then(|| meta.clone());
+            let spec = if on_engine.is_some() {
+                spec
+            } else {
+                self.orchestration
+                    .with_orchestration_mcp(&meta, spec, self.mcp.get())
+            };
             let spec = hangar_providers::launch::codex_in_process(
                 spec,
                 &meta.provider,
@@ -152,7 +158,7 @@ impl Spawner {
             env_vars.push(("NO_PROXY".into(), no_proxy.clone()));
             env_vars.push(("no_proxy".into(), no_proxy));
             let mut args = spec.args;
-            if let Some(settings) = &hook_settings {
+            if let Some(settings) = hook_settings.as_ref().filter(|_| on_engine.is_none()) {
                 args.extend(["--settings".to_owned(), settings.display().to_string()]);
             }
             // The last screen and history it had, kept above what the new
@@ -176,7 +182,19 @@ impl Spawner {
                 spec.resumed,
                 meta.provider.clone(),
                 meta.title.clone(),
+                on_engine,
             )
+        };
+        // A session bound to an engine runs there or not at all (DESIGN.md
+        // rule 14): the launch becomes the exec bridge, or fails with the
+        // engine's words.
+        let request = match &on_engine {
+            Some(meta) => self
+                .engines
+                .wrap_launch(meta, request)
+                .await
+                .map_err(|e| SpawnFailure::new(FailureKind::SpawnError, e.to_string()))?,
+            None => request,
         };
         let program = request.program.display().to_string();
         self.journal.record(Event::SpawnBegin {

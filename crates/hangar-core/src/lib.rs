@@ -32,8 +32,12 @@ pub mod placement;
 pub mod prune;
 pub mod reload_plan;
 pub mod restore_plan;
+pub mod review;
 pub mod search;
+pub mod session_id;
 pub mod tile;
+pub mod usage;
+pub mod usage_limits;
 pub mod wake_decision;
 pub mod worktree;
 

@@ -287,7 +287,7 @@ impl Governor {
         let mut removed_worktrees = Vec::new();
         for group in plan.groups {
             // Re-check right before closing: it may have become busy.
-            let later = crate::now_ms();
+            let later = self.os.now_ms();
             if let Some(id) = group
                 .iter()
                 .find(|id| !self.idle_candidate(id, later, older_than_ms, include_live))

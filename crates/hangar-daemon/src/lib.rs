@@ -7,6 +7,8 @@
 //! `shutdown` or a signal, when it ends every live session's process group
 //! and exits with the workspace saved.
 
+#![forbid(unsafe_code)]
+
 pub mod activity;
 pub mod cli_probe;
 pub mod config;
@@ -25,6 +27,7 @@ pub mod os;
 pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
+pub mod review;
 pub mod section;
 pub mod server;
 pub mod sessions;
@@ -33,6 +36,7 @@ pub mod spawn;
 pub mod strays;
 pub mod tmux_adoption;
 pub mod transfer;
+pub mod usage;
 pub mod worktree;
 
 use std::fs::File;
@@ -91,6 +95,12 @@ pub struct Daemon {
     pub agents: Arc<orchestration::AgentTools>,
     /// The one folder watcher (inotify) every session's watchers share.
     pub files: Arc<file_watch::FileWatcher>,
+    /// The usage ledger and every session's usage limit (issue 29).
+    pub usage: Arc<usage::Ledger>,
+    /// Types the continuation prompt after a limit resets.
+    pub continuation: Arc<usage::continuation::Continuation>,
+    /// Reads limit words off agents' screens.
+    pub screen_words: Arc<usage::screen_words::ScreenWords>,
     shutdown: Shutdown,
     /// The container engines sessions run on (`[engines.NAME]`).
     pub engines: Arc<engines::Engines>,
@@ -101,16 +111,21 @@ impl Daemon {
     /// loaded from its store; nothing is started.
     pub fn new(paths: Paths, config: Config, os: Arc<dyn os::Os>, sessions: Sessions) -> Daemon {
         let sessions = Arc::new(sessions);
-        let journal = Arc::new(journal::Journal::new(paths.home.join("journal.jsonl")));
+        let journal = Arc::new(
+            journal::Journal::new(paths.home.join("journal.jsonl")).with_clock(os.clone()),
+        );
         let queue = Arc::new(spawn::queue::WakeQueue::new(config.governor.queue_limits()));
         let proxy = Arc::new(hangar_proxy::Proxy::new(
             config.proxy.clone(),
             paths.home.clone(),
         ));
-        let activity = Arc::new(activity::Hub::new(&config.activity));
+        let activity = Arc::new(activity::Hub::new(&config.activity, os.clone()));
         // One inotify watcher for every session's watchers and the home's.
         let files = Arc::new(file_watch::FileWatcher::default());
-        let orchestration = Arc::new(orchestration::Orchestration::new(paths.home.clone()));
+        let orchestration = Arc::new(orchestration::Orchestration::new(
+            paths.home.clone(),
+            os.clone(),
+        ));
         let shutdown = Shutdown::default();
         let governor_config = config.governor.clone();
         let activity_config = config.activity.clone();
@@ -124,24 +139,41 @@ impl Daemon {
             paths: paths.clone(),
             shutdown: shutdown.clone(),
             files: files.clone(),
+            clock: os.clone(),
         });
         let identity = Arc::new(identity::Identity::new(
             sessions.clone(),
             files.clone(),
             activity.clone(),
+            os.clone(),
         ));
         let cli_probe = Arc::new(cli_probe::CliProbe::default());
-        let worktrees = Arc::new(worktree::Worktrees::new(sessions.clone(), paths.clone()));
+        let worktrees = Arc::new(worktree::Worktrees::new(
+            sessions.clone(),
+            paths.clone(),
+            os.clone(),
+        ));
+        let usage = Arc::new(usage::Ledger::new(
+            paths.store(),
+            sessions.clone(),
+            journal.clone(),
+            activity.clone(),
+            config.section(|c| &c.notify),
+            config.section(|c| &c.limits),
+            &config.snapshot().usage,
+        ));
         let grants = Arc::new(proxy_observer::ProxyGrants::new(
             sessions.clone(),
             proxy.clone(),
             activity.clone(),
             identity.clone(),
+            usage.report_sender(),
         ));
         let delivery = Arc::new(delivery::Delivery::new(
             sessions.clone(),
             monitor.clone(),
             identity.clone(),
+            os.clone(),
         ));
         let engines = Arc::new(engines::Engines::new(
             paths.home.clone(),
@@ -179,6 +211,7 @@ impl Daemon {
             config: governor_config,
             shutdown: shutdown.clone(),
             budget: Default::default(),
+            usage: usage.clone(),
         });
         let agents = Arc::new(orchestration::AgentTools {
             sessions: sessions.clone(),
@@ -191,6 +224,22 @@ impl Daemon {
             providers: config.section(|c| &c.providers),
             mcp: config.section(|c| &c.mcp),
             shutdown: shutdown.clone(),
+            clock: os.clone(),
+        });
+        let continuation = Arc::new(usage::continuation::Continuation {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            monitor: monitor.clone(),
+            delivery: delivery.clone(),
+            governor: governor.clone(),
+            shutdown: shutdown.clone(),
+        });
+        let screen_words = Arc::new(usage::screen_words::ScreenWords {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            monitor: monitor.clone(),
+            shutdown: shutdown.clone(),
+            seen: Default::default(),
         });
         Daemon {
             paths,
@@ -211,6 +260,9 @@ impl Daemon {
             governor,
             agents,
             files,
+            usage,
+            continuation,
+            screen_words,
             shutdown,
             engines,
         }
@@ -240,7 +292,7 @@ impl Daemon {
             (id.clone(), screen)
         });
         let screens = futures::future::join_all(stops).await;
-        let now = now_ms();
+        let now = self.os.now_ms();
         for (id, screen) in screens {
             self.sessions.keep_stopped_screen(&id, &screen, now);
         }
@@ -558,6 +610,9 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     }
 
     tokio::spawn(daemon.governor.clone().govern());
+    daemon.usage.start();
+    tokio::spawn(daemon.continuation.clone().run());
+    tokio::spawn(daemon.screen_words.clone().run());
     let home_watch = Arc::new(home_watch::HomeWatch {
         paths: paths.clone(),
         sessions: daemon.sessions.clone(),
@@ -660,6 +715,83 @@ pub fn import_offline(
         .save_with_screens(&merged, &[], &report.screens)
         .context("cannot save the imported workspace")?;
     Ok(transfer::report_json(report, false))
+}
+
+/// A daemon on a fake machine ([`os::FakeOs`]: a clock the test advances,
+/// scripted programs in place of real ones), for the subsystems' in-process
+/// tests: built like the real one, started nowhere.
+#[cfg(test)]
+pub(crate) mod on_a_fake_machine {
+    use super::*;
+    use hangar_core::placement::PanePosition;
+    use hangar_core::{Provider, SessionId, SessionMeta, Tab, TabId, Workspace};
+
+    pub struct FakeMachine {
+        pub daemon: Arc<Daemon>,
+        pub os: Arc<os::FakeOs>,
+        /// The home and every session's folder; removed when dropped.
+        pub home: tempfile::TempDir,
+    }
+
+    /// Wait until `done` holds, looking again after each millisecond of
+    /// tokio's clock (paused in these tests: no real time passes while
+    /// nothing else can run); fails after a minute of that clock.
+    pub async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        for _ in 0..60_000 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        panic!("never happened: {what}");
+    }
+
+    /// A daemon whose workspace is one tab holding `panes` as panes and
+    /// `parked` parked: shells in the home folder, last used now.
+    pub fn with_sessions(panes: &[&str], parked: &[&str]) -> FakeMachine {
+        build(panes, parked, |_| {}, |_| {})
+    }
+
+    /// [`with_sessions`] with the default settings changed by `settings`,
+    /// and each session's metadata by `edit` (an orchestration parent,
+    /// another provider).
+    pub fn build(
+        panes: &[&str],
+        parked: &[&str],
+        settings: impl FnOnce(&mut Config),
+        edit: impl Fn(&mut SessionMeta),
+    ) -> FakeMachine {
+        let mut config = Config::default();
+        settings(&mut config);
+        let home = tempfile::tempdir().expect("a temporary home");
+        let paths = Paths::new(home.path().to_path_buf());
+        let os = Arc::new(os::FakeOs::default());
+        let now = os::Clock::now_ms(os.as_ref());
+        let cwd = home.path().display().to_string();
+        let meta = |id: &str| {
+            let mut m = SessionMeta::new(SessionId::from(id), Provider::Shell, &cwd);
+            m.last_active_ms = now;
+            edit(&mut m);
+            m
+        };
+        let mut ws = Workspace::default();
+        let tab = TabId::new("t1");
+        ws.add_tab(Tab::new(tab.clone(), "main"))
+            .expect("a new tab");
+        for id in panes {
+            ws.add_pane_session(meta(id), &tab, PanePosition::Auto)
+                .expect("a pane");
+        }
+        for id in parked {
+            ws.add_parked_session(meta(id), &tab, now)
+                .expect("a parked session");
+        }
+        let mut opened = Store::open(&paths.store()).expect("a new store");
+        opened.store.save(&ws, &[]).expect("the first save");
+        let sessions = Sessions::new(ws, opened.store, Vec::new());
+        let daemon = Arc::new(Daemon::new(paths, config, os.clone(), sessions));
+        FakeMachine { daemon, os, home }
+    }
 }
 
 #[cfg(test)]

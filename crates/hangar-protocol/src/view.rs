@@ -59,10 +59,29 @@ pub struct SessionView {
     /// When it entered that state, in ms since the epoch.
     #[serde(default)]
     pub activity_since: Option<u64>,
+    /// The usage limit that stopped the session (issue 29), null when none.
+    #[serde(default)]
+    pub limit: Option<LimitView>,
     /// The container engine the session runs on (`hangar new --engine`),
     /// null for a process on this machine.
     #[serde(default)]
     pub engine: Option<EngineView>,
+}
+
+/// A session's usage limit in `hangar ls --json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LimitView {
+    /// `five_hour`, `seven_day`, `usage_limit`, `rate_limit` or
+    /// `retry_after`.
+    pub kind: String,
+    /// When the provider said the limit resets (ms since the epoch); null
+    /// when no source said.
+    pub resets_at: Option<i64>,
+    /// `proxy`, `hook`, `transcript` or `screen`.
+    pub source: String,
+    /// When hangar will type the continuation prompt (ms), null when it
+    /// will not.
+    pub continue_at: Option<i64>,
 }
 
 /// A session's engine in `hangar ls`.
@@ -206,6 +225,17 @@ pub struct StatusView {
     /// Every session in state `failed`, with the reason it shows.
     #[serde(default)]
     pub failed: Vec<FailedView>,
+    /// Every session a usage limit stopped (issue 29).
+    #[serde(default)]
+    pub limited: Vec<LimitedView>,
+}
+
+/// A limited session in `hangar status`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LimitedView {
+    pub id: String,
+    pub title: String,
+    pub limit: LimitView,
 }
 
 /// A failed session in `hangar status`: what it is and why it failed.

@@ -29,7 +29,6 @@ pub mod capture;
 pub mod config;
 pub mod in_flight;
 pub mod observer;
-mod private_dir;
 pub mod relay;
 pub mod usage;
 pub mod usage_replay;
@@ -47,7 +46,7 @@ use hangar_protocol::view::{ProxyView, UsageView};
 
 use attribution::Credential;
 pub use config::ProxyConfig;
-pub use observer::ProxyObserver;
+pub use observer::{ExchangeReport, ProxyObserver};
 use relay::Shared;
 use usage::Usage;
 

@@ -81,7 +81,7 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
             })
         }
     };
-    let now = crate::now_ms();
+    let now = daemon.os.now_ms();
     let worktree_title = req.title.as_deref().filter(|t| !t.trim().is_empty());
     let prepared = daemon
         .worktrees
@@ -115,10 +115,20 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
                 "folder {cwd} does not exist; pass an existing --cwd"
             )));
         }
+        // Where its git work starts, for `hangar diff` (issue 30).
+        let git_base = {
+            let wt = prepared.as_ref().map(|p| p.info.clone());
+            let dir = std::path::PathBuf::from(&cwd);
+            crate::worktree::blocking(move || crate::review::start_base(wt.as_ref(), &dir))
+                .await
+                .ok()
+                .flatten()
+        };
         let finish = |meta: &mut SessionMeta| {
             if let Some(p) = &prepared {
                 p.apply(meta);
             }
+            meta.git_base = git_base.clone();
             meta.engine = engine.clone();
         };
         match daemon.sessions.add_session(&new, &cwd, finish)? {
@@ -157,6 +167,11 @@ pub fn list(daemon: &Daemon) -> Value {
                 .activity_of(&SessionId::from(row.id.as_str()));
             row.activity = activity.name().to_owned();
             row.activity_since = (since > 0).then_some(since);
+            row.limit = daemon.usage.limit_view(&row.id);
+            // Limited, unless it is working (a person typed, or it carries on).
+            if row.limit.is_some() && !matches!(row.activity.as_str(), "working" | "waiting") {
+                row.activity = "limited".to_owned();
+            }
             row
         })
         .collect();
@@ -164,11 +179,13 @@ pub fn list(daemon: &Daemon) -> Value {
 }
 
 pub(super) fn touch(daemon: &Daemon, id: &SessionId) {
-    daemon.sessions.touch(id, crate::now_ms());
+    daemon.sessions.touch(id, daemon.os.now_ms());
 }
 
 pub async fn send(daemon: &Daemon, req: msg::Send) -> Result<Value, ApiError> {
     let id = daemon.sessions.resolve(&req.session)?;
+    // A person's words: a limit's continuation stands down after them.
+    daemon.usage.person_typed(&id);
     let state = daemon.governor.wake_as(&id, Caller::Send).await?;
     if let RunState::Failed(reason) = state {
         return Err(ApiError::new(codes::FAILED, reason));

@@ -201,7 +201,7 @@ impl Spawner {
             session: id.to_string(),
             resumed,
         });
-        let live = LiveProcess::spawn(request).map_err(|e| {
+        let live = LiveProcess::spawn(self.os.as_ref(), request).map_err(|e| {
             SpawnFailure::new(
                 FailureKind::SpawnError,
                 format!(

@@ -21,6 +21,8 @@ pub mod restore;
 mod settings;
 pub mod start_slot;
 mod stop;
+#[cfg(test)]
+mod tests;
 mod wake;
 
 pub use failure::SpawnFailure;

@@ -77,7 +77,6 @@ pub enum Command {
         /// (`hangar limit ID --continue on` turns it back on).
         #[arg(long)]
         no_auto_continue: bool,
-    },
         /// Run it on a container engine (`[engines.NAME]` in config.toml),
         /// never on this machine.
         #[arg(long, value_name = "NAME")]
@@ -376,6 +375,7 @@ pub enum Command {
         /// Check and say what would happen; change nothing.
         #[arg(long)]
         dry_run: bool,
+    },
     /// Container engines (`[engines.NAME]` in config.toml): their images.
     #[command(subcommand)]
     Engine(EngineCommand),
@@ -657,9 +657,23 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
         } => crate::activity::wait(&target, json, ids, until, timeout),
         Command::Hook { event, session } => crate::activity::hook(&target, event, session),
-        Command::EngineExec => Ok(ExitCode::from(
-            u8::try_from(hangar_daemon::engines::bridge::main()).unwrap_or(1),
-        )),
+        Command::EngineExec => {
+            // Raw: the agent's own TTY in the container echoes and
+            // translates; this terminal (the daemon's PTY) must not too.
+            let raw = crossterm::terminal::enable_raw_mode().is_ok();
+            let code =
+                hangar_daemon::engines::bridge::main(hangar_daemon::engines::bridge::Terminal {
+                    size: || {
+                        crossterm::terminal::size()
+                            .ok()
+                            .map(|(cols, rows)| (rows, cols))
+                    },
+                });
+            if raw {
+                let _ = crossterm::terminal::disable_raw_mode();
+            }
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
         Command::Engine(EngineCommand::Image(EngineImageCommand::Build { name, provider })) => {
             let mut c = target.connect()?;
             let v = api::engine_image_build(

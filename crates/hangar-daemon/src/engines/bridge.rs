@@ -41,8 +41,17 @@ pub struct ExecSpec {
     pub stop_timeout_secs: u32,
 }
 
-/// `hangar engine-exec`: run the bridge; the process's exit code.
-pub fn main() -> i32 {
+/// The bridge's own terminal (the daemon's PTY), as the binary that runs
+/// the bridge reaches it: this crate has no unsafe code of its own.
+pub struct Terminal {
+    /// Rows and columns of the terminal, `None` when it cannot tell.
+    pub size: fn() -> Option<(u16, u16)>,
+}
+
+/// `hangar engine-exec`: run the bridge (the caller has put its terminal in
+/// raw mode, so nothing is echoed or translated twice); the process's exit
+/// code.
+pub fn main(terminal: Terminal) -> i32 {
     let spec = match std::env::var(SPEC_VAR)
         .map_err(|e| e.to_string())
         .and_then(|s| serde_json::from_str::<ExecSpec>(&s).map_err(|e| e.to_string()))
@@ -66,7 +75,7 @@ pub fn main() -> i32 {
         }
     };
     let code = runtime.block_on(async {
-        match run(&spec).await {
+        match run(&spec, &terminal).await {
             Ok(code) => code,
             Err(e) => {
                 // On the session's screen: the daemon's failed-start reason
@@ -82,8 +91,7 @@ pub fn main() -> i32 {
     code
 }
 
-async fn run(spec: &ExecSpec) -> Result<i32, String> {
-    let tty = terminal::RawMode::enter();
+async fn run(spec: &ExecSpec, terminal: &Terminal) -> Result<i32, String> {
     let docker = Docker::connect_with_unix(&spec.socket, 3600, bollard::API_DEFAULT_VERSION)
         .map_err(|e| format!("cannot connect to {}: {e}", spec.socket))?;
     let exec = docker
@@ -120,8 +128,9 @@ async fn run(spec: &ExecSpec) -> Result<i32, String> {
     else {
         return Err("the engine started the agent detached".to_owned());
     };
+    let size = terminal.size;
     let resize = |docker: Docker, exec: String| async move {
-        if let Some((rows, cols)) = terminal::size() {
+        if let Some((rows, cols)) = size() {
             let options = ResizeExecOptionsBuilder::new()
                 .h(i32::from(rows))
                 .w(i32::from(cols))
@@ -172,7 +181,6 @@ async fn run(spec: &ExecSpec) -> Result<i32, String> {
             _ = hup.recv() => stop_container(&docker, spec, &mut stopping),
         }
     }
-    drop(tty);
     Ok(exit_code(&docker, &exec).await)
 }
 
@@ -207,50 +215,4 @@ async fn exit_code(docker: &Docker, exec: &str) -> i32 {
         }
     }
     128 + libc::SIGTERM
-}
-
-/// The bridge's own terminal (the daemon's PTY).
-mod terminal {
-    /// Raw mode on standard input while held, the old mode restored after.
-    pub struct RawMode(Option<libc::termios>);
-
-    impl RawMode {
-        pub fn enter() -> RawMode {
-            // SAFETY: `termios` is plain old data; tcgetattr fills it or
-            // fails (not a terminal), and then it is not used.
-            let mut old: libc::termios = unsafe { std::mem::zeroed() };
-            // SAFETY: fd 0 and a valid pointer to a termios.
-            if unsafe { libc::tcgetattr(0, &mut old) } != 0 {
-                return RawMode(None);
-            }
-            let mut raw = old;
-            // SAFETY: a valid pointer to a termios read from the terminal.
-            unsafe { libc::cfmakeraw(&mut raw) };
-            // SAFETY: fd 0 and a valid pointer to a termios.
-            if unsafe { libc::tcsetattr(0, libc::TCSANOW, &raw) } != 0 {
-                return RawMode(None);
-            }
-            RawMode(Some(old))
-        }
-    }
-
-    impl Drop for RawMode {
-        fn drop(&mut self) {
-            if let Some(old) = &self.0 {
-                // SAFETY: fd 0 and the termios it had.
-                unsafe { libc::tcsetattr(0, libc::TCSANOW, old) };
-            }
-        }
-    }
-
-    /// Rows and columns of standard input's terminal.
-    pub fn size() -> Option<(u16, u16)> {
-        // SAFETY: `winsize` is plain old data filled by the ioctl.
-        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-        // SAFETY: fd 0, TIOCGWINSZ and a valid pointer to a winsize.
-        if unsafe { libc::ioctl(0, libc::TIOCGWINSZ, &mut ws) } != 0 || ws.ws_row == 0 {
-            return None;
-        }
-        Some((ws.ws_row, ws.ws_col))
-    }
 }

@@ -97,6 +97,8 @@ pub struct Daemon {
     pub continuation: Arc<usage::continuation::Continuation>,
     /// Reads limit words off agents' screens.
     pub screen_words: Arc<usage::screen_words::ScreenWords>,
+    /// Reads usage and limits from claude sessions' transcripts.
+    pub transcripts: Arc<usage::transcripts::Transcripts>,
     shutdown: Shutdown,
 }
 
@@ -217,6 +219,12 @@ impl Daemon {
             shutdown: shutdown.clone(),
             seen: Default::default(),
         });
+        let transcripts = Arc::new(usage::transcripts::Transcripts {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            shutdown: shutdown.clone(),
+            read: Default::default(),
+        });
         Daemon {
             paths,
             attach_settings: config.section(|c| &c.attach),
@@ -239,6 +247,7 @@ impl Daemon {
             usage,
             continuation,
             screen_words,
+            transcripts,
             shutdown,
         }
     }
@@ -573,6 +582,7 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     daemon.usage.start();
     tokio::spawn(daemon.continuation.clone().run());
     tokio::spawn(daemon.screen_words.clone().run());
+    tokio::spawn(daemon.transcripts.clone().run());
     let home_watch = Arc::new(home_watch::HomeWatch {
         paths: paths.clone(),
         sessions: daemon.sessions.clone(),

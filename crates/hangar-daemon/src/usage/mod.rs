@@ -11,6 +11,7 @@
 
 pub mod continuation;
 pub mod screen_words;
+pub mod transcripts;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -296,6 +297,12 @@ impl Ledger {
         }
     }
 
+    /// A request seen by a source other than the proxy (the agent's own
+    /// transcript): one row per request key, whichever source saw it.
+    pub(crate) fn record_usage(&self, record: UsageRecord) {
+        self.with_store("record a request", |s| s.record(&record));
+    }
+
     /// A source saw `id` refused for a usage limit.
     pub fn limited(&self, id: &SessionId, seen: SessionLimit) {
         let now = now();
@@ -574,4 +581,25 @@ pub fn clock_text(ms: i64) -> String {
 /// How far local time is ahead of UTC at `ms`, in ms.
 pub fn local_offset_ms(ms: i64) -> i64 {
     hangar_providers::transcript::discovery::local_offset_ms(u64::try_from(ms).unwrap_or(0))
+}
+
+/// The UTC offset (seconds) of a zone a limit text names: the local zone
+/// when none is named or it is `TZ`'s, UTC's own names; `None` otherwise
+/// (the reset is then unknown, never guessed).
+pub(crate) fn zone_offset(zone: Option<&str>, now_ms: i64) -> Option<i32> {
+    let local = || i32::try_from(local_offset_ms(now_ms) / 1000).ok();
+    match zone {
+        None => local(),
+        Some("UTC" | "GMT" | "Etc/UTC" | "Etc/GMT" | "Z") => Some(0),
+        Some(z)
+            if std::env::var("TZ")
+                .ok()
+                .as_deref()
+                .map(|t| t.trim_start_matches(':'))
+                == Some(z) =>
+        {
+            local()
+        }
+        Some(_) => None,
+    }
 }

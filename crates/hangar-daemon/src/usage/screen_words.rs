@@ -35,27 +35,6 @@ pub struct ScreenWords {
     pub seen: Mutex<HashMap<String, String>>,
 }
 
-/// The UTC offset (seconds) of a zone a limit text names: the local zone
-/// when none is named or it is `TZ`'s, UTC's own names; `None` otherwise
-/// (the reset is then unknown, never guessed).
-fn zone_offset(zone: Option<&str>, now_ms: i64) -> Option<i32> {
-    let local = || i32::try_from(super::local_offset_ms(now_ms) / 1000).ok();
-    match zone {
-        None => local(),
-        Some("UTC" | "GMT" | "Etc/UTC" | "Etc/GMT" | "Z") => Some(0),
-        Some(z)
-            if std::env::var("TZ")
-                .ok()
-                .as_deref()
-                .map(|t| t.trim_start_matches(':'))
-                == Some(z) =>
-        {
-            local()
-        }
-        Some(_) => None,
-    }
-}
-
 impl ScreenWords {
     pub async fn run(self: Arc<Self>) {
         let mut down = self.shutdown.watch();
@@ -95,7 +74,8 @@ impl ScreenWords {
             }
             seen.insert(id.to_string(), line);
             drop(seen);
-            let resets_at = usage_limits::resolve_reset(&reset, now, &|z| zone_offset(z, now));
+            let resets_at =
+                usage_limits::resolve_reset(&reset, now, &|z| super::zone_offset(z, now));
             self.ledger.limited(
                 &id,
                 SessionLimit {

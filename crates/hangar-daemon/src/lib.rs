@@ -212,18 +212,18 @@ impl Daemon {
             governor: governor.clone(),
             shutdown: shutdown.clone(),
         });
+        let transcripts = Arc::new(usage::transcripts::Transcripts {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            read: Default::default(),
+        });
         let screen_words = Arc::new(usage::screen_words::ScreenWords {
+            transcripts: transcripts.clone(),
             ledger: usage.clone(),
             sessions: sessions.clone(),
             monitor: monitor.clone(),
             shutdown: shutdown.clone(),
             seen: Default::default(),
-        });
-        let transcripts = Arc::new(usage::transcripts::Transcripts {
-            ledger: usage.clone(),
-            sessions: sessions.clone(),
-            shutdown: shutdown.clone(),
-            read: Default::default(),
         });
         Daemon {
             paths,
@@ -581,8 +581,9 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     tokio::spawn(daemon.governor.clone().govern());
     daemon.usage.start();
     tokio::spawn(daemon.continuation.clone().run());
-    tokio::spawn(daemon.screen_words.clone().run());
-    tokio::spawn(daemon.transcripts.clone().run());
+    if daemon.config.snapshot().usage.watch_agents {
+        tokio::spawn(daemon.screen_words.clone().run());
+    }
     let home_watch = Arc::new(home_watch::HomeWatch {
         paths: paths.clone(),
         sessions: daemon.sessions.clone(),

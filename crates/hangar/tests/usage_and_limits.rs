@@ -31,7 +31,7 @@ fn fixture(limits: &str) -> (Hangar, FakeApi) {
     let h = Hangar::new();
     let api = FakeApi::start(&h.root.join("api"));
     h.write_config(&format!(
-        "[proxy]\nallow_hosts = [\"127.0.0.2\"]\nextra_ca_file = {:?}\n[limits]\n{limits}\n",
+        "[proxy]\nallow_hosts = [\"127.0.0.2\"]\nextra_ca_file = {:?}\n[usage]\nwatch_agents = true\n[limits]\n{limits}\n",
         api.ca_file().display().to_string()
     ));
     (h, api)
@@ -364,15 +364,13 @@ fn a_claude_transcript_feeds_the_ledger_once_per_message_and_its_rate_limit_line
     };
     append(&path, &line(1));
     let full = line(1_000_000);
-    // A line cut in half by a write in progress is not read until its end.
+    // Written in two pieces, as a write in progress leaves it (a reader
+    // between them sees half a line and must wait for its end).
     let (first, rest) = full.split_at(full.len() / 2);
     append(&path, first);
-    // (The fake agent's own lines carry zero tokens: only these count.)
-    h.wait_until("the first line is in the ledger", DEADLINE, || {
-        h.json(&["usage", "--since", "2026-12-01", "--session", &id])["total"]["input_tokens"]
-            == 1_000_000
-    });
     append(&path, rest);
+    // Transcripts are read when a turn begins or ends: a prompt makes one.
+    h.ok(&["send", &id, "poke"]);
     let mut u = Value::Null;
     h.wait_until("the completed line raised the output", DEADLINE, || {
         u = h.json(&["usage", "--since", "2026-12-01", "--session", &id]);
@@ -397,6 +395,7 @@ fn a_claude_transcript_feeds_the_ledger_once_per_message_and_its_rate_limit_line
              \"usage\":{{\"input_tokens\":0,\"output_tokens\":0}}}}}}\n"
         ),
     );
+    h.ok(&["send", &id, "poke again"]);
     let row = wait_limited(&h, &id);
     assert_eq!(row["limit"]["source"], "transcript", "{row}");
     assert!(row["limit"]["resets_at"].is_null(), "no reset named: {row}");

@@ -36,6 +36,12 @@ use crate::sessions::Sessions;
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UsageConfig {
+    /// Read limits and usage from agents' screens and Claude transcripts at
+    /// each activity change. Off by default: today each look wakes the
+    /// daemon on every activity change, which an idle fleet must not pay
+    /// for (`idle_daemon_wakes_for_nothing`).
+    #[serde(default)]
+    pub watch_agents: bool,
     /// Prices that replace or add to the shipped table, by model name
     /// (`[usage.prices."claude-x"] input = 3.0 ...`, USD per million tokens).
     #[serde(default)]
@@ -205,6 +211,13 @@ impl Ledger {
                 }
             }
         });
+    }
+
+    /// Changes on every committed activity change (a turn began or ended):
+    /// when the screen and transcript readers look, never on a timer (an
+    /// idle fleet must not wake the daemon).
+    pub(crate) fn activity_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.activity.changes()
     }
 
     /// A person typed into `id` (attach input, `hangar send`).

@@ -1,8 +1,8 @@
 //! Usage and limits from Claude Code's own transcript, for the requests the
 //! recording proxy did not see (capture off, a bypassed host).
 //!
-//! Each live claude session's transcript is read from where the last look
-//! stopped, complete lines only (a line cut in half by a write in progress
+//! Each live claude session's transcript is read, when a turn began or
+//! ended, from where the last look stopped, complete lines only (a line cut in half by a write in progress
 //! waits for its end). An assistant line's `message.usage` goes into the
 //! ledger under its `message.id`, the key the proxy uses too, so a request
 //! both saw is one row with the largest counts (several lines share one id:
@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use hangar_core::usage::{UsageRecord, UsageSource, claude_transcript_usage};
 use hangar_core::usage_limits::{self, SessionLimit};
@@ -22,36 +21,21 @@ use hangar_core::{Provider, SessionId};
 
 use super::Ledger;
 use crate::sessions::Sessions;
-use crate::shutdown::Shutdown;
 
-const EVERY: Duration = Duration::from_secs(2);
 /// The most read of a transcript at first sight (its newest part).
 const FIRST_LOOK_BYTES: u64 = 16 << 20;
 
 pub struct Transcripts {
     pub ledger: Arc<Ledger>,
     pub sessions: Arc<Sessions>,
-    pub shutdown: Shutdown,
     /// Per session: the file and how far it was read.
     pub read: Mutex<HashMap<String, (PathBuf, u64)>>,
 }
 
 impl Transcripts {
-    pub async fn run(self: Arc<Self>) {
-        let mut down = self.shutdown.watch();
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(EVERY) => {}
-                _ = down.wait_for(|s| *s) => return,
-            }
-            let this = self.clone();
-            if let Err(e) = tokio::task::spawn_blocking(move || this.look()).await {
-                tracing::warn!("usage: transcript look failed: {e}");
-            }
-        }
-    }
-
-    fn look(&self) {
+    /// Read every live claude session's new transcript lines (called when
+    /// a turn ended, by `screen_words.rs`).
+    pub(crate) fn look(&self) {
         for c in self.sessions.budget_candidates() {
             if c.meta.provider != Provider::Claude {
                 continue;

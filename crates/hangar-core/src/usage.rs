@@ -323,7 +323,8 @@ pub fn summarize(
 
 /// What one Claude transcript line says about usage: the message id, the
 /// model and its tokens. `None` for lines that carry no usage, for
-/// synthetic error lines (`"model":"<synthetic>"`, zero usage) and for a
+/// synthetic error lines (`"model":"<synthetic>"`, zero usage), for lines
+/// with no tokens at all, and for a
 /// line that is not whole JSON (a line cut in half by a write in progress).
 pub fn claude_transcript_usage(line: &str) -> Option<TranscriptUsage> {
     let v: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
@@ -338,6 +339,17 @@ pub fn claude_transcript_usage(line: &str) -> Option<TranscriptUsage> {
     let id = msg.get("id").and_then(|i| i.as_str())?;
     let u = msg.get("usage")?;
     let n = |k: &str| u.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+    let tokens = Tokens {
+        input: n("input_tokens"),
+        output: n("output_tokens"),
+        cache_write: n("cache_creation_input_tokens"),
+        cache_read: n("cache_read_input_tokens"),
+    };
+    // A model request always reads its input: a line with no tokens at all
+    // is no request (a local message, an interrupted one).
+    if tokens == Tokens::default() {
+        return None;
+    }
     let at_ms = v
         .get("timestamp")
         .and_then(|t| t.as_str())
@@ -346,12 +358,7 @@ pub fn claude_transcript_usage(line: &str) -> Option<TranscriptUsage> {
         message_id: id.to_owned(),
         model: model.map(str::to_owned),
         at_ms,
-        tokens: Tokens {
-            input: n("input_tokens"),
-            output: n("output_tokens"),
-            cache_write: n("cache_creation_input_tokens"),
-            cache_read: n("cache_read_input_tokens"),
-        },
+        tokens,
     })
 }
 
@@ -439,6 +446,8 @@ mod tests {
         let whole = r#"{"type":"assistant","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":1,"output_tokens":2}}}"#;
         assert!(claude_transcript_usage(whole).is_some());
         assert_eq!(claude_transcript_usage(&whole[..whole.len() / 2]), None);
+        let empty = r#"{"type":"assistant","message":{"id":"m","model":"x","usage":{"input_tokens":0,"output_tokens":0}}}"#;
+        assert_eq!(claude_transcript_usage(empty), None);
     }
 
     #[test]

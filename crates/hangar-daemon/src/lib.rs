@@ -101,6 +101,8 @@ pub struct Daemon {
     pub continuation: Arc<usage::continuation::Continuation>,
     /// Reads limit words off agents' screens.
     pub screen_words: Arc<usage::screen_words::ScreenWords>,
+    /// Reads usage and limits from claude sessions' transcripts.
+    pub transcripts: Arc<usage::transcripts::Transcripts>,
     shutdown: Shutdown,
     /// The container engines sessions run on (`[engines.NAME]`).
     pub engines: Arc<engines::Engines>,
@@ -234,7 +236,13 @@ impl Daemon {
             governor: governor.clone(),
             shutdown: shutdown.clone(),
         });
+        let transcripts = Arc::new(usage::transcripts::Transcripts {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            read: Default::default(),
+        });
         let screen_words = Arc::new(usage::screen_words::ScreenWords {
+            transcripts: transcripts.clone(),
             ledger: usage.clone(),
             sessions: sessions.clone(),
             monitor: monitor.clone(),
@@ -263,6 +271,7 @@ impl Daemon {
             usage,
             continuation,
             screen_words,
+            transcripts,
             shutdown,
             engines,
         }
@@ -612,7 +621,9 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     tokio::spawn(daemon.governor.clone().govern());
     daemon.usage.start();
     tokio::spawn(daemon.continuation.clone().run());
-    tokio::spawn(daemon.screen_words.clone().run());
+    if daemon.config.snapshot().usage.watch_agents {
+        tokio::spawn(daemon.screen_words.clone().run());
+    }
     let home_watch = Arc::new(home_watch::HomeWatch {
         paths: paths.clone(),
         sessions: daemon.sessions.clone(),

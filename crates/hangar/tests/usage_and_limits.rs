@@ -31,7 +31,7 @@ fn fixture(limits: &str) -> (Hangar, FakeApi) {
     let h = Hangar::new();
     let api = FakeApi::start(&h.root.join("api"));
     h.write_config(&format!(
-        "[proxy]\nallow_hosts = [\"127.0.0.2\"]\nextra_ca_file = {:?}\n[limits]\n{limits}\n",
+        "[proxy]\nallow_hosts = [\"127.0.0.2\"]\nextra_ca_file = {:?}\n[usage]\nwatch_agents = true\n[limits]\n{limits}\n",
         api.ca_file().display().to_string()
     ));
     (h, api)
@@ -334,4 +334,69 @@ fn an_agent_reads_usage_over_mcp_and_its_prompt_to_a_limited_child_is_refused_un
     );
     assert!(!h.screen(&child).contains("go on"), "{screen_before}");
     assert_eq!(api.requests_to("anthropic").len(), 1);
+}
+
+fn append(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("open the transcript");
+    f.write_all(text.as_bytes()).expect("append");
+}
+
+#[test]
+fn a_claude_transcript_feeds_the_ledger_once_per_message_and_its_rate_limit_line_limits() {
+    let (h, _api) = fixture("auto_continue = false");
+    let id = h.new_agent(&["--provider", "claude"]);
+    h.ok(&["send", &id, "hello"]);
+    let psid = h.wait_transcript_id(&id);
+    let path = h.claude_transcript(&h.work, &psid);
+    // Claude Code writes one assistant line per content block of a message,
+    // each with the message's usage so far (shape of 2.1.197's lines).
+    let line = |out: u64| {
+        format!(
+            "{{\"type\":\"assistant\",\"sessionId\":\"{psid}\",\"timestamp\":\"2026-12-02T10:00:00.000Z\",\
+             \"message\":{{\"id\":\"msg_transcript_1\",\"model\":\"claude-haiku-4-5-20251001\",\"role\":\"assistant\",\
+             \"content\":[{{\"type\":\"text\",\"text\":\"hi\"}}],\"usage\":{{\"input_tokens\":1000000,\
+             \"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":{out}}}}}}}\n"
+        )
+    };
+    append(&path, &line(1));
+    let full = line(1_000_000);
+    // Written in two pieces, as a write in progress leaves it (a reader
+    // between them sees half a line and must wait for its end).
+    let (first, rest) = full.split_at(full.len() / 2);
+    append(&path, first);
+    append(&path, rest);
+    // Transcripts are read when a turn begins or ends: a prompt makes one.
+    h.ok(&["send", &id, "poke"]);
+    let mut u = Value::Null;
+    h.wait_until("the completed line raised the output", DEADLINE, || {
+        u = h.json(&["usage", "--since", "2026-12-01", "--session", &id]);
+        u["total"]["output_tokens"] == 1_000_000
+    });
+    assert_eq!(
+        u["total"]["input_tokens"], 1_000_000,
+        "one message, one request, never summed: {u}"
+    );
+    let s = &u["sessions"][0];
+    assert_eq!(s["priced"], true, "{s}");
+    // claude-haiku-4-5: $1 input, $5 output per million (prices.json).
+    assert_eq!(s["cost_usd"], json!(6.0), "{s}");
+
+    // The synthetic line Claude Code writes at a limit (REAL_CLIS.md).
+    append(
+        &path,
+        &format!(
+            "{{\"type\":\"assistant\",\"sessionId\":\"{psid}\",\"error\":\"rate_limit\",\"isApiErrorMessage\":true,\
+             \"apiErrorStatus\":429,\"message\":{{\"id\":\"synthetic-1\",\"model\":\"<synthetic>\",\"role\":\"assistant\",\
+             \"content\":[{{\"type\":\"text\",\"text\":\"API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again later.\"}}],\
+             \"usage\":{{\"input_tokens\":0,\"output_tokens\":0}}}}}}\n"
+        ),
+    );
+    h.ok(&["send", &id, "poke again"]);
+    let row = wait_limited(&h, &id);
+    assert_eq!(row["limit"]["source"], "transcript", "{row}");
+    assert!(row["limit"]["resets_at"].is_null(), "no reset named: {row}");
 }

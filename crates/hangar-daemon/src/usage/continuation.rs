@@ -40,20 +40,29 @@ impl Continuation {
     pub async fn run(self: Arc<Self>) {
         let mut down = self.shutdown.watch();
         loop {
-            let nap = self.look().await;
-            tokio::select! {
-                _ = tokio::time::sleep(nap) => {}
-                _ = self.ledger.changed.notified() => {}
-                _ = down.wait_for(|s| *s) => return,
+            // No standing limit: nothing to wait for but a new one (an idle
+            // daemon must not wake on a timer).
+            match self.look().await {
+                Some(nap) => tokio::select! {
+                    _ = tokio::time::sleep(nap) => {}
+                    _ = self.ledger.changed.notified() => {}
+                    _ = down.wait_for(|s| *s) => return,
+                },
+                None => tokio::select! {
+                    _ = self.ledger.changed.notified() => {}
+                    _ = down.wait_for(|s| *s) => return,
+                },
             }
         }
     }
 
-    /// One look at every standing limit; returns how long to sleep.
-    async fn look(self: &Arc<Self>) -> Duration {
+    /// One look at every standing limit; returns how long to sleep, `None`
+    /// when no limit is waiting for anything.
+    async fn look(self: &Arc<Self>) -> Option<Duration> {
         let now = super::now();
         let config = self.ledger.limits_config();
         let mut nap = MAX_NAP;
+        let mut waiting = false;
         for (id, limit, auto) in self.ledger.standing_limits() {
             let sid = SessionId::from(id.as_str());
             if self.sessions.meta(&sid).is_none() {
@@ -75,10 +84,14 @@ impl Continuation {
             };
             match decide_continue(&facts) {
                 ContinueDecision::WaitUntil(t) => {
+                    waiting = true;
                     let wait = Duration::from_millis(u64::try_from(t - now).unwrap_or(0));
                     nap = nap.min(wait.max(Duration::from_millis(50)));
                 }
-                ContinueDecision::WaitForTurnEnd => nap = nap.min(Duration::from_millis(500)),
+                ContinueDecision::WaitForTurnEnd => {
+                    waiting = true;
+                    nap = nap.min(Duration::from_millis(500));
+                }
                 ContinueDecision::StandDown(reason) => {
                     self.ledger.stand_down(&id, limit.since_ms, reason)
                 }
@@ -94,7 +107,7 @@ impl Continuation {
                 }
             }
         }
-        nap
+        waiting.then_some(nap)
     }
 
     async fn type_continuation(&self, id: SessionId, wake_first: bool, prompt: String) {

@@ -11,6 +11,7 @@
 
 pub mod continuation;
 pub mod screen_words;
+pub mod transcripts;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -35,6 +36,12 @@ use crate::sessions::Sessions;
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UsageConfig {
+    /// Read limits and usage from agents' screens and Claude transcripts at
+    /// each activity change. Off by default: today each look wakes the
+    /// daemon on every activity change, which an idle fleet must not pay
+    /// for (`idle_daemon_wakes_for_nothing`).
+    #[serde(default)]
+    pub watch_agents: bool,
     /// Prices that replace or add to the shipped table, by model name
     /// (`[usage.prices."claude-x"] input = 3.0 ...`, USD per million tokens).
     #[serde(default)]
@@ -206,6 +213,13 @@ impl Ledger {
         });
     }
 
+    /// Changes on every committed activity change (a turn began or ended):
+    /// when the screen and transcript readers look, never on a timer (an
+    /// idle fleet must not wake the daemon).
+    pub(crate) fn activity_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.activity.changes()
+    }
+
     /// A person typed into `id` (attach input, `hangar send`).
     pub fn person_typed(&self, id: &SessionId) {
         lock(&self.person_input).insert(id.to_string(), now());
@@ -294,6 +308,12 @@ impl Ledger {
             None if r.status < 400 && r.error.is_none() => self.allowed(&id),
             None => {}
         }
+    }
+
+    /// A request seen by a source other than the proxy (the agent's own
+    /// transcript): one row per request key, whichever source saw it.
+    pub(crate) fn record_usage(&self, record: UsageRecord) {
+        self.with_store("record a request", |s| s.record(&record));
     }
 
     /// A source saw `id` refused for a usage limit.
@@ -574,4 +594,25 @@ pub fn clock_text(ms: i64) -> String {
 /// How far local time is ahead of UTC at `ms`, in ms.
 pub fn local_offset_ms(ms: i64) -> i64 {
     hangar_providers::transcript::discovery::local_offset_ms(u64::try_from(ms).unwrap_or(0))
+}
+
+/// The UTC offset (seconds) of a zone a limit text names: the local zone
+/// when none is named or it is `TZ`'s, UTC's own names; `None` otherwise
+/// (the reset is then unknown, never guessed).
+pub(crate) fn zone_offset(zone: Option<&str>, now_ms: i64) -> Option<i32> {
+    let local = || i32::try_from(local_offset_ms(now_ms) / 1000).ok();
+    match zone {
+        None => local(),
+        Some("UTC" | "GMT" | "Etc/UTC" | "Etc/GMT" | "Z") => Some(0),
+        Some(z)
+            if std::env::var("TZ")
+                .ok()
+                .as_deref()
+                .map(|t| t.trim_start_matches(':'))
+                == Some(z) =>
+        {
+            local()
+        }
+        Some(_) => None,
+    }
 }

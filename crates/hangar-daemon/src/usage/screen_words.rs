@@ -5,7 +5,7 @@
 //! not see (capture off, a bypassed host).
 //!
 //! The least trusted source: only the bottom lines of an agent's screen are
-//! read, only between turns, and a line already acted on is never acted on
+//! read, only when a turn began or ended and only between turns, and a line already acted on is never acted on
 //! again while it stays on the screen (a continued limit's words stay
 //! visible; they must not make the session limited a second time). The
 //! rules are hangar-core's `parse_limit_text` and `resolve_reset`.
@@ -21,8 +21,10 @@ use crate::activity::Monitor;
 use crate::sessions::Sessions;
 use crate::shutdown::Shutdown;
 
-/// How often the screens are read.
-const EVERY: Duration = Duration::from_secs(2);
+/// How long after a turn ended the screens are read.
+const SETTLE: Duration = Duration::from_millis(300);
+/// The transcripts are read again after this, for lines written late.
+const AGAIN: Duration = Duration::from_secs(1);
 /// How many non-empty lines at the bottom of a screen are read.
 const BOTTOM_LINES: usize = 8;
 
@@ -31,40 +33,32 @@ pub struct ScreenWords {
     pub sessions: Arc<Sessions>,
     pub monitor: Arc<Monitor>,
     pub shutdown: Shutdown,
+    pub transcripts: Arc<super::transcripts::Transcripts>,
     /// The limit line last acted on, per session, while it is on screen.
     pub seen: Mutex<HashMap<String, String>>,
 }
 
-/// The UTC offset (seconds) of a zone a limit text names: the local zone
-/// when none is named or it is `TZ`'s, UTC's own names; `None` otherwise
-/// (the reset is then unknown, never guessed).
-fn zone_offset(zone: Option<&str>, now_ms: i64) -> Option<i32> {
-    let local = || i32::try_from(super::local_offset_ms(now_ms) / 1000).ok();
-    match zone {
-        None => local(),
-        Some("UTC" | "GMT" | "Etc/UTC" | "Etc/GMT" | "Z") => Some(0),
-        Some(z)
-            if std::env::var("TZ")
-                .ok()
-                .as_deref()
-                .map(|t| t.trim_start_matches(':'))
-                == Some(z) =>
-        {
-            local()
-        }
-        Some(_) => None,
-    }
-}
-
 impl ScreenWords {
+    /// Looks after each committed activity change (the words come at the
+    /// end of a turn), once the screen has settled; never on a timer.
+    /// The transcripts are read at the same moments (`transcripts.rs`).
     pub async fn run(self: Arc<Self>) {
         let mut down = self.shutdown.watch();
+        let mut changes = self.ledger.activity_changes();
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(EVERY) => {}
+                changed = changes.changed() => if changed.is_err() { return },
                 _ = down.wait_for(|s| *s) => return,
             }
+            tokio::time::sleep(SETTLE).await;
             self.look();
+            for pause in [Duration::ZERO, AGAIN] {
+                tokio::time::sleep(pause).await;
+                let transcripts = self.transcripts.clone();
+                if let Err(e) = tokio::task::spawn_blocking(move || transcripts.look()).await {
+                    tracing::warn!("usage: transcript look failed: {e}");
+                }
+            }
         }
     }
 
@@ -95,7 +89,8 @@ impl ScreenWords {
             }
             seen.insert(id.to_string(), line);
             drop(seen);
-            let resets_at = usage_limits::resolve_reset(&reset, now, &|z| zone_offset(z, now));
+            let resets_at =
+                usage_limits::resolve_reset(&reset, now, &|z| super::zone_offset(z, now));
             self.ledger.limited(
                 &id,
                 SessionLimit {

@@ -161,7 +161,7 @@ pub async fn finish(daemon: &Arc<Daemon>, req: msg::Finish) -> Result<Value, Api
         title: meta.title.clone(),
         summary,
         scratch: daemon.paths.home.join("scratch"),
-        now_ms: crate::now_ms(),
+        now_ms: daemon.os.now_ms(),
     };
     let done = blocking(move || land(ask)).await?;
     if req.resolve {

@@ -241,13 +241,14 @@
     });
     live.addEventListener("click", close);
 
-    // The wheel up over the live terminal opens the view (before xterm.js
-    // sees it: it has nothing to scroll).
+    // The wheel over the live terminal never reaches xterm.js, which has
+    // no scrollback to move and would type arrow keys into the program
+    // instead; up opens the view.
     box.addEventListener("wheel", (e) => {
-      if (s.open || e.deltaY >= 0 || !wanted()) return;
+      if (s.open || !wanted()) return;
       e.preventDefault();
       e.stopPropagation();
-      open(-e.deltaY);
+      if (e.deltaY < 0) open(-e.deltaY);
     }, { capture: true, passive: false });
 
     // A finger pulling the terminal down opens the view, and the same

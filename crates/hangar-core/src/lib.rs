@@ -31,6 +31,7 @@ pub mod placement;
 pub mod prune;
 pub mod reload_plan;
 pub mod restore_plan;
+pub mod sandbox;
 pub mod search;
 pub mod tile;
 pub mod wake_decision;

@@ -267,6 +267,13 @@ pub struct SessionMeta {
     /// user had, and shown by `hangar export`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub imported_fields: BTreeMap<String, String>,
+    /// The session's sandbox folder under `HANGAR_HOME` when it runs in
+    /// hangar's sandbox (issue 32): its CLI's state (transcripts included)
+    /// lives there, not in the person's own folders. Decided when the
+    /// session is made and never dropped: a sandboxed session is never
+    /// started without its walls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 fn default_true() -> bool {
@@ -292,6 +299,7 @@ impl SessionMeta {
             worktree: None,
             tmux_session: None,
             imported_fields: BTreeMap::new(),
+            sandbox: None,
         }
     }
 

@@ -63,6 +63,9 @@ pub struct Config {
     /// `[terminal]`: each session's server-side terminal.
     #[serde(default)]
     pub terminal: TerminalConfig,
+    /// `[sandbox]`: the walls around sandboxed sessions (issue 32).
+    #[serde(default)]
+    pub sandbox: crate::sandbox::SandboxConfig,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -24,6 +24,7 @@ pub mod os;
 pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
+pub mod sandbox;
 pub mod section;
 pub mod server;
 pub mod sessions;
@@ -156,6 +157,10 @@ impl Daemon {
             restore: config.section(|c| &c.restore),
             mcp: config.section(|c| &c.mcp),
             terminal: config.section(|c| &c.terminal),
+            sandbox: Arc::new(sandbox::Sandbox::new(
+                paths.home.clone(),
+                config.section(|c| &c.sandbox),
+            )),
         });
         let governor = Arc::new(governor::Governor {
             paths: paths.clone(),

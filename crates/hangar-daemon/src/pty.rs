@@ -85,6 +85,12 @@ pub struct SpawnRequest {
     pub args: Vec<String>,
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
+    /// A sandboxed launch (issue 32): `program` is bwrap. The environment
+    /// starts empty (the launch names every variable it passes), and bwrap
+    /// starts with the stop signals blocked: it would die of hangar's
+    /// SIGTERM at once and take the agent down with it, while the relay
+    /// inside unblocks them and lets the agent end in its own time.
+    pub sandboxed: bool,
     pub rows: u16,
     pub cols: u16,
     /// `[terminal]`: the history kept.
@@ -132,6 +138,25 @@ impl LiveProcess {
         let mut cmd = pty_process::Command::new(&req.program)
             .args(&req.args)
             .current_dir(&req.cwd);
+        if req.sandboxed {
+            cmd = cmd.env_clear();
+            // SAFETY: runs in the child between fork and exec, and calls
+            // only sigemptyset/sigaddset/sigprocmask (async-signal-safe) on
+            // a set on its own stack.
+            cmd = unsafe {
+                cmd.pre_exec(|| {
+                    let mut set: libc::sigset_t = std::mem::zeroed();
+                    libc::sigemptyset(&mut set);
+                    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT] {
+                        libc::sigaddset(&mut set, sig);
+                    }
+                    if libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                })
+            };
+        }
         for (k, v) in &req.env {
             cmd = cmd.env(k, v);
         }

@@ -68,6 +68,9 @@ pub struct NewSession {
     /// The worktree's new branch (default: made from the title).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree_branch: Option<String>,
+    /// Run it in hangar's sandbox (`hangar new --sandbox`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sandbox: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

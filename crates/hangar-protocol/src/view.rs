@@ -59,6 +59,25 @@ pub struct SessionView {
     /// When it entered that state, in ms since the epoch.
     #[serde(default)]
     pub activity_since: Option<u64>,
+    /// The walls around the agent (`hangar new --sandbox`); null when it
+    /// runs with the person's whole account.
+    #[serde(default)]
+    pub sandbox: Option<SandboxView>,
+}
+
+/// A sandboxed session's walls, in `hangar ls --json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxView {
+    /// `bubblewrap`.
+    pub kind: String,
+    /// `proxy` (only hangar's recording proxy, through a socket) or `none`.
+    pub network: String,
+    /// The only folders the agent can write.
+    pub writable: Vec<String>,
+    /// Whether the agent CLI's own sandbox (for its shell commands) works
+    /// inside hangar's, or why it is off.
+    #[serde(default)]
+    pub agent_sandbox: Option<String>,
 }
 
 fn unknown_activity() -> String {

@@ -73,6 +73,11 @@ pub enum Command {
         /// from the title) of the repository its folder is in.
         #[arg(long, value_name = "BRANCH", num_args = 0..=1, default_missing_value = "")]
         worktree: Option<String>,
+        /// Run it in hangar's sandbox: only its folder writable, no other
+        /// home file visible, network only through hangar's proxy, no
+        /// credential inside (needs bubblewrap).
+        #[arg(long)]
+        sandbox: bool,
     },
     /// List every session.
     Ls,
@@ -451,6 +456,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             no_capture,
             no_mcp,
             worktree,
+            sandbox,
         } => {
             let cwd = cwd.map(|c| abs(&c)).transpose()?;
             let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
@@ -470,6 +476,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     fallback_cwd,
                     worktree: worktree.is_some(),
                     worktree_branch: worktree.filter(|b| !b.is_empty()),
+                    sandbox,
                 },
             )?;
             print(json, &serde_json::json!({"id": v["id"]}), |_| {

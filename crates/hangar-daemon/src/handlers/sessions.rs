@@ -63,6 +63,13 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
         }
     };
     let direction = parse_direction(req.direction.as_deref())?;
+    let sandboxed = daemon.spawner.sandbox.wanted(
+        req.sandbox,
+        config
+            .providers
+            .get(provider.name())
+            .is_some_and(|p| p.sandbox),
+    );
     let now = crate::now_ms();
     let worktree_title = req.title.as_deref().filter(|t| !t.trim().is_empty());
     let prepared = daemon
@@ -101,6 +108,12 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
             if let Some(p) = &prepared {
                 p.apply(meta);
             }
+            if sandboxed {
+                // Its own state folder; no orchestration MCP (that needs
+                // hangar's control socket, which never enters a sandbox).
+                meta.sandbox = Some(daemon.spawner.sandbox.folder_for(&meta.id));
+                meta.mcp = false;
+            }
         };
         match daemon.sessions.add_session(&new, &cwd, finish)? {
             Added::Session(id) => break id,
@@ -125,6 +138,10 @@ pub fn list(daemon: &Daemon) -> Value {
         .into_iter()
         .map(|mut row| {
             row.usage = daemon.proxy.usage_view(&row.id);
+            row.sandbox = daemon
+                .sessions
+                .meta(&SessionId::from(row.id.as_str()))
+                .and_then(|m| daemon.spawner.sandbox.view(&m));
             row
         })
         .collect();

@@ -26,17 +26,15 @@ impl UtcTime {
     pub fn from_system(t: SystemTime) -> UtcTime {
         // A clock before 1970 is a broken machine; treat it as the epoch.
         let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-        let secs = since.as_secs() as i64;
-        let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
-        let of_day = secs.rem_euclid(86_400) as u32;
+        let at = time::OffsetDateTime::from(UNIX_EPOCH + since);
         UtcTime {
-            year,
-            month,
-            day,
-            hour: of_day / 3600,
-            minute: of_day / 60 % 60,
-            second: of_day % 60,
-            millis: since.subsec_millis(),
+            year: i64::from(at.year()),
+            month: u32::from(u8::from(at.month())),
+            day: u32::from(at.day()),
+            hour: u32::from(at.hour()),
+            minute: u32::from(at.minute()),
+            second: u32::from(at.second()),
+            millis: u32::from(at.millisecond()),
         }
     }
 
@@ -55,21 +53,6 @@ impl UtcTime {
             self.year, self.month, self.day, self.hour, self.minute, self.second
         )
     }
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
-/// (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

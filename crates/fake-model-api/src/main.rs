@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 mod http;
+mod limits;
 mod script;
 mod tls;
 mod wire;
@@ -307,8 +308,13 @@ fn answer<S: Read + Write>(
             delay_ms: 0,
             stall_ms: 0,
             rule: None,
+            limit: None,
         },
     };
+    let windows = read_script(&server.state_dir)
+        .map(|s| s.windows)
+        .unwrap_or_default();
+    let now = limits::now_secs();
     let usage = Usage::for_reply(req.body.len(), &plan.reply);
     record["api"] = json!(api.name());
     record["turn"] = json!(turn.text());
@@ -318,6 +324,13 @@ fn answer<S: Read + Write>(
         Reply::Tool(t) => json!({"tool": t.name, "input": t.input}),
         Reply::Fail(f) => json!({"fail": f.status, "message": f.message}),
     };
+    let refusal = plan
+        .limit
+        .as_ref()
+        .map(|spec| limits::refusal(api, spec, &windows, now));
+    if let Some(r) = &refusal {
+        record["limit"] = json!({"status": r.status, "resets_at": r.resets_at});
+    }
     if !matches!(plan.reply, Reply::Fail(_)) {
         record["usage"] = json!({"input": usage.input, "output": usage.output});
     }
@@ -326,15 +339,27 @@ fn answer<S: Read + Write>(
         std::thread::sleep(Duration::from_millis(plan.stall_ms));
     }
     let ids = Ids { n };
+    if let Some(r) = refusal {
+        let mut headers = json_headers.to_vec();
+        headers.extend(r.headers);
+        return conn.respond(
+            r.status,
+            "application/json",
+            &headers,
+            r.body.to_string().as_bytes(),
+        );
+    }
     if let Reply::Fail(f) = &plan.reply {
         let body = wire::error_body(api, f).to_string();
         return conn.respond(f.status, "application/json", &json_headers, body.as_bytes());
     }
+    let mut allowed_headers = json_headers.to_vec();
+    allowed_headers.extend(limits::window_headers(api, &windows, now));
     if !stream {
         let body = wire::whole_body(api, &plan.reply, &model, &ids, usage).to_string();
-        return conn.respond(200, "application/json", &json_headers, body.as_bytes());
+        return conn.respond(200, "application/json", &allowed_headers, body.as_bytes());
     }
-    conn.start_stream(&json_headers)?;
+    conn.start_stream(&allowed_headers)?;
     for event in wire::stream_events(api, &plan.reply, &model, &ids, usage) {
         conn.chunk(event.as_bytes())?;
         if plan.delay_ms > 0 {

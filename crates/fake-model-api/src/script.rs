@@ -14,7 +14,11 @@
 //! The first rule that matches a request decides its reply. `when` is a
 //! substring of the request's last user text (absent: any request); `api`
 //! limits a rule to `anthropic`, `responses` or `chat`; `times` limits how
-//! often it fires. A `tool` rule only fires when the request offers a tool of
+//! often it fires. `{"limit": {"resets_in_secs": 5}}` (or `"resets_at"`
+//! epoch seconds, `"claim": "seven_day"`) refuses as the provider does at a
+//! usage limit; the top-level `"windows": {"five_hour": 0.4, "seven_day":
+//! 0.2}` sets what every allowed reply's rate-limit headers say (see
+//! `limits.rs`). A `tool` rule only fires when the request offers a tool of
 //! that name (a CLI's side requests, such as title generation, offer none).
 //! With no rule, the model answers `ANSWER(<first line of the prompt>)`, and
 //! after a tool result `TOOL-DONE(<first line of the result>)`, so a test can
@@ -50,6 +54,9 @@ impl Api {
 pub struct Script {
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// The account's usage windows reported on every allowed reply.
+    #[serde(default)]
+    pub windows: crate::limits::Windows,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -67,6 +74,9 @@ pub struct Rule {
     pub tool: Option<ToolCall>,
     #[serde(default)]
     pub fail: Option<Failure>,
+    /// Refuse as the provider does at a usage limit (see `limits.rs`).
+    #[serde(default)]
+    pub limit: Option<crate::limits::LimitSpec>,
     /// Pause between streamed events (a slow model).
     #[serde(default)]
     pub delay_ms: u64,
@@ -134,6 +144,8 @@ pub struct Plan {
     pub delay_ms: u64,
     pub stall_ms: u64,
     pub rule: Option<usize>,
+    /// A refusal at a usage limit (the reply is then a 429 failure).
+    pub limit: Option<crate::limits::LimitSpec>,
 }
 
 /// Picks the reply: the first rule that matches (and has not used up its
@@ -158,7 +170,12 @@ pub fn plan(
         if rule.times.is_some_and(|t| fired(i) >= t) {
             continue;
         }
-        let reply = if let Some(f) = &rule.fail {
+        let reply = if rule.limit.is_some() {
+            Reply::Fail(Failure {
+                status: 429,
+                message: "usage limit".to_owned(),
+            })
+        } else if let Some(f) = &rule.fail {
             Reply::Fail(f.clone())
         } else if let Some(t) = &rule.tool {
             if !offered_tools.iter().any(|n| n == &t.name) {
@@ -175,6 +192,7 @@ pub fn plan(
             delay_ms: rule.delay_ms,
             stall_ms: rule.stall_ms,
             rule: Some(i),
+            limit: rule.limit.clone(),
         };
     }
     Plan {
@@ -182,6 +200,7 @@ pub fn plan(
         delay_ms: 0,
         stall_ms: 0,
         rule: None,
+        limit: None,
     }
 }
 

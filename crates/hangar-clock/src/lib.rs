@@ -2,7 +2,8 @@
 //! (the first call, which the daemon makes at its start), plus the time
 //! elapsed since on a clock that never jumps (`CLOCK_BOOTTIME` on Linux,
 //! which keeps counting through a suspend, so a laptop's night still ages
-//! its sessions).
+//! its sessions), corrected towards the wall clock while the two differ only
+//! by a slew (NTP's gradual correction), never backwards.
 //!
 //! Every timestamp the daemon stores and every age it computes (idle,
 //! parked, tombstones, activity), and every time its proxy writes (a capture
@@ -12,6 +13,8 @@
 //! before the one just stored. The price: a step of the wall clock (an NTP
 //! correction too) is taken at the next start. A crate of its own so the
 //! daemon and the proxy (which never depends on the daemon) share it.
+
+#![forbid(unsafe_code)]
 
 /// Now, on hangar's clock.
 pub fn now_ms() -> u64 {
@@ -24,11 +27,59 @@ pub fn now_ms() -> u64 {
 /// prompt hangar typed then looked older than the prompt (so a finished
 /// turn read as the one before).
 fn now_us() -> u64 {
-    static ANCHOR: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+    static CLOCK: std::sync::Mutex<Option<Anchor>> = std::sync::Mutex::new(None);
     // Wall first: the steady read after it puts hangar's clock behind the
     // wall clock by the moment between them, never ahead.
-    let (wall_at_start, steady_at_start) = *ANCHOR.get_or_init(|| (wall_us(), steady_us()));
-    wall_at_start.saturating_add(steady_us().saturating_sub(steady_at_start))
+    let wall = wall_us();
+    let steady = steady_us();
+    let mut clock = CLOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    clock
+        .get_or_insert_with(|| Anchor::new(wall, steady))
+        .read(wall, steady)
+}
+
+/// hangar's clock: the wall clock while it only drifts, the anchored steady
+/// clock when it was stepped.
+#[derive(Debug, Clone, Copy)]
+struct Anchor {
+    /// hangar's time minus the steady clock's, in µs.
+    offset: i64,
+    /// The steady clock at the last read, and what that read returned.
+    last_steady: u64,
+    last: u64,
+}
+
+impl Anchor {
+    /// A difference from the wall clock of more than this (plus 1 ms per
+    /// second since the last read: NTP slews by at most 0.5 ms a second) is a
+    /// step of the wall clock, which hangar does not follow while it runs.
+    const STEP_US: u64 = 1_000_000;
+
+    fn new(wall: u64, steady: u64) -> Anchor {
+        Anchor {
+            offset: wall as i64 - steady as i64,
+            last_steady: steady,
+            last: wall,
+        }
+    }
+
+    fn read(&mut self, wall: u64, steady: u64) -> u64 {
+        let anchored = steady as i64 + self.offset;
+        let drift = wall as i64 - anchored;
+        let since_last = steady.saturating_sub(self.last_steady);
+        // Without following the wall clock's slew, hangar's clock ran ahead
+        // of it (NTP slows the wall clock against CLOCK_BOOTTIME by tens of
+        // µs a second), and a transcript line written in the same ms as a
+        // prompt hangar typed read as older than the prompt.
+        if drift.unsigned_abs() <= Self::STEP_US + since_last / 1_000 {
+            self.offset += drift;
+        }
+        self.last_steady = steady;
+        self.last = self.last.max((steady as i64 + self.offset).max(0) as u64);
+        self.last
+    }
 }
 
 /// The wall clock as it is now, for comparing with times other programs
@@ -56,18 +107,17 @@ fn wall_us() -> u64 {
 
 /// Microseconds on a clock that only moves forward.
 fn steady_us() -> u64 {
+    use nix::time::ClockId;
     #[cfg(target_os = "linux")]
-    const CLOCK: libc::clockid_t = libc::CLOCK_BOOTTIME;
+    const CLOCK: ClockId = ClockId::CLOCK_BOOTTIME;
     #[cfg(not(target_os = "linux"))]
-    const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
-    // SAFETY: clock_gettime writes into the zeroed timespec we own.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    if unsafe { libc::clock_gettime(CLOCK, &mut ts) } != 0 {
+    const CLOCK: ClockId = ClockId::CLOCK_MONOTONIC;
+    let Ok(ts) = nix::time::clock_gettime(CLOCK) else {
         return 0;
-    }
-    (ts.tv_sec as u64)
+    };
+    (ts.tv_sec() as u64)
         .saturating_mul(1_000_000)
-        .saturating_add(ts.tv_nsec as u64 / 1_000)
+        .saturating_add(ts.tv_nsec() as u64 / 1_000)
 }
 
 #[cfg(test)]
@@ -101,6 +151,37 @@ mod tests {
                 "{before} {ours} {after}"
             );
         }
+    }
+
+    #[test]
+    fn a_slewed_wall_clock_is_followed_and_a_stepped_one_is_not() {
+        const START: u64 = 1_764_700_000_000_000; // 2025-12-02, in µs
+        let mut clock = Anchor::new(START, 50);
+        // The wall clock runs 400 µs a second slower than the steady one
+        // (an NTP slew): hangar stays on the wall clock, never ahead of it.
+        let mut wall = START;
+        for second in 1..=100u64 {
+            wall += 999_600;
+            assert_eq!(clock.read(wall, 50 + second * 1_000_000), wall);
+        }
+        // Stepped a day back: hangar keeps counting from where it was.
+        let before = clock.read(wall, 50 + 101 * 1_000_000);
+        let after = clock.read(wall - 86_400_000_000, 50 + 102 * 1_000_000);
+        assert_eq!(after, before + 1_000_000);
+        // Stepped a day forward: the same.
+        let later = clock.read(wall + 86_400_000_000, 50 + 103 * 1_000_000);
+        assert_eq!(later, after + 1_000_000);
+    }
+
+    #[test]
+    fn the_clock_never_goes_back_when_the_wall_clock_does_by_a_little() {
+        let mut clock = Anchor::new(5_000_000, 0);
+        let first = clock.read(5_000_000, 10);
+        // 300 ms back: within a slew's reach, followed, but never backwards.
+        let second = clock.read(4_700_020, 20);
+        assert!(second >= first, "{first} then {second}");
+        let third = clock.read(4_700_030, 1_000_000);
+        assert!(third >= second);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::model::{IdSource, Provider, ProviderSessionId, SessionId, SessionMeta, Workspace};
 
@@ -18,22 +18,7 @@ use crate::model::{IdSource, Provider, ProviderSessionId, SessionId, SessionMeta
 /// session that `/clear`s all day cannot grow its record without bound.
 pub const HISTORY_LIMIT: usize = 32;
 
-/// One change of a session's provider session id, kept in
-/// `SessionMeta::provider_id_history`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct IdChange {
-    /// The id before the change (`None`: there was none).
-    #[serde(default)]
-    pub from: Option<String>,
-    /// The id after the change (`None`: forgotten, the next wake starts fresh).
-    #[serde(default)]
-    pub to: Option<String>,
-    /// Where the new id came from (`None` when it was forgotten).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<IdSource>,
-    /// Milliseconds since the epoch.
-    pub at_ms: u64,
-}
+pub use crate::model::IdChange;
 
 /// A provider session id seen somewhere: in a transcript, a proxied request,
 /// or asked for by hangar itself.

@@ -14,6 +14,7 @@ pub mod activity_debounce;
 pub mod claude_slug;
 pub mod cli_versions;
 pub mod display;
+pub mod engine;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod governor;
@@ -31,9 +32,13 @@ pub mod placement;
 pub mod prune;
 pub mod reload_plan;
 pub mod restore_plan;
+pub mod review;
 pub mod sandbox;
 pub mod search;
+pub mod session_id;
 pub mod tile;
+pub mod usage;
+pub mod usage_limits;
 pub mod wake_decision;
 pub mod worktree;
 

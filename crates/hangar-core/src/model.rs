@@ -11,39 +11,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::session_id::SessionId;
 use crate::tile::{Direction, Side, Tile};
-
-/// A session's local id. It never changes for the session's whole life,
-/// across restarts, wakes and reloads.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct SessionId(pub String);
-
-impl SessionId {
-    pub fn new(id: impl Into<String>) -> Self {
-        SessionId(id.into())
-    }
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The first 8 characters, as people see the id in `ls` and messages.
-    pub fn short(&self) -> &str {
-        self.0.get(..8).unwrap_or(&self.0)
-    }
-}
-
-impl fmt::Display for SessionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<&str> for SessionId {
-    fn from(s: &str) -> Self {
-        SessionId(s.to_owned())
-    }
-}
 
 /// A tab's id.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -251,7 +220,7 @@ pub struct SessionMeta {
     /// Every change of the durable provider session id, oldest first
     /// (bounded; see `ledger::HISTORY_LIMIT`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub provider_id_history: Vec<crate::ledger::IdChange>,
+    pub provider_id_history: Vec<IdChange>,
     /// The git worktree this session runs in, when it was started with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<crate::worktree::WorktreeInfo>,
@@ -267,6 +236,14 @@ pub struct SessionMeta {
     /// user had, and shown by `hangar export`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub imported_fields: BTreeMap<String, String>,
+    /// Where this session's git work started (its worktree's base, else
+    /// the checkout's HEAD at its start): what `hangar diff` compares with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_base: Option<crate::review::GitBase>,
+    /// The container engine this session runs on (`hangar new --engine`):
+    /// it never runs outside it (DESIGN.md rule 14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<crate::engine::EngineBinding>,
     /// The session's sandbox folder under `HANGAR_HOME` when it runs in
     /// hangar's sandbox (issue 32): its CLI's state (transcripts included)
     /// lives there, not in the person's own folders. Decided when the
@@ -299,6 +276,8 @@ impl SessionMeta {
             worktree: None,
             tmux_session: None,
             imported_fields: BTreeMap::new(),
+            git_base: None,
+            engine: None,
             sandbox: None,
         }
     }
@@ -487,6 +466,23 @@ impl Workspace {
     pub fn is_pinned(&self, id: &SessionId) -> bool {
         self.pins.contains(id)
     }
+}
+
+/// One change of a session's provider session id, kept in
+/// `SessionMeta::provider_id_history`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct IdChange {
+    /// The id before the change (`None`: there was none).
+    #[serde(default)]
+    pub from: Option<String>,
+    /// The id after the change (`None`: forgotten, the next wake starts fresh).
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Where the new id came from (`None` when it was forgotten).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<IdSource>,
+    /// Milliseconds since the epoch.
+    pub at_ms: u64,
 }
 
 #[cfg(test)]

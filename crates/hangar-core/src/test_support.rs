@@ -1,11 +1,9 @@
 //! Shorthand for building workspaces in this crate's unit tests.
 
-use crate::model::{Provider, SessionId, SessionMeta, Tab, TabId, Workspace};
+use crate::model::{Provider, SessionMeta, Tab, TabId, Workspace};
 use crate::tile::{Direction, Tile};
 
-pub fn sid(id: &str) -> SessionId {
-    SessionId::new(id)
-}
+pub use crate::tile::shorthand::{h, ids, leaf, sid, split, v};
 
 pub fn tid(id: &str) -> TabId {
     TabId::new(id)
@@ -13,27 +11,6 @@ pub fn tid(id: &str) -> TabId {
 
 pub fn meta(id: &str) -> SessionMeta {
     SessionMeta::new(sid(id), Provider::Claude, "/work")
-}
-
-pub fn leaf(id: &str) -> Tile {
-    Tile::leaf(sid(id))
-}
-
-pub fn split(direction: Direction, ratio: f32, a: Tile, b: Tile) -> Tile {
-    Tile::Split {
-        direction,
-        ratio,
-        a: Box::new(a),
-        b: Box::new(b),
-    }
-}
-
-pub fn v(a: Tile, b: Tile) -> Tile {
-    split(Direction::Vertical, 0.5, a, b)
-}
-
-pub fn h(a: Tile, b: Tile) -> Tile {
-    split(Direction::Horizontal, 0.5, a, b)
 }
 
 pub fn tab(id: &str, root: Option<Tile>) -> Tab {
@@ -90,8 +67,4 @@ pub fn add_buried(ws: &mut Workspace, id: &str, source_tab: &str, sibling: Optio
             buried_at_ms: 0,
         },
     );
-}
-
-pub fn ids(list: &[&str]) -> Vec<SessionId> {
-    list.iter().map(|s| sid(s)).collect()
 }

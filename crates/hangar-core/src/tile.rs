@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::model::SessionId;
+use crate::session_id::SessionId;
 
 pub const MIN_RATIO: f32 = 0.1;
 pub const MAX_RATIO: f32 = 0.9;
@@ -485,10 +485,48 @@ impl Tile {
     }
 }
 
+/// Shorthand for building trees in this crate's unit tests (here, so the
+/// tree's own tests need nothing that names the workspace model;
+/// `test_support` passes it on to the others).
+#[cfg(test)]
+pub(crate) mod shorthand {
+    use super::{Direction, Tile};
+    use crate::session_id::SessionId;
+
+    pub fn sid(id: &str) -> SessionId {
+        SessionId::new(id)
+    }
+
+    pub fn ids(list: &[&str]) -> Vec<SessionId> {
+        list.iter().map(|s| sid(s)).collect()
+    }
+
+    pub fn leaf(id: &str) -> Tile {
+        Tile::leaf(sid(id))
+    }
+
+    pub fn split(direction: Direction, ratio: f32, a: Tile, b: Tile) -> Tile {
+        Tile::Split {
+            direction,
+            ratio,
+            a: Box::new(a),
+            b: Box::new(b),
+        }
+    }
+
+    pub fn v(a: Tile, b: Tile) -> Tile {
+        split(Direction::Vertical, 0.5, a, b)
+    }
+
+    pub fn h(a: Tile, b: Tile) -> Tile {
+        split(Direction::Horizontal, 0.5, a, b)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::shorthand::{h, ids, leaf, sid, split, v};
     use super::*;
-    use crate::test_support::{h, ids, leaf, sid, split, v};
 
     #[test]
     fn leaves_are_listed_in_reading_order() {

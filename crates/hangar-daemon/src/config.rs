@@ -63,6 +63,15 @@ pub struct Config {
     /// `[terminal]`: each session's server-side terminal.
     #[serde(default)]
     pub terminal: TerminalConfig,
+    /// `[usage]`: prices and budgets (issue 29).
+    #[serde(default)]
+    pub usage: crate::usage::UsageConfig,
+    /// `[limits]`: carrying on by itself after a usage limit (issue 29).
+    #[serde(default)]
+    pub limits: crate::usage::LimitsConfig,
+    /// `[engines.NAME]`: container engines sessions may run on (issue 32).
+    #[serde(default)]
+    pub engines: crate::engines::EnginesConfig,
     /// `[sandbox]`: the walls around sandboxed sessions (issue 32).
     #[serde(default)]
     pub sandbox: crate::sandbox::SandboxConfig,

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use crate::activity::Monitor;
 use crate::errors::ApiError;
 use crate::identity::Identity;
+use crate::os::Clock;
 use crate::pty::LiveProcess;
 use crate::sessions::Sessions;
 use hangar_providers::transcript::turns::{self, TurnMark};
@@ -69,6 +70,7 @@ pub struct Delivery {
     sessions: Arc<Sessions>,
     monitor: Arc<Monitor>,
     identity: Arc<Identity>,
+    clock: Arc<dyn Clock>,
 }
 
 impl Delivery {
@@ -76,11 +78,13 @@ impl Delivery {
         sessions: Arc<Sessions>,
         monitor: Arc<Monitor>,
         identity: Arc<Identity>,
+        clock: Arc<dyn Clock>,
     ) -> Delivery {
         Delivery {
             sessions,
             monitor,
             identity,
+            clock,
         }
     }
 
@@ -139,13 +143,13 @@ impl Delivery {
                     delivery = Some(submitted);
                 }
                 None => {
-                    let typed_at = crate::now_ms();
+                    let typed_at = self.clock.now_ms();
                     live.write(b"\r").await.map_err(write)?;
                     self.monitor.note_input(&id, typed_at);
                 }
             }
         }
-        self.sessions.touch(&id, crate::now_ms());
+        self.sessions.touch(&id, self.clock.now_ms());
         // The text is typed: a last-use time the disk cannot take (full,
         // read-only) must not turn a delivered send into an error.
         if let Err(e) = self.sessions.save_observed() {
@@ -199,7 +203,7 @@ impl Delivery {
         Some(Before {
             mark,
             provider_id,
-            since_ms: crate::now_ms(),
+            since_ms: self.clock.now_ms(),
         })
     }
 
@@ -222,7 +226,7 @@ impl Delivery {
         mut on_enter: impl FnMut(u64),
     ) -> std::io::Result<Submitted> {
         for (n, wait) in ATTEMPT_WAITS.iter().enumerate() {
-            let at = crate::now_ms();
+            let at = self.clock.now_ms();
             live.write(b"\r").await?;
             if n == 0 {
                 on_enter(at);
@@ -276,6 +280,10 @@ impl Delivery {
         let Some(meta) = self.sessions.meta(id) else {
             return false;
         };
+        // On an engine, its hooks and transcript are inside the container.
+        if meta.engine.is_some() {
+            return false;
+        }
         // A sandboxed claude runs without hangar's hooks (issue 32).
         if matches!(meta.provider, Provider::Claude)
             && meta.sandbox.is_none()
@@ -286,5 +294,82 @@ impl Delivery {
         tokio::task::spawn_blocking(move || turns::transcript_path(&meta).is_some())
             .await
             .unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::Caller;
+    use crate::on_a_fake_machine::{FakeMachine, until, with_sessions};
+    use crate::os::FakeProgram;
+    use crate::sessions::RunState;
+
+    /// A machine with session `a` live, running `program`.
+    async fn live(program: FakeProgram) -> (FakeMachine, SessionId, u32) {
+        let m = with_sessions(&["a"], &[]);
+        m.os.script("a", program);
+        let a = SessionId::from("a");
+        let state = m.daemon.spawner.wake_as(&a, Caller::Cli).await;
+        assert_eq!(state.unwrap(), RunState::Live);
+        let pid = m.daemon.sessions.process(&a).unwrap().pid;
+        (m, a, pid)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_prompt_into_a_shell_is_typed_then_entered_once_and_counts_as_a_use() {
+        let (m, a, pid) = live(FakeProgram {
+            echoes: true,
+            ..FakeProgram::default()
+        })
+        .await;
+        m.os.advance(Duration::from_secs(60));
+        let reply = m.daemon.delivery.send(&a, "echo hi", true).await.unwrap();
+        assert_eq!(reply["sent"], 7);
+        assert_eq!(reply["enters"], 1);
+        assert!(
+            reply["confirmed"].is_null(),
+            "a shell has no turns: {reply}"
+        );
+        until("the Enter reached the program", || {
+            m.os.typed(pid) == b"echo hi\r"
+        })
+        .await;
+        let used = m.daemon.sessions.meta(&a).unwrap().last_active_ms;
+        assert_eq!(used, m.os.now_ms(), "last used on the daemon's clock");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_prompt_into_a_program_that_asked_for_bracketed_paste_arrives_as_one_paste() {
+        let (m, a, pid) = live(FakeProgram {
+            prints: b"\x1b[?2004h$ ".to_vec(),
+            ..FakeProgram::default()
+        })
+        .await;
+        let process = m.daemon.sessions.process(&a).unwrap();
+        until("the paste mode is on", || process.bracketed_paste()).await;
+        m.daemon
+            .delivery
+            .send(&a, "two\nlines", true)
+            .await
+            .unwrap();
+        until("the Enter reached the program", || {
+            m.os.typed(pid).ends_with(b"\r")
+        })
+        .await;
+        assert_eq!(m.os.typed(pid), b"\x1b[200~two\nlines\x1b[201~\r");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn typing_into_a_session_that_is_not_running_is_refused() {
+        let m = with_sessions(&["a"], &[]);
+        let err = m
+            .daemon
+            .delivery
+            .send(&SessionId::from("a"), "hi", true)
+            .await
+            .unwrap_err();
+        assert!(err.message.contains("is not running"), "{}", err.message);
+        assert!(m.os.spawned().is_empty());
     }
 }

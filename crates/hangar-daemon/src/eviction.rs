@@ -287,7 +287,7 @@ impl Governor {
         let mut removed_worktrees = Vec::new();
         for group in plan.groups {
             // Re-check right before closing: it may have become busy.
-            let later = crate::now_ms();
+            let later = self.os.now_ms();
             if let Some(id) = group
                 .iter()
                 .find(|id| !self.idle_candidate(id, later, older_than_ms, include_live))
@@ -333,7 +333,14 @@ impl Governor {
             .zip(self.sessions.worktrees_of(ids))
             .filter_map(|(id, w)| Some((id, w?)))
             .collect();
+        let on_engines: Vec<_> = ids
+            .iter()
+            .filter_map(|id| self.sessions.meta(id))
+            .filter(|m| m.engine.is_some())
+            .collect();
         self.stop_and_remove(ids).await?;
+        // Their containers and volumes go with them.
+        self.spawner.engines.remove(&on_engines).await;
         for id in ids {
             self.journal.record(Event::Close {
                 session: id.to_string(),

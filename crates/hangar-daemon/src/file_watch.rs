@@ -29,30 +29,31 @@
 //!   interval it passes to [`Changes::changed`]: slower, never blind.
 
 use std::collections::{BTreeSet, HashMap};
-use std::ffi::{CString, OsStr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use tokio::io::unix::AsyncFd;
+use futures::StreamExt;
+use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use tokio::sync::Notify;
 
 /// What a watched folder reports: anything that changes its entries or a
 /// file's contents, and the folder's own end.
-const MASK: u32 = libc::IN_CREATE
-    | libc::IN_DELETE
-    | libc::IN_MODIFY
-    | libc::IN_CLOSE_WRITE
-    | libc::IN_MOVED_FROM
-    | libc::IN_MOVED_TO
-    | libc::IN_DELETE_SELF
-    | libc::IN_MOVE_SELF
-    | libc::IN_ONLYDIR;
+const MASK: WatchMask = WatchMask::CREATE
+    .union(WatchMask::DELETE)
+    .union(WatchMask::MODIFY)
+    .union(WatchMask::CLOSE_WRITE)
+    .union(WatchMask::MOVED_FROM)
+    .union(WatchMask::MOVED_TO)
+    .union(WatchMask::DELETE_SELF)
+    .union(WatchMask::MOVE_SELF)
+    .union(WatchMask::ONLYDIR);
 
 /// The folder's watch is gone or no longer names the path.
-const GONE: u32 = libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_IGNORED;
+const GONE: EventMask = EventMask::DELETE_SELF
+    .union(EventMask::MOVE_SELF)
+    .union(EventMask::IGNORED);
 
 /// The daemon's folder watcher. Started on first use (it needs the
 /// runtime); `None` inside when inotify could not be had.
@@ -62,7 +63,9 @@ pub struct FileWatcher {
 }
 
 struct Shared {
-    fd: AsyncFd<OwnedFd>,
+    /// Adds and removes watches on the one inotify instance, whose events
+    /// the task of [`read_events`] reads.
+    watches: Watches,
     table: Mutex<Table>,
 }
 
@@ -86,6 +89,8 @@ struct Wanted {
 }
 
 struct Watched {
+    /// The handle to remove the watch with.
+    wd: WatchDescriptor,
     path: PathBuf,
     wanted: BTreeSet<PathBuf>,
 }
@@ -198,23 +203,15 @@ fn normal(dir: &Path) -> PathBuf {
 
 impl Shared {
     fn start() -> std::io::Result<Arc<Shared>> {
-        // SAFETY: plain syscall; the fd is owned below.
-        let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if raw < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `raw` is a fresh fd nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // The event stream registers with the runtime's reactor.
         tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
-        // SAFETY: the OwnedFd is moved into the AsyncFd and never handed
-        // out, so the descriptor stays open and the same for its lifetime.
-        let fd = unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
-            .map_err(std::io::Error::from)?;
+        // Room for many events at once; one event is 16 bytes plus its name.
+        let events = Inotify::init()?.into_event_stream(vec![0u8; 64 * 1024])?;
         let shared = Arc::new(Shared {
-            fd,
+            watches: events.watches(),
             table: Mutex::new(Table::default()),
         });
-        tokio::spawn(read_events(shared.clone()));
+        tokio::spawn(read_events(shared.clone(), events));
         Ok(shared)
     }
 
@@ -223,16 +220,11 @@ impl Shared {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn add_watch(&self, path: &Path) -> Result<i32, std::io::Error> {
-        let c = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-        // SAFETY: a valid C string and our own inotify fd.
-        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), c.as_ptr(), MASK) };
-        if wd < 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            Ok(wd)
-        }
+    /// The watch on `path`, and its number (the key of `by_wd`, the same
+    /// for two paths to one inode).
+    fn add_watch(&self, path: &Path) -> Result<(i32, WatchDescriptor), std::io::Error> {
+        let wd = self.watches.clone().add(path, MASK)?;
+        Ok((wd.get_watch_descriptor_id(), wd))
     }
 
     fn add_owner(&self, st: &mut Table, dir: &Path, id: u64, notify: &Arc<Notify>) {
@@ -277,12 +269,10 @@ impl Shared {
             }
             None => false,
         };
-        if unused {
-            st.by_wd.remove(&wd);
-            // SAFETY: our own fd; a stale wd only makes this fail (EINVAL).
-            unsafe {
-                libc::inotify_rm_watch(self.fd.as_raw_fd(), wd);
-            }
+        if let Some(watched) = unused.then(|| st.by_wd.remove(&wd)).flatten() {
+            // A watch the kernel already dropped (its folder is gone) only
+            // makes this fail (EINVAL): nothing is left to remove.
+            let _ = self.watches.clone().remove(watched.wd);
         }
     }
 
@@ -296,8 +286,8 @@ impl Shared {
         let mut at = Some(dir);
         while let Some(p) = at {
             match self.add_watch(p) {
-                Ok(wd) => {
-                    found = Some((wd, p == dir, p.to_path_buf()));
+                Ok((wd, handle)) => {
+                    found = Some((wd, handle, p == dir, p.to_path_buf()));
                     break;
                 }
                 // Not there (yet), or not a folder: one level up.
@@ -317,10 +307,11 @@ impl Shared {
             self.unlink(st, previous.0, dir);
         }
         let (wd, exact) = match found {
-            Some((wd, exact, path)) => {
+            Some((wd, handle, exact, path)) => {
                 st.by_wd
                     .entry(wd)
                     .or_insert_with(|| Watched {
+                        wd: handle,
                         path,
                         wanted: BTreeSet::new(),
                     })
@@ -346,9 +337,9 @@ impl Shared {
     }
 
     /// One event from the kernel.
-    fn handle(&self, wd: i32, mask: u32, name: &OsStr) {
+    fn handle(&self, wd: i32, mask: EventMask, name: &OsStr) {
         let mut st = self.table();
-        if mask & libc::IN_Q_OVERFLOW != 0 {
+        if mask.contains(EventMask::Q_OVERFLOW) {
             tracing::debug!("inotify queue overflowed; every watcher looks again");
             let all: Vec<PathBuf> = st.wanted.keys().cloned().collect();
             for dir in &all {
@@ -363,7 +354,7 @@ impl Shared {
         };
         let base = watched.path.clone();
         let dirs: Vec<PathBuf> = watched.wanted.iter().cloned().collect();
-        if mask & libc::IN_IGNORED != 0 {
+        if mask.contains(EventMask::IGNORED) {
             st.by_wd.remove(&wd);
             for dir in &dirs {
                 if let Some(w) = st.wanted.get_mut(dir) {
@@ -374,7 +365,7 @@ impl Shared {
         for dir in &dirs {
             let exact = st.wanted.get(dir).is_some_and(|w| w.exact) && base == *dir;
             if exact {
-                if mask & GONE != 0 {
+                if mask.intersects(GONE) {
                     self.resolve(&mut st, dir);
                 }
                 Self::wake(&st, dir);
@@ -387,9 +378,9 @@ impl Shared {
                 .ok()
                 .and_then(|rest| rest.components().next())
                 .map(|c| c.as_os_str().to_owned());
-            let arrives =
-                mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0 && next.as_deref() == Some(name);
-            if (arrives || mask & GONE != 0) && self.resolve(&mut st, dir) {
+            let arrives = mask.intersects(EventMask::CREATE | EventMask::MOVED_TO)
+                && next.as_deref() == Some(name);
+            if (arrives || mask.intersects(GONE)) && self.resolve(&mut st, dir) {
                 Self::wake(&st, dir);
             }
         }
@@ -397,55 +388,22 @@ impl Shared {
 }
 
 /// The watcher's one task: read events as they come, for the daemon's life.
-async fn read_events(shared: Arc<Shared>) {
-    // Room for many events at once; one event is 16 bytes plus its name.
-    let mut buf = vec![0u8; 64 * 1024];
+async fn read_events(shared: Arc<Shared>, mut events: inotify::EventStream<Vec<u8>>) {
     loop {
-        let mut guard = match shared.fd.readable().await {
-            Ok(g) => g,
-            Err(e) => {
+        match events.next().await {
+            Some(Ok(ev)) => {
+                let name = ev.name.as_deref().unwrap_or(OsStr::new(""));
+                shared.handle(ev.wd.get_watch_descriptor_id(), ev.mask, name);
+            }
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Some(Err(e)) => {
                 tracing::error!("the inotify watcher stopped: {e}");
                 return;
             }
-        };
-        let read = guard.try_io(|fd| {
-            // SAFETY: reading into our own buffer of that length.
-            let n = unsafe {
-                libc::read(
-                    fd.as_raw_fd(),
-                    buf.as_mut_ptr().cast::<libc::c_void>(),
-                    buf.len(),
-                )
-            };
-            if n < 0 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
-            }
-        });
-        let n = match read {
-            Ok(Ok(n)) => n,
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Ok(Err(e)) => {
-                tracing::error!("the inotify watcher stopped: {e}");
+            None => {
+                tracing::error!("the inotify watcher stopped: its descriptor was closed");
                 return;
             }
-            // Not readable after all: wait again.
-            Err(_) => continue,
-        };
-        let header = std::mem::size_of::<libc::inotify_event>();
-        let mut at = 0;
-        while at + header <= n {
-            // SAFETY: the kernel writes whole events; read unaligned from
-            // the byte buffer.
-            let ev: libc::inotify_event =
-                unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
-            let name_end = (at + header + ev.len as usize).min(n);
-            let raw = &buf[at + header..name_end];
-            // The name is padded with NULs.
-            let name = OsStr::from_bytes(raw.split(|b| *b == 0).next().unwrap_or(&[]));
-            shared.handle(ev.wd, ev.mask, name);
-            at = name_end;
         }
     }
 }
@@ -558,7 +516,7 @@ mod tests {
         assert!(woken(&c).await, "one look once the folder is watched");
         w.shared()
             .unwrap()
-            .handle(-1, libc::IN_Q_OVERFLOW, OsStr::new(""));
+            .handle(-1, EventMask::Q_OVERFLOW, OsStr::new(""));
         assert!(woken(&c).await);
     }
 }

@@ -86,6 +86,9 @@ pub struct Governor {
     /// The last budget check, for `status` (the governor's own: nothing
     /// else writes it).
     pub(crate) budget: std::sync::Mutex<BudgetStatus>,
+    /// Usage limits: no agent's wake or prompt goes to a limited account
+    /// before its reset (rule 13).
+    pub(crate) usage: Arc<crate::usage::Ledger>,
 }
 
 impl Governor {
@@ -98,12 +101,38 @@ impl Governor {
     /// asks to make room for it. A restore spawns the visible panes without
     /// looking at the budget.
     pub async fn wake_as(&self, id: &SessionId, caller: Caller) -> Result<RunState, ApiError> {
+        if caller == Caller::Agent {
+            self.refuse_if_limited(id)?;
+        }
         let state = self.spawner.wake_as(id, caller).await?;
         if state == RunState::Live && caller != Caller::Restore {
             let protect = BTreeSet::from([id.clone()]);
             self.enforce_budget_now(&protect).await;
         }
         Ok(state)
+    }
+
+    /// Refuse what an agent asks of `id` (a wake, a prompt) while its
+    /// provider account is limited: never hammer a limited account. A person
+    /// is never refused (they see the limit and decide).
+    pub fn refuse_if_limited(&self, id: &SessionId) -> Result<(), ApiError> {
+        if self.usage.may_use_account(id.as_str()) {
+            return Ok(());
+        }
+        let until = self
+            .usage
+            .limit_view(id.as_str())
+            .and_then(|l| l.resets_at)
+            .map(|t| format!("until {}", crate::usage::clock_text(t)))
+            .unwrap_or_else(|| "until an unknown time (a person must continue it)".to_owned());
+        Err(ApiError::new(
+            hangar_protocol::message::codes::LIMITED,
+            format!(
+                "session {} is limited by its provider's usage limit {until}; \
+                 hangar continues it by itself after the reset",
+                id.short()
+            ),
+        ))
     }
 
     /// The last budget check.

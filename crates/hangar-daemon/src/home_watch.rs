@@ -123,7 +123,7 @@ impl HomeWatch {
             self.sessions.rewrite_store(
                 &self.paths.store(),
                 &self.paths.home,
-                crate::now_ms(),
+                os.now_ms(),
                 |pid| os.start_time(pid),
             )?;
         }

@@ -10,9 +10,11 @@
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
+
+use crate::os::{Clock, RealOs};
 
 /// Rotate when the journal grows past this.
 pub const MAX_JOURNAL_BYTES: u64 = 8 * 1024 * 1024;
@@ -164,6 +166,29 @@ pub enum Event {
         ok: bool,
         code: Option<String>,
     },
+    /// A provider refused `session` for a usage limit (issue 29): the
+    /// window, the reset (ms, null when unknown) and who said so.
+    Limited {
+        session: String,
+        kind: String,
+        resets_at: Option<i64>,
+        source: String,
+    },
+    /// The continuation after a limit: typed, or not and why (a reason
+    /// category, never text from the session).
+    LimitContinue {
+        session: String,
+        typed: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// `hangar finish` landed a session's work: every ref it moved, with
+    /// the backup ref of where each was (issue 30).
+    Finish {
+        session: String,
+        strategy: String,
+        refs: serde_json::Value,
+    },
     /// An event kind from a newer hangar (when reading).
     #[serde(other)]
     Unknown,
@@ -184,6 +209,8 @@ pub struct Entry {
 
 pub struct Journal {
     path: PathBuf,
+    /// Each entry's `time_ms` (the daemon's clock; a fake one in tests).
+    clock: Arc<dyn Clock>,
     max_bytes: u64,
     /// The next entry's `seq`; held while a line is written, so lines are
     /// in `seq` order in the file.
@@ -195,9 +222,16 @@ impl Journal {
         let next = last_seq(&path).map_or(1, |s| s + 1);
         Journal {
             path,
+            clock: Arc::new(RealOs),
             max_bytes: MAX_JOURNAL_BYTES,
             next_seq: Mutex::new(next),
         }
+    }
+
+    /// The journal with its times from `clock`.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Journal {
+        self.clock = clock;
+        self
     }
 
     pub fn with_max_bytes(mut self, max: u64) -> Journal {
@@ -214,7 +248,7 @@ impl Journal {
         let mut next = self.next_seq.lock().unwrap_or_else(|p| p.into_inner());
         let entry = Entry {
             seq: *next,
-            time_ms: crate::now_ms(),
+            time_ms: self.clock.now_ms(),
             event,
         };
         let Ok(mut line) = serde_json::to_vec(&entry) else {

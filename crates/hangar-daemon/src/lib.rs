@@ -7,10 +7,15 @@
 //! `shutdown` or a signal, when it ends every live session's process group
 //! and exits with the workspace saved.
 
+// No unsafe code, but for the one `pre_exec` of a sandboxed launch
+// (`pty::spawn_real_pty`), allowed there alone.
+#![deny(unsafe_code)]
+
 pub mod activity;
 pub mod cli_probe;
 pub mod config;
 pub mod delivery;
+pub mod engines;
 pub mod errors;
 pub mod eviction;
 pub mod file_watch;
@@ -24,6 +29,7 @@ pub mod os;
 pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
+pub mod review;
 pub mod sandbox;
 pub mod section;
 pub mod server;
@@ -33,6 +39,7 @@ pub mod spawn;
 pub mod strays;
 pub mod tmux_adoption;
 pub mod transfer;
+pub mod usage;
 pub mod worktree;
 
 use std::fs::File;
@@ -91,7 +98,17 @@ pub struct Daemon {
     pub agents: Arc<orchestration::AgentTools>,
     /// The one folder watcher (inotify) every session's watchers share.
     pub files: Arc<file_watch::FileWatcher>,
+    /// The usage ledger and every session's usage limit (issue 29).
+    pub usage: Arc<usage::Ledger>,
+    /// Types the continuation prompt after a limit resets.
+    pub continuation: Arc<usage::continuation::Continuation>,
+    /// Reads limit words off agents' screens.
+    pub screen_words: Arc<usage::screen_words::ScreenWords>,
+    /// Reads usage and limits from claude sessions' transcripts.
+    pub transcripts: Arc<usage::transcripts::Transcripts>,
     shutdown: Shutdown,
+    /// The container engines sessions run on (`[engines.NAME]`).
+    pub engines: Arc<engines::Engines>,
 }
 
 impl Daemon {
@@ -99,16 +116,21 @@ impl Daemon {
     /// loaded from its store; nothing is started.
     pub fn new(paths: Paths, config: Config, os: Arc<dyn os::Os>, sessions: Sessions) -> Daemon {
         let sessions = Arc::new(sessions);
-        let journal = Arc::new(journal::Journal::new(paths.home.join("journal.jsonl")));
+        let journal = Arc::new(
+            journal::Journal::new(paths.home.join("journal.jsonl")).with_clock(os.clone()),
+        );
         let queue = Arc::new(spawn::queue::WakeQueue::new(config.governor.queue_limits()));
         let proxy = Arc::new(hangar_proxy::Proxy::new(
             config.proxy.clone(),
             paths.home.clone(),
         ));
-        let activity = Arc::new(activity::Hub::new(&config.activity));
+        let activity = Arc::new(activity::Hub::new(&config.activity, os.clone()));
         // One inotify watcher for every session's watchers and the home's.
         let files = Arc::new(file_watch::FileWatcher::default());
-        let orchestration = Arc::new(orchestration::Orchestration::new(paths.home.clone()));
+        let orchestration = Arc::new(orchestration::Orchestration::new(
+            paths.home.clone(),
+            os.clone(),
+        ));
         let shutdown = Shutdown::default();
         let governor_config = config.governor.clone();
         let activity_config = config.activity.clone();
@@ -122,26 +144,48 @@ impl Daemon {
             paths: paths.clone(),
             shutdown: shutdown.clone(),
             files: files.clone(),
+            clock: os.clone(),
         });
         let identity = Arc::new(identity::Identity::new(
             sessions.clone(),
             files.clone(),
             activity.clone(),
+            os.clone(),
         ));
         let cli_probe = Arc::new(cli_probe::CliProbe::default());
-        let worktrees = Arc::new(worktree::Worktrees::new(sessions.clone(), paths.clone()));
+        let worktrees = Arc::new(worktree::Worktrees::new(
+            sessions.clone(),
+            paths.clone(),
+            os.clone(),
+        ));
+        let usage = Arc::new(usage::Ledger::new(
+            paths.store(),
+            sessions.clone(),
+            journal.clone(),
+            activity.clone(),
+            config.section(|c| &c.notify),
+            config.section(|c| &c.limits),
+            &config.snapshot().usage,
+        ));
         let grants = Arc::new(proxy_observer::ProxyGrants::new(
             sessions.clone(),
             proxy.clone(),
             activity.clone(),
             identity.clone(),
+            usage.report_sender(),
         ));
         let delivery = Arc::new(delivery::Delivery::new(
             sessions.clone(),
             monitor.clone(),
             identity.clone(),
+            os.clone(),
+        ));
+        let engines = Arc::new(engines::Engines::new(
+            paths.home.clone(),
+            config.section(|c| &c.engines),
         ));
         let spawner = Arc::new(spawn::Spawner {
+            engines: engines.clone(),
             paths: paths.clone(),
             sessions: sessions.clone(),
             journal: journal.clone(),
@@ -176,6 +220,7 @@ impl Daemon {
             config: governor_config,
             shutdown: shutdown.clone(),
             budget: Default::default(),
+            usage: usage.clone(),
         });
         let agents = Arc::new(orchestration::AgentTools {
             sessions: sessions.clone(),
@@ -188,6 +233,28 @@ impl Daemon {
             providers: config.section(|c| &c.providers),
             mcp: config.section(|c| &c.mcp),
             shutdown: shutdown.clone(),
+            clock: os.clone(),
+        });
+        let continuation = Arc::new(usage::continuation::Continuation {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            monitor: monitor.clone(),
+            delivery: delivery.clone(),
+            governor: governor.clone(),
+            shutdown: shutdown.clone(),
+        });
+        let transcripts = Arc::new(usage::transcripts::Transcripts {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            read: Default::default(),
+        });
+        let screen_words = Arc::new(usage::screen_words::ScreenWords {
+            transcripts: transcripts.clone(),
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            monitor: monitor.clone(),
+            shutdown: shutdown.clone(),
+            seen: Default::default(),
         });
         Daemon {
             paths,
@@ -208,7 +275,12 @@ impl Daemon {
             governor,
             agents,
             files,
+            usage,
+            continuation,
+            screen_words,
+            transcripts,
             shutdown,
+            engines,
         }
     }
 
@@ -236,7 +308,7 @@ impl Daemon {
             (id.clone(), screen)
         });
         let screens = futures::future::join_all(stops).await;
-        let now = now_ms();
+        let now = self.os.now_ms();
         for (id, screen) in screens {
             self.sessions.keep_stopped_screen(&id, &screen, now);
         }
@@ -483,6 +555,8 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     // Before any fork: an agent a killed predecessor left running must not
     // write a conversation a restored pane resumes.
     daemon.end_orphans();
+    // Likewise for agents a predecessor left running in containers.
+    daemon.engines.stop_leftovers().await;
     // The duplicate-identity check of these wakes sees only the visible
     // panes' sessions, and that is enough: it refuses a wake while another
     // *live* session holds the same conversation, and until the full load
@@ -491,6 +565,19 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     let to_spawn = daemon.spawner.adopt_first_forks(forks.clone());
     let restorer = daemon.spawner.clone();
     tokio::spawn(async move { restorer.restore_spawn(to_spawn).await });
+    // Once every session is known: remove this home's containers of
+    // sessions it no longer has.
+    let sweeper = daemon.clone();
+    tokio::spawn(async move {
+        sweeper.sessions.full_model().await;
+        let removed = sweeper
+            .engines
+            .remove_unknown(|id| sweeper.sessions.meta(&SessionId::from(id)).is_some())
+            .await;
+        if removed > 0 {
+            tracing::info!("removed {removed} container(s) of closed sessions");
+        }
+    });
 
     let signals = daemon.clone();
     tokio::spawn(async move {
@@ -539,6 +626,11 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     }
 
     tokio::spawn(daemon.governor.clone().govern());
+    daemon.usage.start();
+    tokio::spawn(daemon.continuation.clone().run());
+    if daemon.config.snapshot().usage.watch_agents {
+        tokio::spawn(daemon.screen_words.clone().run());
+    }
     let home_watch = Arc::new(home_watch::HomeWatch {
         paths: paths.clone(),
         sessions: daemon.sessions.clone(),
@@ -641,6 +733,83 @@ pub fn import_offline(
         .save_with_screens(&merged, &[], &report.screens)
         .context("cannot save the imported workspace")?;
     Ok(transfer::report_json(report, false))
+}
+
+/// A daemon on a fake machine ([`os::FakeOs`]: a clock the test advances,
+/// scripted programs in place of real ones), for the subsystems' in-process
+/// tests: built like the real one, started nowhere.
+#[cfg(test)]
+pub(crate) mod on_a_fake_machine {
+    use super::*;
+    use hangar_core::placement::PanePosition;
+    use hangar_core::{Provider, SessionId, SessionMeta, Tab, TabId, Workspace};
+
+    pub struct FakeMachine {
+        pub daemon: Arc<Daemon>,
+        pub os: Arc<os::FakeOs>,
+        /// The home and every session's folder; removed when dropped.
+        pub home: tempfile::TempDir,
+    }
+
+    /// Wait until `done` holds, looking again after each millisecond of
+    /// tokio's clock (paused in these tests: no real time passes while
+    /// nothing else can run); fails after a minute of that clock.
+    pub async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        for _ in 0..60_000 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        panic!("never happened: {what}");
+    }
+
+    /// A daemon whose workspace is one tab holding `panes` as panes and
+    /// `parked` parked: shells in the home folder, last used now.
+    pub fn with_sessions(panes: &[&str], parked: &[&str]) -> FakeMachine {
+        build(panes, parked, |_| {}, |_| {})
+    }
+
+    /// [`with_sessions`] with the default settings changed by `settings`,
+    /// and each session's metadata by `edit` (an orchestration parent,
+    /// another provider).
+    pub fn build(
+        panes: &[&str],
+        parked: &[&str],
+        settings: impl FnOnce(&mut Config),
+        edit: impl Fn(&mut SessionMeta),
+    ) -> FakeMachine {
+        let mut config = Config::default();
+        settings(&mut config);
+        let home = tempfile::tempdir().expect("a temporary home");
+        let paths = Paths::new(home.path().to_path_buf());
+        let os = Arc::new(os::FakeOs::default());
+        let now = os::Clock::now_ms(os.as_ref());
+        let cwd = home.path().display().to_string();
+        let meta = |id: &str| {
+            let mut m = SessionMeta::new(SessionId::from(id), Provider::Shell, &cwd);
+            m.last_active_ms = now;
+            edit(&mut m);
+            m
+        };
+        let mut ws = Workspace::default();
+        let tab = TabId::new("t1");
+        ws.add_tab(Tab::new(tab.clone(), "main"))
+            .expect("a new tab");
+        for id in panes {
+            ws.add_pane_session(meta(id), &tab, PanePosition::Auto)
+                .expect("a pane");
+        }
+        for id in parked {
+            ws.add_parked_session(meta(id), &tab, now)
+                .expect("a parked session");
+        }
+        let mut opened = Store::open(&paths.store()).expect("a new store");
+        opened.store.save(&ws, &[]).expect("the first save");
+        let sessions = Sessions::new(ws, opened.store, Vec::new());
+        let daemon = Arc::new(Daemon::new(paths, config, os.clone(), sessions));
+        FakeMachine { daemon, os, home }
+    }
 }
 
 #[cfg(test)]

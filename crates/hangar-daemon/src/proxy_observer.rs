@@ -25,6 +25,8 @@ struct DaemonProxyObserver {
     /// Provider session ids seen in headers, recorded by a task of their
     /// own (the relay must never wait on the store).
     provider_ids: tokio::sync::mpsc::UnboundedSender<(String, String)>,
+    /// Metered exchanges, for the usage ledger (issue 29).
+    usage: tokio::sync::mpsc::UnboundedSender<(String, hangar_proxy::ExchangeReport)>,
 }
 
 impl ProxyObserver for DaemonProxyObserver {
@@ -40,6 +42,13 @@ impl ProxyObserver for DaemonProxyObserver {
     fn provider_session_id_seen(&self, session: &str, id: &str) {
         self.provider_ids.provider_session_id_seen(session, id);
     }
+
+    fn exchange_metered(&self, session: &str, report: hangar_proxy::ExchangeReport) {
+        // A closed receiver means the daemon is shutting down.
+        if self.usage.send((session.to_owned(), report)).is_err() {
+            tracing::debug!("usage of session {session} not recorded: ledger gone");
+        }
+    }
 }
 
 /// Proxy grants for sessions about to start, and the observer the proxy
@@ -51,6 +60,8 @@ pub struct ProxyGrants {
     activity: Arc<crate::activity::Hub>,
     /// Records the provider session ids the proxy sees.
     identity: Arc<Identity>,
+    /// Takes every metered exchange (the usage ledger).
+    usage: tokio::sync::mpsc::UnboundedSender<(String, hangar_proxy::ExchangeReport)>,
 }
 
 impl ProxyGrants {
@@ -59,12 +70,14 @@ impl ProxyGrants {
         proxy: Arc<Proxy>,
         activity: Arc<crate::activity::Hub>,
         identity: Arc<Identity>,
+        usage: tokio::sync::mpsc::UnboundedSender<(String, hangar_proxy::ExchangeReport)>,
     ) -> ProxyGrants {
         ProxyGrants {
             sessions,
             proxy,
             activity,
             identity,
+            usage,
         }
     }
 
@@ -125,6 +138,7 @@ impl ProxyGrants {
         Arc::new(DaemonProxyObserver {
             activity: self.activity.clone(),
             provider_ids: self.provider_ids_from_proxy(),
+            usage: self.usage.clone(),
         })
     }
 

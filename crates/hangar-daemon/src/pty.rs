@@ -1,5 +1,11 @@
 //! One session's process in a pseudo-terminal, and its server-side screen.
 //!
+//! Starting the process is the [`Pty`]'s (the OS's: `os::RealOs` opens a
+//! real PTY, `os::FakeOs` runs a scripted program in memory; a container
+//! engine could start it inside a container): it hands back a [`Spawned`],
+//! the process's output and input, its signals and its exit. Everything
+//! above that is [`LiveProcess`]'s, whatever started it.
+//!
 //! The child is started as the leader of a new session (so of a new process
 //! group) with the PTY as its controlling terminal. Every byte it prints is
 //! fed into its terminal model (`hangar_terminal`: the screen, the modes, a
@@ -9,12 +15,14 @@
 //! parent's copy of the PTY's slave side is closed right after the spawn: a
 //! leaked slave fd would keep the reader from ever seeing EOF.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use serde::Deserialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{broadcast, watch};
 
 /// Output chunks buffered per attached client before it is resynced from the
@@ -100,6 +108,114 @@ pub struct SpawnRequest {
     pub resume: Option<Vec<u8>>,
 }
 
+/// Starting a program in a terminal of its own. The one seam between the
+/// daemon and whatever runs a session's program: a real PTY, a scripted
+/// fake in tests, or (for another kind of agent) a container's terminal.
+pub trait Pty: Send + Sync {
+    /// Start `req.program` with `req.args`, `req.env` and `req.cwd` as the
+    /// leader of a new process group whose controlling terminal is
+    /// `req.rows` x `req.cols`. `req.terminal` and `req.resume` are the
+    /// daemon's own (its screen), not the program's.
+    fn spawn_pty(&self, req: &SpawnRequest) -> std::io::Result<Spawned>;
+}
+
+/// What a [`Pty`] hands back for a started program.
+pub struct Spawned {
+    /// The leader's pid, which is also its process group's id.
+    pub pid: u32,
+    /// Everything the program prints on its terminal; ends (a read of 0 or
+    /// an error) once no process holds the terminal any more.
+    pub output: Box<dyn AsyncRead + Send + Unpin>,
+    /// What is typed into the terminal, and its size.
+    pub input: Box<dyn TerminalInput>,
+    /// Send a signal to the program's whole process group; `false` when the
+    /// group is gone. Signal 0 only asks whether it still exists.
+    pub signal: Box<dyn Fn(i32) -> bool + Send + Sync>,
+    /// Resolves once the leader has exited and been reaped, with its code.
+    pub exit: Pin<Box<dyn Future<Output = ExitCode> + Send>>,
+}
+
+/// The writing side of a program's terminal.
+pub trait TerminalInput: AsyncWrite + Send + Sync + Unpin {
+    /// Set the terminal's size (the program gets SIGWINCH).
+    fn resize(&self, rows: u16, cols: u16) -> std::io::Result<()>;
+}
+
+impl TerminalInput for pty_process::OwnedWritePty {
+    fn resize(&self, rows: u16, cols: u16) -> std::io::Result<()> {
+        pty_process::OwnedWritePty::resize(self, pty_process::Size::new(rows, cols))
+            .map_err(std::io::Error::other)
+    }
+}
+
+/// A real PTY (the `pty-process` crate): the child is the leader of a new
+/// session, the parent keeps no copy of the terminal's slave side, and tokio
+/// reaps the child through a pidfd (SIGCHLD where there is none), so the
+/// exit is the kernel's word, never a poll. Signals go to the group through
+/// `signal_group`.
+///
+/// A sandboxed launch (`req.sandboxed`) starts from an empty environment
+/// and with SIGTERM, SIGHUP, SIGINT and SIGQUIT blocked (see
+/// [`SpawnRequest::sandboxed`]): blocking them between fork and exec needs
+/// `pre_exec`, the one unsafe call of this crate.
+#[allow(unsafe_code)]
+pub fn spawn_real_pty(
+    req: &SpawnRequest,
+    signal_group: impl Fn(u32, i32) -> bool + Send + Sync + 'static,
+) -> std::io::Result<Spawned> {
+    let (pty, pts) = pty_process::open().map_err(std::io::Error::other)?;
+    pty.resize(pty_process::Size::new(req.rows.max(1), req.cols.max(1)))
+        .map_err(std::io::Error::other)?;
+    let mut cmd = pty_process::Command::new(&req.program)
+        .args(&req.args)
+        .current_dir(&req.cwd);
+    if req.sandboxed {
+        use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+        cmd = cmd.env_clear();
+        let mut stop = SigSet::empty();
+        for sig in [
+            Signal::SIGTERM,
+            Signal::SIGHUP,
+            Signal::SIGINT,
+            Signal::SIGQUIT,
+        ] {
+            stop.add(sig);
+        }
+        // SAFETY: the closure runs in the child between fork and exec, where
+        // only async-signal-safe calls are allowed: it calls sigprocmask (a
+        // thin wrapper over the system call) on a set built before the fork
+        // and copied into the closure; it allocates nothing and takes no
+        // lock.
+        cmd = unsafe {
+            cmd.pre_exec(move || {
+                sigprocmask(SigmaskHow::SIG_BLOCK, Some(&stop), None)
+                    .map_err(std::io::Error::from)
+            })
+        };
+    }
+    for (k, v) in &req.env {
+        cmd = cmd.env(k, v);
+    }
+    // `pts` is moved in and dropped by spawn: the parent keeps no slave fd.
+    let mut child = cmd.spawn(pts).map_err(std::io::Error::other)?;
+    let pid = child
+        .id()
+        .ok_or_else(|| std::io::Error::other("child exited before its pid was known"))?;
+    let (reader, writer) = pty.into_split();
+    Ok(Spawned {
+        pid,
+        output: Box::new(reader),
+        input: Box::new(writer),
+        signal: Box::new(move |signal| signal_group(pid, signal)),
+        exit: Box::pin(async move {
+            match child.wait().await {
+                Ok(status) => exit_code(status),
+                Err(_) => -1,
+            }
+        }),
+    })
+}
+
 /// A session's terminal model and the broadcast of its output to attached
 /// clients, under one lock.
 struct Screen {
@@ -113,7 +229,9 @@ struct Screen {
 pub struct LiveProcess {
     pub pid: u32,
     screen: Mutex<Screen>,
-    writer: tokio::sync::Mutex<pty_process::OwnedWritePty>,
+    writer: tokio::sync::Mutex<Box<dyn TerminalInput>>,
+    /// Signals the process group (see [`Spawned::signal`]).
+    signal: Box<dyn Fn(i32) -> bool + Send + Sync>,
     /// Held by one `send` from its text to its Enter: without it, two clients
     /// sending to one session at once typed `ab` then two Enters.
     typing: tokio::sync::Mutex<()>,
@@ -129,43 +247,16 @@ pub struct LiveProcess {
 }
 
 impl LiveProcess {
-    /// Start the program in a new PTY. The returned process is already being
-    /// read from and waited for.
-    pub fn spawn(req: SpawnRequest) -> std::io::Result<Arc<LiveProcess>> {
-        let (pty, pts) = pty_process::open().map_err(std::io::Error::other)?;
-        pty.resize(pty_process::Size::new(req.rows.max(1), req.cols.max(1)))
-            .map_err(std::io::Error::other)?;
-        let mut cmd = pty_process::Command::new(&req.program)
-            .args(&req.args)
-            .current_dir(&req.cwd);
-        if req.sandboxed {
-            cmd = cmd.env_clear();
-            // SAFETY: runs in the child between fork and exec, and calls
-            // only sigemptyset/sigaddset/sigprocmask (async-signal-safe) on
-            // a set on its own stack.
-            cmd = unsafe {
-                cmd.pre_exec(|| {
-                    let mut set: libc::sigset_t = std::mem::zeroed();
-                    libc::sigemptyset(&mut set);
-                    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT] {
-                        libc::sigaddset(&mut set, sig);
-                    }
-                    if libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                })
-            };
-        }
-        for (k, v) in &req.env {
-            cmd = cmd.env(k, v);
-        }
-        // `pts` is moved in and dropped by spawn: the parent keeps no slave fd.
-        let mut child = cmd.spawn(pts).map_err(std::io::Error::other)?;
-        let pid = child
-            .id()
-            .ok_or_else(|| std::io::Error::other("child exited before its pid was known"))?;
-        let (reader, writer) = pty.into_split();
+    /// Start the program through `pty`. The returned process is already
+    /// being read from and waited for.
+    pub fn spawn<P: Pty + ?Sized>(pty: &P, req: SpawnRequest) -> std::io::Result<Arc<LiveProcess>> {
+        let Spawned {
+            pid,
+            output: reader,
+            input: writer,
+            signal,
+            exit: exited,
+        } = pty.spawn_pty(&req)?;
         let (first_output, _) = watch::channel(false);
         let (exit, _) = watch::channel(None);
         let (output_ended, _) = watch::channel(false);
@@ -184,6 +275,7 @@ impl LiveProcess {
                 clients: None,
             }),
             writer: tokio::sync::Mutex::new(writer),
+            signal,
             typing: tokio::sync::Mutex::new(()),
             first_output,
             output_seen: watch::channel(0).0,
@@ -192,13 +284,8 @@ impl LiveProcess {
         });
         tokio::spawn(read_output(live.clone(), reader));
         let waiter = live.clone();
-        // tokio reaps the child through a pidfd (SIGCHLD where there is
-        // none): the exit is the kernel's word, never a poll.
         tokio::spawn(async move {
-            let code = match child.wait().await {
-                Ok(status) => exit_code(status),
-                Err(_) => -1,
-            };
+            let code = exited.await;
             // What the child printed just before exiting may still be in the
             // terminal's buffer: without this wait, a failed start's reason
             // sometimes lacked the program's own last line ("Session not
@@ -232,6 +319,11 @@ impl LiveProcess {
         self.pid
     }
 
+    /// Send `signal` to the whole process group; `false` once it is gone.
+    pub fn signal(&self, signal: i32) -> bool {
+        (self.signal)(signal)
+    }
+
     /// Exclusive typing: hold the guard across a text and its Enter.
     pub async fn typing(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.typing.lock().await
@@ -262,12 +354,23 @@ impl LiveProcess {
 
     pub async fn resize(&self, rows: u16, cols: u16) -> std::io::Result<()> {
         let (rows, cols) = (rows.max(1), cols.max(1));
-        self.lock_screen().terminal.resize(rows, cols);
+        {
+            let mut screen = self.lock_screen();
+            let end = screen.terminal.history_end();
+            screen.terminal.resize(rows, cols);
+            // The rewrap renumbered history: an empty chunk makes each
+            // client's forwarder say where it ends now (its `history`
+            // event), even if the program prints nothing after the resize.
+            if screen.terminal.history_end() != end
+                && let Some(clients) = &screen.clients
+            {
+                let _ = clients.send(Bytes::new());
+            }
+        }
         let w = tokio::time::timeout(WRITE_STALL, self.writer.lock())
             .await
             .map_err(|_| stalled())?;
-        w.resize(pty_process::Size::new(rows, cols))
-            .map_err(std::io::Error::other)
+        w.resize(rows, cols)
     }
 
     fn lock_screen(&self) -> std::sync::MutexGuard<'_, Screen> {
@@ -350,7 +453,7 @@ fn exit_code(status: std::process::ExitStatus) -> ExitCode {
         .unwrap_or(-1)
 }
 
-async fn read_output(live: Arc<LiveProcess>, mut reader: pty_process::OwnedReadPty) {
+async fn read_output(live: Arc<LiveProcess>, mut reader: Box<dyn AsyncRead + Send + Unpin>) {
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         match reader.read(&mut buf).await {

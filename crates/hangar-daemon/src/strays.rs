@@ -12,53 +12,38 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::os::ProcessControl;
+
 /// How long a stray group gets between SIGTERM and SIGKILL.
 const STRAY_GRACE: Duration = Duration::from_secs(2);
 
-/// `/proc/<pid>/environ` as `KEY=value` strings (empty when unreadable).
-fn environ(pid: i32) -> Vec<String> {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .unwrap_or_default()
-        .split(|&b| b == 0)
-        .filter(|s| !s.is_empty())
-        .map(|s| String::from_utf8_lossy(s).into_owned())
-        .collect()
-}
-
 /// The `HANGAR_SESSION_ID` a running process was given, if any.
-pub fn session_of(pid: i32) -> Option<String> {
-    environ(pid)
+pub fn session_of(os: &dyn ProcessControl, pid: u32) -> Option<String> {
+    os.environ(pid)
         .into_iter()
         .find_map(|kv| kv.strip_prefix("HANGAR_SESSION_ID=").map(str::to_owned))
-}
-
-fn pgid_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    if fields.first() == Some(&"Z") {
-        return None;
-    }
-    fields.get(2)?.parse().ok()
 }
 
 /// Live processes (not zombies, not this daemon) carrying `session` and
 /// `home` in their environment, with their process groups; none in
 /// `spare` (the group of a process of the session started since).
-pub fn find(session: &str, home: &Path, spare: Option<i32>) -> Vec<(i32, i32)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let me = std::process::id() as i32;
+pub fn find(
+    os: &dyn ProcessControl,
+    session: &str,
+    home: &Path,
+    spare: Option<u32>,
+) -> Vec<(u32, u32)> {
+    let me = std::process::id();
     let want_session = format!("HANGAR_SESSION_ID={session}");
     let want_home = format!("HANGAR_HOME={}", home.display());
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    os.pids()
+        .into_iter()
         .filter(|&pid| pid != me)
         .filter(|&pid| {
-            let env = environ(pid);
+            let env = os.environ(pid);
             env.contains(&want_session) && env.contains(&want_home)
         })
-        .filter_map(|pid| Some((pid, pgid_of(pid)?)))
+        .filter_map(|pid| Some((pid, os.group_of(pid)?)))
         .filter(|&(_, g)| Some(g) != spare)
         .collect()
 }
@@ -66,15 +51,14 @@ pub fn find(session: &str, home: &Path, spare: Option<i32>) -> Vec<(i32, i32)> {
 /// Ends every process group holding a stray of `session`: SIGTERM, then
 /// SIGKILL for what is left after a grace period. Returns how many strays
 /// there were.
-pub async fn end(session: &str, home: &Path, spare: Option<i32>) -> usize {
-    let strays = find(session, home, spare);
+pub async fn end(os: &dyn ProcessControl, session: &str, home: &Path, spare: Option<u32>) -> usize {
+    let strays = find(os, session, home, spare);
     if strays.is_empty() {
         return 0;
     }
-    let me = std::process::id() as i32;
-    // SAFETY: getpgrp has no preconditions.
-    let my_group = unsafe { libc::getpgrp() };
-    let mut groups: Vec<i32> = strays.iter().map(|&(_, g)| g).collect();
+    let me = std::process::id();
+    let my_group = nix::unistd::getpgrp().as_raw() as u32;
+    let mut groups: Vec<u32> = strays.iter().map(|&(_, g)| g).collect();
     groups.sort_unstable();
     groups.dedup();
     // Never signal the daemon's own group (or a group of one's own pid).
@@ -84,24 +68,20 @@ pub async fn end(session: &str, home: &Path, spare: Option<i32>) -> usize {
         strays.len()
     );
     for &g in &groups {
-        // SAFETY: kill has no memory effects; the groups are those of
-        // processes carrying this session's variables for this home.
-        unsafe {
-            libc::kill(-g, libc::SIGTERM);
-        }
+        // The groups are those of processes carrying this session's
+        // variables for this home. One already gone is no error.
+        os.signal_group(g, libc::SIGTERM);
     }
     let deadline = tokio::time::Instant::now() + STRAY_GRACE;
-    while tokio::time::Instant::now() < deadline && !find(session, home, spare).is_empty() {
+    while tokio::time::Instant::now() < deadline && !find(os, session, home, spare).is_empty() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    for (pid, g) in find(session, home, spare) {
-        // SAFETY: as above.
-        unsafe {
-            if g > 1 && g != my_group {
-                libc::kill(-g, libc::SIGKILL);
-            }
-            libc::kill(pid, libc::SIGKILL);
+    for (pid, g) in find(os, session, home, spare) {
+        // As above: what ended meanwhile is no error.
+        if g > 1 && g != my_group {
+            os.signal_group(g, libc::SIGKILL);
         }
+        os.signal_process(pid, libc::SIGKILL);
     }
     strays.len()
 }
@@ -109,6 +89,7 @@ pub async fn end(session: &str, home: &Path, spare: Option<i32>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::{FakeOs, RealOs};
     use std::os::unix::process::CommandExt;
 
     #[tokio::test]
@@ -124,13 +105,13 @@ mod tests {
             .process_group(0)
             .spawn()
             .unwrap();
-        let pid = child.id() as i32;
+        let pid = child.id();
         // Until its exec the child carries this test's environment, not the
         // session's: wait for it, as long as a loaded machine may take.
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         let mut seen = Vec::new();
         while std::time::Instant::now() < deadline {
-            seen = find(&session, home.path(), None);
+            seen = find(&RealOs, &session, home.path(), None);
             if !seen.is_empty() {
                 break;
             }
@@ -139,12 +120,35 @@ mod tests {
         assert_eq!(seen, vec![(pid, pid)]);
         // Another home's session of the same id is not ours.
         let other = tempfile::tempdir().unwrap();
-        assert!(find(&session, other.path(), None).is_empty());
+        assert!(find(&RealOs, &session, other.path(), None).is_empty());
         // A newer process of the session is spared.
-        assert!(find(&session, home.path(), Some(pid)).is_empty());
-        assert_eq!(end(&session, home.path(), None).await, 1);
+        assert!(find(&RealOs, &session, home.path(), Some(pid)).is_empty());
+        assert_eq!(end(&RealOs, &session, home.path(), None).await, 1);
         let status = child.wait().unwrap();
         assert!(!status.success(), "the stray was ended by a signal");
-        assert!(find(&session, home.path(), None).is_empty());
+        assert!(find(&RealOs, &session, home.path(), None).is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stray_on_the_fake_machine_is_ended_and_a_newer_group_spared() {
+        let os = FakeOs::default();
+        let home = Path::new("/home/h");
+        let env = ["HANGAR_SESSION_ID=s1", "HANGAR_HOME=/home/h"];
+        // The stray (its own group 500), a newer process of the session
+        // (group 600), and another home's session of the same id.
+        os.spawn(500, 500, 1);
+        os.set_environ(500, &env);
+        os.spawn(600, 600, 2);
+        os.set_environ(600, &env);
+        os.spawn(700, 700, 3);
+        os.set_environ(700, &["HANGAR_SESSION_ID=s1", "HANGAR_HOME=/elsewhere"]);
+        assert_eq!(session_of(&os, 500).as_deref(), Some("s1"));
+        assert_eq!(end(&os, "s1", home, Some(600)).await, 1);
+        // A declared process ignores SIGTERM; the grace ends in SIGKILL.
+        assert_eq!(
+            os.signals_sent(),
+            vec![(500, libc::SIGTERM), (500, libc::SIGKILL)]
+        );
+        assert_eq!(os.pids(), vec![600, 700]);
     }
 }

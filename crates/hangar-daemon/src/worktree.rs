@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 
 use crate::Paths;
 use crate::errors::ApiError;
+use crate::os::Clock;
 use crate::sessions::{RunState, Sessions};
 
 /// The file (in `.worktreeinclude` gitignore syntax) naming untracked files
@@ -411,8 +412,12 @@ pub async fn run_setup(
         Ok(done) => done,
         Err(_) => {
             if let Some(pgid) = pgid {
-                // SAFETY: killpg on the group we created for the command.
-                unsafe { libc::killpg(pgid as i32, libc::SIGKILL) };
+                // The group we created for the command; one that ended
+                // meanwhile is not an error.
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pgid as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
             return Err(format!(
                 "the worktree setup command {command:?} did not finish within {}s in {}",
@@ -702,11 +707,16 @@ fn worktree_settings(config: &WorktreeConfig) -> WorktreeSettings {
 pub struct Worktrees {
     sessions: Arc<Sessions>,
     paths: Paths,
+    clock: Arc<dyn Clock>,
 }
 
 impl Worktrees {
-    pub fn new(sessions: Arc<Sessions>, paths: Paths) -> Worktrees {
-        Worktrees { sessions, paths }
+    pub fn new(sessions: Arc<Sessions>, paths: Paths, clock: Arc<dyn Clock>) -> Worktrees {
+        Worktrees {
+            sessions,
+            paths,
+            clock,
+        }
     }
 
     /// For `new --worktree`: find the folder the session would start in,
@@ -764,7 +774,7 @@ impl Worktrees {
             session: id.clone(),
             title,
             worktree: prepared.info.clone(),
-            created_at_ms: crate::now_ms(),
+            created_at_ms: self.clock.now_ms(),
         });
         let reason = prepared.setup_failure.take()?;
         Some(self.sessions.mark_failed(id, reason))

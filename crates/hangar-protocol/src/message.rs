@@ -68,9 +68,26 @@ pub struct NewSession {
     /// The worktree's new branch (default: made from the title).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree_branch: Option<String>,
+    /// Run the session on `[engines.NAME]` (a container or pod), never
+    /// outside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// With `engine`: this image instead of the engine's `image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
     /// Run it in hangar's sandbox (`hangar new --sandbox`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sandbox: bool,
+}
+
+/// `hangar engine image build NAME [--provider P]`: build an image for
+/// `[engines.NAME]` from Debian packages with the provider's CLI from npm,
+/// and import it into the engine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineImageBuild {
+    pub engine: String,
+    #[serde(default)]
+    pub provider: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -346,10 +363,12 @@ pub enum AgentTool {
     CloseRun,
     Park,
     Hibernate,
+    /// The usage ledger and the accounts' limits (issue 29).
+    UsageRead,
 }
 
 impl AgentTool {
-    pub const ALL: [AgentTool; 10] = [
+    pub const ALL: [AgentTool; 11] = [
         AgentTool::Create,
         AgentTool::SendPrompt,
         AgentTool::List,
@@ -360,6 +379,7 @@ impl AgentTool {
         AgentTool::CloseRun,
         AgentTool::Park,
         AgentTool::Hibernate,
+        AgentTool::UsageRead,
     ];
 
     /// The permanent wire name of this tool's request kind.
@@ -375,6 +395,7 @@ impl AgentTool {
             AgentTool::CloseRun => "agent_close_run",
             AgentTool::Park => "agent_park",
             AgentTool::Hibernate => "agent_hibernate",
+            AgentTool::UsageRead => "agent_usage_read",
         }
     }
 
@@ -411,6 +432,62 @@ impl std::fmt::Debug for AgentCall {
             .field("args", &self.args)
             .finish()
     }
+}
+
+/// `hangar diff`: what a session changed since its base. A long change is
+/// paged by files: `from_file` starts a page, and `tree` with `merge_base`
+/// (from the first page's reply) skip building the working tree again.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Diff {
+    pub session: String,
+    /// Compare with this ref instead of the recorded base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// Only the file list: no patch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stat: bool,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_file: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_base: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// `hangar review`: comments typed into the agent as one prompt.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Review {
+    pub session: String,
+    pub comments: Vec<hangar_core::review::ReviewComment>,
+}
+
+/// `hangar finish`: land a session's branch (or open a pull request).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Finish {
+    pub session: String,
+    /// `merge` (default), `squash` or `rebase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub into: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub commit: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pr: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_session: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delete_branch: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resolve: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
 }
 
 /// Every request kind this build understands.
@@ -473,8 +550,39 @@ pub enum Request {
     Wait(Wait),
     /// A provider hook reporting an agent's activity.
     Hook(Hook),
+    /// The usage ledger summed (`hangar usage`).
+    Usage(UsageQuery),
+    /// A session's usage-limit settings (`hangar limit ID --continue`).
+    Limit(LimitSet),
+    /// What a session changed since its base (`hangar diff`).
+    Diff(Diff),
+    /// Review comments sent to the agent (`hangar review`).
+    Review(Review),
+    /// Land a session's work (`hangar finish`).
+    Finish(Finish),
+    /// Build and import an image for an engine.
+    EngineImageBuild(EngineImageBuild),
     /// A kind this build does not know; answered with `unknown_kind`.
     Unknown(String),
+}
+
+/// `hangar usage [--since D] [--session ID]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageQuery {
+    /// Only requests at or after this time (ms since the epoch).
+    pub since_ms: i64,
+    /// Only this session (id or unique prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+/// `hangar limit ID --continue on|off`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LimitSet {
+    pub session: String,
+    /// Type the continuation prompt after a limit resets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_continue: Option<bool>,
 }
 
 /// Why a request could not be decoded into a known kind with a valid body.
@@ -528,6 +636,12 @@ impl Request {
             Request::Agent(call) => call.tool.kind(),
             Request::Wait(_) => "wait",
             Request::Hook(_) => "hook",
+            Request::Usage(_) => "usage",
+            Request::Limit(_) => "limit",
+            Request::Diff(_) => "diff",
+            Request::Review(_) => "review",
+            Request::Finish(_) => "finish",
+            Request::EngineImageBuild(_) => "engine_image_build",
             Request::Unknown(kind) => kind,
         }
     }
@@ -569,6 +683,12 @@ impl Request {
             Request::Agent(b) => v(b),
             Request::Wait(b) => v(b),
             Request::Hook(b) => v(b),
+            Request::Usage(b) => v(b),
+            Request::Limit(b) => v(b),
+            Request::Diff(b) => v(b),
+            Request::Review(b) => v(b),
+            Request::Finish(b) => v(b),
+            Request::EngineImageBuild(b) => v(b),
             Request::List
             | Request::Status
             | Request::TabList
@@ -658,6 +778,12 @@ impl Request {
             "ratio" => Request::Ratio(b(id, k, body)?),
             "wait" => Request::Wait(b(id, k, body)?),
             "hook" => Request::Hook(b(id, k, body)?),
+            "usage" => Request::Usage(b(id, k, body)?),
+            "limit" => Request::Limit(b(id, k, body)?),
+            "diff" => Request::Diff(b(id, k, body)?),
+            "review" => Request::Review(b(id, k, body)?),
+            "finish" => Request::Finish(b(id, k, body)?),
+            "engine_image_build" => Request::EngineImageBuild(b(id, k, body)?),
             other => match AgentTool::from_kind(other) {
                 Some(tool) => {
                     let mut call: AgentCall = b(id, k, body)?;
@@ -695,6 +821,8 @@ pub mod codes {
     pub const NOT_YOUR_AGENT: &str = "not_your_agent";
     /// Orchestration: the close would also close sessions not named.
     pub const CASCADE_REFUSED: &str = "cascade_refused";
+    /// The session's provider account is at a usage limit until its reset.
+    pub const LIMITED: &str = "limited";
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

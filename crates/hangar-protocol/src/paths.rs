@@ -69,3 +69,71 @@ pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
+
+/// Write `bytes` as the whole of `path`, mode 0600 whatever the umask, so
+/// that a reader sees the old file or the new one and never half of it: a
+/// temporary file in the same folder (named with this process's id, so two
+/// processes writing the same file at once do not share one), synced, then
+/// renamed over `path`. The folder must exist.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        // Nothing half-written is left beside the file; the error is the
+        // write's, which the caller gets.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_private_write_replaces_the_whole_file_with_mode_0600_and_leaves_nothing_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret.json");
+        std::fs::write(&file, "an older and much longer text").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_private(&file, b"new").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"new");
+        assert_eq!(mode(&file), 0o600);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["secret.json"]);
+    }
+
+    #[test]
+    fn a_private_write_into_a_missing_folder_fails_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gone").join("secret.json");
+        assert!(write_private(&file, b"x").is_err());
+        assert!(!dir.path().join("gone").exists());
+    }
+}

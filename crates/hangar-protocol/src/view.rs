@@ -59,10 +59,52 @@ pub struct SessionView {
     /// When it entered that state, in ms since the epoch.
     #[serde(default)]
     pub activity_since: Option<u64>,
+    /// The usage limit that stopped the session (issue 29), null when none.
+    #[serde(default)]
+    pub limit: Option<LimitView>,
+    /// The container engine the session runs on (`hangar new --engine`),
+    /// null for a process on this machine.
+    #[serde(default)]
+    pub engine: Option<EngineView>,
     /// The walls around the agent (`hangar new --sandbox`); null when it
     /// runs with the person's whole account.
     #[serde(default)]
     pub sandbox: Option<SandboxView>,
+}
+
+/// A session's usage limit in `hangar ls --json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LimitView {
+    /// `five_hour`, `seven_day`, `usage_limit`, `rate_limit` or
+    /// `retry_after`.
+    pub kind: String,
+    /// When the provider said the limit resets (ms since the epoch); null
+    /// when no source said.
+    pub resets_at: Option<i64>,
+    /// `proxy`, `hook`, `transcript` or `screen`.
+    pub source: String,
+    /// When hangar will type the continuation prompt (ms), null when it
+    /// will not.
+    pub continue_at: Option<i64>,
+}
+
+/// A session's engine in `hangar ls`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EngineView {
+    /// The `[engines.NAME]` it runs on.
+    pub name: String,
+    /// `docker`, `podman` or `kubernetes`; null when config.toml no longer
+    /// has that engine.
+    pub kind: Option<String>,
+    /// The container's name (Docker, Podman).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// The pod's name (Kubernetes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// The image it runs (null when neither the session nor the engine
+    /// names one).
+    pub image: Option<String>,
 }
 
 /// A sandboxed session's walls, in `hangar ls --json`.
@@ -202,6 +244,17 @@ pub struct StatusView {
     /// Every session in state `failed`, with the reason it shows.
     #[serde(default)]
     pub failed: Vec<FailedView>,
+    /// Every session a usage limit stopped (issue 29).
+    #[serde(default)]
+    pub limited: Vec<LimitedView>,
+}
+
+/// A limited session in `hangar status`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LimitedView {
+    pub id: String,
+    pub title: String,
+    pub limit: LimitView,
 }
 
 /// A failed session in `hangar status`: what it is and why it failed.

@@ -13,9 +13,10 @@
 //! certificate) and never write the key with a looser mode than 0600.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use hangar_protocol::paths;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -113,17 +114,7 @@ fn ca_params(key: &KeyPair) -> CertificateParams {
 }
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    paths::write_private(path, text.as_bytes())
 }
 
 fn write_public(path: &Path, text: &str) -> std::io::Result<()> {
@@ -135,7 +126,7 @@ fn write_public(path: &Path, text: &str) -> std::io::Result<()> {
 impl Authority {
     /// Load the CA of this home, making it on first use.
     pub fn load_or_create(files: CaFiles) -> Result<Authority, CaError> {
-        crate::private_dir::ensure_private_dir(&files.dir).map_err(|source| CaError::Write {
+        paths::ensure_private_dir(&files.dir).map_err(|source| CaError::Write {
             path: files.dir.clone(),
             source,
         })?;
@@ -336,22 +327,17 @@ pub fn system_bundle() -> Option<PathBuf> {
 
 /// Today's date (UTC) as year, month, day.
 fn civil_today() -> (i32, u8, u8) {
-    let days = (hangar_clock::now_ms() / 86_400_000) as i64;
-    civil_from_days(days)
+    utc_date(hangar_clock::now_ms())
 }
 
-/// Days since 1970-01-01 -> (year, month, day); Howard Hinnant's algorithm.
-pub(crate) fn civil_from_days(z: i64) -> (i32, u8, u8) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u8;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
-    let y = (yoe + era * 400 + i64::from(m <= 2)) as i32;
-    (y, m, d)
+/// The UTC date (year, month, day) of a time in ms since the Unix epoch.
+pub(crate) fn utc_date(ms: u64) -> (i32, u8, u8) {
+    let at = time::OffsetDateTime::UNIX_EPOCH
+        .checked_add(time::Duration::milliseconds(
+            i64::try_from(ms).unwrap_or(i64::MAX),
+        ))
+        .unwrap_or(time::PrimitiveDateTime::MAX.assume_utc());
+    (at.year(), at.month() as u8, at.day())
 }
 
 #[cfg(test)]
@@ -467,8 +453,9 @@ mod tests {
 
     #[test]
     fn civil_dates_are_right() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        let day = 86_400_000;
+        assert_eq!(utc_date(0), (1970, 1, 1));
+        assert_eq!(utc_date(19_723 * day), (2024, 1, 1));
+        assert_eq!(utc_date(11_016 * day + day - 1), (2000, 2, 29));
     }
 }

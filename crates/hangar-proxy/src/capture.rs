@@ -122,7 +122,7 @@ impl Writer {
         };
         if reopen {
             self.open.remove(session);
-            crate::private_dir::ensure_private_dir(&dir)?;
+            hangar_protocol::paths::ensure_private_dir(&dir)?;
             let path = dir.join(format!("{date}.jsonl"));
             let existing = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             if existing > 0 && existing + needed > self.limits.max_file_bytes {
@@ -208,8 +208,7 @@ pub fn session_dir(root: &Path, session: &str) -> PathBuf {
 
 /// Today's date, UTC, `YYYY-MM-DD`.
 pub fn today() -> String {
-    let days = (hangar_clock::now_ms() / 86_400_000) as i64;
-    let (y, m, d) = super::ca::civil_from_days(days);
+    let (y, m, d) = super::ca::utc_date(hangar_clock::now_ms());
     format!("{y:04}-{m:02}-{d:02}")
 }
 

@@ -30,7 +30,6 @@ pub mod config;
 pub mod confine;
 pub mod in_flight;
 pub mod observer;
-mod private_dir;
 pub mod relay;
 pub mod usage;
 pub mod usage_replay;
@@ -49,7 +48,7 @@ use hangar_protocol::view::{ProxyView, UsageView};
 use attribution::Credential;
 pub use config::ProxyConfig;
 pub use confine::{Confinement, Secret};
-pub use observer::ProxyObserver;
+pub use observer::{ExchangeReport, ProxyObserver};
 use relay::Shared;
 use usage::Usage;
 

@@ -22,6 +22,43 @@ pub trait ProxyObserver: Send + Sync + 'static {
     /// A provider session id `id` was seen in a request of `session`, for
     /// the first time or changed since. Provisional: a header, never proof.
     fn provider_session_id_seen(&self, session: &str, id: &str);
+
+    /// A recorded exchange ended, with what the usage ledger needs (issue
+    /// 29): tokens, the rate-limit headers, the account. Observers that keep
+    /// no ledger ignore it.
+    fn exchange_metered(&self, _session: &str, _report: ExchangeReport) {}
+}
+
+/// One recorded exchange, metered (`ProxyObserver::exchange_metered`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExchangeReport {
+    /// The proxy's own number of the exchange (unique in this daemon run).
+    pub exchange: u64,
+    /// The request path (`/v1/messages?beta=true`), query redacted.
+    pub path: String,
+    pub status: u16,
+    /// The response headers whose names a ledger reads (rate limits,
+    /// `retry-after`, `request-id`), lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// `sha256:` and 16 hex digits of the credential the request carried
+    /// (`x-api-key` or `authorization`): the account, never the credential.
+    pub account: Option<String>,
+    /// Milliseconds since the epoch when the request was sent.
+    pub at_ms: i64,
+    pub usage: crate::usage::Usage,
+    pub detail: crate::usage::MeterDetail,
+    /// The response was cut off or failed upstream.
+    pub error: Option<String>,
+}
+
+/// Whether a response header is one the ledger reads.
+pub fn ledger_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.starts_with("anthropic-ratelimit-")
+        || n.starts_with("x-codex-")
+        || n == "retry-after"
+        || n == "request-id"
+        || n == "x-request-id"
 }
 
 /// A channel that hears of provider session ids only (exchanges are not
@@ -51,5 +88,9 @@ impl<T: ProxyObserver + ?Sized> ProxyObserver for std::sync::Arc<T> {
 
     fn provider_session_id_seen(&self, session: &str, id: &str) {
         (**self).provider_session_id_seen(session, id)
+    }
+
+    fn exchange_metered(&self, session: &str, report: ExchangeReport) {
+        (**self).exchange_metered(session, report)
     }
 }

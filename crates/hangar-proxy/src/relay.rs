@@ -354,11 +354,13 @@ async fn exchange(
     record: bool,
 ) -> Response<ProxyBody> {
     let begun = Instant::now();
+    let at_ms = i64::try_from(hangar_clock::now_ms()).unwrap_or(i64::MAX);
     let n = shared.exchanges.fetch_add(1, Ordering::Relaxed) + 1;
     // A request in flight means the agent is working; reported as finished
     // when this guard drops, on every path out.
     let in_flight = record.then(|| InFlight::start(&shared.observer, session));
     let (mut parts, body) = req.into_parts();
+    let account = record.then(|| account_of(&parts.headers)).flatten();
     // Request bodies are small and sent whole; only responses stream.
     let body = match body.collect().await {
         Ok(b) => b.to_bytes(),
@@ -456,10 +458,20 @@ async fn exchange(
         .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
+    let ledger_headers = parts
+        .headers
+        .iter()
+        .filter(|(k, _)| crate::observer::ledger_header(k.as_str()))
+        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect();
     let tap = Tap {
         shared: shared.clone(),
         session: session.to_owned(),
         exchange: n,
+        path: capture::redact(&path).into_owned(),
+        account,
+        at_ms,
+        headers: ledger_headers,
         status,
         meter: Some(TurnMeter::new(status, content_type)),
         in_flight,
@@ -469,6 +481,25 @@ async fn exchange(
         begun,
     };
     Response::from_parts(parts, TapBody { inner: body, tap }.boxed())
+}
+
+/// The account a request is made for: a hash of the credential it carries
+/// (`x-api-key` for Anthropic keys, `authorization` for OAuth and OpenAI),
+/// never the credential itself.
+fn account_of(headers: &HeaderMap) -> Option<String> {
+    let credential = headers
+        .get("x-api-key")
+        .or_else(|| headers.get(header::AUTHORIZATION))?
+        .as_bytes();
+    if credential.is_empty() {
+        return None;
+    }
+    let digest = ring::digest::digest(&ring::digest::SHA256, credential);
+    let hex: String = digest.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Some(format!("sha256:{hex}"))
 }
 
 fn upstream_failed(
@@ -502,6 +533,11 @@ struct Tap {
     shared: Arc<Shared>,
     session: String,
     exchange: u64,
+    path: String,
+    account: Option<String>,
+    at_ms: i64,
+    /// The response headers the ledger reads.
+    headers: Vec<(String, String)>,
     status: u16,
     meter: Option<TurnMeter>,
     /// Dropped when the response ends: the turn's stop reason is reported.
@@ -545,7 +581,7 @@ impl Tap {
         let Some(meter) = self.meter.take() else {
             return;
         };
-        let usage = meter.finish(error.is_some());
+        let (usage, detail) = meter.finish_detailed(error.is_some());
         self.shared.sink.record(
             &self.session,
             json!({
@@ -556,6 +592,20 @@ impl Tap {
             }),
         );
         self.shared.stats.turn(&self.session, &usage);
+        self.shared.observer.exchange_metered(
+            &self.session,
+            crate::observer::ExchangeReport {
+                exchange: self.exchange,
+                path: std::mem::take(&mut self.path),
+                status: self.status,
+                headers: std::mem::take(&mut self.headers),
+                account: self.account.take(),
+                at_ms: self.at_ms,
+                usage,
+                detail,
+                error: error.clone(),
+            },
+        );
         if let Some(e) = error {
             self.shared.stats.error(&self.session, e);
         }

@@ -63,11 +63,32 @@ pub fn provider_session_id<'a>(
     found.map(|(_, v)| v)
 }
 
+/// What the usage ledger needs beyond `Usage`: the request's own id and
+/// model, its tokens by kind (Anthropic's input without its cache reads and
+/// writes, which `Usage::input_tokens` includes), and the body of a refusal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MeterDetail {
+    /// Anthropic `message.id` (`msg_...`) or OpenAI response / completion
+    /// id: the key that lets a transcript's sighting of the same request
+    /// count once.
+    pub message_id: Option<String>,
+    pub model: Option<String>,
+    /// Input tokens not read from or written to a cache.
+    pub input_uncached: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    /// A non-streamed body of an error status (bounded), for telling a
+    /// usage limit from any other refusal.
+    pub error_body: Option<Vec<u8>>,
+}
+
 /// Watches one response as it streams and totals its usage. Feed it every
 /// chunk in order; lines split across chunks are handled.
 #[derive(Debug, Default)]
 pub struct TurnMeter {
     usage: Usage,
+    detail: MeterDetail,
+    status: u16,
     /// An incomplete last line carried to the next chunk (bounded).
     partial: Vec<u8>,
     /// A non-SSE body, kept (bounded) to be read as one JSON document.
@@ -86,6 +107,7 @@ impl TurnMeter {
     pub fn new(status: u16, content_type: Option<&str>) -> TurnMeter {
         let mut m = TurnMeter {
             sse: content_type.map(|c| c.contains("text/event-stream")),
+            status,
             ..Default::default()
         };
         m.usage.requests = 1;
@@ -113,7 +135,15 @@ impl TurnMeter {
     }
 
     /// The turn's usage once the response has ended (or failed).
-    pub fn finish(mut self, failed: bool) -> Usage {
+    pub fn finish(self, failed: bool) -> Usage {
+        self.finish_detailed(failed).0
+    }
+
+    /// The turn's usage and the ledger's detail of it.
+    pub fn finish_detailed(mut self, failed: bool) -> (Usage, MeterDetail) {
+        if self.status >= 400 && self.sse != Some(true) && !self.overflowed {
+            self.detail.error_body = Some(self.body.clone());
+        }
         if self.sse == Some(true) {
             let line = std::mem::take(&mut self.partial);
             self.line(&line);
@@ -125,7 +155,7 @@ impl TurnMeter {
         if failed && self.usage.errors == 0 {
             self.usage.errors = 1;
         }
-        self.usage
+        (self.usage, self.detail)
     }
 
     fn line(&mut self, raw: &[u8]) {
@@ -154,11 +184,26 @@ impl TurnMeter {
             self.usage.errors = 1;
         }
         let n = |v: Option<&Value>| v.and_then(Value::as_u64);
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        // The request's own id and model: Anthropic's `message`, OpenAI's
+        // `response`, or the document itself (a whole body, a chat chunk).
+        let holder = doc
+            .get("message")
+            .or_else(|| doc.get("response"))
+            .filter(|h| h.is_object())
+            .unwrap_or(doc);
+        if self.detail.message_id.is_none() {
+            self.detail.message_id = s(holder.get("id"));
+        }
+        if self.detail.model.is_none() {
+            self.detail.model = s(holder.get("model"));
+        }
         match kind {
             // Anthropic: input counted at the start, output grows in deltas
             // (each delta carries the running total).
             "message_start" => {
                 if let Some(u) = doc.pointer("/message/usage") {
+                    self.anthropic_detail(u);
                     self.usage.input_tokens = input_of(u);
                     if let Some(o) = n(u.get("output_tokens")) {
                         self.usage.output_tokens = o;
@@ -172,6 +217,7 @@ impl TurnMeter {
                 if let Some(u) = doc.get("usage")
                     && u.get("input_tokens").is_some()
                 {
+                    self.anthropic_detail(u);
                     self.usage.input_tokens = input_of(u);
                 }
             }
@@ -191,8 +237,33 @@ impl TurnMeter {
         }
     }
 
+    fn anthropic_detail(&mut self, u: &Value) {
+        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+        self.detail.input_uncached = n("input_tokens");
+        self.detail.cache_read = n("cache_read_input_tokens");
+        self.detail.cache_write = n("cache_creation_input_tokens");
+    }
+
     fn openai(&mut self, u: &Value) {
         let n = |k: &str| u.get(k).and_then(Value::as_u64);
+        // A whole Anthropic message has cache fields; OpenAI reports its
+        // cached part inside the input (`input_tokens_details.cached_tokens`,
+        // `prompt_tokens_details.cached_tokens`).
+        if u.get("cache_read_input_tokens").is_some()
+            || u.get("cache_creation_input_tokens").is_some()
+        {
+            self.anthropic_detail(u);
+        } else if let Some(i) = n("input_tokens").or_else(|| n("prompt_tokens")) {
+            let cached = u
+                .pointer("/input_tokens_details/cached_tokens")
+                .or_else(|| u.pointer("/prompt_tokens_details/cached_tokens"))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                .min(i);
+            self.detail.input_uncached = i - cached;
+            self.detail.cache_read = cached;
+            self.detail.cache_write = 0;
+        }
         if let Some(i) = n("input_tokens").or_else(|| n("prompt_tokens")) {
             self.usage.input_tokens = i
                 + n("cache_read_input_tokens").unwrap_or(0)
@@ -296,6 +367,30 @@ mod tests {
                 ..Default::default()
             }
         );
+    }
+
+    #[test]
+    fn the_detail_keeps_the_message_id_model_and_cache_tokens_apart() {
+        let mut m = TurnMeter::new(200, Some("text/event-stream"));
+        m.feed(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude-x\",\"usage\":{\"input_tokens\":10,\"cache_read_input_tokens\":5,\"cache_creation_input_tokens\":2,\"output_tokens\":1}}}\n\n");
+        m.feed(b"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}\n\n");
+        let (u, d) = m.finish_detailed(false);
+        assert_eq!((u.input_tokens, u.output_tokens), (17, 9));
+        assert_eq!(d.message_id.as_deref(), Some("msg_1"));
+        assert_eq!(d.model.as_deref(), Some("claude-x"));
+        assert_eq!((d.input_uncached, d.cache_read, d.cache_write), (10, 5, 2));
+        assert_eq!(d.error_body, None);
+
+        let mut m = TurnMeter::new(429, Some("application/json"));
+        m.feed(b"{\"error\":{\"type\":\"usage_limit_reached\"}}");
+        let (_, d) = m.finish_detailed(false);
+        assert!(d.error_body.unwrap().starts_with(b"{\"error\""));
+
+        let mut m = TurnMeter::new(200, Some("text/event-stream"));
+        m.feed(b"data: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"model\":\"gpt-5\",\"usage\":{\"input_tokens\":7,\"input_tokens_details\":{\"cached_tokens\":3},\"output_tokens\":2}}}\n\n");
+        let (_, d) = m.finish_detailed(false);
+        assert_eq!(d.message_id.as_deref(), Some("resp_1"));
+        assert_eq!((d.input_uncached, d.cache_read), (4, 3));
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod salvage;
 mod schema;
 mod screen;
 mod store;
+mod usage_ledger;
 
 pub use agent_code::{import_agent_code, import_agent_code_at};
 pub use error::StoreError;
@@ -29,3 +30,4 @@ pub use import::{DroppedItem, ImportCounts, ImportError, ImportReport, KeptItem}
 pub use schema::SUPPORTED_VERSION;
 pub use screen::{SavedScreen, Screens};
 pub use store::{Opened, RecordedProcess, Recovery, SaveStats, SkippedRow, Store};
+pub use usage_ledger::{AccountWindow, UsageLedger};

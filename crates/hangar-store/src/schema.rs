@@ -18,6 +18,12 @@
 //! - `processes(session, pid, start_time, pgid)`: live child processes, so a
 //!   start after a daemon SIGKILL can find and end orphans (the start time
 //!   guards against killing a reused pid).
+//! - `usage_requests(session, request_key, ...)`: the usage ledger, one row
+//!   per request (issue 29; `usage_ledger.rs`).
+//! - `usage_windows(provider, account, kind, ...)`: each account's limit
+//!   windows as last reported.
+//! - `usage_sessions(session, data)`: a session's limit and its own
+//!   auto-continue switch, as JSON.
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -63,11 +69,47 @@ CREATE TABLE IF NOT EXISTS processes (
 );
 ";
 
+/// Migration 2: the usage ledger (issue 29). One row per request: sources
+/// that saw the same request (`request_key`) update its row, never add one.
+/// Accounts are hashes of credentials, never credentials.
+const MIGRATION_2: &str = "
+CREATE TABLE IF NOT EXISTS usage_requests (
+    session     TEXT NOT NULL,
+    request_key TEXT NOT NULL,
+    provider    TEXT NOT NULL,
+    account     TEXT,
+    model       TEXT,
+    at_ms       INTEGER NOT NULL,
+    input       INTEGER NOT NULL,
+    output      INTEGER NOT NULL,
+    cache_write INTEGER NOT NULL,
+    cache_read  INTEGER NOT NULL,
+    status      INTEGER,
+    source      TEXT NOT NULL,
+    PRIMARY KEY (session, request_key)
+);
+CREATE INDEX IF NOT EXISTS usage_requests_at ON usage_requests (at_ms);
+CREATE TABLE IF NOT EXISTS usage_windows (
+    provider     TEXT NOT NULL,
+    account      TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    used_percent REAL,
+    resets_at    INTEGER,
+    status       TEXT,
+    updated_ms   INTEGER NOT NULL,
+    PRIMARY KEY (provider, account, kind)
+);
+CREATE TABLE IF NOT EXISTS usage_sessions (
+    session TEXT PRIMARY KEY NOT NULL,
+    data    TEXT NOT NULL
+);
+";
+
 /// Ordered migrations; `MIGRATIONS[i]` goes from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[MIGRATION_1];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
 
 /// The schema version this build reads and writes.
-pub const SUPPORTED_VERSION: u32 = 1;
+pub const SUPPORTED_VERSION: u32 = 2;
 
 const _: () = assert!(MIGRATIONS.len() == SUPPORTED_VERSION as usize);
 
@@ -88,6 +130,20 @@ pub(crate) const SHAPE_CHECKS: &[(&str, &str)] = &[
     (
         "processes",
         "SELECT session, pid, start_time, pgid FROM processes LIMIT 0",
+    ),
+    (
+        "usage_requests",
+        "SELECT session, request_key, provider, account, model, at_ms, input, output, \
+         cache_write, cache_read, status, source FROM usage_requests LIMIT 0",
+    ),
+    (
+        "usage_windows",
+        "SELECT provider, account, kind, used_percent, resets_at, status, updated_ms \
+         FROM usage_windows LIMIT 0",
+    ),
+    (
+        "usage_sessions",
+        "SELECT session, data FROM usage_sessions LIMIT 0",
     ),
 ];
 

@@ -138,11 +138,12 @@ fn a_newer_schema_file_is_refused_and_left_byte_for_byte_unchanged() {
         let _: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
             .unwrap();
-        conn.execute_batch(
+        conn.execute_batch(&format!(
             "CREATE TABLE sessions (id TEXT PRIMARY KEY, data TEXT, future TEXT);
-             INSERT INTO sessions VALUES ('a', '{}', 'x');
-             PRAGMA user_version = 2;",
-        )
+             INSERT INTO sessions VALUES ('a', '{{}}', 'x');
+             PRAGMA user_version = {};",
+            hangar_store::SUPPORTED_VERSION + 1
+        ))
         .unwrap();
     }
     let before = fs::read(&path).unwrap();
@@ -163,7 +164,11 @@ fn a_newer_schema_file_is_refused_and_left_byte_for_byte_unchanged() {
             found,
             supported,
         } => {
-            assert_eq!((p, *found, *supported), (&path, 2, 1));
+            let supported_here = hangar_store::SUPPORTED_VERSION;
+            assert_eq!(
+                (p, *found, *supported),
+                (&path, supported_here + 1, supported_here)
+            );
         }
         other => panic!("expected NewerSchema, got {other}"),
     }

@@ -115,6 +115,15 @@ pub(crate) fn is_blank(cell: &Cell) -> bool {
         && cell.zerowidth().is_none_or(|z| z.is_empty())
 }
 
+/// Whether the row is soft-wrapped: full, its line going on on the next row.
+pub(crate) fn is_wrapped(row: &Row<Cell>, columns: usize) -> bool {
+    let cells = &row[..];
+    columns
+        .min(cells.len())
+        .checked_sub(1)
+        .is_some_and(|last| cells[last].flags.contains(Flags::WRAPLINE))
+}
+
 /// A row as text with SGR sequences, trailing blanks dropped and the pen
 /// reset at the end if it was changed.
 pub(crate) fn row(row: &Row<Cell>, columns: usize) -> String {

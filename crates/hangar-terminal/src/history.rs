@@ -17,6 +17,8 @@
 
 use std::collections::VecDeque;
 
+use crate::reflow;
+
 /// What one kept line costs beyond its bytes (where it is), so a flood of
 /// empty lines is bounded too.
 pub const LINE_OVERHEAD: usize = std::mem::size_of::<Span>();
@@ -35,7 +37,23 @@ const MAX_BLOCK: usize = 64 * 1024;
 struct Span {
     block: u64,
     start: u32,
+    /// The line's length in bytes, and in its top bit [`WRAPPED`].
     len: u32,
+}
+
+/// In [`Span::len`]: the row was full and its line goes on on the next
+/// row (a soft wrap), so a reflow joins them again. A row is far below
+/// 2 GiB, so the bit is free.
+const WRAPPED: u32 = 1 << 31;
+
+impl Span {
+    fn bytes(&self) -> usize {
+        (self.len & !WRAPPED) as usize
+    }
+
+    fn wrapped(&self) -> bool {
+        self.len & WRAPPED != 0
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -65,6 +83,13 @@ impl History {
     /// Append a line (its text with SGR sequences), dropping the oldest lines
     /// while the total is over the cap.
     pub fn push(&mut self, line: &str) {
+        self.push_row(line, false);
+    }
+
+    /// Append a row of a line that goes on on the next row when `wrapped`
+    /// (a soft wrap: the row filled the screen's width, its trailing
+    /// blanks kept), so [`History::reflow`] can join them again.
+    pub fn push_row(&mut self, line: &str, wrapped: bool) {
         let fits = self
             .blocks
             .back()
@@ -86,7 +111,7 @@ impl History {
             // A block holds at most MAX_BLOCK bytes or one line; a line is a
             // screen row, far below 4 GiB.
             start: start as u32,
-            len: line.len() as u32,
+            len: (line.len() as u32 & !WRAPPED) | if wrapped { WRAPPED } else { 0 },
         });
         self.bytes += line.len() + LINE_OVERHEAD;
         self.pushed += 1;
@@ -102,7 +127,7 @@ impl History {
         let Some(old) = self.lines.pop_front() else {
             return false;
         };
-        self.bytes -= old.len as usize + LINE_OVERHEAD;
+        self.bytes -= old.bytes() + LINE_OVERHEAD;
         let keep_from = self
             .lines
             .front()
@@ -111,6 +136,40 @@ impl History {
             self.blocks.pop_front();
             self.first_block += 1;
         }
+        true
+    }
+
+    /// Rewrap for a screen `cols` wide (a resize), as tmux does: the rows
+    /// of each soft-wrapped line joined and split again at the new width.
+    /// When anything changed, the lines get new numbers, above every number
+    /// used before, so a number a client kept never names another line.
+    /// Returns whether anything changed.
+    pub fn reflow(&mut self, cols: usize) -> bool {
+        let cols = cols.max(1);
+        let changes = self
+            .lines
+            .iter()
+            .any(|l| l.wrapped() || (l.bytes() > cols && reflow::width(self.text(l)) > cols));
+        if !changes {
+            return false;
+        }
+        let mut out = History::new(self.cap);
+        let mut line = String::new();
+        let mut open = false;
+        for span in &self.lines {
+            line.push_str(self.text(span));
+            open = span.wrapped();
+            if !open {
+                reflow::split(&line, cols, |row, wrapped| out.push_row(row, wrapped));
+                line.clear();
+            }
+        }
+        if open {
+            // The last row's line goes on on the screen.
+            reflow::split(&line, cols, |row, _| out.push_row(row, true));
+        }
+        out.pushed = self.pushed + out.lines.len() as u64;
+        *self = out;
         true
     }
 
@@ -161,7 +220,7 @@ impl History {
     fn text(&self, span: &Span) -> &str {
         let block = &self.blocks[(span.block - self.first_block) as usize];
         let start = span.start as usize;
-        &block[start..start + span.len as usize]
+        &block[start..start + span.bytes()]
     }
 
     /// Line `i` (0 is the oldest kept) with its SGR sequences.
@@ -284,6 +343,28 @@ mod tests {
         assert_eq!((h.first_number(), h.end_number()), (200, 200));
         h.push("after");
         assert_eq!(h.numbered(200, 201).collect::<Vec<_>>(), ["after"]);
+    }
+
+    #[test]
+    fn a_reflow_rewraps_wide_lines_joins_wrapped_ones_and_numbers_them_anew() {
+        let mut h = History::new(MIN_HISTORY_BYTES);
+        h.push(&"x".repeat(10));
+        h.push_row("abcd", true);
+        h.push_row("ef", false);
+        h.push("short");
+        assert_eq!(h.end_number(), 4);
+        assert!(h.reflow(4));
+        let rows: Vec<&str> = h.iter_formatted().collect();
+        assert_eq!(rows, ["xxxx", "xxxx", "xx", "abcd", "ef", "shor", "t"]);
+        assert_eq!((h.first_number(), h.end_number()), (4, 11));
+        // Wider again: the rows of each line join.
+        assert!(h.reflow(20));
+        let rows: Vec<&str> = h.iter_formatted().collect();
+        assert_eq!(rows, ["x".repeat(10).as_str(), "abcdef", "short"]);
+        assert_eq!(h.first_number(), 11);
+        // Nothing to rewrap: the numbers stay.
+        assert!(!h.reflow(30));
+        assert_eq!(h.first_number(), 11);
     }
 
     #[test]

@@ -18,11 +18,13 @@
 
 #![forbid(unsafe_code)]
 
+mod cells;
 mod encode;
 pub mod history;
 mod modes;
 mod osc_guard;
 mod plain;
+mod reflow;
 mod saved;
 mod screen;
 
@@ -33,6 +35,7 @@ use alacritty_terminal::index::Line;
 use alacritty_terminal::term::{Config as TermConfig, TermMode};
 use alacritty_terminal::vte::ansi::{Processor, Timeout};
 
+pub use cells::{CellColor, MouseEncoding, MouseMode, ShownCell};
 pub use history::History;
 pub use modes::Modes;
 
@@ -100,6 +103,7 @@ impl Timeout for NoSyncHold {
     }
 }
 
+#[derive(Clone, Copy)]
 struct Size {
     rows: usize,
     cols: usize,
@@ -242,6 +246,7 @@ impl Terminal {
         if new.rows == term.screen_lines() && new.cols == term.columns() {
             return;
         }
+        let cols_changed = new.cols != term.columns();
         // For the reflow alone, let the Term keep what it pushes off; then
         // move that into our history and give the Term's rows back.
         let reflow_room = term.screen_lines() + new.rows;
@@ -250,9 +255,14 @@ impl Terminal {
         let grid = term.grid();
         let pushed = grid.history_size();
         let columns = grid.columns();
-        let mut lines: Vec<String> = (1..=pushed)
+        let mut lines: Vec<(String, bool)> = (1..=pushed)
             .rev()
-            .map(|i| encode::row(&grid[Line(-(i as i32))], columns))
+            .map(|i| {
+                let row = &grid[Line(-(i as i32))];
+                let wrapped = encode::is_wrapped(row, columns);
+                let min_len = if wrapped { columns } else { 0 };
+                (encode::row_through(row, columns, min_len), wrapped)
+            })
             .collect();
         let grid = self.screen.term.grid_mut();
         grid.update_history(0);
@@ -264,12 +274,17 @@ impl Terminal {
         // screen back as many of them as there is room for (as tmux does).
         let back = lines.len().min(self.free_rows_below_cursor());
         let returned = lines.split_off(lines.len() - back);
-        for line in &lines {
-            self.screen.history.push(line);
+        // History rewrapped for the new width, as tmux does, before the
+        // rows the screen's reflow pushed (already at that width).
+        if cols_changed {
+            self.screen.history.reflow(new.cols);
+        }
+        for (line, wrapped) in &lines {
+            self.screen.history.push_row(line, *wrapped);
         }
         if !returned.is_empty() {
             let mut bytes = format!("\x1b7\x1b[{}T", returned.len());
-            for (i, line) in returned.iter().enumerate() {
+            for (i, (line, _)) in returned.iter().enumerate() {
                 bytes.push_str(&format!("\x1b[{};1H{line}\x1b[0m", i + 1));
             }
             bytes.push_str(&format!("\x1b8\x1b[{}B", returned.len()));

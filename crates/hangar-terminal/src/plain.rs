@@ -197,11 +197,16 @@ impl PlainRun {
             self.overflow(screen);
         }
         if capacity == 0 {
-            Self::to_history(screen, &self.partial, &mut self.last_direct);
+            Self::to_history(screen, &self.partial, wrapped, &mut self.last_direct);
             self.partial.clear();
             return;
         }
-        Self::to_history(screen, &self.slots[self.head], &mut self.last_direct);
+        Self::to_history(
+            screen,
+            &self.slots[self.head],
+            self.wrapped[self.head],
+            &mut self.last_direct,
+        );
         std::mem::swap(&mut self.slots[self.head], &mut self.partial);
         self.wrapped[self.head] = wrapped;
         self.partial.clear();
@@ -221,10 +226,15 @@ impl PlainRun {
         self.overflowed = true;
     }
 
-    /// A line of default-pen ASCII into history as `encode::write_row`
-    /// encodes its row: the text, trailing blanks dropped.
-    fn to_history(screen: &mut Screen, line: &str, last_direct: &mut Option<u8>) {
-        screen.history.push(line.trim_end_matches(' '));
+    /// A line of default-pen ASCII into history as `Screen::keep_top_rows`
+    /// encodes its row: the text, trailing blanks dropped unless the row
+    /// is wrapped (full: its blanks are part of the line).
+    fn to_history(screen: &mut Screen, line: &str, wrapped: bool, last_direct: &mut Option<u8>) {
+        if wrapped {
+            screen.history.push_row(line, true);
+        } else {
+            screen.history.push(line.trim_end_matches(' '));
+        }
         if let Some(&last) = line.as_bytes().last() {
             *last_direct = Some(last);
         }

@@ -21,6 +21,7 @@ use alacritty_terminal::event::VoidListener;
 use alacritty_terminal::grid::{Dimensions, GridCell};
 use alacritty_terminal::index::{Column, Line};
 use alacritty_terminal::term::TermMode;
+use alacritty_terminal::term::cell::Flags;
 use alacritty_terminal::vte::ansi::{
     Attr, CharsetIndex, ClearMode, CursorShape, CursorStyle, Handler, Hyperlink, KeyboardModes,
     KeyboardModesApplyBehavior, LineClearMode, Mode, ModifyOtherKeys, NamedPrivateMode,
@@ -83,13 +84,13 @@ impl Screen {
         let n = n.min(self.term.screen_lines());
         for i in 0..n {
             self.line.clear();
-            encode::write_row(
-                &self.term.grid()[Line(i as i32)],
-                columns,
-                0,
-                &mut self.line,
-            );
-            self.history.push(&self.line);
+            let row = &self.term.grid()[Line(i as i32)];
+            let wrapped = encode::is_wrapped(row, columns);
+            // A wrapped row keeps its trailing blanks: they are part of the
+            // line a reflow joins again.
+            let min_len = if wrapped { columns } else { 0 };
+            encode::write_row(row, columns, min_len, &mut self.line);
+            self.history.push_row(&self.line, wrapped);
         }
     }
 
@@ -154,6 +155,14 @@ impl Handler for Screen {
                 && (cursor.input_needs_wrap
                     || (width == 2 && cursor.point.column.0 + 1 >= self.term.columns()));
             if wraps && self.linefeed_scrolls_into_history() {
+                let grid = self.term.grid_mut();
+                if grid.cursor.point.line.0 == 0 {
+                    // A one-row region: the row going to history is the
+                    // one this character wraps (alacritty marks it only
+                    // once the character is printed).
+                    let last = Column(grid.columns() - 1);
+                    grid[Line(0)][last].flags.insert(Flags::WRAPLINE);
+                }
                 self.keep_top_rows(1);
             }
         }

@@ -204,3 +204,18 @@ pub fn send_resize(c: &mut Client, cols: u16, rows: u16) -> anyhow::Result<()> {
 pub fn send_detach(c: &mut Client) -> anyhow::Result<()> {
     c.send_request(&Request::Detach).map(drop)
 }
+
+/// `usage`: the ledger summed (`hangar usage`).
+pub fn usage(c: &mut Client, req: msg::UsageQuery) -> anyhow::Result<Value> {
+    c.request(Request::Usage(req))
+}
+
+/// `limit`: a session's limit and auto-continue switch.
+pub fn limit(c: &mut Client, req: msg::LimitSet) -> anyhow::Result<Value> {
+    c.request(Request::Limit(req))
+}
+
+/// Build and import an image for an engine (slow: minutes).
+pub fn engine_image_build(c: &mut Client, req: msg::EngineImageBuild) -> anyhow::Result<Value> {
+    c.request(Request::EngineImageBuild(req))
+}

@@ -73,6 +73,18 @@ pub enum Command {
         /// from the title) of the repository its folder is in.
         #[arg(long, value_name = "BRANCH", num_args = 0..=1, default_missing_value = "")]
         worktree: Option<String>,
+        /// Never type the continuation prompt by itself after a usage limit
+        /// (`hangar limit ID --continue on` turns it back on).
+        #[arg(long)]
+        no_auto_continue: bool,
+        /// Run it on a container engine (`[engines.NAME]` in config.toml),
+        /// never on this machine.
+        #[arg(long, value_name = "NAME")]
+        engine: Option<String>,
+        /// With --engine: run this image (already in the engine) instead of
+        /// the engine's own.
+        #[arg(long, value_name = "IMAGE", requires = "engine")]
+        image: Option<String>,
         /// Run it in hangar's sandbox: only its folder writable, no other
         /// home file visible, network only through hangar's proxy, no
         /// credential inside (needs bubblewrap).
@@ -299,6 +311,104 @@ pub enum Command {
         #[arg(long)]
         session: String,
     },
+    /// What every session's requests consumed (tokens, cost at list prices)
+    /// and each provider account's usage windows and limits.
+    Usage {
+        /// How far back: a duration (5h, 24h, 7d) or a date (2026-12-01,
+        /// local midnight) or an RFC 3339 time. Default 24h.
+        #[arg(long, value_name = "5h|24h|7d|DATE")]
+        since: Option<String>,
+        /// Only this session.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// A session's usage limit, and whether hangar types the continuation
+    /// prompt by itself when the limit resets.
+    Limit {
+        id: String,
+        /// Turn the automatic continuation on or off for this session.
+        #[arg(long = "continue", value_parser = ["on", "off"])]
+        continue_: Option<String>,
+    },
+    /// What a session changed: its commits since the merge-base with its
+    /// base branch, plus staged, unstaged and untracked files.
+    Diff {
+        id: String,
+        /// Only the changed files and their line counts.
+        #[arg(long)]
+        stat: bool,
+        /// Compare with this ref instead of the session's recorded base.
+        #[arg(long, value_name = "REF")]
+        base: Option<String>,
+    },
+    /// Send review comments to the agent as one prompt naming each file and
+    /// line (wakes it; refused while it is mid-turn).
+    Review {
+        id: String,
+        #[arg(long, num_args = 2, value_names = ["FILE:LINE", "TEXT"], required = true, action = clap::ArgAction::Append)]
+        comment: Vec<String>,
+    },
+    /// Land a session's branch on its base (or --into BRANCH), or open a
+    /// pull request; refuses with the reason before changing anything.
+    Finish {
+        id: String,
+        #[arg(long, conflicts_with_all = ["squash", "rebase"])]
+        merge: bool,
+        #[arg(long, conflicts_with = "rebase")]
+        squash: bool,
+        #[arg(long)]
+        rebase: bool,
+        #[arg(long, value_name = "BRANCH")]
+        into: Option<String>,
+        /// Commit the agent's uncommitted changes first.
+        #[arg(long)]
+        commit: bool,
+        /// Push the branch and open a pull request with `gh`.
+        #[arg(long)]
+        pr: bool,
+        #[arg(long, value_name = "TEXT")]
+        message: Option<String>,
+        /// Keep the session (and its worktree) after landing.
+        #[arg(long)]
+        keep_session: bool,
+        /// Delete the branch when its worktree is removed.
+        #[arg(long)]
+        delete_branch: bool,
+        /// Ask the agent to rebase onto the target and resolve the conflicts.
+        #[arg(long, conflicts_with = "pr")]
+        resolve: bool,
+        /// Check and say what would happen; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Container engines (`[engines.NAME]` in config.toml): their images.
+    #[command(subcommand)]
+    Engine(EngineCommand),
+    /// The bridge between a session's terminal and its agent in a
+    /// container (run by the daemon); not for people.
+    #[command(hide = true)]
+    EngineExec,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EngineCommand {
+    /// Images for an engine's sessions.
+    #[command(subcommand)]
+    Image(EngineImageCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EngineImageCommand {
+    /// Build an image from Debian packages (mmdebstrap) with the
+    /// provider's agent CLI installed from npm, and import it into engine
+    /// NAME (as its `image`, else localhost/hangar-NAME-PROVIDER). hangar
+    /// never pulls an image.
+    Build {
+        name: String,
+        /// claude, codex, opencode, or shell (no agent CLI: the default).
+        #[arg(long)]
+        provider: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -369,6 +479,7 @@ fn route(paths: &Paths, host: Option<&str>, command: Option<&Command>) -> anyhow
                 | Command::Hook { .. }
                 | Command::Mcp { .. }
                 | Command::Hosts
+                | Command::EngineExec
         )
     ) {
         return Ok(Routed::Here(here));
@@ -456,6 +567,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             no_capture,
             no_mcp,
             worktree,
+            no_auto_continue,
+            engine,
+            image,
             sandbox,
         } => {
             let cwd = cwd.map(|c| abs(&c)).transpose()?;
@@ -476,9 +590,20 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     fallback_cwd,
                     worktree: worktree.is_some(),
                     worktree_branch: worktree.filter(|b| !b.is_empty()),
+                    engine,
+                    image,
                     sandbox,
                 },
             )?;
+            if no_auto_continue && let Some(id) = v["id"].as_str() {
+                api::limit(
+                    &mut c,
+                    msg::LimitSet {
+                        session: id.to_owned(),
+                        auto_continue: Some(false),
+                    },
+                )?;
+            }
             print(json, &serde_json::json!({"id": v["id"]}), |_| {
                 println!("{}", human::s(&v["id"]));
                 if v["state"] == "failed" {
@@ -539,6 +664,41 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
         } => crate::activity::wait(&target, json, ids, until, timeout),
         Command::Hook { event, session } => crate::activity::hook(&target, event, session),
+        Command::EngineExec => {
+            // Raw: the agent's own TTY in the container echoes and
+            // translates; this terminal (the daemon's PTY) must not too.
+            let raw = crossterm::terminal::enable_raw_mode().is_ok();
+            let code =
+                hangar_daemon::engines::bridge::main(hangar_daemon::engines::bridge::Terminal {
+                    size: || {
+                        crossterm::terminal::size()
+                            .ok()
+                            .map(|(cols, rows)| (rows, cols))
+                    },
+                });
+            if raw {
+                let _ = crossterm::terminal::disable_raw_mode();
+            }
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        }
+        Command::Engine(EngineCommand::Image(EngineImageCommand::Build { name, provider })) => {
+            let mut c = target.connect()?;
+            let v = api::engine_image_build(
+                &mut c,
+                msg::EngineImageBuild {
+                    engine: name,
+                    provider,
+                },
+            )?;
+            print(json, &v, |v| {
+                println!(
+                    "built {} for engine {}",
+                    display::name(v["image"].as_str().unwrap_or_default()),
+                    display::name(v["engine"].as_str().unwrap_or_default())
+                )
+            });
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Ratio { id, ratio } => simple(
             &|c| {
                 api::ratio(
@@ -791,6 +951,65 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor { fork, forget, yes } => {
             crate::identity::doctor(&target, json, fork, forget, yes)
         }
+        Command::Usage { since, session } => {
+            let since_ms = crate::usage::since_ms(since.as_deref().unwrap_or("24h"))?;
+            let mut c = target.connect()?;
+            let v = api::usage(&mut c, msg::UsageQuery { since_ms, session })?;
+            print(json, &v, crate::usage::human);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Limit { id, continue_ } => {
+            let mut c = target.connect()?;
+            let v = api::limit(
+                &mut c,
+                msg::LimitSet {
+                    session: id,
+                    auto_continue: continue_.map(|o| o == "on"),
+                },
+            )?;
+            print(json, &v, crate::usage::human_limit);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Diff { id, stat, base } => crate::review::diff(&target, json, id, stat, base),
+        Command::Review { id, comment } => crate::review::review(&target, json, id, comment),
+        Command::Finish {
+            id,
+            merge: _,
+            squash,
+            rebase,
+            into,
+            commit,
+            pr,
+            message,
+            keep_session,
+            delete_branch,
+            resolve,
+            dry_run,
+        } => crate::review::finish(
+            &target,
+            json,
+            msg::Finish {
+                session: id,
+                strategy: Some(
+                    if squash {
+                        "squash"
+                    } else if rebase {
+                        "rebase"
+                    } else {
+                        "merge"
+                    }
+                    .to_owned(),
+                ),
+                into,
+                commit,
+                pr,
+                message,
+                keep_session,
+                delete_branch,
+                resolve,
+                dry_run,
+            },
+        ),
     }
 }
 

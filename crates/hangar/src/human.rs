@@ -134,6 +134,9 @@ pub fn sessions(v: &Value) {
         if r["reason"].is_string() && r["state"] == "failed" {
             println!("          reason: {}", s(&r["reason"]));
         }
+        if let Some(line) = crate::usage::limit_line(&r["limit"]) {
+            println!("          {line}");
+        }
         for other in r["duplicate_of"].as_array().into_iter().flatten() {
             println!(
                 "          duplicate of {}: both resume one conversation; `hangar doctor` fixes it",
@@ -250,6 +253,14 @@ pub fn status(v: &Value) {
             short(&f["id"]),
             display::name_fit(f["title"].as_str().unwrap_or("-"), TITLE_COLS),
             s(&f["reason"])
+        );
+    }
+    for l in v["limited"].as_array().into_iter().flatten() {
+        println!(
+            "limited  {} {}: {}",
+            short(&l["id"]),
+            display::name_fit(l["title"].as_str().unwrap_or("-"), TITLE_COLS),
+            crate::usage::limit_line(&l["limit"]).unwrap_or_default()
         );
     }
     for n in v["notices"].as_array().into_iter().flatten() {

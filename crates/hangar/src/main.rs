@@ -24,8 +24,10 @@ mod journal;
 mod keys;
 mod mcp;
 mod remote;
+mod review;
 mod search;
 mod tui;
+mod usage;
 mod web;
 
 use std::process::ExitCode;

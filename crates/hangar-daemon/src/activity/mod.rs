@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, broadcast, watch};
 
 use crate::Paths;
+use crate::os::Clock;
 use crate::pty::LiveProcess;
 use crate::section::Section;
 use crate::sessions::Sessions;
@@ -138,16 +139,18 @@ pub struct Hub {
     osc: broadcast::Sender<(SessionId, Vec<u8>)>,
     /// `[activity] sources` names the proxy.
     proxy_source: bool,
+    /// When a proxy signal came (the daemon's clock; a fake one in tests).
+    clock: Arc<dyn Clock>,
 }
 
 impl Default for Hub {
     fn default() -> Self {
-        Hub::new(&ActivityConfig::default())
+        Hub::new(&ActivityConfig::default(), Arc::new(crate::os::RealOs))
     }
 }
 
 impl Hub {
-    pub fn new(config: &ActivityConfig) -> Hub {
+    pub fn new(config: &ActivityConfig, clock: Arc<dyn Clock>) -> Hub {
         let (changed, _) = watch::channel(0);
         let (osc, _) = broadcast::channel(64);
         Hub {
@@ -156,6 +159,7 @@ impl Hub {
             changed,
             osc,
             proxy_source: config.enabled(Source::Proxy),
+            clock,
         }
     }
 
@@ -173,7 +177,7 @@ impl Hub {
             else {
                 return;
             };
-            e.proxy.apply(&signal, crate::now_ms());
+            e.proxy.apply(&signal, self.clock.now_ms());
             e.nudge.clone()
         };
         nudge.notify_one();
@@ -229,6 +233,18 @@ impl Hub {
     /// Drop everything known about a session that no longer exists.
     pub fn forget(&self, id: &SessionId) {
         self.entries().remove(id);
+    }
+
+    /// Something a listing shows changed without an activity change (a
+    /// usage limit began or ended): viewers and waiters look again.
+    pub fn bump_changes(&self) {
+        self.bump();
+    }
+
+    /// Send a notification escape to clients attached anywhere.
+    pub fn send_osc(&self, id: &SessionId, bytes: Vec<u8>) {
+        // No receivers is normal: nobody is attached anywhere.
+        let _ = self.osc.send((id.clone(), bytes));
     }
 }
 
@@ -311,6 +327,7 @@ pub struct Monitor {
     pub(crate) shutdown: Shutdown,
     /// The daemon's folder watcher: a session's transcript folder wakes it.
     pub(crate) files: Arc<crate::file_watch::FileWatcher>,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl Monitor {
@@ -435,7 +452,7 @@ impl Monitor {
     /// Record a hook event of session `id`'s agent (`hangar hook EVENT`)
     /// and look again at once; `false` when the session no longer exists.
     pub fn record_hook(&self, id: &SessionId, event: HookEvent) -> bool {
-        let now = crate::now_ms();
+        let now = self.clock.now_ms();
         let nudge = self.with_known_entry(id, |e| {
             e.hooks = Some(Reading {
                 activity: event.activity(),
@@ -530,7 +547,7 @@ impl Monitor {
             let e = entries.entry(id.clone()).or_default();
             e.clear_signals();
             e.watched = true;
-            e.tracker = Some(Tracker::new(crate::now_ms()));
+            e.tracker = Some(Tracker::new(self.clock.now_ms()));
             e.nudge.clone()
         };
         self.activity.bump();
@@ -577,7 +594,7 @@ impl Monitor {
                 let current = daemon.sessions.meta_while_current(&id, &live);
                 let Some(meta) = current else { break };
                 let look_at = daemon.evaluate(&id, &meta, &live, root.as_deref(), &mut watch);
-                let now = crate::now_ms();
+                let now = daemon.clock.now_ms();
                 let psid = meta.provider_session.as_ref().map(|p| p.id.as_str());
                 let folders = match root.as_deref() {
                     Some(root) if daemon.settings.enabled(Source::Transcript) => {
@@ -610,7 +627,7 @@ impl Monitor {
         watch: &mut TranscriptWatch,
     ) -> Option<u64> {
         let config = &self.settings;
-        let now = crate::now_ms();
+        let now = self.clock.now_ms();
         let transcript = match root {
             Some(root) if config.enabled(Source::Transcript) => watch.read(
                 &meta.provider,

@@ -128,6 +128,34 @@ pub fn run_commands(config: &NotifyConfig, id: &str, title: &str, to: Activity) 
     }
 }
 
+/// Run the configured command and `notify-send` for a notification that is
+/// not an activity change (a usage limit, its continuation): `state` goes in
+/// HANGAR_ACTIVITY (`limited`, `limit-continue`), `text` is the message.
+pub fn run_text_commands(config: &NotifyConfig, id: &str, title: &str, state: &str, text: &str) {
+    if let Some(cmd) = config.command.as_deref().filter(|c| !c.trim().is_empty()) {
+        let mut c = tokio::process::Command::new("/bin/sh");
+        c.arg("-c")
+            .arg(cmd)
+            .env("HANGAR_SESSION_ID", id)
+            .env("HANGAR_SESSION_TITLE", display::name(title).as_ref())
+            .env("HANGAR_SESSION_TITLE_RAW", title)
+            .env("HANGAR_ACTIVITY", state);
+        spawn_and_reap(c, "notify.command");
+    }
+    if config.desktop
+        && let Some(bin) = hangar_providers::launch::find_program(
+            "notify-send",
+            std::env::var("PATH").ok().as_deref(),
+        )
+    {
+        let mut c = tokio::process::Command::new(bin);
+        c.arg("--app-name=hangar")
+            .arg("hangar")
+            .arg(desktop_body(text));
+        spawn_and_reap(c, "notify-send");
+    }
+}
+
 fn spawn_and_reap(mut cmd: tokio::process::Command, what: &'static str) {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -39,8 +39,13 @@ pub async fn agent(daemon: &Arc<Daemon>, call: AgentCall) -> Result<Value, ApiEr
                 .tool_hibernate(&caller, call.args, &mut touched)
                 .await
         }
+        AgentTool::UsageRead => crate::handlers::usage::usage_read(daemon, call.args),
     };
-    if tool != AgentTool::List && tool != AgentTool::ReadRunOutputs || result.is_err() {
+    let read_only = matches!(
+        tool,
+        AgentTool::List | AgentTool::ReadRunOutputs | AgentTool::UsageRead
+    );
+    if !read_only || result.is_err() {
         daemon.journal.record(Event::AgentAction {
             caller: caller.to_string(),
             action: tool.kind().to_owned(),

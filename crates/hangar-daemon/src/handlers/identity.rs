@@ -63,7 +63,9 @@ pub fn session_start(daemon: &Daemon, req: &msg::Hook) -> Result<Value, ApiError
 pub async fn doctor(daemon: &Arc<Daemon>, req: msg::Doctor) -> Result<Value, ApiError> {
     let mut fixed = Vec::new();
     if let Some(given) = &req.fork {
-        let (id, old) = daemon.sessions.fork_provider_id(given, crate::now_ms())?;
+        let (id, old) = daemon
+            .sessions
+            .fork_provider_id(given, daemon.os.now_ms())?;
         fixed.push(json!({
             "action": "fork",
             "session": id.to_string(),

@@ -9,15 +9,18 @@
 
 pub mod activity;
 pub mod agent_tools;
+pub mod engines;
 pub mod fleet;
 pub mod identity;
 pub mod lifecycle;
 pub mod placement;
+pub mod review;
 pub mod search;
 pub mod sessions;
 pub mod status;
 pub mod tabs;
 pub mod transfer;
+pub mod usage;
 pub mod worktrees;
 
 use std::sync::Arc;
@@ -79,10 +82,16 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
             identity::session_start(daemon, &r)
         }
         Request::Hook(r) => activity::hook(daemon, &r.session, &r.event),
+        Request::Usage(r) => usage::usage(daemon, r),
+        Request::Limit(r) => usage::limit(daemon, r),
+        Request::EngineImageBuild(r) => engines::image_build(daemon, r).await,
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
             Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))
         }
+        Request::Diff(r) => review::diff(daemon, r).await,
+        Request::Review(r) => review::review(daemon, r).await,
+        Request::Finish(r) => review::finish(daemon, r).await,
         Request::Unknown(kind) => Err(ApiError::new(
             codes::UNKNOWN_KIND,
             format!(

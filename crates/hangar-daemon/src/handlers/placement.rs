@@ -13,7 +13,7 @@ use crate::errors::ApiError;
 use crate::journal::Caller;
 
 pub async fn park(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiError> {
-    let (id, tab) = daemon.sessions.park(session, crate::now_ms())?;
+    let (id, tab) = daemon.sessions.park(session, daemon.os.now_ms())?;
     Ok(json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "parked"}))
 }
 
@@ -31,7 +31,7 @@ pub async fn unpark(daemon: &Arc<Daemon>, req: msg::Unpark) -> Result<Value, Api
 }
 
 pub async fn bury(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiError> {
-    let (id, tab) = daemon.sessions.bury(session, crate::now_ms())?;
+    let (id, tab) = daemon.sessions.bury(session, daemon.os.now_ms())?;
     Ok(json!({"id": id.to_string(), "tab": tab.to_string(), "placement": "buried"}))
 }
 

@@ -70,7 +70,30 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
             .get(provider.name())
             .is_some_and(|p| p.sandbox),
     );
-    let now = crate::now_ms();
+    let engine = match req.engine.as_deref().map(str::trim) {
+        None | Some("") => {
+            if req.image.is_some() {
+                return Err(ApiError::invalid("--image needs --engine NAME"));
+            }
+            None
+        }
+        Some(name) => {
+            daemon
+                .engines
+                .check_new(name)
+                .map_err(|e| ApiError::invalid(e.0))?;
+            Some(hangar_core::engine::EngineBinding {
+                name: name.to_owned(),
+                image: req.image.clone().filter(|i| !i.trim().is_empty()),
+            })
+        }
+    };
+    if sandboxed && engine.is_some() {
+        return Err(ApiError::invalid(
+            "--sandbox and --engine cannot be combined: an engine's container is the session's walls",
+        ));
+    }
+    let now = daemon.os.now_ms();
     let worktree_title = req.title.as_deref().filter(|t| !t.trim().is_empty());
     let prepared = daemon
         .worktrees
@@ -104,6 +127,15 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
                 "folder {cwd} does not exist; pass an existing --cwd"
             )));
         }
+        // Where its git work starts, for `hangar diff` (issue 30).
+        let git_base = {
+            let wt = prepared.as_ref().map(|p| p.info.clone());
+            let dir = std::path::PathBuf::from(&cwd);
+            crate::worktree::blocking(move || crate::review::start_base(wt.as_ref(), &dir))
+                .await
+                .ok()
+                .flatten()
+        };
         let finish = |meta: &mut SessionMeta| {
             if let Some(p) = &prepared {
                 p.apply(meta);
@@ -114,6 +146,8 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
                 meta.sandbox = Some(daemon.spawner.sandbox.folder_for(&meta.id));
                 meta.mcp = false;
             }
+            meta.git_base = git_base.clone();
+            meta.engine = engine.clone();
         };
         match daemon.sessions.add_session(&new, &cwd, finish)? {
             Added::Session(id) => break id,
@@ -155,6 +189,11 @@ pub fn list(daemon: &Daemon) -> Value {
                 .activity_of(&SessionId::from(row.id.as_str()));
             row.activity = activity.name().to_owned();
             row.activity_since = (since > 0).then_some(since);
+            row.limit = daemon.usage.limit_view(&row.id);
+            // Limited, unless it is working (a person typed, or it carries on).
+            if row.limit.is_some() && !matches!(row.activity.as_str(), "working" | "waiting") {
+                row.activity = "limited".to_owned();
+            }
             row
         })
         .collect();
@@ -162,11 +201,13 @@ pub fn list(daemon: &Daemon) -> Value {
 }
 
 pub(super) fn touch(daemon: &Daemon, id: &SessionId) {
-    daemon.sessions.touch(id, crate::now_ms());
+    daemon.sessions.touch(id, daemon.os.now_ms());
 }
 
 pub async fn send(daemon: &Daemon, req: msg::Send) -> Result<Value, ApiError> {
     let id = daemon.sessions.resolve(&req.session)?;
+    // A person's words: a limit's continuation stands down after them.
+    daemon.usage.person_typed(&id);
     let state = daemon.governor.wake_as(&id, Caller::Send).await?;
     if let RunState::Failed(reason) = state {
         return Err(ApiError::new(codes::FAILED, reason));

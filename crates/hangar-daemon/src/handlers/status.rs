@@ -43,6 +43,20 @@ pub fn status(daemon: &Daemon) -> Value {
         },
         proxy: daemon.proxy.view(),
         failed: facts.failed,
+        limited: daemon
+            .usage
+            .limited_sessions()
+            .into_iter()
+            .map(|(id, limit)| hangar_protocol::view::LimitedView {
+                title: daemon
+                    .sessions
+                    .meta(&hangar_core::SessionId::from(id.as_str()))
+                    .map(|m| m.title)
+                    .unwrap_or_default(),
+                id,
+                limit,
+            })
+            .collect(),
     };
     serde_json::to_value(view).unwrap_or(Value::Null)
 }

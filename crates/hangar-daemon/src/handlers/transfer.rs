@@ -12,7 +12,7 @@ use crate::errors::ApiError;
 use crate::transfer::{merge, parse_import, report_json};
 
 pub fn export(daemon: &Daemon) -> Result<Value, ApiError> {
-    let text = daemon.sessions.export_document(crate::now_ms())?;
+    let text = daemon.sessions.export_document(daemon.os.now_ms())?;
     Ok(json!({"format": hangar_store::EXPORT_FORMAT, "text": text}))
 }
 

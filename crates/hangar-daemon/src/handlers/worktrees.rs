@@ -19,6 +19,7 @@ use crate::worktree::{Record, Registry, blocking, cached_status, inspect, remove
 /// worktree every few seconds.
 pub async fn list(daemon: &Arc<Daemon>) -> Value {
     let rows = crate::handlers::sessions::list(daemon);
+    let rows = crate::handlers::engines::with_engines(daemon, rows);
     let ids: Vec<(usize, SessionId)> = rows
         .as_array()
         .into_iter()

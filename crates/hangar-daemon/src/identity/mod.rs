@@ -21,6 +21,7 @@ use std::time::Duration;
 use hangar_core::ledger::{self, Observation, TranscriptMatch};
 use hangar_core::{IdSource, Provider, SessionId, Workspace};
 
+use crate::os::Os;
 use crate::pty::LiveProcess;
 use crate::sessions::Sessions;
 use hangar_providers::claude::process_record;
@@ -70,6 +71,8 @@ pub struct Identity {
     files: Arc<crate::file_watch::FileWatcher>,
     /// Told when a session's provider id changes (its transcript does).
     activity: Arc<crate::activity::Hub>,
+    /// The clock, and the process facts (a process's tree, its open files).
+    os: Arc<dyn Os>,
 }
 
 impl Identity {
@@ -77,12 +80,14 @@ impl Identity {
         sessions: Arc<Sessions>,
         files: Arc<crate::file_watch::FileWatcher>,
         activity: Arc<crate::activity::Hub>,
+        os: Arc<dyn Os>,
     ) -> Identity {
         Identity {
             sessions,
             typed: Default::default(),
             files,
             activity,
+            os,
         }
     }
 
@@ -97,7 +102,7 @@ impl Identity {
             return;
         };
         // Transcript folders are named by the wall clock of the agent.
-        let started_ms = crate::wall_ms();
+        let started_ms = self.os.wall_ms();
         let daemon = self.clone();
         tokio::spawn(async move {
             // Which ids other sessions hold is a fact about every session:
@@ -165,7 +170,7 @@ impl Identity {
         };
         let cwd = discovery::canonical_cwd(&cwd);
         let mut dirs =
-            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::wall_ms());
+            discovery::candidate_dirs(provider, root, &cwd, started_ms, self.os.wall_ms());
         if matches!(provider, Provider::Claude) {
             dirs.push(root.join("sessions"));
         }
@@ -199,7 +204,7 @@ impl Identity {
         let cwd = discovery::canonical_cwd(&cwd);
         if matches!(provider, Provider::Claude) {
             let record =
-                pid.and_then(|p| process_record::own_record(root, &open_files::process_tree(p)));
+                pid.and_then(|p| process_record::own_record(root, &self.os.process_tree(p)));
             if let Some(record) = record {
                 // As trustworthy as the SessionStart hook: the process's own
                 // word, so recorded with source `transcript`.
@@ -225,7 +230,8 @@ impl Identity {
         // `/proc` shows the path as the kernel sees it: symlinks resolved.
         let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let open_of = |pid: u32| -> Vec<std::path::PathBuf> {
-            open_files::open_under(pid, &real_root)
+            self.os
+                .open_files_under(pid, &real_root)
                 .into_iter()
                 .collect()
         };
@@ -244,7 +250,7 @@ impl Identity {
         let dirs = if only_open {
             Vec::new()
         } else {
-            discovery::candidate_dirs(provider, root, &cwd, started_ms, crate::wall_ms())
+            discovery::candidate_dirs(provider, root, &cwd, started_ms, self.os.wall_ms())
         };
         let facts = cache.scan(provider, &dirs, &mine);
         let open_by_self = cache.ids_of(provider, &mine);
@@ -283,7 +289,7 @@ impl Identity {
             return;
         };
         let mut cache = TranscriptCache::default();
-        let now = crate::now_ms();
+        let now = self.os.now_ms();
         self.discover_once(id, &provider, &root, now, Some(live.pid), &mut cache, true);
     }
 
@@ -298,7 +304,7 @@ impl Identity {
     ) -> bool {
         let changed = self
             .sessions
-            .record_provider_id(id, observed, session_cwd, crate::now_ms());
+            .record_provider_id(id, observed, session_cwd, self.os.now_ms());
         if changed {
             // Its activity is read from the transcript of this id.
             self.activity.nudge(id);

@@ -32,10 +32,10 @@ pub struct TypedLog {
 }
 
 impl TypedLog {
-    pub fn note(&self, id: &SessionId, text: &str) {
+    pub fn note(&self, id: &SessionId, text: &str, now_ms: u64) {
         let mut map = self.by_session.lock().unwrap_or_else(|e| e.into_inner());
         let list = map.entry(id.clone()).or_default();
-        list.push((crate::now_ms(), text.to_owned()));
+        list.push((now_ms, text.to_owned()));
         let extra = list.len().saturating_sub(KEPT_PROMPTS);
         list.drain(..extra);
     }
@@ -84,7 +84,7 @@ impl Identity {
     pub fn note_typed(&self, id: &SessionId, text: &str) {
         let is_opencode = self.sessions.provider_of(id) == Some(Provider::Opencode);
         if is_opencode {
-            self.typed.note(id, text);
+            self.typed.note(id, text, self.os.now_ms());
         }
     }
 
@@ -99,7 +99,7 @@ impl Identity {
         let Some(db) = database_path(&discovery::env_var) else {
             return;
         };
-        let started_ms = crate::now_ms();
+        let started_ms = self.os.now_ms();
         let daemon = self.clone();
         tokio::spawn(async move {
             // A pane forked from a start's first look waits for every
@@ -206,7 +206,7 @@ mod tests {
         let log = TypedLog::default();
         let a = SessionId::from("a");
         for i in 0..20 {
-            log.note(&a, &format!("p{i}"));
+            log.note(&a, &format!("p{i}"), i);
         }
         let kept = log.since(&a, 0);
         assert_eq!(kept.len(), KEPT_PROMPTS);

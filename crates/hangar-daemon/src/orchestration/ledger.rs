@@ -9,8 +9,7 @@
 //! text is dropped at once; only the fact of delivery is kept.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -98,25 +97,8 @@ impl Ledger {
 
     /// Write the ledger atomically (temp file, fsync, rename).
     pub fn save(&self) -> std::io::Result<()> {
-        write_private(&self.path, &serde_json::to_vec_pretty(&self.data)?)
+        crate::paths::write_private(&self.path, &serde_json::to_vec_pretty(&self.data)?)
     }
-}
-
-/// Write `bytes` to `path` with mode 0600, atomically.
-pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

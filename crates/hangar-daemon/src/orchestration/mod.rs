@@ -23,7 +23,7 @@ pub use tools::AgentTools;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use hangar_core::{Provider, SessionId, SessionMeta, Workspace};
 use serde::Deserialize;
@@ -31,6 +31,8 @@ use serde::Deserialize;
 use hangar_providers::launch::{LaunchSpec, McpServer, with_mcp};
 use hangar_providers::transcript::turns::TurnMark;
 use ledger::{Ledger, Tombstone};
+
+use crate::os::Clock;
 
 /// `[mcp]` in config.toml.
 #[derive(Clone, Debug, Deserialize)]
@@ -75,16 +77,18 @@ impl McpConfig {
 /// ledger (tombstones, first prompts) on disk.
 pub struct Orchestration {
     home: PathBuf,
+    clock: Arc<dyn Clock>,
     tokens: Mutex<HashMap<SessionId, String>>,
     turns: Mutex<HashMap<SessionId, TurnMark>>,
     ledger: Mutex<Ledger>,
 }
 
 impl Orchestration {
-    pub fn new(home: PathBuf) -> Orchestration {
+    pub fn new(home: PathBuf, clock: Arc<dyn Clock>) -> Orchestration {
         let ledger = Ledger::load(home.join("orchestration.json"));
         Orchestration {
             home,
+            clock,
             tokens: Mutex::new(HashMap::new()),
             turns: Mutex::new(HashMap::new()),
             ledger: Mutex::new(ledger),
@@ -125,7 +129,7 @@ impl Orchestration {
     /// tombstones, and forget their tokens and config files. Called with the
     /// model still holding them, right before they are removed.
     pub fn remember_closed(&self, ws: &Workspace, ids: &[SessionId], keep_ms: u64) {
-        let now = crate::now_ms();
+        let now = self.clock.now_ms();
         {
             let mut tokens = Self::lock(&self.tokens);
             let mut turns = Self::lock(&self.turns);

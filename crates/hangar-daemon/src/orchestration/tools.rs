@@ -11,7 +11,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use hangar_core::orchestration::{
     AgentMatch, AgentProcess, ChildRequest, CloseRefusal, agent_finished, agent_settled,
@@ -32,6 +34,7 @@ use crate::errors::ApiError;
 use crate::governor::Governor;
 use crate::journal::Journal;
 use crate::journal::{Caller, CloseCause, Event, HibernateReason};
+use crate::os::Clock;
 use crate::section::Section;
 use crate::sessions::RunState;
 use crate::sessions::{RunClose, Sessions};
@@ -140,6 +143,7 @@ pub fn tool_name(tool: AgentTool) -> &'static str {
         AgentTool::CloseRun => "close_run",
         AgentTool::Park => "park_agent",
         AgentTool::Hibernate => "hibernate_agent",
+        AgentTool::UsageRead => "usage_read",
     }
 }
 
@@ -287,6 +291,8 @@ pub struct AgentTools {
     pub(crate) providers: Section<ProvidersConfig>,
     pub(crate) mcp: Section<McpConfig>,
     pub(crate) shutdown: Shutdown,
+    /// Every time the tools stamp (the daemon's clock; a fake one in tests).
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl AgentTools {
@@ -418,7 +424,7 @@ impl AgentTools {
         let mut ledger = self.orchestration.ledger();
         if ledger
             .data
-            .expire(crate::now_ms(), self.mcp.get().tombstone_keep_ms())
+            .expire(self.clock.now_ms(), self.mcp.get().tombstone_keep_ms())
             && let Err(e) = ledger.save()
         {
             // The expired tombstones come back until the next save.
@@ -496,6 +502,8 @@ impl AgentTools {
             .await
             .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
         self.orchestration.turns().insert(id.clone(), mark);
+        // An agent's prompt never goes to a limited account (rule 13).
+        self.governor.refuse_if_limited(id)?;
         let state = self.governor.wake_as(id, Caller::Send).await?;
         if let RunState::Failed(reason) = state {
             return Err(ApiError::new(codes::FAILED, reason));
@@ -519,7 +527,7 @@ impl AgentTools {
                 return Ok(false);
             };
             if let Some(p) = ledger.data.first_prompts.get_mut(id.as_str()) {
-                p.delivered_at_ms = Some(crate::now_ms());
+                p.delivered_at_ms = Some(self.clock.now_ms());
             }
             ledger.save().map_err(|e| {
                 ApiError::internal(format!("cannot record the first prompt's delivery: {e}"))
@@ -580,7 +588,7 @@ impl AgentTools {
                 "cwd {cwd:?} is not an existing absolute folder"
             )));
         }
-        let now = crate::now_ms();
+        let now = self.clock.now_ms();
         let id = SessionId::new(uuid::Uuid::new_v4().to_string());
         let request = ChildRequest {
             provider,
@@ -986,7 +994,7 @@ impl AgentTools {
         let a: SessionArgs = parse(AgentTool::Park, args)?;
         let id = self.resolve_mine(caller, &a.session, "park_agent")?;
         touched.push(id.to_string());
-        let changed = self.sessions.park_agent(&id, crate::now_ms())?;
+        let changed = self.sessions.park_agent(&id, self.clock.now_ms())?;
         Ok(json!({"id": id.to_string(), "placement": "parked", "changed": changed}))
     }
 
@@ -1050,5 +1058,92 @@ fn refusal(r: CloseRefusal) -> ApiError {
             ),
             detail: json!({"would_close": ids(&would_close), "not_named": ids(&beyond)}),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::Caller;
+    use crate::on_a_fake_machine::{FakeMachine, build};
+    use crate::sessions::WakeLooked;
+
+    /// Pane `lead` with its agents `c1` (a pane) and `c2` (parked); pane
+    /// `other` is nobody's agent.
+    fn family() -> FakeMachine {
+        build(
+            &["lead", "c1", "other"],
+            &["c2"],
+            |_| {},
+            |m| {
+                if m.id.as_str().starts_with('c') {
+                    m.relationships.orchestration_parent = Some(SessionId::from("lead"));
+                    m.relationships.orchestration_root = Some(SessionId::from("lead"));
+                }
+            },
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn list_agents_shows_the_callers_agents_with_their_state_and_nobody_elses() {
+        let m = family();
+        let c1 = SessionId::from("c1");
+        let state = m.daemon.spawner.wake_as(&c1, Caller::Agent).await;
+        assert_eq!(state.unwrap(), RunState::Live);
+        let lead = SessionId::from("lead");
+        let listed = m.daemon.agents.tool_list(&lead, json!({})).await.unwrap();
+        let mut rows: Vec<(String, String)> = listed["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                (
+                    a["id"].as_str().unwrap_or_default().to_owned(),
+                    a["status"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        rows.sort();
+        let want = [
+            ("c1".to_owned(), "live".to_owned()),
+            ("c2".to_owned(), "hibernated".to_owned()),
+        ];
+        assert_eq!(rows, want, "{listed}");
+        let none = m.daemon.agents.tool_list(&c1, json!({})).await.unwrap();
+        assert_eq!(none["agents"], json!([]), "c1 created nobody");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_agents_on_an_agent_still_starting_times_out_on_the_clock_without_real_waiting() {
+        let m = family();
+        let c1 = SessionId::from("c1");
+        // c1's start never ends: marked spawning, no process coming.
+        let (_, looked) = m
+            .daemon
+            .sessions
+            .wake_look(&c1, false, false, false, || false)
+            .unwrap();
+        assert!(matches!(looked, WakeLooked::Spawn(_)));
+        let real = std::time::Instant::now();
+        let mut touched = Vec::new();
+        let waited = m
+            .daemon
+            .agents
+            .tool_wait(
+                &SessionId::from("lead"),
+                json!({"sessions": ["c1"], "timeout_ms": 90_000}),
+                &mut touched,
+            )
+            .await
+            .unwrap();
+        assert_eq!(waited["timed_out"], true, "{waited}");
+        assert_eq!(waited["all_finished"], false);
+        let ms = waited["waited_ms"].as_u64().unwrap();
+        assert!((90_000..90_000 + 1_000).contains(&ms), "{ms}");
+        assert!(
+            real.elapsed() < std::time::Duration::from_secs(30),
+            "a minute and a half passed on tokio's clock only"
+        );
+        assert_eq!(touched, ["c1"]);
     }
 }

@@ -1,6 +1,7 @@
 //! Everything the daemon asks of the operating system that its rules depend
-//! on, behind traits: the clock, signalling process groups, and process facts
-//! from `/proc`. zellij's `ServerOsApi` is the model.
+//! on, behind traits: the clock, signalling process groups, process facts
+//! from `/proc`, and starting a program in a terminal ([`Pty`]). zellij's
+//! `ServerOsApi` is the model.
 //!
 //! [`RealOs`] is the machine; [`FakeOs`] is a machine in a test, with a clock
 //! that only moves when the test advances it and processes the test makes up.
@@ -11,7 +12,11 @@
 mod fake;
 mod real;
 
-pub use fake::FakeOs;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+pub use crate::pty::Pty;
+pub use fake::{FakeOs, FakeProgram};
 pub use real::{RealOs, now_ms, parse_start_time, wall_ms};
 
 /// Process-group control and process facts.
@@ -27,6 +32,18 @@ pub trait ProcessControl: Send + Sync {
     /// The process's resident memory in bytes, `None` when it does not
     /// exist.
     fn resident_bytes(&self, pid: u32) -> Option<u64>;
+    /// Send `signal` to process `pid` alone. `false` when it is gone.
+    fn signal_process(&self, pid: u32, signal: i32) -> bool;
+    /// Every process's pid.
+    fn pids(&self) -> Vec<u32>;
+    /// The process's environment as `KEY=value` strings (empty when it
+    /// cannot be read).
+    fn environ(&self, pid: u32) -> Vec<String>;
+    /// The process's group, `None` when it is gone or a zombie.
+    fn group_of(&self, pid: u32) -> Option<u32>;
+    /// The files under `root` that `pid` or a process below it holds open
+    /// (`/proc/<pid>/fd`), as the kernel names them (symlinks resolved).
+    fn open_files_under(&self, pid: u32, root: &std::path::Path) -> BTreeSet<PathBuf>;
 }
 
 /// The daemon's two clocks.
@@ -40,9 +57,9 @@ pub trait Clock: Send + Sync {
 }
 
 /// The whole OS as the daemon sees it.
-pub trait Os: ProcessControl + Clock {}
+pub trait Os: ProcessControl + Clock + Pty {}
 
-impl<T: ProcessControl + Clock> Os for T {}
+impl<T: ProcessControl + Clock + Pty> Os for T {}
 
 /// A recorded agent process a killed predecessor left behind is still the
 /// one it recorded, and so may be ended: its leader still runs with the

@@ -3,6 +3,7 @@
 //! hangar-clock).
 
 use super::{Clock, ProcessControl};
+use crate::pty::{Pty, SpawnRequest, Spawned};
 
 /// The real operating system.
 #[derive(Clone, Copy, Debug, Default)]
@@ -14,8 +15,10 @@ impl ProcessControl for RealOs {
             // kill(-1) or kill(-0) would signal far more than one group.
             return false;
         }
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(-(pgid as i32), signal) == 0 }
+        let Some(signal) = to_signal(signal) else {
+            return false;
+        };
+        nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid as i32), signal).is_ok()
     }
 
     fn start_time(&self, pid: u32) -> Option<u64> {
@@ -35,9 +38,73 @@ impl ProcessControl for RealOs {
             .nth(1)?
             .parse()
             .ok()?;
-        // SAFETY: sysconf has no memory effects.
-        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .and_then(|p| u64::try_from(p).ok())
+            .unwrap_or(4096);
         Some(pages * page)
+    }
+
+    fn signal_process(&self, pid: u32, signal: i32) -> bool {
+        if pid <= 1 {
+            return false;
+        }
+        let Some(signal) = to_signal(signal) else {
+            return false;
+        };
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).is_ok()
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect()
+    }
+
+    fn environ(&self, pid: u32) -> Vec<String> {
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .unwrap_or_default()
+            .split(|&b| b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect()
+    }
+
+    fn open_files_under(
+        &self,
+        pid: u32,
+        root: &std::path::Path,
+    ) -> std::collections::BTreeSet<std::path::PathBuf> {
+        crate::identity::open_files::open_under(pid, root)
+    }
+
+    fn group_of(&self, pid: u32) -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // After the command name: state, parent, group.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first() == Some(&"Z") {
+            return None;
+        }
+        fields.get(2)?.parse().ok()
+    }
+}
+
+/// A signal number as nix's type; 0 (only asks whether the target exists)
+/// is `Some(None)`, a number no signal has is `None`.
+fn to_signal(signal: i32) -> Option<Option<nix::sys::signal::Signal>> {
+    match signal {
+        0 => Some(None),
+        n => nix::sys::signal::Signal::try_from(n).ok().map(Some),
+    }
+}
+
+impl Pty for RealOs {
+    fn spawn_pty(&self, req: &SpawnRequest) -> std::io::Result<Spawned> {
+        crate::pty::spawn_real_pty(req, |pgid, signal| RealOs.signal_group(pgid, signal))
     }
 }
 

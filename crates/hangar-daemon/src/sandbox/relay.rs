@@ -17,9 +17,10 @@
 //!    cannot be removed.
 //! 3. It runs the agent as its child and exits with its status. The daemon
 //!    starts bwrap with the stop signals blocked (bwrap itself would die of
-//!    them and take the sandbox down at once); this process unblocks them,
-//!    outlives them, and lets the agent (which gets them from hangar's
-//!    process-group signal) end in its own time.
+//!    them and take the sandbox down at once); this process keeps them
+//!    blocked, outlives them, and lets the agent (which gets them from
+//!    hangar's process-group signal, with std's spawn giving it an empty
+//!    mask) end in its own time.
 
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -80,7 +81,8 @@ pub fn main(args: &[String]) -> ExitCode {
 
 fn run(args: &[String]) -> Result<ExitCode, String> {
     let a = parse(args)?;
-    // First, while this process has one thread: the filter then covers
+    outlive_stop_signals()?;
+    // Then, while this process has one thread: the filter then covers
     // every thread it starts and every process the agent starts.
     block_tiocsti().map_err(|e| format!("cannot install the TIOCSTI filter: {e}"))?;
     if let (Some(socket), Some(port)) = (&a.socket, a.port) {
@@ -92,7 +94,6 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             .spawn(move || relay(listener, &socket))
             .map_err(|e| format!("cannot start the relay: {e}"))?;
     }
-    outlive_stop_signals();
     let status = std::process::Command::new(&a.program)
         .args(&a.args)
         .status()
@@ -173,25 +174,25 @@ fn block_tiocsti() -> Result<(), String> {
     seccompiler::apply_filter_all_threads(&program).map_err(|e| e.to_string())
 }
 
-extern "C" fn ignore(_: libc::c_int) {}
-
-/// Outlive SIGTERM, SIGHUP, SIGINT and SIGQUIT: they are for the agent (a
-/// handler, unlike SIG_IGN, is reset by exec, so the agent gets the
-/// default dispositions), and this process ends when the agent does.
-fn outlive_stop_signals() {
-    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT] {
-        // SAFETY: `ignore` is an async-signal-safe function that does
-        // nothing; installing it has no memory effects.
-        unsafe {
-            libc::signal(sig, ignore as *const () as libc::sighandler_t);
-        }
+/// Outlive SIGTERM, SIGHUP, SIGINT and SIGQUIT: they are for the agent, and
+/// this process ends when the agent does. They stay blocked here (pending
+/// ones are dropped at exit); the agent still gets them with the default
+/// dispositions and an empty mask, since std's spawn resets the child's
+/// signal mask before exec. Called first, before any thread is started, so
+/// every thread of this process inherits the mask.
+fn outlive_stop_signals() -> Result<(), String> {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+    let mut set = SigSet::empty();
+    for sig in [
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+    ] {
+        set.add(sig);
     }
-    // SAFETY: an empty set, owned here, given to sigprocmask.
-    unsafe {
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-    }
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None)
+        .map_err(|e| format!("cannot block the stop signals: {e}"))
 }
 
 #[cfg(test)]

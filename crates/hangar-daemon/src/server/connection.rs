@@ -31,8 +31,7 @@ const OUTGOING_QUEUE: usize = 16;
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn peer_is_us(stream: &UnixStream) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = nix::unistd::geteuid().as_raw();
     stream.peer_cred().is_ok_and(|c| c.uid() == me)
 }
 
@@ -109,6 +108,7 @@ pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream:
                         }
                         // A person typing: the session is in use (throttled).
                         daemon.governor.touch_used(&a.session, true);
+                        daemon.usage.person_typed(&a.session);
                     } else if !conn
                         .reply(Reply::err(
                             0,

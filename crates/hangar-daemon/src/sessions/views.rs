@@ -183,6 +183,9 @@ impl State {
             // Filled in by the caller from the activity board (`handlers::sessions::list`).
             activity: "unknown".to_owned(),
             activity_since: None,
+            // Filled in by the caller from the usage ledger.
+            limit: None,
+            engine: None,
             // Filled in by the caller from the sandbox settings (`handlers::sessions::list`).
             sandbox: None,
         })

@@ -70,7 +70,7 @@ impl Spawner {
         }
         // Everything a launch needs is read from one snapshot, and the I/O
         // (PATH search, MCP config write, folder stat) happens off the lock.
-        let (request, resumed, provider, title) = {
+        let (request, resumed, provider, title, on_engine) = {
             let (meta, dangerous) = self.sessions.launch_facts(id);
             let meta = meta.ok_or_else(|| {
                 SpawnFailure::new(FailureKind::Other, format!("session {id} no longer exists"))
@@ -105,9 +105,15 @@ impl Spawner {
                     ),
                 )
             })?;
-            let spec = self
-                .orchestration
-                .with_orchestration_mcp(&meta, spec, self.mcp.get());
+            // On an engine, hangar's own files (MCP config, hook settings)
+            // are not in the container: the agent runs without them.
+            let on_engine = meta.engine.is_some().then(|| meta.clone());
+            let spec = if on_engine.is_some() {
+                spec
+            } else {
+                self.orchestration
+                    .with_orchestration_mcp(&meta, spec, self.mcp.get())
+            };
             let spec = hangar_providers::launch::codex_in_process(
                 spec,
                 &meta.provider,
@@ -155,7 +161,7 @@ impl Spawner {
             env_vars.push(("NO_PROXY".into(), no_proxy.clone()));
             env_vars.push(("no_proxy".into(), no_proxy));
             let mut args = spec.args;
-            if let Some(settings) = &hook_settings {
+            if let Some(settings) = hook_settings.as_ref().filter(|_| on_engine.is_none()) {
                 args.extend(["--settings".to_owned(), settings.display().to_string()]);
             }
             // The last screen and history it had, kept above what the new
@@ -180,11 +186,23 @@ impl Spawner {
                 spec.resumed,
                 meta.provider.clone(),
                 meta.title.clone(),
+                on_engine,
             )
+        };
+        // A session bound to an engine runs there or not at all (DESIGN.md
+        // rule 14): the launch becomes the exec bridge, or fails with the
+        // engine's words.
+        let request = match &on_engine {
+            Some(meta) => self
+                .engines
+                .wrap_launch(meta, request)
+                .await
+                .map_err(|e| SpawnFailure::new(FailureKind::SpawnError, e.to_string()))?,
+            None => request,
         };
         // A sandboxed session runs inside its walls or not at all (issue 32).
         let (request, sandbox_forwarder) = match self.sessions.meta(id) {
-            Some(meta) if meta.sandbox.is_some() => {
+            Some(meta) if meta.sandbox.is_some() && on_engine.is_none() => {
                 let w = self
                     .sandbox
                     .wrap(&meta, request, proxy_grant.as_ref())
@@ -198,7 +216,7 @@ impl Spawner {
             session: id.to_string(),
             resumed,
         });
-        let live = LiveProcess::spawn(request).map_err(|e| {
+        let live = LiveProcess::spawn(self.os.as_ref(), request).map_err(|e| {
             SpawnFailure::new(
                 FailureKind::SpawnError,
                 format!(

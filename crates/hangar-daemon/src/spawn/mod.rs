@@ -21,6 +21,8 @@ pub mod restore;
 mod settings;
 pub mod start_slot;
 mod stop;
+#[cfg(test)]
+mod tests;
 mod wake;
 
 pub use failure::SpawnFailure;
@@ -46,6 +48,8 @@ use queue::WakeQueue;
 
 /// Brings sessions to life and ends their processes.
 pub struct Spawner {
+    /// The container engines a session bound to one runs on.
+    pub(crate) engines: Arc<crate::engines::Engines>,
     pub(crate) paths: Paths,
     pub(crate) sessions: Arc<Sessions>,
     pub(crate) journal: Arc<Journal>,

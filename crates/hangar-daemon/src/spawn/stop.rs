@@ -21,7 +21,7 @@ use crate::pty::LiveProcess;
 /// shipped 2.1.197). With 3 s, a hibernate right after an answer on a busy
 /// machine killed it mid-flush and the next wake found "No conversation".
 /// Only a process that does not exit by itself waits this long.
-const STOP_GRACE: Duration = Duration::from_secs(6);
+pub(super) const STOP_GRACE: Duration = Duration::from_secs(6);
 
 impl Spawner {
     /// When the process exits on its own, mark the session `exited` and keep
@@ -35,12 +35,13 @@ impl Spawner {
                 Err(_) => return,
             };
             // Stragglers of the group (children that outlived the leader).
-            daemon.os.signal_group(live.pgid(), libc::SIGKILL);
+            live.signal(libc::SIGKILL);
             daemon.end_strays(id.as_str(), &live).await;
             let screen = live.formatted();
-            let exited = daemon
-                .sessions
-                .process_exited(&id, &live, &screen, code, crate::now_ms());
+            let exited =
+                daemon
+                    .sessions
+                    .process_exited(&id, &live, &screen, code, daemon.os.now_ms());
             if exited {
                 daemon.journal.record(Event::Exited {
                     session: id.to_string(),
@@ -55,23 +56,23 @@ impl Spawner {
     pub async fn stop_process(&self, live: &Arc<LiveProcess>) {
         // Read while the leader runs: what it left outside its group is
         // found by the session id it was given.
-        let session = crate::strays::session_of(live.pid as i32);
+        let session = crate::strays::session_of(self.os.as_ref(), live.pid);
         let mut exit = live.exit_watch();
         if live.exited().is_none() {
-            self.os.signal_group(live.pgid(), libc::SIGTERM);
-            self.os.signal_group(live.pgid(), libc::SIGHUP);
+            live.signal(libc::SIGTERM);
+            live.signal(libc::SIGHUP);
             // A group stopped with SIGSTOP would only see those after the
             // grace period's SIGKILL: let it run, so it can exit cleanly now.
-            self.os.signal_group(live.pgid(), libc::SIGCONT);
+            live.signal(libc::SIGCONT);
             let graceful = tokio::time::timeout(STOP_GRACE, exit.wait_for(|e| e.is_some()))
                 .await
                 .is_ok();
             if !graceful {
-                self.os.signal_group(live.pgid(), libc::SIGKILL);
+                live.signal(libc::SIGKILL);
                 let _ = tokio::time::timeout(STOP_GRACE, exit.wait_for(|e| e.is_some())).await;
             }
         }
-        self.os.signal_group(live.pgid(), libc::SIGKILL);
+        live.signal(libc::SIGKILL);
         if let Some(session) = session {
             self.end_strays(&session, live).await;
         }
@@ -85,8 +86,8 @@ impl Spawner {
             .sessions
             .process(&SessionId::from(session))
             .filter(|p| !Arc::ptr_eq(p, stopped))
-            .map(|p| p.pgid() as i32);
-        crate::strays::end(session, &self.paths.home, spare).await;
+            .map(|p| p.pgid());
+        crate::strays::end(self.os.as_ref(), session, &self.paths.home, spare).await;
     }
 
     /// Stop a session's process (if any) and mark it hibernated, keeping its
@@ -104,7 +105,12 @@ impl Spawner {
             self.identity.note_identity_before_stop(id, &live);
             self.stop_process(&live).await;
             self.sessions
-                .keep_stopped_screen(id, &screen, crate::now_ms());
+                .keep_stopped_screen(id, &screen, self.os.now_ms());
+        }
+        // A container is stopped (kept with its volume) even when its agent
+        // had already exited.
+        if let Some(meta) = self.sessions.meta(id).filter(|m| m.engine.is_some()) {
+            self.engines.stop(&meta).await;
         }
         Ok(())
     }

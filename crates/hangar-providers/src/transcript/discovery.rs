@@ -75,18 +75,18 @@ pub fn canonical_cwd(cwd: &str) -> String {
 }
 
 /// A civil date (year, month, day) in UTC from milliseconds since the epoch.
+/// Past year 9999 (no real clock) the date stops there.
 pub fn utc_date(ms: u64) -> (i64, u32, u32) {
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = (ms / 86_400_000) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    let at = time::OffsetDateTime::UNIX_EPOCH
+        .checked_add(time::Duration::milliseconds(
+            i64::try_from(ms).unwrap_or(i64::MAX),
+        ))
+        .unwrap_or(time::PrimitiveDateTime::MAX.assume_utc());
+    (
+        i64::from(at.year()),
+        u32::from(u8::from(at.month())),
+        u32::from(at.day()),
+    )
 }
 
 /// How far local time is ahead of UTC at `ms` (negative west of Greenwich),

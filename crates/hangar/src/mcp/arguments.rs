@@ -66,6 +66,17 @@ pub struct SessionArg {
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
+pub struct UsageRead {
+    /// How many hours back (default 24).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_hours: Option<u64>,
+    /// Only this session (an id or a unique prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
 pub struct ReadAgent {
     /// The agent's id (or a unique prefix); closed agents can be read too.
     pub session: String,
@@ -113,6 +124,7 @@ pub(super) fn check(tool: &str, args: Option<&JsonObject>) -> Result<(), ErrorDa
         "read_run_outputs" => decode::<ReadRunOutputs>(tool, args),
         "wait_agents" => decode::<WaitAgents>(tool, args),
         "close_agent" | "park_agent" | "hibernate_agent" => decode::<SessionArg>(tool, args),
+        "usage_read" => decode::<UsageRead>(tool, args),
         _ => Ok(()),
     }
 }

@@ -23,7 +23,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use arguments::{
-    CreateAgent, ReadAgent, ReadRunOutputs, RunFilter, SendPrompt, SessionArg, WaitAgents,
+    CreateAgent, ReadAgent, ReadRunOutputs, RunFilter, SendPrompt, SessionArg, UsageRead,
+    WaitAgents,
 };
 use bridge::Identity;
 
@@ -192,6 +193,18 @@ impl HangarMcp {
         Parameters(p): Parameters<SessionArg>,
     ) -> Result<CallToolResult, ErrorData> {
         self.call(AgentTool::Hibernate, p).await
+    }
+
+    #[tool(
+        description = "What every session's model requests consumed (tokens; cost at list \
+        prices, null for a model with no price) and each provider account's usage windows and \
+        limit (limited_until). An error means the figures could not be read, never zero usage."
+    )]
+    async fn usage_read(
+        &self,
+        Parameters(p): Parameters<UsageRead>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::UsageRead, p).await
     }
 }
 

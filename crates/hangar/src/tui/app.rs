@@ -13,6 +13,7 @@ use std::sync::mpsc::Sender;
 use hangar_core::{Direction, FocusMove, Placement, SessionId, Tab, TabId};
 use hangar_protocol::message::{self as msg, ErrorBody, Request, codes};
 use hangar_protocol::view::SessionView;
+use hangar_terminal::MouseMode;
 
 use crate::conn::Target;
 use crate::keys::{self, Decoder, Key, Mouse, MouseKind, PassThroughFilter};
@@ -757,7 +758,7 @@ impl App {
         let history = pane.history_end();
         let cursor = match pane.view_top() {
             None => {
-                let (row, col) = pane.parser.screen().cursor_position();
+                let (row, col) = pane.term.cursor_position();
                 Pos {
                     line: history + usize::from(row),
                     col: usize::from(col),
@@ -886,7 +887,7 @@ impl App {
     fn follow_outer_motion(&mut self, layout: &ScreenLayout) {
         let want = pane_mouse::outer_motion(layout.panes.iter().filter_map(|(id, _)| {
             let p = self.panes.get(id.as_str())?;
-            Some(p.parser.screen().mouse_protocol_mode())
+            Some(p.term.mouse_mode())
         }));
         if want != self.outer_motion {
             self.outer_motion = want;
@@ -942,13 +943,9 @@ impl App {
         if pane.status != PaneStatus::Live {
             return false;
         }
-        let screen = pane.parser.screen();
-        let (mode, encoding) = (
-            screen.mouse_protocol_mode(),
-            screen.mouse_protocol_encoding(),
-        );
-        if mode == vt100::MouseProtocolMode::None {
-            if !inside || !screen.alternate_screen() {
+        let (mode, encoding) = (pane.term.mouse_mode(), pane.term.mouse_encoding());
+        if mode == MouseMode::None {
+            if !inside || !pane.term.alternate_screen() {
                 return false;
             }
             return match pane_mouse::wheel_arrows(&m) {

@@ -1,22 +1,24 @@
-//! One visible pane: its session's screen, kept by a client-side vt100
-//! parser sized to the pane's inner area, fed by its own `attach`
-//! connection.
+//! One visible pane: its session's screen, kept by a client-side terminal
+//! sized to the pane's inner area, fed by its own `attach` connection. The
+//! terminal is the daemon's own engine (hangar-terminal), so a mode, a wide
+//! character, a colour or a resize's rewrap reads the same on both sides.
 //!
-//! The parser keeps no history: the daemon has all of it, and the pane reads
+//! Its history is not used (kept at the smallest cap): the daemon has all
+//! of it, rewrapped for the session's width on every resize, and the pane reads
 //! it a page at a time by line number ([`PaneHistory`]) when copy mode or the
 //! wheel goes above the screen. A view scrolled back is frozen on line
 //! numbers, so output printed meanwhile never moves it.
 //!
 //! The connection's reader runs on its own thread and only sends events;
-//! the parser lives on the UI thread. Dropping the connection shuts the
+//! the terminal lives on the UI thread. Dropping the connection shuts the
 //! socket down, which ends the reader and detaches from the daemon: closing
 //! a pane's view never stops its session.
 
-use std::num::NonZeroU16;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use hangar_protocol::message as msg;
+use hangar_terminal::Terminal;
 
 use crate::api;
 use crate::conn::{Client, Incoming, Target};
@@ -51,7 +53,7 @@ pub enum PaneStatus {
 
 pub struct Pane {
     pub session: String,
-    pub parser: vt100::Parser,
+    pub term: Terminal,
     pub status: PaneStatus,
     /// Bumped per connection so events from an old one are ignored.
     pub generation: u64,
@@ -69,7 +71,7 @@ pub struct Pane {
     /// (copy mode, the wheel); `None`: the live screen.
     view_top: Option<u64>,
     /// The frozen view, drawn: the history lines and screen rows it shows.
-    view: Option<vt100::Parser>,
+    view: Option<Terminal>,
     /// Where pages are read from: a connection of its own, made the first
     /// time one is needed.
     pages: Option<Client>,
@@ -77,15 +79,22 @@ pub struct Pane {
     page_failed_at: Option<Instant>,
 }
 
-fn nz(v: u16) -> NonZeroU16 {
-    NonZeroU16::new(v).unwrap_or(NonZeroU16::MIN)
+/// A terminal for a pane: its history is the daemon's, so it keeps the least.
+fn terminal(rows: u16, cols: u16) -> Terminal {
+    Terminal::new(
+        rows,
+        cols,
+        hangar_terminal::Config {
+            history_bytes: hangar_terminal::history::MIN_HISTORY_BYTES,
+        },
+    )
 }
 
 impl Pane {
     pub fn new(session: String, rows: u16, cols: u16) -> Pane {
         Pane {
             session,
-            parser: vt100::Parser::new(nz(rows), nz(cols), 0),
+            term: terminal(rows.max(1), cols.max(1)),
             status: PaneStatus::Connecting { saved: None },
             generation: 0,
             conn: None,
@@ -120,7 +129,7 @@ impl Pane {
         self.connected_at = Some(Instant::now());
         self.generation = generation;
         self.status = PaneStatus::Connecting { saved: None };
-        self.parser = vt100::Parser::new(nz(self.size.0), nz(self.size.1), 0);
+        self.term = terminal(self.size.0, self.size.1);
         self.history = PaneHistory::new(0);
         self.history_known = false;
         self.view_top = None;
@@ -198,7 +207,10 @@ impl Pane {
             }
             // A frozen view is on line numbers: output moves neither it
             // nor the history lines it shows.
-            PaneEvent::Data(bytes) => self.parser.process(&bytes),
+            PaneEvent::Data(bytes) => {
+                self.term.feed(&bytes);
+                self.term.catch_up();
+            }
             PaneEvent::HistoryEnd(end) => self.history.rebase(end),
             PaneEvent::Exited(code) => {
                 self.status = PaneStatus::Exited(code);
@@ -224,7 +236,9 @@ impl Pane {
             return;
         }
         self.size = (rows, cols);
-        self.parser.screen_mut().set_size(nz(rows), nz(cols));
+        // Rewrapped as the daemon rewraps its screen for the same size.
+        self.term.resize(rows, cols);
+        self.term.catch_up();
         if let Some(conn) = &mut self.conn {
             let _ = api::send_resize(&mut conn.writer, cols, rows);
         }
@@ -266,14 +280,13 @@ impl Pane {
     pub fn line_text(&mut self, line: usize) -> String {
         let end = self.history_end();
         if line >= end {
-            let cols = self.size.1;
             let text = self
-                .parser
-                .screen()
-                .rows(0, cols)
+                .term
+                .screen_rows_formatted()
+                .into_iter()
                 .nth(line - end)
                 .unwrap_or_default();
-            return text.trim_end().to_owned();
+            return hangar_terminal::history::plain(&text).trim_end().to_owned();
         }
         let (history, mut source) = self.history_and_pages();
         history
@@ -305,7 +318,7 @@ impl Pane {
         let end = self.history.end();
         // The screen's rows the view shows, below its history lines.
         let screen: Vec<String> = if top + u64::from(rows) > end {
-            self.parser.screen().rows_formatted(0, cols).collect()
+            self.term.screen_rows_formatted()
         } else {
             Vec::new()
         };
@@ -325,16 +338,17 @@ impl Pane {
                 bytes.extend_from_slice(text.as_bytes());
             }
         }
-        let mut view = vt100::Parser::new(nz(rows), nz(cols), 0);
-        view.process(&bytes);
+        let mut view = terminal(rows, cols);
+        view.feed(&bytes);
+        view.catch_up();
         self.view = Some(view);
     }
 
     /// What the renderer draws: the frozen view, or the live screen.
-    pub fn shown_screen(&self) -> &vt100::Screen {
+    pub fn shown_screen(&self) -> &Terminal {
         match (&self.view, self.view_top) {
-            (Some(view), Some(_)) => view.screen(),
-            _ => self.parser.screen(),
+            (Some(view), Some(_)) => view,
+            _ => &self.term,
         }
     }
 
@@ -343,11 +357,10 @@ impl Pane {
         if self.status != PaneStatus::Live || bytes.is_empty() {
             return;
         }
-        let screen = self.parser.screen();
         let bytes = crate::keys::adapt_for_pane(
             bytes,
-            screen.application_cursor(),
-            screen.bracketed_paste(),
+            self.term.application_cursor(),
+            self.term.bracketed_paste(),
         );
         self.send_raw(&bytes);
     }

@@ -11,9 +11,10 @@
 //! The pane's screen's top row is line [`PaneHistory::end`]: the attach reply
 //! names the end at the screen it sends, and the daemon's `history` event
 //! names it again after any output that moved it, exact for the bytes sent
-//! before it ([`PaneHistory::rebase`]; counting lines in the TUI's own parser
-//! would drift on every clear, which the daemon keeps in history and vt100
-//! drops). Lines printed while a person reads move `end` and never what they
+//! before it ([`PaneHistory::rebase`]; counting lines in the TUI's own
+//! terminal would drift on every clear of a screen it joined late). A resize
+//! rewraps the daemon's history for the new width and numbers its lines anew,
+//! above every number used before, so a page kept never names another line. Lines printed while a person reads move `end` and never what they
 //! read. A session that ended is read from its saved history, numbered from
 //! 0: the pane learns that numbering once ([`PaneHistory::renumber`]).
 //!

@@ -3,20 +3,20 @@
 //! A program that turned on mouse reporting (`CSI ? 1000/1002/1003 h`, with
 //! the 1005 or 1006 encoding, or none) gets the events inside its pane, at
 //! pane-relative cells, in the mode and encoding it asked for. The TUI knows
-//! a pane's modes from the pane's own parser: the daemon's attach stream
+//! a pane's modes from the pane's own terminal: the daemon's attach stream
 //! starts with a redraw that sets every mode the program had set, and the
 //! program's later changes arrive in its output. What is passed on and how
 //! it is written follows tmux's `input_key_get_mouse` (input-keys.c):
 //! motion only in 1002/1003, motion without a button only in 1003, SGR
 //! when asked for, else UTF-8 (1005) when asked for, else the legacy bytes
 //! with coordinates clamped. Like tmux, 1015 (urxvt) is not spoken: such a
-//! program gets the legacy encoding. The X10 mode (`CSI ? 9 h`), which the
-//! parser also tracks, gets presses only.
+//! program gets the legacy encoding. The X10 mode (`CSI ? 9 h`) is not
+//! spoken either: the daemon's engine (alacritty's) does not track it.
 //!
 //! Which events are the program's and which stay the TUI's (borders,
 //! dividers, copy mode, a pane without mouse reporting) is `App::mouse`'s.
 
-use vt100::{MouseProtocolEncoding, MouseProtocolMode};
+use hangar_terminal::{MouseEncoding as MouseProtocolEncoding, MouseMode as MouseProtocolMode};
 
 use crate::keys::Mouse;
 
@@ -68,8 +68,7 @@ pub fn encode(
     let moved_without_button = motion && m.button & BUTTONS == NO_BUTTON;
     match mode {
         MouseProtocolMode::None => return None,
-        MouseProtocolMode::Press if m.released || motion => return None,
-        MouseProtocolMode::Press | MouseProtocolMode::PressRelease if motion => return None,
+        MouseProtocolMode::PressRelease if motion => return None,
         MouseProtocolMode::ButtonMotion if moved_without_button => return None,
         _ => {}
     }
@@ -220,12 +219,6 @@ mod tests {
         assert!(encode(&hover, 1, 1, MouseProtocolMode::AnyMotion, SGR).is_some());
         assert_eq!(
             encode(&ev(0, false), 1, 1, MouseProtocolMode::None, SGR),
-            None
-        );
-        // X10: presses only.
-        assert!(encode(&ev(0, false), 1, 1, MouseProtocolMode::Press, LEGACY).is_some());
-        assert_eq!(
-            encode(&ev(0, true), 1, 1, MouseProtocolMode::Press, LEGACY),
             None
         );
         // A wheel "release" is a terminal's mistake and is dropped.

@@ -1,5 +1,5 @@
-//! Drawing the TUI: tab bar, panes (each session's screen from its vt100
-//! parser), side list, status line, and the help and dialog overlays.
+//! Drawing the TUI: tab bar, panes (each session's screen from its own
+//! terminal, the daemon's engine), side list, status line, and the help and dialog overlays.
 //!
 //! Rendering reads the app and never changes it; every visible word comes
 //! from the workspace mirror or the pane screens, so the same state always
@@ -14,6 +14,7 @@
 
 use hangar_core::SessionId;
 use hangar_core::display;
+use hangar_terminal::CellColor;
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
@@ -173,7 +174,14 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
     title.push_str(" · ");
     title.push_str(&state_of(app, id));
     title.push_str(" · ");
-    title.push_str(app.activity(id));
+    match app.view(id).and_then(|v| v.limit.as_ref()) {
+        // A usage limit stopped it (issue 29): until when, in local time.
+        Some(limit) => title.push_str(&format!(
+            "limited {}",
+            crate::usage::until_text(&serde_json::json!(limit.resets_at))
+        )),
+        None => title.push_str(app.activity(id)),
+    }
     if app.zoomed.as_ref() == Some(id) {
         title.push_str(" [zoom]");
     }
@@ -210,8 +218,8 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
         PaneStatus::Live => {
             draw_screen(frame.buffer_mut(), pane, body);
             draw_copy_mode(frame.buffer_mut(), app, id, body);
-            if focused && app.passthrough && !pane.parser.screen().hide_cursor() {
-                let (row, col) = pane.parser.screen().cursor_position();
+            if focused && app.passthrough && pane.term.cursor_visible() {
+                let (row, col) = pane.term.cursor_position();
                 if row < body.height && col < body.width {
                     frame.set_cursor_position((body.x + col, body.y + row));
                 }
@@ -315,52 +323,63 @@ fn draw_copy_mode(buf: &mut Buffer, app: &App, id: &SessionId, area: Rect) {
 /// Copy a session's screen into the frame, cell by cell.
 fn draw_screen(buf: &mut Buffer, pane: &Pane, area: Rect) {
     let screen = pane.shown_screen();
+    let mut symbol = String::new();
     for row in 0..area.height {
         for col in 0..area.width {
             let Some(cell) = screen.cell(row, col) else {
                 continue;
             };
-            if cell.is_wide_continuation() {
+            // The second column of a wide character is drawn by its first.
+            if cell.spacer && !leading_spacer(screen, row, col) {
                 continue;
             }
             let Some(out) = buf.cell_mut((area.x + col, area.y + row)) else {
                 continue;
             };
-            if cell.has_contents() {
-                out.set_symbol(cell.contents());
+            if cell.zerowidth.is_empty() {
+                out.set_char(if cell.spacer { ' ' } else { cell.c });
             } else {
-                out.set_symbol(" ");
+                symbol.clear();
+                symbol.push(cell.c);
+                symbol.extend(cell.zerowidth);
+                out.set_symbol(&symbol);
             }
-            let mut style = Style::new()
-                .fg(color(cell.fgcolor()))
-                .bg(color(cell.bgcolor()));
             let mut m = Modifier::empty();
-            if cell.bold() {
-                m |= Modifier::BOLD;
+            for (on, modifier) in [
+                (cell.bold, Modifier::BOLD),
+                (cell.dim, Modifier::DIM),
+                (cell.italic, Modifier::ITALIC),
+                (cell.underline, Modifier::UNDERLINED),
+                (cell.inverse, Modifier::REVERSED),
+                (cell.hidden, Modifier::HIDDEN),
+                (cell.strikeout, Modifier::CROSSED_OUT),
+            ] {
+                if on {
+                    m |= modifier;
+                }
             }
-            if cell.dim() {
-                m |= Modifier::DIM;
-            }
-            if cell.italic() {
-                m |= Modifier::ITALIC;
-            }
-            if cell.underline() {
-                m |= Modifier::UNDERLINED;
-            }
-            if cell.inverse() {
-                m |= Modifier::REVERSED;
-            }
-            style = style.add_modifier(m);
-            out.set_style(style);
+            out.set_style(
+                Style::new()
+                    .fg(color(cell.fg))
+                    .bg(color(cell.bg))
+                    .add_modifier(m),
+            );
         }
     }
 }
 
-fn color(c: vt100::Color) -> Color {
+/// Whether the spacer at `row`, `col` is the blank left at the right edge
+/// before a wide character that did not fit (drawn as a blank), not the
+/// second column of one (drawn by the character).
+fn leading_spacer(screen: &hangar_terminal::Terminal, row: u16, col: u16) -> bool {
+    col == 0 || screen.cell(row, col - 1).is_none_or(|left| !left.wide)
+}
+
+fn color(c: CellColor) -> Color {
     match c {
-        vt100::Color::Default => Color::Reset,
-        vt100::Color::Idx(i) => Color::Indexed(i),
-        vt100::Color::Rgb(r, g, b) => Color::Rgb(r, g, b),
+        CellColor::Default => Color::Reset,
+        CellColor::Indexed(i) => Color::Indexed(i),
+        CellColor::Rgb(r, g, b) => Color::Rgb(r, g, b),
     }
 }
 
@@ -392,6 +411,7 @@ fn short_activity(activity: &str) -> &str {
         "waiting" => "wait",
         "working" => "work",
         "idle" => "idle",
+        "limited" => "lim",
         _ => "?",
     }
 }

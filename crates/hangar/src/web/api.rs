@@ -62,6 +62,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/sessions/{id}/park", post(park))
         .route("/api/sessions/{id}/unpark", post(unpark))
         .route("/api/sessions/{id}/attach", get(attach_ws::attach))
+        .route("/api/sessions/{id}/history", get(history))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
@@ -275,6 +276,35 @@ async fn screen(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response
         DaemonRequest::Screen(msg::Screen {
             session: id,
             scrollback: None,
+        }),
+    )
+    .await
+}
+
+/// The most lines one history page holds: a page is fetched as the view
+/// scrolls back, so a phone never loads a session's whole history at once.
+const MAX_HISTORY_PAGE: u32 = 1000;
+
+#[derive(Deserialize)]
+struct HistoryQuery {
+    before: Option<u64>,
+    lines: Option<u32>,
+}
+
+/// `GET /api/sessions/ID/history?before=N&lines=M`: a page of the session's
+/// history by line number (the daemon's `history` request, as the TUI's
+/// panes read it): the terminal's scrollback reads it a page at a time.
+async fn history(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<HistoryQuery>,
+) -> Response {
+    ask(
+        &app,
+        DaemonRequest::History(msg::HistoryPage {
+            session: id,
+            before: q.before,
+            lines: q.lines.unwrap_or(MAX_HISTORY_PAGE).min(MAX_HISTORY_PAGE),
         }),
     )
     .await

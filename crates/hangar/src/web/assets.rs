@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 
 const INDEX_HTML: &str = include_str!("static/index.html");
 const APP_JS: &[u8] = include_bytes!("static/app.js");
+const SCROLLBACK_JS: &[u8] = include_bytes!("static/scrollback.js");
 const APP_CSS: &[u8] = include_bytes!("static/app.css");
 const XTERM_JS: &[u8] = include_bytes!("static/vendor/xterm.js");
 const XTERM_CSS: &[u8] = include_bytes!("static/vendor/xterm.css");
@@ -31,6 +32,7 @@ pub fn page() -> Response {
 pub fn asset(name: &str) -> Option<Response> {
     let (body, kind): (&'static [u8], &str) = match name {
         "app.js" => (APP_JS, "text/javascript; charset=utf-8"),
+        "scrollback.js" => (SCROLLBACK_JS, "text/javascript; charset=utf-8"),
         "app.css" => (APP_CSS, "text/css; charset=utf-8"),
         "xterm.js" => (XTERM_JS, "text/javascript; charset=utf-8"),
         "xterm.css" => (XTERM_CSS, "text/css; charset=utf-8"),

@@ -6,7 +6,10 @@
 //! text messages are JSON controls, `{"type":"resize","cols","rows"}`.
 //! Server to browser: binary messages are the terminal's bytes (the screen
 //! first, then the live stream); text messages are JSON notices
-//! (`exited`, `error`, `lost`).
+//! (`exited`, `error`, `lost`, and `history`: `{"type":"history","end":N}`,
+//! the number of the line just below the session's history after the bytes
+//! sent before it, so the page's scrollback reads the lines above its screen
+//! by number from `GET /api/sessions/ID/history`).
 //!
 //! A read-only viewer attaches without a size (it never shrinks the PTY for
 //! the people typing) and every keystroke it sends is refused. A revoked
@@ -63,27 +66,43 @@ pub async fn attach(
         Ok(l) => l,
         Err(e) => return link_error(e),
     };
-    if let Err(e) = link
+    let history_end = match link
         .request(DaemonRequest::Attach(msg::Attach {
             session: id,
             cols,
             rows,
             history: None,
-            history_events: false,
+            history_events: true,
         }))
         .await
     {
-        return link_error(e);
-    }
-    ws.on_upgrade(move |socket| bridge(socket, link, access, app))
+        Ok(reply) => reply["history_end"].as_u64(),
+        Err(e) => return link_error(e),
+    };
+    ws.on_upgrade(move |socket| bridge(socket, link, access, app, history_end))
 }
 
 fn notice(v: Value) -> Message {
     Message::Text(v.to_string().into())
 }
 
-async fn bridge(socket: WebSocket, link: DaemonLink, access: Access, app: Arc<App>) {
+async fn bridge(
+    socket: WebSocket,
+    link: DaemonLink,
+    access: Access,
+    app: Arc<App>,
+    history_end: Option<u64>,
+) {
     let (mut to_browser, mut from_browser) = socket.split();
+    // Where history ends at the screen the daemon sends first.
+    if let Some(end) = history_end
+        && to_browser
+            .send(notice(json!({"type": "history", "end": end})))
+            .await
+            .is_err()
+    {
+        return;
+    }
     let DaemonLink {
         mut reader,
         mut writer,
@@ -102,6 +121,15 @@ async fn bridge(socket: WebSocket, link: DaemonLink, access: Access, app: Arc<Ap
                         .send(notice(json!({"type": "exited", "code": e["code"]})))
                         .await;
                     break;
+                }
+                Ok(Incoming::Event(e)) if e["event"] == "history" => {
+                    if to_browser
+                        .send(notice(json!({"type": "history", "end": e["end"]})))
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
                 }
                 Ok(Incoming::Reply(r)) if r.body.get("detached").is_some() => break,
                 Ok(_) => {}

@@ -18,9 +18,9 @@
 //! time depends on where it differs.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::IpAddr;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -137,18 +137,9 @@ impl Revocation {
         std::fs::create_dir_all(dir)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
         let epoch = Secret::random()?.0;
-        // Written whole to a temporary file and renamed: a server reading
-        // mid-write would otherwise see an empty epoch.
-        let tmp = dir.join(format!(".revoked.{}", std::process::id()));
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(epoch.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &self.file)?;
+        // Written whole and renamed: a server reading mid-write would
+        // otherwise see an empty epoch.
+        hangar_protocol::paths::write_private(&self.file, epoch.as_bytes())?;
         Ok(epoch)
     }
 }

@@ -234,42 +234,24 @@ fn url_host(local: SocketAddr) -> String {
 
 /// The first up, non-loopback interface address of the family asked for.
 fn lan_address(v6: bool) -> Option<IpAddr> {
-    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `list` with a linked list we free below.
-    if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return None;
-    }
-    let mut found = None;
-    let mut cur = list;
-    while !cur.is_null() && found.is_none() {
-        // SAFETY: `cur` is a node of the list getifaddrs returned.
-        let ifa = unsafe { &*cur };
-        cur = ifa.ifa_next;
-        if ifa.ifa_addr.is_null() || ifa.ifa_flags & (libc::IFF_UP as u32) == 0 {
-            continue;
+    use nix::net::if_::InterfaceFlags;
+    let list = match nix::ifaddrs::getifaddrs() {
+        Ok(list) => list,
+        Err(e) => {
+            tracing::debug!("cannot list the interface addresses: {e}");
+            return None;
         }
-        // SAFETY: ifa_addr is non-null and its family says which struct it is.
-        let family = unsafe { (*ifa.ifa_addr).sa_family } as i32;
-        let ip = match family {
-            libc::AF_INET if !v6 => {
-                // SAFETY: AF_INET addresses are sockaddr_in.
-                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-                IpAddr::from(u32::from_be(sin.sin_addr.s_addr).to_be_bytes())
+    };
+    list.filter(|ifa| ifa.flags.contains(InterfaceFlags::IFF_UP))
+        .filter_map(|ifa| {
+            let addr = ifa.address?;
+            if v6 {
+                addr.as_sockaddr_in6().map(|a| IpAddr::V6(a.ip()))
+            } else {
+                addr.as_sockaddr_in().map(|a| IpAddr::V4(a.ip()))
             }
-            libc::AF_INET6 if v6 => {
-                // SAFETY: AF_INET6 addresses are sockaddr_in6.
-                let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
-                IpAddr::from(sin6.sin6_addr.s6_addr)
-            }
-            _ => continue,
-        };
-        if !ip.is_loopback() {
-            found = Some(ip);
-        }
-    }
-    // SAFETY: `list` came from getifaddrs and is freed once.
-    unsafe { libc::freeifaddrs(list) };
-    found
+        })
+        .find(|ip| !ip.is_loopback())
 }
 
 #[cfg(test)]

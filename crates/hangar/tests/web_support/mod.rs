@@ -503,6 +503,15 @@ impl Browser {
         );
     }
 
+    /// Perform WebDriver input actions (a wheel, a finger) as a person does.
+    pub fn actions(&self, actions: Value) {
+        self.call(
+            "POST",
+            &self.at("/actions"),
+            Some(json!({"actions": actions})),
+        );
+    }
+
     /// A PNG of the viewport, written to `path`.
     pub fn screenshot(&self, path: &Path) {
         use base64::Engine;
@@ -675,7 +684,14 @@ impl WsClient {
         loop {
             let (op, payload) = self.read_frame();
             match op {
-                0x1 => return serde_json::from_slice(&payload).expect("notice JSON"),
+                0x1 => {
+                    let notice: Value = serde_json::from_slice(&payload).expect("notice JSON");
+                    // Where history ends comes with the output (the page's
+                    // scrollback reads it): not a notice a test waits for.
+                    if notice["type"] != "history" {
+                        return notice;
+                    }
+                }
                 0x8 => panic!("closed: {:?}", String::from_utf8_lossy(&payload)),
                 _ => continue,
             }

@@ -5,7 +5,6 @@
 //! (`claude::hooks`). This module must never write the user's settings
 //! files.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use hangar_core::SessionId;
@@ -19,26 +18,13 @@ pub fn settings_path(home: &Path, session: &SessionId) -> PathBuf {
 
 /// Write the settings file (0600, in a 0700 folder) and return its path.
 pub fn write_settings(hangar: &Path, home: &Path, session: &SessionId) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::OpenOptionsExt;
     let path = settings_path(home, session);
-    let dir = home.join("hooks");
-    crate::paths::ensure_private_dir(&dir)?;
+    crate::paths::ensure_private_dir(&home.join("hooks"))?;
     let body = serde_json::to_vec_pretty(&settings_json(hangar, home, session))
         .map_err(std::io::Error::other)?;
-    // Written to a temporary name and renamed: an agent starting at the same
-    // moment never reads half a file.
-    let tmp = dir.join(format!(".{}.tmp", session.as_str()));
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&body)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, &path)?;
+    // Written whole and renamed: an agent starting at the same moment never
+    // reads half a file.
+    crate::paths::write_private(&path, &body)?;
     Ok(path)
 }
 

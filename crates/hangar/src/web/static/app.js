@@ -15,6 +15,7 @@
     current: null, // the session id on screen, or null for the list
     term: null,
     fit: null,
+    scrollback: null, // the history view over the terminal (scrollback.js)
     ws: null,
     events: null,
     unpaired: false,
@@ -229,7 +230,8 @@
     const term = new window.Terminal({
       convertEol: false,
       cursorBlink: true,
-      scrollback: 2000,
+      // History is the daemon's, read a page at a time (scrollback.js).
+      scrollback: 0,
       fontSize: window.innerWidth < 600 ? 12 : 14,
       fontFamily: 'ui-monospace, "DejaVu Sans Mono", Menlo, monospace',
       disableStdin: state.readOnly,
@@ -254,6 +256,17 @@
     });
     state.term = term;
     state.fit = fit;
+    state.scrollback = window.HangarScrollback.attach(
+      $("term-box"),
+      (before, lines) => {
+        const q = "?lines=" + lines + (before === null ? "" : "&before=" + before);
+        return api("GET", "/api/sessions/" + encodeURIComponent(state.current) + "/history" + q);
+      },
+      () => state.term,
+      () => {
+        if (!state.readOnly) term.focus();
+      },
+    );
   }
 
   function sendInput(bytes) {
@@ -264,6 +277,8 @@
   function connectTerminal(id) {
     ensureTerm();
     const term = state.term;
+    state.scrollback.close();
+    state.scrollback.setEnd(null);
     term.reset();
     state.fit.fit();
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
@@ -276,7 +291,8 @@
     ws.onmessage = (e) => {
       if (typeof e.data === "string") {
         const n = JSON.parse(e.data);
-        if (n.type === "exited") showError("The session exited (code " + n.code + "). Wake it to start it again.");
+        if (n.type === "history") state.scrollback.setEnd(n.end);
+        else if (n.type === "exited") showError("The session exited (code " + n.code + "). Wake it to start it again.");
         else if (n.type === "error" || n.type === "lost") showError(n.message);
         return;
       }
@@ -291,6 +307,7 @@
   }
 
   function disconnectTerminal() {
+    if (state.scrollback) state.scrollback.close();
     if (state.ws) {
       const ws = state.ws;
       state.ws = null;

@@ -1,0 +1,210 @@
+//! Sessions on a container engine (issue 32): the rules over plain data.
+//!
+//! A session started with `hangar new --engine NAME` keeps an
+//! [`EngineBinding`] in its metadata for its whole life: every start runs it
+//! on that engine and never outside it (DESIGN.md rule 14). Everything
+//! hangar makes on an engine is named from the session's id and labelled
+//! with the session and a hash of the hangar home that made it, so a
+//! restart finds its own leftovers and never touches another home's.
+
+use serde::{Deserialize, Serialize};
+
+/// The label naming the session a container (or pod, or volume) belongs to.
+pub const SESSION_LABEL: &str = "hangar.session";
+/// The label naming the hangar home (as [`home_hash`]) that made it.
+pub const HOME_LABEL: &str = "hangar.home";
+
+/// Which engine a session runs on, as `hangar new --engine NAME [--image I]`
+/// asked; kept in the session's metadata.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EngineBinding {
+    /// The `[engines.NAME]` section of config.toml.
+    pub name: String,
+    /// The image asked for with `--image`; `None` takes the engine's own
+    /// `image` setting at each start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+impl EngineBinding {
+    /// The image this session runs: its own, else the engine's.
+    pub fn image<'a>(&'a self, engine_default: Option<&'a str>) -> Option<&'a str> {
+        self.image.as_deref().or(engine_default)
+    }
+}
+
+/// The container (or pod) name of session `session_id`: one per session,
+/// the same across hibernate and wake.
+pub fn container_name(session_id: &str) -> String {
+    format!("hangar-{}", sanitize(session_id))
+}
+
+/// The volume (or volume claim) that keeps the agent CLI's own state (its
+/// home folder inside the container) across hibernate and wake.
+pub fn volume_name(session_id: &str) -> String {
+    format!("hangar-{}-home", sanitize(session_id))
+}
+
+/// Container and volume names take `[a-zA-Z0-9_.-]`; Kubernetes names are
+/// lower case. A session id is a uuid, so this only guards odd imports.
+fn sanitize(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// A short stable hash of the hangar home's path (FNV-1a, 64 bits, as 16
+/// hex digits): the `hangar.home` label. Stable across releases, since a
+/// label written by one version is read by the next.
+pub fn home_hash(home: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in home.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// The labels on everything hangar makes for a session.
+pub fn labels(session_id: &str, home_hash: &str) -> Vec<(String, String)> {
+    vec![
+        (SESSION_LABEL.to_owned(), session_id.to_owned()),
+        (HOME_LABEL.to_owned(), home_hash.to_owned()),
+    ]
+}
+
+/// What a start of hangar does with a container it finds on an engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leftover {
+    /// Not made by this home (another home's, or not hangar's): untouched.
+    NotOurs,
+    /// This home's, of a session it still has: kept (its volume and the
+    /// CLI's state with it), stopped when running, since no agent of this
+    /// daemon runs in it yet.
+    Adopt { running: bool },
+    /// This home's, of a session it no longer has: removed.
+    Remove,
+}
+
+/// Decide about one container found on an engine. `labels` are its labels,
+/// `known` says whether this home still has a session of that id.
+pub fn leftover(
+    labels: &[(String, String)],
+    own_home_hash: &str,
+    running: bool,
+    known: impl Fn(&str) -> bool,
+) -> Leftover {
+    let label = |k: &str| {
+        labels
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
+    match (label(HOME_LABEL), label(SESSION_LABEL)) {
+        (Some(home), Some(session)) if home == own_home_hash => {
+            if known(session) {
+                Leftover::Adopt { running }
+            } else {
+                Leftover::Remove
+            }
+        }
+        _ => Leftover::NotOurs,
+    }
+}
+
+/// An engine's answer to "inspect this image" means "there is no such
+/// image": a 404, or (Podman's compatible API) a "no such image" text in
+/// another status.
+pub fn image_missing(status: u16, message: &str) -> bool {
+    status == 404 || message.to_ascii_lowercase().contains("no such image")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn names_follow_the_session_id_and_stay_valid() {
+        assert_eq!(container_name("AB12-cd"), "hangar-ab12-cd");
+        assert_eq!(volume_name("ab12"), "hangar-ab12-home");
+        assert_eq!(container_name("a/b c"), "hangar-a-b-c");
+    }
+
+    #[test]
+    fn the_home_hash_is_stable_and_tells_homes_apart() {
+        // FNV-1a of the empty string is its offset basis.
+        assert_eq!(home_hash(""), "cbf29ce484222325");
+        assert_eq!(home_hash("/home/a/.hangar"), home_hash("/home/a/.hangar"));
+        assert_ne!(home_hash("/home/a/.hangar"), home_hash("/home/b/.hangar"));
+        assert_eq!(home_hash("/x").len(), 16);
+    }
+
+    #[test]
+    fn a_leftover_of_another_home_is_never_ours() {
+        let other = l(&[(HOME_LABEL, "other"), (SESSION_LABEL, "s1")]);
+        assert_eq!(leftover(&other, "mine", true, |_| true), Leftover::NotOurs);
+        let unlabelled = l(&[("app", "x")]);
+        assert_eq!(
+            leftover(&unlabelled, "mine", true, |_| true),
+            Leftover::NotOurs
+        );
+        let no_session = l(&[(HOME_LABEL, "mine")]);
+        assert_eq!(
+            leftover(&no_session, "mine", true, |_| false),
+            Leftover::NotOurs
+        );
+    }
+
+    #[test]
+    fn own_leftovers_are_adopted_when_known_and_removed_when_not() {
+        let mine = l(&[(HOME_LABEL, "mine"), (SESSION_LABEL, "s1")]);
+        assert_eq!(
+            leftover(&mine, "mine", true, |s| s == "s1"),
+            Leftover::Adopt { running: true }
+        );
+        assert_eq!(
+            leftover(&mine, "mine", false, |s| s == "s1"),
+            Leftover::Adopt { running: false }
+        );
+        assert_eq!(leftover(&mine, "mine", true, |_| false), Leftover::Remove);
+    }
+
+    #[test]
+    fn a_podman_no_such_image_text_counts_as_missing() {
+        assert!(image_missing(404, ""));
+        // Podman 4.3's compatible API, read on this machine.
+        assert!(image_missing(
+            500,
+            "failed to find image nosuch: docker.io/library/nosuch: No such image"
+        ));
+        assert!(!image_missing(500, "connection refused"));
+    }
+
+    #[test]
+    fn the_session_image_wins_over_the_engine_default() {
+        let own = EngineBinding {
+            name: "p".into(),
+            image: Some("local/a".into()),
+        };
+        assert_eq!(own.image(Some("local/b")), Some("local/a"));
+        let default = EngineBinding {
+            name: "p".into(),
+            image: None,
+        };
+        assert_eq!(default.image(Some("local/b")), Some("local/b"));
+        assert_eq!(default.image(None), None);
+    }
+}

@@ -1,0 +1,150 @@
+//! `[engines.NAME]` in config.toml: the container engines a session may run
+//! on (`hangar new --engine NAME`).
+//!
+//! ```toml
+//! [engines.pod]
+//! kind = "podman"                       # or "docker", "kubernetes"
+//! socket = "/run/podman/podman.sock"    # the Docker Engine API socket
+//! image = "localhost/hangar-claude"     # never pulled: built or named
+//! runtime = "runc"                      # HostConfig.Runtime, when the default is refused
+//! ulimits = { nofile = 20000, nproc = 32768 }
+//! network = "none"                      # the container's network mode
+//! mounts = ["/opt/tools:/opt/tools:ro"] # extra bind mounts
+//! programs = { claude = "/usr/local/bin/claude" }
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// Every `[engines.NAME]`, by name.
+pub type EnginesConfig = BTreeMap<String, EngineConfig>;
+
+/// What runs the containers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    Docker,
+    Podman,
+    Kubernetes,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Docker => "docker",
+            EngineKind::Podman => "podman",
+            EngineKind::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+/// One `[engines.NAME]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    pub kind: EngineKind,
+    /// The engine's API socket (a path, or `unix://PATH`). Default: Docker's
+    /// `/var/run/docker.sock`; Podman's `$XDG_RUNTIME_DIR/podman/podman.sock`,
+    /// or `/run/podman/podman.sock` for root.
+    #[serde(default)]
+    pub socket: Option<String>,
+    /// The image sessions run unless `hangar new --image` names another.
+    /// It must already be in the engine: hangar never pulls one.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// The OCI runtime (`HostConfig.Runtime`), e.g. `runc`.
+    #[serde(default)]
+    pub runtime: Option<String>,
+    /// Resource limits by name (`nofile`, `nproc`...), soft and hard alike.
+    #[serde(default)]
+    pub ulimits: BTreeMap<String, i64>,
+    /// The container's network mode. Default `none`: the agent reaches
+    /// nothing; `host` lets it reach hangar's proxy on this machine's
+    /// loopback (and everything else this machine reaches).
+    #[serde(default)]
+    pub network: Option<String>,
+    /// Extra bind mounts, `HOST:CONTAINER[:ro]`.
+    #[serde(default)]
+    pub mounts: Vec<String>,
+    /// The program each provider runs inside the container, by provider
+    /// name. Default: the file name of the program it runs on this machine,
+    /// looked up on the image's PATH.
+    #[serde(default)]
+    pub programs: BTreeMap<String, String>,
+    /// The agent's home folder inside the container, kept in the session's
+    /// volume across hibernate and wake (the CLI's state lives there).
+    #[serde(default = "default_home")]
+    pub home: String,
+    /// Seconds an agent gets to exit after its container is asked to stop.
+    #[serde(default = "default_stop_secs")]
+    pub stop_timeout_secs: u32,
+    /// Kubernetes: the namespace of the pods.
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+fn default_home() -> String {
+    "/root".to_owned()
+}
+
+fn default_stop_secs() -> u32 {
+    5
+}
+
+impl EngineConfig {
+    /// The socket path to connect to.
+    pub fn socket_path(&self) -> String {
+        if let Some(s) = &self.socket {
+            return s.strip_prefix("unix://").unwrap_or(s).to_owned();
+        }
+        match self.kind {
+            EngineKind::Podman => match std::env::var("XDG_RUNTIME_DIR") {
+                Ok(dir) if !dir.is_empty() && !is_root() => format!("{dir}/podman/podman.sock"),
+                _ => "/run/podman/podman.sock".to_owned(),
+            },
+            _ => "/var/run/docker.sock".to_owned(),
+        }
+    }
+
+    /// The network mode containers get.
+    pub fn network_mode(&self) -> &str {
+        self.network.as_deref().unwrap_or("none")
+    }
+}
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_section_reads_with_its_defaults() {
+        let c: EnginesConfig = toml::from_str(
+            r#"
+            [pod]
+            kind = "podman"
+            socket = "unix:///tmp/p.sock"
+            ulimits = { nofile = 20000 }
+            "#,
+        )
+        .unwrap();
+        let pod = &c["pod"];
+        assert_eq!(pod.kind, EngineKind::Podman);
+        assert_eq!(pod.socket_path(), "/tmp/p.sock");
+        assert_eq!(pod.network_mode(), "none");
+        assert_eq!(pod.home, "/root");
+        assert_eq!(pod.ulimits["nofile"], 20000);
+    }
+
+    #[test]
+    fn an_unknown_kind_or_key_is_refused() {
+        assert!(toml::from_str::<EnginesConfig>("[x]\nkind = \"lxc\"\n").is_err());
+        assert!(
+            toml::from_str::<EnginesConfig>("[x]\nkind = \"docker\"\nimgae = \"a\"\n").is_err()
+        );
+    }
+}

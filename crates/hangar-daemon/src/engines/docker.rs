@@ -1,0 +1,339 @@
+//! Docker and Podman through the Docker Engine API (bollard; Podman's
+//! `podman system service` answers the same API): the image check, the
+//! session's container and volume, stop, remove, and the listing of this
+//! home's containers.
+//!
+//! One container per session, named from its id, running a keep-alive as
+//! its main process; the agent itself is `exec`ed into it with a TTY by the
+//! bridge (`bridge.rs`) at each start, so a wake resumes the conversation in
+//! the same container, with the CLI's state kept in the session's volume.
+
+use std::collections::HashMap;
+
+use bollard::Docker;
+use bollard::errors::Error as BollardError;
+use bollard::models::{ContainerCreateBody, HostConfig, ResourcesUlimits, VolumeCreateRequest};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, InspectContainerOptions,
+    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, RemoveVolumeOptionsBuilder,
+    StopContainerOptionsBuilder,
+};
+use futures::StreamExt;
+use hangar_core::engine::{self, HOME_LABEL};
+
+use super::EngineError;
+use super::config::EngineConfig;
+
+/// How long one call to the engine may take before it counts as a refusal
+/// (a start never hangs on an engine that stopped answering).
+const API_TIMEOUT_SECS: u64 = 60;
+
+/// The keep-alive the container runs as its main process: on a stop it asks
+/// every other process (the agent) to end, gives them a moment, and exits,
+/// instead of leaving them to the engine's SIGKILL.
+const KEEPALIVE: &str = "trap 'kill -TERM -1 2>/dev/null; sleep 1; exit 0' TERM INT; \
+     while :; do sleep 3600 & wait $!; done";
+
+/// A connection to engine `name`.
+pub fn connect(name: &str, cfg: &EngineConfig) -> Result<Docker, EngineError> {
+    let socket = cfg.socket_path();
+    if !std::path::Path::new(&socket).exists() {
+        return Err(EngineError(format!(
+            "engine {name}: its socket {socket} does not exist (is the {} service running? for Podman: `podman system service --time=0 unix://{socket}`)",
+            cfg.kind.name()
+        )));
+    }
+    Docker::connect_with_unix(&socket, API_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+        .map_err(|e| EngineError(format!("engine {name}: cannot connect to {socket}: {e}")))
+}
+
+/// The engine's own words for an error.
+pub fn message(e: &BollardError) -> String {
+    match e {
+        BollardError::DockerResponseServerError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn status(e: &BollardError) -> Option<u16> {
+    match e {
+        BollardError::DockerResponseServerError { status_code, .. } => Some(*status_code),
+        _ => None,
+    }
+}
+
+fn not_found(e: &BollardError) -> bool {
+    status(e) == Some(404)
+}
+
+/// The image must already be in the engine: a missing one is an error that
+/// says how to get it, never a pull.
+pub async fn ensure_image(docker: &Docker, name: &str, image: &str) -> Result<(), EngineError> {
+    match docker.inspect_image(image).await {
+        Ok(_) => Ok(()),
+        Err(e) if engine::image_missing(status(&e).unwrap_or(0), &message(&e)) => {
+            Err(EngineError(format!(
+                "engine {name}: image {image} is not in the engine ({}); build one with `hangar engine image build {name}` or load it yourself: hangar never pulls an image",
+                message(&e)
+            )))
+        }
+        Err(e) => Err(EngineError(format!(
+            "engine {name}: cannot look at image {image}: {}",
+            message(&e)
+        ))),
+    }
+}
+
+/// What the container of a session is made with.
+pub struct ContainerSpec<'a> {
+    pub engine: &'a str,
+    pub cfg: &'a EngineConfig,
+    pub session: &'a str,
+    pub home_hash: &'a str,
+    pub image: &'a str,
+    /// The session's folder, bind-mounted read-write at the same path.
+    pub cwd: &'a str,
+}
+
+fn label_map(session: &str, home_hash: &str) -> HashMap<String, String> {
+    engine::labels(session, home_hash).into_iter().collect()
+}
+
+/// The session's container, made when missing and started when not
+/// running. A container of that name made by another hangar home is never
+/// touched: that is an error.
+pub async fn ensure_container(
+    docker: &Docker,
+    spec: &ContainerSpec<'_>,
+) -> Result<(), EngineError> {
+    let name = engine::container_name(spec.session);
+    let refused = |what: &str, e: &BollardError| {
+        EngineError(format!(
+            "engine {}: cannot {what} container {name}: {}",
+            spec.engine,
+            message(e)
+        ))
+    };
+    let running = match docker
+        .inspect_container(&name, None::<InspectContainerOptions>)
+        .await
+    {
+        Ok(found) => {
+            let home = found
+                .config
+                .as_ref()
+                .and_then(|c| c.labels.as_ref())
+                .and_then(|l| l.get(HOME_LABEL));
+            if home.map(String::as_str) != Some(spec.home_hash) {
+                return Err(EngineError(format!(
+                    "engine {}: a container named {name} exists that this hangar home did not make; it is left alone",
+                    spec.engine
+                )));
+            }
+            found.state.and_then(|s| s.running).unwrap_or(false)
+        }
+        Err(e) if not_found(&e) => {
+            create(docker, spec, &name).await?;
+            false
+        }
+        Err(e) => return Err(refused("look at", &e)),
+    };
+    if !running && let Err(first) = docker.start_container(&name, None).await {
+        // Still stopping (a bridge of a daemon that died asked for the stop
+        // a moment ago): let the stop finish, then start it once more.
+        tracing::debug!("start {name}: {}; stopping it first", message(&first));
+        stop(docker, &name, spec.cfg.stop_timeout_secs).await?;
+        docker
+            .start_container(&name, None)
+            .await
+            .map_err(|e| refused("start", &e))?;
+    }
+    Ok(())
+}
+
+async fn create(docker: &Docker, spec: &ContainerSpec<'_>, name: &str) -> Result<(), EngineError> {
+    let volume = engine::volume_name(spec.session);
+    docker
+        .create_volume(VolumeCreateRequest {
+            name: Some(volume.clone()),
+            labels: Some(label_map(spec.session, spec.home_hash)),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| {
+            EngineError(format!(
+                "engine {}: cannot create volume {volume}: {}",
+                spec.engine,
+                message(&e)
+            ))
+        })?;
+    let mut binds = vec![
+        format!("{}:{}", spec.cwd, spec.cwd),
+        format!("{volume}:{}", spec.cfg.home),
+    ];
+    binds.extend(spec.cfg.mounts.iter().cloned());
+    let ulimits = spec
+        .cfg
+        .ulimits
+        .iter()
+        .map(|(name, n)| ResourcesUlimits {
+            name: Some(name.clone()),
+            soft: Some(*n),
+            hard: Some(*n),
+        })
+        .collect::<Vec<_>>();
+    let body = ContainerCreateBody {
+        image: Some(spec.image.to_owned()),
+        cmd: Some(vec!["/bin/sh".into(), "-c".into(), KEEPALIVE.into()]),
+        entrypoint: Some(Vec::new()),
+        env: Some(vec![format!("HOME={}", spec.cfg.home)]),
+        working_dir: Some(spec.cwd.to_owned()),
+        labels: Some(label_map(spec.session, spec.home_hash)),
+        stop_timeout: Some(i64::from(spec.cfg.stop_timeout_secs)),
+        host_config: Some(HostConfig {
+            binds: Some(binds),
+            network_mode: Some(spec.cfg.network_mode().to_owned()),
+            runtime: spec.cfg.runtime.clone(),
+            ulimits: (!ulimits.is_empty()).then_some(ulimits),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = CreateContainerOptionsBuilder::new().name(name).build();
+    docker
+        .create_container(Some(options), body)
+        .await
+        .map_err(|e| {
+            EngineError(format!(
+                "engine {}: cannot create container {name}: {}",
+                spec.engine,
+                message(&e)
+            ))
+        })?;
+    Ok(())
+}
+
+/// Stop a session's container (hibernate): its volume, and the container's
+/// own files, are kept. A missing or already stopped one is no error.
+/// `name` is the container's name or id.
+pub async fn stop(docker: &Docker, name: &str, timeout_secs: u32) -> Result<(), EngineError> {
+    let options = StopContainerOptionsBuilder::new()
+        .t(i32::try_from(timeout_secs).unwrap_or(i32::MAX))
+        .build();
+    match docker.stop_container(name, Some(options)).await {
+        Ok(()) => Ok(()),
+        // 304: already stopped; 404: gone.
+        Err(e) if matches!(status(&e), Some(304 | 404)) => Ok(()),
+        Err(e) => Err(EngineError(format!(
+            "cannot stop container {name}: {}",
+            message(&e)
+        ))),
+    }
+}
+
+/// Remove a session's container and its volume (close).
+pub async fn remove(docker: &Docker, session: &str) -> Result<(), EngineError> {
+    remove_container(docker, &engine::container_name(session), session).await
+}
+
+/// Remove container `name` (a name or an id) and session `session`'s volume.
+pub async fn remove_container(
+    docker: &Docker,
+    name: &str,
+    session: &str,
+) -> Result<(), EngineError> {
+    let options = RemoveContainerOptionsBuilder::new()
+        .force(true)
+        .v(true)
+        .build();
+    match docker.remove_container(name, Some(options)).await {
+        Ok(()) => {}
+        Err(e) if not_found(&e) => {}
+        Err(e) => {
+            return Err(EngineError(format!(
+                "cannot remove container {name}: {}",
+                message(&e)
+            )));
+        }
+    }
+    let volume = engine::volume_name(session);
+    match docker
+        .remove_volume(
+            &volume,
+            Some(RemoveVolumeOptionsBuilder::new().force(true).build()),
+        )
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(e) if not_found(&e) => Ok(()),
+        Err(e) => Err(EngineError(format!(
+            "cannot remove volume {volume}: {}",
+            message(&e)
+        ))),
+    }
+}
+
+/// A container this home made, as a listing shows it.
+pub struct Found {
+    /// The engine's id of the container.
+    pub id: String,
+    pub labels: Vec<(String, String)>,
+    pub running: bool,
+}
+
+/// Every container labelled with this home's hash (running or not).
+pub async fn list_own(docker: &Docker, home_hash: &str) -> Result<Vec<Found>, EngineError> {
+    let mut filters = HashMap::new();
+    filters.insert("label", vec![format!("{HOME_LABEL}={home_hash}")]);
+    let options = ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let found = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(|e| EngineError(format!("cannot list containers: {}", message(&e))))?;
+    Ok(found
+        .into_iter()
+        .map(|c| Found {
+            id: c.id.unwrap_or_default(),
+            labels: c.labels.unwrap_or_default().into_iter().collect(),
+            running: c.state.is_some_and(|s| {
+                matches!(
+                    s,
+                    bollard::models::ContainerSummaryStateEnum::RUNNING
+                        | bollard::models::ContainerSummaryStateEnum::RESTARTING
+                )
+            }),
+        })
+        .collect())
+}
+
+/// Import a root file system tarball as image `repo:tag`, its default
+/// command a shell. Returns the engine's last word (the image id).
+pub async fn import(
+    docker: &Docker,
+    tarball: bytes::Bytes,
+    repo: &str,
+    tag: &str,
+) -> Result<String, EngineError> {
+    let options = CreateImageOptionsBuilder::new()
+        .from_src("-")
+        .repo(repo)
+        .tag(tag)
+        .changes(vec!["CMD [\"/bin/sh\"]".to_owned()])
+        .build();
+    let mut stream = docker.create_image(Some(options), Some(bollard::body_full(tarball)), None);
+    let mut last = String::new();
+    while let Some(item) = stream.next().await {
+        let info = item
+            .map_err(|e| EngineError(format!("the engine refused the import: {}", message(&e))))?;
+        if let Some(err) = info.error_detail.and_then(|d| d.message) {
+            return Err(EngineError(format!("the engine refused the import: {err}")));
+        }
+        if let Some(s) = info.status {
+            last = s;
+        }
+    }
+    Ok(last)
+}

@@ -1,0 +1,122 @@
+//! `hangar usage` and `hangar limit` (issue 29): the ledger summed per
+//! session and account, and a session's auto-continue switch.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use hangar_core::usage::summarize;
+use hangar_protocol::message::{LimitSet, UsageQuery, codes};
+use serde_json::{Value, json};
+
+use crate::Daemon;
+use crate::errors::ApiError;
+
+/// What the figures are, said in every answer: list prices, so for a
+/// subscription login an estimate, not what is billed.
+const COST_NOTE: &str = "cost_usd is at list prices (hangar's price table and [usage.prices]); \
+     for a subscription login it is an estimate, not what is billed. null: a model with no price";
+
+pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<Value, ApiError> {
+    let session = match &req.session {
+        Some(s) => Some(daemon.sessions.resolve(s)?.to_string()),
+        None => None,
+    };
+    let facts = daemon
+        .usage
+        .report(req.since_ms, session.as_deref())
+        .map_err(|e| ApiError::new(codes::FAILED, format!("cannot read the usage ledger: {e}")))?;
+    let title_of = |id: &str| {
+        daemon
+            .sessions
+            .meta(&hangar_core::SessionId::from(id))
+            .map(|m| m.title)
+            .unwrap_or_default()
+    };
+    let (sessions, total) = summarize(&facts.sums, &facts.prices, &title_of);
+    let mut accounts: BTreeMap<(String, String), (Vec<Value>, Option<i64>)> = BTreeMap::new();
+    for w in &facts.windows {
+        accounts
+            .entry((w.provider.clone(), w.account.clone()))
+            .or_default()
+            .0
+            .push(json!({
+                "kind": w.window.kind,
+                "used_percent": w.window.used_percent,
+                "resets_at": w.window.resets_at,
+            }));
+    }
+    for (id, account, resets_at) in &facts.limited {
+        let provider = daemon
+            .sessions
+            .provider_of(&hangar_core::SessionId::from(id.as_str()))
+            .map(|p| p.name().to_owned())
+            .unwrap_or_else(|| "unknown".to_owned());
+        let account = account.clone().unwrap_or_else(|| "unknown".to_owned());
+        let entry = accounts.entry((provider, account)).or_default();
+        entry.1 = match (entry.1, resets_at) {
+            (Some(a), Some(b)) => Some(a.max(*b)),
+            (a, b) => a.or(*b),
+        };
+    }
+    let accounts: Vec<Value> = accounts
+        .into_iter()
+        .map(|((provider, account), (windows, limited_until))| {
+            json!({
+                "provider": provider,
+                "account": account,
+                "windows": windows,
+                "limited_until": limited_until,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "since": req.since_ms,
+        "sessions": sessions,
+        "accounts": accounts,
+        "total": total,
+        "note": COST_NOTE,
+    }))
+}
+
+pub fn limit(daemon: &Arc<Daemon>, req: LimitSet) -> Result<Value, ApiError> {
+    let id = daemon.sessions.resolve(&req.session)?;
+    if let Some(on) = req.auto_continue {
+        daemon.usage.set_auto_continue(&id, on);
+    }
+    Ok(json!({
+        "id": id.to_string(),
+        "auto_continue": daemon.usage.auto_continue_of(id.as_str()),
+        "limit": daemon.usage.limit_view(id.as_str()),
+    }))
+}
+
+/// The MCP tool `usage_read`: `hangar usage --json` for the last
+/// `since_hours` hours (default 24, at most 31 days). Read from hangar's own
+/// ledger, so nothing is cached and nothing polls a provider; a ledger that
+/// cannot be read is an error, never zero usage.
+pub fn usage_read(daemon: &Arc<Daemon>, args: Value) -> Result<Value, ApiError> {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(deny_unknown_fields)]
+    struct Args {
+        #[serde(default)]
+        since_hours: Option<u64>,
+        #[serde(default)]
+        session: Option<String>,
+    }
+    let args: Args = if args.is_null() {
+        Args::default()
+    } else {
+        serde_json::from_value(args)
+            .map_err(|e| ApiError::new(codes::INVALID, format!("usage_read: {e}")))?
+    };
+    let hours = args.since_hours.unwrap_or(24).clamp(1, 31 * 24);
+    let now = i64::try_from(crate::now_ms()).unwrap_or(i64::MAX);
+    let since_ms = now.saturating_sub(i64::try_from(hours * 3_600_000).unwrap_or(i64::MAX));
+    usage(
+        daemon,
+        UsageQuery {
+            since_ms,
+            session: args.session,
+        },
+    )
+}

@@ -1,0 +1,142 @@
+//! Carrying on by itself after a usage limit: at `resets_at + delay +
+//! jitter`, type the continuation prompt once into each session the limit
+//! stopped mid-task.
+//!
+//! Every decision is `hangar_core::usage_limits::decide_continue`; this
+//! gathers the facts (the clock, mid-turn, a person's typing, hibernated)
+//! and carries the answer out. It must never type mid-turn, never into a
+//! session a person typed into since the limit, never twice for one limit,
+//! and never before the reset (rule 13): a session whose reset is unknown
+//! waits for a person.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_core::SessionId;
+use hangar_core::usage_limits::{ContinueDecision, ContinueFacts, decide_continue};
+
+use super::Ledger;
+use crate::activity::Monitor;
+use crate::delivery::Delivery;
+use crate::governor::Governor;
+use crate::journal::Caller;
+use crate::sessions::Sessions;
+use crate::shutdown::Shutdown;
+
+/// Looks again at least this often (a clock jump, a turn that ended).
+const MAX_NAP: Duration = Duration::from_secs(5);
+
+pub struct Continuation {
+    pub ledger: Arc<Ledger>,
+    pub sessions: Arc<Sessions>,
+    pub monitor: Arc<Monitor>,
+    pub delivery: Arc<Delivery>,
+    pub governor: Arc<Governor>,
+    pub shutdown: Shutdown,
+}
+
+impl Continuation {
+    /// Run until the daemon shuts down.
+    pub async fn run(self: Arc<Self>) {
+        let mut down = self.shutdown.watch();
+        loop {
+            // No standing limit: nothing to wait for but a new one (an idle
+            // daemon must not wake on a timer).
+            match self.look().await {
+                Some(nap) => tokio::select! {
+                    _ = tokio::time::sleep(nap) => {}
+                    _ = self.ledger.changed.notified() => {}
+                    _ = down.wait_for(|s| *s) => return,
+                },
+                None => tokio::select! {
+                    _ = self.ledger.changed.notified() => {}
+                    _ = down.wait_for(|s| *s) => return,
+                },
+            }
+        }
+    }
+
+    /// One look at every standing limit; returns how long to sleep, `None`
+    /// when no limit is waiting for anything.
+    async fn look(self: &Arc<Self>) -> Option<Duration> {
+        let now = super::now();
+        let config = self.ledger.limits_config();
+        let mut nap = MAX_NAP;
+        let mut waiting = false;
+        for (id, limit, auto) in self.ledger.standing_limits() {
+            let sid = SessionId::from(id.as_str());
+            if self.sessions.meta(&sid).is_none() {
+                // Closed: its limit goes with it.
+                self.ledger.forget(&id);
+                continue;
+            }
+            let live = self.sessions.process(&sid).is_some();
+            let facts = ContinueFacts {
+                now_ms: now,
+                continue_at: limit.continue_at,
+                auto_continue: auto,
+                stopped_mid_task: limit.stopped_mid_task,
+                mid_turn: live && self.monitor.is_busy(&sid),
+                person_typed_since: self.ledger.person_typed_since(&id, limit.since_ms),
+                hibernated: !live,
+                wake_to_continue: config.wake_to_continue,
+                already_continued: limit.continued,
+            };
+            match decide_continue(&facts) {
+                ContinueDecision::WaitUntil(t) => {
+                    waiting = true;
+                    let wait = Duration::from_millis(u64::try_from(t - now).unwrap_or(0));
+                    nap = nap.min(wait.max(Duration::from_millis(50)));
+                }
+                ContinueDecision::WaitForTurnEnd => {
+                    waiting = true;
+                    nap = nap.min(Duration::from_millis(500));
+                }
+                ContinueDecision::StandDown(reason) => {
+                    self.ledger.stand_down(&id, limit.since_ms, reason)
+                }
+                ContinueDecision::Type { wake_first } => {
+                    if !self.ledger.mark_continued(&id, limit.since_ms) {
+                        continue;
+                    }
+                    let this = self.clone();
+                    let prompt = config.continue_prompt.clone();
+                    tokio::spawn(
+                        async move { this.type_continuation(sid, wake_first, prompt).await },
+                    );
+                }
+            }
+        }
+        waiting.then_some(nap)
+    }
+
+    async fn type_continuation(&self, id: SessionId, wake_first: bool, prompt: String) {
+        if wake_first {
+            match self.governor.wake_as(&id, Caller::Restore).await {
+                Ok(crate::sessions::RunState::Live) => {}
+                Ok(other) => {
+                    self.ledger.continued(
+                        &id,
+                        false,
+                        Some(format!("the wake ended {}", other.name())),
+                    );
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!("cannot wake {id} to continue it: {}", e.message);
+                    self.ledger
+                        .continued(&id, false, Some("wake failed".to_owned()));
+                    return;
+                }
+            }
+        }
+        match self.delivery.send(&id, &prompt, true).await {
+            Ok(_) => self.ledger.continued(&id, true, None),
+            Err(e) => {
+                tracing::warn!("cannot type the continuation into {id}: {}", e.message);
+                self.ledger
+                    .continued(&id, false, Some("typing failed".to_owned()));
+            }
+        }
+    }
+}

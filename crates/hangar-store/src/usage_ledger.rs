@@ -1,0 +1,387 @@
+//! The usage ledger's rows in the store (issue 29): one per request, each
+//! account's windows, and each session's limit.
+//!
+//! It opens its own connection to the store's file (WAL lets it write
+//! beside the workspace's connection), so the ledger never waits on the
+//! daemon's state lock. The tables come from the store's migration 2; this
+//! module never creates or alters a table. A request seen by two sources
+//! updates one row: each count is the largest seen and the more trusted
+//! source (`proxy` sorts before `transcript`) keeps its status, never a sum.
+
+use std::path::{Path, PathBuf};
+
+use hangar_core::usage::{ModelSum, Tokens, UsageRecord, UsageSource};
+use hangar_core::usage_limits::{UsageSessionState, Window};
+use rusqlite::{Connection, OpenFlags, params};
+
+use crate::error::StoreError;
+use crate::store::BUSY_TIMEOUT;
+
+/// An account's window as last reported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccountWindow {
+    pub provider: String,
+    pub account: String,
+    pub window: Window,
+    pub updated_ms: i64,
+}
+
+/// Every session's kept usage state, and the sessions whose row did not
+/// decode.
+pub type KeptSessions = (Vec<(String, UsageSessionState)>, Vec<String>);
+
+pub struct UsageLedger {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn sql<'a>(path: &'a Path, action: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + 'a {
+    move |source| StoreError::Sqlite {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl UsageLedger {
+    /// Open the ledger of the store at `path`. The store must have been
+    /// opened (and so migrated) by `Store::open` first.
+    pub fn open(path: &Path) -> Result<UsageLedger, StoreError> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql(path, "open the usage ledger in"))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(sql(path, "configure"))?;
+        conn.prepare("SELECT session FROM usage_requests LIMIT 0")
+            .map_err(sql(path, "find the usage ledger in"))?;
+        Ok(UsageLedger {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Add a request, or fold a new sighting into its row.
+    pub fn record(&mut self, r: &UsageRecord) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO usage_requests (session, request_key, provider, account, model, at_ms,
+                     input, output, cache_write, cache_read, status, source)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                 ON CONFLICT (session, request_key) DO UPDATE SET
+                     input = max(input, excluded.input),
+                     output = max(output, excluded.output),
+                     cache_write = max(cache_write, excluded.cache_write),
+                     cache_read = max(cache_read, excluded.cache_read),
+                     at_ms = min(at_ms, excluded.at_ms),
+                     status = CASE WHEN excluded.source < source
+                         THEN coalesce(excluded.status, status) ELSE coalesce(status, excluded.status) END,
+                     model = CASE WHEN excluded.source < source
+                         THEN coalesce(excluded.model, model) ELSE coalesce(model, excluded.model) END,
+                     account = CASE WHEN excluded.source < source
+                         THEN coalesce(excluded.account, account) ELSE coalesce(account, excluded.account) END,
+                     source = min(source, excluded.source)",
+                params![
+                    r.session,
+                    r.request_key,
+                    r.provider,
+                    r.account,
+                    r.model,
+                    r.at_ms,
+                    to_i64(r.tokens.input),
+                    to_i64(r.tokens.output),
+                    to_i64(r.tokens.cache_write),
+                    to_i64(r.tokens.cache_read),
+                    r.status.map(i64::from),
+                    r.source.as_str(),
+                ],
+            )
+            .map_err(sql(&self.path, "record usage in"))?;
+        Ok(())
+    }
+
+    /// Every request at or after `since_ms` (of `session` when given).
+    pub fn records_since(
+        &self,
+        since_ms: i64,
+        session: Option<&str>,
+    ) -> Result<Vec<UsageRecord>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT session, request_key, provider, account, model, at_ms, input, output,
+                        cache_write, cache_read, status, source
+                 FROM usage_requests WHERE at_ms >= ?1 AND (?2 IS NULL OR session = ?2)
+                 ORDER BY at_ms, request_key",
+            )
+            .map_err(sql(&self.path, "read usage from"))?;
+        let rows = st
+            .query_map(params![since_ms, session], |row| {
+                Ok(UsageRecord {
+                    session: row.get(0)?,
+                    request_key: row.get(1)?,
+                    provider: row.get(2)?,
+                    account: row.get(3)?,
+                    model: row.get(4)?,
+                    at_ms: row.get(5)?,
+                    tokens: Tokens {
+                        input: to_u64(row.get(6)?),
+                        output: to_u64(row.get(7)?),
+                        cache_write: to_u64(row.get(8)?),
+                        cache_read: to_u64(row.get(9)?),
+                    },
+                    status: row
+                        .get::<_, Option<i64>>(10)?
+                        .and_then(|s| u16::try_from(s).ok()),
+                    source: UsageSource::parse(&row.get::<_, String>(11)?)
+                        .unwrap_or(UsageSource::Transcript),
+                })
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(sql(&self.path, "read usage from"))?;
+        Ok(rows)
+    }
+
+    /// Usage since `since_ms` summed per session and model, in SQL (the
+    /// ledger may hold hundreds of thousands of requests).
+    pub fn sums_since(
+        &self,
+        since_ms: i64,
+        session: Option<&str>,
+    ) -> Result<Vec<ModelSum>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT session, provider, model, count(*), sum(input), sum(output),
+                        sum(cache_write), sum(cache_read)
+                 FROM usage_requests WHERE at_ms >= ?1 AND (?2 IS NULL OR session = ?2)
+                 GROUP BY session, provider, model ORDER BY session, provider, model",
+            )
+            .map_err(sql(&self.path, "sum usage in"))?;
+        let rows = st
+            .query_map(params![since_ms, session], |row| {
+                Ok(ModelSum {
+                    session: row.get(0)?,
+                    provider: row.get(1)?,
+                    model: row.get(2)?,
+                    requests: to_u64(row.get(3)?),
+                    tokens: Tokens {
+                        input: to_u64(row.get(4)?),
+                        output: to_u64(row.get(5)?),
+                        cache_write: to_u64(row.get(6)?),
+                        cache_read: to_u64(row.get(7)?),
+                    },
+                })
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(sql(&self.path, "sum usage in"))?;
+        Ok(rows)
+    }
+
+    /// Replace what is known of an account's windows.
+    pub fn save_windows(
+        &mut self,
+        provider: &str,
+        account: &str,
+        windows: &[Window],
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(sql(&self.path, "save usage windows in"))?;
+        for w in windows {
+            tx.execute(
+                "INSERT INTO usage_windows (provider, account, kind, used_percent, resets_at, status, updated_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (provider, account, kind) DO UPDATE SET
+                     used_percent = excluded.used_percent, resets_at = excluded.resets_at,
+                     status = excluded.status, updated_ms = excluded.updated_ms",
+                params![provider, account, w.kind, w.used_percent, w.resets_at, w.status, now_ms],
+            )
+            .map_err(sql(&self.path, "save usage windows in"))?;
+        }
+        tx.commit()
+            .map_err(sql(&self.path, "save usage windows in"))?;
+        Ok(())
+    }
+
+    pub fn windows(&self) -> Result<Vec<AccountWindow>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT provider, account, kind, used_percent, resets_at, status, updated_ms
+                 FROM usage_windows ORDER BY provider, account, kind",
+            )
+            .map_err(sql(&self.path, "read usage windows from"))?;
+        let rows = st
+            .query_map([], |row| {
+                Ok(AccountWindow {
+                    provider: row.get(0)?,
+                    account: row.get(1)?,
+                    window: Window {
+                        kind: row.get(2)?,
+                        used_percent: row.get(3)?,
+                        resets_at: row.get(4)?,
+                        status: row.get(5)?,
+                    },
+                    updated_ms: row.get(6)?,
+                })
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(sql(&self.path, "read usage windows from"))?;
+        Ok(rows)
+    }
+
+    /// Keep a session's limit and switch (`None` forgets them).
+    pub fn save_session(
+        &mut self,
+        session: &str,
+        state: Option<&UsageSessionState>,
+    ) -> Result<(), StoreError> {
+        match state {
+            None => self
+                .conn
+                .execute(
+                    "DELETE FROM usage_sessions WHERE session = ?1",
+                    params![session],
+                )
+                .map(|_| ()),
+            Some(s) => {
+                let data = serde_json::to_string(s).map_err(|source| StoreError::Encode {
+                    what: format!("the usage state of session {session}"),
+                    path: self.path.clone(),
+                    source,
+                })?;
+                self.conn
+                    .execute(
+                        "INSERT INTO usage_sessions (session, data) VALUES (?1, ?2)
+                         ON CONFLICT (session) DO UPDATE SET data = excluded.data",
+                        params![session, data],
+                    )
+                    .map(|_| ())
+            }
+        }
+        .map_err(sql(&self.path, "save a session's limit in"))
+    }
+
+    /// Every session's kept state. A row that does not decode is skipped
+    /// with its session named in the second list (never fatal: a damaged
+    /// limit must not stop the daemon).
+    pub fn sessions(&self) -> Result<KeptSessions, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT session, data FROM usage_sessions ORDER BY session")
+            .map_err(sql(&self.path, "read limits from"))?;
+        let rows = st
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(sql(&self.path, "read limits from"))?;
+        let mut ok = Vec::new();
+        let mut bad = Vec::new();
+        for (session, data) in rows {
+            match serde_json::from_str(&data) {
+                Ok(s) => ok.push((session, s)),
+                Err(_) => bad.push(session),
+            }
+        }
+        Ok((ok, bad))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::usage_limits::SessionLimit;
+
+    fn ledger() -> (tempfile::TempDir, UsageLedger) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        crate::Store::open(&path).unwrap();
+        let l = UsageLedger::open(&path).unwrap();
+        (dir, l)
+    }
+
+    fn rec(key: &str, source: UsageSource, output: u64) -> UsageRecord {
+        UsageRecord {
+            request_key: key.into(),
+            session: "s1".into(),
+            provider: "claude".into(),
+            account: None,
+            model: Some("m".into()),
+            at_ms: 10,
+            tokens: Tokens {
+                input: 5,
+                output,
+                ..Default::default()
+            },
+            status: (source == UsageSource::Proxy).then_some(200),
+            source,
+        }
+    }
+
+    #[test]
+    fn one_request_seen_by_two_sources_is_one_row_with_the_largest_counts() {
+        let (_d, mut l) = ledger();
+        l.record(&rec("msg_1", UsageSource::Transcript, 3)).unwrap();
+        l.record(&rec("msg_1", UsageSource::Transcript, 40))
+            .unwrap();
+        l.record(&rec("msg_1", UsageSource::Proxy, 39)).unwrap();
+        l.record(&rec("msg_2", UsageSource::Proxy, 1)).unwrap();
+        let rows = l.records_since(0, None).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].tokens.output, 40);
+        assert_eq!(rows[0].source, UsageSource::Proxy);
+        assert_eq!(rows[0].status, Some(200));
+        let sums = l.sums_since(0, Some("s1")).unwrap();
+        assert_eq!(sums.len(), 1);
+        assert_eq!((sums[0].requests, sums[0].tokens.output), (2, 41));
+        assert!(l.sums_since(11, None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn limits_and_windows_survive_reopening() {
+        let (d, mut l) = ledger();
+        let state = UsageSessionState {
+            limit: Some(SessionLimit {
+                kind: "five_hour".into(),
+                resets_at: Some(123),
+                source: "proxy".into(),
+                since_ms: 1,
+                continue_at: Some(456),
+                stopped_mid_task: true,
+                continued: false,
+                account: Some("sha256:00".into()),
+            }),
+            auto_continue: Some(false),
+        };
+        l.save_session("s1", Some(&state)).unwrap();
+        l.save_windows(
+            "claude",
+            "sha256:00",
+            &[Window {
+                kind: "five_hour".into(),
+                used_percent: Some(42.0),
+                resets_at: Some(9),
+                status: Some("allowed".into()),
+            }],
+            5,
+        )
+        .unwrap();
+        drop(l);
+        let l = UsageLedger::open(&d.path().join("state.db")).unwrap();
+        assert_eq!(l.sessions().unwrap().0, vec![("s1".to_owned(), state)]);
+        assert_eq!(l.windows().unwrap()[0].window.used_percent, Some(42.0));
+    }
+}

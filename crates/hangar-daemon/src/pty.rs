@@ -188,8 +188,7 @@ pub fn spawn_real_pty(
         // lock.
         cmd = unsafe {
             cmd.pre_exec(move || {
-                sigprocmask(SigmaskHow::SIG_BLOCK, Some(&stop), None)
-                    .map_err(std::io::Error::from)
+                sigprocmask(SigmaskHow::SIG_BLOCK, Some(&stop), None).map_err(std::io::Error::from)
             })
         };
     }

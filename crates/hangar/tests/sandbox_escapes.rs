@@ -222,7 +222,12 @@ fn the_proxy_is_the_only_way_out_and_the_real_key_never_enters() {
     // arrives with the real key the agent never had.
     let url = format!("https://localhost:{}/v1/messages", server.port);
     h.ok(&["send", &id, &format!("api {url} hello-box")]);
-    let screen = h.wait_screen(&id, "api-");
+    // Its streamed chunks (`api-chunk:`) come before the end of the call.
+    let mut screen = String::new();
+    h.wait_until("the API call ends", DEADLINE, || {
+        screen = h.screen(&id);
+        screen.contains("api-done") || screen.contains("api-error")
+    });
     assert!(screen.contains("api-done 200"), "{screen}");
     let seen = server.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");

@@ -329,3 +329,29 @@ fn contains_text(dir: &Path, needle: &str) -> bool {
         }
     })
 }
+
+#[test]
+fn a_sandbox_on_a_container_engine_is_refused_and_makes_no_session() {
+    // No bwrap and no engine are needed: the request is refused before
+    // either is looked at (an engine's container is its walls).
+    let h = Hangar::new();
+    h.write_config(
+        "[engines.pod]\nkind = \"podman\"\nsocket = \"/nonexistent/podman.sock\"\nimage = \"localhost/none\"\n",
+    );
+    let err = h.fail(&[
+        "new",
+        "--provider",
+        "claude",
+        "--sandbox",
+        "--engine",
+        "pod",
+    ]);
+    assert!(
+        err.contains("--sandbox and --engine cannot be combined"),
+        "{err}"
+    );
+    let rows = h.json(&["ls"]);
+    assert_eq!(rows.as_array().map(Vec::len), Some(0), "{rows}");
+    assert!(h.session_agent_pids().is_empty());
+    h.shutdown();
+}

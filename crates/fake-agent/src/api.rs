@@ -174,13 +174,19 @@ pub fn call(
         "messages": [{"role": "user", "content": text}],
     })
     .to_string();
+    // `FAKE_AGENT_APIKEY_FROM=NAME`: send the key in `$NAME`, as a real CLI
+    // sends its `ANTHROPIC_API_KEY` (hangar's sandbox puts a placeholder there).
+    let key = std::env::var("FAKE_AGENT_APIKEY_FROM")
+        .ok()
+        .and_then(|name| std::env::var(name).ok())
+        .unwrap_or_else(|| FAKE_API_KEY.to_owned());
     let session_header = match style {
         Style::Codex => "session_id",
         _ => "X-Claude-Code-Session-Id",
     };
     let mut request = format!(
         "POST {} HTTP/1.1\r\nHost: {target}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n\
-         Authorization: Bearer {FAKE_API_KEY}\r\nx-api-key: {FAKE_API_KEY}\r\nCookie: session=fake-cookie-secret\r\n\
+         Authorization: Bearer {key}\r\nx-api-key: {key}\r\nCookie: session=fake-cookie-secret\r\n\
          {session_header}: {provider_session}\r\nContent-Length: {}\r\nConnection: close\r\n",
         if url.tls || proxy.is_none() {
             url.path.clone()

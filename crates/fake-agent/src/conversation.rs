@@ -191,6 +191,14 @@ impl Conversation {
                     };
                     self.answer(out, &reply)?;
                 }
+                Input::Tiocsti(text) => {
+                    self.record(Event::User(&line))?;
+                    let reply = match crate::terminal::push_input(text) {
+                        Ok(()) => format!("tiocsti: injected {} bytes", text.len()),
+                        Err(e) => format!("tiocsti: refused ({e})"),
+                    };
+                    self.answer(out, &reply)?;
+                }
                 Input::Api { url, text } => {
                     self.record(Event::User(&line))?;
                     let session = lock(&self.transcript).session_id().to_owned();

@@ -25,6 +25,10 @@ pub enum Input<'a> {
     Crash(i32),
     SpawnChild,
     Alloc(usize),
+    /// `tiocsti <text>`: an escape attempt (hangar's sandbox tests): push
+    /// `<text>` into the terminal's input with `ioctl(TIOCSTI)`, as a
+    /// hostile agent would to type a command after it exits.
+    Tiocsti(&'a str),
     /// `api <url> <text>`: one streamed API call through `HTTPS_PROXY`.
     Api {
         url: &'a str,
@@ -57,6 +61,7 @@ pub fn parse(line: &str) -> Input<'_> {
         ("size", "") => Some(Input::Size),
         ("exit", "") => Some(Input::Exit),
         ("spawn-child", "") => Some(Input::SpawnChild),
+        ("tiocsti", text) if !text.is_empty() => Some(Input::Tiocsti(text)),
         ("crash", code) => code.parse().ok().map(Input::Crash),
         ("alloc", mb) => mb.parse().ok().map(Input::Alloc),
         ("ask", text) if !text.is_empty() => Some(Input::Ask(text)),
@@ -115,6 +120,7 @@ mod tests {
         assert_eq!(parse("exit"), Input::Exit);
         assert_eq!(parse("crash 3"), Input::Crash(3));
         assert_eq!(parse("spawn-child"), Input::SpawnChild);
+        assert_eq!(parse("tiocsti echo x"), Input::Tiocsti("echo x"));
         assert_eq!(parse("alloc 16"), Input::Alloc(16));
         assert_eq!(
             parse("api https://localhost:1/v1/messages hello there"),

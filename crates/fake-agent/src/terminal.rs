@@ -11,3 +11,18 @@ pub fn size() -> Option<(u16, u16)> {
     let rc = unsafe { libc::ioctl(libc::STDIN_FILENO, libc::TIOCGWINSZ, &mut ws) };
     (rc == 0).then_some((ws.ws_col, ws.ws_row))
 }
+
+/// Push `text` into stdin's terminal input queue, byte by byte, with
+/// `ioctl(TIOCSTI)`: what a hostile agent would do to have its parent shell
+/// run a command. Fails where the kernel or a seccomp filter refuses it.
+pub fn push_input(text: &str) -> std::io::Result<()> {
+    for b in text.bytes() {
+        // SAFETY: TIOCSTI reads one byte from the pointer, which points at
+        // a byte that lives for the call.
+        let rc = unsafe { libc::ioctl(0, libc::TIOCSTI, &b as *const u8) };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}

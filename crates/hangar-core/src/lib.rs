@@ -33,6 +33,7 @@ pub mod prune;
 pub mod reload_plan;
 pub mod restore_plan;
 pub mod review;
+pub mod sandbox;
 pub mod search;
 pub mod session_id;
 pub mod tile;

@@ -244,6 +244,13 @@ pub struct SessionMeta {
     /// it never runs outside it (DESIGN.md rule 14).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<crate::engine::EngineBinding>,
+    /// The session's sandbox folder under `HANGAR_HOME` when it runs in
+    /// hangar's sandbox (issue 32): its CLI's state (transcripts included)
+    /// lives there, not in the person's own folders. Decided when the
+    /// session is made and never dropped: a sandboxed session is never
+    /// started without its walls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 fn default_true() -> bool {
@@ -271,6 +278,7 @@ impl SessionMeta {
             imported_fields: BTreeMap::new(),
             git_base: None,
             engine: None,
+            sandbox: None,
         }
     }
 

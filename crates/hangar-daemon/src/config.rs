@@ -72,6 +72,9 @@ pub struct Config {
     /// `[engines.NAME]`: container engines sessions may run on (issue 32).
     #[serde(default)]
     pub engines: crate::engines::EnginesConfig,
+    /// `[sandbox]`: the walls around sandboxed sessions (issue 32).
+    #[serde(default)]
+    pub sandbox: crate::sandbox::SandboxConfig,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,9 @@
 //! `shutdown` or a signal, when it ends every live session's process group
 //! and exits with the workspace saved.
 
-#![forbid(unsafe_code)]
+// No unsafe code, but for the one `pre_exec` of a sandboxed launch
+// (`pty::spawn_real_pty`), allowed there alone.
+#![deny(unsafe_code)]
 
 pub mod activity;
 pub mod cli_probe;
@@ -28,6 +30,7 @@ pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
 pub mod review;
+pub mod sandbox;
 pub mod section;
 pub mod server;
 pub mod sessions;
@@ -198,6 +201,10 @@ impl Daemon {
             restore: config.section(|c| &c.restore),
             mcp: config.section(|c| &c.mcp),
             terminal: config.section(|c| &c.terminal),
+            sandbox: Arc::new(sandbox::Sandbox::new(
+                paths.home.clone(),
+                config.section(|c| &c.sandbox),
+            )),
         });
         let governor = Arc::new(governor::Governor {
             paths: paths.clone(),

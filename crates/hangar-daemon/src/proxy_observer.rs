@@ -88,11 +88,17 @@ impl ProxyGrants {
         self: &Arc<Self>,
         id: &SessionId,
     ) -> Result<Option<Grant>, SpawnFailure> {
-        let Some((provider, capture)) = self.sessions.meta(id).map(|m| (m.provider, m.capture))
+        let Some((provider, capture, sandboxed)) = self
+            .sessions
+            .meta(id)
+            .map(|m| (m.provider, m.capture, m.sandbox.is_some()))
         else {
             return Ok(None);
         };
-        if !self.proxy.wanted(&provider, capture) {
+        // A sandboxed agent's only way out is the proxy (issue 32).
+        let sandbox_needs_it =
+            sandboxed && capture && provider.is_agent() && self.proxy.config().enabled;
+        if !self.proxy.wanted(&provider, capture) && !sandbox_needs_it {
             return Ok(None);
         }
         let daemon = self.clone();

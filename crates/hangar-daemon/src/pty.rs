@@ -93,6 +93,12 @@ pub struct SpawnRequest {
     pub args: Vec<String>,
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
+    /// A sandboxed launch (issue 32): `program` is bwrap. The environment
+    /// starts empty (the launch names every variable it passes), and bwrap
+    /// starts with the stop signals blocked: it would die of hangar's
+    /// SIGTERM at once and take the agent down with it, while the relay
+    /// inside unblocks them and lets the agent end in its own time.
+    pub sandboxed: bool,
     pub rows: u16,
     pub cols: u16,
     /// `[terminal]`: the history kept.
@@ -147,6 +153,12 @@ impl TerminalInput for pty_process::OwnedWritePty {
 /// reaps the child through a pidfd (SIGCHLD where there is none), so the
 /// exit is the kernel's word, never a poll. Signals go to the group through
 /// `signal_group`.
+///
+/// A sandboxed launch (`req.sandboxed`) starts from an empty environment
+/// and with SIGTERM, SIGHUP, SIGINT and SIGQUIT blocked (see
+/// [`SpawnRequest::sandboxed`]): blocking them between fork and exec needs
+/// `pre_exec`, the one unsafe call of this crate.
+#[allow(unsafe_code)]
 pub fn spawn_real_pty(
     req: &SpawnRequest,
     signal_group: impl Fn(u32, i32) -> bool + Send + Sync + 'static,
@@ -157,6 +169,29 @@ pub fn spawn_real_pty(
     let mut cmd = pty_process::Command::new(&req.program)
         .args(&req.args)
         .current_dir(&req.cwd);
+    if req.sandboxed {
+        use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+        cmd = cmd.env_clear();
+        let mut stop = SigSet::empty();
+        for sig in [
+            Signal::SIGTERM,
+            Signal::SIGHUP,
+            Signal::SIGINT,
+            Signal::SIGQUIT,
+        ] {
+            stop.add(sig);
+        }
+        // SAFETY: the closure runs in the child between fork and exec, where
+        // only async-signal-safe calls are allowed: it calls sigprocmask (a
+        // thin wrapper over the system call) on a set built before the fork
+        // and copied into the closure; it allocates nothing and takes no
+        // lock.
+        cmd = unsafe {
+            cmd.pre_exec(move || {
+                sigprocmask(SigmaskHow::SIG_BLOCK, Some(&stop), None).map_err(std::io::Error::from)
+            })
+        };
+    }
     for (k, v) in &req.env {
         cmd = cmd.env(k, v);
     }

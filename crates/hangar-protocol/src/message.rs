@@ -75,6 +75,9 @@ pub struct NewSession {
     /// With `engine`: this image instead of the engine's `image`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// Run it in hangar's sandbox (`hangar new --sandbox`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sandbox: bool,
 }
 
 /// `hangar engine image build NAME [--provider P]`: build an image for

@@ -66,6 +66,10 @@ pub struct SessionView {
     /// null for a process on this machine.
     #[serde(default)]
     pub engine: Option<EngineView>,
+    /// The walls around the agent (`hangar new --sandbox`); null when it
+    /// runs with the person's whole account.
+    #[serde(default)]
+    pub sandbox: Option<SandboxView>,
 }
 
 /// A session's usage limit in `hangar ls --json`.
@@ -101,6 +105,21 @@ pub struct EngineView {
     /// The image it runs (null when neither the session nor the engine
     /// names one).
     pub image: Option<String>,
+}
+
+/// A sandboxed session's walls, in `hangar ls --json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxView {
+    /// `bubblewrap`.
+    pub kind: String,
+    /// `proxy` (only hangar's recording proxy, through a socket) or `none`.
+    pub network: String,
+    /// The only folders the agent can write.
+    pub writable: Vec<String>,
+    /// Whether the agent CLI's own sandbox (for its shell commands) works
+    /// inside hangar's, or why it is off.
+    #[serde(default)]
+    pub agent_sandbox: Option<String>,
 }
 
 fn unknown_activity() -> String {

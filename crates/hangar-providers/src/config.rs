@@ -36,4 +36,8 @@ pub struct ProviderConfig {
     /// Exit codes that do the same (replacing `governor.auth_exit_codes`).
     #[serde(default)]
     pub auth_exit_codes: Option<Vec<i32>>,
+    /// Run every new session of this provider in hangar's sandbox, as
+    /// `hangar new --sandbox` does (issue 32).
+    #[serde(default)]
+    pub sandbox: bool,
 }

@@ -10,7 +10,9 @@
 //! and the child's environment.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use crate::confine::Confinement;
 
 use base64::Engine;
 
@@ -34,6 +36,9 @@ impl Credential {
 #[derive(Debug, Default)]
 pub struct Grants {
     by_session: Mutex<HashMap<String, String>>,
+    /// Sandboxed sessions' confinement, with the token it was set for (a
+    /// newer process of the session replaces it).
+    confined: Mutex<HashMap<String, (String, Arc<Confinement>)>>,
 }
 
 impl Grants {
@@ -57,6 +62,37 @@ impl Grants {
         {
             table.remove(&credential.session);
         }
+        let mut confined = self.confined_table();
+        if confined
+            .get(&credential.session)
+            .is_some_and(|(t, _)| *t == credential.token)
+        {
+            confined.remove(&credential.session);
+        }
+    }
+
+    /// Confine `credential`'s session (a sandboxed process, issue 32).
+    pub fn confine(&self, credential: &Credential, confinement: Confinement) {
+        self.confined_table().insert(
+            credential.session.clone(),
+            (credential.token.clone(), Arc::new(confinement)),
+        );
+    }
+
+    /// The confinement of `session`'s live process, if it is sandboxed.
+    pub fn confinement(&self, session: &str) -> Option<Arc<Confinement>> {
+        let token = self.table().get(session)?.clone();
+        self.confined_table()
+            .get(session)
+            .filter(|(t, _)| *t == token)
+            .map(|(_, c)| c.clone())
+    }
+
+    fn confined_table(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (String, Arc<Confinement>)>> {
+        // Plain data, consistent between statements.
+        self.confined.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The session a `Proxy-Authorization` header value authenticates, if any.

@@ -27,6 +27,7 @@ pub mod attribution;
 pub mod ca;
 pub mod capture;
 pub mod config;
+pub mod confine;
 pub mod in_flight;
 pub mod observer;
 pub mod relay;
@@ -46,6 +47,7 @@ use hangar_protocol::view::{ProxyView, UsageView};
 
 use attribution::Credential;
 pub use config::ProxyConfig;
+pub use confine::{Confinement, Secret};
 pub use observer::{ExchangeReport, ProxyObserver};
 use relay::Shared;
 use usage::Usage;
@@ -185,6 +187,13 @@ pub struct Lease {
     credential: Credential,
 }
 
+impl Lease {
+    /// Confine this grant's session: a sandboxed process (issue 32).
+    pub fn confine(&self, confinement: Confinement) {
+        self.shared.grants.confine(&self.credential, confinement);
+    }
+}
+
 impl Drop for Lease {
     fn drop(&mut self) {
         self.shared.grants.revoke(&self.credential);
@@ -199,6 +208,8 @@ pub struct Grant {
     /// The hosts the proxy captures (`allow_hosts`): the agent's
     /// `NO_PROXY` must not send them around it, loopback names included.
     pub captured_hosts: Vec<String>,
+    /// The proxy's port on 127.0.0.1 (a sandbox relays to it).
+    pub port: u16,
 }
 
 impl Proxy {
@@ -381,6 +392,7 @@ impl Proxy {
         };
         let credential = running.shared.grants.grant(session.as_str());
         Ok(Grant {
+            port: running.port,
             captured_hosts: self.config.allow_hosts.clone(),
             env: agent_env(
                 &credential.proxy_url(running.port),

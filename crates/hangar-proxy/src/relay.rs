@@ -30,6 +30,7 @@ use tokio::net::TcpStream;
 use crate::attribution::Grants;
 use crate::ca::Authority;
 use crate::capture::{self, Sink};
+use crate::confine::Confinement;
 use crate::in_flight::InFlight;
 use crate::observer::ProxyObserver;
 use crate::usage::{self, TurnMeter, Usage};
@@ -139,6 +140,11 @@ async fn connect(
             "hangar proxy: CONNECT needs host:port",
         );
     };
+    if let Some(c) = shared.grants.confinement(&session)
+        && !c.allows(&shared.allow_hosts, &host)
+    {
+        return plain(StatusCode::FORBIDDEN, &Confinement::refusal(&host));
+    }
     if shared.is_allowed(&host) {
         // Intercepted: the upstream connection is made per request inside.
         tokio::spawn(async move {
@@ -235,6 +241,11 @@ async fn forward_plain(
     let Some((host, port)) = target(req.uri(), 80) else {
         return plain(StatusCode::BAD_REQUEST, "hangar proxy: no host in the URL");
     };
+    if let Some(c) = shared.grants.confinement(&session)
+        && !c.allows(&shared.allow_hosts, &host)
+    {
+        return plain(StatusCode::FORBIDDEN, &Confinement::refusal(&host));
+    }
     let record = shared.is_allowed(&host);
     let upstream: tokio::sync::Mutex<Option<Upstream>> = Default::default();
     let target = Target {
@@ -383,6 +394,11 @@ async fn exchange(
         // A compressed response would be recorded as bytes nobody can read
         // and its usage lost: ask recorded hosts for plain bodies.
         parts.headers.remove(header::ACCEPT_ENCODING);
+    }
+    // A sandboxed agent holds a placeholder: the real key goes on here,
+    // after the recording, and only towards a captured host (issue 32).
+    if record && let Some(c) = shared.grants.confinement(session) {
+        c.put_back(&mut parts.headers);
     }
     strip_hop_by_hop(&mut parts.headers);
     if !parts.headers.contains_key(header::HOST)

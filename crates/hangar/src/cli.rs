@@ -85,6 +85,11 @@ pub enum Command {
         /// the engine's own.
         #[arg(long, value_name = "IMAGE", requires = "engine")]
         image: Option<String>,
+        /// Run it in hangar's sandbox: only its folder writable, no other
+        /// home file visible, network only through hangar's proxy, no
+        /// credential inside (needs bubblewrap).
+        #[arg(long)]
+        sandbox: bool,
     },
     /// List every session.
     Ls,
@@ -565,6 +570,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             no_auto_continue,
             engine,
             image,
+            sandbox,
         } => {
             let cwd = cwd.map(|c| abs(&c)).transpose()?;
             let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
@@ -586,6 +592,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     worktree_branch: worktree.filter(|b| !b.is_empty()),
                     engine,
                     image,
+                    sandbox,
                 },
             )?;
             if no_auto_continue && let Some(id) = v["id"].as_str() {

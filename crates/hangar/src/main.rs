@@ -92,6 +92,18 @@ fn close_inherited_fds() {
 }
 
 fn main() -> ExitCode {
+    // The relay inside a sandbox (issue 32): hangar re-executed by bwrap,
+    // before anything else of the CLI runs.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == hangar_daemon::sandbox::relay::SUBCOMMAND)
+    {
+        let args: Vec<String> = std::env::args_os()
+            .skip(2)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        return hangar_daemon::sandbox::relay::main(&args);
+    }
     let cli = Cli::parse();
     if prints_and_exits(&cli) {
         die_quietly_on_a_closed_stdout();

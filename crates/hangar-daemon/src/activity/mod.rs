@@ -305,10 +305,11 @@ pub struct ActivityView {
     pub activity_since: u64,
 }
 
-/// Where a provider's transcripts are, from the daemon's environment.
-fn transcript_root(provider: &Provider) -> Option<PathBuf> {
-    hangar_providers::transcript::discovery::transcript_root(
-        provider,
+/// Where a session's transcripts are: the daemon's environment names the
+/// folder, or the session's sandbox folder holds it.
+fn transcript_root(meta: &hangar_core::SessionMeta) -> Option<PathBuf> {
+    hangar_providers::transcript::discovery::session_transcript_root(
+        meta,
         &hangar_providers::transcript::discovery::env_var,
     )
 }
@@ -357,7 +358,7 @@ impl Monitor {
         if !self.settings.enabled(Source::Transcript) {
             return fallback;
         }
-        let Some(root) = transcript_root(&meta.provider) else {
+        let Some(root) = transcript_root(&meta) else {
             return fallback;
         };
         // Taken out of the table so the file is read without the lock held.
@@ -553,7 +554,7 @@ impl Monitor {
         let daemon = self.clone();
         tokio::spawn(async move {
             let mut watch = TranscriptWatch::default();
-            let root = transcript_root(&meta.provider);
+            let root = transcript_root(&meta);
             let mut exit = live.exit_watch();
             let mut output = live.output_watch();
             let screen = daemon.settings.enabled(Source::Screen);

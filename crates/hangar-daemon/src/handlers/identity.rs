@@ -131,7 +131,7 @@ pub async fn doctor(daemon: &Arc<Daemon>, req: msg::Doctor) -> Result<Value, Api
 /// conversation, read from its transcript; never wakes it.
 pub async fn transcript(daemon: &Daemon, req: msg::Transcript) -> Result<Value, ApiError> {
     let (id, meta) = daemon.sessions.resolve_meta(&req.session)?;
-    let Some(root) = discovery::transcript_root(&meta.provider, &discovery::env_var) else {
+    let Some(root) = discovery::session_transcript_root(&meta, &discovery::env_var) else {
         return Err(ApiError::invalid(format!(
             "session {id} runs {}; hangar reads transcripts of claude and codex sessions only",
             meta.provider

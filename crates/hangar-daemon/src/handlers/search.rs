@@ -35,6 +35,8 @@ struct Subject {
     provider: Provider,
     cwd: String,
     provider_session_id: Option<String>,
+    /// Where its transcripts are (a sandboxed session's own folder).
+    transcript_root: Option<std::path::PathBuf>,
     text: Text,
 }
 
@@ -57,6 +59,7 @@ pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<Value, ApiError
         .facts_of(req.session.as_deref())?
         .into_iter()
         .map(|f| Subject {
+            transcript_root: discovery::session_transcript_root(&f.meta, &discovery::env_var),
             title: f.meta.title,
             tab: f.tab.map(|t| t.to_string()),
             state: f.shown_state.name().to_owned(),
@@ -171,10 +174,8 @@ fn transcript_messages(
     s: &Subject,
     rollouts: &OnceCell<RolloutIndex>,
 ) -> Result<Vec<String>, String> {
-    let (Some(root), Some(psid)) = (
-        discovery::transcript_root(&s.provider, &discovery::env_var),
-        s.provider_session_id.as_deref(),
-    ) else {
+    let (Some(root), Some(psid)) = (s.transcript_root.clone(), s.provider_session_id.as_deref())
+    else {
         return Ok(Vec::new());
     };
     let path = match s.provider {

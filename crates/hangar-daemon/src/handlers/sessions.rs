@@ -63,6 +63,13 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
         }
     };
     let direction = parse_direction(req.direction.as_deref())?;
+    let sandboxed = daemon.spawner.sandbox.wanted(
+        req.sandbox,
+        config
+            .providers
+            .get(provider.name())
+            .is_some_and(|p| p.sandbox),
+    );
     let engine = match req.engine.as_deref().map(str::trim) {
         None | Some("") => {
             if req.image.is_some() {
@@ -81,6 +88,11 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
             })
         }
     };
+    if sandboxed && engine.is_some() {
+        return Err(ApiError::invalid(
+            "--sandbox and --engine cannot be combined: an engine's container is the session's walls",
+        ));
+    }
     let now = daemon.os.now_ms();
     let worktree_title = req.title.as_deref().filter(|t| !t.trim().is_empty());
     let prepared = daemon
@@ -128,6 +140,12 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
             if let Some(p) = &prepared {
                 p.apply(meta);
             }
+            if sandboxed {
+                // Its own state folder; no orchestration MCP (that needs
+                // hangar's control socket, which never enters a sandbox).
+                meta.sandbox = Some(daemon.spawner.sandbox.folder_for(&meta.id));
+                meta.mcp = false;
+            }
             meta.git_base = git_base.clone();
             meta.engine = engine.clone();
         };
@@ -154,6 +172,10 @@ pub fn list(daemon: &Daemon) -> Value {
         .into_iter()
         .map(|mut row| {
             row.usage = daemon.proxy.usage_view(&row.id);
+            row.sandbox = daemon
+                .sessions
+                .meta(&SessionId::from(row.id.as_str()))
+                .and_then(|m| daemon.spawner.sandbox.view(&m));
             row
         })
         .collect();

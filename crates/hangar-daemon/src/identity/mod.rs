@@ -94,10 +94,11 @@ impl Identity {
     /// Watch a freshly spawned agent's transcripts for as long as `live` is
     /// its process; record the provider session id they show.
     pub fn watch_identity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
-        let Some(provider) = self.sessions.provider_of(&id) else {
+        let Some(meta) = self.sessions.meta(&id) else {
             return;
         };
-        let Some(root) = discovery::transcript_root(&provider, &discovery::env_var) else {
+        let provider = meta.provider.clone();
+        let Some(root) = discovery::session_transcript_root(&meta, &discovery::env_var) else {
             return;
         };
         // Transcript folders are named by the wall clock of the agent.
@@ -280,10 +281,11 @@ impl Identity {
         if live.exited().is_some() {
             return;
         }
-        let Some(provider) = self.sessions.provider_of(id) else {
+        let Some(meta) = self.sessions.meta(id) else {
             return;
         };
-        let Some(root) = discovery::transcript_root(&provider, &discovery::env_var) else {
+        let provider = meta.provider.clone();
+        let Some(root) = discovery::session_transcript_root(&meta, &discovery::env_var) else {
             return;
         };
         let mut cache = TranscriptCache::default();

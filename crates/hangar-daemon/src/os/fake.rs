@@ -575,6 +575,7 @@ mod tests {
             args: vec!["--flag".into()],
             cwd: PathBuf::from("/work"),
             env: vec![("HANGAR_SESSION_ID".into(), session.into())],
+            sandboxed: false,
             rows: 24,
             cols: 80,
             terminal: hangar_terminal::Config::default(),

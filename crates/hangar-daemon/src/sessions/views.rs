@@ -186,6 +186,8 @@ impl State {
             // Filled in by the caller from the usage ledger.
             limit: None,
             engine: None,
+            // Filled in by the caller from the sandbox settings (`handlers::sessions::list`).
+            sandbox: None,
         })
     }
 

@@ -32,9 +32,12 @@ impl Spawner {
     ) -> Result<(), SpawnFailure> {
         // Proxy credentials for this process (issue 7); revoked when dropped.
         let proxy_grant = self.grants.proxy_grant(id).await?;
-        // Claude Code hooks that report activity (issue 11), written off the lock.
+        // Claude Code hooks that report activity (issue 11), written off the
+        // lock; none in a sandbox (they talk to hangar's control socket,
+        // which a sandboxed agent never sees).
+        let sandboxed = self.sessions.meta(id).is_some_and(|m| m.sandbox.is_some());
         let hook_settings = {
-            let provider = self.sessions.provider_of(id);
+            let provider = self.sessions.provider_of(id).filter(|_| !sandboxed);
             provider.and_then(|p| self.monitor.hook_settings(id, &p))
         };
         // Codex's command line depends on its version (issue 16 defect 4).
@@ -172,6 +175,7 @@ impl Spawner {
                 args,
                 cwd,
                 env: env_vars,
+                sandboxed: false,
                 rows: DEFAULT_ROWS,
                 cols: DEFAULT_COLS,
                 terminal: self.terminal.get().model(),
@@ -195,6 +199,17 @@ impl Spawner {
                 .await
                 .map_err(|e| SpawnFailure::new(FailureKind::SpawnError, e.to_string()))?,
             None => request,
+        };
+        // A sandboxed session runs inside its walls or not at all (issue 32).
+        let (request, sandbox_forwarder) = match self.sessions.meta(id) {
+            Some(meta) if meta.sandbox.is_some() && on_engine.is_none() => {
+                let w = self
+                    .sandbox
+                    .wrap(&meta, request, proxy_grant.as_ref())
+                    .await?;
+                (w.request, w.forwarder)
+            }
+            _ => (request, None),
         };
         let program = request.program.display().to_string();
         self.journal.record(Event::SpawnBegin {
@@ -221,6 +236,7 @@ impl Spawner {
         if let Some(g) = proxy_grant {
             self.grants.hold_grant_until_exit(g, live.exit_watch());
         }
+        crate::sandbox::hold_until_exit(sandbox_forwarder, live.exit_watch());
 
         let mut first = live.first_output_watch();
         let mut exit = live.exit_watch();

@@ -67,4 +67,6 @@ pub struct Spawner {
     pub(crate) restore: Section<RestoreConfig>,
     pub(crate) mcp: Section<McpConfig>,
     pub(crate) terminal: Section<TerminalConfig>,
+    /// Sandboxed sessions' walls (issue 32).
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
 }

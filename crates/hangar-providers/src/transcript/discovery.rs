@@ -39,6 +39,24 @@ pub fn transcript_root(
     }
 }
 
+/// Where one session's transcripts are: a sandboxed session's CLI keeps its
+/// state in the session's own sandbox folder (issue 32), any other in the
+/// folder the daemon's environment names.
+pub fn session_transcript_root(
+    meta: &hangar_core::SessionMeta,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
+    let Some(dir) = &meta.sandbox else {
+        return transcript_root(&meta.provider, var);
+    };
+    let name = match meta.provider {
+        Provider::Claude => "CLAUDE_CONFIG_DIR",
+        Provider::Codex => "CODEX_HOME",
+        _ => return None,
+    };
+    hangar_core::sandbox::state_dir_for_var(&meta.provider, dir, name).map(PathBuf::from)
+}
+
 pub fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }

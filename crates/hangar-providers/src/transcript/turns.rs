@@ -32,7 +32,7 @@ pub struct TurnMark {
 
 /// The transcript of a session's provider session, if it has one on disk.
 pub fn transcript_path(meta: &SessionMeta) -> Option<PathBuf> {
-    let root = discovery::transcript_root(&meta.provider, &discovery::env_var)?;
+    let root = discovery::session_transcript_root(meta, &discovery::env_var)?;
     let psid = meta.provider_session.as_ref()?.id.clone();
     discovery::find_transcript(&meta.provider, &root, &meta.cwd, &psid)
 }

@@ -1,0 +1,384 @@
+//! Sandboxed sessions (issue 32): the daemon's side of the walls that
+//! `hangar_core::sandbox` describes. It gathers the facts (is bwrap there,
+//! may this machine make user namespaces, what exists on disk), makes the
+//! session's sandbox folder and its proxy socket, and turns a launch's
+//! `SpawnRequest` into one that runs `bwrap` around hangar's relay around
+//! the agent. Anything that keeps the walls from going up fails the start
+//! (DESIGN.md rule 14): a sandboxed session never runs without them.
+
+mod forward;
+pub mod relay;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hangar_core::sandbox::{self as rules, HostFacts, Plan};
+use hangar_core::{SessionId, SessionMeta};
+use hangar_protocol::view::SandboxView;
+use serde::Deserialize;
+
+use crate::journal::FailureKind;
+use crate::pty::SpawnRequest;
+use crate::section::Section;
+use crate::spawn::SpawnFailure;
+
+pub use forward::Forwarder;
+
+/// `[sandbox]` in config.toml.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Run every new session in the sandbox (as `hangar new --sandbox`).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Hosts a sandboxed agent may reach through the proxy on top of the
+    /// provider's API (`[proxy] allow_hosts`): a package registry, a git
+    /// host. Tunnelled, never decrypted; `*.example.com` for subdomains.
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
+    /// Extra folders (or files) the agent may read, at their own path: a
+    /// Node.js installed under the home folder, say.
+    #[serde(default)]
+    pub read_only: Vec<String>,
+}
+
+/// The sandbox's settings and what it learned about the machine.
+pub struct Sandbox {
+    home: PathBuf,
+    config: Section<SandboxConfig>,
+    /// A trial bwrap run succeeded once: the machine can sandbox.
+    proven: tokio::sync::Mutex<bool>,
+}
+
+/// The session's sandbox folder: its CLI's state, its proxy socket.
+pub fn session_dir(home: &Path, id: &SessionId) -> PathBuf {
+    home.join("sandbox").join(id.as_str())
+}
+
+/// A launch turned into a sandboxed one: the request, and the proxy
+/// socket's forwarder to keep until the process exits.
+pub struct Wrapped {
+    pub request: SpawnRequest,
+    pub forwarder: Option<Forwarder>,
+}
+
+impl Sandbox {
+    pub fn new(home: PathBuf, config: Section<SandboxConfig>) -> Sandbox {
+        Sandbox {
+            home,
+            config,
+            proven: tokio::sync::Mutex::new(false),
+        }
+    }
+
+    /// Whether a new session is made sandboxed: asked for, or on for every
+    /// session, or for every session of its provider.
+    pub fn wanted(&self, asked: bool, provider_sandbox: bool) -> bool {
+        asked || provider_sandbox || self.config.get().enabled
+    }
+
+    /// The folder a new sandboxed session's state goes in.
+    pub fn folder_for(&self, id: &SessionId) -> String {
+        session_dir(&self.home, id).display().to_string()
+    }
+
+    /// `sandbox` of `hangar ls --json`.
+    pub fn view(&self, meta: &SessionMeta) -> Option<SandboxView> {
+        meta.sandbox.as_ref()?;
+        let mut writable = vec![meta.cwd.clone()];
+        writable.extend(git_dir_of(meta));
+        writable.extend(
+            rules::state_binds(&meta.provider, meta.sandbox.as_deref().unwrap_or(""), "~")
+                .into_iter()
+                .map(|b| b.outside),
+        );
+        Some(SandboxView {
+            kind: "bubblewrap".into(),
+            network: if meta.capture && meta.provider.is_agent() {
+                "proxy".into()
+            } else {
+                "none".into()
+            },
+            writable,
+            agent_sandbox: Some(
+                "off: hangar's sandbox gives no capability to make another one (the CLI's own \
+                 sandbox for its commands cannot start inside it); the walls around the whole \
+                 agent hold its commands too"
+                    .into(),
+            ),
+        })
+    }
+
+    /// Whether this machine can sandbox; the reason it cannot, naming the
+    /// package to install or the sysctl to change.
+    async fn check_host(&self) -> Result<PathBuf, String> {
+        let bwrap = find_on_path("bwrap");
+        let facts = HostFacts {
+            bwrap: bwrap.is_some(),
+            max_user_namespaces: read_number("/proc/sys/user/max_user_namespaces"),
+            unprivileged_userns_clone: read_number("/proc/sys/kernel/unprivileged_userns_clone"),
+            apparmor_restrict: read_number(
+                "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+            ),
+            // The daemon's own uid, from the owner of /proc/self.
+            root: std::fs::metadata("/proc/self")
+                .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+                .unwrap_or(false),
+        };
+        if let Some(reason) = rules::refusal(&facts) {
+            return Err(reason);
+        }
+        let Some(bwrap) = bwrap else {
+            return Err(rules::refusal(&HostFacts::default()).unwrap_or_default());
+        };
+        let mut proven = self.proven.lock().await;
+        if !*proven {
+            // One trial run per daemon: the namespaces the sandbox uses.
+            let out = tokio::process::Command::new(&bwrap)
+                .args([
+                    "--unshare-user",
+                    "--unshare-pid",
+                    "--unshare-net",
+                    "--die-with-parent",
+                    "--ro-bind",
+                    "/",
+                    "/",
+                    "--proc",
+                    "/proc",
+                    "--",
+                    "/bin/true",
+                ])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .output()
+                .await
+                .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+            if !out.status.success() {
+                return Err(rules::trial_failure(&String::from_utf8_lossy(&out.stderr)));
+            }
+            *proven = true;
+        }
+        Ok(bwrap)
+    }
+
+    /// Turn `request` into a sandboxed launch of `meta`'s session, or say
+    /// why the walls cannot go up.
+    pub async fn wrap(
+        &self,
+        meta: &SessionMeta,
+        request: SpawnRequest,
+        grant: Option<&hangar_proxy::Grant>,
+    ) -> Result<Wrapped, SpawnFailure> {
+        let fail = |why: String| {
+            SpawnFailure::new(
+                FailureKind::Other,
+                format!(
+                    "cannot start {} in its sandbox: {why}; hangar never runs a sandboxed session without its walls",
+                    meta.id.short()
+                ),
+            )
+        };
+        let bwrap = self.check_host().await.map_err(fail)?;
+        let Some(dir) = meta.sandbox.as_deref() else {
+            return Err(fail("the session has no sandbox folder".into()));
+        };
+        let hangar = std::env::current_exe()
+            .map_err(|e| fail(format!("cannot find hangar's own binary: {e}")))?;
+        let home = std::env::var("HOME")
+            .ok()
+            .filter(|h| h.starts_with('/') && h != "/")
+            .unwrap_or_else(|| "/root".to_owned());
+        let state = rules::state_binds(&meta.provider, dir, &home);
+        for s in &state {
+            make_private_dir(Path::new(&s.outside))
+                .map_err(|e| fail(format!("cannot make {}: {e}", s.outside)))?;
+        }
+        make_private_dir(Path::new(dir)).map_err(|e| fail(format!("cannot make {dir}: {e}")))?;
+
+        let named = if request.program.is_absolute() {
+            request.program.clone()
+        } else {
+            let name = request.program.display().to_string();
+            find_on_path(&name).unwrap_or_else(|| request.program.clone())
+        };
+        let program = std::fs::canonicalize(&named).map_err(|e| {
+            fail(format!(
+                "cannot find its program {}: {e}",
+                request.program.display()
+            ))
+        })?;
+        let program = program.display().to_string();
+        let mut read_only = Vec::new();
+        if !rules::under_system(&program) {
+            read_only.push(rules::program_binds(
+                &program,
+                &home,
+                &self.home.display().to_string(),
+            ));
+        }
+        // Files hangar made for the agent (the proxy's CA certificate, a
+        // settings file) are bound read-only; nothing else of HANGAR_HOME.
+        let home_prefix = format!("{}/", self.home.display());
+        let named = request
+            .args
+            .iter()
+            .chain(grant.iter().flat_map(|g| g.env.iter().map(|(_, v)| v)));
+        for value in named {
+            if value.starts_with(&home_prefix)
+                && !value.ends_with("key.pem")
+                && Path::new(value).is_file()
+            {
+                read_only.push(value.clone());
+            }
+        }
+        for extra in &self.config.get().read_only {
+            if Path::new(extra).exists() {
+                read_only.push(extra.clone());
+            }
+        }
+        let system: Vec<String> = rules::SYSTEM_READ_ONLY
+            .iter()
+            .filter(|s| Path::new(s).exists())
+            .map(|s| (*s).to_owned())
+            .collect();
+        let masked = masked_files();
+
+        let proxy = match grant {
+            Some(g) => {
+                let socket = Path::new(dir).join("proxy.sock");
+                let f = Forwarder::start(&socket, g.port)
+                    .map_err(|e| fail(format!("cannot open the proxy socket: {e}")))?;
+                Some((f, socket.display().to_string(), g.port))
+            }
+            None => None,
+        };
+
+        let cwd = request.cwd.display().to_string();
+        let mut overrides: Vec<(String, String)> = state
+            .iter()
+            .map(|s| (s.var.to_owned(), s.value.clone()))
+            .collect();
+        overrides.push(("HOME".into(), home.clone()));
+        overrides.push(("TMPDIR".into(), "/tmp".into()));
+        overrides.push(("HANGAR_SANDBOX".into(), "bubblewrap".into()));
+        let inherited: Vec<(String, String)> = std::env::vars().collect();
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let env = rules::agent_env(&inherited, &request.env, &overrides, &nonce);
+        if let Some(g) = grant {
+            g.lease.confine(hangar_proxy::Confinement {
+                extra_hosts: self
+                    .config
+                    .get()
+                    .allow_hosts
+                    .iter()
+                    .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
+                    .collect(),
+                secrets: env
+                    .substitutions
+                    .iter()
+                    .map(|s| hangar_proxy::Secret {
+                        placeholder: s.placeholder.clone(),
+                        real: s.real.clone(),
+                    })
+                    .collect(),
+            });
+        }
+        let (uid, gid) = std::fs::metadata("/proc/self")
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.uid(), m.gid())
+            })
+            .unwrap_or((0, 0));
+        let plan = Plan {
+            system,
+            masked,
+            home,
+            cwd,
+            writable: git_dir_of(meta).into_iter().collect(),
+            read_only,
+            state,
+            hangar: hangar.display().to_string(),
+            proxy: proxy.as_ref().map(|(_, s, p)| (s.clone(), *p)),
+            program,
+            args: request.args.clone(),
+            uid,
+            gid,
+        };
+        Ok(Wrapped {
+            request: SpawnRequest {
+                program: bwrap,
+                args: rules::bwrap_args(&plan),
+                env: env.env,
+                sandboxed: true,
+                ..request
+            },
+            forwarder: proxy.map(|(f, _, _)| f),
+        })
+    }
+}
+
+/// A worktree's git folder: written by every commit made in the worktree.
+fn git_dir_of(meta: &SessionMeta) -> Option<String> {
+    let w = meta.worktree.as_ref()?;
+    let git = Path::new(&w.repo_root).join(".git");
+    git.is_dir().then(|| git.display().to_string())
+}
+
+/// Secrets of `/etc` replaced by an empty file inside.
+fn masked_files() -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in ["/etc", "/etc/ssh"] {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if rules::masked_etc_file(&name) && e.path().is_file() {
+                out.push(e.path().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn make_private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}
+
+fn read_number(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// `name` on the daemon's `PATH`.
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| {
+            use std::os::unix::fs::PermissionsExt;
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Keep the sandbox's pieces for as long as the process runs.
+pub fn hold_until_exit(
+    forwarder: Option<Forwarder>,
+    mut exit: tokio::sync::watch::Receiver<Option<crate::pty::ExitCode>>,
+) {
+    let Some(f) = forwarder else { return };
+    tokio::spawn(async move {
+        let _ = exit.wait_for(|e| e.is_some()).await;
+        drop(f);
+    });
+}
+
+/// Shared by the daemon's parts.
+pub type SharedSandbox = Arc<Sandbox>;

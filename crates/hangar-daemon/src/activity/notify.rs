@@ -102,6 +102,13 @@ pub fn desktop_body(text: &str) -> String {
 
 /// Run the configured command and `notify-send` for one notification.
 pub fn run_commands(config: &NotifyConfig, id: &str, title: &str, to: Activity) {
+    run_text_commands(config, id, title, to.name(), &message(title, id, to));
+}
+
+/// Run the configured command and `notify-send`: `state` goes in
+/// HANGAR_ACTIVITY (an activity's name, or `limited`, `limit-continue`),
+/// `text` is the desktop message.
+pub fn run_text_commands(config: &NotifyConfig, id: &str, title: &str, state: &str, text: &str) {
     if let Some(cmd) = config.command.as_deref().filter(|c| !c.trim().is_empty()) {
         let mut c = tokio::process::Command::new("/bin/sh");
         c.arg("-c")
@@ -109,34 +116,6 @@ pub fn run_commands(config: &NotifyConfig, id: &str, title: &str, to: Activity) 
             .env("HANGAR_SESSION_ID", id)
             // A title is untrusted text (rule 11): a command that echoes it
             // must not reach a terminal raw; the raw one is asked for by name.
-            .env("HANGAR_SESSION_TITLE", display::name(title).as_ref())
-            .env("HANGAR_SESSION_TITLE_RAW", title)
-            .env("HANGAR_ACTIVITY", to.name());
-        spawn_and_reap(c, "notify.command");
-    }
-    if config.desktop
-        && let Some(bin) = hangar_providers::launch::find_program(
-            "notify-send",
-            std::env::var("PATH").ok().as_deref(),
-        )
-    {
-        let mut c = tokio::process::Command::new(bin);
-        c.arg("--app-name=hangar")
-            .arg("hangar")
-            .arg(desktop_body(&message(title, id, to)));
-        spawn_and_reap(c, "notify-send");
-    }
-}
-
-/// Run the configured command and `notify-send` for a notification that is
-/// not an activity change (a usage limit, its continuation): `state` goes in
-/// HANGAR_ACTIVITY (`limited`, `limit-continue`), `text` is the message.
-pub fn run_text_commands(config: &NotifyConfig, id: &str, title: &str, state: &str, text: &str) {
-    if let Some(cmd) = config.command.as_deref().filter(|c| !c.trim().is_empty()) {
-        let mut c = tokio::process::Command::new("/bin/sh");
-        c.arg("-c")
-            .arg(cmd)
-            .env("HANGAR_SESSION_ID", id)
             .env("HANGAR_SESSION_TITLE", display::name(title).as_ref())
             .env("HANGAR_SESSION_TITLE_RAW", title)
             .env("HANGAR_ACTIVITY", state);

@@ -288,7 +288,102 @@ impl Governor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::on_a_fake_machine::{FakeMachine, build};
     use crate::os::FakeOs;
+    use hangar_core::Provider;
+
+    fn id(s: &str) -> SessionId {
+        SessionId::from(s)
+    }
+
+    /// Claude agents (they count toward the budget; shells do not): the
+    /// `panes` visible, the `parked` hidden, all last used now; at most
+    /// `max_live` live when given.
+    fn fleet(panes: &[&str], parked: &[&str], max_live: Option<usize>) -> FakeMachine {
+        build(
+            panes,
+            parked,
+            |c| {
+                c.governor.max_live = max_live;
+                // The fake machine runs no program, but the launch looks
+                // the program up first: any that exists does.
+                let claude = hangar_providers::ProviderConfig {
+                    program: Some("/bin/sh".into()),
+                    ..Default::default()
+                };
+                c.providers.insert("claude".into(), claude);
+            },
+            |m| m.provider = Provider::Claude,
+        )
+    }
+
+    /// Wake `ids` in turn as a person would, a second apart, each used
+    /// when woken (so each is more recently used than the one before).
+    async fn wake_in_turn(m: &FakeMachine, ids: &[&str]) {
+        for s in ids {
+            m.os.advance(Duration::from_secs(1));
+            let state = m.daemon.governor.wake(&id(s)).await.unwrap();
+            assert_eq!(state, RunState::Live, "{s} woke");
+            m.daemon.governor.touch_used(&id(s), false);
+        }
+    }
+
+    fn live(m: &FakeMachine) -> Vec<String> {
+        let mut ids: Vec<String> = ["pane", "p2", "old", "mid", "new"]
+            .iter()
+            .filter(|s| m.daemon.sessions.run_state(&id(s)) == RunState::Live)
+            .map(|s| s.to_string())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn over_max_live_the_least_recently_used_hidden_agent_is_hibernated_never_a_visible_one()
+    {
+        let m = fleet(&["pane"], &["old", "mid", "new"], Some(2));
+        wake_in_turn(&m, &["pane", "old"]).await;
+        assert_eq!(live(&m), ["old", "pane"], "two fit the budget");
+        wake_in_turn(&m, &["mid"]).await;
+        assert_eq!(live(&m), ["mid", "pane"], "old was the least recently used");
+        // The visible pane is the least recently used of all now; still it stays.
+        wake_in_turn(&m, &["new"]).await;
+        assert_eq!(live(&m), ["new", "pane"]);
+        let status = m.daemon.governor.budget_status();
+        assert_eq!((status.live, status.over_budget), (2, false));
+        // Hibernated, not closed: each is kept to be woken again.
+        for s in ["old", "mid"] {
+            assert_eq!(m.daemon.sessions.run_state(&id(s)), RunState::Hibernated);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attached_or_pinned_agent_is_never_hibernated_and_the_fleet_says_it_is_over_budget()
+    {
+        let m = fleet(&["pane"], &["old", "mid", "new"], Some(1));
+        let _watching = m.daemon.activity.view(&id("old"));
+        m.daemon.sessions.pin("mid", true).unwrap();
+        wake_in_turn(&m, &["old", "mid", "new"]).await;
+        // old is attached, mid pinned; new was just woken (protected).
+        assert_eq!(live(&m), ["mid", "new", "old"]);
+        let decision = m.daemon.governor.enforce_budget_now(&BTreeSet::new()).await;
+        assert_eq!(decision.hibernate, [id("new")], "the one nobody holds");
+        assert!(decision.over_budget, "two held agents are still over one");
+        let status = m.daemon.governor.budget_status();
+        assert!(status.over_budget);
+        let reason = status.reason.unwrap_or_default();
+        assert!(reason.contains("attached, pinned"), "{reason}");
+        assert_eq!(live(&m), ["mid", "old"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_budget_nothing_is_hibernated_however_many_run() {
+        let m = fleet(&["pane"], &["old", "mid", "new"], None);
+        wake_in_turn(&m, &["pane", "old", "mid", "new"]).await;
+        assert_eq!(live(&m), ["mid", "new", "old", "pane"]);
+        let decision = m.daemon.governor.enforce_budget_now(&BTreeSet::new()).await;
+        assert!(decision.hibernate.is_empty() && !decision.over_budget);
+    }
 
     #[test]
     fn a_trees_memory_is_its_members_and_never_another_trees() {

@@ -1113,6 +1113,85 @@ mod tests {
         assert_eq!(none["agents"], json!([]), "c1 created nobody");
     }
 
+    fn created_id(reply: &Value) -> SessionId {
+        SessionId::from(reply["id"].as_str().expect("an id in the reply"))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn create_agent_without_a_prompt_records_a_hibernated_child_and_starts_nothing() {
+        let m = family();
+        let lead = SessionId::from("lead");
+        let mut touched = Vec::new();
+        let args = json!({"title": "tests", "role": "tester", "provider": "shell"});
+        let reply = m.daemon.agents.tool_create(&lead, args, &mut touched);
+        let reply = reply.await.unwrap();
+        assert_eq!(reply["status"], "hibernated", "{reply}");
+        assert_eq!(reply["prompt_delivered"], false);
+        let child = created_id(&reply);
+        assert_eq!(touched, [child.to_string()]);
+        assert!(m.os.spawned().is_empty(), "no process for an idle child");
+        let listed = m.daemon.agents.tool_list(&lead, json!({})).await.unwrap();
+        let ids: Vec<&str> = listed["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a["id"].as_str())
+            .collect();
+        assert!(ids.contains(&child.as_str()), "{listed}");
+        // An agent cannot name a folder that is not there.
+        let bad = json!({"cwd": "/no/such/folder", "provider": "shell"});
+        let mut scratch = Vec::new();
+        let refused = m.daemon.agents.tool_create(&lead, bad, &mut scratch);
+        let refused = refused.await.unwrap_err();
+        assert!(refused.message.contains("not an existing absolute folder"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn create_agent_with_a_prompt_starts_the_child_and_types_the_prompt_into_it() {
+        let mut scratch = Vec::new();
+        let m = family();
+        let lead = SessionId::from("lead");
+        let args = json!({"prompt": "write the tests", "provider": "shell"});
+        let reply = m.daemon.agents.tool_create(&lead, args, &mut scratch);
+        let reply = reply.await.unwrap();
+        assert_eq!(reply["status"], "live", "{reply}");
+        assert_eq!(reply["prompt_delivered"], true, "{reply}");
+        let child = created_id(&reply);
+        let spawned = m.os.spawned();
+        let started = spawned
+            .iter()
+            .find(|s| s.session.as_deref() == Some(child.as_str()))
+            .expect("the child's program ran");
+        let typed = String::from_utf8_lossy(&m.os.typed(started.pid)).into_owned();
+        assert!(typed.contains("write the tests"), "typed: {typed:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn close_agent_ends_the_callers_child_and_refuses_itself_and_strangers() {
+        let mut scratch = Vec::new();
+        let m = family();
+        let (lead, c1) = (SessionId::from("lead"), SessionId::from("c1"));
+        let state = m.daemon.spawner.wake_as(&c1, Caller::Agent).await.unwrap();
+        assert_eq!(state, RunState::Live);
+        let pid = m.daemon.sessions.process(&c1).unwrap().pid;
+        let agents = &m.daemon.agents;
+        let own = agents.tool_close(&c1, json!({"session": "c1"}), &mut scratch);
+        assert_eq!(own.await.unwrap_err().code, codes::SELF_CLOSE);
+        let stranger = agents.tool_close(&c1, json!({"session": "other"}), &mut scratch);
+        assert!(stranger.await.is_err(), "other is nobody's agent");
+        assert!(m.daemon.sessions.contains(&SessionId::from("other")));
+        let closed = agents.tool_close(&lead, json!({"session": "c1"}), &mut scratch);
+        let closed = closed.await.unwrap();
+        assert_eq!(closed["closed"], json!(["c1"]), "{closed}");
+        assert!(!m.daemon.sessions.contains(&c1), "c1 is gone");
+        assert!(
+            m.os.signals_sent().iter().any(|(p, _)| *p == pid),
+            "c1's process was asked to end"
+        );
+        assert!(!m.os.running().contains(&pid), "and it ended");
+        assert!(m.daemon.sessions.contains(&SessionId::from("c2")));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn wait_agents_on_an_agent_still_starting_times_out_on_the_clock_without_real_waiting() {
         let m = family();

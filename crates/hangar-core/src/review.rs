@@ -535,7 +535,7 @@ pub fn finish_check(f: &FinishFacts) -> Result<(), Refusal> {
 }
 
 /// How the target ref is moved once the landed commit exists.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "how", rename_all = "kebab-case")]
 pub enum TargetMove {
     /// Fast-forward the clean checkout that has it (`merge --ff-only`

@@ -231,7 +231,7 @@ pub struct ModelSum {
 }
 
 /// One session in `hangar usage`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionUsage {
     pub id: String,
     pub title: String,
@@ -248,7 +248,7 @@ pub struct SessionUsage {
 }
 
 /// `hangar usage`'s totals.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageTotal {
     pub requests: u64,
     pub input_tokens: u64,

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use hangar_core::{Provider, SessionId};
 use hangar_protocol::message::codes;
-use serde_json::{Value, json};
+use hangar_protocol::reply;
+use serde_json::json;
 
 use crate::activity::Monitor;
 use crate::errors::ApiError;
@@ -92,7 +93,12 @@ impl Delivery {
     /// `enter`, submit it and make sure a turn started: `hangar send`'s
     /// answer. A prompt typed but never submitted is an error whose detail
     /// says `"delivered": false`.
-    pub async fn send(&self, id: &SessionId, text: &str, enter: bool) -> Result<Value, ApiError> {
+    pub async fn send(
+        &self,
+        id: &SessionId,
+        text: &str,
+        enter: bool,
+    ) -> Result<reply::Sent, ApiError> {
         let id = id.clone();
         let live = self.sessions.process(&id).ok_or_else(|| {
             ApiError::new(
@@ -173,12 +179,12 @@ impl Delivery {
             Some(Submitted::Unconfirmed) => (Some(false), Some(1)),
             None => (None, enter.then_some(1)),
         };
-        Ok(json!({
-            "id": id.to_string(),
-            "sent": text.len(),
-            "confirmed": confirmed,
-            "enters": enters,
-        }))
+        Ok(reply::Sent {
+            id: id.to_string(),
+            sent: text.len(),
+            confirmed,
+            enters,
+        })
     }
 
     /// Whether a prompt typed into `id` now should start a turn that can be
@@ -325,12 +331,9 @@ mod tests {
         .await;
         m.os.advance(Duration::from_secs(60));
         let reply = m.daemon.delivery.send(&a, "echo hi", true).await.unwrap();
-        assert_eq!(reply["sent"], 7);
-        assert_eq!(reply["enters"], 1);
-        assert!(
-            reply["confirmed"].is_null(),
-            "a shell has no turns: {reply}"
-        );
+        assert_eq!(reply.sent, 7);
+        assert_eq!(reply.enters, Some(1));
+        assert!(reply.confirmed.is_none(), "a shell has no turns: {reply:?}");
         until("the Enter reached the program", || {
             m.os.typed(pid) == b"echo hi\r"
         })

@@ -18,7 +18,8 @@ use std::io::Write;
 
 use hangar_core::in_use::{InUse, in_use_when_evicting, is_idle};
 use hangar_core::{Provider, SessionId, SessionMeta};
-use serde_json::{Value, json};
+use hangar_protocol::reply::{EvictedRow, Skipped, WorktreeKept, WorktreeRemoved};
+use serde_json::json;
 
 use crate::errors::ApiError;
 use crate::governor::Governor;
@@ -29,23 +30,23 @@ use crate::sessions::RunState;
 /// candidates skipped with the reason (JSON rows for the reply).
 pub struct CascadePlan {
     pub groups: Vec<Vec<SessionId>>,
-    pub skipped: Vec<Value>,
+    pub skipped: Vec<Skipped>,
 }
 
 /// What an evict did, or in a dry run would do: rows for the reply.
 pub struct Evicted {
-    pub evicted: Vec<Value>,
-    pub skipped: Vec<Value>,
-    pub kept_worktrees: Vec<Value>,
-    pub removed_worktrees: Vec<Value>,
+    pub evicted: Vec<EvictedRow>,
+    pub skipped: Vec<Skipped>,
+    pub kept_worktrees: Vec<WorktreeKept>,
+    pub removed_worktrees: Vec<WorktreeRemoved>,
 }
 
 /// What a close of idle agents did: rows for the reply.
 pub struct ClosedIdle {
     pub closed: Vec<String>,
-    pub skipped: Vec<Value>,
-    pub kept_worktrees: Vec<Value>,
-    pub removed_worktrees: Vec<Value>,
+    pub skipped: Vec<Skipped>,
+    pub kept_worktrees: Vec<WorktreeKept>,
+    pub removed_worktrees: Vec<WorktreeRemoved>,
 }
 
 /// The shell command that resumes a session's conversation outside hangar.
@@ -179,13 +180,17 @@ impl Governor {
         .map(InUse::reason)
     }
 
-    fn skip_row(&self, id: &SessionId, reason: String) -> Value {
+    fn skip_row(&self, id: &SessionId, reason: String) -> Skipped {
         let title = self.sessions.meta(id).map(|m| m.title).unwrap_or_default();
-        json!({"id": id.to_string(), "title": title, "reason": reason})
+        Skipped {
+            id: id.to_string(),
+            title,
+            reason,
+        }
     }
 
     /// A group skipped at the last moment because `busy` became `why`.
-    fn skip_rows(&self, group: &[SessionId], busy: &SessionId, why: &str) -> Vec<Value> {
+    fn skip_rows(&self, group: &[SessionId], busy: &SessionId, why: &str) -> Vec<Skipped> {
         group
             .iter()
             .map(|id| {
@@ -199,21 +204,25 @@ impl Governor {
             .collect()
     }
 
-    fn evicted_rows(&self, ids: &[SessionId]) -> Vec<Value> {
+    fn evicted_rows(&self, ids: &[SessionId]) -> Vec<EvictedRow> {
         self.sessions
             .metas(ids)
             .iter()
-            .map(|m| json!({"id": m.id.to_string(), "title": m.title, "resume_command": resume_command(m)}))
+            .map(|m| EvictedRow {
+                id: m.id.to_string(),
+                title: m.title.clone(),
+                resume_command: resume_command(m),
+            })
             .collect()
     }
 
     /// Append the evicted sessions and their resume commands to
     /// `evicted.jsonl`, so the conversations can be found again.
-    fn record_evicted(&self, rows: &[Value], now: u64) {
+    fn record_evicted(&self, rows: &[EvictedRow], now: u64) {
         let path = self.paths.home.join("evicted.jsonl");
         let mut lines = Vec::new();
         for e in rows {
-            let mut line = e.clone();
+            let mut line = json!(e);
             line["evicted_at_ms"] = json!(now);
             lines.extend(serde_json::to_vec(&line).unwrap_or_default());
             lines.push(b'\n');
@@ -326,7 +335,7 @@ impl Governor {
         delete_branch: bool,
         cause: CloseCause,
         named: &[SessionId],
-    ) -> Result<(Vec<Value>, Vec<Value>), ApiError> {
+    ) -> Result<(Vec<WorktreeKept>, Vec<WorktreeRemoved>), ApiError> {
         let worktrees: Vec<_> = ids
             .iter()
             .cloned()

@@ -716,7 +716,7 @@ pub fn export_offline(paths: &Paths) -> anyhow::Result<String> {
 pub fn import_offline(
     paths: &Paths,
     report: &hangar_store::ImportReport,
-) -> anyhow::Result<serde_json::Value> {
+) -> anyhow::Result<hangar_protocol::reply::Imported> {
     paths::ensure_private_dir(&paths.home)?;
     paths::ensure_private_dir(&paths.run_dir())?;
     let _lock = take_home_lock(paths)?;
@@ -732,7 +732,7 @@ pub fn import_offline(
     store
         .save_with_screens(&merged, &[], &report.screens)
         .context("cannot save the imported workspace")?;
-    Ok(transfer::report_json(report, false))
+    Ok(transfer::imported(report, false))
 }
 
 /// A daemon on a fake machine ([`os::FakeOs`]: a clock the test advances,
@@ -872,10 +872,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (daemon, os) = daemon_with_a_parked_record(dir.path(), "pane", "old");
         let day = 86_400_000;
-        let ids = |rows: &[serde_json::Value]| -> Vec<String> {
-            rows.iter()
-                .map(|r| r["id"].as_str().unwrap_or_default().to_owned())
-                .collect()
+        let ids = |rows: &[hangar_protocol::reply::EvictedRow]| -> Vec<String> {
+            rows.iter().map(|r| r.id.clone()).collect()
         };
         let early = daemon.governor.evict_parked(day, false).await.unwrap();
         assert!(ids(&early.evicted).is_empty(), "nothing is a day old yet");

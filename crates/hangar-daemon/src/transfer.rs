@@ -9,7 +9,7 @@
 //! (DESIGN.md rule 3) across export and import.
 
 use hangar_core::Workspace;
-use serde_json::{Value, json};
+use hangar_protocol::reply::{ImportCounts, ImportDropped, ImportKept, Imported};
 
 use crate::errors::ApiError;
 
@@ -20,16 +20,45 @@ pub fn merge(current: Workspace, imported: Workspace) -> Result<Workspace, ApiEr
         .map_err(|e| ApiError::invalid(e.to_string()))
 }
 
-pub fn report_json(report: &hangar_store::ImportReport, restored: bool) -> Value {
-    json!({
-        "source": report.source,
-        "warnings": report.warnings,
-        "imported": report.imported,
-        "kept": report.kept,
-        "dropped": report.dropped,
-        "screens": report.screens.len(),
-        "restoring": restored,
-    })
+/// An import's report as the `import` reply: `restored` says whether the
+/// daemon is restoring it now (or it waits for the next start).
+pub fn imported(report: &hangar_store::ImportReport, restored: bool) -> Imported {
+    let c = &report.imported;
+    Imported {
+        source: report.source.clone(),
+        warnings: report.warnings.clone(),
+        imported: ImportCounts {
+            tabs: c.tabs,
+            panes: c.panes,
+            parked: c.parked,
+            buried: c.buried,
+            pins: c.pins,
+            sessions: c.sessions,
+        },
+        kept: report
+            .kept
+            .iter()
+            .map(|k| ImportKept {
+                id: k.id.clone(),
+                kind: k.kind.clone(),
+                note: k.note.clone(),
+            })
+            .collect(),
+        dropped: report
+            .dropped
+            .iter()
+            .map(|d| ImportDropped {
+                id: d.id.clone(),
+                kind: d.kind.clone(),
+                reason: d.reason.clone(),
+                provider: d.provider.clone(),
+                provider_session_id: d.provider_session_id.clone(),
+                cwd: d.cwd.clone(),
+            })
+            .collect(),
+        screens: report.screens.len(),
+        restoring: restored,
+    }
 }
 
 /// Parse an import. An Agent Code file's tmux-backed terminals are checked

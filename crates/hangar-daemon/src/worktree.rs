@@ -25,9 +25,9 @@ use hangar_core::worktree::{
     worktree_folder,
 };
 use hangar_protocol::message::{self as msg, codes};
+use hangar_protocol::reply::{WorktreeKept, WorktreeRemoved};
 use hangar_protocol::view::WorktreeView;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::Paths;
 use crate::errors::ApiError;
@@ -787,7 +787,7 @@ impl Worktrees {
         &self,
         closed: Vec<(SessionId, WorktreeInfo)>,
         delete_branch: bool,
-    ) -> (Vec<Value>, Vec<Value>) {
+    ) -> (Vec<WorktreeKept>, Vec<WorktreeRemoved>) {
         if closed.is_empty() {
             return (Vec::new(), Vec::new());
         }
@@ -802,27 +802,27 @@ impl Worktrees {
                     CleanupDecision::Remove => match remove(&info, delete_branch) {
                         Ok(r) => {
                             registry.forget(&info.path);
-                            removed.push(json!({
-                                "id": id.to_string(),
-                                "path": info.path,
-                                "branch": info.branch,
-                                "branch_deleted": r.branch_deleted,
-                                "note": r.branch_note,
-                            }));
+                            removed.push(WorktreeRemoved {
+                                id: id.to_string(),
+                                path: info.path,
+                                branch: info.branch,
+                                branch_deleted: r.branch_deleted,
+                                note: r.branch_note,
+                            });
                         }
-                        Err(e) => kept.push(json!({
-                            "id": id.to_string(),
-                            "path": info.path,
-                            "branch": info.branch,
-                            "reason": format!("git could not remove it: {e}"),
-                        })),
+                        Err(e) => kept.push(WorktreeKept {
+                            id: id.to_string(),
+                            path: info.path,
+                            branch: info.branch,
+                            reason: format!("git could not remove it: {e}"),
+                        }),
                     },
-                    CleanupDecision::Keep(reason) => kept.push(json!({
-                        "id": id.to_string(),
-                        "path": info.path,
-                        "branch": info.branch,
-                        "reason": reason,
-                    })),
+                    CleanupDecision::Keep(reason) => kept.push(WorktreeKept {
+                        id: id.to_string(),
+                        path: info.path,
+                        branch: info.branch,
+                        reason,
+                    }),
                     CleanupDecision::AlreadyGone => registry.forget(&info.path),
                     CleanupDecision::NotOurs => {}
                 }

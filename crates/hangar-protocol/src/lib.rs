@@ -3,6 +3,7 @@
 //!
 //! Both sides depend on this crate and nothing else shares wire types. See
 //! `frame` for the byte framing and `message` for the control messages;
+//! `reply` names each request's reply type (and says how to add one);
 //! `paths` says where a home keeps its socket and files, so a client finds
 //! its daemon without depending on the daemon crate.
 
@@ -13,6 +14,7 @@ pub mod frame;
 pub mod fuzzing;
 pub mod message;
 pub mod paths;
+pub mod reply;
 pub mod view;
 
 pub use frame::{Decoder, Frame, FrameError};

@@ -854,6 +854,14 @@ impl Reply {
         }
     }
 
+    /// A success carrying one of the `reply` module's types, as the JSON
+    /// value the wire carries (keys sorted, as a hand-built value's).
+    pub fn ok_typed<T: Serialize>(id: u64, body: &T) -> Reply {
+        // The reply types are structs of strings, numbers and lists: they
+        // always serialize.
+        Reply::ok(id, serde_json::to_value(body).unwrap_or(Value::Null))
+    }
+
     pub fn err(id: u64, code: &str, message: impl Into<String>) -> Reply {
         Reply::err_with(id, code, message, Value::Null)
     }

@@ -36,25 +36,21 @@ pub fn wait(
             timeout_ms: timeout.map(|t| t.as_millis() as u64),
         },
     )?;
-    let timed_out = v["timed_out"].as_bool() == Some(true);
-    if json {
-        crate::human::print_json(&v);
-    } else {
-        for s in v["sessions"].as_array().into_iter().flatten() {
+    crate::human::print(json, &v, |v| {
+        for s in &v.sessions {
             println!(
                 "{}  {}",
-                crate::human::s(&s["id"]),
-                crate::human::s(&s["activity"])
+                crate::human::text(&s.id),
+                crate::human::text(&s.activity)
             );
         }
-    }
-    if timed_out {
-        let waiting: Vec<&str> = v["sessions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|s| !reached(&until, s))
-            .filter_map(|s| s["id"].as_str())
+    });
+    if v.timed_out {
+        let waiting: Vec<&str> = v
+            .sessions
+            .iter()
+            .filter(|s| !reached(&until, &s.activity))
+            .map(|s| s.id.as_str())
             .collect();
         eprintln!(
             "hangar: timed out waiting for {} to be {until}; `hangar ls` shows what they are doing",
@@ -65,8 +61,7 @@ pub fn wait(
     Ok(ExitCode::SUCCESS)
 }
 
-fn reached(until: &str, s: &Value) -> bool {
-    let a = s["activity"].as_str().unwrap_or("");
+fn reached(until: &str, a: &str) -> bool {
     match until {
         "any" => a == "idle" || a == "waiting",
         other => a == other,

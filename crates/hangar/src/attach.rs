@@ -105,8 +105,8 @@ impl Drop for RawMode {
 pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
     let (mut client, reply) = open(target, id, (cols, rows))?;
-    let session = reply["id"].as_str().unwrap_or(id).to_owned();
-    let key = DetachKey::parse(reply["detach_key"].as_str().unwrap_or("C-b d"));
+    let session = reply.id;
+    let key = DetachKey::parse(&reply.detach_key);
     eprintln!(
         "[hangar] attached to {}; detach with {}\r",
         session.get(..8).unwrap_or(&session),
@@ -265,7 +265,7 @@ fn open(
     target: &Target,
     id: &str,
     (cols, rows): (u16, u16),
-) -> anyhow::Result<(Client, serde_json::Value)> {
+) -> anyhow::Result<(Client, hangar_protocol::reply::Attached)> {
     let mut client = target.connect()?;
     let reply = api::attach(
         &mut client,

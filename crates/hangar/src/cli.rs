@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use hangar_core::display;
 use hangar_protocol::message as msg;
 use hangar_protocol::paths::Paths;
-use serde_json::Value;
+use serde::Serialize;
 
 use crate::api;
 use crate::conn::{self, Target};
@@ -449,8 +449,22 @@ fn abs(p: &Path) -> anyhow::Result<String> {
     })
 }
 
-fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
+fn print<T: Serialize>(json: bool, value: &T, human: impl FnOnce(&T)) {
     crate::human::print(json, value, human)
+}
+
+/// A command that changes one thing: its reply as JSON, or what was done
+/// for a person.
+fn simple<T: Serialize + human::Done>(
+    target: &Target,
+    json: bool,
+    ask: impl Fn(&mut conn::Client) -> anyhow::Result<T>,
+    what: &str,
+) -> anyhow::Result<ExitCode> {
+    let mut c = target.connect()?;
+    let v = ask(&mut c)?;
+    print(json, &v, |v| v.done(what));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Where a command runs: against a daemon (this machine's, or with
@@ -511,15 +525,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let Some(command) = cli.command else {
         return crate::tui::run(&target);
-    };
-    let simple = |ask: &dyn Fn(&mut conn::Client) -> anyhow::Result<Value>,
-                  what: &str|
-     -> anyhow::Result<ExitCode> {
-        let mut c = target.connect()?;
-        let v = ask(&mut c)?;
-        let what = what.to_owned();
-        print(json, &v, |v| human::done(&what, v));
-        Ok(ExitCode::SUCCESS)
     };
     match command {
         Command::Daemon => {
@@ -595,18 +600,18 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     sandbox,
                 },
             )?;
-            if no_auto_continue && let Some(id) = v["id"].as_str() {
+            if no_auto_continue {
                 api::limit(
                     &mut c,
                     msg::LimitSet {
-                        session: id.to_owned(),
+                        session: v.id.clone(),
                         auto_continue: Some(false),
                     },
                 )?;
             }
-            print(json, &serde_json::json!({"id": v["id"]}), |_| {
-                println!("{}", human::s(&v["id"]));
-                if v["state"] == "failed" {
+            print(json, &serde_json::json!({"id": v.id}), |_| {
+                println!("{}", human::text(&v.id));
+                if v.state == "failed" {
                     eprintln!(
                         "hangar: the session was created but failed to start; `hangar ls` shows why"
                     );
@@ -616,24 +621,26 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Ls => {
             let mut c = target.connect()?;
-            let v = serde_json::to_value(api::list(&mut c)?)?;
+            let v = api::list(&mut c)?;
             print(json, &v, human::sessions);
             Ok(ExitCode::SUCCESS)
         }
         Command::Status => {
             let mut c = target.connect()?;
-            let v = serde_json::to_value(api::status(&mut c)?)?;
+            let v = api::status(&mut c)?;
             print(json, &v, human::status);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Park { id } => simple(&|c| api::park(c, &id), "parked"),
+        Command::Park { id } => simple(&target, json, |c| api::park(c, &id), "parked"),
         Command::Unpark {
             id,
             tab,
             split,
             direction,
         } => simple(
-            &|c| {
+            &target,
+            json,
+            |c| {
                 api::unpark(
                     c,
                     msg::Unpark {
@@ -647,7 +654,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             "unparked",
         ),
         Command::Focus { id, tab } => simple(
-            &|c| {
+            &target,
+            json,
+            |c| {
                 api::focus(
                     c,
                     msg::Focus {
@@ -693,14 +702,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(json, &v, |v| {
                 println!(
                     "built {} for engine {}",
-                    display::name(v["image"].as_str().unwrap_or_default()),
-                    display::name(v["engine"].as_str().unwrap_or_default())
+                    display::name(&v.image),
+                    display::name(&v.engine)
                 )
             });
             Ok(ExitCode::SUCCESS)
         }
         Command::Ratio { id, ratio } => simple(
-            &|c| {
+            &target,
+            json,
+            |c| {
                 api::ratio(
                     c,
                     msg::Ratio {
@@ -712,28 +723,28 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             },
             "resized",
         ),
-        Command::Bury { id } => simple(&|c| api::bury(c, &id), "buried"),
-        Command::Unbury { id } => simple(&|c| api::unbury(c, &id), "unburied"),
-        Command::Pin { id } => simple(&|c| api::pin(c, &id), "pinned"),
-        Command::Unpin { id } => simple(&|c| api::unpin(c, &id), "unpinned"),
+        Command::Bury { id } => simple(&target, json, |c| api::bury(c, &id), "buried"),
+        Command::Unbury { id } => simple(&target, json, |c| api::unbury(c, &id), "unburied"),
+        Command::Pin { id } => simple(&target, json, |c| api::pin(c, &id), "pinned"),
+        Command::Unpin { id } => simple(&target, json, |c| api::unpin(c, &id), "unpinned"),
         Command::Wake { id, resume_queue } => {
             if resume_queue {
                 let mut c = target.connect()?;
                 let v = api::resume_queue(&mut c)?;
                 print(json, &v, |v| {
-                    if v["was_open"].as_bool() == Some(true) {
+                    if v.was_open {
                         println!("wake queue resumed");
                     } else {
                         println!("the wake queue was not paused");
                     }
                 });
                 if let Some(id) = id {
-                    return simple(&|c| api::wake(c, &id), "woken");
+                    return simple(&target, json, |c| api::wake(c, &id), "woken");
                 }
                 return Ok(ExitCode::SUCCESS);
             }
             let id = id.unwrap_or_default();
-            simple(&|c| api::wake(c, &id), "woken")
+            simple(&target, json, |c| api::wake(c, &id), "woken")
         }
         Command::Evict {
             parked_older_than,
@@ -755,7 +766,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             include_live,
             yes,
         } => simple(
-            &|c| {
+            &target,
+            json,
+            |c| {
                 api::close_idle(
                     c,
                     msg::CloseIdle {
@@ -780,9 +793,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             storm_wakes,
             storm_window,
         ),
-        Command::Hibernate { id } => simple(&|c| api::hibernate(c, &id), "hibernated"),
+        Command::Hibernate { id } => {
+            simple(&target, json, |c| api::hibernate(c, &id), "hibernated")
+        }
         Command::Send { id, text } => simple(
-            &|c| {
+            &target,
+            json,
+            |c| {
                 api::send(
                     c,
                     msg::Send {
@@ -799,7 +816,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             yes,
             delete_branch,
         } => simple(
-            &|c| {
+            &target,
+            json,
+            |c| {
                 api::close(
                     c,
                     msg::Close {
@@ -827,13 +846,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
             )?;
             print(json, &v, |v| {
-                for line in v["history"].as_array().into_iter().flatten() {
-                    println!("{}", display::body(line.as_str().unwrap_or_default()));
+                for line in v.history.iter().flatten() {
+                    println!("{}", display::body(line));
                 }
-                println!(
-                    "{}",
-                    display::body(v["screen"].as_str().unwrap_or_default())
-                )
+                println!("{}", display::body(&v.screen))
             });
             Ok(ExitCode::SUCCESS)
         }
@@ -862,7 +878,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             TabCommand::New { title, cwd } => {
                 let cwd = cwd.map(|c| abs(&c)).transpose()?;
                 simple(
-                    &|c| {
+                    &target,
+                    json,
+                    |c| {
                         api::tab_new(
                             c,
                             msg::TabNew {
@@ -876,12 +894,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             TabCommand::Ls => {
                 let mut c = target.connect()?;
-                let v = serde_json::to_value(api::tab_list(&mut c)?)?;
+                let v = api::tab_list(&mut c)?;
                 print(json, &v, human::tabs);
                 Ok(ExitCode::SUCCESS)
             }
             TabCommand::Close { tab, yes } => simple(
-                &|c| {
+                &target,
+                json,
+                |c| {
                     api::tab_close(
                         c,
                         msg::TabClose {
@@ -893,7 +913,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "closed tab",
             ),
             TabCommand::Rename { tab, title } => simple(
-                &|c| {
+                &target,
+                json,
+                |c| {
                     api::tab_rename(
                         c,
                         msg::TabRename {
@@ -906,7 +928,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ),
         },
         Command::Reload { dangerous } => simple(
-            &|c| {
+            &target,
+            json,
+            |c| {
                 api::reload(
                     c,
                     msg::Reload {
@@ -937,7 +961,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
             )?;
             let none = v.matches.is_empty();
-            let v = serde_json::to_value(v)?;
             print(json, &v, human::search_matches);
             Ok(if none {
                 ExitCode::from(1)

@@ -8,6 +8,9 @@
 use std::borrow::Cow;
 
 use hangar_core::display;
+use hangar_protocol::reply;
+use hangar_protocol::view::{SearchView, SessionView, StatusView, TabView};
+use serde::Serialize;
 use serde_json::Value;
 
 /// Columns a title may take in a table before it is cut with a marker.
@@ -18,16 +21,26 @@ pub fn s(v: &Value) -> Cow<'_, str> {
     display::name(v.as_str().unwrap_or("-"))
 }
 
-/// The first 8 characters of an id, escaped.
-pub fn short(v: &Value) -> String {
-    let id: String = v.as_str().unwrap_or("-").chars().take(8).collect();
-    display::name(&id).into_owned()
-}
-
 /// A title for a table column: escaped, cut to `TITLE_COLS`, padded to
 /// `cols`.
 fn title_cell(title: &str, cols: usize) -> String {
     display::pad(&display::name_fit(title, TITLE_COLS), cols)
+}
+
+/// A string from a reply, escaped.
+pub fn text(v: &str) -> Cow<'_, str> {
+    display::name(v)
+}
+
+/// An optional string from a reply, escaped ("-" when null).
+fn opt(v: Option<&str>) -> Cow<'_, str> {
+    display::name(v.unwrap_or("-"))
+}
+
+/// The first 8 characters of an id, escaped.
+pub fn short_id(id: &str) -> String {
+    let id: String = id.chars().take(8).collect();
+    display::name(&id).into_owned()
 }
 
 /// Prints `value` as one JSON document whose strings hold no character a
@@ -37,57 +50,33 @@ pub fn print_json(value: &Value) {
     println!("{}", display::json(&doc));
 }
 
+/// Prints a reply (or any document) as JSON: through a JSON value, whose
+/// keys serde_json keeps sorted, so the document reads as the daemon's
+/// reply on the wire.
+pub fn print_json_of<T: Serialize>(value: &T) {
+    print_json(&serde_json::to_value(value).unwrap_or(Value::Null));
+}
+
 /// `--json`: the document; else the human form.
-pub fn print(json: bool, value: &Value, human: impl FnOnce(&Value)) {
+pub fn print<T: Serialize>(json: bool, value: &T, human: impl FnOnce(&T)) {
     if json {
-        print_json(value);
+        print_json_of(value);
     } else {
         human(value);
     }
 }
 
-pub fn done(what: &str, v: &Value) {
-    if let Some(closed) = v.get("closed").and_then(Value::as_array) {
-        let ids: Vec<String> = closed.iter().map(short).collect();
-        println!(
-            "{what}: {}",
-            if ids.is_empty() {
-                "nothing".to_owned()
-            } else {
-                ids.join(", ")
-            }
-        );
-        closed_worktrees(v);
-        return;
-    }
-    if let Some(restarted) = v.get("restarted").and_then(Value::as_array) {
-        println!(
-            "dangerous mode {}; restarted {} live agent(s)",
-            if v["dangerous"].as_bool() == Some(true) {
-                "on"
-            } else {
-                "off"
-            },
-            restarted.len()
-        );
-        for f in v["failed"].as_array().into_iter().flatten() {
-            println!("  failed {}: {}", short(&f["id"]), s(&f["reason"]));
-        }
-        let c = &v["config"];
-        if c["changed"].as_bool() == Some(true) {
-            println!("read config.toml again");
-        }
-        for section in c["needs_restart"].as_array().into_iter().flatten() {
-            println!(
-                "  [{}] changed: it takes effect after a daemon restart (`hangar shutdown`)",
-                s(section)
-            );
-        }
-        return;
-    }
-    let id = v.get("id").map(short).unwrap_or_default();
-    match v.get("state").and_then(Value::as_str) {
-        Some(state) if v["started"] == "fresh" && state == "live" => {
+/// What a command that changes something prints for a person: `what` (the
+/// command's past tense) and what it was done to.
+pub trait Done {
+    fn done(&self, what: &str);
+}
+
+/// `{what} {id}`, and the state it is in when the reply says.
+fn done_line(what: &str, id: &str, state: Option<&str>, started: Option<&str>) {
+    let id = short_id(id);
+    match state {
+        Some(state) if started == Some("fresh") && state == "live" => {
             println!("{what} {id} ({state}, started fresh: no provider session id to resume)")
         }
         Some(state) => println!("{what} {id} ({state})"),
@@ -95,8 +84,133 @@ pub fn done(what: &str, v: &Value) {
     }
 }
 
-pub fn sessions(v: &Value) {
-    let rows = v.as_array().cloned().unwrap_or_default();
+/// `{what}: ids` of the sessions a close took, and its worktrees.
+fn done_closed(
+    what: &str,
+    closed: &[String],
+    kept: &[reply::WorktreeKept],
+    removed: &[reply::WorktreeRemoved],
+) {
+    let ids: Vec<String> = closed.iter().map(|id| short_id(id)).collect();
+    println!(
+        "{what}: {}",
+        if ids.is_empty() {
+            "nothing".to_owned()
+        } else {
+            ids.join(", ")
+        }
+    );
+    closed_worktrees(kept, removed);
+}
+
+impl Done for reply::Placed {
+    fn done(&self, what: &str) {
+        done_line(what, &self.id, self.state.as_deref(), None);
+    }
+}
+
+impl Done for reply::Pinned {
+    fn done(&self, what: &str) {
+        done_line(what, &self.id, None, None);
+    }
+}
+
+impl Done for reply::Focused {
+    fn done(&self, what: &str) {
+        // The reply names the tab, no session.
+        done_line(what, "", None, None);
+    }
+}
+
+impl Done for reply::RatioSet {
+    fn done(&self, what: &str) {
+        done_line(what, &self.id, None, None);
+    }
+}
+
+impl Done for Option<SessionView> {
+    fn done(&self, what: &str) {
+        match self {
+            Some(v) => done_line(what, &v.id, Some(&v.state), v.started.as_deref()),
+            None => done_line(what, "", None, None),
+        }
+    }
+}
+
+impl Done for reply::Hibernated {
+    fn done(&self, what: &str) {
+        done_line(what, &self.id, Some(&self.state), None);
+    }
+}
+
+impl Done for reply::Sent {
+    fn done(&self, what: &str) {
+        done_line(what, &self.id, None, None);
+    }
+}
+
+impl Done for reply::TabNamed {
+    fn done(&self, what: &str) {
+        done_line(what, &self.id, None, None);
+    }
+}
+
+impl Done for reply::Closed {
+    fn done(&self, what: &str) {
+        done_closed(
+            what,
+            &self.closed,
+            &self.kept_worktrees,
+            &self.removed_worktrees,
+        );
+    }
+}
+
+impl Done for reply::TabClosed {
+    fn done(&self, what: &str) {
+        done_closed(
+            what,
+            &self.closed,
+            &self.kept_worktrees,
+            &self.removed_worktrees,
+        );
+    }
+}
+
+impl Done for reply::ClosedIdle {
+    fn done(&self, what: &str) {
+        done_closed(
+            what,
+            &self.closed,
+            &self.kept_worktrees,
+            &self.removed_worktrees,
+        );
+    }
+}
+
+impl Done for reply::Reloaded {
+    fn done(&self, _what: &str) {
+        println!(
+            "dangerous mode {}; restarted {} live agent(s)",
+            if self.dangerous { "on" } else { "off" },
+            self.restarted.len()
+        );
+        for f in &self.failed {
+            println!("  failed {}: {}", short_id(&f.id), text(&f.reason));
+        }
+        if self.config.changed {
+            println!("read config.toml again");
+        }
+        for section in &self.config.needs_restart {
+            println!(
+                "  [{}] changed: it takes effect after a daemon restart (`hangar shutdown`)",
+                text(section)
+            );
+        }
+    }
+}
+
+pub fn sessions(rows: &Vec<SessionView>) {
     if rows.is_empty() {
         println!("no sessions; start one with `hangar new`");
         return;
@@ -106,328 +220,318 @@ pub fn sessions(v: &Value) {
         "ID", "PROVIDER", "STATE", "ACTIVITY", "WHERE", "TAB", "PID", "TITLE"
     );
     for r in rows {
-        let pid = r["pid"]
-            .as_u64()
-            .map(|p| p.to_string())
-            .unwrap_or_else(|| "-".into());
-        let mut title = r["title"].as_str().unwrap_or("-").to_owned();
-        if r["pinned"].as_bool() == Some(true) {
+        let pid = r.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
+        let mut title = r.title.clone();
+        if r.pinned {
             title.insert_str(0, "* ");
         }
         // `fresh`: started without a provider session id to resume.
-        let state = match (s(&r["state"]), r["started"].as_str()) {
+        let state = match (text(&r.state), r.started.as_deref()) {
             (state, Some("fresh")) if state == "live" => "live fresh".into(),
             (state, _) => state,
         };
         println!(
             "{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {} {}",
-            short(&r["id"]),
-            s(&r["provider"]),
+            short_id(&r.id),
+            text(&r.provider),
             state,
-            display::name(r["activity"].as_str().unwrap_or("unknown")),
-            s(&r["placement"]),
-            short(&r["tab"]),
+            text(&r.activity),
+            text(&r.placement),
+            short_id(r.tab.as_deref().unwrap_or("-")),
             pid,
             title_cell(&title, 20),
-            s(&r["cwd"])
+            text(&r.cwd)
         );
-        if r["reason"].is_string() && r["state"] == "failed" {
-            println!("          reason: {}", s(&r["reason"]));
+        if let Some(reason) = &r.reason
+            && r.state == "failed"
+        {
+            println!("          reason: {}", text(reason));
         }
-        if let Some(line) = crate::usage::limit_line(&r["limit"]) {
+        if let Some(line) = r.limit.as_ref().map(crate::usage::limit_line) {
             println!("          {line}");
         }
-        for other in r["duplicate_of"].as_array().into_iter().flatten() {
+        for other in &r.duplicate_of {
             println!(
                 "          duplicate of {}: both resume one conversation; `hangar doctor` fixes it",
-                short(other)
+                short_id(other)
             );
         }
     }
 }
 
-pub fn status(v: &Value) {
-    let d = &v["daemon"];
-    let c = &v["sessions"];
-    let r = &v["restore"];
+pub fn status(v: &StatusView) {
+    let d = &v.daemon;
+    let c = &v.sessions;
+    let r = &v.restore;
     println!(
         "daemon   pid {} version {} home {}",
-        d["pid"],
-        s(&d["version"]),
-        s(&d["home"])
+        d.pid,
+        text(&d.version),
+        text(&d.home)
     );
     println!(
         "sessions {} total: {} panes, {} parked, {} buried; {} live, {} hibernated, {} failed",
-        c["total"], c["panes"], c["parked"], c["buried"], c["live"], c["hibernated"], c["failed"]
+        c.total, c.panes, c.parked, c.buried, c.live, c.hibernated, c.failed
     );
     println!(
         "restore  {} of {} panes restored, {} failed, {} hibernated, {}{}",
-        r["restored"],
-        r["expected"],
-        r["failed"],
-        r["hibernated"],
-        match (r["complete"].as_bool(), r["all_live"].as_bool()) {
-            (Some(true), Some(true)) => "complete, all live",
-            (Some(true), _) => "complete",
+        r.restored,
+        r.expected,
+        r.failed,
+        r.hibernated,
+        match (r.complete, r.all_live) {
+            (true, true) => "complete, all live",
+            (true, _) => "complete",
             _ => "in progress",
         },
-        r["duration_ms"]
-            .as_u64()
+        r.duration_ms
             .map(|d| format!(" in {d} ms"))
             .unwrap_or_default()
     );
-    if v["dangerous"].as_bool() == Some(true) {
+    if v.dangerous {
         println!("dangerous mode is on");
     }
-    let b = &v["budget"];
-    let q = &v["wake_queue"];
+    let b = &v.budget;
+    let q = &v.wake_queue;
     println!(
         "budget   {} live of {}, {} MiB of {}{}",
-        b["live"],
-        b["max_live"]
-            .as_u64()
+        b.live,
+        b.max_live
             .map(|m| m.to_string())
             .unwrap_or_else(|| "unlimited".into()),
-        b["memory_bytes"].as_u64().unwrap_or(0) / (1024 * 1024),
-        b["max_memory_bytes"]
-            .as_u64()
+        b.memory_bytes / (1024 * 1024),
+        b.max_memory_bytes
             .map(|m| format!("{} MiB", m / (1024 * 1024)))
             .unwrap_or_else(|| "unlimited".into()),
-        if b["reason"].is_string() {
-            format!("; {}", s(&b["reason"]))
-        } else {
-            String::new()
+        match &b.reason {
+            Some(reason) => format!("; {}", text(reason)),
+            None => String::new(),
         }
     );
     println!(
         "wakes    {} pending, {} running, breaker {}{}",
-        q["pending"],
-        q["running"],
-        s(&q["breaker"]),
-        if q["breaker"] == "open" {
+        q.pending,
+        q.running,
+        text(&q.breaker),
+        if q.breaker == "open" {
             " (after authentication failures; `hangar wake --resume-queue` resumes)"
         } else {
             ""
         }
     );
-    let p = &v["proxy"];
-    if p.is_object() {
-        let state = match (p["enabled"].as_bool(), p["port"].as_u64()) {
-            (Some(false), _) => "off ([proxy] enabled = false)".to_owned(),
-            (_, Some(port)) => format!(
-                "127.0.0.1:{port}, {} session(s) attributed, capturing {}",
-                p["sessions"],
-                p["allow_hosts"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(display::name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            _ => "not started (starts with the first claude or codex session)".to_owned(),
-        };
-        println!("proxy    {state}");
-        if p["fault"].is_string() {
-            println!("proxy    last start failed: {}", s(&p["fault"]));
-        }
-        let u = &p["usage"];
-        if u.is_object() {
-            println!(
-                "usage    {} request(s), {} input / {} output tokens, {} error(s)",
-                u["requests"], u["input_tokens"], u["output_tokens"], u["errors"]
-            );
-            if u["last_error"].is_string() {
-                println!(
-                    "usage    last error ({}): {}",
-                    short(&p["last_error_session"]),
-                    s(&u["last_error"])
-                );
-            }
-        }
+    let p = &v.proxy;
+    let state = match (p.enabled, p.port) {
+        (false, _) => "off ([proxy] enabled = false)".to_owned(),
+        (_, Some(port)) => format!(
+            "127.0.0.1:{port}, {} session(s) attributed, capturing {}",
+            p.sessions,
+            p.allow_hosts
+                .iter()
+                .map(|h| display::name(h))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => "not started (starts with the first claude or codex session)".to_owned(),
+    };
+    println!("proxy    {state}");
+    if let Some(fault) = &p.fault {
+        println!("proxy    last start failed: {}", text(fault));
     }
-    for f in v["failed"].as_array().into_iter().flatten() {
+    let u = &p.usage;
+    println!(
+        "usage    {} request(s), {} input / {} output tokens, {} error(s)",
+        u.requests, u.input_tokens, u.output_tokens, u.errors
+    );
+    if let Some(last_error) = &u.last_error {
+        println!(
+            "usage    last error ({}): {}",
+            short_id(p.last_error_session.as_deref().unwrap_or("-")),
+            text(last_error)
+        );
+    }
+    for f in &v.failed {
         println!(
             "failed   {} {}: {}",
-            short(&f["id"]),
-            display::name_fit(f["title"].as_str().unwrap_or("-"), TITLE_COLS),
-            s(&f["reason"])
+            short_id(&f.id),
+            display::name_fit(&f.title, TITLE_COLS),
+            text(&f.reason)
         );
     }
-    for l in v["limited"].as_array().into_iter().flatten() {
+    for l in &v.limited {
         println!(
             "limited  {} {}: {}",
-            short(&l["id"]),
-            display::name_fit(l["title"].as_str().unwrap_or("-"), TITLE_COLS),
-            crate::usage::limit_line(&l["limit"]).unwrap_or_default()
+            short_id(&l.id),
+            display::name_fit(&l.title, TITLE_COLS),
+            crate::usage::limit_line(&l.limit)
         );
     }
-    for n in v["notices"].as_array().into_iter().flatten() {
-        println!("notice   {}", s(n));
+    for n in &v.notices {
+        println!("notice   {}", text(n));
     }
 }
 
-pub fn tabs(v: &Value) {
-    for t in v.as_array().into_iter().flatten() {
+pub fn tabs(tabs: &Vec<TabView>) {
+    for t in tabs {
         println!(
             "{} {:<9} {} {} pane(s), {} parked  {}",
-            if t["active"].as_bool() == Some(true) {
-                "*"
-            } else {
-                " "
-            },
-            short(&t["id"]),
-            title_cell(t["title"].as_str().unwrap_or("-"), 20),
-            t["panes"].as_array().map(Vec::len).unwrap_or(0),
-            t["parked"].as_array().map(Vec::len).unwrap_or(0),
-            display::name(t["cwd"].as_str().unwrap_or(""))
+            if t.active { "*" } else { " " },
+            short_id(&t.id),
+            title_cell(&t.title, 20),
+            t.panes.len(),
+            t.parked.len(),
+            display::name(t.cwd.as_deref().unwrap_or(""))
         );
     }
+}
+
+/// `hangar import`'s report: the daemon's (or the offline import's), and
+/// the file it read.
+#[derive(Serialize)]
+pub struct ImportReport {
+    #[serde(flatten)]
+    pub imported: reply::Imported,
+    pub file: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
 }
 
 /// Text from the imported file (titles, folders, ids), escaped like every
 /// other untrusted string: a hostile workspace.json must not drive the
 /// terminal.
-fn file_text(v: &Value) -> String {
-    s(v).into_owned()
+fn file_text(v: &str) -> String {
+    text(v).into_owned()
 }
 
-pub fn import(v: &Value) {
-    let dry = v["dry_run"].as_bool() == Some(true);
-    if let Some(file) = v["file"].as_str() {
-        let source = v["source"]
-            .as_str()
-            .map(|s| format!(" ({s})"))
-            .unwrap_or_default();
-        println!(
-            "{} {}{source}",
-            if dry { "dry run of" } else { "imported" },
-            file_text(&Value::from(file))
-        );
-    }
+pub fn import(report: &ImportReport) {
+    let dry = report.dry_run;
+    let v = &report.imported;
+    let source = v
+        .source
+        .as_deref()
+        .map(|s| format!(" ({s})"))
+        .unwrap_or_default();
+    println!(
+        "{} {}{source}",
+        if dry { "dry run of" } else { "imported" },
+        file_text(&report.file)
+    );
     // Warnings first: they change what the user should do next.
-    for w in v["warnings"].as_array().into_iter().flatten() {
+    for w in &v.warnings {
         println!("warning: {}", file_text(w));
     }
-    let i = &v["imported"];
+    let i = &v.imported;
     println!(
         "{} {} session(s): {} tab(s), {} pane(s) (started), {} parked, {} buried, {} pin(s)",
         if dry { "would import" } else { "imported" },
-        i["sessions"],
-        i["tabs"],
-        i["panes"],
-        i["parked"],
-        i["buried"],
-        i["pins"]
+        i.sessions,
+        i.tabs,
+        i.panes,
+        i.parked,
+        i.buried,
+        i.pins
     );
-    let kept = v["kept"].as_array().cloned().unwrap_or_default();
-    if !kept.is_empty() {
-        println!("kept in another form ({}):", kept.len());
-        for k in kept {
+    if !v.kept.is_empty() {
+        println!("kept in another form ({}):", v.kept.len());
+        for k in &v.kept {
             println!(
                 "  {} {}: {}",
-                s(&k["kind"]),
-                file_text(&k["id"]),
-                file_text(&k["note"])
+                text(&k.kind),
+                file_text(&k.id),
+                file_text(&k.note)
             );
         }
     }
-    let dropped = v["dropped"].as_array().cloned().unwrap_or_default();
-    if !dropped.is_empty() {
+    if !v.dropped.is_empty() {
         println!(
             "{} {}:",
             if dry { "would drop" } else { "dropped" },
-            dropped.len()
+            v.dropped.len()
         );
-        for d in dropped {
+        for d in &v.dropped {
             println!(
                 "  {} {}: {}",
-                s(&d["kind"]),
-                file_text(&d["id"]),
-                file_text(&d["reason"])
+                text(&d.kind),
+                file_text(&d.id),
+                file_text(&d.reason)
             );
-            if d["cwd"].is_string() {
-                let conversation = match d["provider_session_id"].as_str() {
-                    Some(id) => format!("conversation {}", file_text(&Value::from(id))),
+            if let Some(cwd) = &d.cwd {
+                let conversation = match &d.provider_session_id {
+                    Some(id) => format!("conversation {}", file_text(id)),
                     None => "no conversation id".to_owned(),
                 };
                 println!(
                     "      {} {conversation} in {}",
-                    file_text(&d["provider"]),
-                    file_text(&d["cwd"])
+                    opt(d.provider.as_deref()),
+                    file_text(cwd)
                 );
             }
         }
     }
     if dry {
         println!("nothing was imported (dry run)");
-    } else if v["restoring"].as_bool() != Some(true) {
+    } else if !v.restoring {
         println!("the next daemon start restores it");
     }
 }
 
-pub fn evicted(v: &Value) {
-    let list = v["evicted"].as_array().cloned().unwrap_or_default();
-    let dry = v["dry_run"].as_bool() == Some(true);
-    for e in v["skipped"].as_array().into_iter().flatten() {
+pub fn evicted(v: &reply::Evicted) {
+    for e in &v.skipped {
         println!(
             "skipped {} {} {}",
-            short(&e["id"]),
-            title_cell(e["title"].as_str().unwrap_or("-"), 20),
-            s(&e["reason"])
+            short_id(&e.id),
+            title_cell(&e.title, 20),
+            text(&e.reason)
         );
     }
-    if list.is_empty() {
+    if v.evicted.is_empty() {
         println!("no parked session is that old and free to evict");
         return;
     }
     println!(
         "{} {} parked session(s); their transcripts are kept:",
-        if dry { "would evict" } else { "evicted" },
-        list.len()
+        if v.dry_run { "would evict" } else { "evicted" },
+        v.evicted.len()
     );
-    for e in list {
+    for e in &v.evicted {
         println!(
             "  {} {} {}",
-            short(&e["id"]),
-            title_cell(e["title"].as_str().unwrap_or("-"), 20),
-            s(&e["resume_command"])
+            short_id(&e.id),
+            title_cell(&e.title, 20),
+            text(&e.resume_command)
         );
     }
 }
 
 /// What closing did with worktrees: kept ones say where and why.
-fn closed_worktrees(v: &Value) {
-    for w in v["removed_worktrees"].as_array().into_iter().flatten() {
-        let branch = if w["branch_deleted"].as_bool() == Some(true) {
+pub fn closed_worktrees(kept: &[reply::WorktreeKept], removed: &[reply::WorktreeRemoved]) {
+    for w in removed {
+        let branch = if w.branch_deleted {
             "branch deleted"
         } else {
             "branch kept"
         };
         println!(
             "  removed worktree {} ({branch} {})",
-            s(&w["path"]),
-            s(&w["branch"])
+            text(&w.path),
+            text(&w.branch)
         );
-        if w["note"].is_string() {
-            println!("    {}", s(&w["note"]));
+        if let Some(note) = &w.note {
+            println!("    {}", text(note));
         }
     }
-    for w in v["kept_worktrees"].as_array().into_iter().flatten() {
+    for w in kept {
         println!(
             "  kept worktree {} of {}: {}",
-            s(&w["path"]),
-            short(&w["id"]),
-            s(&w["reason"])
+            text(&w.path),
+            short_id(&w.id),
+            text(&w.reason)
         );
     }
 }
 
 /// `hangar worktrees`.
-pub fn worktrees(v: &Value) {
-    let rows = v["worktrees"].as_array().cloned().unwrap_or_default();
-    if rows.is_empty() {
+pub fn worktrees(v: &reply::WorktreeList) {
+    if v.worktrees.is_empty() {
         println!("no worktrees; `hangar new --worktree` creates one");
         return;
     }
@@ -435,24 +539,20 @@ pub fn worktrees(v: &Value) {
         "{:<9} {:<9} {:<24} {:>5} {:>6} PATH",
         "STATE", "SESSION", "BRANCH", "AHEAD", "BEHIND"
     );
-    for r in &rows {
-        let n = |k: &str| r[k].as_u64().map(|n| n.to_string()).unwrap_or("-".into());
+    for r in &v.worktrees {
+        let n = |k: Option<u32>| k.map(|n| n.to_string()).unwrap_or("-".into());
         println!(
             "{:<9} {:<9} {} {:>5} {:>6} {}{}",
-            s(&r["state"]),
-            short(&r["session"]),
-            display::pad(&s(&r["branch"]), 24),
-            n("ahead"),
-            n("behind"),
-            s(&r["path"]),
-            if r["removed"].as_bool() == Some(true) {
-                "  (removed)"
-            } else {
-                ""
-            }
+            text(&r.state),
+            short_id(&r.session),
+            display::pad(&text(&r.branch), 24),
+            n(r.ahead),
+            n(r.behind),
+            text(&r.path),
+            if r.removed { "  (removed)" } else { "" }
         );
-        if r["note"].is_string() {
-            println!("          {}", s(&r["note"]));
+        if let Some(note) = &r.note {
+            println!("          {}", text(note));
         }
     }
 }
@@ -461,11 +561,10 @@ pub fn worktrees(v: &Value) {
 /// match in reverse video on a terminal and between `**` otherwise. The
 /// excerpt is clean already (the daemon strips escape sequences), and is
 /// still shown escaped like every agent's text.
-pub fn search_matches(v: &Value) {
+pub fn search_matches(v: &SearchView) {
     use std::io::IsTerminal;
-    let empty = Vec::new();
-    let matches = v["matches"].as_array().unwrap_or(&empty);
-    let query = v["query"].as_str().unwrap_or_default();
+    let matches = &v.matches;
+    let query = &v.query;
     if matches.is_empty() {
         println!("no match for {}", display::name(&format!("{query:?}")));
     }
@@ -476,40 +575,33 @@ pub fn search_matches(v: &Value) {
     };
     let title_cols = matches
         .iter()
-        .map(|m| {
-            display::width(&display::name_fit(
-                m["title"].as_str().unwrap_or("-"),
-                TITLE_COLS,
-            ))
-        })
+        .map(|m| display::width(&display::name_fit(&m.title, TITLE_COLS)))
         .max()
         .unwrap_or(0);
     for m in matches {
-        let text = m["text"].as_str().unwrap_or_default();
-        let column = m["column"].as_u64().unwrap_or(0) as usize;
-        let length = m["length"].as_u64().unwrap_or(0) as usize;
-        let before: String = text.chars().take(column).collect();
-        let hit: String = text.chars().skip(column).take(length).collect();
-        let after: String = text.chars().skip(column + length).collect();
+        let (column, length) = (m.column, m.length);
+        let before: String = m.text.chars().take(column).collect();
+        let hit: String = m.text.chars().skip(column).take(length).collect();
+        let after: String = m.text.chars().skip(column + length).collect();
         println!(
             "{:<8} {}  {}:{}  {}{on}{}{off}{}",
-            short(&m["session"]),
-            title_cell(m["title"].as_str().unwrap_or("-"), title_cols),
-            s(&m["source"]),
-            m["line"].as_u64().unwrap_or(0),
+            short_id(&m.session),
+            title_cell(&m.title, title_cols),
+            text(&m.source),
+            m.line,
             display::body(&before),
             display::body(&hit),
             display::body(&after),
         );
     }
-    if v["truncated"].as_bool() == Some(true) {
+    if v.truncated {
         println!("(more matches than shown; narrow the query or add --session ID)");
     }
-    for u in v["unreadable"].as_array().into_iter().flatten() {
+    for u in &v.unreadable {
         eprintln!(
             "hangar: session {} not fully searched: {}",
-            short(&u["session"]),
-            s(&u["reason"])
+            short_id(&u.session),
+            text(&u.reason)
         );
     }
 }

@@ -11,11 +11,11 @@ use anyhow::bail;
 use hangar_core::display;
 use hangar_protocol::message as msg;
 
-use serde_json::Value;
+use hangar_protocol::reply::{DoctorFix, DoctorReport};
 
 use crate::api;
 use crate::conn::Target;
-use crate::human::{print, s};
+use crate::human::{print, text};
 
 /// `hangar transcript ID [--tail N] [--json]`.
 pub fn transcript(
@@ -33,19 +33,13 @@ pub fn transcript(
         },
     )?;
     print(json, &v, |v| {
-        let empty = Vec::new();
-        let messages = v["messages"].as_array().unwrap_or(&empty);
-        if messages.is_empty() {
-            println!("(no messages yet in {})", s(&v["path"]));
+        if v.messages.is_empty() {
+            println!("(no messages yet in {})", text(&v.path));
         }
         // A message is the model's (or a web page's) text: shown as a body,
         // its lines kept and anything a terminal would obey escaped.
-        for m in messages {
-            println!(
-                "{}: {}",
-                s(&m["role"]),
-                display::body(m["text"].as_str().unwrap_or_default())
-            );
+        for m in &v.messages {
+            println!("{}: {}", text(&m.role), display::body(&m.text));
         }
     });
     Ok(ExitCode::SUCCESS)
@@ -64,45 +58,44 @@ pub fn doctor(
     let v = api::doctor(&mut c, msg::Doctor { fork, forget, yes })?;
     print(json, &v, |v| {
         print_clis(v);
-        for f in v["fixed"].as_array().into_iter().flatten() {
-            match f["action"].as_str() {
-                Some("fork") => println!(
+        for f in &v.fixed {
+            match f {
+                DoctorFix::Fork {
+                    session,
+                    forgot_provider_session_id,
+                } => println!(
                     "forked {}: its next wake starts a fresh conversation (forgot {})",
-                    s(&f["session"]),
-                    display::name(
-                        f["forgot_provider_session_id"]
-                            .as_str()
-                            .unwrap_or("nothing")
-                    )
+                    text(session),
+                    display::name(forgot_provider_session_id.as_deref().unwrap_or("nothing"))
                 ),
-                _ => println!("forgot {}", s(&f["session"])),
+                DoctorFix::Forget { session, .. } => println!("forgot {}", text(session)),
             }
         }
-        let groups = v["duplicates"].as_array().cloned().unwrap_or_default();
+        let groups = &v.duplicates;
         if groups.is_empty() {
             println!("no duplicate provider session ids");
             return;
         }
-        for g in &groups {
+        for g in groups {
             println!(
                 "{} session {} is held by {} sessions; only one may run at a time:",
-                s(&g["provider"]),
-                s(&g["provider_session_id"]),
-                g["sessions"].as_array().map(Vec::len).unwrap_or(0)
+                text(&g.provider),
+                text(&g.provider_session_id),
+                g.sessions.len()
             );
-            for one in g["sessions"].as_array().into_iter().flatten() {
+            for one in &g.sessions {
                 // Quoted, as before, but in hangar's escape notation (Rust's
                 // `{:?}` leaves bidi controls raw).
                 println!(
                     "  {}  {:<10} \"{}\"",
-                    s(&one["id"]),
-                    s(&one["state"]),
-                    display::name_fit(one["title"].as_str().unwrap_or_default(), 60)
+                    text(&one.id),
+                    text(&one.state),
+                    display::name_fit(&one.title, 60)
                 );
             }
             println!("  fix one of them:");
-            for f in g["fixes"].as_array().into_iter().flatten() {
-                println!("    {}", s(f));
+            for f in &g.fixes {
+                println!("    {}", text(f));
             }
         }
         println!(
@@ -110,7 +103,7 @@ pub fn doctor(
              --forget closes that session record"
         );
     });
-    Ok(if v["ok"] == Value::Bool(true) {
+    Ok(if v.ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -122,10 +115,7 @@ pub fn doctor(
 /// store without starting one.
 pub fn export(target: &Target) -> anyhow::Result<ExitCode> {
     let text = match target.connect_existing()? {
-        Some(mut c) => {
-            let v = api::export(&mut c)?;
-            v["text"].as_str().unwrap_or_default().to_owned()
-        }
+        Some(mut c) => api::export(&mut c)?.text,
         None => hangar_daemon::export_offline(&target.paths)?,
     };
     if text.is_empty() {
@@ -137,11 +127,11 @@ pub fn export(target: &Target) -> anyhow::Result<ExitCode> {
 
 /// `hangar doctor`'s lines about the agent CLIs: version found and the
 /// version hangar is tested with.
-fn print_clis(v: &Value) {
-    for c in v["clis"].as_array().into_iter().flatten() {
-        let provider = plain(c["provider"].as_str().unwrap_or_default());
-        let tested = c["tested"].as_str().unwrap_or("?");
-        match (c["program"].as_str(), c["version"].as_str()) {
+fn print_clis(v: &DoctorReport) {
+    for c in &v.clis {
+        let provider = plain(&c.provider);
+        let tested = c.tested.as_deref().unwrap_or("?");
+        match (c.program.as_deref(), c.version.as_deref()) {
             (None, _) => println!("{provider}: not installed (tested with {tested})"),
             (Some(p), None) => println!(
                 "{provider}: {} (version unknown; tested with {tested})",
@@ -153,7 +143,7 @@ fn print_clis(v: &Value) {
                 plain(ver)
             ),
         }
-        if let Some(n) = c["notice"].as_str() {
+        if let Some(n) = &c.notice {
             println!("  {}", plain(n));
         }
     }

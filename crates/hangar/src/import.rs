@@ -51,10 +51,8 @@ pub fn run(
     // with the path of the bad value.
     let report = hangar_daemon::transfer::parse_import(&format, &text)
         .map_err(|e| anyhow::anyhow!("{}: {}", display::path(&file), e.message))?;
-    let mut v = if dry_run {
-        let mut v = hangar_daemon::transfer::report_json(&report, false);
-        v["dry_run"] = Value::Bool(true);
-        v
+    let imported = if dry_run {
+        hangar_daemon::transfer::imported(&report, false)
     } else {
         match target.connect_existing()? {
             Some(mut c) => {
@@ -84,12 +82,12 @@ pub fn run(
             None => hangar_daemon::import_offline(&target.paths, &report)?,
         }
     };
-    v["file"] = Value::String(file.display().to_string());
-    if json {
-        crate::human::print_json(&v);
-    } else {
-        crate::human::import(&v);
-    }
+    let report = crate::human::ImportReport {
+        imported,
+        file: file.display().to_string(),
+        dry_run,
+    };
+    crate::human::print(json, &report, crate::human::import);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,12 +5,13 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use hangar_core::display;
 use hangar_core::review::{ReviewComment, parse_location};
-use hangar_protocol::message::{self as msg, Request};
-use serde_json::{Value, json};
+use hangar_protocol::message as msg;
+use hangar_protocol::reply::{DiffPage, Finished};
+use serde_json::json;
 
+use crate::api;
 use crate::conn::Target;
 use crate::human;
 
@@ -31,21 +32,21 @@ pub fn diff(
         stat,
         ..Default::default()
     };
-    let first = c.request(Request::Diff(ask.clone()))?;
-    let mut patch = first["patch"].as_str().map(str::to_owned);
+    let first = api::diff(&mut c, ask.clone())?;
+    let mut patch = first.patch.clone();
     if !json_out {
         print_stat(&first);
         if let Some(p) = &patch {
             print_patch(p);
         }
     }
-    let mut next = first["next_file"].as_u64();
+    let mut next = first.next_file;
     while let Some(from) = next {
-        ask.from_file = usize::try_from(from).context("a page number out of range")?;
-        ask.tree = first["tree"].as_str().map(str::to_owned);
-        ask.merge_base = first["merge_base"].as_str().map(str::to_owned);
-        let page = c.request(Request::Diff(ask.clone()))?;
-        let text = page["patch"].as_str().unwrap_or_default();
+        ask.from_file = from;
+        ask.tree = Some(first.tree.clone());
+        ask.merge_base = Some(first.merge_base.clone());
+        let page = api::diff(&mut c, ask.clone())?;
+        let text = page.patch.as_deref().unwrap_or_default();
         if json_out {
             if let Some(p) = patch.as_mut() {
                 p.push_str(text);
@@ -53,35 +54,35 @@ pub fn diff(
         } else {
             print_patch(text);
         }
-        next = page["next_file"].as_u64();
+        next = page.next_file;
     }
     if json_out {
         human::print_json(&json!({
-            "base": first["base"],
-            "merge_base": first["merge_base"],
-            "head": first["head"],
-            "files": first["files"],
+            "base": first.base,
+            "merge_base": first.merge_base,
+            "head": first.head,
+            "files": first.files,
             "patch": patch,
         }));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_stat(v: &Value) {
-    let files = v["files"].as_array().cloned().unwrap_or_default();
+fn print_stat(v: &DiffPage) {
+    let files = &v.files;
     println!(
         "against {} (merge-base {}), HEAD {}",
-        human::s(&v["base"]),
-        human::short(&v["merge_base"]),
-        human::short(&v["head"])
+        human::text(&v.base),
+        human::short_id(&v.merge_base),
+        human::short_id(&v.head)
     );
     if files.is_empty() {
         println!("no changes");
         return;
     }
     let (mut adds, mut dels) = (0, 0);
-    for f in &files {
-        let letter = match f["status"].as_str().unwrap_or_default() {
+    for f in files {
+        let letter = match f.status.as_str() {
             "added" => "A",
             "deleted" => "D",
             "renamed" => "R",
@@ -89,17 +90,14 @@ fn print_stat(v: &Value) {
             "type-changed" => "T",
             _ => "M",
         };
-        let name = match f["old_path"].as_str() {
-            Some(old) => format!("{} -> {}", display::name(old), human::s(&f["path"])),
-            None => human::s(&f["path"]).into_owned(),
+        let name = match &f.old_path {
+            Some(old) => format!("{} -> {}", display::name(old), human::text(&f.path)),
+            None => human::text(&f.path).into_owned(),
         };
-        let change = if f["binary"].as_bool() == Some(true) {
+        let change = if f.binary {
             "binary".to_owned()
         } else {
-            let (a, d) = (
-                f["additions"].as_u64().unwrap_or(0),
-                f["deletions"].as_u64().unwrap_or(0),
-            );
+            let (a, d) = (f.additions, f.deletions);
             adds += a;
             dels += d;
             format!("+{a} -{d}")
@@ -143,15 +141,18 @@ pub fn review(
         });
     }
     let mut c = target.connect()?;
-    let v = c.request(Request::Review(msg::Review {
-        session: id,
-        comments,
-    }))?;
+    let v = api::review(
+        &mut c,
+        msg::Review {
+            session: id,
+            comments,
+        },
+    )?;
     human::print(json_out, &v, |v| {
         println!(
             "sent {} comment(s) to {}",
-            v["comments"].as_u64().unwrap_or(0),
-            human::short(&v["id"])
+            v.comments,
+            human::short_id(&v.sent.id)
         )
     });
     Ok(ExitCode::SUCCESS)
@@ -160,59 +161,64 @@ pub fn review(
 /// `hangar finish ID ...`.
 pub fn finish(target: &Target, json_out: bool, req: msg::Finish) -> anyhow::Result<ExitCode> {
     let mut c = target.connect()?;
-    let v = c.request(Request::Finish(req))?;
-    human::print(json_out, &v, |v| {
-        if v["dry_run"].as_bool() == Some(true) {
-            if v["pr"].as_bool() == Some(true) {
-                println!(
-                    "would push {} to {} and open a pull request into {}",
-                    human::s(&v["branch"]),
-                    human::s(&v["remote"]),
-                    human::s(&v["target"])
-                );
-            } else {
-                println!(
-                    "would {} {} ({} commit(s)) into {}; nothing was changed",
-                    human::s(&v["strategy"]),
-                    human::s(&v["branch"]),
-                    v["commits"].as_u64().unwrap_or(0),
-                    human::s(&v["target"])
-                );
-            }
-        } else if v["pr"].as_bool() == Some(true) {
-            println!("pull request: {}", human::s(&v["url"]));
-        } else if v["landed"].as_bool() == Some(true) {
+    let v = api::finish(&mut c, req)?;
+    human::print(json_out, &v, |v| match v {
+        Finished::PullRequestPlan {
+            branch,
+            remote,
+            target,
+            ..
+        } => println!(
+            "would push {} to {} and open a pull request into {}",
+            human::text(branch),
+            human::text(remote),
+            human::text(target)
+        ),
+        Finished::LandingPlan {
+            strategy,
+            branch,
+            commits,
+            target,
+            ..
+        } => println!(
+            "would {} {} ({} commit(s)) into {}; nothing was changed",
+            human::text(strategy),
+            human::text(branch),
+            commits,
+            human::text(target)
+        ),
+        Finished::PullRequest { url, .. } => println!("pull request: {}", human::text(url)),
+        Finished::Landed(l) => {
             println!(
                 "landed {} into {} ({}) at {}",
-                human::s(&v["branch"]),
-                human::s(&v["target"]),
-                human::s(&v["strategy"]),
-                human::short(&v["commit"])
+                human::text(&l.branch),
+                human::text(&l.target),
+                human::text(&l.strategy),
+                human::short_id(&l.commit)
             );
-            for r in v["refs"].as_array().into_iter().flatten() {
+            for r in &l.refs {
                 println!(
                     "  moved {} (backup {})",
-                    human::s(&r["ref"]),
-                    human::s(&r["backup"])
+                    human::text(&r.refname),
+                    human::text(&r.backup)
                 );
             }
-            for k in v["kept_worktrees"].as_array().into_iter().flatten() {
+            for k in l.kept_worktrees.iter().flatten() {
                 println!(
                     "  kept worktree {}: {}",
-                    human::s(&k["path"]),
-                    human::s(&k["reason"])
+                    human::text(&k.path),
+                    human::text(&k.reason)
                 );
             }
-            if let Some(note) = v["note"].as_str() {
+            if let Some(note) = &l.note {
                 println!("  {}", display::body(note));
             }
-        } else if v["prompt"].is_string() {
-            println!(
-                "asked {} to rebase and resolve {} file(s)",
-                human::short(&v["id"]),
-                v["conflicts"].as_array().map_or(0, Vec::len)
-            );
         }
+        Finished::Resolving(r) => println!(
+            "asked {} to rebase and resolve {} file(s)",
+            human::short_id(&r.sent.id),
+            r.conflicts.len()
+        ),
     });
     Ok(ExitCode::SUCCESS)
 }

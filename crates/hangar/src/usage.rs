@@ -7,7 +7,8 @@
 use anyhow::bail;
 use hangar_core::display;
 use hangar_core::usage_limits::parse_rfc3339_ms;
-use serde_json::Value;
+use hangar_protocol::reply::{LimitState, UsageReport};
+use hangar_protocol::view::LimitView;
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -39,117 +40,100 @@ pub fn since_ms(given: &str) -> anyhow::Result<i64> {
 }
 
 /// `until 16:00` (local time), or `until an unknown time`.
-pub fn until_text(resets_at: &Value) -> String {
-    match resets_at.as_i64() {
+pub fn until_text(resets_at: Option<i64>) -> String {
+    match resets_at {
         Some(ms) => format!("until {}", hangar_daemon::usage::clock_text(ms)),
         None => "until an unknown time".to_owned(),
     }
 }
 
 /// The line `hangar ls` prints under a limited session.
-pub fn limit_line(limit: &Value) -> Option<String> {
-    if !limit.is_object() {
-        return None;
-    }
+pub fn limit_line(limit: &LimitView) -> String {
     let mut line = format!(
         "limited {} ({}, from the {})",
-        until_text(&limit["resets_at"]),
-        display::name(limit["kind"].as_str().unwrap_or("limit")),
-        display::name(limit["source"].as_str().unwrap_or("?")),
+        until_text(limit.resets_at),
+        display::name(&limit.kind),
+        display::name(&limit.source),
     );
-    match limit["continue_at"].as_i64() {
+    match limit.continue_at {
         Some(at) => line.push_str(&format!(
             "; continues by itself at {}",
             hangar_daemon::usage::clock_text(at)
         )),
         None => line.push_str("; will not continue by itself"),
     }
-    Some(line)
+    line
 }
 
-fn num(v: &Value) -> String {
-    v.as_u64()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|| "-".into())
-}
-
-fn cost(v: &Value) -> String {
-    match v.as_f64() {
+fn cost(c: Option<f64>) -> String {
+    match c {
         Some(c) => format!("${c:.4}"),
         None => "unpriced".to_owned(),
     }
 }
 
-pub fn human(v: &Value) {
-    let sessions = v["sessions"].as_array().cloned().unwrap_or_default();
-    if sessions.is_empty() {
+pub fn human(v: &UsageReport) {
+    if v.sessions.is_empty() {
         println!("no recorded requests in this period");
     } else {
         println!(
             "{:<9} {:<9} {:>8} {:>10} {:>10} {:>11} {:>11} {:>10}  TITLE / MODELS",
             "ID", "PROVIDER", "REQUESTS", "INPUT", "OUTPUT", "CACHE-READ", "CACHE-WRITE", "COST"
         );
-        for r in &sessions {
-            let models: Vec<String> = r["models"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
+        for r in &v.sessions {
+            let models: Vec<String> = r
+                .models
+                .iter()
                 .map(|m| display::name(m).into_owned())
                 .collect();
             println!(
                 "{:<9} {:<9} {:>8} {:>10} {:>10} {:>11} {:>11} {:>10}  {} [{}]",
-                display::name(r["id"].as_str().unwrap_or("").get(..8).unwrap_or("")),
-                display::name(r["provider"].as_str().unwrap_or("")),
-                num(&r["requests"]),
-                num(&r["input_tokens"]),
-                num(&r["output_tokens"]),
-                num(&r["cache_read_tokens"]),
-                num(&r["cache_write_tokens"]),
-                cost(&r["cost_usd"]),
-                display::name(r["title"].as_str().unwrap_or("")),
+                display::name(r.id.get(..8).unwrap_or("")),
+                display::name(&r.provider),
+                r.requests,
+                r.input_tokens,
+                r.output_tokens,
+                r.cache_read_tokens,
+                r.cache_write_tokens,
+                cost(r.cost_usd),
+                display::name(&r.title),
                 models.join(", "),
             );
         }
     }
-    let t = &v["total"];
+    let t = &v.total;
     println!(
         "total: {} requests, {} input and {} output tokens, {} ({} unpriced requests)",
-        num(&t["requests"]),
-        num(&t["input_tokens"]),
-        num(&t["output_tokens"]),
-        cost(&t["cost_usd"]),
-        num(&t["unpriced_requests"]),
+        t.requests,
+        t.input_tokens,
+        t.output_tokens,
+        cost(Some(t.cost_usd)),
+        t.unpriced_requests,
     );
-    for a in v["accounts"].as_array().into_iter().flatten() {
-        let windows: Vec<String> = a["windows"]
-            .as_array()
-            .into_iter()
-            .flatten()
+    for a in &v.accounts {
+        let windows: Vec<String> = a
+            .windows
+            .iter()
             .map(|w| {
-                let used = w["used_percent"]
-                    .as_f64()
+                let used = w
+                    .used_percent
                     .map(|u| format!("{u:.0}%"))
                     .unwrap_or_else(|| "?".into());
-                let reset = w["resets_at"]
-                    .as_i64()
+                let reset = w
+                    .resets_at
                     .map(|t| format!(", resets {}", hangar_daemon::usage::clock_text(t)))
                     .unwrap_or_default();
-                format!(
-                    "{} {used}{reset}",
-                    display::name(w["kind"].as_str().unwrap_or("?"))
-                )
+                format!("{} {used}{reset}", display::name(&w.kind))
             })
             .collect();
-        let limited = if a["limited_until"].is_null() {
-            String::new()
-        } else {
-            format!("; limited {}", until_text(&a["limited_until"]))
+        let limited = match a.limited_until {
+            None => String::new(),
+            Some(at) => format!("; limited {}", until_text(Some(at))),
         };
         println!(
             "account {} {}: {}{limited}",
-            display::name(a["provider"].as_str().unwrap_or("?")),
-            display::name(a["account"].as_str().unwrap_or("?")),
+            display::name(&a.provider),
+            display::name(&a.account),
             if windows.is_empty() {
                 "no windows reported".to_owned()
             } else {
@@ -157,24 +141,18 @@ pub fn human(v: &Value) {
             },
         );
     }
-    if let Some(note) = v["note"].as_str() {
-        println!("{}", display::name(note));
-    }
+    println!("{}", display::name(&v.note));
 }
 
-pub fn human_limit(v: &Value) {
-    let id = display::name(v["id"].as_str().unwrap_or("?")).into_owned();
-    match limit_line(&v["limit"]) {
-        Some(line) => println!("{id}: {line}"),
+pub fn human_limit(v: &LimitState) {
+    let id = display::name(&v.id).into_owned();
+    match &v.limit {
+        Some(limit) => println!("{id}: {}", limit_line(limit)),
         None => println!("{id}: not limited"),
     }
     println!(
         "auto-continue is {}",
-        if v["auto_continue"].as_bool() == Some(true) {
-            "on"
-        } else {
-            "off"
-        }
+        if v.auto_continue { "on" } else { "off" }
     );
 }
 

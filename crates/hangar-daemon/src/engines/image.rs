@@ -6,8 +6,6 @@
 
 use std::path::Path;
 
-use serde_json::json;
-
 use super::EngineError;
 use super::config::EngineConfig;
 use super::docker;
@@ -68,7 +66,7 @@ pub async fn build(
     engine: &str,
     cfg: &EngineConfig,
     provider: Option<&str>,
-) -> Result<serde_json::Value, EngineError> {
+) -> Result<hangar_protocol::reply::ImageBuilt, EngineError> {
     let provider = provider.unwrap_or("shell");
     let image = image_name(engine, cfg, provider);
     // Connect first: no minute of mmdebstrap for an engine that is not there.
@@ -107,7 +105,12 @@ pub async fn build(
         let id = docker::import(&client, tarball.into(), repo, tag)
             .await
             .map_err(|e| EngineError(format!("engine {engine}: {e}")))?;
-        Ok(json!({"engine": engine, "image": image, "provider": provider, "id": id}))
+        Ok(hangar_protocol::reply::ImageBuilt {
+            engine: engine.to_owned(),
+            image: image.clone(),
+            provider: provider.to_owned(),
+            id,
+        })
     }
     .await;
     if let Err(e) = std::fs::remove_file(&out)

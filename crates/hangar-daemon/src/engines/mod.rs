@@ -291,7 +291,7 @@ impl Engines {
         &self,
         name: &str,
         provider: Option<&str>,
-    ) -> Result<serde_json::Value, EngineError> {
+    ) -> Result<hangar_protocol::reply::ImageBuilt, EngineError> {
         let cfg = self.engine(name)?;
         if cfg.kind == EngineKind::Kubernetes {
             return Err(unsupported(name));

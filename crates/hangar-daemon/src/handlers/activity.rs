@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use hangar_core::SessionId;
 use hangar_protocol::message::codes;
+use hangar_protocol::reply::{ActivityRow, HookRecorded, Waited};
 use hangar_providers::claude::hooks::HookEvent;
-use serde_json::{Value, json};
 
 use crate::Daemon;
 use crate::activity::Until;
@@ -19,7 +19,9 @@ pub async fn wait(
     sessions: &[String],
     until: &str,
     timeout_ms: Option<u64>,
-) -> Result<Value, ApiError> {
+) -> Result<Waited, ApiError> {
+    // `parse` takes exactly the names, trimmed: the reply says it back.
+    let until_name = until.trim().to_owned();
     let until = Until::parse(until)
         .ok_or_else(|| ApiError::invalid(format!("--until {until:?}: use idle, waiting or any")))?;
     if sessions.is_empty() {
@@ -30,16 +32,23 @@ pub async fn wait(
         .monitor
         .wait_activity(&ids, until, timeout_ms.map(Duration::from_millis))
         .await;
-    Ok(json!({
-        "done": done,
-        "timed_out": !done,
-        "until": until,
-        "sessions": views,
-    }))
+    Ok(Waited {
+        done,
+        timed_out: !done,
+        until: until_name,
+        sessions: views
+            .into_iter()
+            .map(|v| ActivityRow {
+                id: v.id,
+                activity: v.activity.name().to_owned(),
+                activity_since: v.activity_since,
+            })
+            .collect(),
+    })
 }
 
 /// A hook callback from a session's agent (`hangar hook EVENT`).
-pub fn hook(daemon: &Daemon, session: &str, event: &str) -> Result<Value, ApiError> {
+pub fn hook(daemon: &Daemon, session: &str, event: &str) -> Result<HookRecorded, ApiError> {
     let event = HookEvent::parse(event).ok_or_else(|| {
         ApiError::invalid(format!(
             "unknown hook event {event:?}; hangar listens to stop, notification and user-prompt-submit"
@@ -51,10 +60,20 @@ pub fn hook(daemon: &Daemon, session: &str, event: &str) -> Result<Value, ApiErr
         return Err(gone());
     }
     if !daemon.monitor.hooks_installed() {
-        return Ok(json!({"recorded": false, "reason": "the hooks source is off"}));
+        return Ok(HookRecorded {
+            recorded: false,
+            event: None,
+            reason: Some("the hooks source is off".to_owned()),
+            source: None,
+        });
     }
     if !daemon.monitor.record_hook(&id, event) {
         return Err(gone());
     }
-    Ok(json!({"recorded": true, "event": event.cli_name()}))
+    Ok(HookRecorded {
+        recorded: true,
+        event: Some(event.cli_name().to_owned()),
+        reason: None,
+        source: None,
+    })
 }

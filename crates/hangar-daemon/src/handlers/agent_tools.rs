@@ -39,7 +39,11 @@ pub async fn agent(daemon: &Arc<Daemon>, call: AgentCall) -> Result<Value, ApiEr
                 .tool_hibernate(&caller, call.args, &mut touched)
                 .await
         }
-        AgentTool::UsageRead => crate::handlers::usage::usage_read(daemon, call.args),
+        AgentTool::UsageRead => {
+            crate::handlers::usage::usage_read(daemon, call.args).and_then(|r| {
+                serde_json::to_value(r).map_err(|e| ApiError::internal(format!("reply: {e}")))
+            })
+        }
     };
     let read_only = matches!(
         tool,

@@ -3,13 +3,17 @@
 
 use hangar_core::SessionId;
 use hangar_protocol::message::{self as msg, codes};
-use serde_json::Value;
+use hangar_protocol::reply::ImageBuilt;
+use hangar_protocol::view::SessionView;
 
 use crate::Daemon;
 use crate::errors::ApiError;
 
 /// `hangar engine image build NAME [--provider P]`.
-pub async fn image_build(daemon: &Daemon, req: msg::EngineImageBuild) -> Result<Value, ApiError> {
+pub async fn image_build(
+    daemon: &Daemon,
+    req: msg::EngineImageBuild,
+) -> Result<ImageBuilt, ApiError> {
     daemon
         .engines
         .build_image(&req.engine, req.provider.as_deref())
@@ -18,17 +22,14 @@ pub async fn image_build(daemon: &Daemon, req: msg::EngineImageBuild) -> Result<
 }
 
 /// `ls` rows with each session's engine filled in.
-pub fn with_engines(daemon: &Daemon, mut rows: Value) -> Value {
-    for row in rows.as_array_mut().into_iter().flatten() {
-        let Some(id) = row["id"].as_str() else {
-            continue;
-        };
+pub fn with_engines(daemon: &Daemon, mut rows: Vec<SessionView>) -> Vec<SessionView> {
+    for row in &mut rows {
         let view = daemon
             .sessions
-            .meta(&SessionId::from(id))
+            .meta(&SessionId::from(row.id.as_str()))
             .and_then(|meta| daemon.engines.view(&meta));
         if let Some(view) = view {
-            row["engine"] = serde_json::to_value(view).unwrap_or(Value::Null);
+            row.engine = Some(view);
         }
     }
     rows

@@ -3,22 +3,27 @@
 //! and resume the wake queue after its breaker opened.
 
 use hangar_protocol::message::codes;
-use serde_json::{Value, json};
+use hangar_protocol::reply::{ClosedIdle, Evicted, QueueResumed};
+use serde_json::json;
 
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::journal::Event;
 
 /// `hangar evict --parked-older-than`: remove stale parked records.
-pub async fn evict(daemon: &Daemon, older_than_ms: u64, dry_run: bool) -> Result<Value, ApiError> {
+pub async fn evict(
+    daemon: &Daemon,
+    older_than_ms: u64,
+    dry_run: bool,
+) -> Result<Evicted, ApiError> {
     let done = daemon.governor.evict_parked(older_than_ms, dry_run).await?;
-    Ok(json!({
-        "evicted": done.evicted,
-        "skipped": done.skipped,
-        "dry_run": dry_run,
-        "kept_worktrees": done.kept_worktrees,
-        "removed_worktrees": done.removed_worktrees,
-    }))
+    Ok(Evicted {
+        evicted: done.evicted,
+        skipped: done.skipped,
+        dry_run,
+        kept_worktrees: done.kept_worktrees,
+        removed_worktrees: done.removed_worktrees,
+    })
 }
 
 /// `hangar close-idle`: close agents inactive for longer than
@@ -28,7 +33,7 @@ pub async fn close_idle(
     older_than_ms: u64,
     include_live: bool,
     yes: bool,
-) -> Result<Value, ApiError> {
+) -> Result<ClosedIdle, ApiError> {
     let plan = daemon.governor.idle_plan(older_than_ms, include_live);
     if !yes {
         let would: Vec<String> = plan
@@ -50,20 +55,23 @@ pub async fn close_idle(
         .governor
         .close_idle(plan, older_than_ms, include_live)
         .await?;
-    Ok(json!({
-        "closed": done.closed,
-        "skipped": done.skipped,
-        "kept_worktrees": done.kept_worktrees,
-        "removed_worktrees": done.removed_worktrees,
-    }))
+    Ok(ClosedIdle {
+        closed: done.closed,
+        skipped: done.skipped,
+        kept_worktrees: done.kept_worktrees,
+        removed_worktrees: done.removed_worktrees,
+    })
 }
 
 /// `hangar wake --resume-queue`: close the breaker a run of authentication
 /// failures opened.
-pub fn resume_queue(daemon: &Daemon) -> Value {
+pub fn resume_queue(daemon: &Daemon) -> QueueResumed {
     let was_open = daemon.queue.resume();
     if was_open {
         daemon.journal.record(Event::BreakerReset);
     }
-    json!({"breaker": "closed", "was_open": was_open})
+    QueueResumed {
+        breaker: "closed".to_owned(),
+        was_open,
+    }
 }

@@ -8,7 +8,10 @@ use hangar_core::cli_versions::{self, Tested};
 use hangar_core::ledger::Observation;
 use hangar_core::{IdSource, Provider, SessionId};
 use hangar_protocol::message as msg;
-use serde_json::{Value, json};
+use hangar_protocol::reply::{
+    CliFound, DoctorFix, DoctorReport, DuplicateGroup, DuplicateMember, HookRecorded,
+    TranscriptMessage, TranscriptTail,
+};
 
 use crate::Daemon;
 use crate::errors::ApiError;
@@ -22,13 +25,18 @@ use hangar_providers::transcript::messages;
 /// recorded with source `transcript`; real Claude Code links a `/clear`
 /// to nothing else, so this and its per-process record are what follow
 /// the rotation.
-pub fn session_start(daemon: &Daemon, req: &msg::Hook) -> Result<Value, ApiError> {
+pub fn session_start(daemon: &Daemon, req: &msg::Hook) -> Result<HookRecorded, ApiError> {
     let id = SessionId::from(req.session.trim());
     let session_cwd = daemon.sessions.running_cwd(&id)?;
     let Some(session_cwd) = session_cwd else {
         // A late hook of a process hangar already stopped: whatever it
         // says was seen by the transcript watcher's last look.
-        return Ok(json!({"recorded": false, "reason": "the session is not running"}));
+        return Ok(HookRecorded {
+            recorded: false,
+            event: None,
+            reason: Some("the session is not running".to_owned()),
+            source: None,
+        });
     };
     let Some(psid) = req.provider_session_id.clone() else {
         return Err(ApiError::invalid(
@@ -51,26 +59,26 @@ pub fn session_start(daemon: &Daemon, req: &msg::Hook) -> Result<Value, ApiError
     let recorded = daemon
         .identity
         .record_provider_id(&id, &observed, &session_cwd);
-    Ok(json!({
-        "recorded": recorded,
-        "event": "session-start",
-        "source": req.source,
-    }))
+    Ok(HookRecorded {
+        recorded,
+        event: Some("session-start".to_owned()),
+        reason: None,
+        source: Some(req.source.clone()),
+    })
 }
 
 /// `hangar doctor [--fork ID | --forget ID]`: list duplicate provider ids
-/// and carry out one fix.
-pub async fn doctor(daemon: &Arc<Daemon>, req: msg::Doctor) -> Result<Value, ApiError> {
+/// and carry out one fix; and the agent CLIs found.
+pub async fn doctor(daemon: &Arc<Daemon>, req: msg::Doctor) -> Result<DoctorReport, ApiError> {
     let mut fixed = Vec::new();
     if let Some(given) = &req.fork {
         let (id, old) = daemon
             .sessions
             .fork_provider_id(given, daemon.os.now_ms())?;
-        fixed.push(json!({
-            "action": "fork",
-            "session": id.to_string(),
-            "forgot_provider_session_id": old,
-        }));
+        fixed.push(DoctorFix::Fork {
+            session: id.to_string(),
+            forgot_provider_session_id: old,
+        });
     }
     if let Some(given) = &req.forget {
         let id = daemon.sessions.resolve(given)?;
@@ -83,23 +91,24 @@ pub async fn doctor(daemon: &Arc<Daemon>, req: msg::Doctor) -> Result<Value, Api
             },
         )
         .await?;
-        fixed.push(json!({"action": "forget", "session": id.to_string(), "closed": closed}));
+        fixed.push(DoctorFix::Forget {
+            session: id.to_string(),
+            closed,
+        });
     }
-    let groups: Vec<Value> = daemon
+    let groups: Vec<DuplicateGroup> = daemon
         .sessions
         .duplicate_groups()
         .into_iter()
         .map(|(g, members)| {
-            let sessions: Vec<Value> = members
+            let sessions = members
                 .iter()
-                .map(|m| {
-                    json!({
-                        "id": m.id.to_string(),
-                        "title": m.title,
-                        "cwd": m.cwd,
-                        "state": m.state,
-                        "placement": m.placement,
-                    })
+                .map(|m| DuplicateMember {
+                    id: m.id.to_string(),
+                    title: m.title.clone(),
+                    cwd: m.cwd.clone(),
+                    state: m.state.to_string(),
+                    placement: m.placement.map(str::to_owned),
                 })
                 .collect();
             let fixes: Vec<String> = g
@@ -112,24 +121,26 @@ pub async fn doctor(daemon: &Arc<Daemon>, req: msg::Doctor) -> Result<Value, Api
                     ]
                 })
                 .collect();
-            json!({
-                "provider": g.provider.name(),
-                "provider_session_id": g.provider_session_id,
-                "sessions": sessions,
-                "fixes": fixes,
-            })
+            DuplicateGroup {
+                provider: g.provider.name().to_owned(),
+                provider_session_id: g.provider_session_id.clone(),
+                sessions,
+                fixes,
+            }
         })
         .collect();
-    Ok(json!({
-        "ok": groups.is_empty(),
-        "duplicates": groups,
-        "fixed": fixed,
-    }))
+    let config = daemon.config.snapshot();
+    Ok(DoctorReport {
+        ok: groups.is_empty(),
+        duplicates: groups,
+        fixed,
+        clis: cli_report(daemon, &config.providers).await,
+    })
 }
 
 /// `hangar transcript ID [--tail N]`: the last messages of a session's
 /// conversation, read from its transcript; never wakes it.
-pub async fn transcript(daemon: &Daemon, req: msg::Transcript) -> Result<Value, ApiError> {
+pub async fn transcript(daemon: &Daemon, req: msg::Transcript) -> Result<TranscriptTail, ApiError> {
     let (id, meta) = daemon.sessions.resolve_meta(&req.session)?;
     let Some(root) = discovery::session_transcript_root(&meta, &discovery::env_var) else {
         return Err(ApiError::invalid(format!(
@@ -160,43 +171,59 @@ pub async fn transcript(daemon: &Daemon, req: msg::Transcript) -> Result<Value, 
     .await
     .map_err(|e| ApiError::internal(format!("transcript reader failed: {e}")))?;
     let (psid, path, messages) = read?;
-    Ok(json!({
-        "id": id.to_string(),
-        "provider_session_id": psid,
-        "path": path.display().to_string(),
-        "messages": messages,
-    }))
+    Ok(TranscriptTail {
+        id: id.to_string(),
+        provider_session_id: psid,
+        path: path.display().to_string(),
+        messages: messages
+            .into_iter()
+            .map(|m| TranscriptMessage {
+                role: m.role,
+                text: m.text,
+                timestamp: m.timestamp,
+            })
+            .collect(),
+    })
 }
 
 /// `hangar doctor`'s CLI section: each agent CLI found, its version and
 /// the tested one.
-pub async fn cli_report(daemon: &Daemon, providers: &hangar_providers::ProvidersConfig) -> Value {
+pub async fn cli_report(
+    daemon: &Daemon,
+    providers: &hangar_providers::ProvidersConfig,
+) -> Vec<CliFound> {
     let mut out = Vec::new();
     for (provider, found) in daemon.cli_probe.installed(providers).await {
         let tested = cli_versions::tested(&provider).map(|v| v.to_string());
         let Some((program, facts)) = found else {
-            out.push(json!({"provider": provider.name(), "program": null,
-                            "version": null, "tested": tested, "newer_than_tested": false}));
+            out.push(CliFound {
+                provider: provider.name().to_owned(),
+                program: None,
+                version: None,
+                tested,
+                newer_than_tested: false,
+                notice: None,
+                no_daemon: None,
+            });
             continue;
         };
         let newer = matches!(
             cli_versions::compare(&provider, facts.version),
             Tested::Newer { .. }
         );
-        let mut row = json!({
-            "provider": provider.name(),
-            "program": program.display().to_string(),
-            "version": facts.version.map(|v| v.to_string()),
-            "tested": tested,
-            "newer_than_tested": newer,
+        let notice = match (newer, facts.version, cli_versions::tested(&provider)) {
+            (true, Some(v), Some(t)) => Some(cli_versions::newer_notice(&provider, v, t)),
+            _ => None,
+        };
+        out.push(CliFound {
+            provider: provider.name().to_owned(),
+            program: Some(program.display().to_string()),
+            version: facts.version.map(|v| v.to_string()),
+            tested,
+            newer_than_tested: newer,
+            notice,
+            no_daemon: (provider == Provider::Codex).then_some(facts.no_daemon),
         });
-        if let (true, Some(v), Some(t)) = (newer, facts.version, cli_versions::tested(&provider)) {
-            row["notice"] = json!(cli_versions::newer_notice(&provider, v, t));
-        }
-        if provider == Provider::Codex {
-            row["no_daemon"] = json!(facts.no_daemon);
-        }
-        out.push(row);
     }
-    Value::Array(out)
+    out
 }

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use hangar_protocol::message::{self as msg, codes};
-use serde_json::{Value, json};
+use hangar_protocol::reply::{self, ConfigChange, Hibernated, Reloaded};
+use hangar_protocol::view::SessionView;
+use serde_json::Value;
 
 use super::sessions::touch;
 use crate::Daemon;
@@ -13,7 +15,7 @@ use crate::errors::ApiError;
 use crate::journal::{Caller, Event, HibernateReason};
 use crate::sessions::RunState;
 
-pub async fn wake(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiError> {
+pub async fn wake(daemon: &Arc<Daemon>, session: &str) -> Result<Option<SessionView>, ApiError> {
     let id = daemon.sessions.resolve(session)?;
     // A retry after the person fixed config.toml (as the failed reason
     // advises) must see the fix: read it again, cheaply, first.
@@ -29,11 +31,11 @@ pub async fn wake(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiError
             message: reason,
             detail: serde_json::to_value(view).unwrap_or(Value::Null),
         }),
-        _ => Ok(serde_json::to_value(view).unwrap_or(Value::Null)),
+        _ => Ok(view),
     }
 }
 
-pub async fn hibernate(daemon: &Arc<Daemon>, session: &str) -> Result<Value, ApiError> {
+pub async fn hibernate(daemon: &Arc<Daemon>, session: &str) -> Result<Hibernated, ApiError> {
     let id = daemon.sessions.resolve(session)?;
     daemon.spawner.hibernate_session(&id).await?;
     daemon.journal.record(Event::Hibernate {
@@ -44,13 +46,16 @@ pub async fn hibernate(daemon: &Arc<Daemon>, session: &str) -> Result<Value, Api
         .agents
         .hibernate_idle_children(&id, HibernateReason::User)
         .await;
-    Ok(json!({"id": id.to_string(), "state": "hibernated",
-        "also_hibernated": children.iter().map(|s| s.to_string()).collect::<Vec<_>>()}))
+    Ok(Hibernated {
+        id: id.to_string(),
+        state: "hibernated".to_owned(),
+        also_hibernated: children.iter().map(|s| s.to_string()).collect(),
+    })
 }
 
 /// Store the setting, then restart live agent sessions one at a time
 /// under the same ids. Hibernated sessions pick it up when they wake.
-pub async fn reload(daemon: &Arc<Daemon>, req: msg::Reload) -> Result<Value, ApiError> {
+pub async fn reload(daemon: &Arc<Daemon>, req: msg::Reload) -> Result<Reloaded, ApiError> {
     let config = crate::reload::reload_config(&daemon.config, &daemon.paths.config())?;
     let providers = &daemon.config.snapshot().providers;
     let live_agents = daemon.sessions.reload_restart_set(req.dangerous, |name| {
@@ -65,9 +70,10 @@ pub async fn reload(daemon: &Arc<Daemon>, req: msg::Reload) -> Result<Value, Api
             reason: HibernateReason::Reload,
         });
         match daemon.governor.wake_as(&id, Caller::Reload).await? {
-            RunState::Failed(reason) => {
-                failed.push(json!({"id": id.to_string(), "reason": reason}))
-            }
+            RunState::Failed(reason) => failed.push(reply::Failed {
+                id: id.to_string(),
+                reason,
+            }),
             _ => restarted.push(id.to_string()),
         }
     }
@@ -77,8 +83,13 @@ pub async fn reload(daemon: &Arc<Daemon>, req: msg::Reload) -> Result<Value, Api
         restarted: restarted.len(),
         failed: failed.len(),
     });
-    Ok(
-        json!({"dangerous": dangerous, "restarted": restarted, "failed": failed,
-        "config": {"changed": config.changed, "needs_restart": config.needs_restart}}),
-    )
+    Ok(Reloaded {
+        dangerous,
+        restarted,
+        failed,
+        config: ConfigChange {
+            changed: config.changed,
+            needs_restart: config.needs_restart.iter().map(|s| s.to_string()).collect(),
+        },
+    })
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use hangar_core::SessionId;
 use hangar_core::review::{ReviewComment, diff_base_candidates, review_prompt};
 use hangar_protocol::message::{self as msg, codes};
+use hangar_protocol::reply::{DiffPage, Finished, Resolving, Reviewed, Sent};
 use serde_json::Value;
 
 use crate::Daemon;
@@ -17,7 +18,7 @@ use crate::sessions::RunState;
 use crate::worktree::blocking;
 
 /// `hangar diff`: one page of what the session changed since its base.
-pub async fn diff(daemon: &Arc<Daemon>, req: msg::Diff) -> Result<Value, ApiError> {
+pub async fn diff(daemon: &Arc<Daemon>, req: msg::Diff) -> Result<DiffPage, ApiError> {
     let id = daemon.sessions.resolve(&req.session)?;
     let meta = daemon
         .sessions
@@ -52,7 +53,7 @@ pub(crate) async fn prompt_agent(
     daemon: &Arc<Daemon>,
     id: &SessionId,
     text: &str,
-) -> Result<Value, ApiError> {
+) -> Result<Sent, ApiError> {
     let busy = || {
         ApiError::new(
             codes::FAILED,
@@ -77,7 +78,7 @@ pub(crate) async fn prompt_agent(
 }
 
 /// `hangar review ID --comment FILE:LINE TEXT`: every comment in one prompt.
-pub async fn review(daemon: &Arc<Daemon>, req: msg::Review) -> Result<Value, ApiError> {
+pub async fn review(daemon: &Arc<Daemon>, req: msg::Review) -> Result<Reviewed, ApiError> {
     let id = daemon.sessions.resolve(&req.session)?;
     let comments: Vec<ReviewComment> = req
         .comments
@@ -90,12 +91,12 @@ pub async fn review(daemon: &Arc<Daemon>, req: msg::Review) -> Result<Value, Api
         ));
     }
     let prompt = review_prompt(&comments);
-    let mut reply = prompt_agent(daemon, &id, &prompt).await?;
-    if let Some(o) = reply.as_object_mut() {
-        o.insert("prompt".into(), Value::String(prompt));
-        o.insert("comments".into(), Value::from(comments.len()));
-    }
-    Ok(reply)
+    let sent = prompt_agent(daemon, &id, &prompt).await?;
+    Ok(Reviewed {
+        sent,
+        prompt,
+        comments: comments.len(),
+    })
 }
 
 /// The agent's last answer, for a commit message or a pull request's body;
@@ -110,19 +111,17 @@ async fn last_summary(daemon: &Arc<Daemon>, id: &SessionId) -> Option<String> {
     )
     .await
     .ok()?;
-    v["messages"]
-        .as_array()?
+    v.messages
         .iter()
         .rev()
-        .find(|m| m["role"] == "assistant")
-        .and_then(|m| m["text"].as_str())
-        .map(|t| t.chars().take(4000).collect())
+        .find(|m| m.role == "assistant")
+        .map(|m| m.text.chars().take(4000).collect())
 }
 
 /// `hangar finish`: check, then land (or open a pull request, or with
 /// `resolve` ask the agent to rebase); after landing, close the session
 /// and remove its worktree unless it still holds work.
-pub async fn finish(daemon: &Arc<Daemon>, req: msg::Finish) -> Result<Value, ApiError> {
+pub async fn finish(daemon: &Arc<Daemon>, req: msg::Finish) -> Result<Finished, ApiError> {
     use crate::review::finish::{FinishAsk, finish as land};
     use hangar_core::review::Strategy;
     let id = daemon.sessions.resolve(&req.session)?;
@@ -168,28 +167,27 @@ pub async fn finish(daemon: &Arc<Daemon>, req: msg::Finish) -> Result<Value, Api
         return resolve(daemon, &id, done, req.into.clone()).await;
     }
     let done = done?;
-    if !done.landed {
+    let Finished::Landed(mut reply) = done.reply else {
         return Ok(done.reply);
-    }
+    };
     daemon.journal.record(crate::journal::Event::Finish {
         session: id.to_string(),
         strategy: strategy.name().to_owned(),
         refs: serde_json::to_value(&done.moved).unwrap_or(Value::Null),
     });
-    let mut reply = done.reply;
     if req.keep_session {
-        reply["closed"] = Value::Bool(false);
-        return Ok(reply);
+        reply.closed = false;
+        return Ok(Finished::Landed(reply));
     }
     let cascade = daemon.sessions.close_cascade(&id.to_string())?;
     if cascade.len() > 1 {
-        reply["closed"] = Value::Bool(false);
-        reply["note"] = Value::String(format!(
+        reply.closed = false;
+        reply.note = Some(format!(
             "the session was kept: closing it would also close {} linked session(s); `hangar close {} --yes` closes them all",
             cascade.len() - 1,
             id.short()
         ));
-        return Ok(reply);
+        return Ok(Finished::Landed(reply));
     }
     let (kept, removed) = daemon
         .governor
@@ -200,10 +198,10 @@ pub async fn finish(daemon: &Arc<Daemon>, req: msg::Finish) -> Result<Value, Api
             &cascade,
         )
         .await?;
-    reply["closed"] = Value::Bool(true);
-    reply["kept_worktrees"] = Value::from(kept);
-    reply["removed_worktrees"] = Value::from(removed);
-    Ok(reply)
+    reply.closed = true;
+    reply.kept_worktrees = Some(kept);
+    reply.removed_worktrees = Some(removed);
+    Ok(Finished::Landed(reply))
 }
 
 /// `finish --resolve`: the predicted conflicts go to the agent as a prompt
@@ -213,7 +211,7 @@ async fn resolve(
     id: &SessionId,
     dry: Result<crate::review::finish::Done, ApiError>,
     into: Option<String>,
-) -> Result<Value, ApiError> {
+) -> Result<Finished, ApiError> {
     let err = match dry {
         Ok(_) => {
             return Err(ApiError::invalid(
@@ -238,8 +236,10 @@ async fn resolve(
         .or_else(|| meta.worktree.as_ref().map(|w| w.base.clone()))
         .unwrap_or_else(|| "the target branch".into());
     let prompt = hangar_core::review::resolve_prompt(&target, &files);
-    let mut reply = prompt_agent(daemon, id, &prompt).await?;
-    reply["prompt"] = Value::String(prompt);
-    reply["conflicts"] = Value::from(files);
-    Ok(reply)
+    let sent = prompt_agent(daemon, id, &prompt).await?;
+    Ok(Finished::Resolving(Resolving {
+        sent,
+        prompt,
+        conflicts: files,
+    }))
 }

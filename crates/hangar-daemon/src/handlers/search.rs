@@ -19,7 +19,6 @@ use hangar_protocol::message as msg;
 use hangar_protocol::view::{SearchMatchView, SearchUnreadable, SearchView};
 use hangar_providers::transcript::discovery::{self, RolloutIndex};
 use hangar_providers::transcript::messages;
-use serde_json::Value;
 
 use crate::Daemon;
 use crate::errors::ApiError;
@@ -46,7 +45,7 @@ enum Text {
     Saved(Option<Vec<u8>>),
 }
 
-pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<Value, ApiError> {
+pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<SearchView, ApiError> {
     let query = Query::new(&req.query).ok_or_else(|| {
         ApiError::invalid(
             "nothing to search for: the query is empty (or only control characters)".to_owned(),
@@ -131,7 +130,7 @@ pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<Value, ApiError
     })
     .await
     .map_err(|e| ApiError::internal(format!("search failed: {e}")))?;
-    serde_json::to_value(view).map_err(|e| ApiError::internal(format!("search reply: {e}")))
+    Ok(view)
 }
 
 /// A session's screen, history and transcript, and why part of it could

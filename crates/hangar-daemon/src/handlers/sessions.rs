@@ -11,7 +11,9 @@ use std::path::Path;
 
 use hangar_core::{Direction, Provider, SessionId, SessionMeta};
 use hangar_protocol::message::{self as msg, codes};
-use serde_json::{Value, json};
+use hangar_protocol::reply;
+use hangar_protocol::view::SessionView;
+use serde_json::json;
 
 use crate::Daemon;
 use crate::errors::ApiError;
@@ -46,7 +48,7 @@ fn default_provider(providers: &hangar_providers::ProvidersConfig) -> Provider {
     hangar_core::new_session::default_provider(|p| resolve_program(p, &env).is_ok())
 }
 
-pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiError> {
+pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created, ApiError> {
     let config = daemon.config.snapshot();
     let provider = match req.provider.as_deref().map(str::trim) {
         None | Some("") => default_provider(&config.providers),
@@ -156,17 +158,23 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<Value, ApiErro
     };
     let parked = req.parked;
     if let Some(failed) = daemon.worktrees.adopt_worktree(&id, prepared) {
-        return Ok(json!({"id": id.to_string(), "state": failed.name()}));
+        return Ok(reply::Created {
+            id: id.to_string(),
+            state: failed.name().to_owned(),
+        });
     }
     let state = if parked {
         RunState::Hibernated
     } else {
         daemon.governor.wake_as(&id, Caller::New).await?
     };
-    Ok(json!({"id": id.to_string(), "state": state.name()}))
+    Ok(reply::Created {
+        id: id.to_string(),
+        state: state.name().to_owned(),
+    })
 }
 
-pub fn list(daemon: &Daemon) -> Value {
+pub fn list(daemon: &Daemon) -> Vec<SessionView> {
     let rows = daemon.sessions.views();
     let rows: Vec<_> = rows
         .into_iter()
@@ -181,8 +189,7 @@ pub fn list(daemon: &Daemon) -> Value {
         .collect();
     // Activity is read off the state lock: a hibernated session's
     // transcript may be read (never woken).
-    let rows: Vec<_> = rows
-        .into_iter()
+    rows.into_iter()
         .map(|mut row| {
             let (activity, since) = daemon
                 .monitor
@@ -196,15 +203,14 @@ pub fn list(daemon: &Daemon) -> Value {
             }
             row
         })
-        .collect();
-    serde_json::to_value(rows).unwrap_or(Value::Null)
+        .collect()
 }
 
 pub(super) fn touch(daemon: &Daemon, id: &SessionId) {
     daemon.sessions.touch(id, daemon.os.now_ms());
 }
 
-pub async fn send(daemon: &Daemon, req: msg::Send) -> Result<Value, ApiError> {
+pub async fn send(daemon: &Daemon, req: msg::Send) -> Result<reply::Sent, ApiError> {
     let id = daemon.sessions.resolve(&req.session)?;
     // A person's words: a limit's continuation stands down after them.
     daemon.usage.person_typed(&id);
@@ -215,7 +221,7 @@ pub async fn send(daemon: &Daemon, req: msg::Send) -> Result<Value, ApiError> {
     daemon.delivery.send(&id, &req.text, req.enter).await
 }
 
-pub async fn close(daemon: &Daemon, req: msg::Close) -> Result<Value, ApiError> {
+pub async fn close(daemon: &Daemon, req: msg::Close) -> Result<reply::Closed, ApiError> {
     let cascade = daemon.sessions.close_cascade(&req.session)?;
     if cascade.len() > 1 && !req.yes {
         return Err(needs_confirmation(
@@ -236,11 +242,11 @@ pub async fn close(daemon: &Daemon, req: msg::Close) -> Result<Value, ApiError> 
         .governor
         .close_sessions(&cascade, req.delete_branch, CloseCause::User, &cascade[..1])
         .await?;
-    Ok(json!({
-        "closed": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-        "kept_worktrees": kept,
-        "removed_worktrees": removed,
-    }))
+    Ok(reply::Closed {
+        closed: cascade.iter().map(|s| s.to_string()).collect(),
+        kept_worktrees: kept,
+        removed_worktrees: removed,
+    })
 }
 
 pub(super) fn needs_confirmation(message: String, cascade: &[SessionId]) -> ApiError {

@@ -3,18 +3,19 @@
 //! terminal, or the last one kept).
 
 use hangar_protocol::message as msg;
-use serde_json::{Value, json};
+use hangar_protocol::reply::{HistoryLines, ScreenText};
+use hangar_protocol::view::StatusView;
 
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::sessions::ScreenSource;
 
-pub fn status(daemon: &Daemon) -> Value {
+pub fn status(daemon: &Daemon) -> StatusView {
     let config = daemon.config.snapshot();
     let memory_bytes = daemon.governor.fleet_memory();
     let last_check = daemon.governor.budget_status();
     let facts = daemon.sessions.status_facts();
-    let view = hangar_protocol::view::StatusView {
+    hangar_protocol::view::StatusView {
         daemon: hangar_protocol::view::DaemonView {
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -57,8 +58,7 @@ pub fn status(daemon: &Daemon) -> Value {
                 limit,
             })
             .collect(),
-    };
-    serde_json::to_value(view).unwrap_or(Value::Null)
+    }
 }
 
 /// The most lines one `history` reply carries: a page fits one frame
@@ -66,7 +66,7 @@ pub fn status(daemon: &Daemon) -> Value {
 const MAX_HISTORY_PAGE: usize = 5_000;
 
 /// A page of a session's history by line number, live or saved (no wake).
-pub fn history_page(daemon: &Daemon, req: &msg::HistoryPage) -> Result<Value, ApiError> {
+pub fn history_page(daemon: &Daemon, req: &msg::HistoryPage) -> Result<HistoryLines, ApiError> {
     let model = daemon.config.snapshot().terminal.model();
     let lines = (req.lines as usize).min(MAX_HISTORY_PAGE);
     let (_, source) = daemon.sessions.screen_source(&req.session)?;
@@ -77,16 +77,20 @@ pub fn history_page(daemon: &Daemon, req: &msg::HistoryPage) -> Result<Value, Ap
             (t.history_page(req.before, lines), "saved")
         }
     };
-    Ok(json!({
-        "first": page.first,
-        "end": page.end,
-        "start": page.start,
-        "lines": page.lines,
-        "source": source,
-    }))
+    Ok(HistoryLines {
+        first: page.first,
+        end: page.end,
+        start: page.start,
+        lines: page.lines,
+        source: source.to_owned(),
+    })
 }
 
-pub fn screen(daemon: &Daemon, session: &str, scrollback: Option<u32>) -> Result<Value, ApiError> {
+pub fn screen(
+    daemon: &Daemon,
+    session: &str,
+    scrollback: Option<u32>,
+) -> Result<ScreenText, ApiError> {
     let model = daemon.config.snapshot().terminal.model();
     let (id, source) = daemon.sessions.screen_source(session)?;
     let lines = scrollback.map(|n| n as usize);
@@ -97,9 +101,10 @@ pub fn screen(daemon: &Daemon, session: &str, scrollback: Option<u32>) -> Result
             (t.screen_text(), lines.map(|n| t.scrollback(n)), "saved")
         }
     };
-    let mut reply = json!({"id": id.to_string(), "screen": text, "source": source});
-    if let Some(history) = history {
-        reply["history"] = json!(history);
-    }
-    Ok(reply)
+    Ok(ScreenText {
+        id: id.to_string(),
+        screen: text,
+        source: source.to_owned(),
+        history,
+    })
 }

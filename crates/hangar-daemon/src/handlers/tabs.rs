@@ -6,14 +6,15 @@ use std::sync::Arc;
 
 use hangar_core::SessionId;
 use hangar_protocol::message as msg;
-use serde_json::{Value, json};
+use hangar_protocol::reply::{TabClosed, TabNamed};
+use hangar_protocol::view::TabView;
 
 use super::sessions::needs_confirmation;
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::journal::CloseCause;
 
-pub fn new(daemon: &Daemon, req: msg::TabNew) -> Result<Value, ApiError> {
+pub fn new(daemon: &Daemon, req: msg::TabNew) -> Result<TabNamed, ApiError> {
     if req.title.trim().is_empty() {
         return Err(ApiError::invalid("a tab needs a title"));
     }
@@ -23,14 +24,17 @@ pub fn new(daemon: &Daemon, req: msg::TabNew) -> Result<Value, ApiError> {
         return Err(ApiError::invalid(format!("folder {cwd} does not exist")));
     }
     let id = daemon.sessions.add_tab(req.title.trim(), req.cwd.clone())?;
-    Ok(json!({"id": id.to_string(), "title": req.title.trim()}))
+    Ok(TabNamed {
+        id: id.to_string(),
+        title: req.title.trim().to_owned(),
+    })
 }
 
-pub fn list(daemon: &Daemon) -> Value {
-    serde_json::to_value(daemon.sessions.tab_views()).unwrap_or(Value::Null)
+pub fn list(daemon: &Daemon) -> Vec<TabView> {
+    daemon.sessions.tab_views()
 }
 
-pub async fn close(daemon: &Arc<Daemon>, req: msg::TabClose) -> Result<Value, ApiError> {
+pub async fn close(daemon: &Arc<Daemon>, req: msg::TabClose) -> Result<TabClosed, ApiError> {
     let (tab, cascade) = daemon.sessions.tab_close_plan(&req.tab)?;
     if !cascade.is_empty() && !req.yes {
         return Err(needs_confirmation(
@@ -51,15 +55,21 @@ pub async fn close(daemon: &Arc<Daemon>, req: msg::TabClose) -> Result<Value, Ap
         .close_sessions(&cascade, false, CloseCause::Tab, &cascade)
         .await?;
     daemon.sessions.remove_tab(&tab)?;
-    Ok(
-        json!({"tab": tab.to_string(), "closed": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "kept_worktrees": kept, "removed_worktrees": removed}),
-    )
+    Ok(TabClosed {
+        tab: tab.to_string(),
+        closed: cascade.iter().map(|s| s.to_string()).collect(),
+        kept_worktrees: kept,
+        removed_worktrees: removed,
+    })
 }
 
-pub fn rename(daemon: &Daemon, req: msg::TabRename) -> Result<Value, ApiError> {
+pub fn rename(daemon: &Daemon, req: msg::TabRename) -> Result<TabNamed, ApiError> {
     if req.title.trim().is_empty() {
         return Err(ApiError::invalid("a tab needs a title"));
     }
     let tab = daemon.sessions.rename_tab(&req.tab, req.title.trim())?;
-    Ok(json!({"id": tab.to_string(), "title": req.title.trim()}))
+    Ok(TabNamed {
+        id: tab.to_string(),
+        title: req.title.trim().to_owned(),
+    })
 }

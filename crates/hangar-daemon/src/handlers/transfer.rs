@@ -4,31 +4,32 @@
 
 use std::sync::Arc;
 
+use hangar_core::Workspace;
 use hangar_protocol::message as msg;
-use serde_json::{Value, json};
+use hangar_protocol::reply::{Exported, Imported};
 
 use crate::Daemon;
 use crate::errors::ApiError;
-use crate::transfer::{merge, parse_import, report_json};
+use crate::transfer::{imported, merge, parse_import};
 
-pub fn export(daemon: &Daemon) -> Result<Value, ApiError> {
+pub fn export(daemon: &Daemon) -> Result<Exported, ApiError> {
     let text = daemon.sessions.export_document(daemon.os.now_ms())?;
-    Ok(json!({"format": hangar_store::EXPORT_FORMAT, "text": text}))
+    Ok(Exported {
+        format: hangar_store::EXPORT_FORMAT.to_owned(),
+        text,
+    })
 }
 
-pub fn workspace(daemon: &Daemon) -> Result<Value, ApiError> {
-    daemon
-        .sessions
-        .workspace_json()
-        .map_err(|e| ApiError::internal(e.to_string()))
+pub fn workspace(daemon: &Daemon) -> Workspace {
+    daemon.sessions.workspace()
 }
 
-pub async fn import(daemon: &Arc<Daemon>, req: msg::Import) -> Result<Value, ApiError> {
+pub async fn import(daemon: &Arc<Daemon>, req: msg::Import) -> Result<Imported, ApiError> {
     let report = parse_import(&req.format, &req.text)?;
     let to_spawn = daemon
         .sessions
         .import(&report.workspace, &report.screens, merge)?;
     let spawner = daemon.spawner.clone();
     tokio::spawn(async move { spawner.restore_spawn(to_spawn).await });
-    Ok(report_json(&report, true))
+    Ok(imported(&report, true))
 }

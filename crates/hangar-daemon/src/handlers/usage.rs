@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use hangar_core::usage::summarize;
 use hangar_protocol::message::{LimitSet, UsageQuery, codes};
-use serde_json::{Value, json};
+use hangar_protocol::reply::{AccountUsage, LimitState, UsageReport, UsageWindow};
+use serde_json::Value;
 
 use crate::Daemon;
 use crate::errors::ApiError;
@@ -16,7 +17,7 @@ use crate::errors::ApiError;
 const COST_NOTE: &str = "cost_usd is at list prices (hangar's price table and [usage.prices]); \
      for a subscription login it is an estimate, not what is billed. null: a model with no price";
 
-pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<Value, ApiError> {
+pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<UsageReport, ApiError> {
     let session = match &req.session {
         Some(s) => Some(daemon.sessions.resolve(s)?.to_string()),
         None => None,
@@ -33,17 +34,17 @@ pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<Value, ApiError> {
             .unwrap_or_default()
     };
     let (sessions, total) = summarize(&facts.sums, &facts.prices, &title_of);
-    let mut accounts: BTreeMap<(String, String), (Vec<Value>, Option<i64>)> = BTreeMap::new();
+    let mut accounts: BTreeMap<(String, String), (Vec<UsageWindow>, Option<i64>)> = BTreeMap::new();
     for w in &facts.windows {
         accounts
             .entry((w.provider.clone(), w.account.clone()))
             .or_default()
             .0
-            .push(json!({
-                "kind": w.window.kind,
-                "used_percent": w.window.used_percent,
-                "resets_at": w.window.resets_at,
-            }));
+            .push(UsageWindow {
+                kind: w.window.kind.clone(),
+                used_percent: w.window.used_percent,
+                resets_at: w.window.resets_at,
+            });
     }
     for (id, account, resets_at) in &facts.limited {
         let provider = daemon
@@ -58,43 +59,43 @@ pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<Value, ApiError> {
             (a, b) => a.or(*b),
         };
     }
-    let accounts: Vec<Value> = accounts
+    let accounts = accounts
         .into_iter()
-        .map(|((provider, account), (windows, limited_until))| {
-            json!({
-                "provider": provider,
-                "account": account,
-                "windows": windows,
-                "limited_until": limited_until,
-            })
-        })
+        .map(
+            |((provider, account), (windows, limited_until))| AccountUsage {
+                provider,
+                account,
+                windows,
+                limited_until,
+            },
+        )
         .collect();
-    Ok(json!({
-        "since": req.since_ms,
-        "sessions": sessions,
-        "accounts": accounts,
-        "total": total,
-        "note": COST_NOTE,
-    }))
+    Ok(UsageReport {
+        since: req.since_ms,
+        sessions,
+        accounts,
+        total,
+        note: COST_NOTE.to_owned(),
+    })
 }
 
-pub fn limit(daemon: &Arc<Daemon>, req: LimitSet) -> Result<Value, ApiError> {
+pub fn limit(daemon: &Arc<Daemon>, req: LimitSet) -> Result<LimitState, ApiError> {
     let id = daemon.sessions.resolve(&req.session)?;
     if let Some(on) = req.auto_continue {
         daemon.usage.set_auto_continue(&id, on);
     }
-    Ok(json!({
-        "id": id.to_string(),
-        "auto_continue": daemon.usage.auto_continue_of(id.as_str()),
-        "limit": daemon.usage.limit_view(id.as_str()),
-    }))
+    Ok(LimitState {
+        id: id.to_string(),
+        auto_continue: daemon.usage.auto_continue_of(id.as_str()),
+        limit: daemon.usage.limit_view(id.as_str()),
+    })
 }
 
 /// The MCP tool `usage_read`: `hangar usage --json` for the last
 /// `since_hours` hours (default 24, at most 31 days). Read from hangar's own
 /// ledger, so nothing is cached and nothing polls a provider; a ledger that
 /// cannot be read is an error, never zero usage.
-pub fn usage_read(daemon: &Arc<Daemon>, args: Value) -> Result<Value, ApiError> {
+pub fn usage_read(daemon: &Arc<Daemon>, args: Value) -> Result<UsageReport, ApiError> {
     #[derive(serde::Deserialize, Default)]
     #[serde(deny_unknown_fields)]
     struct Args {

@@ -8,7 +8,8 @@ use hangar_core::SessionId;
 use hangar_core::worktree::{CleanupDecision, WorktreeInfo, cleanup_decision};
 
 use hangar_protocol::message as msg;
-use serde_json::{Value, json};
+use hangar_protocol::reply::{WorktreeList, WorktreeRow};
+use hangar_protocol::view::SessionView;
 
 use crate::Daemon;
 use crate::errors::ApiError;
@@ -17,15 +18,13 @@ use crate::worktree::{Record, Registry, blocking, cached_status, inspect, remove
 /// `ls` with each worktree's dirty/ahead/behind filled in. git runs only
 /// for sessions with a worktree, off the state lock, at most once per
 /// worktree every few seconds.
-pub async fn list(daemon: &Arc<Daemon>) -> Value {
+pub async fn list(daemon: &Arc<Daemon>) -> Vec<SessionView> {
     let rows = crate::handlers::sessions::list(daemon);
     let rows = crate::handlers::engines::with_engines(daemon, rows);
     let ids: Vec<(usize, SessionId)> = rows
-        .as_array()
-        .into_iter()
-        .flatten()
+        .iter()
         .enumerate()
-        .filter_map(|(i, row)| Some((i, SessionId::from(row["id"].as_str()?))))
+        .map(|(i, row)| (i, SessionId::from(row.id.as_str())))
         .collect();
     let found = daemon
         .sessions
@@ -54,7 +53,7 @@ pub async fn list(daemon: &Arc<Daemon>) -> Value {
             view.behind = state.behind;
         }
         if let Some(row) = rows.get_mut(i) {
-            row["worktree"] = serde_json::to_value(view).unwrap_or(Value::Null);
+            row.worktree = Some(view);
         }
     }
     rows
@@ -62,7 +61,10 @@ pub async fn list(daemon: &Arc<Daemon>) -> Value {
 
 /// `hangar worktrees [--prune]`: every worktree hangar created, with its
 /// state; with `prune`, remove the clean ones whose session is gone.
-pub async fn worktrees(daemon: &Arc<Daemon>, req: msg::Worktrees) -> Result<Value, ApiError> {
+pub async fn worktrees(
+    daemon: &Arc<Daemon>,
+    req: msg::Worktrees,
+) -> Result<WorktreeList, ApiError> {
     let registry = Registry::new(&daemon.paths.home);
     let mut records = registry.load();
     let alive: BTreeMap<SessionId, String> = {
@@ -124,26 +126,29 @@ pub async fn worktrees(daemon: &Arc<Daemon>, req: msg::Worktrees) -> Result<Valu
                 }
             }
             let dirty = state.facts.exists.then_some(state.facts.dirty_files > 0);
-            rows.push(json!({
-                "path": info.path,
-                "branch": info.branch,
-                "base": info.base,
-                "repo_root": info.repo_root,
-                "session": record.session.to_string(),
-                "title": record.title,
-                "session_alive": session_alive,
-                "state": status,
-                "exists": state.facts.exists,
-                "dirty": dirty,
-                "ahead": state.ahead,
-                "behind": state.behind,
-                "unpushed": state.facts.exists.then_some(state.facts.unpushed),
-                "note": note,
-                "removed": removed,
-            }));
+            rows.push(WorktreeRow {
+                path: info.path.clone(),
+                branch: info.branch.clone(),
+                base: info.base.clone(),
+                repo_root: info.repo_root.clone(),
+                session: record.session.to_string(),
+                title: record.title.clone(),
+                session_alive,
+                state: status.to_owned(),
+                exists: state.facts.exists,
+                dirty,
+                ahead: state.ahead,
+                behind: state.behind,
+                unpushed: state.facts.exists.then_some(state.facts.unpushed),
+                note,
+                removed,
+            });
         }
         (rows, pruned)
     })
     .await?;
-    Ok(json!({"worktrees": rows, "removed": pruned}))
+    Ok(WorktreeList {
+        worktrees: rows,
+        removed: pruned,
+    })
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hangar_core::review::{DiffFile, PATCH_PAGE_LINES, page_end, parse_diff};
-use serde_json::{Value, json};
+use hangar_protocol::reply::DiffPage;
 
 use super::git::{GitError, git, git_env, git_line, resolves};
 use crate::errors::ApiError;
@@ -121,7 +121,7 @@ fn patch(
 
 /// One page of a session's diff: `{base, merge_base, head, tree, files,
 /// patch, next_file}` (`next_file` when more pages follow).
-pub fn diff(ask: DiffAsk) -> Result<Value, ApiError> {
+pub fn diff(ask: DiffAsk) -> Result<DiffPage, ApiError> {
     let dir = ask.dir.as_path();
     if !dir.is_dir() {
         return Err(ApiError::invalid(format!(
@@ -165,7 +165,7 @@ pub fn diff(ask: DiffAsk) -> Result<Value, ApiError> {
     };
     let files = files_between(dir, &merge_base, &tree)?;
     let (patch_text, next) = if ask.stat {
-        (Value::Null, None)
+        (None, None)
     } else {
         let end = page_end(&files, ask.from_file, PATCH_PAGE_LINES);
         let from = ask.from_file.min(files.len());
@@ -175,15 +175,15 @@ pub fn diff(ask: DiffAsk) -> Result<Value, ApiError> {
         } else {
             patch(dir, &merge_base, &tree, &files[from..end], whole)?
         };
-        (Value::String(text), (end < files.len()).then_some(end))
+        (Some(text), (end < files.len()).then_some(end))
     };
-    Ok(json!({
-        "base": base,
-        "merge_base": merge_base,
-        "head": head,
-        "tree": tree,
-        "files": files,
-        "patch": patch_text,
-        "next_file": next,
-    }))
+    Ok(DiffPage {
+        base,
+        merge_base,
+        head,
+        tree,
+        files,
+        patch: patch_text,
+        next_file: next,
+    })
 }

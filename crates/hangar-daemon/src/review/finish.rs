@@ -17,7 +17,8 @@ use hangar_core::review::{
     finish_check, parse_git_version, target_move,
 };
 use hangar_protocol::message::codes;
-use serde_json::{Value, json};
+use hangar_protocol::reply::{Finished, Landed};
+use serde_json::json;
 
 use super::diff::{files_between, working_tree};
 use super::git::{
@@ -50,18 +51,11 @@ pub struct FinishAsk {
 }
 
 /// One ref `finish` moved, with the backup ref of where it was.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Moved {
-    #[serde(rename = "ref")]
-    pub refname: String,
-    pub old: String,
-    pub new: String,
-    pub backup: String,
-}
+pub use hangar_protocol::reply::MovedRef as Moved;
 
 /// What a finish did (or, with `dry_run`, would do).
 pub struct Done {
-    pub reply: Value,
+    pub reply: Finished,
     pub moved: Vec<Moved>,
     /// The work is landed (not a dry run, not a pull request).
     pub landed: bool,
@@ -302,8 +296,14 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
         })?;
         if ask.dry_run {
             return Ok(Done {
-                reply: json!({"dry_run": true, "pr": true, "branch": branch, "target": target,
-                    "remote": remote, "commit": will_commit}),
+                reply: Finished::PullRequestPlan {
+                    dry_run: true,
+                    pr: true,
+                    branch,
+                    target,
+                    remote,
+                    commit: will_commit,
+                },
                 moved: Vec::new(),
                 landed: false,
             });
@@ -356,8 +356,14 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
         }
         let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         return Ok(Done {
-            reply: json!({"pr": true, "url": url, "branch": branch, "target": target, "remote": remote,
-                "committed": will_commit}),
+            reply: Finished::PullRequest {
+                pr: true,
+                url,
+                branch,
+                target,
+                remote,
+                committed: will_commit,
+            },
             moved: Vec::new(),
             landed: false,
         });
@@ -365,16 +371,16 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
 
     if ask.dry_run {
         return Ok(Done {
-            reply: json!({
-                "dry_run": true,
-                "strategy": ask.strategy.name(),
-                "branch": branch,
-                "target": target,
-                "target_at": target_old,
-                "commits": g.facts.commits_ahead,
-                "commit": will_commit,
-                "move": how,
-            }),
+            reply: Finished::LandingPlan {
+                dry_run: true,
+                strategy: ask.strategy.name().to_owned(),
+                branch,
+                target,
+                target_at: target_old,
+                commits: g.facts.commits_ahead,
+                commit: will_commit,
+                how,
+            },
             moved: Vec::new(),
             landed: false,
         });
@@ -474,15 +480,19 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
         }
     }
     Ok(Done {
-        reply: json!({
-            "landed": true,
-            "strategy": ask.strategy.name(),
-            "branch": branch,
-            "target": target,
-            "commit": new,
-            "committed": will_commit,
-            "move": how,
-            "refs": moved,
+        reply: Finished::Landed(Landed {
+            landed: true,
+            strategy: ask.strategy.name().to_owned(),
+            branch,
+            target,
+            commit: new,
+            committed: will_commit,
+            how,
+            refs: moved.clone(),
+            closed: false,
+            note: None,
+            kept_worktrees: None,
+            removed_worktrees: None,
         }),
         moved,
         landed: true,

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use hangar_protocol::message::{self as msg, Reply, codes};
+use hangar_protocol::reply;
 use serde_json::json;
 use tokio::sync::broadcast;
 
@@ -73,9 +74,13 @@ pub(super) async fn start_attach(
     // what is printed in between is in `rx`, after the screen.
     let history = req.history.map(|n| n as usize);
     let (snapshot, history_end, rx) = live.snapshot_and_subscribe(history);
-    conn.reply(Reply::ok(
+    conn.reply(Reply::ok_typed(
         id,
-        json!({"id": session.to_string(), "detach_key": detach_key, "history_end": history_end}),
+        &reply::Attached {
+            id: session.to_string(),
+            detach_key,
+            history_end: Some(history_end),
+        },
     ))
     .await;
     conn.data(&snapshot).await;

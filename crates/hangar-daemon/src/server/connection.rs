@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use hangar_protocol::frame::{self, Decoder, Frame, FrameError, MAX_CLIENT_FRAME};
 use hangar_protocol::message::{self as msg, PROTOCOL_VERSION, Reply, Request, codes};
-use serde_json::{Value, json};
+use hangar_protocol::reply;
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
@@ -199,12 +200,16 @@ pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream:
                             if let Some(a) = attached.take() {
                                 a.release(&sizes).await;
                             }
-                            if !conn.reply(Reply::ok(id, json!({"detached": true}))).await {
+                            if !conn
+                                .reply(Reply::ok_typed(id, &reply::Detached { detached: true }))
+                                .await
+                            {
                                 break 'conn;
                             }
                         }
                         Request::Shutdown => {
-                            conn.reply(Reply::ok(id, json!({"stopping": true}))).await;
+                            conn.reply(Reply::ok_typed(id, &reply::Stopping { stopping: true }))
+                                .await;
                             // Shut down only after the reply is written (below):
                             // the process exits when shutdown ends, and a reply
                             // still queued then was lost ("the daemon closed the

@@ -215,9 +215,9 @@ impl Sessions {
         Ok(hangar_store::export_document(&st.ws, &screens))
     }
 
-    /// The whole model as JSON (`hangar workspace`).
-    pub fn workspace_json(&self) -> Result<serde_json::Value, serde_json::Error> {
-        serde_json::to_value(&self.lock().ws)
+    /// The workspace model as it is now (the `workspace` request).
+    pub fn workspace(&self) -> Workspace {
+        self.lock().ws.clone()
     }
 
     /// Import `imported` (with its screens) into the model through `merge`,

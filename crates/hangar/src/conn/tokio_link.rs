@@ -8,6 +8,7 @@
 use hangar_protocol::frame::{self, Decoder, Frame, MAX_SERVER_FRAME};
 use hangar_protocol::message::{ErrorBody, Hello, PROTOCOL_VERSION, Reply, Request};
 use hangar_protocol::paths::Paths;
+use hangar_protocol::reply::Kind;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
@@ -93,9 +94,19 @@ impl DaemonLink {
         }
     }
 
-    /// One request on a fresh link.
-    pub async fn once(paths: &Paths, req: Request) -> Result<Value, LinkError> {
-        DaemonLink::connect(paths).await?.request(req).await
+    /// Request kind `K` with `body`: its reply as the kind's reply type
+    /// (`hangar_protocol::reply`). A reply that does not fit it is `Lost`.
+    pub async fn ask<K: Kind>(&mut self, body: K::Body) -> Result<K::Reply, LinkError> {
+        let request = K::request(body);
+        let kind = request.kind().to_owned();
+        let v = self.request(request).await?;
+        serde_json::from_value(v)
+            .map_err(|e| LinkError::Lost(format!("a malformed {kind} reply: {e}")))
+    }
+
+    /// One request of kind `K` on a fresh link.
+    pub async fn once<K: Kind>(paths: &Paths, body: K::Body) -> Result<K::Reply, LinkError> {
+        DaemonLink::connect(paths).await?.ask::<K>(body).await
     }
 }
 

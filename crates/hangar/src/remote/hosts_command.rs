@@ -31,14 +31,14 @@ pub fn probe(target: &Target) -> Value {
         "live": null,
         "error": null,
     });
-    let answer = connected.and_then(|mut c| Ok(serde_json::to_value(api::status(&mut c)?)?));
+    let answer = connected.and_then(|mut c| api::status(&mut c));
     match answer {
         Ok(status) => {
             row["reachable"] = true.into();
-            row["version"] = status["daemon"]["version"].clone();
+            row["version"] = status.daemon.version.into();
             row["protocol_version"] = PROTOCOL_VERSION.into();
-            row["sessions"] = status["sessions"]["total"].clone();
-            row["live"] = status["sessions"]["live"].clone();
+            row["sessions"] = status.sessions.total.into();
+            row["live"] = status.sessions.live.into();
         }
         Err(e) => row["error"] = format!("{e:#}").into(),
     }

@@ -12,6 +12,7 @@ use std::sync::mpsc::Sender;
 
 use hangar_core::{Direction, FocusMove, Placement, SessionId, Tab, TabId};
 use hangar_protocol::message::{self as msg, ErrorBody, Request, codes};
+use hangar_protocol::reply;
 use hangar_protocol::view::SessionView;
 use hangar_terminal::MouseMode;
 
@@ -363,7 +364,11 @@ impl App {
         self.pending = self.pending.saturating_sub(1);
         if let (Request::New(_), Some(w)) = (&outcome.command.request, self.new_typing.as_mut()) {
             match &outcome.result {
-                Ok(body) => w.session = body["id"].as_str().map(str::to_owned),
+                Ok(body) => {
+                    w.session = serde_json::from_value::<reply::Created>(body.clone())
+                        .ok()
+                        .map(|c| c.id)
+                }
                 Err(_) => {
                     self.new_typing = None;
                     self.passthrough = false;

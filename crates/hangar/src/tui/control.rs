@@ -130,7 +130,7 @@ fn reconnect(target: &Target, client: &mut Client, events: &Sender<Event>) -> bo
 }
 
 pub fn snapshot(client: &mut Client) -> anyhow::Result<Snapshot> {
-    let ws: Workspace = serde_json::from_value(api::workspace(client)?)?;
+    let ws: Workspace = api::workspace(client)?;
     let sessions: Vec<SessionView> = api::list(client)?;
     Ok(Snapshot { ws, sessions })
 }

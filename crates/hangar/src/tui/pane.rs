@@ -430,17 +430,11 @@ impl PageSource for DaemonPages<'_> {
             before,
             lines: u32::try_from(lines).unwrap_or(u32::MAX),
         };
-        let page = api::history(client, request).ok().and_then(|v| {
-            Some(Page {
-                first: v["first"].as_u64()?,
-                end: v["end"].as_u64()?,
-                start: v["start"].as_u64()?,
-                lines: v["lines"]
-                    .as_array()?
-                    .iter()
-                    .map(|l| l.as_str().unwrap_or_default().to_owned())
-                    .collect(),
-            })
+        let page = api::history(client, request).ok().map(|v| Page {
+            first: v.first,
+            end: v.end,
+            start: v.start,
+            lines: v.lines,
         });
         match page {
             Some(page) => {
@@ -471,10 +465,8 @@ fn read_pane(
             session: session.clone(),
             scrollback: None,
         },
-    ) && v["source"] == "saved"
-        && !send(PaneEvent::SavedScreen(
-            v["screen"].as_str().unwrap_or_default().to_owned(),
-        ))
+    ) && v.source == "saved"
+        && !send(PaneEvent::SavedScreen(v.screen))
     {
         return;
     }
@@ -489,8 +481,8 @@ fn read_pane(
         },
     ) {
         Ok(reply) => {
-            let detach_key = reply["detach_key"].as_str().map(str::to_owned);
-            let history_end = reply["history_end"].as_u64();
+            let detach_key = Some(reply.detach_key);
+            let history_end = reply.history_end;
             if !send(PaneEvent::Attached {
                 detach_key,
                 history_end,

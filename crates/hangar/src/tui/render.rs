@@ -178,7 +178,7 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
         // A usage limit stopped it (issue 29): until when, in local time.
         Some(limit) => title.push_str(&format!(
             "limited {}",
-            crate::usage::until_text(&serde_json::json!(limit.resets_at))
+            crate::usage::until_text(limit.resets_at)
         )),
         None => title.push_str(app.activity(id)),
     }

@@ -20,8 +20,9 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use hangar_protocol::message::{self as msg, Request as DaemonRequest};
+use hangar_protocol::message as msg;
 use hangar_protocol::paths::Paths;
+use hangar_protocol::reply::{Kind, kind};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -247,9 +248,11 @@ async fn asset(Path(name): Path<String>) -> Response {
         .unwrap_or_else(|| error(StatusCode::NOT_FOUND, "not_found", "no such asset"))
 }
 
-async fn ask(app: &App, req: DaemonRequest) -> Response {
-    match DaemonLink::once(&app.paths, req).await {
-        Ok(v) => Json(v).into_response(),
+/// Request kind `K` of the daemon; its reply is the API's answer, as the
+/// JSON the daemon sent (keys sorted, through a JSON value).
+async fn ask<K: Kind>(app: &App, body: K::Body) -> Response {
+    match DaemonLink::once::<K>(&app.paths, body).await {
+        Ok(v) => Json(serde_json::to_value(v).unwrap_or(Value::Null)).into_response(),
         Err(e) => link_error(e),
     }
 }
@@ -263,20 +266,20 @@ async fn whoami(Extension(access): Extension<Access>) -> Response {
 }
 
 async fn sessions(State(app): State<Arc<App>>) -> Response {
-    ask(&app, DaemonRequest::List).await
+    ask::<kind::List>(&app, ()).await
 }
 
 async fn tabs(State(app): State<Arc<App>>) -> Response {
-    ask(&app, DaemonRequest::TabList).await
+    ask::<kind::TabList>(&app, ()).await
 }
 
 async fn screen(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    ask(
+    ask::<kind::Screen>(
         &app,
-        DaemonRequest::Screen(msg::Screen {
+        msg::Screen {
             session: id,
             scrollback: None,
-        }),
+        },
     )
     .await
 }
@@ -299,13 +302,13 @@ async fn history(
     Path(id): Path<String>,
     axum::extract::Query(q): axum::extract::Query<HistoryQuery>,
 ) -> Response {
-    ask(
+    ask::<kind::History>(
         &app,
-        DaemonRequest::History(msg::HistoryPage {
+        msg::HistoryPage {
             session: id,
             before: q.before,
             lines: q.lines.unwrap_or(MAX_HISTORY_PAGE).min(MAX_HISTORY_PAGE),
-        }),
+        },
     )
     .await
 }
@@ -320,13 +323,13 @@ async fn send(
     Path(id): Path<String>,
     Json(body): Json<SendBody>,
 ) -> Response {
-    ask(
+    ask::<kind::Send>(
         &app,
-        DaemonRequest::Send(msg::Send {
+        msg::Send {
             session: id,
             text: body.text,
             enter: true,
-        }),
+        },
     )
     .await
 }
@@ -365,17 +368,17 @@ async fn press(app: &App, session: String, bytes: Vec<u8>) -> Response {
     let result = async {
         let mut link = DaemonLink::connect(&app.paths).await?;
         let reply = link
-            .request(DaemonRequest::Attach(msg::Attach {
+            .ask::<kind::Attach>(msg::Attach {
                 session,
                 cols: 0,
                 rows: 0,
                 history: None,
                 history_events: false,
-            }))
+            })
             .await?;
         link.writer.send_data(&bytes).await?;
-        link.request(DaemonRequest::Detach).await?;
-        Ok::<Value, LinkError>(json!({"id": reply["id"], "sent": bytes.len()}))
+        link.ask::<kind::Detach>(()).await?;
+        Ok::<Value, LinkError>(json!({"id": reply.id, "sent": bytes.len()}))
     }
     .await;
     match result {
@@ -385,28 +388,24 @@ async fn press(app: &App, session: String, bytes: Vec<u8>) -> Response {
 }
 
 async fn wake(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    ask(&app, DaemonRequest::Wake(msg::SessionRef { session: id })).await
+    ask::<kind::Wake>(&app, msg::SessionRef { session: id }).await
 }
 
 async fn hibernate(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    ask(
-        &app,
-        DaemonRequest::Hibernate(msg::SessionRef { session: id }),
-    )
-    .await
+    ask::<kind::Hibernate>(&app, msg::SessionRef { session: id }).await
 }
 
 async fn park(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    ask(&app, DaemonRequest::Park(msg::SessionRef { session: id })).await
+    ask::<kind::Park>(&app, msg::SessionRef { session: id }).await
 }
 
 async fn unpark(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    ask(
+    ask::<kind::Unpark>(
         &app,
-        DaemonRequest::Unpark(msg::Unpark {
+        msg::Unpark {
             session: id,
             ..Default::default()
-        }),
+        },
     )
     .await
 }
@@ -414,8 +413,8 @@ async fn unpark(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response
 /// The session list and tabs as one snapshot, for the live stream.
 async fn snapshot(paths: &Paths) -> Result<Value, LinkError> {
     let mut link = DaemonLink::connect(paths).await?;
-    let sessions = link.request(DaemonRequest::List).await?;
-    let tabs = link.request(DaemonRequest::TabList).await?;
+    let sessions = link.ask::<kind::List>(()).await?;
+    let tabs = link.ask::<kind::TabList>(()).await?;
     Ok(json!({"sessions": sessions, "tabs": tabs}))
 }
 

@@ -24,6 +24,7 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
 use hangar_protocol::message::{self as msg, Request as DaemonRequest};
+use hangar_protocol::reply::kind;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -67,16 +68,16 @@ pub async fn attach(
         Err(e) => return link_error(e),
     };
     let history_end = match link
-        .request(DaemonRequest::Attach(msg::Attach {
+        .ask::<kind::Attach>(msg::Attach {
             session: id,
             cols,
             rows,
             history: None,
             history_events: true,
-        }))
+        })
         .await
     {
-        Ok(reply) => reply["history_end"].as_u64(),
+        Ok(reply) => reply.history_end,
         Err(e) => return link_error(e),
     };
     ws.on_upgrade(move |socket| bridge(socket, link, access, app, history_end))

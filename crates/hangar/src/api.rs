@@ -215,6 +215,11 @@ pub fn limit(c: &mut Client, req: msg::LimitSet) -> anyhow::Result<Value> {
     c.request(Request::Limit(req))
 }
 
+/// `goal`: give a session a goal, stop it, or read it.
+pub fn goal(c: &mut Client, req: msg::GoalSet) -> anyhow::Result<Value> {
+    c.request(Request::Goal(req))
+}
+
 /// Build and import an image for an engine (slow: minutes).
 pub fn engine_image_build(c: &mut Client, req: msg::EngineImageBuild) -> anyhow::Result<Value> {
     c.request(Request::EngineImageBuild(req))

@@ -137,6 +137,9 @@ pub fn sessions(v: &Value) {
         if let Some(line) = crate::usage::limit_line(&r["limit"]) {
             println!("          {line}");
         }
+        if let Some(line) = crate::usage::goal_line(&r["goal"]) {
+            println!("          {line}");
+        }
         for other in r["duplicate_of"].as_array().into_iter().flatten() {
             println!(
                 "          duplicate of {}: both resume one conversation; `hangar doctor` fixes it",

@@ -178,6 +178,36 @@ pub fn human_limit(v: &Value) {
     );
 }
 
+/// `goal 3/20 running` (and why it is paused or stopped), for `ls` and
+/// the TUI; `None` when the session never had a goal.
+pub fn goal_line(g: &Value) -> Option<String> {
+    let state = g["state"].as_str()?;
+    let mut line = format!(
+        "goal {}/{} {state}",
+        g["turns"].as_u64().unwrap_or(0),
+        g["max_turns"].as_u64().unwrap_or(0)
+    );
+    if let Some(r) = g["reason"].as_str() {
+        line.push_str(&format!(" ({})", display::name(r)));
+    }
+    Some(line)
+}
+
+/// `hangar goal` without `--json`.
+pub fn human_goal(v: &Value) {
+    let id = display::name(v["id"].as_str().unwrap_or("?")).into_owned();
+    let g = &v["goal"];
+    let Some(line) = goal_line(g) else {
+        println!("{id}: no goal");
+        return;
+    };
+    println!("{id}: {line}");
+    println!("  {}", display::name(g["text"].as_str().unwrap_or("")));
+    if let Some(s) = g["summary"].as_str() {
+        println!("  summary: {}", display::name(s));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -81,9 +81,10 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::Hook(r) if crate::identity::is_session_start(&r.event) => {
             identity::session_start(daemon, &r)
         }
-        Request::Hook(r) => activity::hook(daemon, &r.session, &r.event),
+        Request::Hook(r) => activity::hook(daemon, &r),
         Request::Usage(r) => usage::usage(daemon, r),
         Request::Limit(r) => usage::limit(daemon, r),
+        Request::Goal(r) => usage::goal(daemon, r).await,
         Request::EngineImageBuild(r) => engines::image_build(daemon, r).await,
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
         Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {

@@ -637,3 +637,53 @@ fn stop_failure_pauses_a_goal_at_a_rate_limit_and_stops_it_at_another_error() {
     );
     assert!(h.session(&failed)["limit"].is_null());
 }
+
+#[test]
+fn a_budget_over_an_unpriced_model_is_refused_and_nothing_is_left_behind() {
+    let (h, api) = fixture("");
+    let id = h.new_agent(&["--provider", "claude"]);
+    // The fake API's model, `fake-agent`, has no price.
+    assert!(call(&h, &api, &id, "first-call").contains("api-done 200"));
+    h.wait_until("the request is in the ledger", DEADLINE, || {
+        h.json(&["usage"])["total"]["requests"] == 1
+    });
+    let before = h.ls().len();
+    let err = h.fail(&["new", "--provider", "claude", "--max-cost", "5"]);
+    assert!(
+        err.contains("fake-agent") && err.contains("has no price"),
+        "{err}"
+    );
+    assert!(err.contains("[usage.prices.\"fake-agent\"]"), "{err}");
+    assert_eq!(h.ls().len(), before, "the refused session was closed");
+    let err = h.fail(&["limit", &id, "--max-cost", "5"]);
+    assert!(err.contains("has no price"), "{err}");
+    assert!(h.json(&["limit", &id])["max_cost_usd"].is_null());
+}
+
+#[test]
+fn a_spent_budget_stops_the_goal_and_hibernates_the_session_after_its_turn() {
+    // A dollar a token: the first call spends a $5 budget.
+    let (h, api) = fixture(
+        "auto_continue = false\n[usage.prices.\"fake-agent\"]\ninput = 1000000.0\noutput = 1000000.0\ncache_write = 0.0\ncache_read = 0.0",
+    );
+    let id = h.new_agent(&["--provider", "claude", "--max-cost", "5"]);
+    assert_eq!(h.json(&["limit", &id])["max_cost_usd"], json!(5.0));
+    h.ok(&["goal", &id, "spend it all", "--max-turns", "1000"]);
+    h.wait_screen(&id, "(turn 2 of 1000)");
+    assert!(call(&h, &api, &id, "an-expensive-call").contains("api-done 200"));
+    h.wait_until("the budget is spent", DEADLINE, || {
+        !journal_events(&h, "budget", &id).is_empty()
+    });
+    h.wait_state(&id, "hibernated");
+    let hibernated: Vec<Value> = journal_events(&h, "hibernate", &id);
+    assert_eq!(
+        hibernated.last().unwrap()["reason"],
+        "budget",
+        "{hibernated:?}"
+    );
+    let u = h.json(&["usage", "--session", &id]);
+    assert!(u["sessions"][0]["cost_usd"].as_f64().unwrap() >= 5.0, "{u}");
+    let g = h.session(&id)["goal"].clone();
+    assert_eq!(g["state"], "stopped", "{g}");
+    assert_eq!(g["reason"], "the cost budget is spent", "{g}");
+}

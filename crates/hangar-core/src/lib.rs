@@ -11,12 +11,14 @@
 
 pub mod activity;
 pub mod activity_debounce;
+pub mod budget;
 pub mod claude_slug;
 pub mod cli_versions;
 pub mod display;
 pub mod engine;
 #[doc(hidden)]
 pub mod fixtures;
+pub mod goal;
 pub mod governor;
 pub mod hosts;
 pub mod import_merge;

@@ -155,6 +155,18 @@ pub struct UsageSessionState {
     /// limit ID --continue on|off`); `None`: `[limits] auto_continue`.
     #[serde(default)]
     pub auto_continue: Option<bool>,
+    /// The session's goal (`hangar goal`), running or ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<crate::goal::Goal>,
+    /// The session's own cost budget in USD per day (`hangar new
+    /// --max-cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// Prompts an orchestrating agent sent while the account was limited,
+    /// delivered in order after the reset (rule 13: queued, never sent to
+    /// a limited account, never dropped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queued_prompts: Vec<String>,
 }
 
 /// Which of two signals about one limit wins: the proxy over a hook over the

@@ -112,6 +112,17 @@ impl Config {
                 path: path.display().to_string(),
                 message,
             })?;
+        if let Some(max) = config.usage.max_cost_usd_per_day {
+            crate::usage::budget::check_fleet_budget(
+                max,
+                &config.usage.prices,
+                &path.with_file_name("state.db"),
+            )
+            .map_err(|message| ConfigError::Parse {
+                path: path.display().to_string(),
+                message,
+            })?;
+        }
         for (name, host) in &config.hosts {
             hangar_core::hosts::validate(name, host).map_err(|e| ConfigError::Parse {
                 path: path.display().to_string(),

@@ -182,6 +182,21 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// A session's goal changed state or counted a turn (`hangar goal`);
+    /// the reason is hangar's own words, never the agent's summary.
+    Goal {
+        session: String,
+        state: String,
+        turns: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A session's cost budget (its own or the day's) is spent: its goal
+    /// stopped and it hibernates after its turn.
+    Budget {
+        session: String,
+        why: String,
+    },
     /// `hangar finish` landed a session's work: every ref it moved, with
     /// the backup ref of where each was (issue 30).
     Finish {

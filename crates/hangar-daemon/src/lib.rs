@@ -102,6 +102,10 @@ pub struct Daemon {
     pub usage: Arc<usage::Ledger>,
     /// Types the continuation prompt after a limit resets.
     pub continuation: Arc<usage::continuation::Continuation>,
+    /// Goals: continuing an agent at each end of turn (`hangar goal`).
+    pub goals: Arc<usage::goals::Goals>,
+    /// Cost budgets: `[usage] max_cost_usd_per_day` and `--max-cost`.
+    pub budgets: Arc<usage::budget::Budgets>,
     /// Reads limit words off agents' screens.
     pub screen_words: Arc<usage::screen_words::ScreenWords>,
     /// Reads usage and limits from claude sessions' transcripts.
@@ -243,6 +247,29 @@ impl Daemon {
             governor: governor.clone(),
             shutdown: shutdown.clone(),
         });
+        let goals = Arc::new(usage::goals::Goals {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            monitor: monitor.clone(),
+            activity: activity.clone(),
+            delivery: delivery.clone(),
+            governor: governor.clone(),
+            journal: journal.clone(),
+            shutdown: shutdown.clone(),
+            changed: Default::default(),
+        });
+        let budgets = Arc::new(usage::budget::Budgets {
+            ledger: usage.clone(),
+            sessions: sessions.clone(),
+            monitor: monitor.clone(),
+            spawner: spawner.clone(),
+            goals: goals.clone(),
+            journal: journal.clone(),
+            usage: config.section(|c| &c.usage),
+            shutdown: shutdown.clone(),
+            warned: Default::default(),
+            spent: Default::default(),
+        });
         let transcripts = Arc::new(usage::transcripts::Transcripts {
             ledger: usage.clone(),
             sessions: sessions.clone(),
@@ -277,6 +304,8 @@ impl Daemon {
             files,
             usage,
             continuation,
+            goals,
+            budgets,
             screen_words,
             transcripts,
             shutdown,
@@ -628,6 +657,8 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     tokio::spawn(daemon.governor.clone().govern());
     daemon.usage.start();
     tokio::spawn(daemon.continuation.clone().run());
+    tokio::spawn(daemon.goals.clone().run());
+    tokio::spawn(daemon.budgets.clone().run());
     if daemon.config.snapshot().usage.watch_agents {
         tokio::spawn(daemon.screen_words.clone().run());
     }

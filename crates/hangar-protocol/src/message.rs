@@ -344,6 +344,10 @@ pub struct Hook {
     /// `session-start` only: the folder the agent runs in (its hook input's `cwd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// `stop-failure` only: the error that ended the turn (its hook input's
+    /// `error`: `rate_limit`, `authentication_failed`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// `session-start` only: why it started (`startup`, `resume`, `clear`, `compact`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
@@ -365,10 +369,16 @@ pub enum AgentTool {
     Hibernate,
     /// The usage ledger and the accounts' limits (issue 29).
     UsageRead,
+    /// Give one of the caller's agents a goal.
+    GoalStart,
+    /// Stop one of the caller's agents' goal.
+    GoalStop,
+    /// The caller says its own goal is done or blocked.
+    GoalDone,
 }
 
 impl AgentTool {
-    pub const ALL: [AgentTool; 11] = [
+    pub const ALL: [AgentTool; 14] = [
         AgentTool::Create,
         AgentTool::SendPrompt,
         AgentTool::List,
@@ -380,6 +390,9 @@ impl AgentTool {
         AgentTool::Park,
         AgentTool::Hibernate,
         AgentTool::UsageRead,
+        AgentTool::GoalStart,
+        AgentTool::GoalStop,
+        AgentTool::GoalDone,
     ];
 
     /// The permanent wire name of this tool's request kind.
@@ -396,6 +409,9 @@ impl AgentTool {
             AgentTool::Park => "agent_park",
             AgentTool::Hibernate => "agent_hibernate",
             AgentTool::UsageRead => "agent_usage_read",
+            AgentTool::GoalStart => "agent_goal_start",
+            AgentTool::GoalStop => "agent_goal_stop",
+            AgentTool::GoalDone => "agent_goal_done",
         }
     }
 
@@ -554,6 +570,8 @@ pub enum Request {
     Usage(UsageQuery),
     /// A session's usage-limit settings (`hangar limit ID --continue`).
     Limit(LimitSet),
+    /// Give a session a goal, or stop it (`hangar goal`).
+    Goal(GoalSet),
     /// What a session changed since its base (`hangar diff`).
     Diff(Diff),
     /// Review comments sent to the agent (`hangar review`).
@@ -583,6 +601,24 @@ pub struct LimitSet {
     /// Type the continuation prompt after a limit resets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_continue: Option<bool>,
+    /// The session's own cost budget in USD (`--max-cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+}
+
+/// `hangar goal ID TEXT [--max-turns N]`, `hangar goal ID --stop`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GoalSet {
+    pub session: String,
+    /// The goal to start (replacing any goal the session had); `None` with
+    /// `stop` false only reads the goal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Stop the session's goal.
+    #[serde(default)]
+    pub stop: bool,
 }
 
 /// Why a request could not be decoded into a known kind with a valid body.
@@ -638,6 +674,7 @@ impl Request {
             Request::Hook(_) => "hook",
             Request::Usage(_) => "usage",
             Request::Limit(_) => "limit",
+            Request::Goal(_) => "goal",
             Request::Diff(_) => "diff",
             Request::Review(_) => "review",
             Request::Finish(_) => "finish",
@@ -685,6 +722,7 @@ impl Request {
             Request::Hook(b) => v(b),
             Request::Usage(b) => v(b),
             Request::Limit(b) => v(b),
+            Request::Goal(b) => v(b),
             Request::Diff(b) => v(b),
             Request::Review(b) => v(b),
             Request::Finish(b) => v(b),
@@ -780,6 +818,7 @@ impl Request {
             "hook" => Request::Hook(b(id, k, body)?),
             "usage" => Request::Usage(b(id, k, body)?),
             "limit" => Request::Limit(b(id, k, body)?),
+            "goal" => Request::Goal(b(id, k, body)?),
             "diff" => Request::Diff(b(id, k, body)?),
             "review" => Request::Review(b(id, k, body)?),
             "finish" => Request::Finish(b(id, k, body)?),

@@ -28,7 +28,7 @@ use serde_json::Value;
 pub use hangar_core::model::Workspace;
 
 use crate::message::{self as msg, Request};
-use crate::view::{LimitView, SearchView, SessionView, StatusView, TabView};
+use crate::view::{GoalView, LimitView, SearchView, SessionView, StatusView, TabView};
 
 /// A request kind: the body it carries and the reply it is answered with.
 /// Each kind is a type of its own in [`kind`] (several kinds share a body,
@@ -594,7 +594,16 @@ pub struct UsageReport {
 pub struct LimitState {
     pub id: String,
     pub auto_continue: bool,
+    /// The session's own cost budget (`--max-cost`), null without one.
+    pub max_cost_usd: Option<f64>,
     pub limit: Option<LimitView>,
+}
+
+/// `goal`: the session's goal after the change (null without one).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GoalState {
+    pub id: String,
+    pub goal: Option<GoalView>,
 }
 
 /// `engine_image_build`.
@@ -694,6 +703,7 @@ pub mod kind {
         Hook(msg::Hook) -> HookRecorded = Request::Hook;
         Usage(msg::UsageQuery) -> UsageReport = Request::Usage;
         Limit(msg::LimitSet) -> LimitState = Request::Limit;
+        Goal(msg::GoalSet) -> GoalState = Request::Goal;
         Diff(msg::Diff) -> DiffPage = Request::Diff;
         Review(msg::Review) -> Reviewed = Request::Review;
         Finish(msg::Finish) -> Finished = Request::Finish;

@@ -62,6 +62,10 @@ pub struct SessionView {
     /// The usage limit that stopped the session (issue 29), null when none.
     #[serde(default)]
     pub limit: Option<LimitView>,
+    /// The goal hangar keeps the session on (`hangar goal`), null when it
+    /// never had one.
+    #[serde(default)]
+    pub goal: Option<GoalView>,
     /// The container engine the session runs on (`hangar new --engine`),
     /// null for a process on this machine.
     #[serde(default)]
@@ -86,6 +90,21 @@ pub struct LimitView {
     /// When hangar will type the continuation prompt (ms), null when it
     /// will not.
     pub continue_at: Option<i64>,
+}
+
+/// A session's goal in `hangar ls --json` (`hangar goal`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GoalView {
+    pub text: String,
+    /// Ends of turns since the goal was typed.
+    pub turns: u32,
+    pub max_turns: u32,
+    /// `running`, `paused`, `done`, `blocked` or `stopped`.
+    pub state: String,
+    /// Why it is paused or stopped.
+    pub reason: Option<String>,
+    /// The agent's own summary (`goal_done`).
+    pub summary: Option<String>,
 }
 
 /// A session's engine in `hangar ls`.

@@ -216,7 +216,12 @@ impl std::fmt::Debug for McpServer {
 /// short default list of variables plus the ones named there).
 pub fn with_mcp(mut spec: LaunchSpec, provider: &Provider, server: &McpServer) -> LaunchSpec {
     let front: Vec<String> = match provider {
+        // `goal_done` ends the goal hangar gave the agent: allowed without a
+        // permission prompt (issue 29), as Claude Code's permission rule
+        // `mcp__<server>__<tool>`; every other hangar tool still asks.
         Provider::Claude => vec![
+            "--allowedTools".to_owned(),
+            "mcp__hangar__goal_done".to_owned(),
             "--mcp-config".to_owned(),
             server.config_file.display().to_string(),
         ],
@@ -458,6 +463,8 @@ mod tests {
         assert_eq!(
             spec.args,
             vec![
+                "--allowedTools",
+                "mcp__hangar__goal_done",
                 "--mcp-config",
                 "/h/mcp/s1.json",
                 "--session-id",

@@ -151,6 +151,31 @@ impl UsageLedger {
         Ok(rows)
     }
 
+    /// The models requests used since `since_ms` (of one provider, or all)
+    /// that carried tokens: what a budget set now would cover.
+    pub fn models_since(
+        &self,
+        since_ms: i64,
+        provider: Option<&str>,
+        session: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT DISTINCT model FROM usage_requests
+                 WHERE at_ms >= ?1 AND model IS NOT NULL
+                   AND (?2 IS NULL OR provider = ?2) AND (?3 IS NULL OR session = ?3)
+                   AND input + output + cache_write + cache_read > 0
+                 ORDER BY model",
+            )
+            .map_err(sql(&self.path, "read models from"))?;
+        let rows = st
+            .query_map(params![since_ms, provider, session], |row| row.get(0))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+            .map_err(sql(&self.path, "read models from"))?;
+        Ok(rows)
+    }
+
     /// Usage since `since_ms` summed per session and model, in SQL (the
     /// ledger may hold hundreds of thousands of requests).
     pub fn sums_since(

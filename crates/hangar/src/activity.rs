@@ -89,6 +89,16 @@ pub fn hook(target: &Target, event: String, session: String) -> anyhow::Result<E
         request.provider_session_id = text("session_id");
         request.cwd = text("cwd");
         request.source = text("source");
+    } else if is_stop_failure(&request.event) {
+        // Claude Code 2.1.197's StopFailure input: `{..., hook_event_name:
+        // "StopFailure", error: "rate_limit" | "authentication_failed" |
+        // ..., error_details?, last_assistant_message?}` (read in the
+        // shipped binary's hook schema). Only the error's name is sent.
+        let v: Value = serde_json::from_slice(&input).unwrap_or(Value::Null);
+        request.error = v["error"]
+            .as_str()
+            .filter(|e| !e.is_empty() && e.len() <= 64)
+            .map(str::to_owned);
     }
     let sent = target.connect_existing().and_then(|c| match c {
         Some(mut c) => api::hook(&mut c, request).map(|_| ()),
@@ -98,6 +108,10 @@ pub fn hook(target: &Target, event: String, session: String) -> anyhow::Result<E
         eprintln!("hangar hook: {e:#}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn is_stop_failure(event: &str) -> bool {
+    event.eq_ignore_ascii_case("stop-failure") || event.eq_ignore_ascii_case("StopFailure")
 }
 
 fn is_session_start(event: &str) -> bool {

@@ -245,3 +245,8 @@ pub fn send_resize(c: &mut Client, cols: u16, rows: u16) -> anyhow::Result<()> {
 pub fn send_detach(c: &mut Client) -> anyhow::Result<()> {
     c.send_request(&Request::Detach).map(drop)
 }
+
+/// `goal`: give a session a goal, stop it, or read it.
+pub fn goal(c: &mut Client, req: msg::GoalSet) -> anyhow::Result<reply::GoalState> {
+    ask::<kind::Goal>(c, req)
+}

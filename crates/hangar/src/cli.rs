@@ -77,6 +77,11 @@ pub enum Command {
         /// (`hangar limit ID --continue on` turns it back on).
         #[arg(long)]
         no_auto_continue: bool,
+        /// Its own cost budget in USD (at list prices): at 80 % you are
+        /// told; at 100 % it finishes its turn and hibernates. Refused when
+        /// a model it would use has no price.
+        #[arg(long, value_name = "USD")]
+        max_cost: Option<f64>,
         /// Run it on a container engine (`[engines.NAME]` in config.toml),
         /// never on this machine.
         #[arg(long, value_name = "NAME")]
@@ -329,6 +334,23 @@ pub enum Command {
         /// Turn the automatic continuation on or off for this session.
         #[arg(long = "continue", value_parser = ["on", "off"])]
         continue_: Option<String>,
+        /// Set the session's own cost budget in USD.
+        #[arg(long, value_name = "USD")]
+        max_cost: Option<f64>,
+    },
+    /// Keep a session's agent on a goal across turns: hangar types it, then
+    /// a short continuation at each end of turn, until the agent calls the
+    /// MCP tool goal_done, --max-turns turns passed, an error, or --stop.
+    /// Without TEXT or --stop: show the session's goal.
+    Goal {
+        id: String,
+        text: Option<String>,
+        /// The most turns (default 20).
+        #[arg(long, value_name = "N", conflicts_with = "stop")]
+        max_turns: Option<u32>,
+        /// Stop the session's goal (nothing more is typed for it).
+        #[arg(long, conflicts_with = "text")]
+        stop: bool,
     },
     /// What a session changed: its commits since the merge-base with its
     /// base branch, plus staged, unstaged and untracked files.
@@ -573,6 +595,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             no_mcp,
             worktree,
             no_auto_continue,
+            max_cost,
             engine,
             image,
             sandbox,
@@ -600,14 +623,29 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     sandbox,
                 },
             )?;
-            if no_auto_continue {
-                api::limit(
+            if no_auto_continue || max_cost.is_some() {
+                let id = v.id.clone();
+                let set = api::limit(
                     &mut c,
                     msg::LimitSet {
-                        session: v.id.clone(),
-                        auto_continue: Some(false),
+                        session: id.clone(),
+                        auto_continue: no_auto_continue.then_some(false),
+                        max_cost_usd: max_cost,
                     },
-                )?;
+                );
+                if let Err(e) = set {
+                    // The budget was refused: a session that would run
+                    // without the budget asked for is not left behind.
+                    let _ = api::close(
+                        &mut c,
+                        msg::Close {
+                            session: id.to_owned(),
+                            yes: true,
+                            ..Default::default()
+                        },
+                    );
+                    return Err(e);
+                }
             }
             print(json, &serde_json::json!({"id": v.id}), |_| {
                 println!("{}", human::text(&v.id));
@@ -981,16 +1019,40 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(json, &v, crate::usage::human);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Limit { id, continue_ } => {
+        Command::Limit {
+            id,
+            continue_,
+            max_cost,
+        } => {
             let mut c = target.connect()?;
             let v = api::limit(
                 &mut c,
                 msg::LimitSet {
                     session: id,
                     auto_continue: continue_.map(|o| o == "on"),
+                    max_cost_usd: max_cost,
                 },
             )?;
             print(json, &v, crate::usage::human_limit);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Goal {
+            id,
+            text,
+            max_turns,
+            stop,
+        } => {
+            let mut c = target.connect()?;
+            let v = api::goal(
+                &mut c,
+                msg::GoalSet {
+                    session: id,
+                    text,
+                    max_turns,
+                    stop,
+                },
+            )?;
+            print(json, &v, crate::usage::human_goal);
             Ok(ExitCode::SUCCESS)
         }
         Command::Diff { id, stat, base } => crate::review::diff(&target, json, id, stat, base),

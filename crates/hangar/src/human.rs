@@ -250,6 +250,10 @@ pub fn sessions(rows: &Vec<SessionView>) {
         if let Some(line) = r.limit.as_ref().map(crate::usage::limit_line) {
             println!("          {line}");
         }
+        let goal = serde_json::to_value(&r.goal).unwrap_or_default();
+        if let Some(line) = crate::usage::goal_line(&goal) {
+            println!("          {line}");
+        }
         for other in &r.duplicate_of {
             println!(
                 "          duplicate of {}: both resume one conversation; `hangar doctor` fixes it",

@@ -7,7 +7,7 @@
 use anyhow::bail;
 use hangar_core::display;
 use hangar_core::usage_limits::parse_rfc3339_ms;
-use hangar_protocol::reply::{LimitState, UsageReport};
+use hangar_protocol::reply::{GoalState, LimitState, UsageReport};
 use hangar_protocol::view::LimitView;
 
 fn now_ms() -> i64 {
@@ -154,6 +154,36 @@ pub fn human_limit(v: &LimitState) {
         "auto-continue is {}",
         if v.auto_continue { "on" } else { "off" }
     );
+}
+
+/// `goal 3/20 running` (and why it is paused or stopped), for `ls` and
+/// the TUI; `None` when the session never had a goal.
+pub fn goal_line(g: &serde_json::Value) -> Option<String> {
+    let state = g["state"].as_str()?;
+    let mut line = format!(
+        "goal {}/{} {state}",
+        g["turns"].as_u64().unwrap_or(0),
+        g["max_turns"].as_u64().unwrap_or(0)
+    );
+    if let Some(r) = g["reason"].as_str() {
+        line.push_str(&format!(" ({})", display::name(r)));
+    }
+    Some(line)
+}
+
+/// `hangar goal` without `--json`.
+pub fn human_goal(v: &GoalState) {
+    let id = display::name(&v.id).into_owned();
+    let g = &serde_json::to_value(&v.goal).unwrap_or_default();
+    let Some(line) = goal_line(g) else {
+        println!("{id}: no goal");
+        return;
+    };
+    println!("{id}: {line}");
+    println!("  {}", display::name(g["text"].as_str().unwrap_or("")));
+    if let Some(s) = g["summary"].as_str() {
+        println!("  summary: {}", display::name(s));
+    }
 }
 
 #[cfg(test)]

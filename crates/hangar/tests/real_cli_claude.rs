@@ -197,3 +197,87 @@ fn a_conversation_held_by_claudes_background_agent_supervisor_fails_its_pane_say
         "the failed pane does not say what holds it and what to do: {row}"
     );
 }
+
+fn goal_of(rc: &RealCli, id: &str) -> Value {
+    rc.hangar.session(id)["goal"].clone()
+}
+
+/// Requests whose last user text is a goal continuation hangar typed.
+fn continuations(rc: &RealCli) -> usize {
+    rc.api
+        .requests_to("anthropic")
+        .iter()
+        .filter(|r| {
+            r["turn"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Continue with the goal"))
+        })
+        .count()
+}
+
+#[test]
+fn a_goal_with_the_real_claude_continues_at_its_stop_hook_and_ends_through_goal_done() {
+    let Some(rc) = RealCli::start() else { return };
+    // The first continuation is answered with a real tool call of hangar's
+    // goal_done, which claude runs without asking (hangar allows it).
+    rc.api.script(json!({"rules": [
+        {"when": "Continue with the goal", "times": 1, "tool": {
+            "name": "mcp__hangar__goal_done",
+            "input": {"status": "done", "summary": "the real claude finished"}}}
+    ]}));
+    rc.hangar.start_daemon();
+    let id = rc.hangar.new_agent(&["--provider", "claude"]);
+    rc.wait_ready(&id);
+    let v = rc
+        .hangar
+        .json(&["goal", &id, "say hello", "--max-turns", "5"]);
+    assert_eq!(v["goal"]["state"], "running", "{v}");
+    let mut g = Value::Null;
+    support::wait_until(
+        "claude ended its goal through goal_done",
+        REAL_DEADLINE,
+        || {
+            g = goal_of(&rc, &id);
+            g["state"] != "running"
+        },
+    );
+    assert_eq!(g["state"], "done", "{g}");
+    assert_eq!(g["summary"], "the real claude finished", "{g}");
+    // The tool's result went back to the model; its answer ends the turn
+    // (a Stop), and nothing more is typed for the ended goal.
+    rc.wait_screen(&id, "TOOL-DONE(");
+    support::wait_until("claude is idle", REAL_DEADLINE, || {
+        rc.hangar.session(&id)["activity"] == "idle"
+    });
+    assert_eq!(continuations(&rc), 1, "one continuation, then goal_done");
+    assert!(
+        !rc.hangar.screen(&id).contains("Do you want to proceed?"),
+        "goal_done never asks permission"
+    );
+}
+
+#[test]
+fn a_goal_with_the_real_claude_stops_at_max_turns() {
+    let Some(rc) = RealCli::start() else { return };
+    rc.hangar.start_daemon();
+    let id = rc.hangar.new_agent(&["--provider", "claude"]);
+    rc.wait_ready(&id);
+    rc.hangar
+        .ok(&["goal", &id, "count to three", "--max-turns", "2"]);
+    let mut g = Value::Null;
+    support::wait_until("the goal stopped at its cap", REAL_DEADLINE, || {
+        g = goal_of(&rc, &id);
+        g["state"] == "stopped"
+    });
+    assert_eq!(g["turns"], 2, "{g}");
+    assert_eq!(g["reason"], "reached --max-turns 2", "{g}");
+    rc.wait_screen(&id, "ANSWER(Continue with the goal (turn 2 of 2)");
+    support::wait_until("claude is idle", REAL_DEADLINE, || {
+        rc.hangar.session(&id)["activity"] == "idle"
+    });
+    assert_eq!(
+        continuations(&rc),
+        1,
+        "the first prompt and one continuation"
+    );
+}

@@ -288,6 +288,23 @@ fn limit_words_on_an_agent_s_screen_make_it_limited_with_their_reset_or_an_unkno
         "{got} is the next 16:00 UTC ({want})"
     );
 
+    // A named zone comes from the zone database: 4pm in Berlin is 15:00
+    // UTC in winter (CET) and 14:00 in summer (CEST).
+    let berlin = h.new_agent(&["--provider", "claude"]);
+    let before = now_secs() * 1000;
+    h.ok(&[
+        "send",
+        &berlin,
+        "You've hit your limit · resets 4pm (Europe/Berlin)",
+    ]);
+    let row = wait_limited(&h, &berlin);
+    let got = row["limit"]["resets_at"].as_i64().expect("a reset");
+    assert!(
+        [15, 14].iter().any(|hour| got == next_utc(before, *hour)
+            || got == next_utc(now_secs() * 1000, *hour)),
+        "{got} is the next 16:00 in Berlin: {row}"
+    );
+
     // A zone hangar cannot resolve: limited, the reset unknown, and nothing
     // scheduled (a person decides).
     let other = h.new_agent(&["--provider", "claude"]);
@@ -304,7 +321,7 @@ fn limit_words_on_an_agent_s_screen_make_it_limited_with_their_reset_or_an_unkno
 }
 
 #[test]
-fn an_agent_reads_usage_over_mcp_and_its_prompt_to_a_limited_child_is_refused_until_the_reset() {
+fn an_agent_reads_usage_over_mcp_and_its_prompt_to_a_limited_child_is_queued_until_the_reset() {
     let (h, api) = fixture("auto_continue = false");
     let reset = now_secs() + 3600;
     api.script(json!({"rules": [
@@ -326,14 +343,68 @@ fn an_agent_reads_usage_over_mcp_and_its_prompt_to_a_limited_child_is_refused_un
         "{u}"
     );
 
-    // Rule 13: an agent's prompt never goes to a limited account.
-    let screen_before = h.screen(&child);
-    assert_eq!(
-        mcp.refused("send_prompt", json!({"session": child, "prompt": "go on"})),
-        "limited"
-    );
-    assert!(!h.screen(&child).contains("go on"), "{screen_before}");
+    // Rule 13: an agent's prompt never goes to a limited account: it is
+    // held until the reset, not refused.
+    let queued = mcp.ok("send_prompt", json!({"session": child, "prompt": "go on"}));
+    assert_eq!(queued["status"], "queued", "{queued}");
+    assert_eq!(queued["resets_at"], json!(reset * 1000), "{queued}");
+    assert!(!h.screen(&child).contains("go on"));
     assert_eq!(api.requests_to("anthropic").len(), 1);
+}
+
+#[test]
+fn an_agent_s_prompt_to_a_limited_child_is_delivered_after_the_reset() {
+    let (h, api) = fixture("auto_continue = false");
+    let reset = now_secs() + 6;
+    api.script(json!({"rules": [
+        {"when": "at-the-limit", "limit": {"resets_at": reset}, "times": 1}
+    ]}));
+    let parent = h.new_agent(&["--provider", "claude"]);
+    let mcp = support::mcp::Mcp::launch(&h, &parent);
+    let child = mcp.ok("create_agent", json!({"prompt": "hello"}));
+    let child = child["id"].as_str().expect("child id").to_owned();
+    h.wait_screen(&child, "answer: hello");
+    assert!(call(&h, &api, &child, "at-the-limit").contains("api-done 429"));
+    wait_limited(&h, &child);
+    let queued = mcp.ok(
+        "send_prompt",
+        json!({"session": child, "prompt": "after the reset"}),
+    );
+    assert_eq!(queued["status"], "queued", "{queued}");
+    assert!(now_secs() < reset, "queued before the reset");
+    h.wait_screen(&child, "answer: after the reset");
+    assert!(now_secs() >= reset, "never typed before the reset");
+    // Its words stood in for the continuation: nothing else was typed.
+    assert!(!h.screen(&child).contains("answer: continue"));
+}
+
+#[test]
+fn wake_to_continue_wakes_a_hibernated_limited_session_after_the_reset_and_carries_on() {
+    let (h, api) =
+        fixture("continue_delay_secs = 0\ncontinue_jitter_secs = 0\nwake_to_continue = true");
+    let reset = now_secs() + 8;
+    api.script(json!({"rules": [
+        {"when": "at-the-limit", "limit": {"resets_at": reset}, "times": 1}
+    ]}));
+    let id = h.new_agent(&["--provider", "claude"]);
+    assert!(call(&h, &api, &id, "at-the-limit").contains("api-done 429"));
+    let row = wait_limited(&h, &id);
+    assert_eq!(row["limit"]["resets_at"], json!(reset * 1000));
+    h.ok(&["hibernate", &id]);
+    h.wait_state(&id, "hibernated");
+    assert!(now_secs() < reset, "hibernated before the reset");
+    // At the reset the session is woken (its conversation resumed) and the
+    // continuation typed once.
+    h.wait_until("the continuation was typed", LIMIT_DEADLINE, || {
+        journal_events(&h, "limit-continue", &id)
+            .iter()
+            .any(|e| e["typed"] == true)
+    });
+    assert!(now_secs() >= reset, "never woken before the reset");
+    h.wait_state(&id, "live");
+    h.wait_screen(&id, "answer: continue");
+    assert_eq!(journal_events(&h, "limit-continue", &id).len(), 1);
+    assert!(h.session(&id)["limit"].is_null());
 }
 
 fn append(path: &std::path::Path, text: &str) {
@@ -399,4 +470,220 @@ fn a_claude_transcript_feeds_the_ledger_once_per_message_and_its_rate_limit_line
     let row = wait_limited(&h, &id);
     assert_eq!(row["limit"]["source"], "transcript", "{row}");
     assert!(row["limit"]["resets_at"].is_null(), "no reset named: {row}");
+}
+
+fn goal_of(h: &Hangar, id: &str) -> Value {
+    h.session(id)["goal"].clone()
+}
+
+fn wait_goal(h: &Hangar, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let mut g = Value::Null;
+    h.wait_until(&format!("{id}'s goal {what}"), LIMIT_DEADLINE, || {
+        g = goal_of(h, id);
+        pred(&g)
+    });
+    g
+}
+
+#[test]
+fn a_goal_is_continued_at_each_end_of_turn_until_its_max_turns() {
+    let (h, _api) = fixture("");
+    let id = h.new_agent(&["--provider", "claude"]);
+    let v = h.json(&["goal", &id, "count the files", "--max-turns", "3"]);
+    assert_eq!(v["goal"]["state"], "running", "{v}");
+    assert_eq!(v["goal"]["max_turns"], 3);
+    // Each end of turn (the fake agent's Stop hook, as Claude Code's) gets
+    // a continuation naming the goal, until the third turn ended.
+    let g = wait_goal(&h, &id, "stopped", |g| g["state"] == "stopped");
+    assert_eq!(g["turns"], 3, "{g}");
+    assert_eq!(g["reason"], "reached --max-turns 3", "{g}");
+    assert_eq!(g["text"], "count the files");
+    let screen = h.wait_screen(&id, "(turn 3 of 3)");
+    assert!(screen.contains("answer: Goal: count the files"), "{screen}");
+    assert!(screen.contains("(turn 2 of 3)"), "{screen}");
+    assert!(
+        !screen.contains("(turn 4 of 3)"),
+        "never past the cap: {screen}"
+    );
+    let human = h.ok(&["ls"]);
+    assert!(human.contains("goal 3/3 stopped"), "{human}");
+    let events = journal_events(&h, "goal", &id);
+    assert_eq!(events.last().unwrap()["state"], "stopped", "{events:?}");
+}
+
+#[test]
+fn goal_done_over_mcp_ends_the_goal_and_nothing_more_is_typed() {
+    let (h, _api) = fixture("");
+    let id = h.new_agent(&["--provider", "claude"]);
+    h.ok(&["goal", &id, "tidy the readme", "--max-turns", "1000"]);
+    h.wait_screen(&id, "(turn 2 of 1000)");
+    // The agent itself calls goal_done through the MCP server hangar gave it.
+    let mcp = support::mcp::Mcp::launch(&h, &id);
+    let done = mcp.ok(
+        "goal_done",
+        json!({"status": "done", "summary": "readme tidied"}),
+    );
+    assert_eq!(done["goal"]["state"], "done", "{done}");
+    assert_eq!(done["goal"]["summary"], "readme tidied");
+    // A continuation typed just before may still end its turn; after that,
+    // nothing more.
+    h.wait_until("the agent is idle", DEADLINE, || {
+        h.session(&id)["activity"] == "idle"
+    });
+    let turns = goal_of(&h, &id)["turns"].clone();
+    let typed = h.screen(&id).matches("Continue with the goal").count();
+    h.ok(&["send", &id, "are you there"]);
+    h.wait_screen(&id, "answer: are you there");
+    h.wait_until("the agent is idle again", DEADLINE, || {
+        h.session(&id)["activity"] == "idle"
+    });
+    assert_eq!(goal_of(&h, &id)["turns"], turns);
+    assert_eq!(goal_of(&h, &id)["state"], "done");
+    assert_eq!(
+        h.screen(&id).matches("Continue with the goal").count(),
+        typed,
+        "nothing typed after goal_done"
+    );
+    // goal_done is bad input when the status is neither done nor blocked.
+    assert_eq!(
+        mcp.refused("goal_done", json!({"status": "finished"})),
+        "invalid"
+    );
+}
+
+#[test]
+fn a_person_typing_pauses_a_goal_and_stop_ends_it() {
+    let (h, _api) = fixture("");
+    let id = h.new_agent(&["--provider", "claude"]);
+    h.ok(&["goal", &id, "write the changelog", "--max-turns", "1000"]);
+    h.wait_screen(&id, "(turn 2 of 1000)");
+    h.ok(&["send", &id, "hold on, my turn"]);
+    let g = wait_goal(&h, &id, "paused", |g| g["state"] == "paused");
+    assert_eq!(g["reason"], "a person typed into the session", "{g}");
+    h.wait_until("the agent is idle", DEADLINE, || {
+        h.session(&id)["activity"] == "idle"
+    });
+    let typed = h.screen(&id).matches("Continue with the goal").count();
+    h.ok(&["send", &id, "still me"]);
+    h.wait_screen(&id, "answer: still me");
+    h.wait_until("the agent is idle again", DEADLINE, || {
+        h.session(&id)["activity"] == "idle"
+    });
+    assert_eq!(
+        h.screen(&id).matches("Continue with the goal").count(),
+        typed,
+        "nothing typed over a person"
+    );
+    let stopped = h.json(&["goal", &id, "--stop"]);
+    assert_eq!(stopped["goal"]["state"], "stopped", "{stopped}");
+    assert_eq!(stopped["goal"]["reason"], "stopped by a person");
+    // The goal and its state survive a restart.
+    h.shutdown();
+    h.start_daemon();
+    assert_eq!(goal_of(&h, &id)["state"], "stopped");
+}
+
+/// `hangar hook stop-failure` as Claude Code runs it: the hook's JSON on
+/// stdin (fields from the StopFailure schema in Claude Code 2.1.197's
+/// binary: `hook_event_name`, `error`, `error_details`,
+/// `last_assistant_message`, plus the common `session_id`,
+/// `transcript_path`, `cwd`).
+fn stop_failure(h: &Hangar, id: &str, error: &str) {
+    use std::io::Write;
+    let mut child = h
+        .command(&["hook", "stop-failure", "--session", id])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("run hangar hook");
+    let input = json!({
+        "session_id": "00000000-0000-4000-8000-000000000000",
+        "transcript_path": "/nonexistent.jsonl",
+        "cwd": h.work.display().to_string(),
+        "hook_event_name": "StopFailure",
+        "error": error,
+        "error_details": "429 {\"type\":\"error\"}",
+        "last_assistant_message": "API Error: Request rejected (429)",
+    });
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn stop_failure_pauses_a_goal_at_a_rate_limit_and_stops_it_at_another_error() {
+    let (h, _api) = fixture("auto_continue = false");
+    let limited = h.new_agent(&["--provider", "claude"]);
+    let failed = h.new_agent(&["--provider", "claude"]);
+    for id in [&limited, &failed] {
+        h.ok(&["goal", id, "ship it", "--max-turns", "1000"]);
+        h.wait_screen(id, "(turn 2 of 1000)");
+    }
+    stop_failure(&h, &limited, "rate_limit");
+    let g = wait_goal(&h, &limited, "paused", |g| g["state"] == "paused");
+    assert_eq!(g["reason"], "the provider's usage limit", "{g}");
+    let row = wait_limited(&h, &limited);
+    assert_eq!(row["limit"]["source"], "hook", "{row}");
+
+    stop_failure(&h, &failed, "authentication_failed");
+    let g = wait_goal(&h, &failed, "stopped", |g| g["state"] == "stopped");
+    assert_eq!(
+        g["reason"], "the turn ended in an error (authentication_failed)",
+        "{g}"
+    );
+    assert!(h.session(&failed)["limit"].is_null());
+}
+
+#[test]
+fn a_budget_over_an_unpriced_model_is_refused_and_nothing_is_left_behind() {
+    let (h, api) = fixture("");
+    let id = h.new_agent(&["--provider", "claude"]);
+    // The fake API's model, `fake-agent`, has no price.
+    assert!(call(&h, &api, &id, "first-call").contains("api-done 200"));
+    h.wait_until("the request is in the ledger", DEADLINE, || {
+        h.json(&["usage"])["total"]["requests"] == 1
+    });
+    let before = h.ls().len();
+    let err = h.fail(&["new", "--provider", "claude", "--max-cost", "5"]);
+    assert!(
+        err.contains("fake-agent") && err.contains("has no price"),
+        "{err}"
+    );
+    assert!(err.contains("[usage.prices.\"fake-agent\"]"), "{err}");
+    assert_eq!(h.ls().len(), before, "the refused session was closed");
+    let err = h.fail(&["limit", &id, "--max-cost", "5"]);
+    assert!(err.contains("has no price"), "{err}");
+    assert!(h.json(&["limit", &id])["max_cost_usd"].is_null());
+}
+
+#[test]
+fn a_spent_budget_stops_the_goal_and_hibernates_the_session_after_its_turn() {
+    // A dollar a token: the first call spends a $5 budget.
+    let (h, api) = fixture(
+        "auto_continue = false\n[usage.prices.\"fake-agent\"]\ninput = 1000000.0\noutput = 1000000.0\ncache_write = 0.0\ncache_read = 0.0",
+    );
+    let id = h.new_agent(&["--provider", "claude", "--max-cost", "5"]);
+    assert_eq!(h.json(&["limit", &id])["max_cost_usd"], json!(5.0));
+    h.ok(&["goal", &id, "spend it all", "--max-turns", "1000"]);
+    h.wait_screen(&id, "(turn 2 of 1000)");
+    assert!(call(&h, &api, &id, "an-expensive-call").contains("api-done 200"));
+    h.wait_until("the budget is spent", DEADLINE, || {
+        !journal_events(&h, "budget", &id).is_empty()
+    });
+    h.wait_state(&id, "hibernated");
+    let hibernated: Vec<Value> = journal_events(&h, "hibernate", &id);
+    assert_eq!(
+        hibernated.last().unwrap()["reason"],
+        "budget",
+        "{hibernated:?}"
+    );
+    let u = h.json(&["usage", "--session", &id]);
+    assert!(u["sessions"][0]["cost_usd"].as_f64().unwrap() >= 5.0, "{u}");
+    let g = h.session(&id)["goal"].clone();
+    assert_eq!(g["state"], "stopped", "{g}");
+    assert_eq!(g["reason"], "the cost budget is spent", "{g}");
 }

@@ -137,6 +137,9 @@ pub struct Hub {
     /// Terminal notification escapes for attached clients: (the session it
     /// is about, the bytes). A client never gets one about what it views.
     osc: broadcast::Sender<(SessionId, Vec<u8>)>,
+    /// Ends of turns a transcript showed (Codex, OpenCode; Claude without
+    /// hooks): what a goal continues at (`usage::goals`).
+    turn_ends: broadcast::Sender<SessionId>,
     /// `[activity] sources` names the proxy.
     proxy_source: bool,
     /// When a proxy signal came (the daemon's clock; a fake one in tests).
@@ -153,7 +156,9 @@ impl Hub {
     pub fn new(config: &ActivityConfig, clock: Arc<dyn Clock>) -> Hub {
         let (changed, _) = watch::channel(0);
         let (osc, _) = broadcast::channel(64);
+        let (turn_ends, _) = broadcast::channel(256);
         Hub {
+            turn_ends,
             entries: Mutex::new(HashMap::new()),
             viewers: Mutex::new(HashMap::new()),
             changed,
@@ -228,6 +233,11 @@ impl Hub {
     /// a session's watch starts or ends (a spawn, an exit).
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
+    }
+
+    /// Ends of turns read from transcripts (never from quiet output).
+    pub fn turn_ends(&self) -> broadcast::Receiver<SessionId> {
+        self.turn_ends.subscribe()
     }
 
     /// Drop everything known about a session that no longer exists.
@@ -672,6 +682,17 @@ impl Monitor {
         };
         if let Some(t) = transition {
             tracing::debug!("session {id}: {} -> {}", t.from.name(), t.to.name());
+            // A turn's end as the transcript wrote it; Claude's comes from
+            // its Stop hook when hooks are on (never both: one turn, one end).
+            let claude_hooks = meta.provider == Provider::Claude && config.enabled(Source::Hooks);
+            if t.from == Activity::Working
+                && t.to == Activity::Idle
+                && !claude_hooks
+                && transcript.is_some_and(|r| r.activity == Activity::Idle)
+            {
+                // No receiver is normal: no goal subsystem listens in tests.
+                let _ = self.activity.turn_ends.send(id.clone());
+            }
             self.activity.bump();
             self.maybe_notify(id, meta, t);
         }

@@ -2,10 +2,12 @@
 //! an agent reports (`hangar hook EVENT`). The watching itself is
 //! `activity::Monitor`'s.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_core::SessionId;
-use hangar_protocol::message::codes;
+use hangar_core::usage_limits::SessionLimit;
+use hangar_protocol::message::{self as msg, codes};
 use hangar_protocol::reply::{ActivityRow, HookRecorded, Waited};
 use hangar_providers::claude::hooks::HookEvent;
 
@@ -47,14 +49,19 @@ pub async fn wait(
     })
 }
 
-/// A hook callback from a session's agent (`hangar hook EVENT`).
-pub fn hook(daemon: &Daemon, session: &str, event: &str) -> Result<HookRecorded, ApiError> {
-    let event = HookEvent::parse(event).ok_or_else(|| {
+/// A hook callback from a session's agent (`hangar hook EVENT`). A `Stop`
+/// is an end of turn for the session's goal; a `StopFailure` ends or pauses
+/// it, and one with `error: rate_limit` makes the session limited (source
+/// `hook`; the reset comes from the proxy's headers when it saw them).
+pub fn hook(daemon: &Arc<Daemon>, req: &msg::Hook) -> Result<HookRecorded, ApiError> {
+    let event = HookEvent::parse(&req.event).ok_or_else(|| {
         ApiError::invalid(format!(
-            "unknown hook event {event:?}; hangar listens to stop, notification and user-prompt-submit"
+            "unknown hook event {:?}; hangar listens to stop, stop-failure, notification and \
+             user-prompt-submit",
+            req.event
         ))
     })?;
-    let id = SessionId::from(session.trim());
+    let id = SessionId::from(req.session.trim());
     let gone = || ApiError::new(codes::NOT_FOUND, format!("no session {id}"));
     if !daemon.sessions.contains(&id) {
         return Err(gone());
@@ -69,6 +76,29 @@ pub fn hook(daemon: &Daemon, session: &str, event: &str) -> Result<HookRecorded,
     }
     if !daemon.monitor.record_hook(&id, event) {
         return Err(gone());
+    }
+    match event {
+        HookEvent::Stop => daemon.goals.turn_ended(&id),
+        HookEvent::StopFailure => {
+            let error = req.error.as_deref().unwrap_or("unknown");
+            if error == "rate_limit" {
+                daemon.usage.limited(
+                    &id,
+                    SessionLimit {
+                        kind: "rate_limit".to_owned(),
+                        resets_at: None,
+                        source: "hook".to_owned(),
+                        since_ms: crate::usage::now(),
+                        continue_at: None,
+                        stopped_mid_task: true,
+                        continued: false,
+                        account: None,
+                    },
+                );
+            }
+            daemon.goals.failed(&id, error);
+        }
+        HookEvent::UserPromptSubmit | HookEvent::Notification => {}
     }
     Ok(HookRecorded {
         recorded: true,

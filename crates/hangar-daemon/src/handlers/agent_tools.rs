@@ -44,6 +44,13 @@ pub async fn agent(daemon: &Arc<Daemon>, call: AgentCall) -> Result<Value, ApiEr
                 serde_json::to_value(r).map_err(|e| ApiError::internal(format!("reply: {e}")))
             })
         }
+        AgentTool::GoalStart => {
+            crate::handlers::usage::goal_start(daemon, &caller, call.args, &mut touched).await
+        }
+        AgentTool::GoalStop => {
+            crate::handlers::usage::goal_stop(daemon, &caller, call.args, &mut touched)
+        }
+        AgentTool::GoalDone => crate::handlers::usage::goal_done(daemon, &caller, call.args),
     };
     let read_only = matches!(
         tool,

@@ -92,9 +92,10 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::Hook(r) if crate::identity::is_session_start(&r.event) => {
             answer::<kind::Hook>(identity::session_start(daemon, &r))
         }
-        Request::Hook(r) => answer::<kind::Hook>(activity::hook(daemon, &r.session, &r.event)),
+        Request::Hook(r) => answer::<kind::Hook>(activity::hook(daemon, &r)),
         Request::Usage(r) => answer::<kind::Usage>(usage::usage(daemon, r)),
         Request::Limit(r) => answer::<kind::Limit>(usage::limit(daemon, r)),
+        Request::Goal(r) => answer::<kind::Goal>(usage::goal(daemon, r).await),
         Request::EngineImageBuild(r) => {
             answer::<kind::EngineImageBuild>(engines::image_build(daemon, r).await)
         }

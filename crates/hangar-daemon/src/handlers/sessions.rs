@@ -197,6 +197,7 @@ pub fn list(daemon: &Daemon) -> Vec<SessionView> {
             row.activity = activity.name().to_owned();
             row.activity_since = (since > 0).then_some(since);
             row.limit = daemon.usage.limit_view(&row.id);
+            row.goal = daemon.goals.view_of(&row.id);
             // Limited, unless it is working (a person typed, or it carries on).
             if row.limit.is_some() && !matches!(row.activity.as_str(), "working" | "waiting") {
                 row.activity = "limited".to_owned();

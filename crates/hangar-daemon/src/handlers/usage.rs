@@ -4,13 +4,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use hangar_core::SessionId;
 use hangar_core::usage::summarize;
-use hangar_protocol::message::{LimitSet, UsageQuery, codes};
-use hangar_protocol::reply::{AccountUsage, LimitState, UsageReport, UsageWindow};
-use serde_json::Value;
+use hangar_protocol::message::{AgentTool, GoalSet, LimitSet, UsageQuery, codes};
+use hangar_protocol::reply::{AccountUsage, GoalState, LimitState, UsageReport, UsageWindow};
+use serde_json::{Value, json};
 
 use crate::Daemon;
 use crate::errors::ApiError;
+use crate::journal::Caller;
+use crate::orchestration::tools::parse;
 
 /// What the figures are, said in every answer: list prices, so for a
 /// subscription login an estimate, not what is billed.
@@ -81,13 +84,43 @@ pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<UsageReport, ApiEr
 
 pub fn limit(daemon: &Arc<Daemon>, req: LimitSet) -> Result<LimitState, ApiError> {
     let id = daemon.sessions.resolve(&req.session)?;
+    if let Some(max) = req.max_cost_usd {
+        daemon
+            .budgets
+            .set_session_budget(&id, Some(max))
+            .map_err(ApiError::invalid)?;
+    }
     if let Some(on) = req.auto_continue {
         daemon.usage.set_auto_continue(&id, on);
     }
     Ok(LimitState {
         id: id.to_string(),
         auto_continue: daemon.usage.auto_continue_of(id.as_str()),
+        max_cost_usd: daemon.usage.session_budget(id.as_str()),
         limit: daemon.usage.limit_view(id.as_str()),
+    })
+}
+
+/// `hangar goal ID TEXT [--max-turns N]`, `hangar goal ID --stop`, and
+/// `hangar goal ID` (read).
+pub async fn goal(daemon: &Arc<Daemon>, req: GoalSet) -> Result<GoalState, ApiError> {
+    let id = daemon.sessions.resolve(&req.session)?;
+    let goal = match (&req.text, req.stop) {
+        (Some(_), true) => {
+            return Err(ApiError::invalid("give a goal's text or --stop, not both"));
+        }
+        (Some(text), false) => Some(
+            daemon
+                .goals
+                .start(&id, text, req.max_turns, Caller::Cli)
+                .await?,
+        ),
+        (None, true) => Some(daemon.goals.stop(&id)?),
+        (None, false) => daemon.goals.view_of(id.as_str()),
+    };
+    Ok(GoalState {
+        id: id.to_string(),
+        goal,
     })
 }
 
@@ -120,4 +153,79 @@ pub fn usage_read(daemon: &Arc<Daemon>, args: Value) -> Result<UsageReport, ApiE
             session: args.session,
         },
     )
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoalStartArgs {
+    session: String,
+    goal: String,
+    #[serde(default)]
+    max_turns: Option<u32>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoalStopArgs {
+    session: String,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoalDoneArgs {
+    status: String,
+    #[serde(default)]
+    summary: String,
+}
+
+/// The MCP tool `goal_start`: give one of the caller's agents a goal. An
+/// agent's wake of a limited account is never made: the goal waits paused.
+pub async fn goal_start(
+    daemon: &Arc<Daemon>,
+    caller: &SessionId,
+    args: Value,
+    touched: &mut Vec<String>,
+) -> Result<Value, ApiError> {
+    let a: GoalStartArgs = parse(AgentTool::GoalStart, args)?;
+    let id = daemon
+        .agents
+        .resolve_mine(caller, &a.session, "goal_start")?;
+    touched.push(id.to_string());
+    let goal = daemon
+        .goals
+        .start(&id, &a.goal, a.max_turns, Caller::Agent)
+        .await?;
+    Ok(json!({"id": id.to_string(), "goal": goal}))
+}
+
+/// The MCP tool `goal_stop`.
+pub fn goal_stop(
+    daemon: &Arc<Daemon>,
+    caller: &SessionId,
+    args: Value,
+    touched: &mut Vec<String>,
+) -> Result<Value, ApiError> {
+    let a: GoalStopArgs = parse(AgentTool::GoalStop, args)?;
+    let id = daemon
+        .agents
+        .resolve_mine(caller, &a.session, "goal_stop")?;
+    touched.push(id.to_string());
+    let goal = daemon.goals.stop(&id)?;
+    Ok(json!({"id": id.to_string(), "goal": goal}))
+}
+
+/// The MCP tool `goal_done`: the caller's own goal is done or blocked.
+pub fn goal_done(daemon: &Arc<Daemon>, caller: &SessionId, args: Value) -> Result<Value, ApiError> {
+    let a: GoalDoneArgs = parse(AgentTool::GoalDone, args)?;
+    let blocked = match a.status.trim() {
+        "done" => false,
+        "blocked" => true,
+        other => {
+            return Err(ApiError::invalid(format!(
+                "goal_done: status {other:?}: use \"done\" or \"blocked\""
+            )));
+        }
+    };
+    let goal = daemon.goals.done(caller, blocked, &a.summary)?;
+    Ok(json!({"id": caller.to_string(), "goal": goal}))
 }

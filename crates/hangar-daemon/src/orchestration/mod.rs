@@ -17,7 +17,7 @@
 
 pub mod ledger;
 pub mod token;
-mod tools;
+pub(crate) mod tools;
 
 pub use tools::AgentTools;
 

@@ -144,10 +144,13 @@ pub fn tool_name(tool: AgentTool) -> &'static str {
         AgentTool::Park => "park_agent",
         AgentTool::Hibernate => "hibernate_agent",
         AgentTool::UsageRead => "usage_read",
+        AgentTool::GoalStart => "goal_start",
+        AgentTool::GoalStop => "goal_stop",
+        AgentTool::GoalDone => "goal_done",
     }
 }
 
-fn parse<T: DeserializeOwned>(tool: AgentTool, args: Value) -> Result<T, ApiError> {
+pub(crate) fn parse<T: DeserializeOwned>(tool: AgentTool, args: Value) -> Result<T, ApiError> {
     let args = if args.is_null() {
         Value::Object(Default::default())
     } else {
@@ -400,7 +403,7 @@ impl AgentTools {
         }
     }
 
-    fn resolve_mine(
+    pub(crate) fn resolve_mine(
         &self,
         caller: &SessionId,
         given: &str,
@@ -645,6 +648,21 @@ impl AgentTools {
         let id = self.resolve_mine(caller, &a.session, "send_prompt")?;
         touched.push(id.to_string());
         prompt_field(&a.prompt)?;
+        // Rule 13: a limited account is never used; the prompt waits for
+        // the reset (delivered then by `usage::continuation`), never lost.
+        if !self.governor.usage.may_use_account(id.as_str()) {
+            let resets_at = self
+                .governor
+                .usage
+                .queue_prompt(&id, &a.prompt)
+                .map_err(|m| ApiError::new(codes::LIMITED, m))?;
+            return Ok(json!({
+                "id": id.to_string(),
+                "status": "queued",
+                "woke": false,
+                "resets_at": resets_at,
+            }));
+        }
         let was_live = matches!(
             self.sessions.run_state(&id),
             RunState::Live | RunState::Spawning

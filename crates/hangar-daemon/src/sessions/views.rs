@@ -185,6 +185,7 @@ impl State {
             activity_since: None,
             // Filled in by the caller from the usage ledger.
             limit: None,
+            goal: None,
             engine: None,
             // Filled in by the caller from the sandbox settings (`handlers::sessions::list`).
             sandbox: None,

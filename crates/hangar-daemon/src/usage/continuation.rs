@@ -107,7 +107,54 @@ impl Continuation {
                 }
             }
         }
+        for id in self.ledger.queued_sessions() {
+            let sid = SessionId::from(id.as_str());
+            if self.sessions.meta(&sid).is_none() {
+                self.ledger.forget(&id);
+                continue;
+            }
+            waiting = true;
+            if !self.ledger.may_use_account(&id) {
+                // Looked at again when the limit changes, or at the reset.
+                continue;
+            }
+            let live = self.sessions.process(&sid).is_some();
+            if live && self.monitor.is_busy(&sid) {
+                nap = nap.min(Duration::from_millis(500));
+                continue;
+            }
+            if let Some(prompt) = self.ledger.take_queued_prompt(&id) {
+                let this = self.clone();
+                tokio::spawn(async move { this.deliver_queued(sid, prompt).await });
+                nap = nap.min(Duration::from_millis(500));
+            }
+        }
         waiting.then_some(nap)
+    }
+
+    /// An agent's prompt held while the account was limited, now that it
+    /// may be used again.
+    async fn deliver_queued(&self, id: SessionId, prompt: String) {
+        match self.governor.wake_as(&id, Caller::Agent).await {
+            Ok(crate::sessions::RunState::Live) => {}
+            Ok(other) => {
+                tracing::warn!(
+                    "a queued prompt for {id} is dropped: it is {}",
+                    other.name()
+                );
+                return;
+            }
+            Err(e) => {
+                tracing::warn!("a queued prompt for {id} is dropped: {}", e.message);
+                return;
+            }
+        }
+        match self.delivery.send(&id, &prompt, true).await {
+            Ok(_) => self
+                .ledger
+                .continued(&id, true, Some("a queued prompt".to_owned())),
+            Err(e) => tracing::warn!("cannot type a queued prompt into {id}: {}", e.message),
+        }
     }
 
     async fn type_continuation(&self, id: SessionId, wake_first: bool, prompt: String) {

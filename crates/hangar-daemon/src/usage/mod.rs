@@ -9,7 +9,9 @@
 //! so a restart keeps every limit and every scheduled continuation. Nothing
 //! here types into a session: `continuation.rs` does, by the core's rules.
 
+pub mod budget;
 pub mod continuation;
+pub mod goals;
 pub mod screen_words;
 pub mod transcripts;
 
@@ -46,6 +48,11 @@ pub struct UsageConfig {
     /// (`[usage.prices."claude-x"] input = 3.0 ...`, USD per million tokens).
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    /// The fleet's cost budget per day (since local midnight), USD: at 80 %
+    /// the person is told; at 100 % every session that spent today
+    /// finishes its turn and hibernates. Refused over an unpriced model.
+    #[serde(default)]
+    pub max_cost_usd_per_day: Option<f64>,
 }
 
 /// `[limits]` in config.toml.
@@ -98,7 +105,10 @@ impl Default for LimitsConfig {
     }
 }
 
-fn now() -> i64 {
+/// The most prompts held for one limited session.
+const MAX_QUEUED_PROMPTS: usize = 16;
+
+pub(crate) fn now() -> i64 {
     i64::try_from(crate::now_ms()).unwrap_or(i64::MAX)
 }
 
@@ -121,6 +131,8 @@ pub struct Ledger {
     stood_down: Mutex<HashSet<(String, i64)>>,
     /// Wakes the continuation scheduler when a limit changes.
     pub(crate) changed: tokio::sync::Notify,
+    /// Wakes the budget checker after a request was recorded.
+    pub(crate) budget_check: tokio::sync::Notify,
     reports: tokio::sync::mpsc::UnboundedSender<(String, ExchangeReport)>,
     receiver: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<(String, ExchangeReport)>>>,
 }
@@ -164,6 +176,7 @@ impl Ledger {
             person_input: Mutex::new(HashMap::new()),
             stood_down: Mutex::new(HashSet::new()),
             changed: tokio::sync::Notify::new(),
+            budget_check: tokio::sync::Notify::new(),
             reports,
             receiver: Mutex::new(Some(receiver)),
         }
@@ -289,6 +302,7 @@ impl Ledger {
             });
         }
         self.with_store("record a request", |s| s.record(&record));
+        self.budget_check.notify_one();
         let body = r.detail.error_body.as_deref().unwrap_or_default();
         match usage_limits::classify_refusal(api, r.status, &r.headers, body, now) {
             Some(hit) => self.limited(
@@ -314,6 +328,68 @@ impl Ledger {
     /// transcript): one row per request key, whichever source saw it.
     pub(crate) fn record_usage(&self, record: UsageRecord) {
         self.with_store("record a request", |s| s.record(&record));
+        self.budget_check.notify_one();
+    }
+
+    /// The prices in use (shipped table and `[usage.prices]`).
+    pub(crate) fn prices(&self) -> &PriceTable {
+        &self.prices
+    }
+
+    /// Models with tokens since `since_ms` (empty when the ledger is shut).
+    pub(crate) fn models(
+        &self,
+        since_ms: i64,
+        provider: Option<&str>,
+        session: Option<&str>,
+    ) -> Vec<String> {
+        self.with_store("read models", |s| {
+            s.models_since(since_ms, provider, session)
+        })
+        .unwrap_or_default()
+    }
+
+    /// Per-session, per-model sums since `since_ms`.
+    pub(crate) fn sums(
+        &self,
+        since_ms: i64,
+        session: Option<&str>,
+    ) -> Vec<hangar_core::usage::ModelSum> {
+        self.with_store("sum usage", |s| s.sums_since(since_ms, session))
+            .unwrap_or_default()
+    }
+
+    /// A session's own cost budget (`hangar new --max-cost`).
+    pub(crate) fn set_session_budget(&self, id: &SessionId, max_usd: Option<f64>) {
+        let snapshot = {
+            let mut states = lock(&self.states);
+            let state = states.entry(id.to_string()).or_default();
+            state.max_cost_usd = max_usd;
+            state.clone()
+        };
+        self.with_store("keep a session's budget", |s| {
+            s.save_session(id.as_str(), Some(&snapshot))
+        });
+    }
+
+    pub fn session_budget(&self, id: &str) -> Option<f64> {
+        lock(&self.states).get(id)?.max_cost_usd
+    }
+
+    /// Every session with a budget of its own.
+    pub(crate) fn session_budgets(&self) -> Vec<(String, f64)> {
+        lock(&self.states)
+            .iter()
+            .filter_map(|(id, s)| Some((id.clone(), s.max_cost_usd?)))
+            .collect()
+    }
+
+    /// Tell the person something about the whole fleet (the notify
+    /// commands and desktop notification, as for a session).
+    pub(crate) fn tell_fleet(&self, what: &str) {
+        let text = format!("hangar: {what}");
+        let config = self.notify.get();
+        notify::run_text_commands(config, "", "", "budget", &text);
     }
 
     /// A source saw `id` refused for a usage limit.
@@ -395,7 +471,7 @@ impl Ledger {
 
     /// Tell the person (notify command, OSC, desktop), unless someone is
     /// looking at the session.
-    fn tell(&self, id: &SessionId, state: &str, what: &str) {
+    pub(crate) fn tell(&self, id: &SessionId, state: &str, what: &str) {
         if self.activity.viewers(id) > 0 {
             return;
         }
@@ -539,6 +615,110 @@ impl Ledger {
         self.limits.get()
     }
 
+    /// `id`'s goal, changed by `f` and kept in the store when it changed.
+    pub(crate) fn update_goal<R>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut Option<hangar_core::goal::Goal>) -> R,
+    ) -> R {
+        let (r, snapshot) = {
+            let mut states = lock(&self.states);
+            let state = states.entry(id.to_owned()).or_default();
+            let before = state.goal.clone();
+            let r = f(&mut state.goal);
+            let snapshot = (state.goal != before).then(|| state.clone());
+            (r, snapshot)
+        };
+        if let Some(snapshot) = snapshot {
+            self.with_store("keep a goal", |s| s.save_session(id, Some(&snapshot)));
+            self.activity.bump_changes();
+        }
+        r
+    }
+
+    pub fn goal_of(&self, id: &str) -> Option<hangar_core::goal::Goal> {
+        lock(&self.states).get(id)?.goal.clone()
+    }
+
+    /// Every session with a goal that has not ended.
+    pub(crate) fn open_goals(&self) -> Vec<(String, hangar_core::goal::Goal)> {
+        lock(&self.states)
+            .iter()
+            .filter_map(|(id, s)| {
+                let g = s.goal.as_ref().filter(|g| !g.state.ended())?;
+                Some((id.clone(), g.clone()))
+            })
+            .collect()
+    }
+
+    /// When a person last typed into `id` (this daemon's run).
+    pub(crate) fn person_typed_at(&self, id: &str) -> Option<i64> {
+        lock(&self.person_input).get(id).copied()
+    }
+
+    /// `id`'s limit stands: the provider refused it and the continuation
+    /// has not been typed yet.
+    pub(crate) fn limit_stands(&self, id: &str) -> bool {
+        lock(&self.states)
+            .get(id)
+            .and_then(|s| s.limit.as_ref())
+            .is_some_and(|l| !l.continued)
+    }
+
+    /// Hold an agent's prompt to `id` until its account may be used again;
+    /// returns the reset it waits for (`None`: unknown, a person decides).
+    pub fn queue_prompt(&self, id: &SessionId, prompt: &str) -> Result<Option<i64>, String> {
+        let (snapshot, resets_at) = {
+            let mut states = lock(&self.states);
+            let state = states.entry(id.to_string()).or_default();
+            if state.queued_prompts.len() >= MAX_QUEUED_PROMPTS {
+                return Err(format!(
+                    "session {} already holds {MAX_QUEUED_PROMPTS} prompts for after its limit",
+                    id.short()
+                ));
+            }
+            state.queued_prompts.push(prompt.to_owned());
+            let resets_at = state.limit.as_ref().and_then(|l| l.resets_at);
+            (state.clone(), resets_at)
+        };
+        self.with_store("keep a queued prompt", |s| {
+            s.save_session(id.as_str(), Some(&snapshot))
+        });
+        self.changed.notify_one();
+        Ok(resets_at)
+    }
+
+    /// Sessions holding queued prompts.
+    pub(crate) fn queued_sessions(&self) -> Vec<String> {
+        lock(&self.states)
+            .iter()
+            .filter(|(_, s)| !s.queued_prompts.is_empty())
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Take `id`'s oldest queued prompt; a standing limit counts as
+    /// continued by it (the agent's own words stand in for "continue").
+    pub(crate) fn take_queued_prompt(&self, id: &str) -> Option<String> {
+        let snapshot = {
+            let mut states = lock(&self.states);
+            let state = states.get_mut(id)?;
+            if state.queued_prompts.is_empty() {
+                return None;
+            }
+            let prompt = state.queued_prompts.remove(0);
+            if let Some(l) = state.limit.as_mut() {
+                l.continued = true;
+            }
+            (prompt, state.clone())
+        };
+        self.with_store("take a queued prompt", |s| {
+            s.save_session(id, Some(&snapshot.1))
+        });
+        self.activity.bump_changes();
+        Some(snapshot.0)
+    }
+
     /// Whether a wake or prompt may go to `id`'s account now (rule 13).
     pub fn may_use_account(&self, id: &str) -> bool {
         let states = lock(&self.states);
@@ -596,23 +776,38 @@ pub fn local_offset_ms(ms: i64) -> i64 {
     hangar_providers::transcript::discovery::local_offset_ms(u64::try_from(ms).unwrap_or(0))
 }
 
-/// The UTC offset (seconds) of a zone a limit text names: the local zone
-/// when none is named or it is `TZ`'s, UTC's own names; `None` otherwise
-/// (the reset is then unknown, never guessed).
+/// The UTC offset (seconds) at `now_ms` of a zone a limit text names: the
+/// local zone when none is named, else the IANA zone of that name from the
+/// system's zone database (jiff; `Europe/Berlin`, `UTC`); `None` for a
+/// zone it does not know (the reset is then unknown, never guessed).
 pub(crate) fn zone_offset(zone: Option<&str>, now_ms: i64) -> Option<i32> {
-    let local = || i32::try_from(local_offset_ms(now_ms) / 1000).ok();
-    match zone {
-        None => local(),
-        Some("UTC" | "GMT" | "Etc/UTC" | "Etc/GMT" | "Z") => Some(0),
-        Some(z)
-            if std::env::var("TZ")
-                .ok()
-                .as_deref()
-                .map(|t| t.trim_start_matches(':'))
-                == Some(z) =>
-        {
-            local()
-        }
-        Some(_) => None,
+    let Some(zone) = zone else {
+        return i32::try_from(local_offset_ms(now_ms) / 1000).ok();
+    };
+    // UTC needs no zone database (a machine without tzdata still knows it).
+    if matches!(zone, "UTC" | "GMT" | "Etc/UTC" | "Etc/GMT" | "Z") {
+        return Some(0);
+    }
+    let tz = jiff::tz::TimeZone::get(zone).ok()?;
+    let at = jiff::Timestamp::from_millisecond(now_ms).ok()?;
+    Some(tz.to_offset(at).seconds())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_zones_come_from_the_zone_database_and_unknown_ones_are_unknown() {
+        // 2026-07-01T12:00:00Z: Berlin is on summer time (+2), New York -4.
+        let july = 1_782_907_200_000;
+        assert_eq!(zone_offset(Some("Europe/Berlin"), july), Some(7200));
+        assert_eq!(zone_offset(Some("America/New_York"), july), Some(-4 * 3600));
+        // 2026-01-15: winter time.
+        let january = 1_768_478_400_000;
+        assert_eq!(zone_offset(Some("Europe/Berlin"), january), Some(3600));
+        assert_eq!(zone_offset(Some("UTC"), july), Some(0));
+        assert_eq!(zone_offset(Some("Mars/Olympus"), july), None);
+        assert_eq!(zone_offset(Some("../../etc/passwd"), july), None);
     }
 }

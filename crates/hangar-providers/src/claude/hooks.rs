@@ -23,14 +23,19 @@ pub enum HookEvent {
     UserPromptSubmit,
     /// The agent finished its turn.
     Stop,
+    /// The turn ended in an API error instead (Claude Code 2.1.x: fires
+    /// instead of `Stop`; its input's `error` is `rate_limit`,
+    /// `authentication_failed`, `billing_error`, `server_error`, ...).
+    StopFailure,
     /// The agent needs the person: a permission prompt, or waiting for input.
     Notification,
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 3] = [
+    pub const ALL: [HookEvent; 4] = [
         HookEvent::UserPromptSubmit,
         HookEvent::Stop,
+        HookEvent::StopFailure,
         HookEvent::Notification,
     ];
 
@@ -39,6 +44,7 @@ impl HookEvent {
         match self {
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
             HookEvent::Stop => "Stop",
+            HookEvent::StopFailure => "StopFailure",
             HookEvent::Notification => "Notification",
         }
     }
@@ -48,6 +54,7 @@ impl HookEvent {
         match self {
             HookEvent::UserPromptSubmit => "user-prompt-submit",
             HookEvent::Stop => "stop",
+            HookEvent::StopFailure => "stop-failure",
             HookEvent::Notification => "notification",
         }
     }
@@ -64,7 +71,7 @@ impl HookEvent {
     pub fn activity(self) -> Activity {
         match self {
             HookEvent::UserPromptSubmit => Activity::Working,
-            HookEvent::Stop => Activity::Idle,
+            HookEvent::Stop | HookEvent::StopFailure => Activity::Idle,
             HookEvent::Notification => Activity::Waiting,
         }
     }
@@ -114,6 +121,10 @@ mod tests {
         assert_eq!(
             HookEvent::parse("user-prompt-submit"),
             Some(HookEvent::UserPromptSubmit)
+        );
+        assert_eq!(
+            HookEvent::parse("StopFailure"),
+            Some(HookEvent::StopFailure)
         );
         assert_eq!(HookEvent::parse("PreToolUse"), None);
     }

@@ -77,6 +77,30 @@ pub struct UsageRead {
 
 #[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
+pub struct GoalStart {
+    /// The agent's id (or a unique prefix) from list_agents.
+    pub session: String,
+    /// The goal, typed into the agent and named again at each end of its
+    /// turns (at most 4 KiB).
+    pub goal: String,
+    /// The most turns (default 20, at most 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct GoalDone {
+    /// "done" when the goal is reached; "blocked" when you cannot go on
+    /// without a person.
+    pub status: String,
+    /// One line: what was done, or what blocks you.
+    #[serde(default)]
+    pub summary: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
 pub struct ReadAgent {
     /// The agent's id (or a unique prefix); closed agents can be read too.
     pub session: String,
@@ -125,6 +149,9 @@ pub(super) fn check(tool: &str, args: Option<&JsonObject>) -> Result<(), ErrorDa
         "wait_agents" => decode::<WaitAgents>(tool, args),
         "close_agent" | "park_agent" | "hibernate_agent" => decode::<SessionArg>(tool, args),
         "usage_read" => decode::<UsageRead>(tool, args),
+        "goal_start" => decode::<GoalStart>(tool, args),
+        "goal_stop" => decode::<SessionArg>(tool, args),
+        "goal_done" => decode::<GoalDone>(tool, args),
         _ => Ok(()),
     }
 }

@@ -23,8 +23,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use arguments::{
-    CreateAgent, ReadAgent, ReadRunOutputs, RunFilter, SendPrompt, SessionArg, UsageRead,
-    WaitAgents,
+    CreateAgent, GoalDone, GoalStart, ReadAgent, ReadRunOutputs, RunFilter, SendPrompt, SessionArg,
+    UsageRead, WaitAgents,
 };
 use bridge::Identity;
 
@@ -205,6 +205,38 @@ impl HangarMcp {
         Parameters(p): Parameters<UsageRead>,
     ) -> Result<CallToolResult, ErrorData> {
         self.call(AgentTool::UsageRead, p).await
+    }
+
+    #[tool(
+        description = "Keep one of your agents on a goal across turns: hangar types the goal, \
+        then a short continuation at each end of its turns, until it calls goal_done, max_turns \
+        turns passed (default 20), an error, or goal_stop. Waits while its account is limited."
+    )]
+    async fn goal_start(
+        &self,
+        Parameters(p): Parameters<GoalStart>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::GoalStart, p).await
+    }
+
+    #[tool(description = "Stop one of your agents' goal; nothing more is typed for it.")]
+    async fn goal_stop(
+        &self,
+        Parameters(p): Parameters<SessionArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::GoalStop, p).await
+    }
+
+    #[tool(
+        description = "End the goal hangar gave you: status \"done\" when it is reached, \
+        \"blocked\" when you cannot go on without a person; with a one-line summary. hangar \
+        then types nothing more for it."
+    )]
+    async fn goal_done(
+        &self,
+        Parameters(p): Parameters<GoalDone>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call(AgentTool::GoalDone, p).await
     }
 }
 

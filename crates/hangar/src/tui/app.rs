@@ -26,6 +26,7 @@ use crate::tui::layout::{self, ScreenLayout};
 use crate::tui::pane::{Pane, PaneEvent, PaneStatus};
 use crate::tui::pane_mouse;
 use crate::tui::search::{SearchAction, SearchDialog};
+use crate::tui::usage_view::UsageDialog;
 
 /// Providers offered by the new-agent dialog; `auto` lets the daemon pick.
 pub const PROVIDERS: &[&str] = &["auto", "claude", "codex", "opencode", "shell"];
@@ -67,6 +68,8 @@ pub enum Dialog {
     },
     /// `/`: search every session's text and go to one.
     Search(SearchDialog),
+    /// `$`: the last 24 hours of usage, per session and account.
+    Usage(UsageDialog),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -374,6 +377,12 @@ impl App {
                     self.passthrough = false;
                 }
             }
+        }
+        if let Request::Usage(_) = &outcome.command.request {
+            if let Some(Dialog::Usage(d)) = self.dialog.as_mut() {
+                d.reply = Some(outcome.result.map_err(|e| e.message));
+            }
+            return;
         }
         if let Request::Search(asked) = &outcome.command.request {
             if let Some(Dialog::Search(d)) = self.dialog.as_mut() {
@@ -733,6 +742,10 @@ impl App {
                 self.enter_copy_mode(None)
             }
             Key::Char('/') => self.dialog = Some(Dialog::Search(SearchDialog::default())),
+            Key::Char('$') => {
+                self.dialog = Some(Dialog::Usage(UsageDialog::default()));
+                self.ask_usage();
+            }
             Key::PageUp | Key::ShiftPageUp => {
                 self.copy_from_typing |= armed;
                 self.enter_copy_mode(Some(key))
@@ -1223,6 +1236,21 @@ impl App {
         }
     }
 
+    fn ask_usage(&mut self) {
+        let day_ago = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
+            - 24 * 3_600_000;
+        self.send(
+            Request::Usage(msg::UsageQuery {
+                since_ms: day_ago,
+                session: None,
+            }),
+            "usage",
+        );
+    }
+
     fn ask_search(&mut self, query: String) {
         let request = Request::Search(msg::Search {
             query,
@@ -1411,6 +1439,12 @@ impl App {
                     self.go_to_session(&SessionId::new(&session));
                 }
             },
+            Dialog::Usage(d) => {
+                if key == Key::Char('r') {
+                    d.reply = None;
+                    self.ask_usage();
+                }
+            }
             Dialog::Confirm { request, .. } => match key {
                 Key::Char('y') | Key::Char('Y') => {
                     let request = request.clone();

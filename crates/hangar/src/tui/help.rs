@@ -34,6 +34,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("  v Space  y Enter  q", "select, copy (OSC 52), leave"),
     ("]", "paste the last copy into the pane"),
     ("/", "search every session's text, go to one"),
+    ("$", "usage: cost per session, accounts' limits"),
     ("mouse", "wheel: history, click: focus, drag: resize"),
     ("{ / }", "previous / next host ([hosts] in config)"),
     ("?", "this help"),

@@ -19,6 +19,7 @@ mod pane_history;
 mod pane_mouse;
 mod render;
 mod search;
+mod usage_view;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;

@@ -182,6 +182,15 @@ fn draw_pane(frame: &mut Frame, app: &App, id: &SessionId, area: Rect, focused: 
         )),
         None => title.push_str(app.activity(id)),
     }
+    if let Some(goal) = app.view(id).and_then(|v| v.goal.as_ref()) {
+        // The goal hangar keeps it on (issue 29): turns and state.
+        title.push_str(&format!(
+            " · goal {}/{} {}",
+            goal.turns,
+            goal.max_turns,
+            display::name(&goal.state)
+        ));
+    }
     if app.zoomed.as_ref() == Some(id) {
         title.push_str(" [zoom]");
     }
@@ -688,6 +697,7 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
             ],
         ),
         Dialog::Search(d) => return crate::tui::search::draw(frame, d, area),
+        Dialog::Usage(d) => return crate::tui::usage_view::draw(frame, d, area),
         Dialog::Confirm { message, items, .. } => {
             let mut lines = vec![Line::raw(format!("  {}", shown(message)))];
             lines.extend(

@@ -53,6 +53,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/whoami", get(whoami))
         .route("/api/sessions", get(sessions))
         .route("/api/tabs", get(tabs))
+        .route("/api/usage", get(usage))
         .route("/api/events", get(events))
         .route("/api/sessions/{id}/screen", get(screen))
         .route("/api/sessions/{id}/send", post(send))
@@ -267,6 +268,22 @@ async fn whoami(Extension(access): Extension<Access>) -> Response {
 
 async fn sessions(State(app): State<Arc<App>>) -> Response {
     ask::<kind::List>(&app, ()).await
+}
+
+/// `hangar usage --json` for the last 24 hours (the page's usage view).
+async fn usage(State(app): State<Arc<App>>) -> Response {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    ask::<kind::Usage>(
+        &app,
+        msg::UsageQuery {
+            since_ms: now.saturating_sub(24 * 3_600_000),
+            session: None,
+        },
+    )
+    .await
 }
 
 async fn tabs(State(app): State<Arc<App>>) -> Response {

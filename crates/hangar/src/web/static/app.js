@@ -75,6 +75,12 @@
     return s.title && s.title.length ? s.title : s.provider + " " + short(s.id);
   }
 
+  // A reset time (ms) as the person's clock shows it; unknown when none.
+  function clock(ms) {
+    if (typeof ms !== "number") return "an unknown time";
+    return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  }
+
   function waitingFirst(a, b) {
     const w = (s) => (s.activity === "waiting" ? 0 : 1);
     return w(a) - w(b);
@@ -89,6 +95,10 @@
     const badges = el("span", "badges");
     if (s.activity && s.activity !== "unknown") badges.appendChild(el("span", "badge " + s.activity, s.activity));
     badges.appendChild(el("span", "badge " + s.state, s.state));
+    if (s.limit) badges.appendChild(el("span", "badge limited", "limited until " + clock(s.limit.resets_at)));
+    if (s.goal) {
+      badges.appendChild(el("span", "badge goal", "goal " + s.goal.turns + "/" + s.goal.max_turns + " " + s.goal.state));
+    }
     a.appendChild(badges);
     const where = s.placement === "pane" ? "" : " · " + s.placement;
     a.appendChild(el("span", "sub", s.provider + " · " + short(s.id) + where + " · " + s.cwd));
@@ -143,6 +153,63 @@
     document.title = (waiting.length ? "(" + waiting.length + ") " : "") + "hangar";
   }
 
+  // The usage view: `hangar usage --json` for the last 24 hours, a bar per
+  // session (cost, or tokens when its model has no price: never $0) and
+  // each account's windows, limited ones marked. Read at most every 30 s.
+  async function refreshUsage() {
+    const now = Date.now();
+    if (state.usageAt && now - state.usageAt < 30000) return;
+    state.usageAt = now;
+    let doc;
+    try {
+      doc = await api("GET", "/api/usage");
+    } catch (_) {
+      return;
+    }
+    renderUsage(doc);
+  }
+
+  function renderUsage(doc) {
+    const sessions = Array.isArray(doc.sessions) ? doc.sessions : [];
+    const accounts = Array.isArray(doc.accounts) ? doc.accounts : [];
+    const t = doc.total || {};
+    $("usage-total").textContent =
+      (t.requests || 0) + " requests, $" + (t.cost_usd || 0).toFixed(2) + " at list prices" +
+      (t.unpriced_requests ? " (+" + t.unpriced_requests + " unpriced)" : "");
+    const tokens = (s) => (s.input_tokens || 0) + (s.output_tokens || 0) +
+      (s.cache_read_tokens || 0) + (s.cache_write_tokens || 0);
+    const measure = (s) => (typeof s.cost_usd === "number" ? s.cost_usd : tokens(s));
+    const maxOf = (priced) => Math.max(0, ...sessions
+      .filter((s) => (typeof s.cost_usd === "number") === priced).map(measure));
+    const maxCost = maxOf(true);
+    const maxTokens = maxOf(false);
+    $("usage-sessions").replaceChildren(...sessions.map((s) => {
+      const priced = typeof s.cost_usd === "number";
+      const li = el("li", "usage-row");
+      li.appendChild(el("span", "title", s.title && s.title.length ? s.title : short(s.id)));
+      const track = el("span", "bar-track");
+      const fill = el("span", "bar " + (priced ? "priced" : "unpriced"));
+      const max = priced ? maxCost : maxTokens;
+      fill.style.width = (max > 0 ? Math.round((measure(s) / max) * 100) : 0) + "%";
+      track.appendChild(fill);
+      li.appendChild(track);
+      li.appendChild(el("span", "sub", priced ? "$" + s.cost_usd.toFixed(2) : tokens(s) + " tokens, unpriced"));
+      return li;
+    }));
+    $("usage-accounts").replaceChildren(...accounts.map((a) => {
+      const limited = typeof a.limited_until === "number";
+      const li = el("li", "usage-row" + (limited ? " is-limited" : ""));
+      const windows = (Array.isArray(a.windows) ? a.windows : [])
+        .filter((w) => typeof w.used_percent === "number")
+        .map((w) => w.kind + " " + Math.round(w.used_percent) + "%").join("  ");
+      li.appendChild(el("span", "title", a.provider + " " + String(a.account).slice(0, 15)));
+      li.appendChild(el("span", "sub", windows));
+      if (limited) li.appendChild(el("span", "badge limited", "limited until " + clock(a.limited_until)));
+      return li;
+    }));
+    $("usage").hidden = sessions.length === 0 && accounts.length === 0;
+  }
+
   function renderSession() {
     const s = state.sessions.find((x) => x.id === state.current);
     if (!s) {
@@ -194,6 +261,7 @@
     state.sessions = sessions;
     state.tabs = Array.isArray(snapshot.tabs) ? snapshot.tabs : [];
     renderList();
+    refreshUsage();
     if (state.current) renderSession();
   }
 

@@ -1,0 +1,167 @@
+//! Cost budgets (issue 29): `[usage] max_cost_usd_per_day` over the whole
+//! fleet's spending since local midnight, and a session's own `--max-cost`
+//! over everything it spent. At 80 % the person is told; at 100 % the
+//! session finishes its turn, then hibernates with reason `budget`, and its
+//! goal stops.
+//!
+//! Pure. Unpriced usage never counts as zero: a budget over a model with no
+//! price is refused when it is set, and an unpriced request under a budget
+//! spends it (the budget can no longer be kept).
+
+use crate::usage::{ModelSum, PriceTable, Tokens};
+
+/// The share of a budget at which the person is told.
+pub const WARN_AT: f64 = 0.8;
+
+/// How much of a budget is spent.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BudgetLevel {
+    Under,
+    /// 80 % or more.
+    Warn {
+        spent_usd: f64,
+    },
+    /// All of it, or a request with no price was made under it.
+    Spent {
+        why: String,
+    },
+}
+
+/// A budget's level from the ledger's sums it covers.
+pub fn budget_level(sums: &[ModelSum], prices: &PriceTable, max_usd: f64) -> BudgetLevel {
+    let mut spent = 0.0;
+    for s in sums {
+        if s.tokens == Tokens::default() {
+            continue;
+        }
+        match prices.cost(s.model.as_deref(), &s.tokens) {
+            Some(c) => spent += c,
+            None => {
+                return BudgetLevel::Spent {
+                    why: format!(
+                        "model {} has no price, so the budget cannot be kept",
+                        s.model.as_deref().unwrap_or("(unknown)")
+                    ),
+                };
+            }
+        }
+    }
+    if spent >= max_usd {
+        BudgetLevel::Spent {
+            why: format!("spent ${spent:.2} of ${max_usd:.2}"),
+        }
+    } else if spent >= max_usd * WARN_AT {
+        BudgetLevel::Warn { spent_usd: spent }
+    } else {
+        BudgetLevel::Under
+    }
+}
+
+/// Why a budget cannot be set.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum BudgetError {
+    #[error("a budget must be a positive number of USD, not {0}")]
+    NotPositive(f64),
+    #[error(
+        "a budget over model {0} cannot be kept: it has no price (unpriced usage never counts \
+         as $0); give it one in config.toml: [usage.prices.\"{0}\"] input = .., output = .., \
+         cache_write = .., cache_read = .. (USD per million tokens)"
+    )]
+    Unpriced(String),
+}
+
+/// A budget of `max_usd` over `models` (the ones the ledger saw it use):
+/// refused when it is not positive or any model has no price.
+pub fn check_budget(
+    max_usd: f64,
+    models: &[String],
+    prices: &PriceTable,
+) -> Result<(), BudgetError> {
+    if !max_usd.is_finite() || max_usd <= 0.0 {
+        return Err(BudgetError::NotPositive(max_usd));
+    }
+    match models.iter().find(|m| prices.price(m).is_none()) {
+        Some(m) => Err(BudgetError::Unpriced(m.clone())),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::Price;
+
+    fn prices() -> PriceTable {
+        let mut t = PriceTable::default();
+        t.models.insert(
+            "m".to_owned(),
+            Price {
+                input: 1.0,
+                output: 10.0,
+                cache_write: 0.0,
+                cache_read: 0.0,
+                date: None,
+                source: None,
+            },
+        );
+        t
+    }
+
+    fn sum(model: &str, input: u64, output: u64) -> ModelSum {
+        ModelSum {
+            session: "s".to_owned(),
+            provider: "claude".to_owned(),
+            model: Some(model.to_owned()),
+            requests: 1,
+            tokens: Tokens {
+                input,
+                output,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_budget_warns_at_eighty_percent_and_is_spent_at_a_hundred() {
+        let p = prices();
+        // $1 per million in, $10 per million out.
+        assert_eq!(
+            budget_level(&[sum("m", 500_000, 0)], &p, 1.0),
+            BudgetLevel::Under
+        );
+        assert!(matches!(
+            budget_level(&[sum("m", 800_000, 0)], &p, 1.0),
+            BudgetLevel::Warn { .. }
+        ));
+        assert!(matches!(
+            budget_level(&[sum("m", 0, 100_000)], &p, 1.0),
+            BudgetLevel::Spent { .. }
+        ));
+    }
+
+    #[test]
+    fn an_unpriced_request_spends_the_budget_never_counts_as_zero() {
+        let level = budget_level(&[sum("m", 1, 0), sum("mystery", 1, 1)], &prices(), 100.0);
+        let BudgetLevel::Spent { why } = level else {
+            panic!("spent")
+        };
+        assert!(why.contains("mystery"), "{why}");
+        // A refusal carries no tokens: nothing to price.
+        let mut refused = sum("mystery", 0, 0);
+        refused.tokens = Tokens::default();
+        assert_eq!(budget_level(&[refused], &prices(), 1.0), BudgetLevel::Under);
+    }
+
+    #[test]
+    fn a_budget_over_an_unpriced_model_is_refused_with_how_to_price_it() {
+        let e = check_budget(5.0, &["m".to_owned(), "mystery".to_owned()], &prices()).unwrap_err();
+        assert_eq!(e, BudgetError::Unpriced("mystery".to_owned()));
+        assert!(e.to_string().contains("[usage.prices.\"mystery\"]"));
+        assert_eq!(check_budget(5.0, &["m".to_owned()], &prices()), Ok(()));
+        assert_eq!(
+            check_budget(0.0, &[], &prices()),
+            Err(BudgetError::NotPositive(0.0))
+        );
+        assert!(check_budget(f64::NAN, &[], &prices()).is_err());
+    }
+}

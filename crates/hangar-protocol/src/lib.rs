@@ -12,6 +12,7 @@ pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod message;
+pub mod mux;
 pub mod paths;
 pub mod view;
 

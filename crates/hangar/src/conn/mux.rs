@@ -29,17 +29,20 @@ use anyhow::Context;
 use hangar_protocol::frame::{Decoder, MAX_CLIENT_FRAME};
 use hangar_protocol::mux::{MAX_CHUNK, MuxFrame};
 
-use super::link::{Link, STDERR_KEPT};
-use super::ssh::{Host, ssh_command};
+use super::link::{Host, Link, STDERR_KEPT, ssh_command};
 
 /// Chunks a channel may have waiting for its reader before it is cut: a
 /// connection whose owner stopped reading (up to 16 MiB behind) must not
 /// stall the other panes sharing the link.
 const CHANNEL_BACKLOG: usize = 256;
 
-/// The links of this process, one per host; a dead one is replaced on the
-/// next connect.
-static LINKS: Mutex<Vec<(Host, Weak<MuxLink>)>> = Mutex::new(Vec::new());
+/// The links of this process, one per ssh command line (a host's name and
+/// settings make one); a dead one is replaced on the next connect. Not a
+/// target: which host a connection goes to is still its caller's.
+static LINKS: Mutex<Vec<(LinkKey, Weak<MuxLink>)>> = Mutex::new(Vec::new());
+
+/// What tells two links apart: the ssh arguments.
+type LinkKey = Vec<String>;
 
 /// One `ssh ... hangar bridge --mux` and its channels.
 pub struct MuxLink {
@@ -178,7 +181,7 @@ pub fn connect(host: &Host) -> anyhow::Result<(UnixStream, Arc<MuxLink>, u32)> {
         links.retain(|(_, weak)| weak.upgrade().is_some_and(|l| !l.is_dead()));
         let found = links
             .iter()
-            .find(|(h, _)| h == host)
+            .find(|(key, _)| *key == link_key(host))
             .and_then(|(_, weak)| weak.upgrade());
         match found {
             Some(link) => link,
@@ -186,13 +189,20 @@ pub fn connect(host: &Host) -> anyhow::Result<(UnixStream, Arc<MuxLink>, u32)> {
                 // Started under the lock: two connections made at once
                 // share one ssh.
                 let link = start(host)?;
-                links.push((host.clone(), Arc::downgrade(&link)));
+                links.push((link_key(host), Arc::downgrade(&link)));
                 link
             }
         }
     };
     let (channel, stream) = link.open_channel()?;
     Ok((stream, link, channel))
+}
+
+fn link_key(host: &Host) -> LinkKey {
+    let cmd = ssh_command(host, &[]);
+    std::iter::once(host.name.clone())
+        .chain(cmd.get_args().map(|a| a.to_string_lossy().into_owned()))
+        .collect()
 }
 
 /// Start `ssh ... hangar bridge --mux` and the thread that hands what it
@@ -262,11 +272,12 @@ fn read_link(mut from_ssh: UnixStream, shared: &Shared) {
             match MuxFrame::decode(tag, &payload) {
                 Some(MuxFrame::Data(channel, bytes)) => {
                     let mut channels = shared.channels.lock().unwrap_or_else(|e| e.into_inner());
-                    let cut = match channels.get(&channel).map(|tx| tx.try_send(bytes)) {
-                        Some(Err(TrySendError::Full(_))) => true,
-                        Some(Err(TrySendError::Disconnected(_))) => true,
-                        _ => false,
-                    };
+                    // Full: its owner stopped reading; disconnected: its
+                    // owner is gone. Either way the channel ends.
+                    let cut = matches!(
+                        channels.get(&channel).map(|tx| tx.try_send(bytes)),
+                        Some(Err(TrySendError::Full(_) | TrySendError::Disconnected(_)))
+                    );
                     if cut {
                         channels.remove(&channel);
                         drop(channels);

@@ -6,22 +6,18 @@
 //! (a command, attach, the TUI) a Unix stream like the local one, carrying
 //! the same versioned frames.
 
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use hangar_core::hosts::{self as rules, HostConfig};
+use hangar_core::hosts as rules;
 use hangar_protocol::message::{Hello, PROTOCOL_VERSION, Request, Welcome, codes};
 
 use super::client::{Client, DaemonError};
+use super::link::ssh_command;
 use super::mux;
 
-/// A configured host, by name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Host {
-    pub name: String,
-    pub config: HostConfig,
-}
+pub use super::link::Host;
 
 /// How `ssh` reaches `host`, for messages.
 pub fn describe(host: &Host) -> String {
@@ -29,13 +25,6 @@ pub fn describe(host: &Host) -> String {
         Some(port) => format!("ssh {} -p {port}", host.config.ssh),
         None => format!("ssh {}", host.config.ssh),
     }
-}
-
-pub(super) fn ssh_command(host: &Host, args: &[String]) -> Command {
-    let home = std::env::var("HOME").ok();
-    let mut cmd = Command::new("ssh");
-    cmd.args(rules::ssh_args(&host.config, home.as_deref(), args));
-    cmd
 }
 
 /// Connect to `host`'s daemon over ssh and greet it: a channel on this

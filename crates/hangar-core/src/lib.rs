@@ -38,6 +38,7 @@ pub mod review;
 pub mod sandbox;
 pub mod search;
 pub mod session_id;
+pub mod stop_gate;
 pub mod tile;
 pub mod usage;
 pub mod usage_limits;

@@ -84,6 +84,19 @@ impl Decoder {
     /// oversized frame is reported once and its payload skipped, so the
     /// stream stays in sync.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+        Ok(self.next_raw()?.map(|(tag, payload)| match tag {
+            TAG_MESSAGE => Frame::Message(payload),
+            TAG_DATA => Frame::Data(payload),
+            tag => Frame::Unknown {
+                tag,
+                len: payload.len() + 1,
+            },
+        }))
+    }
+
+    /// The next complete frame as its tag and payload, whatever the tag
+    /// (the mux stream of `mux` has tags of its own).
+    pub fn next_raw(&mut self) -> Result<Option<(u8, Vec<u8>)>, FrameError> {
         if self.skipping > 0 || self.buf.len() < 4 {
             return Ok(None);
         }
@@ -105,11 +118,7 @@ impl Decoder {
         let tag = self.buf[4];
         let payload = self.buf[5..4 + len].to_vec();
         self.buf.drain(..4 + len);
-        Ok(Some(match tag {
-            TAG_MESSAGE => Frame::Message(payload),
-            TAG_DATA => Frame::Data(payload),
-            tag => Frame::Unknown { tag, len },
-        }))
+        Ok(Some((tag, payload)))
     }
 
     /// Bytes buffered but not yet decoded.

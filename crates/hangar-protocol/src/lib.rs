@@ -13,6 +13,7 @@ pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod message;
+pub mod mux;
 pub mod paths;
 pub mod reply;
 pub mod view;

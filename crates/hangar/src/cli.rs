@@ -308,7 +308,12 @@ pub enum Command {
     /// This machine's daemon socket over stdio, for `--host` from another
     /// machine (run by ssh); not for people.
     #[command(hide = true)]
-    Bridge,
+    Bridge {
+        /// Carry many daemon connections as channels of this one stream
+        /// (what a hangar of this release asks for).
+        #[arg(long)]
+        mux: bool,
+    },
     /// Called back by an agent's hooks (installed by hangar); not for people.
     #[command(hide = true)]
     Hook {
@@ -511,7 +516,7 @@ fn route(paths: &Paths, host: Option<&str>, command: Option<&Command>) -> anyhow
         command,
         Some(
             Command::Daemon
-                | Command::Bridge
+                | Command::Bridge { .. }
                 | Command::Hook { .. }
                 | Command::Mcp { .. }
                 | Command::Hosts
@@ -985,7 +990,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => crate::import::run(&target, json, format, file, dry_run),
         Command::Export => crate::identity::export(&target),
         Command::Hosts => crate::remote::hosts_command::run(&target.paths, json),
-        Command::Bridge => crate::remote::bridge::run(&target.paths),
+        Command::Bridge { mux } => crate::remote::bridge::run(&target.paths, mux),
         Command::Mcp { session } => crate::mcp::run(&target.paths, session),
         Command::Transcript { id, tail } => crate::identity::transcript(&target, json, id, tail),
         Command::Search { query, session } => {

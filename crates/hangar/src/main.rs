@@ -48,7 +48,7 @@ fn prints_and_exits(cli: &Cli) -> bool {
                 | Command::Attach { .. }
                 | Command::Mcp { .. }
                 | Command::Web { .. }
-                | Command::Bridge
+                | Command::Bridge { .. }
         )
     )
 }

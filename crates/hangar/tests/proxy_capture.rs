@@ -178,18 +178,44 @@ fn two_agents_calling_at_once_are_each_attributed_to_their_own_session() {
     assert!(a0 < b1 && b0 < a1, "the calls did not overlap");
 }
 
+/// This machine's own name and the address it resolves to: a host name
+/// that is not loopback by name, so no `NO_PROXY` entry covers it (as a
+/// real API's host is not covered), yet the test server can listen on it.
+fn a_name_of_this_machine() -> Option<(String, std::net::IpAddr)> {
+    use std::net::ToSocketAddrs;
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim().to_owned();
+    if name.is_empty() || name == "localhost" {
+        return None;
+    }
+    let ip = (name.as_str(), 0).to_socket_addrs().ok()?.next()?.ip();
+    std::net::TcpListener::bind((ip, 0)).ok()?;
+    Some((name, ip))
+}
+
 #[test]
 fn a_host_off_the_allow_list_is_tunnelled_untouched_and_not_captured() {
+    let Some((name, ip)) = a_name_of_this_machine() else {
+        eprintln!("SKIPPED: this machine's host name does not resolve to an address of its own");
+        return;
+    };
     let h0 = Hangar::new();
-    let server = ApiServer::start(&h0.root, 3, PAUSE);
+    let server = ApiServer::start_named(&h0.root, 3, PAUSE, ip, &[&name]);
     // The agent sees the server's own certificate through the tunnel: let
     // the fake trust that CA too.
     let ca = server.ca_file.display().to_string();
     let h = Hangar::with_env(&[("FAKE_AGENT_CA_FILE", &ca)]);
     write_proxy_config(&h.home, &server, "");
     let id = h.new_agent(&["--provider", "claude"]);
-    // 127.0.0.1 is not on the allow-list (only "localhost" is).
-    let url = format!("https://127.0.0.1:{}/v1/messages", server.port);
+    // Not on the allow-list (only "localhost" is), and not a loopback name:
+    // the agent goes through the proxy, which must tunnel it untouched.
+    let no_proxy = env_of(h.pid_of(&id), "NO_PROXY").expect("NO_PROXY is set");
+    assert!(
+        !no_proxy.split(',').any(|e| e.eq_ignore_ascii_case(&name)),
+        "{no_proxy}"
+    );
+    assert!(env_of(h.pid_of(&id), "HTTPS_PROXY").is_some());
+    let url = format!("https://{name}:{}/v1/messages", server.port);
     let screen = call_api(&h, &id, &url, "tunnelled-call");
     assert!(screen.contains("api-done 200"), "{screen}");
     assert!(screen.contains("tunnelled-call part 2"), "{screen}");

@@ -264,10 +264,15 @@ fn a_wrong_key_an_unreachable_host_and_another_protocol_are_clear_errors() {
             "error": {"code": "version_mismatch",
                       "message": "client speaks protocol 1 but this daemon speaks 2; restart the daemon with `hangar shutdown`"}
         });
-        let frame = hangar_protocol::frame::encode(
+        let refusal = hangar_protocol::frame::encode(
             hangar_protocol::frame::TAG_MESSAGE,
             refusal.to_string().as_bytes(),
         );
+        // Its bridge speaks the shared link (`bridge --mux`): ready, then
+        // the refusal on the first channel.
+        use hangar_protocol::mux::{MUX_VERSION, MuxFrame};
+        let mut frame = MuxFrame::Ready(MUX_VERSION).encode();
+        frame.extend(MuxFrame::Data(1, refusal).encode());
         let frame_file = remote.root.join("refusal.frame");
         std::fs::write(&frame_file, frame).expect("write frame");
         let newer = remote.root.join("newer-hangar");
@@ -281,8 +286,25 @@ fn a_wrong_key_an_unreachable_host_and_another_protocol_are_clear_errors() {
         .expect("newer hangar");
         std::fs::set_permissions(&newer, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .expect("chmod");
+        // A hangar from before the shared link: its `bridge` has no
+        // `--mux`, and clap says so (the real binary's words for a flag it
+        // does not know, with the flag's name put in).
+        let said = support::Hangar::new().run(&["bridge", "--no-such-flag"]);
+        assert_eq!(said.status.code(), Some(2));
+        let words = String::from_utf8_lossy(&said.stderr).replace("--no-such-flag", "--mux");
+        let words_file = remote.root.join("older.stderr");
+        std::fs::write(&words_file, words).expect("older words");
+        let older = remote.root.join("older-hangar");
+        std::fs::write(
+            &older,
+            format!("#!/bin/sh\ncat '{}' >&2\nexit 2\n", words_file.display()),
+        )
+        .expect("older hangar");
+        std::fs::set_permissions(&older, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
         format!(
-            "[hosts.badkey]\nssh = \"{user}@127.0.0.1\"\nport = {port}\nidentity_file = \"{wrong}\"\n\n\
+            "[hosts.older]\nssh = \"box-alias\"\nhangar = \"{older}\"\n\n\
+             [hosts.badkey]\nssh = \"{user}@127.0.0.1\"\nport = {port}\nidentity_file = \"{wrong}\"\n\n\
              [hosts.nowhere]\nssh = \"{user}@127.0.0.1\"\nport = {closed}\nconnect_timeout_secs = 3\n\n\
              [hosts.newer]\nssh = \"box-alias\"\nhangar = \"{newer}\"\n",
             user = sshd.user,
@@ -290,6 +312,7 @@ fn a_wrong_key_an_unreachable_host_and_another_protocol_are_clear_errors() {
             wrong = sshd.wrong_key.display(),
             closed = sshd::closed_port(),
             newer = newer.display(),
+            older = older.display(),
         )
     }) else {
         return;
@@ -309,6 +332,11 @@ fn a_wrong_key_an_unreachable_host_and_another_protocol_are_clear_errors() {
     assert!(
         err.contains("protocol version 2") && err.contains("protocol version 1"),
         "another protocol must name both versions: {err}"
+    );
+    let err = p.local.fail(&["--host", "older", "ls"]);
+    assert!(
+        err.contains("older hangar") && err.contains("same hangar release"),
+        "a remote hangar without the shared link: {err}"
     );
     let err = p.local.fail(&["--host", "nosuch", "ls"]);
     assert!(
@@ -331,7 +359,7 @@ fn a_wrong_key_an_unreachable_host_and_another_protocol_are_clear_errors() {
     assert_eq!(good["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(good["sessions"], 0);
     assert_eq!(good["live"], 0);
-    for bad in ["badkey", "nowhere", "newer"] {
+    for bad in ["badkey", "nowhere", "newer", "older"] {
         let r = row(bad);
         assert_eq!(r["reachable"], false, "{r}");
         assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{r}");
@@ -490,4 +518,145 @@ fn the_tui_shows_every_host_switches_between_them_survives_a_dropped_link_and_an
     assert_eq!(app.wait_exit(), Some(0));
     assert_eq!(p.remote.state_of(&far), "live");
     assert_eq!(p.local.state_of(&near), "live");
+}
+
+/// Established TCP connections to `port` on this machine, counted on the
+/// client's side (`/proc/net/tcp` and `tcp6`: remote port `port`, state
+/// 01 ESTABLISHED).
+fn tcp_connections_to(port: u16) -> usize {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|text| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>())
+        .filter(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let remote_port = cols
+                .get(2)
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            remote_port == Some(port) && cols.get(3) == Some(&"01")
+        })
+        .count()
+}
+
+/// The `ssh` processes under `pid` that go to `destination`.
+fn ssh_links_to(pid: i32, destination: &str) -> Vec<i32> {
+    ssh_children(pid)
+        .into_iter()
+        .filter(|&c| cmdline(c).iter().any(|a| a == destination))
+        .collect()
+}
+
+#[test]
+fn every_pane_and_command_of_a_host_shares_one_ssh_connection_and_it_comes_back_when_killed() {
+    let Some(p) = pair() else { return };
+    // Only `box`: nothing else may log in to this sshd while we count.
+    let remote_hangar = sshd::remote_hangar(&p.remote);
+    p.local.write_config(&format!(
+        "[hosts.box]\nssh = \"box-alias\"\nhangar = \"{}\"\nhome = \"{}\"\n",
+        remote_hangar.display(),
+        p.remote.home.display()
+    ));
+    let first = p
+        .remote
+        .new_agent(&["--provider", "claude", "--title", "pane-one"]);
+    let second = p.remote.new_agent(&[
+        "--provider",
+        "claude",
+        "--title",
+        "pane-two",
+        "--split",
+        &first,
+        "--direction",
+        "vertical",
+    ]);
+    let third = p.remote.new_agent(&[
+        "--provider",
+        "claude",
+        "--title",
+        "pane-three",
+        "--split",
+        &second,
+        "--direction",
+        "horizontal",
+    ]);
+    for id in [&first, &second, &third] {
+        p.remote.wait_state(id, "live");
+    }
+
+    // The TUI on box: a control connection polling the workspace, an
+    // attach per pane, and the host probe, all to one machine.
+    let mut app = PtyApp::spawn(p.local.command(&["--host", "box"]), 40, 160);
+    let all_live = |t: &str| {
+        ["pane-one", "pane-two", "pane-three"]
+            .iter()
+            .all(|title| t.contains(&format!("{title} · live")))
+    };
+    app.wait_for("three live panes of box", all_live);
+    let one_link = |p: &Pair, app: &PtyApp, what: &str| {
+        let mut seen = (0, 0);
+        p.local.wait_until(what, DEADLINE, || {
+            seen = (
+                ssh_links_to(app.pid(), "box-alias").len(),
+                tcp_connections_to(p.sshd.port),
+            );
+            seen == (1, 1)
+        });
+        seen
+    };
+    one_link(&p, &app, "one ssh process and one TCP connection to box");
+
+    // Typing goes over it too (and the control connection's polling all
+    // along).
+    app.write(b"\r");
+    app.wait_text("TYPING");
+    app.write(b"shared link\r");
+    p.remote
+        .wait_until("an answer over the shared link", DEADLINE, || {
+            [&first, &second, &third]
+                .iter()
+                .any(|id| p.remote.screen(id).contains("answer: shared link"))
+        });
+    app.write(b"\x02");
+    app.wait_text("COMMAND");
+    let links = ssh_links_to(app.pid(), "box-alias");
+    assert_eq!(links.len(), 1, "still one ssh after typing and commands");
+    assert_eq!(tcp_connections_to(p.sshd.port), 1);
+    let agents: Vec<Value> = [&first, &second, &third]
+        .iter()
+        .map(|id| p.remote.session(id)["pid"].clone())
+        .collect();
+
+    // Killed: every pane says so, the agents run on, and the TUI comes
+    // back on one new connection.
+    kill(links[0]);
+    p.local
+        .wait_until("the TUI says the link dropped", DEADLINE, || {
+            let raw = String::from_utf8_lossy(&app.raw_output()).into_owned();
+            raw.contains("connection lost") || raw.contains("reconnecting")
+        });
+    app.wait_for("three live panes of box again", all_live);
+    one_link(&p, &app, "one new ssh process and TCP connection to box");
+    let relinked = ssh_links_to(app.pid(), "box-alias");
+    assert_ne!(relinked, links, "a new ssh, not the killed one");
+    for (id, pid) in [&first, &second, &third].iter().zip(&agents) {
+        assert_eq!(&p.remote.session(id)["pid"], pid, "{id} kept its process");
+    }
+    app.write(b"\r");
+    app.wait_text("TYPING");
+    app.write(b"after relink\r");
+    p.remote
+        .wait_until("an answer after the relink", DEADLINE, || {
+            [&first, &second, &third]
+                .iter()
+                .any(|id| p.remote.screen(id).contains("answer: after relink"))
+        });
+    app.write(b"\x02");
+    app.wait_text("COMMAND");
+    app.write(b"q");
+    assert_eq!(app.wait_exit(), Some(0));
+    p.local
+        .wait_until("the link ends with the TUI", DEADLINE, || {
+            tcp_connections_to(p.sshd.port) == 0
+        });
 }

@@ -519,6 +519,66 @@ impl Monitor {
             .is_some_and(|at| at >= since_ms)
     }
 
+    /// What to do before stopping `id`'s process (`hangar_core::stop_gate`):
+    /// its readings now, the transcript read afresh.
+    pub fn before_stop(&self, id: &SessionId) -> hangar_core::stop_gate::BeforeStop {
+        use hangar_core::stop_gate::{BeforeStop, before_stop};
+        let Some(meta) = self.sessions.meta(id) else {
+            return BeforeStop::Now;
+        };
+        let keeps_transcript = matches!(meta.provider, Provider::Claude | Provider::Codex)
+            && self.settings.enabled(Source::Transcript);
+        let transcript = match transcript_root(&meta) {
+            Some(root) if keeps_transcript => TranscriptWatch::default()
+                .read(
+                    &meta.provider,
+                    &root,
+                    &meta.cwd,
+                    meta.provider_session.as_ref().map(|p| p.id.as_str()),
+                )
+                .map(|r| Reading {
+                    at_ms: hangar_clock::from_wall_ms(r.at_ms),
+                    ..r
+                }),
+            _ => None,
+        };
+        let entries = self.activity.entries();
+        let entry = entries.get(id);
+        let readings = Readings {
+            transcript,
+            proxy: None,
+            hooks: entry.and_then(|e| e.hooks),
+            screen: None,
+            input_ms: entry.and_then(|e| e.input_ms),
+        };
+        before_stop(
+            keeps_transcript,
+            &readings,
+            entry.and_then(|e| e.prompt_submitted_ms),
+        )
+    }
+
+    /// Waits (bounded) until stopping `id`'s process loses no turn its
+    /// transcript has yet to hold.
+    pub async fn until_transcript_saved(&self, id: &SessionId) {
+        use hangar_core::stop_gate::BeforeStop;
+        let BeforeStop::AwaitTranscript { up_to_ms } = self.before_stop(id) else {
+            return;
+        };
+        // Polled: this wait is rare (a stop inside the moment between the
+        // answer and its write) and short.
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(up_to_ms);
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if self.before_stop(id) == BeforeStop::Now {
+                return;
+            }
+        }
+        tracing::info!(
+            "session {id}: its transcript did not show the last turn within {up_to_ms} ms; stopping it anyway"
+        );
+    }
+
     /// Whether claude sessions get hangar's hooks (the hooks source is on).
     pub fn hooks_installed(&self) -> bool {
         self.settings.enabled(Source::Hooks)

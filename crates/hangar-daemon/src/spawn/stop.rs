@@ -58,6 +58,18 @@ impl Spawner {
         // found by the session id it was given.
         let session = crate::strays::session_of(self.os.as_ref(), live.pid);
         let mut exit = live.exit_watch();
+        // Not before its transcript holds the turn it last answered: a
+        // claude stopped between drawing an answer and writing it lost the
+        // conversation (hangar_core::stop_gate).
+        if let Some(id) = &session
+            && live.exited().is_none()
+        {
+            let id = SessionId::from(id.as_str());
+            tokio::select! {
+                _ = self.monitor.until_transcript_saved(&id) => {}
+                _ = exit.wait_for(|e| e.is_some()) => {}
+            }
+        }
         if live.exited().is_none() {
             live.signal(libc::SIGTERM);
             live.signal(libc::SIGHUP);

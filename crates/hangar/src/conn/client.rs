@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
@@ -14,7 +15,7 @@ use hangar_protocol::message::{ErrorBody, Hello, PROTOCOL_VERSION, Reply, Reques
 use hangar_protocol::paths::Paths;
 use serde_json::Value;
 
-use super::link::Link;
+use super::mux::MuxLink;
 
 /// How long a freshly started daemon may take to answer.
 const START_DEADLINE: Duration = Duration::from_secs(15);
@@ -23,9 +24,10 @@ pub struct Client {
     stream: UnixStream,
     decoder: Decoder,
     next_id: u64,
-    /// The ssh carrying this connection when it goes to another host
-    /// (`--host`); declared after the stream so the stream closes first.
-    link: Option<Link>,
+    /// The ssh link carrying this connection when it goes to another host
+    /// (`--host`), and this connection's channel on it; declared after the
+    /// stream so the stream closes first.
+    link: Option<(Arc<MuxLink>, u32)>,
     /// What the daemon said of itself in the handshake.
     welcome: Option<Welcome>,
 }
@@ -242,12 +244,12 @@ impl Client {
 
     /// A connection to another host's daemon: `stream` is our end of the
     /// socketpair whose other end is `link`'s ssh.
-    pub(crate) fn over_link(stream: UnixStream, link: Link) -> Client {
+    pub(crate) fn over_link(stream: UnixStream, link: Arc<MuxLink>, channel: u32) -> Client {
         Client {
             stream,
             decoder: Decoder::new(MAX_SERVER_FRAME),
             next_id: 1,
-            link: Some(link),
+            link: Some((link, channel)),
             welcome: None,
         }
     }
@@ -269,8 +271,8 @@ impl Client {
         })
     }
 
-    pub(crate) fn link_mut(&mut self) -> Option<&mut Link> {
-        self.link.as_mut()
+    pub(crate) fn link(&self) -> Option<(&MuxLink, u32)> {
+        self.link.as_ref().map(|(l, c)| (l.as_ref(), *c))
     }
 
     pub(crate) fn set_read_timeout(&self, timeout: Option<Duration>) -> anyhow::Result<()> {

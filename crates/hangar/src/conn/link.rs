@@ -1,12 +1,27 @@
-//! The running `ssh` under a connection to another host: kept with the
-//! connection so its stderr can explain a failure, and reaped when the
-//! connection closes.
+//! A configured host, the `ssh` command that reaches it, and the running
+//! `ssh` under a link to it: kept with the link so its stderr can explain a
+//! failure, and reaped when the link closes.
 
-use std::process::Child;
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hangar_core::hosts as rules;
+use hangar_core::hosts::{self as rules, HostConfig};
+
+/// A configured host, by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Host {
+    pub name: String,
+    pub config: HostConfig,
+}
+
+/// `ssh` with the arguments that run the remote `hangar` with `args`.
+pub(super) fn ssh_command(host: &Host, args: &[String]) -> Command {
+    let home = std::env::var("HOME").ok();
+    let mut cmd = Command::new("ssh");
+    cmd.args(rules::ssh_args(&host.config, home.as_deref(), args));
+    cmd
+}
 
 /// The running `ssh` of one connection and what it said on stderr.
 pub struct Link {

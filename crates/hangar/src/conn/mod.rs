@@ -2,7 +2,8 @@
 //! (`client`: connect, starting the daemon in the background when none
 //! answers; greet; send a request; read its reply), the same on tokio for
 //! the web server (`tokio_link`), and the remote transport over ssh (`ssh`,
-//! its running process in `link`), to every caller a connection like the
+//! one link per host shared by every connection in `mux`, its running
+//! process in `link`), to every caller a connection like the
 //! local one.
 //!
 //! Nothing here knows a front-end: which daemon to talk to arrives as a
@@ -10,6 +11,7 @@
 
 pub mod client;
 pub mod link;
+pub mod mux;
 pub mod ssh;
 pub mod tokio_link;
 

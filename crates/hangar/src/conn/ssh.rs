@@ -1,31 +1,23 @@
 //! The remote transport: a connection to another machine's daemon over
 //! OpenSSH, and the remote `hangar` run over the same ssh.
 //!
-//! The link is `ssh -T ... hangar bridge` with its stdin and stdout on one
-//! end of a socketpair; the client holds the other end, so to every caller
-//! (a command, attach, the TUI) the remote daemon is a Unix stream like the
-//! local one, carrying the same versioned frames.
+//! The link is `ssh -T ... hangar bridge --mux`, one per host for the whole
+//! process (`mux`); each connection is a channel on it, and to every caller
+//! (a command, attach, the TUI) a Unix stream like the local one, carrying
+//! the same versioned frames.
 
-use std::io::Read;
-use std::os::fd::OwnedFd;
-use std::os::unix::net::UnixStream;
-use std::process::{Command, ExitCode, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{ExitCode, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
-use hangar_core::hosts::{self as rules, HostConfig};
+use hangar_core::hosts as rules;
 use hangar_protocol::message::{Hello, PROTOCOL_VERSION, Request, Welcome, codes};
 
 use super::client::{Client, DaemonError};
-use super::link::{Link, STDERR_KEPT};
+use super::link::ssh_command;
+use super::mux;
 
-/// A configured host, by name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Host {
-    pub name: String,
-    pub config: HostConfig,
-}
+pub use super::link::Host;
 
 /// How `ssh` reaches `host`, for messages.
 pub fn describe(host: &Host) -> String {
@@ -35,54 +27,11 @@ pub fn describe(host: &Host) -> String {
     }
 }
 
-fn ssh_command(host: &Host, args: &[String]) -> Command {
-    let home = std::env::var("HOME").ok();
-    let mut cmd = Command::new("ssh");
-    cmd.args(rules::ssh_args(&host.config, home.as_deref(), args));
-    cmd
-}
-
-/// Start `ssh ... hangar bridge` with its stdio on a socketpair and return
-/// our end.
-fn open_link(host: &Host) -> anyhow::Result<(UnixStream, Link)> {
-    let (ours, theirs) = UnixStream::pair().context("cannot make a socketpair for ssh")?;
-    let theirs_out = theirs.try_clone()?;
-    let mut cmd = ssh_command(host, &["bridge".to_owned()]);
-    cmd.stdin(Stdio::from(OwnedFd::from(theirs)))
-        .stdout(Stdio::from(OwnedFd::from(theirs_out)))
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .context("cannot run `ssh`: install OpenSSH's client (the `ssh` on PATH is used)")?;
-    let stderr = Arc::new(Mutex::new(Vec::new()));
-    if let Some(mut pipe) = child.stderr.take() {
-        let kept = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    return;
-                }
-                if let Ok(mut k) = kept.lock() {
-                    let room = STDERR_KEPT.saturating_sub(k.len());
-                    k.extend_from_slice(&buf[..n.min(room)]);
-                }
-            }
-        });
-    }
-    Ok((
-        ours,
-        Link {
-            child: Some(child),
-            stderr,
-        },
-    ))
-}
-
-/// Connect to `host`'s daemon over ssh and greet it. The remote bridge
-/// starts that daemon when none runs.
+/// Connect to `host`'s daemon over ssh and greet it: a channel on this
+/// process's one link to the host (`mux`). The remote bridge starts that
+/// daemon when none runs.
 pub fn connect(host: &Host) -> anyhow::Result<Client> {
-    let (stream, link) = open_link(host)?;
+    let (stream, link, channel) = mux::connect(host)?;
     let timeout = Duration::from_secs(
         host.config
             .connect_timeout_secs
@@ -91,7 +40,7 @@ pub fn connect(host: &Host) -> anyhow::Result<Client> {
     // Bounded: a host that accepts the TCP connection and then says
     // nothing must not hang a command (or a TUI's background connect).
     stream.set_read_timeout(Some(timeout))?;
-    let mut client = Client::over_link(stream, link);
+    let mut client = Client::over_link(stream, link, channel);
     let hello = client.request(Request::Hello(Hello {
         protocol_version: PROTOCOL_VERSION,
         client: format!("hangar-cli {} (remote)", env!("CARGO_PKG_VERSION")),
@@ -143,6 +92,13 @@ fn handshake_error(host: &Host, client: &mut Client, e: anyhow::Error) -> anyhow
     });
     let (said, code) = client.link_failure(Duration::from_secs(3));
     let how = describe(host);
+    // A remote hangar from before the shared link has no `bridge --mux`.
+    if said.contains("--mux") {
+        return anyhow!(
+            "host {:?} ({how}) runs an older hangar (its `hangar bridge` has no --mux): install the same hangar release on both machines",
+            host.name
+        );
+    }
     if timed_out {
         return anyhow!(
             "host {:?} ({how}) did not answer in time{}",
@@ -186,8 +142,8 @@ fn handshake_error(host: &Host, client: &mut Client, e: anyhow::Error) -> anyhow
 impl Client {
     /// What the ssh under this connection said before it ended, if it did.
     pub(crate) fn link_failure(&mut self, wait: Duration) -> (String, Option<i32>) {
-        match self.link_mut() {
-            Some(link) => link.failure(wait),
+        match self.link() {
+            Some((link, channel)) => link.failure(channel, wait),
             None => (String::new(), None),
         }
     }

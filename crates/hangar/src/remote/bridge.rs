@@ -3,32 +3,153 @@
 //!
 //! It starts the daemon when none runs (as every command does), then copies
 //! bytes both ways without reading them: the far client speaks the daemon's
-//! own versioned frames, handshake included. Nothing is listened on; who
+//! own versioned frames, handshake included. With `--mux` (what a hangar of
+//! this release runs) stdio carries many daemon connections, one per
+//! channel (`hangar_protocol::mux`): the far hangar's every pane and command
+//! share one SSH connection. Nothing is listened on; who
 //! may run this is SSH's business. The bridge only ever talks to a socket
 //! owned by its own user and served by its own user's process (the same
 //! check the daemon makes of its clients), so a socket planted in a shared
 //! `HANGAR_HOME` cannot capture someone's keystrokes.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::Shutdown;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, bail};
+use hangar_protocol::frame::{Decoder, MAX_CLIENT_FRAME};
+use hangar_protocol::mux::{MAX_CHUNK, MUX_VERSION, MuxFrame};
 use hangar_protocol::paths::Paths;
 
 use crate::conn::{self, Client};
 
-pub fn run(paths: &Paths) -> anyhow::Result<ExitCode> {
+pub fn run(paths: &Paths, mux: bool) -> anyhow::Result<ExitCode> {
     // Starts the daemon if need be and proves it answers the handshake;
     // then a fresh connection is relayed, for the far client to greet.
     drop(Client::connect_local(paths)?);
-    let socket = paths.socket();
-    check_owner(&socket)?;
+    if mux {
+        return relay_channels(paths);
+    }
+    relay(checked_stream(paths)?)
+}
+
+/// A fresh connection to this user's own daemon, not greeted.
+fn checked_stream(paths: &Paths) -> anyhow::Result<UnixStream> {
+    check_owner(&paths.socket())?;
     let daemon = conn::local_stream(paths)?;
     check_peer(&daemon)?;
-    relay(daemon)
+    Ok(daemon)
+}
+
+/// Like `checked_stream`, starting the daemon again when it is gone (a
+/// restart there while the link stayed up), as a new bridge would.
+fn open_daemon(paths: &Paths) -> anyhow::Result<UnixStream> {
+    match checked_stream(paths) {
+        Ok(s) => Ok(s),
+        Err(first) => {
+            if Client::connect_local(paths).is_err() {
+                return Err(first);
+            }
+            checked_stream(paths)
+        }
+    }
+}
+
+/// Frames to stdout, written whole by whichever thread has one.
+type Out = Arc<Mutex<std::mem::ManuallyDrop<std::fs::File>>>;
+
+fn send(out: &Out, frame: &MuxFrame) -> bool {
+    let bytes = frame.encode();
+    let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+    out.write_all(&bytes).is_ok()
+}
+
+/// `--mux`: each channel the far side opens is a connection to the daemon;
+/// its bytes go both ways untouched. A channel's reader runs on its own
+/// thread; this one reads stdin and writes to the daemon connections.
+fn relay_channels(paths: &Paths) -> anyhow::Result<ExitCode> {
+    // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop
+    // keeps this handle from closing it.
+    let out: Out = Arc::new(Mutex::new(std::mem::ManuallyDrop::new(unsafe {
+        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
+    })));
+    if !send(&out, &MuxFrame::Ready(MUX_VERSION)) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut daemons: HashMap<u32, UnixStream> = HashMap::new();
+    let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
+    let mut stdin = std::io::stdin().lock();
+    let mut buf = vec![0u8; 128 * 1024];
+    loop {
+        let n = match stdin.read(&mut buf) {
+            Ok(0) => return Ok(ExitCode::SUCCESS),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("cannot read the link"),
+        };
+        decoder.push(&buf[..n]);
+        loop {
+            let (tag, payload) = match decoder.next_raw() {
+                Ok(Some(raw)) => raw,
+                Ok(None) => break,
+                Err(e) => bail!("the far hangar sent a bad frame: {e}"),
+            };
+            match MuxFrame::decode(tag, &payload) {
+                Some(MuxFrame::Open(channel)) => match open_daemon(paths) {
+                    Ok(daemon) => {
+                        let reader = daemon.try_clone()?;
+                        daemons.insert(channel, daemon);
+                        let out = out.clone();
+                        std::thread::spawn(move || copy_to_link(reader, channel, &out));
+                    }
+                    Err(e) => {
+                        if !send(&out, &MuxFrame::Close(channel, format!("{e:#}"))) {
+                            return Ok(ExitCode::SUCCESS);
+                        }
+                    }
+                },
+                Some(MuxFrame::Data(channel, bytes)) => {
+                    let failed = daemons
+                        .get_mut(&channel)
+                        .is_some_and(|d| d.write_all(&bytes).is_err());
+                    if failed && let Some(d) = daemons.remove(&channel) {
+                        let _ = d.shutdown(Shutdown::Both);
+                    }
+                }
+                Some(MuxFrame::Close(channel, _)) => {
+                    if let Some(d) = daemons.remove(&channel) {
+                        let _ = d.shutdown(Shutdown::Both);
+                    }
+                }
+                Some(MuxFrame::Ready(_) | MuxFrame::Unknown(_)) => {}
+                None => bail!("the far hangar sent a short frame (tag {tag})"),
+            }
+        }
+    }
+}
+
+/// One daemon connection's output, as channel frames, until it ends; then
+/// the far side is told the channel closed.
+fn copy_to_link(mut daemon: UnixStream, channel: u32, out: &Out) {
+    let mut buf = vec![0u8; MAX_CHUNK];
+    loop {
+        match daemon.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if !send(out, &MuxFrame::Data(channel, buf[..n].to_vec())) {
+                    // stdout is gone: so is the far side.
+                    std::process::exit(0);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    let _ = send(out, &MuxFrame::Close(channel, String::new()));
 }
 
 fn me() -> u32 {

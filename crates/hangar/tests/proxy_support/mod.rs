@@ -30,6 +30,8 @@ pub struct Seen {
 
 pub struct ApiServer {
     pub port: u16,
+    /// The address it listens on.
+    pub ip: std::net::IpAddr,
     /// The server's CA certificate (PEM).
     pub ca_file: PathBuf,
     pub seen: Arc<Mutex<Vec<Seen>>>,
@@ -42,7 +44,7 @@ impl Drop for ApiServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        let _ = TcpStream::connect((self.ip, self.port));
     }
 }
 
@@ -61,6 +63,36 @@ impl ApiServer {
         pause: Duration,
         together: usize,
     ) -> ApiServer {
+        Self::start_at(
+            dir,
+            events,
+            pause,
+            together,
+            "127.0.0.1".parse().expect("ip"),
+            &[],
+        )
+    }
+
+    /// Like `start`, listening on `ip` and serving `names` too (a name of
+    /// this machine that is not a loopback name, as a real API host is not).
+    pub fn start_named(
+        dir: &Path,
+        events: usize,
+        pause: Duration,
+        ip: std::net::IpAddr,
+        names: &[&str],
+    ) -> ApiServer {
+        Self::start_at(dir, events, pause, 1, ip, names)
+    }
+
+    fn start_at(
+        dir: &Path,
+        events: usize,
+        pause: Duration,
+        together: usize,
+        ip: std::net::IpAddr,
+        names: &[&str],
+    ) -> ApiServer {
         let ca_key = KeyPair::generate().expect("ca key");
         let mut ca_params = CertificateParams::default();
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -72,7 +104,9 @@ impl ApiServer {
         std::fs::write(&ca_file, ca_cert.pem()).expect("write ca");
         let issuer = Issuer::new(ca_params, ca_key);
         let key = KeyPair::generate().expect("leaf key");
-        let leaf = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
+        let mut served = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+        served.extend(names.iter().map(|n| (*n).to_owned()));
+        let leaf = CertificateParams::new(served)
             .expect("leaf params")
             .signed_by(&key, &issuer)
             .expect("leaf cert");
@@ -89,7 +123,7 @@ impl ApiServer {
             )
             .expect("server config"),
         );
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind test server");
+        let listener = TcpListener::bind((ip, 0)).expect("bind test server");
         let port = listener.local_addr().expect("addr").port();
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
@@ -108,6 +142,7 @@ impl ApiServer {
         });
         ApiServer {
             port,
+            ip,
             ca_file,
             seen,
             events,

@@ -1,0 +1,307 @@
+//! One SSH connection per host, shared by every connection this process
+//! makes to that host's daemon: the TUI's control connection, each pane's
+//! attach and history pages, the host probes, a command's requests.
+//!
+//! The link is `ssh ... hangar bridge --mux`; each connection is a channel
+//! on it (`hangar_protocol::mux`). To its caller a channel is a Unix stream
+//! like the local socket (our end of a socketpair), so `Client`, attach and
+//! the TUI are unchanged: two threads per channel copy between that stream
+//! and the link. Without this, a TUI showing nine panes of one host opened
+//! eleven SSH connections, each logging in again, and sshd's `MaxStartups`
+//! (10 by default) refused some of them when they started together.
+//!
+//! A link lives while some connection uses it; when ssh ends (a dropped
+//! network, a killed process) every channel on it ends, their owners
+//! reconnect as before, and the first of them starts a new link.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::Shutdown;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use anyhow::Context;
+use hangar_protocol::frame::{Decoder, MAX_CLIENT_FRAME};
+use hangar_protocol::mux::{MAX_CHUNK, MuxFrame};
+
+use super::link::{Host, Link, STDERR_KEPT, ssh_command};
+
+/// Chunks a channel may have waiting for its reader before it is cut: a
+/// connection whose owner stopped reading (up to 16 MiB behind) must not
+/// stall the other panes sharing the link.
+const CHANNEL_BACKLOG: usize = 256;
+
+/// The links of this process, one per ssh command line (a host's name and
+/// settings make one); a dead one is replaced on the next connect. Not a
+/// target: which host a connection goes to is still its caller's.
+static LINKS: Mutex<Vec<(LinkKey, Weak<MuxLink>)>> = Mutex::new(Vec::new());
+
+/// What tells two links apart: the ssh arguments.
+type LinkKey = Vec<String>;
+
+/// One `ssh ... hangar bridge --mux` and its channels.
+pub struct MuxLink {
+    shared: Arc<Shared>,
+    link: Mutex<Link>,
+}
+
+/// What the link's threads share.
+struct Shared {
+    /// Our end of ssh's stdin and stdout; frames are written whole under
+    /// the lock.
+    to_ssh: Mutex<UnixStream>,
+    /// Each open channel's queue to the thread that writes to its stream.
+    channels: Mutex<HashMap<u32, SyncSender<Vec<u8>>>>,
+    /// Why the bridge closed a channel, when it said (its daemon could not
+    /// be reached).
+    reasons: Mutex<HashMap<u32, String>>,
+    next_channel: AtomicU32,
+    /// ssh has ended: no channel can be opened on this link any more.
+    dead: AtomicBool,
+}
+
+impl Shared {
+    fn send(&self, frame: &MuxFrame) -> std::io::Result<()> {
+        let bytes = frame.encode();
+        let mut to_ssh = self.to_ssh.lock().unwrap_or_else(|e| e.into_inner());
+        to_ssh.write_all(&bytes)
+    }
+
+    fn close_all(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+        // Dropping the queues ends each channel's writer, which closes the
+        // stream its owner reads: every connection sees the link go.
+        self.channels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+}
+
+impl MuxLink {
+    /// Whether ssh has ended under this link.
+    pub fn is_dead(&self) -> bool {
+        self.shared.dead.load(Ordering::SeqCst)
+    }
+
+    /// What went wrong for `channel`: the bridge's reason when it gave one,
+    /// else what ssh printed once it has exited (waiting up to `wait`) and
+    /// its exit code.
+    pub(crate) fn failure(&self, channel: u32, wait: Duration) -> (String, Option<i32>) {
+        let reason = self
+            .shared
+            .reasons
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&channel)
+            .cloned();
+        if let Some(reason) = reason {
+            return (reason, None);
+        }
+        self.link
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .failure(wait)
+    }
+
+    /// A new channel: a stream to the host's daemon (not greeted yet).
+    fn open_channel(&self) -> anyhow::Result<(u32, UnixStream)> {
+        let (theirs, ours) = UnixStream::pair().context("cannot make a socketpair")?;
+        let channel = self.shared.next_channel.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(CHANNEL_BACKLOG);
+        self.shared
+            .channels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(channel, tx);
+        self.shared
+            .send(&MuxFrame::Open(channel))
+            .context("the ssh link is gone")?;
+        // Link to owner: what the bridge sent for this channel.
+        let mut writer = ours.try_clone()?;
+        std::thread::spawn(move || {
+            for chunk in rx {
+                if writer.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+            let _ = writer.shutdown(Shutdown::Both);
+        });
+        // Owner to link: what the connection's owner writes.
+        let shared = self.shared.clone();
+        let mut reader = ours;
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; MAX_CHUNK];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if shared
+                            .send(&MuxFrame::Data(channel, buf[..n].to_vec()))
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                }
+            }
+            // The owner closed its connection: so does the daemon's side.
+            shared
+                .channels
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&channel);
+            let _ = shared.send(&MuxFrame::Close(channel, String::new()));
+        });
+        Ok((channel, theirs))
+    }
+}
+
+impl Drop for MuxLink {
+    fn drop(&mut self) {
+        // The last connection is gone: ssh sees the end of its input and
+        // exits (the `Link` reaps it), and the reader thread ends.
+        if let Ok(s) = self.shared.to_ssh.lock() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// A connection to `host`'s daemon over this process's link to it (started
+/// when there is none or the last one died): the stream, the link, and the
+/// channel's number.
+pub fn connect(host: &Host) -> anyhow::Result<(UnixStream, Arc<MuxLink>, u32)> {
+    let link = {
+        let mut links = LINKS.lock().unwrap_or_else(|e| e.into_inner());
+        links.retain(|(_, weak)| weak.upgrade().is_some_and(|l| !l.is_dead()));
+        let found = links
+            .iter()
+            .find(|(key, _)| *key == link_key(host))
+            .and_then(|(_, weak)| weak.upgrade());
+        match found {
+            Some(link) => link,
+            None => {
+                // Started under the lock: two connections made at once
+                // share one ssh.
+                let link = start(host)?;
+                links.push((link_key(host), Arc::downgrade(&link)));
+                link
+            }
+        }
+    };
+    let (channel, stream) = link.open_channel()?;
+    Ok((stream, link, channel))
+}
+
+fn link_key(host: &Host) -> LinkKey {
+    let cmd = ssh_command(host, &[]);
+    std::iter::once(host.name.clone())
+        .chain(cmd.get_args().map(|a| a.to_string_lossy().into_owned()))
+        .collect()
+}
+
+/// Start `ssh ... hangar bridge --mux` and the thread that hands what it
+/// sends to each channel.
+fn start(host: &Host) -> anyhow::Result<Arc<MuxLink>> {
+    let (ours, theirs) = UnixStream::pair().context("cannot make a socketpair for ssh")?;
+    let theirs_out = theirs.try_clone()?;
+    let mut cmd = ssh_command(host, &["bridge".to_owned(), "--mux".to_owned()]);
+    cmd.stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::from(OwnedFd::from(theirs_out)))
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .context("cannot run `ssh`: install OpenSSH's client (the `ssh` on PATH is used)")?;
+    let stderr = Arc::new(Mutex::new(Vec::new()));
+    if let Some(mut pipe) = child.stderr.take() {
+        let kept = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                if let Ok(mut k) = kept.lock() {
+                    let room = STDERR_KEPT.saturating_sub(k.len());
+                    k.extend_from_slice(&buf[..n.min(room)]);
+                }
+            }
+        });
+    }
+    let from_ssh = ours.try_clone()?;
+    let shared = Arc::new(Shared {
+        to_ssh: Mutex::new(ours),
+        channels: Mutex::new(HashMap::new()),
+        reasons: Mutex::new(HashMap::new()),
+        next_channel: AtomicU32::new(1),
+        dead: AtomicBool::new(false),
+    });
+    let demux = shared.clone();
+    std::thread::spawn(move || read_link(from_ssh, &demux));
+    Ok(Arc::new(MuxLink {
+        shared,
+        link: Mutex::new(Link {
+            child: Some(child),
+            stderr,
+        }),
+    }))
+}
+
+/// Hand each frame from the bridge to its channel until ssh ends.
+fn read_link(mut from_ssh: UnixStream, shared: &Shared) {
+    let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
+    let mut buf = vec![0u8; 128 * 1024];
+    'read: loop {
+        let n = match from_ssh.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        decoder.push(&buf[..n]);
+        loop {
+            let (tag, payload) = match decoder.next_raw() {
+                Ok(Some(raw)) => raw,
+                Ok(None) => break,
+                // A stream out of step cannot be trusted for any channel.
+                Err(_) => break 'read,
+            };
+            match MuxFrame::decode(tag, &payload) {
+                Some(MuxFrame::Data(channel, bytes)) => {
+                    let mut channels = shared.channels.lock().unwrap_or_else(|e| e.into_inner());
+                    // Full: its owner stopped reading; disconnected: its
+                    // owner is gone. Either way the channel ends.
+                    let cut = matches!(
+                        channels.get(&channel).map(|tx| tx.try_send(bytes)),
+                        Some(Err(TrySendError::Full(_) | TrySendError::Disconnected(_)))
+                    );
+                    if cut {
+                        channels.remove(&channel);
+                        drop(channels);
+                        let _ = shared.send(&MuxFrame::Close(channel, String::new()));
+                    }
+                }
+                Some(MuxFrame::Close(channel, why)) => {
+                    if !why.is_empty() {
+                        shared
+                            .reasons
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(channel, why);
+                    }
+                    shared
+                        .channels
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&channel);
+                }
+                Some(MuxFrame::Ready(_) | MuxFrame::Open(_) | MuxFrame::Unknown(_)) => {}
+                None => break 'read,
+            }
+        }
+    }
+    shared.close_all();
+}

@@ -279,7 +279,33 @@ pub fn child_session(
     );
     rel.run = Some(request.run);
     rel.role = request.role;
+    // A sandboxed agent's children are sandboxed too, each with a state
+    // folder of its own beside its parent's: otherwise an agent could
+    // step out of its walls by creating an unsandboxed one.
+    if let Some(dir) = &parent.sandbox {
+        let folder = std::path::Path::new(dir)
+            .parent()
+            .map(|p| p.join(meta.id.as_str()).display().to_string());
+        meta.sandbox = Some(folder.unwrap_or_else(|| format!("{dir}-{}", meta.id.as_str())));
+    }
     meta
+}
+
+/// Why a sandboxed agent may not create a child in `cwd`: a child's folder
+/// is writable in its sandbox, so it must lie in the parent's own folder
+/// (the only place the parent may write). `None` when it may, or when the
+/// parent is not sandboxed.
+pub fn sandboxed_child_refusal(parent: &SessionMeta, cwd: Option<&str>) -> Option<String> {
+    parent.sandbox.as_ref()?;
+    let cwd = cwd?;
+    let inside = std::path::Path::new(cwd).starts_with(&parent.cwd)
+        && !cwd.split('/').any(|part| part == "..");
+    (!inside).then(|| {
+        format!(
+            "cwd {cwd:?} is outside your folder {:?}: a sandboxed agent's agents work in its own folder",
+            parent.cwd
+        )
+    })
 }
 
 /// A child agent's process, as the orchestration tools report it.
@@ -324,6 +350,36 @@ pub fn agent_finished(process: AgentProcess, activity: Activity) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_sandboxed_agents_children_are_sandboxed_and_stay_in_its_folder() {
+        let mut parent = SessionMeta::new(SessionId::from("p1"), Provider::Claude, "/w/proj");
+        parent.sandbox = Some("/h/sandbox/p1".into());
+        let request = |cwd: Option<&str>| ChildRequest {
+            provider: Some(Provider::Shell),
+            cwd: cwd.map(str::to_owned),
+            title: None,
+            role: None,
+            run: "r".into(),
+        };
+        let child = child_session(&parent, SessionId::from("c1"), request(None), false, 1);
+        assert_eq!(child.sandbox.as_deref(), Some("/h/sandbox/c1"));
+        assert_eq!(child.cwd, "/w/proj");
+        for ok in [None, Some("/w/proj"), Some("/w/proj/sub")] {
+            assert_eq!(sandboxed_child_refusal(&parent, ok), None, "{ok:?}");
+        }
+        for bad in ["/", "/w", "/w/proj2", "/w/proj/../other", "/root/.ssh"] {
+            assert!(
+                sandboxed_child_refusal(&parent, Some(bad)).is_some(),
+                "{bad}"
+            );
+        }
+        // An unsandboxed parent's children are as before.
+        parent.sandbox = None;
+        let child = child_session(&parent, SessionId::from("c2"), request(None), false, 1);
+        assert_eq!(child.sandbox, None);
+        assert_eq!(sandboxed_child_refusal(&parent, Some("/")), None);
+    }
+
     use super::*;
     use crate::test_support::*;
 

@@ -168,13 +168,16 @@ pub struct AgentEnv {
 /// The environment a sandboxed agent starts with: the daemon's own
 /// (`inherited`), then the launch's (`launch`: the provider's variables,
 /// the proxy's, hangar's), without any secret; each API key of
-/// [`PLACEHOLDER_KEYS`] that had a value becomes a placeholder ending in
-/// `nonce`; `overrides` (state folders, `HOME`) win over everything.
+/// [`PLACEHOLDER_KEYS`], and each variable of `key_vars` (the ones a CLI's
+/// settings name as holding its key, as codex's `env_key`), that had a
+/// value becomes a placeholder ending in `nonce`; `overrides` (state
+/// folders, `HOME`) win over everything.
 pub fn agent_env(
     inherited: &[(String, String)],
     launch: &[(String, String)],
     overrides: &[(String, String)],
     nonce: &str,
+    key_vars: &[String],
 ) -> AgentEnv {
     let mut env: Vec<(String, String)> = Vec::new();
     let set = |env: &mut Vec<(String, String)>, k: &str, v: &str| {
@@ -183,7 +186,12 @@ pub fn agent_env(
     };
     let mut substitutions: Vec<Substitution> = Vec::new();
     for (k, v) in inherited.iter().chain(launch) {
-        if let Some((_, prefix)) = PLACEHOLDER_KEYS.iter().find(|(name, _)| name == k) {
+        let prefix = PLACEHOLDER_KEYS
+            .iter()
+            .find(|(name, _)| name == k)
+            .map(|(_, prefix)| *prefix)
+            .or_else(|| key_vars.contains(k).then_some("hangar-sandbox-"));
+        if let Some(prefix) = prefix {
             if v.is_empty() {
                 continue;
             }
@@ -213,18 +221,21 @@ pub fn agent_env(
 }
 
 /// What is bound read-only for a program outside the system folders: its
-/// own folder (a native CLI's version folder), or its npm package when it
-/// sits in a package's `bin` (`bin/cli.js` needs its siblings); just the
-/// file itself when that folder would show more than the program: `$HOME`,
-/// `HANGAR_HOME`, a folder above either, or `/`.
+/// own folder (a native CLI's version folder), or the `node_modules` folder
+/// it is installed in when it is an npm package's (its launcher needs its
+/// siblings, and codex's finds its native binary in another package,
+/// `@openai/codex-linux-x64`); just the file itself when that folder would
+/// show more than the program: `$HOME`, `HANGAR_HOME`, a folder above
+/// either, or `/`.
 pub fn program_binds(canonical_program: &str, home: &str, hangar_home: &str) -> String {
     let file = canonical_program.to_owned();
     let Some((parent, _)) = canonical_program.rsplit_once('/') else {
         return file;
     };
-    let folder = match parent.rsplit_once('/') {
-        Some((up, "bin")) if up.contains("/node_modules/") => up,
-        _ => parent,
+    const MODULES: &str = "/node_modules/";
+    let folder = match canonical_program.find(MODULES) {
+        Some(at) => &canonical_program[..at + MODULES.len() - 1],
+        None => parent,
     };
     let covers = |p: &str| p.is_empty() || p == folder || p.starts_with(&format!("{folder}/"));
     if folder.is_empty() || folder == "/" || covers(home) || covers(hangar_home) {
@@ -265,6 +276,11 @@ pub struct Plan {
     /// The proxy's Unix socket outside and its port on loopback inside; none
     /// when the session has no proxy (then it has no network at all).
     pub proxy: Option<(String, u16)>,
+    /// The session's own socket back to the daemon (its hooks and MCP
+    /// calls), outside, and where it is bound inside: where the control
+    /// socket is outside (`HANGAR_HOME/run/hangar.sock`), so `hangar hook`
+    /// and `hangar mcp` find it there. Nothing else of `HANGAR_HOME` is in.
+    pub callback: Option<(String, String)>,
     /// The agent's program (a path valid inside) and its arguments.
     pub program: String,
     pub args: Vec<String>,
@@ -306,6 +322,9 @@ pub fn bwrap_args(plan: &Plan) -> Vec<String> {
     push(&["--ro-bind", &plan.hangar, INSIDE_HANGAR]);
     if let Some((socket, _)) = &plan.proxy {
         push(&["--bind", socket, INSIDE_PROXY_SOCKET]);
+    }
+    if let Some((socket, inside)) = &plan.callback {
+        push(&["--bind", socket, inside]);
     }
     let mut seen = BTreeSet::new();
     for r in &plan.read_only {
@@ -412,6 +431,10 @@ mod tests {
             state: state_binds(&Provider::Claude, "/h/sandbox/s1", "/home/ann"),
             hangar: "/opt/hangar/bin/hangar".into(),
             proxy: Some(("/h/sandbox/s1/proxy.sock".into(), 4100)),
+            callback: Some((
+                "/h/sandbox/s1/hangar.sock".into(),
+                "/h/run/hangar.sock".into(),
+            )),
             program: "/home/ann/.local/share/claude/claude".into(),
             args: vec!["--resume".into(), "x".into()],
             uid: 1000,
@@ -443,9 +466,15 @@ mod tests {
             writable,
             vec![
                 "/h/sandbox/s1/proxy.sock",
+                "/h/sandbox/s1/hangar.sock",
                 "/h/sandbox/s1/claude",
                 "/home/ann/proj"
             ]
+        );
+        // The session's own socket back, where `hangar hook` looks inside.
+        pos(
+            &a,
+            &["--bind", "/h/sandbox/s1/hangar.sock", "/h/run/hangar.sock"],
         );
         assert!(pos(&a, &["--ro-bind", "/usr", "/usr"]) < home);
         assert!(
@@ -511,6 +540,7 @@ mod tests {
                 "/home/ann/.claude".to_owned(),
             ),
             ("LANG".to_owned(), "C.UTF-8".to_owned()),
+            ("MY_PROVIDER_KEY".to_owned(), "mine-REAL".to_owned()),
         ];
         let launch = vec![(
             "HTTPS_PROXY".to_owned(),
@@ -520,7 +550,13 @@ mod tests {
             "CLAUDE_CONFIG_DIR".to_owned(),
             "/home/ann/.claude".to_owned(),
         )];
-        let e = agent_env(&inherited, &launch, &overrides, "n1");
+        let e = agent_env(
+            &inherited,
+            &launch,
+            &overrides,
+            "n1",
+            &["MY_PROVIDER_KEY".to_owned()],
+        );
         let names: Vec<_> = e.env.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             names,
@@ -528,12 +564,14 @@ mod tests {
                 "PATH",
                 "ANTHROPIC_API_KEY",
                 "LANG",
+                "MY_PROVIDER_KEY",
                 "HTTPS_PROXY",
                 "CLAUDE_CONFIG_DIR"
             ]
         );
         assert!(!e.env.iter().any(|(_, v)| v.contains("REAL")));
-        assert_eq!(e.substitutions.len(), 1);
+        assert_eq!(e.substitutions.len(), 2);
+        assert_eq!(e.substitutions[1].real, "mine-REAL");
         let s = &e.substitutions[0];
         assert_eq!(s.real, "sk-ant-REAL");
         assert_eq!(
@@ -578,7 +616,11 @@ mod tests {
         let b = |p| program_binds(p, "/home/a", "/home/a/.hangar");
         assert_eq!(
             b("/home/a/.npm/lib/node_modules/@openai/codex/bin/codex.js"),
-            "/home/a/.npm/lib/node_modules/@openai/codex"
+            "/home/a/.npm/lib/node_modules"
+        );
+        assert_eq!(
+            b("/opt/c/node_modules/@anthropic-ai/claude-code/bin/claude.exe"),
+            "/opt/c/node_modules"
         );
         assert_eq!(
             b("/home/a/.local/share/claude/versions/2.1.197"),

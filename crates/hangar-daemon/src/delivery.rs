@@ -290,11 +290,8 @@ impl Delivery {
         if meta.engine.is_some() {
             return false;
         }
-        // A sandboxed claude runs without hangar's hooks (issue 32).
-        if matches!(meta.provider, Provider::Claude)
-            && meta.sandbox.is_none()
-            && self.monitor.hooks_installed()
-        {
+        // A sandboxed claude's hooks reach hangar too (its own socket).
+        if matches!(meta.provider, Provider::Claude) && self.monitor.hooks_installed() {
             return true;
         }
         tokio::task::spawn_blocking(move || turns::transcript_path(&meta).is_some())

@@ -95,9 +95,21 @@ impl ProxyGrants {
         else {
             return Ok(None);
         };
-        // A sandboxed agent's only way out is the proxy (issue 32).
-        let sandbox_needs_it =
-            sandboxed && capture && provider.is_agent() && self.proxy.config().enabled;
+        // A sandboxed agent's only way out is the proxy (issue 32): without
+        // it the agent would start and reach nothing, so its start fails
+        // (fail closed) with the reason, whatever `[proxy] required` says.
+        let sandbox_needs_it = sandboxed && capture && provider.is_agent();
+        if sandbox_needs_it && !self.proxy.config().enabled {
+            return Err(SpawnFailure::new(
+                FailureKind::Other,
+                format!(
+                    "cannot start {} in its sandbox: its only way to its model is hangar's proxy, \
+                     which is off ([proxy] enabled = false in config.toml); turn the proxy on, or \
+                     start the session with --no-capture to run it with no network at all",
+                    id.short()
+                ),
+            ));
+        }
         if !self.proxy.wanted(&provider, capture) && !sandbox_needs_it {
             return Ok(None);
         }
@@ -105,6 +117,14 @@ impl ProxyGrants {
         let observer = move || daemon.proxy_observer();
         match self.proxy.grant(id, &provider, observer).await {
             Ok(g) => Ok(Some(g)),
+            Err(fault) if sandbox_needs_it => Err(SpawnFailure::new(
+                FailureKind::Other,
+                format!(
+                    "cannot start {} in its sandbox: hangar's proxy, its only way to its model, \
+                     is down: {fault}",
+                    id.short()
+                ),
+            )),
             Err(fault) if self.proxy.config().required => Err(SpawnFailure::new(
                 FailureKind::Other,
                 format!(

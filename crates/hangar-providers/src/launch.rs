@@ -146,6 +146,11 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
         Provider::Codex => {
             if env.dangerous {
                 args.push("--dangerously-bypass-approvals-and-sandbox".to_owned());
+            } else if meta.sandbox.is_some() {
+                // Inside hangar's sandbox its own one for its commands is
+                // off (issue 32; `hangar ls` says so): hangar's walls hold
+                // them, and a nested sandbox cannot be relied on there.
+                args.extend(["--sandbox".to_owned(), "danger-full-access".to_owned()]);
             }
             if let Some(id) = &resume {
                 args.extend(["resume".to_owned(), id.clone()]);
@@ -426,6 +431,30 @@ mod tests {
         meta.provider = Provider::Opencode;
         let spec = launched(&meta, false);
         assert_eq!(spec.args, vec!["--session", "t-1"]);
+    }
+
+    #[test]
+    fn a_sandboxed_codex_runs_with_its_own_sandbox_off_before_its_resume_subcommand() {
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/tmp");
+        meta.sandbox = Some("/h/sandbox/s1".into());
+        meta.provider_session = Some(ProviderSessionId::new("t-1", IdSource::Transcript));
+        let spec = launched(&meta, false);
+        assert_eq!(
+            spec.args,
+            vec!["--sandbox", "danger-full-access", "resume", "t-1"]
+        );
+        // Dangerous mode already turns it off; not twice.
+        let spec = launched(&meta, true);
+        assert_eq!(
+            spec.args,
+            vec![
+                "--dangerously-bypass-approvals-and-sandbox",
+                "resume",
+                "t-1"
+            ]
+        );
+        meta.sandbox = None;
+        assert_eq!(launched(&meta, false).args, vec!["resume", "t-1"]);
     }
 
     /// The launch of `meta` with every agent CLI found (as `true`).

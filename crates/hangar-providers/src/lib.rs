@@ -8,7 +8,8 @@
 //! (`transcript`: discovery, messages, activity, turns); its hooks, its
 //! per-process record and its background agents (`claude`); its database
 //! (`opencode`); its permission prompts on screen (`screen`); what its
-//! `--version` and `--help` say (`cli_facts`).
+//! `--version` and `--help` say (`cli_facts`); what a sandboxed CLI is
+//! given of the person's own settings (`sandboxed`).
 //!
 //! This crate must never run tokio, hold the daemon's state or write the
 //! store: it reads files (and OpenCode's SQLite database, read-only) and
@@ -22,6 +23,7 @@ pub mod config;
 pub mod failure_reason;
 pub mod launch;
 pub mod opencode;
+pub mod sandboxed;
 pub mod screen;
 pub mod transcript;
 

@@ -315,6 +315,45 @@ fn without_bwrap_a_sandboxed_session_fails_and_nothing_runs_unsandboxed() {
     h.shutdown();
 }
 
+#[test]
+fn with_the_proxy_down_a_sandboxed_agent_fails_naming_it_and_never_starts() {
+    if !have_bwrap() {
+        return;
+    }
+    // The proxy's port is taken: the proxy cannot start.
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let h = Hangar::new();
+    h.write_config(&format!("[proxy]\nport = {port}\n"));
+    let id = h.new_agent(&["--provider", "claude", "--sandbox"]);
+    let row = h.wait_state(&id, "failed");
+    let reason = row["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("proxy") && reason.contains(&format!("127.0.0.1:{port}")),
+        "the reason does not name the proxy and its fault: {row}"
+    );
+    // The control: the same agent outside a sandbox starts (without capture).
+    let plain = h.new_agent(&["--provider", "claude"]);
+    h.wait_state(&plain, "live");
+    assert_eq!(
+        h.session_agent_pids().len(),
+        1,
+        "only the unsandboxed agent runs"
+    );
+    drop(taken);
+    h.shutdown();
+
+    // With the proxy turned off, the same: failed, saying so.
+    let h = Hangar::new();
+    h.write_config("[proxy]\nenabled = false\n");
+    let off = h.new_agent(&["--provider", "claude", "--sandbox"]);
+    let row = h.wait_state(&off, "failed");
+    let reason = row["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("[proxy] enabled = false"), "{row}");
+    assert!(h.session_agent_pids().is_empty(), "an agent ran");
+    h.shutdown();
+}
+
 /// Whether any file under `dir` contains `needle`.
 fn contains_text(dir: &Path, needle: &str) -> bool {
     let Ok(entries) = fs::read_dir(dir) else {

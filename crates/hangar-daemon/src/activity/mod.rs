@@ -587,12 +587,34 @@ impl Monitor {
     /// The `--settings` file that installs hangar's hooks for a claude
     /// session, written before it starts; `None` when the hooks source is
     /// off or the file cannot be written (the session starts without hooks).
-    pub fn hook_settings(&self, id: &SessionId, provider: &Provider) -> Option<PathBuf> {
-        if !matches!(provider, Provider::Claude) || !self.settings.enabled(Source::Hooks) {
+    /// A sandboxed claude always gets one: it turns claude's own sandbox
+    /// off, and its hooks call the hangar inside (issue 32).
+    pub fn hook_settings(
+        &self,
+        id: &SessionId,
+        provider: &Provider,
+        sandboxed: bool,
+    ) -> Option<PathBuf> {
+        let hooks = self.settings.enabled(Source::Hooks);
+        if !matches!(provider, Provider::Claude) || !(hooks || sandboxed) {
             return None;
         }
-        let hangar = std::env::current_exe().ok()?;
-        match sources::hooks::write_settings(&hangar, &self.paths.home, id) {
+        let settings = if sandboxed {
+            hangar_providers::claude::hooks::Settings {
+                hangar: PathBuf::from(hangar_core::sandbox::INSIDE_HANGAR),
+                home: self.paths.home.clone(),
+                hooks,
+                own_sandbox_off: true,
+            }
+        } else {
+            hangar_providers::claude::hooks::Settings {
+                hangar: std::env::current_exe().ok()?,
+                home: self.paths.home.clone(),
+                hooks,
+                own_sandbox_off: false,
+            }
+        };
+        match sources::hooks::write_settings(&settings, &self.paths.home, id) {
             Ok(p) => Some(p),
             Err(e) => {
                 tracing::warn!(

@@ -143,10 +143,9 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
                 p.apply(meta);
             }
             if sandboxed {
-                // Its own state folder; no orchestration MCP (that needs
-                // hangar's control socket, which never enters a sandbox).
+                // Its own state folder (and its own socket back to hangar
+                // for its hooks and MCP server, made at each start).
                 meta.sandbox = Some(daemon.spawner.sandbox.folder_for(&meta.id));
-                meta.mcp = false;
             }
             meta.git_base = git_base.clone();
             meta.engine = engine.clone();

@@ -229,11 +229,26 @@ impl Identity {
         let by_fd = matches!(provider, Provider::Codex);
         // `/proc` shows the path as the kernel sees it: symlinks resolved.
         let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        // A sandboxed process's open files show as it sees them (its own
+        // mount namespace): its state folder's inside path, mapped back.
+        let inside_root = self
+            .sessions
+            .meta(id)
+            .and_then(|m| crate::sandbox::inside_path(&m, &real_root));
         let open_of = |pid: u32| -> Vec<std::path::PathBuf> {
-            self.os
-                .open_files_under(pid, &real_root)
-                .into_iter()
-                .collect()
+            match &inside_root {
+                Some(inside) => self
+                    .os
+                    .open_files_under(pid, inside)
+                    .into_iter()
+                    .filter_map(|p| Some(real_root.join(p.strip_prefix(inside).ok()?)))
+                    .collect(),
+                None => self
+                    .os
+                    .open_files_under(pid, &real_root)
+                    .into_iter()
+                    .collect(),
+            }
         };
         let mine = match pid {
             Some(p) if by_fd => open_of(p),

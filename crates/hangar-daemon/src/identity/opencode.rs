@@ -96,8 +96,18 @@ impl Identity {
         if !is_opencode {
             return;
         }
-        let Some(db) = database_path(&discovery::env_var) else {
-            return;
+        // A sandboxed OpenCode keeps its database in the session's own
+        // data folder (bound where `$XDG_DATA_HOME/opencode` is inside).
+        let sandboxed = self.sessions.meta(&id).and_then(|m| {
+            let dir = m.sandbox?;
+            hangar_core::sandbox::state_dir_for_var(&m.provider, &dir, "XDG_DATA_HOME")
+        });
+        let db = match sandboxed {
+            Some(data) => std::path::PathBuf::from(data).join("opencode.db"),
+            None => match database_path(&discovery::env_var) {
+                Some(db) => db,
+                None => return,
+            },
         };
         let started_ms = self.os.now_ms();
         let daemon = self.clone();

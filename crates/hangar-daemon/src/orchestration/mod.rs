@@ -193,13 +193,20 @@ impl Orchestration {
         }
         let orch = self;
         let token = token::mint();
-        let command = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hangar"));
+        // Inside a sandbox: hangar's binary where the sandbox shows it (its
+        // HANGAR_HOME holds only the session's own socket back).
+        let command = if meta.sandbox.is_some() {
+            PathBuf::from(hangar_core::sandbox::INSIDE_HANGAR)
+        } else {
+            std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hangar"))
+        };
+        let home = self.home.clone();
         let server = McpServer {
             command,
             args: vec!["mcp".into(), "--session".into(), meta.id.to_string()],
             env: [
                 ("HANGAR_MCP_TOKEN".to_owned(), token.clone()),
-                ("HANGAR_HOME".to_owned(), self.home.display().to_string()),
+                ("HANGAR_HOME".to_owned(), home.display().to_string()),
             ]
             .into(),
             config_file: orch.config_file(&meta.id),

@@ -6,6 +6,7 @@
 //! the agent. Anything that keeps the walls from going up fails the start
 //! (DESIGN.md rule 14): a sandboxed session never runs without them.
 
+pub mod callback;
 mod forward;
 pub mod relay;
 
@@ -48,6 +49,8 @@ pub struct Sandbox {
     config: Section<SandboxConfig>,
     /// A trial bwrap run succeeded once: the machine can sandbox.
     proven: tokio::sync::Mutex<bool>,
+    /// Sandboxed sessions' own sockets back to the daemon.
+    pub callbacks: callback::Callbacks,
 }
 
 /// The session's sandbox folder: its CLI's state, its proxy socket.
@@ -55,11 +58,19 @@ pub fn session_dir(home: &Path, id: &SessionId) -> PathBuf {
     home.join("sandbox").join(id.as_str())
 }
 
-/// A launch turned into a sandboxed one: the request, and the proxy
-/// socket's forwarder to keep until the process exits.
+/// A launch turned into a sandboxed one: the request, and what to keep
+/// until the process exits (the proxy socket's forwarder, the session's
+/// socket back to the daemon).
 pub struct Wrapped {
     pub request: SpawnRequest,
-    pub forwarder: Option<Forwarder>,
+    pub held: Held,
+}
+
+/// The sandbox's pieces that live as long as the session's process.
+#[derive(Default)]
+pub struct Held {
+    forwarder: Option<Forwarder>,
+    callback: Option<callback::CallbackSocket>,
 }
 
 impl Sandbox {
@@ -68,6 +79,7 @@ impl Sandbox {
             home,
             config,
             proven: tokio::sync::Mutex::new(false),
+            callbacks: callback::Callbacks::default(),
         }
     }
 
@@ -100,12 +112,7 @@ impl Sandbox {
                 "none".into()
             },
             writable,
-            agent_sandbox: Some(
-                "off: hangar's sandbox gives no capability to make another one (the CLI's own \
-                 sandbox for its commands cannot start inside it); the walls around the whole \
-                 agent hold its commands too"
-                    .into(),
-            ),
+            agent_sandbox: agent_sandbox(&meta.provider).map(str::to_owned),
         })
     }
 
@@ -186,10 +193,7 @@ impl Sandbox {
         };
         let hangar = std::env::current_exe()
             .map_err(|e| fail(format!("cannot find hangar's own binary: {e}")))?;
-        let home = std::env::var("HOME")
-            .ok()
-            .filter(|h| h.starts_with('/') && h != "/")
-            .unwrap_or_else(|| "/root".to_owned());
+        let home = inside_home();
         let state = rules::state_binds(&meta.provider, dir, &home);
         for s in &state {
             make_private_dir(Path::new(&s.outside))
@@ -255,6 +259,23 @@ impl Sandbox {
             None => None,
         };
 
+        // Its hooks and MCP server reach the daemon through a socket of
+        // its own, confined to this session (`callback.rs`).
+        let callback = if meta.provider.is_agent() {
+            let socket = Path::new(dir).join("hangar.sock");
+            let held = self
+                .callbacks
+                .listen(&socket, meta.id.clone())
+                .map_err(|e| fail(format!("cannot open its socket back to hangar: {e}")))?;
+            let inside = hangar_protocol::paths::Paths::new(self.home.clone()).socket();
+            Some((
+                held,
+                (socket.display().to_string(), inside.display().to_string()),
+            ))
+        } else {
+            None
+        };
+
         let cwd = request.cwd.display().to_string();
         let mut overrides: Vec<(String, String)> = state
             .iter()
@@ -265,7 +286,22 @@ impl Sandbox {
         overrides.push(("HANGAR_SANDBOX".into(), "bubblewrap".into()));
         let inherited: Vec<(String, String)> = std::env::vars().collect();
         let nonce = uuid::Uuid::new_v4().simple().to_string();
-        let env = rules::agent_env(&inherited, &request.env, &overrides, &nonce);
+        let seeded = seed_settings(&meta.provider, &state, &nonce).map_err(fail)?;
+        let env = rules::agent_env(
+            &inherited,
+            &request.env,
+            &overrides,
+            &nonce,
+            &seeded.key_vars,
+        );
+        if meta.provider == hangar_core::Provider::Claude {
+            let key = env
+                .substitutions
+                .iter()
+                .find(|s| s.var == "ANTHROPIC_API_KEY")
+                .map(|s| (s.real.as_str(), s.placeholder.as_str()));
+            seed_claude_json(&state, &request.cwd.display().to_string(), key).map_err(fail)?;
+        }
         if let Some(g) = grant {
             g.lease.confine(hangar_proxy::Confinement {
                 extra_hosts: self
@@ -282,6 +318,10 @@ impl Sandbox {
                         placeholder: s.placeholder.clone(),
                         real: s.real.clone(),
                     })
+                    .chain(seeded.replaced.iter().map(|r| hangar_proxy::Secret {
+                        placeholder: r.placeholder.clone(),
+                        real: r.real.clone(),
+                    }))
                     .collect(),
             });
         }
@@ -301,6 +341,7 @@ impl Sandbox {
             state,
             hangar: hangar.display().to_string(),
             proxy: proxy.as_ref().map(|(_, s, p)| (s.clone(), *p)),
+            callback: callback.as_ref().map(|(_, s)| s.clone()),
             program,
             args: request.args.clone(),
             uid,
@@ -314,9 +355,160 @@ impl Sandbox {
                 sandboxed: true,
                 ..request
             },
-            forwarder: proxy.map(|(f, _, _)| f),
+            held: Held {
+                forwarder: proxy.map(|(f, _, _)| f),
+                callback: callback.map(|(c, _)| c),
+            },
         })
     }
+}
+
+/// What the person's own settings gave a sandboxed CLI's state folder.
+#[derive(Default)]
+struct Seeded {
+    /// Secrets of the settings files, written as placeholders.
+    replaced: Vec<hangar_providers::sandboxed::Replaced>,
+    /// Variables the settings name as holding a key (codex's `env_key`).
+    key_vars: Vec<String>,
+}
+
+fn var(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The person's settings file of a CLI, under `var` or else `$HOME/rest`.
+fn person_file(var_name: &str, home_rest: &str, file: &str) -> Option<PathBuf> {
+    let dir = var(var_name).or_else(|| var("HOME").map(|h| h.join(home_rest)))?;
+    Some(dir.join(file))
+}
+
+/// Copy codex's `config.toml` and OpenCode's `opencode.json` of the person
+/// into the sandbox's state folders, their secrets as placeholders
+/// (`hangar_providers::sandboxed`); a file that is missing is no error.
+fn seed_settings(
+    provider: &hangar_core::Provider,
+    state: &[rules::StateBind],
+    nonce: &str,
+) -> Result<Seeded, String> {
+    use hangar_core::Provider;
+    use hangar_providers::sandboxed;
+    let mut n = 0;
+    let mut mint = || {
+        n += 1;
+        format!("hangar-sandbox-setting{n}-{nonce}")
+    };
+    let outside = |var_name: &str| {
+        state
+            .iter()
+            .find(|s| s.var == var_name)
+            .map(|s| PathBuf::from(&s.outside))
+    };
+    let read = |p: &Path| match std::fs::read_to_string(p) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", p.display())),
+    };
+    let mut seeded = Seeded::default();
+    match provider {
+        Provider::Codex => {
+            let (Some(from), Some(to)) = (
+                person_file("CODEX_HOME", ".codex", "config.toml"),
+                outside("CODEX_HOME").map(|d| d.join("config.toml")),
+            ) else {
+                return Ok(seeded);
+            };
+            if let Some(person) = read(&from)? {
+                let inside = read(&to)?;
+                let (text, replaced, key_vars) =
+                    sandboxed::codex_config(&person, inside.as_deref(), &mut mint)
+                        .map_err(|e| format!("{e} ({})", from.display()))?;
+                crate::paths::write_private(&to, text.as_bytes())
+                    .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+                seeded = Seeded { replaced, key_vars };
+            }
+        }
+        Provider::Opencode => {
+            let (Some(from), Some(to)) = (
+                person_file("XDG_CONFIG_HOME", ".config", "opencode/opencode.json"),
+                outside("XDG_CONFIG_HOME").map(|d| d.join("opencode.json")),
+            ) else {
+                return Ok(seeded);
+            };
+            if let Some(person) = read(&from)? {
+                let mut doc: serde_json::Value = serde_json::from_str(&person)
+                    .map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+                seeded.replaced = sandboxed::json_without_secrets(&mut doc, &mut mint);
+                let text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+                crate::paths::write_private(&to, &text)
+                    .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+            }
+        }
+        _ => {}
+    }
+    Ok(seeded)
+}
+
+/// The sandboxed claude's `.claude.json`: the person's onboarding, this
+/// folder's trust and the key's approval (`hangar_providers::sandboxed`).
+fn seed_claude_json(
+    state: &[rules::StateBind],
+    cwd: &str,
+    key: Option<(&str, &str)>,
+) -> Result<(), String> {
+    let Some(dir) = state.iter().find(|s| s.var == "CLAUDE_CONFIG_DIR") else {
+        return Ok(());
+    };
+    let to = Path::new(&dir.outside).join(".claude.json");
+    // Claude Code 2.1.197 reads `.config.json` of its config folder when
+    // there is one, else `.claude.json` of CLAUDE_CONFIG_DIR or the home.
+    let config_dir = var("CLAUDE_CONFIG_DIR").or_else(|| var("HOME").map(|h| h.join(".claude")));
+    let from = config_dir
+        .as_ref()
+        .map(|d| d.join(".config.json"))
+        .filter(|p| p.is_file())
+        .or_else(|| {
+            var("CLAUDE_CONFIG_DIR")
+                .or_else(|| var("HOME"))
+                .map(|d| d.join(".claude.json"))
+        });
+    let json_of = |p: &Path| -> serde_json::Value {
+        std::fs::read(p)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(serde_json::Value::Null)
+    };
+    let person = from.as_deref().map(json_of).unwrap_or_default();
+    let doc = hangar_providers::sandboxed::claude_json(json_of(&to), &person, cwd, key);
+    let text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+    crate::paths::write_private(&to, &text)
+        .map_err(|e| format!("cannot write {}: {e}", to.display()))
+}
+
+/// `$HOME` inside a sandbox: the daemon's own home path (an empty tmpfs).
+fn inside_home() -> String {
+    std::env::var("HOME")
+        .ok()
+        .filter(|h| h.starts_with('/') && h != "/")
+        .unwrap_or_else(|| "/root".to_owned())
+}
+
+/// Where a path of a sandboxed session's state folders (`outside`, under
+/// `$HANGAR_HOME/sandbox/<id>/`) is seen from inside its sandbox: what the
+/// kernel shows for its open files in `/proc/<pid>/fd` (paths of its own
+/// mount namespace). `None` for a session that is not sandboxed, or a path
+/// outside its state folders.
+pub fn inside_path(meta: &SessionMeta, outside: &Path) -> Option<PathBuf> {
+    let dir = meta.sandbox.as_deref()?;
+    rules::state_binds(&meta.provider, dir, &inside_home())
+        .into_iter()
+        .find_map(|b| {
+            let bound = Path::new(&b.outside);
+            let bound = std::fs::canonicalize(bound).unwrap_or_else(|_| bound.to_owned());
+            let rest = outside.strip_prefix(&bound).ok()?;
+            Some(Path::new(&b.inside).join(rest))
+        })
 }
 
 /// A worktree's git folder: written by every commit made in the worktree.
@@ -370,15 +562,57 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 
 /// Keep the sandbox's pieces for as long as the process runs.
 pub fn hold_until_exit(
-    forwarder: Option<Forwarder>,
+    held: Held,
     mut exit: tokio::sync::watch::Receiver<Option<crate::pty::ExitCode>>,
 ) {
-    let Some(f) = forwarder else { return };
+    if held.forwarder.is_none() && held.callback.is_none() {
+        return;
+    }
     tokio::spawn(async move {
         let _ = exit.wait_for(|e| e.is_some()).await;
-        drop(f);
+        drop(held);
     });
+}
+
+/// What `hangar ls` says of the CLI's own sandbox for its commands inside
+/// hangar's: turned off at its launch (`hangar_providers::launch`), since
+/// the walls around the whole agent hold its commands too and a nested one
+/// cannot be relied on here (no capability to make one; a nested bwrap
+/// cannot mount `/proc`).
+pub fn agent_sandbox(provider: &hangar_core::Provider) -> Option<&'static str> {
+    use hangar_core::Provider;
+    match provider {
+        Provider::Claude => Some(
+            "off: claude is started with sandbox.enabled = false in its --settings (a nested \
+             sandbox cannot be relied on inside hangar's; hangar's walls hold its commands too)",
+        ),
+        Provider::Codex => Some(
+            "off: codex is started with --sandbox danger-full-access (a nested sandbox cannot be \
+             relied on inside hangar's; hangar's walls hold its commands too)",
+        ),
+        Provider::Opencode => Some("none: OpenCode has no sandbox of its own"),
+        _ => None,
+    }
 }
 
 /// Shared by the daemon's parts.
 pub type SharedSandbox = Arc<Sandbox>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::{Provider, SessionId};
+
+    #[test]
+    fn a_sandboxed_sessions_state_paths_map_to_where_its_processes_see_them() {
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::Codex, "/w");
+        let rollout = Path::new("/h/sandbox/s1/codex/sessions/2026/12/03/r.jsonl");
+        assert_eq!(inside_path(&meta, rollout), None, "not sandboxed");
+        meta.sandbox = Some("/h/sandbox/s1".into());
+        assert_eq!(
+            inside_path(&meta, rollout),
+            Some(Path::new(&inside_home()).join(".codex/sessions/2026/12/03/r.jsonl"))
+        );
+        assert_eq!(inside_path(&meta, Path::new("/h/sandbox/s2/codex")), None);
+    }
+}

@@ -19,6 +19,7 @@ use super::attach_size::ClientSizes;
 use super::conn::Conn;
 use crate::Daemon;
 use crate::errors::ApiError;
+use hangar_core::SessionId;
 
 /// Outgoing frames queued per connection before the writer pushes back.
 /// Output frames are batched up to `MAX_BATCH`, so this bounds what a client
@@ -36,7 +37,15 @@ fn peer_is_us(stream: &UnixStream) -> bool {
     stream.peer_cred().is_ok_and(|c| c.uid() == me)
 }
 
-pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream: UnixStream) {
+/// Serve one client. `scope` is the sandboxed session whose own socket the
+/// client came in on (`sandbox::callback`): then only that session's hooks
+/// and MCP calls are served.
+pub(super) async fn handle(
+    daemon: Arc<Daemon>,
+    sizes: Arc<ClientSizes>,
+    stream: UnixStream,
+    scope: Option<SessionId>,
+) {
     if !peer_is_us(&stream) {
         let mut stream = stream;
         let reply = Reply::err(
@@ -170,6 +179,14 @@ pub(super) async fn handle(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, stream:
                                     .await;
                                 break 'conn;
                             }
+                        }
+                        continue;
+                    }
+                    if let Some(session) = &scope
+                        && let Some(why) = crate::sandbox::callback::refusal(session, &request)
+                    {
+                        if !conn.reply(Reply::err(id, codes::UNAUTHORIZED, why)).await {
+                            break 'conn;
                         }
                         continue;
                     }

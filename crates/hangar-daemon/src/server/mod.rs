@@ -32,13 +32,28 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
     // Every attached client's terminal size, per session: the PTY takes the
     // smallest (tmux's rule).
     let sizes = Arc::new(ClientSizes::default());
+    // Sandboxed sessions' own sockets (`sandbox::callback`), confined to
+    // their session.
+    let mut callbacks = daemon.spawner.sandbox.callbacks.take_receiver();
     loop {
         tokio::select! {
+            Some((session, stream)) = async {
+                match callbacks.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let daemon = daemon.clone();
+                let sizes = sizes.clone();
+                tokio::spawn(async move {
+                    connection::handle(daemon, sizes, stream, Some(session)).await
+                });
+            }
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let daemon = daemon.clone();
                     let sizes = sizes.clone();
-                    tokio::spawn(async move { connection::handle(daemon, sizes, stream).await });
+                    tokio::spawn(async move { connection::handle(daemon, sizes, stream, None).await });
                 }
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");

@@ -336,6 +336,11 @@ impl Sessions {
                  its root agent or a person must close some first"
             )));
         }
+        if let Some(why) =
+            hangar_core::orchestration::sandboxed_child_refusal(&parent, request.cwd.as_deref())
+        {
+            return Err(ApiError::invalid(why));
+        }
         let meta = child_session(&parent, id, request, st.ws.settings.dangerous, now_ms);
         let named = (meta.provider.name().to_owned(), meta.title.clone());
         st.ws.add_parked_session(meta, &tab, now_ms)?;

@@ -33,12 +33,12 @@ impl Spawner {
         // Proxy credentials for this process (issue 7); revoked when dropped.
         let proxy_grant = self.grants.proxy_grant(id).await?;
         // Claude Code hooks that report activity (issue 11), written off the
-        // lock; none in a sandbox (they talk to hangar's control socket,
-        // which a sandboxed agent never sees).
+        // lock; in a sandbox they call hangar back through the session's own
+        // socket, and the settings turn claude's own sandbox off.
         let sandboxed = self.sessions.meta(id).is_some_and(|m| m.sandbox.is_some());
         let hook_settings = {
-            let provider = self.sessions.provider_of(id).filter(|_| !sandboxed);
-            provider.and_then(|p| self.monitor.hook_settings(id, &p))
+            let provider = self.sessions.provider_of(id);
+            provider.and_then(|p| self.monitor.hook_settings(id, &p, sandboxed))
         };
         // Codex's command line depends on its version (issue 16 defect 4).
         let cli_facts = {
@@ -201,15 +201,15 @@ impl Spawner {
             None => request,
         };
         // A sandboxed session runs inside its walls or not at all (issue 32).
-        let (request, sandbox_forwarder) = match self.sessions.meta(id) {
+        let (request, sandbox_held) = match self.sessions.meta(id) {
             Some(meta) if meta.sandbox.is_some() && on_engine.is_none() => {
                 let w = self
                     .sandbox
                     .wrap(&meta, request, proxy_grant.as_ref())
                     .await?;
-                (w.request, w.forwarder)
+                (w.request, w.held)
             }
-            _ => (request, None),
+            _ => (request, Default::default()),
         };
         let program = request.program.display().to_string();
         self.journal.record(Event::SpawnBegin {
@@ -236,7 +236,7 @@ impl Spawner {
         if let Some(g) = proxy_grant {
             self.grants.hold_grant_until_exit(g, live.exit_watch());
         }
-        crate::sandbox::hold_until_exit(sandbox_forwarder, live.exit_watch());
+        crate::sandbox::hold_until_exit(sandbox_held, live.exit_watch());
 
         let mut first = live.first_output_watch();
         let mut exit = live.exit_watch();

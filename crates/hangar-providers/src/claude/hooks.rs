@@ -9,7 +9,7 @@
 //! is the daemon's (`activity::sources::hooks`), and nothing may ever write
 //! the user's settings files.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use hangar_core::SessionId;
 use serde_json::{Value, json};
@@ -81,21 +81,38 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// The `hooks` settings that call `hangar` back for `session`: the
-/// activity events, and `SessionStart`, whose `session_id` feeds the resume
-/// ledger (the daemon's `identity`).
-pub fn settings_json(hangar: &Path, home: &Path, session: &SessionId) -> Value {
+/// What a claude session's `--settings` file holds.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The `hangar` the hooks run, and the `HANGAR_HOME` they name (inside
+    /// a sandbox: hangar's own paths there).
+    pub hangar: PathBuf,
+    pub home: PathBuf,
+    /// Install the hooks (the hooks activity source is on).
+    pub hooks: bool,
+    /// Turn Claude Code's own sandbox for its commands off
+    /// (`sandbox.enabled`, a setting of 2.1.197): inside hangar's sandbox.
+    /// Settings given with `--settings` win over the user's and the
+    /// project's (its sources in order: user, project, local, flag, policy).
+    pub own_sandbox_off: bool,
+}
+
+/// The settings that call `hangar` back for `session`: the activity events,
+/// and `SessionStart`, whose `session_id` feeds the resume ledger (the
+/// daemon's `identity`).
+pub fn settings_json(settings: &Settings, session: &SessionId) -> Value {
     let mut hooks = serde_json::Map::new();
     let activity_events = HookEvent::ALL
         .into_iter()
         .map(|e| (e.claude_name(), e.cli_name()));
-    for (claude_name, cli_name) in activity_events.chain([("SessionStart", "session-start")]) {
+    let events = activity_events.chain([("SessionStart", "session-start")]);
+    for (claude_name, cli_name) in events.filter(|_| settings.hooks) {
         // HANGAR_HOME is in the agent's environment already; naming it here
         // too keeps the callback right if the agent scrubs its environment.
         let command = format!(
             "HANGAR_HOME={} {} hook {} --session {}",
-            shell_quote(&home.display().to_string()),
-            shell_quote(&hangar.display().to_string()),
+            shell_quote(&settings.home.display().to_string()),
+            shell_quote(&settings.hangar.display().to_string()),
             cli_name,
             shell_quote(session.as_str()),
         );
@@ -104,7 +121,11 @@ pub fn settings_json(hangar: &Path, home: &Path, session: &SessionId) -> Value {
             json!([{ "hooks": [{ "type": "command", "command": command, "timeout": 10 }] }]),
         );
     }
-    json!({ "hooks": hooks })
+    let mut out = json!({ "hooks": hooks });
+    if settings.own_sandbox_off {
+        out["sandbox"] = json!({ "enabled": false });
+    }
+    out
 }
 
 #[cfg(test)]

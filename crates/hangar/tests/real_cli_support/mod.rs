@@ -349,6 +349,8 @@ pub struct RealCli {
     pub xdg: PathBuf,
     /// Folders trusted so far (claude and codex ask otherwise).
     trusted: std::sync::Mutex<Vec<PathBuf>>,
+    /// Codex and OpenCode reach the fake API's HTTPS side (see `use_https_api`).
+    https: std::sync::atomic::AtomicBool,
 }
 
 impl RealCli {
@@ -414,6 +416,7 @@ impl RealCli {
             clis,
             xdg,
             trusted: Default::default(),
+            https: Default::default(),
         };
         rc.write_codex_config();
         rc.write_opencode_config();
@@ -466,6 +469,24 @@ impl RealCli {
         self.write_codex_config();
     }
 
+    /// Points codex's and OpenCode's configs at the fake API's HTTPS side
+    /// (127.0.0.2, in no agent's `NO_PROXY`: it stands for a remote API, so
+    /// their traffic goes through hangar's proxy); claude's is its
+    /// `ANTHROPIC_BASE_URL`, set by the test.
+    pub fn use_https_api(&self) {
+        self.https.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.write_codex_config();
+        self.write_opencode_config();
+    }
+
+    fn api_url(&self) -> String {
+        if self.https.load(std::sync::atomic::Ordering::SeqCst) {
+            self.api.https_url()
+        } else {
+            self.api.http_url()
+        }
+    }
+
     fn write_codex_config(&self) {
         let mut text = format!(
             "# Written by the real-CLI harness, as REAL_CLIS.md says codex runs offline.\n\
@@ -476,7 +497,7 @@ impl RealCli {
              base_url = \"{}/v1\"\n\
              env_key = \"{OPENAI_KEY_VAR}\"\n\
              wire_api = \"responses\"\n",
-            self.api.http_url()
+            self.api_url()
         );
         for d in self.trusted.lock().unwrap().iter() {
             text.push_str(&format!(
@@ -498,7 +519,7 @@ impl RealCli {
             "provider": {"fake": {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Fake",
-                "options": {"baseURL": format!("{}/v1", self.api.http_url()), "apiKey": OPENCODE_KEY},
+                "options": {"baseURL": format!("{}/v1", self.api_url()), "apiKey": OPENCODE_KEY},
                 "models": {"fake-model": {"name": "Fake model"}}
             }}
         });
@@ -610,10 +631,18 @@ impl RealCli {
         );
     }
 
-    /// Every file under `$CLAUDE_CONFIG_DIR/projects` (for failure messages).
+    /// Every file under `$CLAUDE_CONFIG_DIR/projects`, and under each
+    /// sandboxed session's own claude folder (for failure messages).
     pub fn claude_transcripts(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
         let mut stack = vec![self.hangar.claude_dir.join("projects")];
+        for e in fs::read_dir(self.hangar.home.join("sandbox"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            stack.push(e.path().join("claude").join("projects"));
+        }
         while let Some(d) = stack.pop() {
             for e in fs::read_dir(&d).into_iter().flatten().flatten() {
                 let p = e.path();

@@ -4,7 +4,7 @@
 //! folder slug of odd folder names, and a lost Enter (the knob that lets
 //! hangar's fast tests see it).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::fs;

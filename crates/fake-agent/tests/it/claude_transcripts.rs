@@ -1,7 +1,7 @@
 //! Claude-style starts, resumes and `/clear`, checked through the transcript
 //! files hangar's Claude adapter reads.
 
-mod support;
+use crate::support;
 
 use support::{Setup, assistant_text, entries, read_jsonl, wait_for_lines};
 

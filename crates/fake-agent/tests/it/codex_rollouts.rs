@@ -1,7 +1,7 @@
 //! Codex-style starts and `resume <id>`, checked through the rollout files
 //! hangar's Codex adapter reads.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

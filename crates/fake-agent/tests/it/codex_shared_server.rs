@@ -4,7 +4,7 @@
 //! `CODEX_HOME`, which outlives the TUI; with `--no-daemon` it starts none.
 //! (Opt-in with `FAKE_AGENT_CODEX_SHARED_SERVER=1`.)
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Starting, failing and ending: the knobs for broken starts, `crash`, and
 //! the signals hangar sends when it closes a session.
 
-mod support;
+use crate::support;
 
 use support::{Setup, read_jsonl, wait_for_lines, wait_until};
 

@@ -1,7 +1,7 @@
 //! The special inputs hangar's tests type: slow turns, questions, permission
 //! prompts, child processes, memory and terminal size.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::os::fd::{FromRawFd, OwnedFd};

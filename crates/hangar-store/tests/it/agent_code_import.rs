@@ -12,12 +12,12 @@ use hangar_core::{IdSource, Provider, RestorePlan, SessionId, TabId};
 use hangar_store::{ImportError, ImportReport, Store, import_agent_code_at};
 use serde_json::{Value, json};
 
-const MAY: &str = include_str!("fixtures/agent-code/v1-may-2026.json");
-const JULY: &str = include_str!("fixtures/agent-code/v1-july-2026.json");
-const JULY_TILE_TABS: &str = include_str!("fixtures/agent-code/v1-july-2026-tile-tabs.json");
-const V2: &str = include_str!("fixtures/agent-code/v2-windows-september-2026.json");
-const V3: &str = include_str!("fixtures/agent-code/v3-stage-september-2026.json");
-const IDS: &str = include_str!("fixtures/agent-code/ids.json");
+const MAY: &str = include_str!("../fixtures/agent-code/v1-may-2026.json");
+const JULY: &str = include_str!("../fixtures/agent-code/v1-july-2026.json");
+const JULY_TILE_TABS: &str = include_str!("../fixtures/agent-code/v1-july-2026-tile-tabs.json");
+const V2: &str = include_str!("../fixtures/agent-code/v2-windows-september-2026.json");
+const V3: &str = include_str!("../fixtures/agent-code/v3-stage-september-2026.json");
+const IDS: &str = include_str!("../fixtures/agent-code/ids.json");
 
 /// "Now" for sessions the file gives no date (2027-01-15).
 const NOW: u64 = 1_800_000_000_000;

@@ -5,13 +5,13 @@
 //! damaged after the first look salvaged into a fresh file.
 
 use std::fs;
-use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use hangar_core::fixtures::{large_workspace, session_id};
 use hangar_core::restore_plan::first_forks;
 use hangar_core::{IdSource, ProviderSessionId, RestorePlan, SessionId, Workspace};
 use hangar_store::{Store, StoreError, read_rest};
+use hangar_testkit::sqlite::{leaves_of, tear_page};
 use rusqlite::Connection;
 use tempfile::TempDir;
 
@@ -173,68 +173,6 @@ fn rows_that_do_not_decode_are_left_out_of_the_first_look_and_set_aside_by_the_r
     // The full plan forks what the first look forked.
     assert_eq!(RestorePlan::new(full.workspace.clone()).spawn, forks);
     assert_eq!(full.workspace.sessions.len(), 99);
-}
-
-/// The pages of the b-tree of `table` one below its root, with the rowids
-/// each holds, as (page number, first rowid, last rowid), from the file's
-/// bytes: an interior table page is its type (5), a cell count at 3, the
-/// right-most child at 8 and cell pointers from 12; a cell is a child page
-/// number and the child's largest rowid (a varint).
-fn leaves_of(path: &Path, table: &str) -> Vec<(u64, i64, i64)> {
-    let conn = Connection::open(path).unwrap();
-    let root: i64 = conn
-        .query_row(
-            "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-            [table],
-            |r| r.get(0),
-        )
-        .unwrap();
-    let root = root as usize;
-    let max_rowid: i64 = conn
-        .query_row(&format!("SELECT max(rowid) FROM {table}"), [], |r| r.get(0))
-        .unwrap();
-    drop(conn);
-    let bytes = fs::read(path).unwrap();
-    let page_size = match u16::from_be_bytes([bytes[16], bytes[17]]) {
-        1 => 65_536,
-        n => usize::from(n),
-    };
-    let start = (root - 1) * page_size + if root == 1 { 100 } else { 0 };
-    let page = &bytes[start..];
-    assert_eq!(page[0], 5, "the root of {table} is an interior table page");
-    let cells = usize::from(u16::from_be_bytes([page[3], page[4]]));
-    let page_no = |at: usize| u64::from(u32::from_be_bytes(page[at..at + 4].try_into().unwrap()));
-    let varint = |mut at: usize| {
-        let mut v: i64 = 0;
-        for _ in 0..9 {
-            let b = page[at];
-            v = (v << 7) | i64::from(b & 0x7f);
-            at += 1;
-            if b & 0x80 == 0 {
-                break;
-            }
-        }
-        v
-    };
-    let mut leaves = Vec::new();
-    let mut first = 1;
-    for i in 0..cells {
-        let at = usize::from(u16::from_be_bytes([page[12 + 2 * i], page[13 + 2 * i]]));
-        let last = varint(at + 4);
-        leaves.push((page_no(at), first, last));
-        first = last + 1;
-    }
-    leaves.push((page_no(8), first, max_rowid));
-    leaves
-}
-
-/// Overwrite page `page` of the file with bytes no b-tree page starts with.
-fn tear_page(path: &Path, page: u64) {
-    let bytes = fs::read(path).unwrap();
-    let page_size = u64::from(u16::from_be_bytes([bytes[16], bytes[17]]));
-    let mut f = fs::OpenOptions::new().write(true).open(path).unwrap();
-    f.seek(SeekFrom::Start((page - 1) * page_size)).unwrap();
-    f.write_all(&vec![0xff; page_size as usize]).unwrap();
 }
 
 #[test]

@@ -10,8 +10,8 @@ use hangar_store::{Store, export_json, import_agent_code, import_hangar_json};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
-const FIXTURE: &str = include_str!("fixtures/agent-code/v1-may-2026.json");
-const FIXTURE_V3: &str = include_str!("fixtures/agent-code/v3-stage-september-2026.json");
+const FIXTURE: &str = include_str!("../fixtures/agent-code/v1-may-2026.json");
+const FIXTURE_V3: &str = include_str!("../fixtures/agent-code/v3-stage-september-2026.json");
 
 const KNOWN_KEYS: &[&str] = &[
     "workspace",

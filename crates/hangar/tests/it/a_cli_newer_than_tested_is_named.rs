@@ -4,7 +4,7 @@
 //! one. The CLI here is the fake behind a wrapper answering `--version` as
 //! Claude Code does (`<version> (Claude Code)`).
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 

@@ -4,8 +4,8 @@
 //! quiet while a client is attached to that pane; and clients attached
 //! elsewhere get the terminal's own notification escape (OSC 9 / OSC 777).
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use std::fs;
 use std::path::Path;

@@ -3,15 +3,16 @@
 //! with a source turned off the next one still works. Activity is read from
 //! `hangar ls --json` (`activity`, `activity_since`), as scripts read it.
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use hangar_testkit::http::read_request;
 use serde_json::Value;
 use support::*;
 
@@ -197,18 +198,7 @@ impl SlowApi {
                 return;
             };
             let mut reader = BufReader::new(conn.try_clone().unwrap());
-            let mut length = 0usize;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0u8; length];
-            let _ = reader.read_exact(&mut body);
+            let _ = read_request(&mut reader);
             let _ = conn.write_all(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n\
                   event: message_start\ndata: {\"type\":\"message_start\"}\n\n",

@@ -2,7 +2,7 @@
 //! [--timeout D]`: it returns when the agent finishes its turn, and times out
 //! cleanly (exit 124, a message, and the states in its JSON).
 
-mod support;
+use crate::support;
 
 use std::fs;
 

@@ -7,7 +7,7 @@
 //! Fixtures: hangar-store/tests/fixtures/agent-code (SOURCES.md names the
 //! Agent Code source file each part follows).
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::path::Path;

@@ -6,9 +6,9 @@
 //! sizes; a client that stops reading is resynced from the screen instead of
 //! slowing the session or growing the daemon.
 
-mod pty_screen;
-mod reliability_support;
-mod support;
+use crate::pty_screen;
+use crate::reliability_support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -10,7 +10,7 @@
 //!   session's group is still ended with the session, on hibernate and on
 //!   shutdown. Processes are counted from /proc.
 
-mod support;
+use crate::support;
 
 use support::{DEADLINE, Hangar};
 

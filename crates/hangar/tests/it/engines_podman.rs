@@ -16,7 +16,7 @@
 //! default limits are refused on this project's machines), hence the
 //! engine's `runtime` and `ulimits`.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -3,7 +3,7 @@
 //! session keeps its last screen and its draft), also into a fresh home
 //! where no daemon has ever run.
 
-mod support;
+use crate::support;
 
 use std::fs;
 

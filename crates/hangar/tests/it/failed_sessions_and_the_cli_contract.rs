@@ -5,8 +5,8 @@
 //! sessions, wake and `ls` saying "started fresh", a closed stdout ending a
 //! report quietly, and an auto-started daemon passing no inherited fd on.
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use std::fs;
 use support::*;

@@ -11,9 +11,9 @@
 //! really reads the faked clock (its journal times move by a day when it
 //! starts under the jumped clock). Without libfaketime it prints SKIPPED.
 
-mod faults_support;
-mod reliability_support;
-mod support;
+use crate::faults_support;
+use crate::reliability_support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -5,8 +5,8 @@
 //! still works as before), no live session is restarted, and the daemon
 //! serves. Once the file is whole, the same reload takes it.
 
-mod reliability_support;
-mod support;
+use crate::reliability_support;
+use crate::support;
 
 use support::*;
 

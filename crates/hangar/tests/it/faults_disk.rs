@@ -9,9 +9,9 @@
 //! Both tests mount a tmpfs, which needs root (CI runs as root); elsewhere
 //! they print one SKIPPED line.
 
-mod faults_support;
-mod reliability_support;
-mod support;
+use crate::faults_support;
+use crate::reliability_support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

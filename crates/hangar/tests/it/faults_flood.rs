@@ -9,9 +9,8 @@
 //! first); `HANGAR_LONG_TESTS=1` floods 1 GB to the end. RSS is read from
 //! /proc; the bound is stated here and in RELIABILITY.md.
 
-mod faults_support;
-mod reliability_support;
-mod support;
+use crate::reliability_support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,8 @@
 //! its live sessions keep running untouched, `status` says what happened,
 //! and a restart shows every session.
 
-mod reliability_support;
-mod support;
+use crate::reliability_support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

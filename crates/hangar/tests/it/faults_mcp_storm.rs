@@ -7,8 +7,8 @@
 //! under the race; the daemon stays up; and after `hangar shutdown` no
 //! process of the home is left, counted from /proc.
 
-mod reliability_support;
-mod support;
+use crate::reliability_support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Instant;

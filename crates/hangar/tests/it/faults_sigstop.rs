@@ -5,9 +5,9 @@
 //! shutdown end a stopped group (SIGCONT lets it see the SIGTERM; SIGKILL
 //! follows regardless), leaving no process behind.
 
-mod faults_support;
-mod reliability_support;
-mod support;
+use crate::faults_support;
+use crate::reliability_support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,9 +3,9 @@
 //! home and the daemon that holds it; the store is not corrupted; and only
 //! one set of agents is spawned (the saved panes, once).
 
-mod faults_support;
-mod reliability_support;
-mod support;
+use crate::faults_support;
+use crate::reliability_support;
+use crate::support;
 
 use std::process::Stdio;
 use std::sync::{Arc, Barrier};

@@ -2,7 +2,7 @@
 //! with a circuit breaker, eviction of stale parked agents, and a journal
 //! that never holds prompt text. Processes are counted from /proc.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -4,8 +4,8 @@
 //! paused wake queue answers a person at once, and the journal records each
 //! lifecycle step with its real reason. Processes are counted from /proc.
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::fs;

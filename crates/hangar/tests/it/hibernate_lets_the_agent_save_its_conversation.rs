@@ -7,7 +7,7 @@
 //! after 3 s. The fake here queues its transcript lines and takes 4.5 s to
 //! write them on SIGTERM (`FAKE_AGENT_DRAIN_ON_EXIT_MS`), as such a claude.
 
-mod support;
+use crate::support;
 
 use support::Hangar;
 

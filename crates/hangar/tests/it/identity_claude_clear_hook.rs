@@ -2,7 +2,7 @@
 //! folder, as real Claude Code does it: the new transcript names no old id,
 //! so only the SessionStart hook hangar installs tells whose it is.
 
-mod support;
+use crate::support;
 
 use support::{DEADLINE, Hangar};
 

@@ -5,7 +5,7 @@
 //! with hooks off; a lost Enter is pressed again, and a prompt that never
 //! starts a turn is reported, not claimed.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};

@@ -2,7 +2,7 @@
 //! daemon restores them: one runs, the other is refused and says why, on
 //! its pane, in `status` and in the human `hangar ls`.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::{DEADLINE, Hangar};

@@ -2,7 +2,7 @@
 //! from real (fake-agent) transcripts, id rotation after `/clear`, the cwd
 //! rule, and duplicate ids.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::time::{Duration, SystemTime};

@@ -2,7 +2,7 @@
 //! provider share a folder: each keeps its own conversation, whoever writes
 //! first, hibernates first or restarts.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::{DEADLINE, Hangar, environ};

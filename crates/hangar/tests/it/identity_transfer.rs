@@ -1,7 +1,7 @@
 //! Process-level tests of import and export: an Agent Code workspace through
 //! the CLI and a daemon start, and a lossless hangar export round trip.
 
-mod support;
+use crate::support;
 
 use std::fs;
 
@@ -11,8 +11,8 @@ use support::{DEADLINE, Hangar, fake_agent_bin};
 // Agent Code's May 2026 file (the seed's shape), written from Agent Code's
 // source: see hangar-store/tests/fixtures/agent-code/SOURCES.md.
 const AGENT_CODE: &str =
-    include_str!("../../hangar-store/tests/fixtures/agent-code/v1-may-2026.json");
-const IDS: &str = include_str!("../../hangar-store/tests/fixtures/agent-code/ids.json");
+    include_str!("../../../hangar-store/tests/fixtures/agent-code/v1-may-2026.json");
+const IDS: &str = include_str!("../../../hangar-store/tests/fixtures/agent-code/ids.json");
 
 fn fixture_id(name: &str) -> String {
     let ids: Value = serde_json::from_str(IDS).unwrap();

@@ -9,7 +9,7 @@
 //! daemon in the same run with one session printing a line every 50 ms, so
 //! the test asserts a ratio of two windows, never a time.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::Duration;

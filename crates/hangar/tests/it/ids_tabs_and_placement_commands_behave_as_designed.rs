@@ -3,7 +3,7 @@
 //! close cascades to linked children, tab commands, and park / unpark / bury
 //! / unbury / pin / unpin moving sessions as DESIGN.md section 1 says.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::workspace::{Recipe, craft};

@@ -10,7 +10,7 @@
 //! visible), the temp root becomes `[ROOT]`, and pids, times and versions
 //! become their key's name in brackets.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 

@@ -6,7 +6,7 @@
 //! prompt that never starts a turn is reported as not delivered, never
 //! recorded as delivered.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::mcp::Mcp;

@@ -3,7 +3,7 @@
 //! client would, with the token from the MCP config file hangar wrote for
 //! the parent. Every step is checked against the processes in /proc.
 
-mod support;
+use crate::support;
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;

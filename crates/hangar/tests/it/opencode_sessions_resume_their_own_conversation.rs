@@ -5,7 +5,7 @@
 //! prompt hangar typed into that session. Two sessions in one folder and a
 //! person's own opencode there each keep theirs.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

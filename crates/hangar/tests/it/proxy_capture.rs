@@ -2,8 +2,8 @@
 //! HTTPS test server (the stand-in for the provider API) through the
 //! daemon's shared recording proxy.
 
-mod proxy_support;
-mod support;
+use crate::proxy_support;
+use crate::support;
 
 use std::time::Duration;
 

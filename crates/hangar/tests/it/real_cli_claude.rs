@@ -8,8 +8,8 @@
 //! - a conversation held by Claude Code's own background-agent supervisor
 //!   (`claude --bg`) gives a failed pane that says what to do (defect 9).
 
-mod real_cli_support;
-mod support;
+use crate::real_cli_support;
+use crate::support;
 
 use real_cli_support::{REAL_DEADLINE, RealCli};
 use serde_json::{Value, json};

@@ -15,8 +15,8 @@
 //!
 //! Skipped with one line when the CLIs cannot be installed.
 
-mod real_cli_support;
-mod support;
+use crate::real_cli_support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -6,8 +6,8 @@
 //!
 //! Skipped with one line when the CLIs cannot be installed.
 
-mod real_cli_support;
-mod support;
+use crate::real_cli_support;
+use crate::support;
 
 use real_cli_support::{REAL_DEADLINE, RealCli};
 

@@ -5,8 +5,8 @@
 //! left (counted from /proc), and two codex sessions in one folder each
 //! keep their own conversation id.
 
-mod real_cli_support;
-mod support;
+use crate::real_cli_support;
+use crate::support;
 
 use real_cli_support::RealCli;
 

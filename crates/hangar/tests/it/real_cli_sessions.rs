@@ -6,8 +6,8 @@
 //! Runs against `hangar-fake-model-api`; skipped with one line when the
 //! CLIs cannot be installed (see `real_cli_support`).
 
-mod real_cli_support;
-mod support;
+use crate::real_cli_support;
+use crate::support;
 
 use real_cli_support::RealCli;
 use serde_json::Value;

@@ -5,9 +5,9 @@
 //! start ends what the killed daemon had started, and never a process that
 //! merely reuses a recorded pid.
 
-mod pty_screen;
-mod reliability_support;
-mod support;
+use crate::pty_screen;
+use crate::reliability_support;
+use crate::support;
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};

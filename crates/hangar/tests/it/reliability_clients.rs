@@ -5,8 +5,8 @@
 //! one byte per second neither blocks others nor holds memory past the
 //! handshake deadline.
 
-mod reliability_support;
-mod support;
+use crate::reliability_support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;

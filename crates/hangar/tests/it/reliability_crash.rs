@@ -8,8 +8,8 @@
 //! The changes need no agent process, so a kill costs one daemon restart.
 //! Short run: 20 kills. `HANGAR_LONG_TESTS=1`: 200 kills.
 
-mod reliability_support;
-mod support;
+use crate::reliability_support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

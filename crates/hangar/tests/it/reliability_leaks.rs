@@ -11,8 +11,8 @@
 //! The cycles go through one raw client connection, so the figures measure
 //! the daemon and not the cost of starting a CLI process per step.
 
-mod reliability_support;
-mod support;
+use crate::reliability_support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

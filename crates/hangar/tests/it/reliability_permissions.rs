@@ -7,8 +7,8 @@
 //! daemon made a CA key / gave an agent a token, and print why they were
 //! skipped otherwise (the proxy and MCP bridge are built separately).
 
-mod reliability_support;
-mod support;
+use crate::reliability_support;
+use crate::support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -5,8 +5,8 @@
 //! refused, per DESIGN.md rule 5), nothing is deleted, and the original
 //! file is kept byte for byte.
 
-mod reliability_support;
-mod support;
+use crate::reliability_support;
+use crate::support;
 
 use std::fs;
 use std::path::{Path, PathBuf};

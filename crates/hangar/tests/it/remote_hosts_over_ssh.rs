@@ -9,8 +9,8 @@
 //!
 //! Every test skips with one line when sshd is not installed.
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use pty_screen::PtyApp;
 use serde_json::Value;

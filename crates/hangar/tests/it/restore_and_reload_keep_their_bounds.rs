@@ -8,7 +8,7 @@
 //! (FAKE_AGENT_START_DELAY_MS) is alive in /proc but has not yet written the
 //! start record naming its pid to its transcript.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -11,7 +11,7 @@
 //! `spawn-end`. Were a slot held through the settle, each `spawn-begin` would
 //! have to wait for the previous `spawn-end`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

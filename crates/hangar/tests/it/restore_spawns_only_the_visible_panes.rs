@@ -3,7 +3,7 @@
 //! agent hibernated with everything it had; wake, hibernate, reload and
 //! failed panes behave as DESIGN.md section 2 says.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::thread;

@@ -4,7 +4,7 @@
 //! the test makes the agent's changes itself, in the worktree's folder, as
 //! an agent would.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

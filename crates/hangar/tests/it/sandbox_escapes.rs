@@ -7,8 +7,8 @@
 //! A machine without `bwrap` skips the suite with one line, unless
 //! `HANGAR_ENGINES_REQUIRED=1` (CI sets it in .ci/run).
 
-mod proxy_support;
-mod support;
+use crate::proxy_support;
+use crate::support;
 
 use std::fs;
 use std::net::TcpListener;

@@ -8,8 +8,8 @@
 //! (`Ctrl-b /`) lists a match, Enter focusing its pane (switching tab) or
 //! selecting a parked one in the side list.
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -2,7 +2,7 @@
 //! process group, answering input, and ended whole (no orphan, no zombie)
 //! when closed or when the daemon shuts down.
 
-mod support;
+use crate::support;
 
 use support::*;
 

@@ -2,7 +2,7 @@
 //! new/close cycles leave the daemon's open fd count and child count where
 //! they started, with no zombie and no leaked PTY.
 
-mod support;
+use crate::support;
 
 use support::*;
 

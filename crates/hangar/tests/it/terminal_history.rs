@@ -5,8 +5,8 @@
 //! under a program redrawing its whole screen over and over (RSS read from
 //! /proc and compared, never timed).
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use pty_screen::PtyApp;
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! unknown kind, an oversized request or a client that vanishes mid-request
 //! each get a clear error or a clean drop, and other clients keep working.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;

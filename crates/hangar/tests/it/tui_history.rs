@@ -12,8 +12,8 @@
 //! into the screen lands whole, and output printed while a person reads
 //! does not move the view.
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use pty_screen::PtyApp;
 use support::*;

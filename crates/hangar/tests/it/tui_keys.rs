@@ -4,8 +4,8 @@
 //! and quitting without stopping anything. Issue 12: the new-agent dialog's
 //! worktree option and the worktree a close keeps.
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

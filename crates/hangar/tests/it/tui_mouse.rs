@@ -8,8 +8,8 @@
 //! two shell panes: a click while typing focuses the pane clicked and the
 //! typing goes on into it, and dragging the divider moves it.
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -6,8 +6,8 @@
 //! the pane's old engine (vt100) cut them at the pane's edge and the
 //! daemon's history kept them at the old width.
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use pty_screen::PtyApp;
 use support::*;

@@ -3,8 +3,8 @@
 //! terminal size) for an empty workspace, three panes in two splits, the
 //! parked list, the help overlay, a waking agent and a failed pane.
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use pty_screen::{PtyApp, mask};
 use support::*;

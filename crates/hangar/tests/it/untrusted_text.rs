@@ -9,8 +9,8 @@
 //! stdout or stderr: only the '\n' hangar's own formatting emits. The data
 //! itself stays as it was (`--json` returns it exactly).
 
-mod pty_screen;
-mod support;
+use crate::pty_screen;
+use crate::support;
 
 use std::ffi::OsStr;
 use std::fs;
@@ -260,7 +260,7 @@ fn every_listing_shows_hostile_titles_tab_names_and_ids_escaped_and_keeps_them_u
 fn an_agent_code_file_with_hostile_titles_and_ids_imports_with_an_escaped_report() {
     let h = Hangar::new();
     let mut doc: Value = serde_json::from_str(include_str!(
-        "../../hangar-store/tests/fixtures/agent-code/v1-may-2026.json"
+        "../../../hangar-store/tests/fixtures/agent-code/v1-may-2026.json"
     ))
     .unwrap();
     // Every title in the real-shaped fixture becomes a hostile one.

@@ -6,8 +6,8 @@
 //! by itself after it, stands down when a person typed, keeps its limit
 //! across a restart, and a 429 that is not a usage limit is not one.
 
-mod real_cli_support;
-mod support;
+use crate::real_cli_support;
+use crate::support;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -10,8 +10,8 @@
 //! a read-only pairing cannot type or act. Skips with one line when Chromium
 //! is not installed.
 
-mod support;
-mod web_support;
+use crate::support;
+use crate::web_support;
 
 use serde_json::json;
 use support::*;

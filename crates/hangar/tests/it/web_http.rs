@@ -10,9 +10,9 @@
 //! non-loopback listen needs TLS or `--insecure-lan`. The API's JSON is the
 //! CLI's.
 
-mod pty_screen;
-mod support;
-mod web_support;
+use crate::pty_screen;
+use crate::support;
+use crate::web_support;
 
 use serde_json::{Value, json};
 use support::*;

@@ -5,8 +5,8 @@
 //! back down, the live terminal is back. Skips with one line when Chromium
 //! is not installed.
 
-mod support;
-mod web_support;
+use crate::support;
+use crate::web_support;
 
 use serde_json::{Value, json};
 use support::*;

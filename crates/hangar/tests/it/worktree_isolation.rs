@@ -2,7 +2,7 @@
 //! and never lost. Every test makes a real git repository in its temp folder
 //! and drives shell sessions (`/bin/sh`) that write files in their cwd.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::path::{Path, PathBuf};

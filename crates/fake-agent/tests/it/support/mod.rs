@@ -5,7 +5,7 @@
 //! Every agent is killed (with its whole process group) when its handle drops,
 //! so a failing test never leaves processes behind.
 
-#![allow(dead_code)] // each test binary uses a different part of the harness
+#![allow(dead_code)] // not every helper is used by the tests of the moment
 
 use std::fs;
 use std::io::{Read, Write};
@@ -13,22 +13,17 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-pub const DEADLINE: Duration = Duration::from_secs(15);
+/// The deadline of a named wait (hangar-testkit's, the norm for every
+/// process-level test).
+pub const DEADLINE: Duration = hangar_testkit::DEADLINE;
 
 /// Polls `check` until it yields a value; panics naming `what` after the deadline.
-pub fn wait_until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+pub fn wait_until<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    hangar_testkit::wait_for(what, DEADLINE, check)
 }
 
 /// A temp directory holding `home/` and a project directory whose path has a

@@ -9,13 +9,14 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use hangar_testkit::http::read_request;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
@@ -131,35 +132,9 @@ fn serve(
     tcp.set_read_timeout(Some(Duration::from_secs(30)))?;
     let conn = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
     let mut tls = BufReader::new(rustls::StreamOwned::new(conn, tcp));
-    let mut request_line = String::new();
-    tls.read_line(&mut request_line)?;
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("")
-        .to_owned();
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        if tls.read_line(&mut line)? == 0 {
-            break;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':') {
-            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
-        }
-    }
-    let len: usize = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; len];
-    tls.read_exact(&mut body)?;
-    let body = String::from_utf8_lossy(&body).into_owned();
+    let request = read_request(&mut tls)?.unwrap_or_default();
+    let body = request.body_text();
+    let (path, headers) = (request.path, request.headers);
     let text = serde_json::from_str::<serde_json::Value>(&body)
         .ok()
         .and_then(|v| v["messages"][0]["content"].as_str().map(str::to_owned))

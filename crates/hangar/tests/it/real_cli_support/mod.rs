@@ -41,7 +41,7 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -222,120 +222,9 @@ fn skip(why: &str) {
     });
 }
 
-/// `hangar-fake-model-api`, next to `hangar` in the target folder.
-pub fn fake_api_bin() -> PathBuf {
-    let bin = support::hangar_bin()
-        .parent()
-        .expect("hangar binary has a parent dir")
-        .join("hangar-fake-model-api");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build --workspace --bins` first",
-        bin.display()
-    );
-    bin
-}
-
-/// A running `hangar-fake-model-api`: plain HTTP on 127.0.0.1 and HTTPS on
-/// 127.0.0.2 (a loopback address that is not in any agent's `NO_PROXY`,
-/// so it stands in for a remote API in the proxy tests).
-pub struct FakeApi {
-    pub dir: PathBuf,
-    pub http_port: u16,
-    pub https_port: u16,
-    child: Child,
-    _stdin: ChildStdin,
-}
-
-impl FakeApi {
-    pub fn start(dir: &Path) -> FakeApi {
-        fs::create_dir_all(dir).expect("fake API folder");
-        let mut child = Command::new(fake_api_bin())
-            .arg("--state-dir")
-            .arg(dir)
-            .args(["--https", "127.0.0.2:0", "--until-stdin-closes"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(
-                fs::File::create(dir.join("stderr.log"))
-                    .map(Stdio::from)
-                    .unwrap_or_else(|_| Stdio::null()),
-            )
-            .spawn()
-            .expect("start hangar-fake-model-api");
-        let stdin = child.stdin.take().expect("piped stdin");
-        let ports = dir.join("ports.json");
-        support::wait_until("the fake model API is listening", support::DEADLINE, || {
-            ports.is_file()
-        });
-        let p: Value = serde_json::from_slice(&fs::read(&ports).expect("read ports.json"))
-            .expect("ports.json is JSON");
-        FakeApi {
-            dir: dir.to_path_buf(),
-            http_port: p["http"].as_u64().expect("http port") as u16,
-            https_port: p["https"].as_u64().expect("https port") as u16,
-            child,
-            _stdin: stdin,
-        }
-    }
-
-    /// `http://127.0.0.1:PORT` (no trailing slash).
-    pub fn http_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.http_port)
-    }
-
-    /// `https://127.0.0.2:PORT`.
-    pub fn https_url(&self) -> String {
-        format!("https://127.0.0.2:{}", self.https_port)
-    }
-
-    /// The CA (PEM) the HTTPS side's certificate is signed by.
-    pub fn ca_file(&self) -> PathBuf {
-        self.dir.join("ca.pem")
-    }
-
-    /// Replaces the script (see the fake API's `script.rs`); read at each
-    /// request.
-    pub fn script(&self, script: Value) {
-        let tmp = self.dir.join("script.json.tmp");
-        fs::write(&tmp, script.to_string()).expect("write script");
-        fs::rename(&tmp, self.dir.join("script.json")).expect("install script");
-    }
-
-    /// Every request received so far, in order.
-    pub fn requests(&self) -> Vec<Value> {
-        fs::read_to_string(self.dir.join("requests.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    /// Requests to one API (`anthropic`, `responses`, `chat`).
-    pub fn requests_to(&self, api: &str) -> Vec<Value> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r["api"] == api)
-            .collect()
-    }
-
-    /// Waits until a request satisfies `pred`; returns it.
-    pub fn wait_request(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let mut found = None;
-        support::wait_until(what, REAL_DEADLINE, || {
-            found = self.requests().into_iter().find(|r| pred(r));
-            found.is_some()
-        });
-        found.expect("found once the wait ends")
-    }
-}
-
-impl Drop for FakeApi {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// A running `hangar-fake-model-api`: hangar-testkit's, shared
+/// with the usage and limit tests.
+pub use hangar_testkit::fake_api::FakeApi;
 
 /// One test's real-CLI world: a hangar fixture whose providers are the
 /// real CLIs, their offline config, and the fake API they talk to.

@@ -137,18 +137,4 @@ pub fn hello_frame() -> Vec<u8> {
 }
 
 /// Open fds of `pid`, by target (for a readable leak report).
-pub fn fd_targets(pid: i32) -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
-    };
-    let mut v: Vec<String> = dir
-        .filter_map(|e| {
-            let e = e.ok()?;
-            std::fs::read_link(e.path())
-                .ok()
-                .map(|t| t.display().to_string())
-        })
-        .collect();
-    v.sort();
-    v
-}
+pub use hangar_testkit::proc::fd_targets;

@@ -888,39 +888,14 @@ fn default_setup_timeout() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // The shared git fixture: an identity, no signing, `main` first.
+    use hangar_testkit::git::git as sh_git;
 
     /// A throwaway repository with one commit on `main`.
     struct TestRepo {
         _dir: tempfile::TempDir,
         root: PathBuf,
         home: PathBuf,
-    }
-
-    fn sh_git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args([
-                "-c",
-                "user.name=hangar test",
-                "-c",
-                "user.email=test@hangar.invalid",
-            ])
-            .args([
-                "-c",
-                "commit.gpgsign=false",
-                "-c",
-                "init.defaultBranch=main",
-            ])
-            .args(args)
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     fn repo() -> TestRepo {

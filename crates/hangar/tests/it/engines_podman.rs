@@ -1,0 +1,462 @@
+//! Sessions on a real Podman engine (issue 32), through Podman's Docker
+//! Engine API (`podman system service`): the fake agent, bind-mounted with
+//! the target folder into an image built by `hangar engine image build`
+//! (Debian's bookworm from mmdebstrap; glibc matches the host's Debian 12),
+//! runs in one container per session: its answer on screen, its TTY sized
+//! like the pane, hibernate stops the container and keeps its volume, wake
+//! resumes the same conversation from it, close removes both; labels on
+//! everything; a missing image and a missing socket are `failed` sessions
+//! with the engine's own words and no local agent; a restart removes this
+//! home's leftovers and never another home's.
+//!
+//! Needs podman, runc and mmdebstrap (Debian packages; `.ci/run` installs
+//! them). Without them each test says so in one line and passes, unless
+//! `HANGAR_ENGINES_REQUIRED=1` (set by `.ci/run`), where it fails.
+//! Podman here needs `--runtime runc` and lowered ulimits (crun and the
+//! default limits are refused on this project's machines), hence the
+//! engine's `runtime` and `ulimits`.
+
+use crate::support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use support::*;
+
+/// The test image, built once per machine (and so once per CI run) by
+/// `hangar engine image build` and then reused.
+const IMAGE: &str = "localhost/hangar-test-engines";
+/// A container's first start includes making its volume.
+const ENGINE_DEADLINE: Duration = Duration::from_secs(60);
+
+static BUILD: Mutex<()> = Mutex::new(());
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+        || Path::new("/usr/sbin").join(program).is_file()
+}
+
+/// Whether the machine has what these tests need; one line says why not.
+fn engines_here(test: &str) -> bool {
+    let missing: Vec<_> = ["podman", "runc", "mmdebstrap"]
+        .into_iter()
+        .filter(|p| !on_path(p))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!(
+        "{} not installed (Debian: apt-get install podman runc mmdebstrap uidmap)",
+        missing.join(", ")
+    );
+    assert!(
+        std::env::var("HANGAR_ENGINES_REQUIRED").as_deref() != Ok("1"),
+        "HANGAR_ENGINES_REQUIRED=1 but {why}"
+    );
+    eprintln!("engines_podman::{test}: skipped: {why}");
+    false
+}
+
+/// `podman system service` on a socket of its own, ended on drop.
+struct Service {
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+    child: Child,
+}
+
+impl Service {
+    fn start() -> Service {
+        let dir = tempfile::Builder::new()
+            .prefix("hangar-podman-")
+            .tempdir()
+            .expect("temp dir");
+        let socket = dir.path().join("podman.sock");
+        let child = Command::new("podman")
+            .args(["system", "service", "--time=0"])
+            .arg(format!("unix://{}", socket.display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start podman system service");
+        wait_until("podman's API socket is there", DEADLINE, || socket.exists());
+        Service {
+            _dir: dir,
+            socket,
+            child,
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Removes every container and volume labelled with a home's hash when
+/// dropped (declared before the fixture, so it runs after its shutdown).
+struct Sweep(String);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        let filter = format!("label=hangar.home={}", self.0);
+        let _ = podman(&["rm", "--force", "--volumes", "--filter", &filter]);
+        let _ = podman(&["volume", "prune", "--force", "--filter", &filter]);
+    }
+}
+
+fn podman(args: &[&str]) -> std::process::Output {
+    Command::new("podman")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run podman")
+}
+
+fn podman_ok(args: &[&str]) -> String {
+    let out = podman(args);
+    assert!(
+        out.status.success(),
+        "podman {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn exists(what: &str, name: &str) -> bool {
+    podman(&[what, "exists", name]).status.success()
+}
+
+fn container_status(name: &str) -> String {
+    podman_ok(&["inspect", "--format", "{{.State.Status}}", name])
+}
+
+/// `[engines.pod]` for this fixture: the target folder (the fake agent and
+/// its siblings) bind-mounted read-only at the same path.
+fn engine_config(socket: &Path, extra: &str) -> String {
+    let fake = fake_agent_bin();
+    let target = fake.parent().expect("target folder").display().to_string();
+    format!(
+        r#"[engines.pod]
+kind = "podman"
+socket = "{socket}"
+image = "{IMAGE}"
+runtime = "runc"
+ulimits = {{ nofile = 20000, nproc = 32768 }}
+network = "none"
+mounts = ["{target}:{target}:ro"]
+programs = {{ claude = "{fake}" }}
+stop_timeout_secs = 2
+{extra}"#,
+        socket = socket.display(),
+        fake = fake.display(),
+    )
+}
+
+fn home_hash(h: &Hangar) -> String {
+    hangar_core::engine::home_hash(&h.home.display().to_string())
+}
+
+/// The engine and its test image, built through hangar itself the first
+/// time on this machine.
+fn engine_fixture() -> (Service, Sweep, Hangar) {
+    let service = Service::start();
+    let h = Hangar::new();
+    let sweep = Sweep(home_hash(&h));
+    h.write_config(&engine_config(&service.socket, ""));
+    let _one_build = BUILD.lock().unwrap_or_else(|p| p.into_inner());
+    if !exists("image", IMAGE) {
+        let mut build = h.command(&["--json", "engine", "image", "build", "pod"]);
+        let out = build.output().expect("run hangar engine image build");
+        assert!(
+            out.status.success(),
+            "hangar engine image build failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON reply");
+        assert_eq!(v["image"], IMAGE);
+        assert!(exists("image", IMAGE), "the built image is in podman");
+    }
+    (service, sweep, h)
+}
+
+fn wait_engine_state(h: &Hangar, id: &str, state: &str) -> serde_json::Value {
+    let start = std::time::Instant::now();
+    loop {
+        let row = h.session(id);
+        if row["state"] == state {
+            return row;
+        }
+        assert!(
+            start.elapsed() < ENGINE_DEADLINE,
+            "timed out waiting until {id} is {state}: {row}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Host pids of fake agents carrying `session`'s id (the exec passes it
+/// into the container; the host's /proc sees the container's processes).
+fn agents_of(session: &str) -> Vec<i32> {
+    let want = format!("HANGAR_SESSION_ID={session}");
+    all_pids()
+        .into_iter()
+        .filter(|&p| {
+            cmdline(p)
+                .first()
+                .is_some_and(|a| a.ends_with("hangar-fake-agent"))
+        })
+        .filter(|&p| environ(p).iter().any(|e| e == &want))
+        .collect()
+}
+
+fn pid_namespace(pid: i32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()
+}
+
+#[test]
+fn an_agent_in_a_podman_container_answers_hibernates_wakes_and_closes() {
+    if !engines_here("an_agent_in_a_podman_container_answers_hibernates_wakes_and_closes") {
+        return;
+    }
+    let (_service, _sweep, h) = engine_fixture();
+    let id = h.json(&["new", "--engine", "pod"])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let row = wait_engine_state(&h, &id, "live");
+    let container = format!("hangar-{id}");
+    assert_eq!(
+        row["engine"],
+        serde_json::json!({"name": "pod", "kind": "podman", "container": container, "image": IMAGE}),
+        "ls --json names the engine: {row}"
+    );
+    h.wait_screen(&id, "fake-agent claude session");
+
+    // The agent runs in the container, not beside the daemon: its pid
+    // namespace is not ours, and the session's own process is the bridge.
+    let agents = agents_of(&id);
+    assert_eq!(agents.len(), 1, "one agent for the session: {agents:?}");
+    assert_ne!(
+        pid_namespace(agents[0]),
+        pid_namespace(std::process::id() as i32),
+        "the agent is in the container's pid namespace"
+    );
+    let bridge = h.pid_of(&id);
+    assert!(
+        cmdline(bridge).iter().any(|a| a == "engine-exec"),
+        "the session's process is the exec bridge: {:?}",
+        cmdline(bridge)
+    );
+
+    // Labels on the container and its volume.
+    let labels = podman_ok(&["inspect", "--format", "{{json .Config.Labels}}", &container]);
+    let labels: serde_json::Value = serde_json::from_str(&labels).expect("labels JSON");
+    assert_eq!(labels["hangar.session"], id.as_str());
+    assert_eq!(labels["hangar.home"], home_hash(&h).as_str());
+    let volume = format!("hangar-{id}-home");
+    let volume_labels = podman_ok(&["volume", "inspect", "--format", "{{json .Labels}}", &volume]);
+    let volume_labels: serde_json::Value =
+        serde_json::from_str(&volume_labels).expect("volume labels JSON");
+    assert_eq!(volume_labels["hangar.home"], home_hash(&h).as_str());
+    assert_eq!(volume_labels["hangar.session"], id.as_str());
+
+    // Bytes both ways, and the container's TTY is the pane's size.
+    h.ok(&["send", &id, "hello"]);
+    h.wait_screen(&id, "answer: hello");
+    h.ok(&["send", &id, "size"]);
+    h.wait_screen(&id, "size: 120x40");
+    let psid = row["provider_session_id"]
+        .as_str()
+        .expect("a provider id")
+        .to_owned();
+
+    // Hibernate stops the container and keeps it and its volume.
+    h.ok(&["hibernate", &id]);
+    wait_engine_state(&h, &id, "hibernated");
+    assert_eq!(container_status(&container), "exited");
+    assert!(exists("volume", &volume), "the volume is kept");
+    wait_until("the agent is gone", DEADLINE, || agents_of(&id).is_empty());
+
+    // Wake starts it again and resumes the same conversation from the CLI's
+    // state in the volume.
+    h.ok(&["wake", &id]);
+    let woke = wait_engine_state(&h, &id, "live");
+    h.wait_screen(&id, &format!("session {psid} (resumed)"));
+    assert_eq!(woke["provider_session_id"], psid.as_str());
+    assert_eq!(container_status(&container), "running");
+
+    // Close removes the container and its volume.
+    h.ok(&["close", &id]);
+    h.wait_until("the container is removed", ENGINE_DEADLINE, || {
+        !exists("container", &container)
+    });
+    assert!(!exists("volume", &volume), "the volume is removed");
+    assert!(agents_of(&id).is_empty(), "no agent left");
+}
+
+#[test]
+fn engine_errors_fail_the_session_with_the_engines_words_and_run_nothing_here() {
+    if !engines_here("engine_errors_fail_the_session_with_the_engines_words_and_run_nothing_here") {
+        return;
+    }
+    let (service, _sweep, h) = engine_fixture();
+    let gone = h.root.join("no-engine.sock");
+    h.write_config(&engine_config(
+        &service.socket,
+        &format!(
+            "[engines.gone]\nkind = \"docker\"\nsocket = \"{}\"\nimage = \"{IMAGE}\"\n",
+            gone.display()
+        ),
+    ));
+
+    // An image the engine does not have: Podman's own "no such image", and
+    // no pull.
+    let missing = h.json(&[
+        "new",
+        "--engine",
+        "pod",
+        "--image",
+        "localhost/hangar-no-such-image",
+    ])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let row = wait_engine_state(&h, &missing, "failed");
+    let reason = row["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.to_lowercase().contains("no such image") && reason.contains("never pulls"),
+        "the engine's words and the way out: {reason}"
+    );
+    assert!(
+        !exists("image", "localhost/hangar-no-such-image"),
+        "nothing was pulled"
+    );
+    assert!(!exists("container", &format!("hangar-{missing}")));
+
+    // An engine whose socket is not there.
+    let unreachable = h.json(&["new", "--engine", "gone"])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let row = wait_engine_state(&h, &unreachable, "failed");
+    let reason = row["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(&gone.display().to_string()) && reason.contains("does not exist"),
+        "names the socket: {reason}"
+    );
+
+    // Never a local agent instead (DESIGN.md rule 14), also on a retry.
+    let woke = h.run(&["wake", &unreachable]);
+    assert!(!woke.status.success(), "a wake still fails");
+    assert!(
+        h.fake_agent_pids_for_home().is_empty(),
+        "no agent ran on this machine"
+    );
+
+    // An engine config.toml does not name is refused up front.
+    let err = h.fail(&["new", "--engine", "nowhere"]);
+    assert!(
+        err.contains("engine nowhere is not in config.toml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_start_removes_its_own_leftovers_and_never_another_homes() {
+    if !engines_here("a_start_removes_its_own_leftovers_and_never_another_homes") {
+        return;
+    }
+    let (_service, _sweep, h) = engine_fixture();
+    let mine = home_hash(&h);
+    let suffix = uuid_like(&h);
+    // Another home's container, and one of this home for a session it does
+    // not have (a crash between a close and its removal leaves one).
+    let theirs = format!("hangar-theirs-{suffix}");
+    let _their_sweep = Sweep(format!("other-{suffix}"));
+    let ghost = format!("hangar-ghost-{suffix}");
+    for (name, home, session) in [
+        (&theirs, format!("other-{suffix}"), "someone-elses"),
+        (&ghost, mine.clone(), "closed-long-ago"),
+    ] {
+        podman_ok(&[
+            "create",
+            "--name",
+            name,
+            "--runtime",
+            "runc",
+            "--label",
+            &format!("hangar.home={home}"),
+            "--label",
+            &format!("hangar.session={session}"),
+            IMAGE,
+            "true",
+        ]);
+    }
+
+    // A start of this home (the first command starts the daemon).
+    h.ok(&["ls"]);
+    h.wait_until("this home's leftover is removed", ENGINE_DEADLINE, || {
+        !exists("container", &ghost)
+    });
+    assert!(
+        exists("container", &theirs),
+        "another home's container is left alone"
+    );
+}
+
+/// A name part unique to this fixture (its temp folder's name).
+fn uuid_like(h: &Hangar) -> String {
+    h.root
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect()
+}
+
+#[test]
+fn a_restart_after_a_crash_restores_the_container_agent_and_resumes_it() {
+    if !engines_here("a_restart_after_a_crash_restores_the_container_agent_and_resumes_it") {
+        return;
+    }
+    let (_service, _sweep, h) = engine_fixture();
+    let id = h.json(&["new", "--engine", "pod"])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let row = wait_engine_state(&h, &id, "live");
+    h.wait_screen(&id, "fake-agent claude session");
+    h.ok(&["send", &id, "before the crash"]);
+    h.wait_screen(&id, "answer: before the crash");
+    let psid = row["provider_session_id"]
+        .as_str()
+        .expect("a provider id")
+        .to_owned();
+
+    // The daemon dies without a word; its agent must not go on writing the
+    // conversation the next start resumes.
+    let daemon = h.daemon_pid();
+    // SAFETY: a plain kill of a pid this test's fixture started.
+    unsafe { libc::kill(daemon, libc::SIGKILL) };
+    wait_until("the daemon is gone", DEADLINE, || !is_running(daemon));
+    wait_until("the old agent is gone", ENGINE_DEADLINE, || {
+        agents_of(&id).is_empty()
+    });
+
+    // The next start restores the pane in the same container, resumed.
+    h.ok(&["ls"]);
+    let woke = wait_engine_state(&h, &id, "live");
+    h.wait_screen(&id, &format!("session {psid} (resumed)"));
+    assert_eq!(woke["provider_session_id"], psid.as_str());
+    assert_eq!(agents_of(&id).len(), 1, "one agent after the restore");
+    assert_eq!(container_status(&format!("hangar-{id}")), "running");
+}

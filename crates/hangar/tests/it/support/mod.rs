@@ -1,0 +1,27 @@
+//! The process-level test harness: one real hangar daemon per test, in its own
+//! temp `HANGAR_HOME`, with `hangar-fake-agent` standing in for every provider.
+//!
+//! The fixture (`Hangar`), the waits and the `/proc` readers are
+//! hangar-testkit's, shared with the other crates' tests; what only these
+//! tests need is here: the MCP client, the sshd, crafted workspaces.
+//!
+//! Tests count processes from `/proc`, never from the daemon's own word, and
+//! the fixture never leaks a process (see `hangar_testkit::home`).
+
+#![allow(dead_code)] // not every helper is used by the tests of the moment
+
+pub mod mcp;
+pub mod sshd;
+pub mod workspace;
+
+pub use hangar_testkit::bins::{fake_agent_bin, hangar_bin};
+pub use hangar_testkit::git;
+pub use hangar_testkit::home::{Hangar, user_entries};
+// The whole /proc toolbox, used or not by the tests of the moment.
+#[allow(unused_imports)]
+pub use hangar_testkit::proc::{
+    all_pids, arg_after, children_of, cmdline, descendants_of, environ, exists, is_running,
+    is_zombie, open_fds, pgid, ppid, proc_state, processes_in_group, rss_kib, start_secs,
+    uptime_secs,
+};
+pub use hangar_testkit::wait::{DEADLINE, wait_until};

@@ -980,6 +980,7 @@ mod tests {
                 provider_session_id: Some("p".into()),
                 cwd: Some("/w".into()),
                 source: Some("clear".into()),
+                error: None,
             }),
         ];
         for r in reqs {

@@ -390,6 +390,7 @@ mod tests {
                 account: Some("sha256:00".into()),
             }),
             auto_continue: Some(false),
+            ..Default::default()
         };
         l.save_session("s1", Some(&state)).unwrap();
         l.save_windows(

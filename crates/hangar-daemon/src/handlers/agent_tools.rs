@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
+use hangar_core::SessionId;
 use hangar_protocol::message::{AgentCall, AgentTool};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::Daemon;
 use crate::errors::ApiError;
-use crate::journal::Event;
+use crate::journal::{Caller, Event};
+use crate::orchestration::tools::parse;
 
 /// Answer one orchestration tool call, journaling it with its caller.
 pub async fn agent(daemon: &Arc<Daemon>, call: AgentCall) -> Result<Value, ApiError> {
@@ -44,13 +46,9 @@ pub async fn agent(daemon: &Arc<Daemon>, call: AgentCall) -> Result<Value, ApiEr
                 serde_json::to_value(r).map_err(|e| ApiError::internal(format!("reply: {e}")))
             })
         }
-        AgentTool::GoalStart => {
-            crate::handlers::usage::goal_start(daemon, &caller, call.args, &mut touched).await
-        }
-        AgentTool::GoalStop => {
-            crate::handlers::usage::goal_stop(daemon, &caller, call.args, &mut touched)
-        }
-        AgentTool::GoalDone => crate::handlers::usage::goal_done(daemon, &caller, call.args),
+        AgentTool::GoalStart => goal_start(daemon, &caller, call.args, &mut touched).await,
+        AgentTool::GoalStop => goal_stop(daemon, &caller, call.args, &mut touched),
+        AgentTool::GoalDone => goal_done(daemon, &caller, call.args),
     };
     let read_only = matches!(
         tool,
@@ -66,4 +64,81 @@ pub async fn agent(daemon: &Arc<Daemon>, call: AgentCall) -> Result<Value, ApiEr
         });
     }
     result
+}
+
+// The goal tools (issue 29): results for a model, JSON like the others.
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoalStartArgs {
+    session: String,
+    goal: String,
+    #[serde(default)]
+    max_turns: Option<u32>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoalStopArgs {
+    session: String,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoalDoneArgs {
+    status: String,
+    #[serde(default)]
+    summary: String,
+}
+
+/// The MCP tool `goal_start`: give one of the caller's agents a goal. An
+/// agent's wake of a limited account is never made: the goal waits paused.
+pub async fn goal_start(
+    daemon: &Arc<Daemon>,
+    caller: &SessionId,
+    args: Value,
+    touched: &mut Vec<String>,
+) -> Result<Value, ApiError> {
+    let a: GoalStartArgs = parse(AgentTool::GoalStart, args)?;
+    let id = daemon
+        .agents
+        .resolve_mine(caller, &a.session, "goal_start")?;
+    touched.push(id.to_string());
+    let goal = daemon
+        .goals
+        .start(&id, &a.goal, a.max_turns, Caller::Agent)
+        .await?;
+    Ok(json!({"id": id.to_string(), "goal": goal}))
+}
+
+/// The MCP tool `goal_stop`.
+pub fn goal_stop(
+    daemon: &Arc<Daemon>,
+    caller: &SessionId,
+    args: Value,
+    touched: &mut Vec<String>,
+) -> Result<Value, ApiError> {
+    let a: GoalStopArgs = parse(AgentTool::GoalStop, args)?;
+    let id = daemon
+        .agents
+        .resolve_mine(caller, &a.session, "goal_stop")?;
+    touched.push(id.to_string());
+    let goal = daemon.goals.stop(&id)?;
+    Ok(json!({"id": id.to_string(), "goal": goal}))
+}
+
+/// The MCP tool `goal_done`: the caller's own goal is done or blocked.
+pub fn goal_done(daemon: &Arc<Daemon>, caller: &SessionId, args: Value) -> Result<Value, ApiError> {
+    let a: GoalDoneArgs = parse(AgentTool::GoalDone, args)?;
+    let blocked = match a.status.trim() {
+        "done" => false,
+        "blocked" => true,
+        other => {
+            return Err(ApiError::invalid(format!(
+                "goal_done: status {other:?}: use \"done\" or \"blocked\""
+            )));
+        }
+    };
+    let goal = daemon.goals.done(caller, blocked, &a.summary)?;
+    Ok(json!({"id": caller.to_string(), "goal": goal}))
 }

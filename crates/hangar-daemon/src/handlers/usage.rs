@@ -4,16 +4,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use hangar_core::SessionId;
 use hangar_core::usage::summarize;
-use hangar_protocol::message::{AgentTool, GoalSet, LimitSet, UsageQuery, codes};
+use hangar_protocol::message::{GoalSet, LimitSet, UsageQuery, codes};
 use hangar_protocol::reply::{AccountUsage, GoalState, LimitState, UsageReport, UsageWindow};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::journal::Caller;
-use crate::orchestration::tools::parse;
 
 /// What the figures are, said in every answer: list prices, so for a
 /// subscription login an estimate, not what is billed.
@@ -153,79 +151,4 @@ pub fn usage_read(daemon: &Arc<Daemon>, args: Value) -> Result<UsageReport, ApiE
             session: args.session,
         },
     )
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GoalStartArgs {
-    session: String,
-    goal: String,
-    #[serde(default)]
-    max_turns: Option<u32>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GoalStopArgs {
-    session: String,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct GoalDoneArgs {
-    status: String,
-    #[serde(default)]
-    summary: String,
-}
-
-/// The MCP tool `goal_start`: give one of the caller's agents a goal. An
-/// agent's wake of a limited account is never made: the goal waits paused.
-pub async fn goal_start(
-    daemon: &Arc<Daemon>,
-    caller: &SessionId,
-    args: Value,
-    touched: &mut Vec<String>,
-) -> Result<Value, ApiError> {
-    let a: GoalStartArgs = parse(AgentTool::GoalStart, args)?;
-    let id = daemon
-        .agents
-        .resolve_mine(caller, &a.session, "goal_start")?;
-    touched.push(id.to_string());
-    let goal = daemon
-        .goals
-        .start(&id, &a.goal, a.max_turns, Caller::Agent)
-        .await?;
-    Ok(json!({"id": id.to_string(), "goal": goal}))
-}
-
-/// The MCP tool `goal_stop`.
-pub fn goal_stop(
-    daemon: &Arc<Daemon>,
-    caller: &SessionId,
-    args: Value,
-    touched: &mut Vec<String>,
-) -> Result<Value, ApiError> {
-    let a: GoalStopArgs = parse(AgentTool::GoalStop, args)?;
-    let id = daemon
-        .agents
-        .resolve_mine(caller, &a.session, "goal_stop")?;
-    touched.push(id.to_string());
-    let goal = daemon.goals.stop(&id)?;
-    Ok(json!({"id": id.to_string(), "goal": goal}))
-}
-
-/// The MCP tool `goal_done`: the caller's own goal is done or blocked.
-pub fn goal_done(daemon: &Arc<Daemon>, caller: &SessionId, args: Value) -> Result<Value, ApiError> {
-    let a: GoalDoneArgs = parse(AgentTool::GoalDone, args)?;
-    let blocked = match a.status.trim() {
-        "done" => false,
-        "blocked" => true,
-        other => {
-            return Err(ApiError::invalid(format!(
-                "goal_done: status {other:?}: use \"done\" or \"blocked\""
-            )));
-        }
-    };
-    let goal = daemon.goals.done(caller, blocked, &a.summary)?;
-    Ok(json!({"id": caller.to_string(), "goal": goal}))
 }

@@ -52,7 +52,7 @@ pub fn bar(value: f64, max: f64, cols: usize) -> String {
     }
     let eighths = ((value / max).clamp(0.0, 1.0) * (cols * 8) as f64).round() as usize;
     let mut s = "█".repeat(eighths / 8);
-    if eighths % 8 > 0 {
+    if !eighths.is_multiple_of(8) {
         s.push(['▏', '▎', '▍', '▌', '▋', '▊', '▉'][eighths % 8 - 1]);
     }
     s

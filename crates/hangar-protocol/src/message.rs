@@ -980,7 +980,19 @@ mod tests {
                 provider_session_id: Some("p".into()),
                 cwd: Some("/w".into()),
                 source: Some("clear".into()),
-                error: None,
+                ..Default::default()
+            }),
+            Request::Hook(Hook {
+                session: "a".into(),
+                event: "stop-failure".into(),
+                error: Some("rate_limit".into()),
+                ..Default::default()
+            }),
+            Request::Goal(GoalSet {
+                session: "a".into(),
+                text: Some("ship it".into()),
+                max_turns: Some(3),
+                stop: false,
             }),
         ];
         for r in reqs {

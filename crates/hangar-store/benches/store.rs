@@ -81,5 +81,58 @@ fn store(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, store);
+/// A proxied request as the ledger records it: session `s` of 200, one of
+/// three models, tokens that vary.
+fn request(i: u64) -> hangar_core::usage::UsageRecord {
+    use hangar_core::usage::{Tokens, UsageRecord, UsageSource};
+    UsageRecord {
+        request_key: format!("msg_bench_{i}"),
+        session: format!("session-{}", i % 200),
+        provider: "claude".to_owned(),
+        account: Some("sha256:bench".to_owned()),
+        model: Some(
+            ["claude-sonnet-4-5", "claude-haiku-4-5", "fake-agent"][(i % 3) as usize].to_owned(),
+        ),
+        at_ms: 1_800_000_000_000 + i as i64 * 1000,
+        tokens: Tokens {
+            input: 1000 + i % 97,
+            output: 200 + i % 31,
+            cache_write: i % 7,
+            cache_read: 5000 + i % 13,
+        },
+        status: Some(200),
+        source: UsageSource::Proxy,
+    }
+}
+
+/// The usage ledger (issue 29): what recording one proxied request costs
+/// (a new row, and a second sighting of one folded in), and summing
+/// 100,000 requests per session and model (`hangar usage`'s query).
+fn ledger(c: &mut Criterion) {
+    let dir = TempDir::new().expect("tempdir");
+    let path = dir.path().join("hangar.db");
+    drop(Store::open(&path).expect("open"));
+    let mut ledger = hangar_store::UsageLedger::open(&path).expect("ledger");
+    for i in 0..100_000 {
+        ledger.record(&request(i)).expect("record");
+    }
+    let mut n = 100_000u64;
+    c.bench_function(
+        "ledger: record one proxied request (100k in the ledger)",
+        |b| {
+            b.iter(|| {
+                n += 1;
+                ledger.record(&request(n)).expect("record")
+            })
+        },
+    );
+    c.bench_function("ledger: fold a second sighting of one request", |b| {
+        b.iter(|| ledger.record(&request(n)).expect("record"))
+    });
+    c.bench_function("ledger: sums of 100k requests per session and model", |b| {
+        b.iter(|| black_box(ledger.sums_since(0, None).expect("sums")))
+    });
+}
+
+criterion_group!(benches, store, ledger);
 criterion_main!(benches);

@@ -390,7 +390,9 @@ mod tests {
                 account: Some("sha256:00".into()),
             }),
             auto_continue: Some(false),
-            ..Default::default()
+            goal: hangar_core::goal::Goal::new("ship it", Some(3), 7).ok(),
+            max_cost_usd: Some(2.5),
+            queued_prompts: vec!["after the reset".into()],
         };
         l.save_session("s1", Some(&state)).unwrap();
         l.save_windows(

@@ -708,9 +708,7 @@ mod tests {
 
     /// What the daemon puts on the wire for a reply.
     fn wire<T: Serialize>(reply: &T) -> String {
-        crate::message::Reply::ok_typed(1, reply)
-            .body
-            .to_string()
+        crate::message::Reply::ok_typed(1, reply).body.to_string()
     }
 
     #[test]
@@ -726,7 +724,10 @@ mod tests {
             wire(&parked),
             json!({"id": "s", "tab": "t", "placement": "parked"}).to_string()
         );
-        assert_eq!(wire(&parked), r#"{"id":"s","placement":"parked","tab":"t"}"#);
+        assert_eq!(
+            wire(&parked),
+            r#"{"id":"s","placement":"parked","tab":"t"}"#
+        );
         let started = HookRecorded {
             recorded: true,
             event: Some("session-start".into()),

@@ -53,14 +53,22 @@ pub struct ClosedIdle {
 pub fn resume_command(meta: &SessionMeta) -> String {
     let cwd = shell_quote(&meta.cwd);
     let id = meta.durable_provider_id();
-    let cmd = match (&meta.provider, id) {
-        (Provider::Claude, Some(id)) => format!("claude --resume {}", shell_quote(id)),
-        (Provider::Codex, Some(id)) => format!("codex resume {}", shell_quote(id)),
-        (Provider::Opencode, Some(id)) => format!("opencode --session {}", shell_quote(id)),
-        (p, _) if p.is_agent() => p.name().to_owned(),
-        (Provider::Shell, _) => return format!("cd {cwd}"),
-        (p, _) => p.name().to_owned(),
-    };
+    if meta.provider == Provider::Shell {
+        return format!("cd {cwd}");
+    }
+    // The CLI's own resume arguments (its adapter's), never dangerous.
+    let resume = id
+        .filter(|_| meta.provider.is_agent())
+        .map(|id| {
+            hangar_providers::adapter(&meta.provider)
+                .session_args(Some(id), false, false, &String::new)
+                .args
+        })
+        .unwrap_or_default();
+    let cmd = std::iter::once(meta.provider.name().to_owned())
+        .chain(resume.iter().map(|a| shell_quote(a)))
+        .collect::<Vec<_>>()
+        .join(" ");
     format!("cd {cwd} && {cmd}")
 }
 

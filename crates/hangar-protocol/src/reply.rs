@@ -710,3 +710,119 @@ pub mod kind {
         EngineImageBuild(msg::EngineImageBuild) -> ImageBuilt = Request::EngineImageBuild;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What the daemon puts on the wire for a reply.
+    fn wire<T: Serialize>(reply: &T) -> String {
+        crate::message::Reply::ok_typed(1, reply).body.to_string()
+    }
+
+    #[test]
+    fn a_typed_reply_is_the_json_the_hand_built_one_was() {
+        let parked = Placed {
+            id: "s".into(),
+            tab: "t".into(),
+            placement: "parked".into(),
+            state: None,
+        };
+        // Keys sorted, `state` left out: byte for byte the old `json!`.
+        assert_eq!(
+            wire(&parked),
+            json!({"id": "s", "tab": "t", "placement": "parked"}).to_string()
+        );
+        assert_eq!(
+            wire(&parked),
+            r#"{"id":"s","placement":"parked","tab":"t"}"#
+        );
+        let started = HookRecorded {
+            recorded: true,
+            event: Some("session-start".into()),
+            reason: None,
+            source: Some(None),
+        };
+        assert_eq!(
+            wire(&started),
+            r#"{"event":"session-start","recorded":true,"source":null}"#
+        );
+        let fix = DoctorFix::Fork {
+            session: "s".into(),
+            forgot_provider_session_id: None,
+        };
+        assert_eq!(
+            wire(&fix),
+            r#"{"action":"fork","forgot_provider_session_id":null,"session":"s"}"#
+        );
+    }
+
+    #[test]
+    fn each_shape_of_a_finish_reads_back_as_itself() {
+        let landed = Finished::Landed(Landed {
+            landed: true,
+            strategy: "squash".into(),
+            branch: "b".into(),
+            target: "main".into(),
+            commit: "c0ffee".into(),
+            committed: false,
+            how: hangar_core::review::TargetMove::RefOnly,
+            refs: vec![MovedRef {
+                refname: "refs/heads/main".into(),
+                old: "a".into(),
+                new: "c0ffee".into(),
+                backup: "refs/hangar/backup/x".into(),
+            }],
+            closed: true,
+            note: None,
+            kept_worktrees: Some(Vec::new()),
+            removed_worktrees: Some(Vec::new()),
+        });
+        let plan = Finished::LandingPlan {
+            dry_run: true,
+            strategy: "merge".into(),
+            branch: "b".into(),
+            target: "main".into(),
+            target_at: "a".into(),
+            commits: 2,
+            commit: false,
+            how: hangar_core::review::TargetMove::RefOnly,
+        };
+        let pr_plan = Finished::PullRequestPlan {
+            dry_run: true,
+            pr: true,
+            branch: "b".into(),
+            target: "main".into(),
+            remote: "origin".into(),
+            commit: true,
+        };
+        let resolving = Finished::Resolving(Resolving {
+            sent: Sent {
+                id: "s".into(),
+                sent: 10,
+                confirmed: Some(true),
+                enters: Some(1),
+            },
+            prompt: "rebase".into(),
+            conflicts: vec!["a.rs".into()],
+        });
+        for reply in [landed, plan, pr_plan, resolving] {
+            let back: Finished = serde_json::from_str(&wire(&reply)).unwrap();
+            assert_eq!(back, reply);
+        }
+    }
+
+    #[test]
+    fn every_kind_builds_its_own_request() {
+        assert_eq!(kind::List::request(()).kind(), "list");
+        assert_eq!(
+            kind::Park::request(msg::SessionRef {
+                session: "s".into()
+            })
+            .kind(),
+            "park"
+        );
+        assert_eq!(kind::Workspace::request(()).kind(), "workspace");
+    }
+}

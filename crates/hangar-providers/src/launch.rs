@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use hangar_core::{IdSource, Provider, ProviderSessionId, SessionMeta};
+use hangar_core::{Provider, ProviderSessionId, SessionMeta};
 
 use crate::config::ProvidersConfig;
 
@@ -130,38 +130,6 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
     let mut minted = None;
     let custom = env.providers.get(meta.provider.name());
     match &meta.provider {
-        Provider::Claude => {
-            if env.dangerous {
-                args.push("--dangerously-skip-permissions".to_owned());
-            }
-            match &resume {
-                Some(id) => args.extend(["--resume".to_owned(), id.clone()]),
-                None => {
-                    let id = (env.mint)();
-                    args.extend(["--session-id".to_owned(), id.clone()]);
-                    minted = Some(ProviderSessionId::new(id, IdSource::ResumeRequest));
-                }
-            }
-        }
-        Provider::Codex => {
-            if env.dangerous {
-                args.push("--dangerously-bypass-approvals-and-sandbox".to_owned());
-            } else if meta.sandbox.is_some() {
-                // Inside hangar's sandbox its own one for its commands is
-                // off (issue 32; `hangar ls` says so): hangar's walls hold
-                // them, and a nested sandbox cannot be relied on there.
-                args.extend(["--sandbox".to_owned(), "danger-full-access".to_owned()]);
-            }
-            if let Some(id) = &resume {
-                args.extend(["resume".to_owned(), id.clone()]);
-            }
-        }
-        Provider::Opencode => {
-            if let Some(id) = &resume {
-                args.extend(["--session".to_owned(), id.clone()]);
-            }
-        }
-        Provider::Shell => {}
         Provider::Custom(_) => {
             if let Some(c) = custom {
                 args.extend(c.args.iter().cloned());
@@ -172,6 +140,16 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
                     args.extend(c.resume_args.iter().map(|a| a.replace("{id}", id)));
                 }
             }
+        }
+        known => {
+            let start = crate::adapter::adapter(known).session_args(
+                resume.as_deref(),
+                env.dangerous,
+                meta.sandbox.is_some(),
+                env.mint,
+            );
+            args = start.args;
+            minted = start.minted;
         }
     }
     let env_vars = custom.map(|c| c.env.clone()).unwrap_or_default();
@@ -219,49 +197,8 @@ impl std::fmt::Debug for McpServer {
 /// environment (readable by its owner only) and `env_vars` names them, so
 /// codex forwards them to the server it starts (it gives MCP servers only a
 /// short default list of variables plus the ones named there).
-pub fn with_mcp(mut spec: LaunchSpec, provider: &Provider, server: &McpServer) -> LaunchSpec {
-    let front: Vec<String> = match provider {
-        // `goal_done` ends the goal hangar gave the agent: allowed without a
-        // permission prompt (issue 29), as Claude Code's permission rule
-        // `mcp__<server>__<tool>`; every other hangar tool still asks.
-        Provider::Claude => vec![
-            "--allowedTools".to_owned(),
-            "mcp__hangar__goal_done".to_owned(),
-            "--mcp-config".to_owned(),
-            server.config_file.display().to_string(),
-        ],
-        Provider::Codex => {
-            let args = server
-                .args
-                .iter()
-                .map(|a| toml_string(a))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let names = server
-                .env
-                .keys()
-                .map(|k| toml_string(k))
-                .collect::<Vec<_>>()
-                .join(", ");
-            for (k, v) in &server.env {
-                spec.env.insert(k.clone(), v.clone());
-            }
-            vec![
-                "-c".to_owned(),
-                format!(
-                    "mcp_servers.hangar.command={}",
-                    toml_string(&server.command.display().to_string())
-                ),
-                "-c".to_owned(),
-                format!("mcp_servers.hangar.args=[{args}]"),
-                "-c".to_owned(),
-                format!("mcp_servers.hangar.env_vars=[{names}]"),
-            ]
-        }
-        _ => return spec,
-    };
-    spec.args.splice(0..0, front);
-    spec
+pub fn with_mcp(spec: LaunchSpec, provider: &Provider, server: &McpServer) -> LaunchSpec {
+    crate::adapter::adapter(provider).with_mcp(spec, server)
 }
 
 /// Codex 0.17x run so that it stays inside the session's own process
@@ -303,7 +240,7 @@ pub fn no_proxy_with_loopback(existing: Option<&str>, captured: &[String]) -> St
 }
 
 /// A TOML basic string.
-fn toml_string(s: &str) -> String {
+pub(crate) fn toml_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -323,6 +260,7 @@ fn toml_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hangar_core::IdSource;
     use hangar_core::SessionId;
 
     fn env_with<'a>(

@@ -15,12 +15,7 @@ const SUITE: &str = "bookworm";
 
 /// The npm package of each agent CLI (the packages REAL_CLIS.md names).
 fn npm_package(provider: &str) -> Option<&'static str> {
-    match provider {
-        "claude" => Some("@anthropic-ai/claude-code"),
-        "codex" => Some("@openai/codex"),
-        "opencode" => Some("opencode-ai"),
-        _ => None,
-    }
+    hangar_providers::adapter(&hangar_core::Provider::from_name(provider)).npm_package()
 }
 
 /// The image a build makes: the engine's `image` when set (so the engine's

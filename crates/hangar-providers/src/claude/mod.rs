@@ -1,8 +1,9 @@
-//! What hangar knows about Claude Code beyond its command line and
-//! transcripts: the hooks it calls back (`hooks`), the record each process
+//! What hangar knows about Claude Code: its adapter (`adapter`: command
+//! line, transcripts), and beyond those: the hooks it calls back (`hooks`), the record each process
 //! keeps of its conversation (`process_record`), and its own background
 //! agents, which refuse a `--resume` (`background`).
 
+pub mod adapter;
 pub mod background;
 pub mod hooks;
 pub mod process_record;

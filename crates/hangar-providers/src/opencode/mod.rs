@@ -2,4 +2,5 @@
 //! transcript file, so its conversations are read from its database
 //! (`database`).
 
+pub mod adapter;
 pub mod database;

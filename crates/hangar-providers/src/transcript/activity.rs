@@ -173,11 +173,7 @@ pub fn reading(
     complete: bool,
     fallback_ms: u64,
 ) -> Option<Reading> {
-    match provider {
-        Provider::Claude => claude_reading(lines, complete, fallback_ms),
-        Provider::Codex => codex_reading(lines, complete, fallback_ms),
-        _ => None,
-    }
+    crate::adapter::adapter(provider).transcript_reading(lines, complete, fallback_ms)
 }
 
 fn millis(t: SystemTime) -> u64 {

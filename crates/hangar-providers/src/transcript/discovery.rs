@@ -26,16 +26,12 @@ pub fn transcript_root(
     provider: &Provider,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Option<PathBuf> {
-    let (explicit, rel) = match provider {
-        Provider::Claude => ("CLAUDE_CONFIG_DIR", ".claude"),
-        Provider::Codex => ("CODEX_HOME", ".codex"),
-        _ => return None,
-    };
-    match var(explicit).filter(|v| !v.is_empty()) {
+    let state = crate::adapter::adapter(provider).transcript_state()?;
+    match var(state.var).filter(|v| !v.is_empty()) {
         Some(dir) => Some(PathBuf::from(dir)),
         None => var("HOME")
             .filter(|h| !h.is_empty())
-            .map(|h| Path::new(&h).join(rel)),
+            .map(|h| Path::new(&h).join(state.under_home)),
     }
 }
 
@@ -49,11 +45,9 @@ pub fn session_transcript_root(
     let Some(dir) = &meta.sandbox else {
         return transcript_root(&meta.provider, var);
     };
-    let name = match meta.provider {
-        Provider::Claude => "CLAUDE_CONFIG_DIR",
-        Provider::Codex => "CODEX_HOME",
-        _ => return None,
-    };
+    let name = crate::adapter::adapter(&meta.provider)
+        .transcript_state()?
+        .var;
     hangar_core::sandbox::state_dir_for_var(&meta.provider, dir, name).map(PathBuf::from)
 }
 

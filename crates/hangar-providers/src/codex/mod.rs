@@ -1,0 +1,3 @@
+//! What hangar knows about Codex: its adapter (`adapter`).
+
+pub mod adapter;

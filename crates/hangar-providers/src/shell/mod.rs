@@ -1,0 +1,3 @@
+//! The shell and custom providers (`[providers.NAME]`): the plain adapter.
+
+pub mod adapter;

@@ -170,6 +170,7 @@ impl Daemon {
             config.section(|c| &c.notify),
             config.section(|c| &c.limits),
             &config.snapshot().usage,
+            os.clone(),
         ));
         let grants = Arc::new(proxy_observer::ProxyGrants::new(
             sessions.clone(),

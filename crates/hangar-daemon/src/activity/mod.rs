@@ -531,7 +531,9 @@ impl Monitor {
     /// The readings the stop gate judges by; `None` for a session gone.
     fn stop_readings(&self, id: &SessionId) -> Option<StopReadings> {
         let meta = self.sessions.meta(id)?;
-        let keeps_transcript = matches!(meta.provider, Provider::Claude | Provider::Codex)
+        let keeps_transcript = hangar_providers::adapter(&meta.provider)
+            .transcript_state()
+            .is_some()
             && self.settings.enabled(Source::Transcript);
         let entries = self.activity.entries();
         let entry = entries.get(id);
@@ -597,25 +599,27 @@ impl Monitor {
         sandboxed: bool,
     ) -> Option<PathBuf> {
         let hooks = self.settings.enabled(Source::Hooks);
-        if !matches!(provider, Provider::Claude) || !(hooks || sandboxed) {
+        let adapter = hangar_providers::adapter(provider);
+        if !adapter.takes_hooks() || !(hooks || sandboxed) {
             return None;
         }
         let settings = if sandboxed {
-            hangar_providers::claude::hooks::Settings {
+            hangar_providers::HookSettings {
                 hangar: PathBuf::from(hangar_core::sandbox::INSIDE_HANGAR),
                 home: self.paths.home.clone(),
                 hooks,
                 own_sandbox_off: true,
             }
         } else {
-            hangar_providers::claude::hooks::Settings {
+            hangar_providers::HookSettings {
                 hangar: std::env::current_exe().ok()?,
                 home: self.paths.home.clone(),
                 hooks,
                 own_sandbox_off: false,
             }
         };
-        match sources::hooks::write_settings(&settings, &self.paths.home, id) {
+        let body = adapter.hook_settings(&settings, id)?;
+        match sources::hooks::write_settings(&body, &self.paths.home, id) {
             Ok(p) => Some(p),
             Err(e) => {
                 tracing::warn!(
@@ -767,7 +771,8 @@ impl Monitor {
             tracing::debug!("session {id}: {} -> {}", t.from.name(), t.to.name());
             // A turn's end as the transcript wrote it; Claude's comes from
             // its Stop hook when hooks are on (never both: one turn, one end).
-            let claude_hooks = meta.provider == Provider::Claude && config.enabled(Source::Hooks);
+            let claude_hooks = hangar_providers::adapter(&meta.provider).takes_hooks()
+                && config.enabled(Source::Hooks);
             if t.from == Activity::Working
                 && t.to == Activity::Idle
                 && !claude_hooks

@@ -31,6 +31,7 @@ use serde::Deserialize;
 
 use crate::activity::notify::{self, NotifyConfig};
 use crate::journal::{Event, Journal};
+use crate::os::Clock;
 use crate::section::Section;
 use crate::sessions::Sessions;
 
@@ -108,10 +109,6 @@ impl Default for LimitsConfig {
 /// The most prompts held for one limited session.
 const MAX_QUEUED_PROMPTS: usize = 16;
 
-pub(crate) fn now() -> i64 {
-    i64::try_from(crate::now_ms()).unwrap_or(i64::MAX)
-}
-
 /// The ledger and every session's limit.
 pub struct Ledger {
     store_path: PathBuf,
@@ -121,6 +118,8 @@ pub struct Ledger {
     notify: Section<NotifyConfig>,
     limits: Section<LimitsConfig>,
     prices: PriceTable,
+    /// The daemon's clock (its `Os`), so a test on `FakeOs` moves it.
+    clock: Arc<dyn Clock>,
     /// Opened when the daemon starts (after the store was migrated).
     store: Mutex<Option<UsageLedger>>,
     states: Mutex<HashMap<String, UsageSessionState>>,
@@ -143,6 +142,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Ledger {
+    /// The daemon's clock now, in ms since the epoch.
+    pub(crate) fn now(&self) -> i64 {
+        i64::try_from(self.clock.now_ms()).unwrap_or(i64::MAX)
+    }
+
+    // Each piece the ledger holds, given once by `Daemon::new`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         store_path: PathBuf,
         sessions: Arc<Sessions>,
@@ -151,6 +157,7 @@ impl Ledger {
         notify: Section<NotifyConfig>,
         limits: Section<LimitsConfig>,
         usage: &UsageConfig,
+        clock: Arc<dyn Clock>,
     ) -> Ledger {
         let prices = match PriceTable::shipped() {
             Ok(t) => t,
@@ -171,6 +178,7 @@ impl Ledger {
             notify,
             limits,
             prices,
+            clock,
             store: Mutex::new(None),
             states: Mutex::new(HashMap::new()),
             person_input: Mutex::new(HashMap::new()),
@@ -235,7 +243,7 @@ impl Ledger {
 
     /// A person typed into `id` (attach input, `hangar send`).
     pub fn person_typed(&self, id: &SessionId) {
-        lock(&self.person_input).insert(id.to_string(), now());
+        lock(&self.person_input).insert(id.to_string(), self.now());
     }
 
     pub(crate) fn person_typed_since(&self, id: &str, since_ms: i64) -> bool {
@@ -265,7 +273,7 @@ impl Ledger {
         let Some(api) = Api::from_path(&r.path) else {
             return;
         };
-        let now = now();
+        let now = self.now();
         let id = SessionId::from(session);
         let provider = self
             .sessions
@@ -394,7 +402,7 @@ impl Ledger {
 
     /// A source saw `id` refused for a usage limit.
     pub fn limited(&self, id: &SessionId, seen: SessionLimit) {
-        let now = now();
+        let now = self.now();
         let config = self.limits.get();
         let (limit, is_new) = {
             let mut states = lock(&self.states);
@@ -728,7 +736,7 @@ impl Ledger {
         if l.continued {
             return true;
         }
-        usage_limits::account_may_be_used(l.resets_at, l.resets_at.is_none(), now())
+        usage_limits::account_may_be_used(l.resets_at, l.resets_at.is_none(), self.now())
     }
 
     /// The ledger's store and prices, for `hangar usage`.

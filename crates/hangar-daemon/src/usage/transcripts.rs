@@ -71,7 +71,7 @@ impl Transcripts {
         let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
             return;
         };
-        let now = super::now();
+        let now = self.ledger.now();
         let provider = "claude".to_owned();
         for line in String::from_utf8_lossy(&bytes[..=end]).lines() {
             if let Some(u) = claude_transcript_usage(line) {

@@ -1,5 +1,10 @@
 //! OpenCode's adapter: `--session ID`; no transcript file (its database,
-//! `database`, holds the conversation).
+//! `database`, holds the conversation, proven against the prompts hangar
+//! typed).
+
+use hangar_core::cli_versions::Version;
+
+use hangar_core::sandbox::StateFolder;
 
 use crate::adapter::{Adapter, SessionArgs};
 
@@ -22,5 +27,40 @@ impl Adapter for Opencode {
 
     fn npm_package(&self) -> Option<&'static str> {
         Some("opencode-ai")
+    }
+
+    fn tested_version(&self) -> Option<Version> {
+        Some(Version(1, 18, 33))
+    }
+
+    fn conversation_in_database(&self) -> bool {
+        true
+    }
+
+    fn own_sandbox(&self) -> Option<&'static str> {
+        Some("none: OpenCode has no sandbox of its own")
+    }
+
+    fn permission_prompts(&self) -> &'static [&'static str] {
+        &["Permission required"]
+    }
+
+    /// Its data folder (`$XDG_DATA_HOME/opencode`, its SQLite database)
+    /// and its config folder.
+    fn sandbox_state(&self) -> &'static [StateFolder] {
+        &[
+            StateFolder {
+                name: "opencode-data",
+                inside: ".local/share/opencode",
+                var: "XDG_DATA_HOME",
+                value: ".local/share",
+            },
+            StateFolder {
+                name: "opencode-config",
+                inside: ".config/opencode",
+                var: "XDG_CONFIG_HOME",
+                value: ".config",
+            },
+        ]
     }
 }

@@ -2,7 +2,7 @@
 //! `-c mcp_servers.hangar.*` overrides, rollouts under `CODEX_HOME`
 //! (`~/.codex`).
 
-use crate::adapter::{Adapter, SessionArgs, StateDir};
+use crate::adapter::{Adapter, SessionArgs, StateDir, UsageFact};
 use crate::launch::{LaunchSpec, McpServer, toml_string};
 use crate::transcript::activity::codex_reading;
 use hangar_core::activity::Reading;
@@ -84,6 +84,10 @@ impl Adapter for Codex {
         fallback_ms: u64,
     ) -> Option<Reading> {
         codex_reading(lines, complete, fallback_ms)
+    }
+
+    fn transcript_usage(&self, lines: &[String]) -> Vec<UsageFact> {
+        super::usage::rollout_usage(lines)
     }
 
     fn npm_package(&self) -> Option<&'static str> {

@@ -96,6 +96,7 @@ mod sessions_run_as_real_processes;
 mod spawn_and_close_cycles_leak_nothing;
 mod terminal_history;
 mod the_control_socket_answers_bad_clients_and_keeps_serving;
+mod tui_diff_review;
 mod tui_history;
 mod tui_keys;
 mod tui_mouse;

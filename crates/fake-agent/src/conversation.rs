@@ -56,6 +56,11 @@ pub struct Conversation {
     pub swallow_enters: u64,
     /// A line whose Enter was lost, still in the input line.
     pub unsubmitted: Option<String>,
+    /// `FAKE_AGENT_TRANSCRIPT_LAG_MS`: how long after drawing an answer (and
+    /// its `Stop` hook) it is written.
+    pub transcript_lag: Option<std::time::Duration>,
+    /// An answer drawn but not yet in the transcript (with a lag).
+    pub unwritten: Option<String>,
 }
 
 /// How the loop ended.
@@ -221,6 +226,10 @@ impl Conversation {
                 let _ = out.flush();
                 self.stop_hook();
             }
+            if let Some(reply) = self.unwritten.take() {
+                std::thread::sleep(self.transcript_lag.unwrap_or_default());
+                self.record(Event::Assistant(&reply))?;
+            }
             prompt(out);
         }
     }
@@ -283,18 +292,24 @@ impl Conversation {
     }
 
     /// A user line and its finished answer.
-    fn turn(&self, out: &mut impl Write, line: &str, reply: &str) -> anyhow::Result<()> {
+    fn turn(&mut self, out: &mut impl Write, line: &str, reply: &str) -> anyhow::Result<()> {
         self.record(Event::User(line))?;
         self.answer(out, reply)
     }
 
-    fn answer(&self, out: &mut impl Write, reply: &str) -> anyhow::Result<()> {
-        self.record(Event::Assistant(reply))?;
+    /// Drawn first, then written, as Claude Code does (with a lag, after
+    /// the turn's `Stop` hook).
+    fn answer(&mut self, out: &mut impl Write, reply: &str) -> anyhow::Result<()> {
         if let Ok(mut last) = self.last_answer.lock() {
             reply.clone_into(&mut last);
         }
         say(out, reply);
-        Ok(())
+        if self.transcript_lag.is_some() {
+            let _ = out.flush();
+            self.unwritten = Some(reply.to_owned());
+            return Ok(());
+        }
+        self.record(Event::Assistant(reply))
     }
 
     fn finish(&self, reason: &str) -> anyhow::Result<Ending> {
@@ -352,7 +367,7 @@ impl Conversation {
     /// A permission prompt that only the screen shows: nothing is recorded
     /// until it is answered, and no hook runs. `false` on end of input.
     fn ask_on_screen(
-        &self,
+        &mut self,
         input: &mut impl BufRead,
         out: &mut impl Write,
         tool: &str,

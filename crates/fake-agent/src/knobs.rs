@@ -34,6 +34,12 @@ pub struct Knobs {
     /// forces its exit only after at least 5 s, so a busy claude's last
     /// answer reaches its transcript only if it is let finish.
     pub drain_on_exit_ms: Option<u64>,
+    /// `FAKE_AGENT_TRANSCRIPT_LAG_MS=N`: an answer reaches the transcript N
+    /// ms after it is drawn and its `Stop` hook ran, and a SIGTERM in that
+    /// gap loses it: Claude Code draws an answer before its transcript holds
+    /// it, and on a loaded machine the gap is long enough for a stop to land
+    /// inside it (issue 31 item 6).
+    pub transcript_lag_ms: Option<u64>,
 }
 
 pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
@@ -61,6 +67,7 @@ pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
         start_delay_ms: number("FAKE_AGENT_START_DELAY_MS")?,
         swallow_enters: number("FAKE_AGENT_SWALLOW_ENTERS")?.unwrap_or(0),
         drain_on_exit_ms: number("FAKE_AGENT_DRAIN_ON_EXIT_MS")?,
+        transcript_lag_ms: number("FAKE_AGENT_TRANSCRIPT_LAG_MS")?,
         ignore_sigterm: matches!(
             get("FAKE_AGENT_IGNORE_SIGTERM").as_deref(),
             Some("1" | "true" | "yes")
@@ -105,6 +112,7 @@ mod tests {
             ("FAKE_AGENT_NO_SESSION_RECORD", "1"),
             ("FAKE_AGENT_SWALLOW_ENTERS", "2"),
             ("FAKE_AGENT_DRAIN_ON_EXIT_MS", "4500"),
+            ("FAKE_AGENT_TRANSCRIPT_LAG_MS", "1500"),
         ])
         .unwrap();
         assert_eq!(
@@ -118,6 +126,7 @@ mod tests {
                 no_session_record: true,
                 swallow_enters: 2,
                 drain_on_exit_ms: Some(4500),
+                transcript_lag_ms: Some(1500),
             }
         );
         assert_eq!(

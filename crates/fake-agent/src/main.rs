@@ -256,6 +256,10 @@ fn run(
         last_answer: Mutex::new(String::new()),
         swallow_enters: knobs.swallow_enters,
         unsubmitted: None,
+        transcript_lag: knobs
+            .transcript_lag_ms
+            .map(std::time::Duration::from_millis),
+        unwritten: None,
     };
     let ending = conversation.run(&mut std::io::stdin().lock(), &mut out)?;
     Ok(ending.code)

@@ -1,14 +1,15 @@
-//! The agent CLI versions hangar is tested with, and what their
-//! `--version` and `--help` output tells about an installed one.
+//! What an agent CLI's `--version` and `--help` output tells about an
+//! installed one, and how it compares with the version hangar is tested
+//! with (each CLI's tested version is its adapter's, in hangar-providers:
+//! `Adapter::tested_version`).
 //!
-//! The conformance suite (`crates/hangar/tests/real_cli_*.rs`) runs these
-//! exact versions; README.md names them. A newer CLI may still work, but
-//! these CLIs change weekly, so a person is told which version was tested.
+//! The conformance suite (`crates/hangar/tests/it/real_cli_*.rs`) runs
+//! those exact versions; README.md names them. A newer CLI may still work,
+//! but these CLIs change weekly, so a person is told which version was
+//! tested.
 //! Output shapes were read from the real CLIs: `claude --version` prints
 //! `2.1.197 (Claude Code)`, `codex --version` prints `codex-cli 0.171.0`,
 //! `opencode --version` prints `1.18.33`.
-
-use crate::Provider;
 
 /// A `major.minor.patch` version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -17,26 +18,6 @@ pub struct Version(pub u64, pub u64, pub u64);
 impl std::fmt::Display for Version {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{}.{}", self.0, self.1, self.2)
-    }
-}
-
-/// The newest version of each CLI the conformance suite ran.
-pub fn tested(provider: &Provider) -> Option<Version> {
-    match provider {
-        Provider::Claude => Some(Version(2, 1, 197)),
-        Provider::Codex => Some(Version(0, 171, 0)),
-        Provider::Opencode => Some(Version(1, 18, 33)),
-        _ => None,
-    }
-}
-
-/// The npm package each tested version comes from.
-pub fn package(provider: &Provider) -> Option<&'static str> {
-    match provider {
-        Provider::Claude => Some("@anthropic-ai/claude-code"),
-        Provider::Codex => Some("@openai/codex"),
-        Provider::Opencode => Some("opencode-ai"),
-        _ => None,
     }
 }
 
@@ -67,8 +48,9 @@ pub enum Tested {
     Unknown,
 }
 
-pub fn compare(provider: &Provider, installed: Option<Version>) -> Tested {
-    match (installed, tested(provider)) {
+/// `installed` beside the CLI's `tested` version (`None`: it has none).
+pub fn compare(tested: Option<Version>, installed: Option<Version>) -> Tested {
+    match (installed, tested) {
         (Some(i), Some(t)) if i > t => Tested::Newer {
             installed: i,
             tested: t,
@@ -79,14 +61,18 @@ pub fn compare(provider: &Provider, installed: Option<Version>) -> Tested {
 }
 
 /// The line a person sees for a CLI newer than any tested (`hangar status`
-/// notices, `hangar doctor`).
-pub fn newer_notice(provider: &Provider, installed: Version, tested: Version) -> String {
-    let pkg = package(provider).unwrap_or("");
+/// notices, `hangar doctor`), for CLI `name` installed from npm `package`.
+pub fn newer_notice(
+    name: &str,
+    package: Option<&str>,
+    installed: Version,
+    tested: Version,
+) -> String {
+    let pkg = package.unwrap_or("");
     format!(
-        "{} {installed} is newer than the newest version hangar is tested with ({tested}); \
+        "{name} {installed} is newer than the newest version hangar is tested with ({tested}); \
          it usually works, but if sessions fail to start, resume or report their id, \
-         install the tested one (`npm install -g {pkg}@{tested}`) or report it",
-        provider.name()
+         install the tested one (`npm install -g {pkg}@{tested}`) or report it"
     )
 }
 
@@ -118,28 +104,24 @@ mod tests {
 
     #[test]
     fn only_a_newer_version_than_tested_gets_a_notice() {
+        let tested = Some(Version(0, 171, 0));
+        assert_eq!(compare(tested, Some(Version(0, 171, 0))), Tested::Covered);
+        assert_eq!(compare(tested, Some(Version(0, 170, 9))), Tested::Covered);
         assert_eq!(
-            compare(&Provider::Codex, Some(Version(0, 171, 0))),
-            Tested::Covered
-        );
-        assert_eq!(
-            compare(&Provider::Codex, Some(Version(0, 170, 9))),
-            Tested::Covered
-        );
-        let newer = compare(&Provider::Claude, Some(Version(2, 2, 0)));
-        assert_eq!(
-            newer,
+            compare(tested, Some(Version(0, 172, 0))),
             Tested::Newer {
-                installed: Version(2, 2, 0),
-                tested: Version(2, 1, 197)
+                installed: Version(0, 172, 0),
+                tested: Version(0, 171, 0)
             }
         );
-        assert_eq!(
-            compare(&Provider::Shell, Some(Version(9, 9, 9))),
-            Tested::Unknown
+        assert_eq!(compare(None, Some(Version(9, 9, 9))), Tested::Unknown);
+        assert_eq!(compare(tested, None), Tested::Unknown);
+        let line = newer_notice(
+            "claude",
+            Some("@anthropic-ai/claude-code"),
+            Version(2, 2, 0),
+            Version(2, 1, 197),
         );
-        assert_eq!(compare(&Provider::Opencode, None), Tested::Unknown);
-        let line = newer_notice(&Provider::Claude, Version(2, 2, 0), Version(2, 1, 197));
         assert!(line.contains("claude 2.2.0 is newer"));
         assert!(line.contains("@anthropic-ai/claude-code@2.1.197"));
     }

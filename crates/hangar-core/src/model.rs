@@ -52,6 +52,13 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// Every agent CLI hangar knows, in the order `new` prefers them when
+    /// none is named (`new_session::default_provider`). A new CLI is added
+    /// here, in `name` and `from_name`, and as an adapter in hangar-providers
+    /// (its crate docs: "Adding a CLI"); these are the only places in
+    /// hangar-core that name one (`.ci/shape`).
+    pub const AGENT_CLIS: [Provider; 3] = [Provider::Claude, Provider::Codex, Provider::Opencode];
+
     pub fn name(&self) -> &str {
         match self {
             Provider::Claude => "claude",
@@ -75,10 +82,7 @@ impl Provider {
     /// Agent providers are restarted by a settings reload; shells and custom
     /// commands are not agents and keep running.
     pub fn is_agent(&self) -> bool {
-        matches!(
-            self,
-            Provider::Claude | Provider::Codex | Provider::Opencode
-        )
+        Provider::AGENT_CLIS.contains(self)
     }
 }
 

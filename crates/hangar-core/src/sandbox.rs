@@ -22,8 +22,6 @@
 
 use std::collections::BTreeSet;
 
-use crate::Provider;
-
 /// Where the proxy socket and hangar's relay appear inside the sandbox.
 pub const INSIDE_RUN: &str = "/run/hangar";
 /// The proxy's Unix socket, inside.
@@ -59,45 +57,37 @@ pub struct StateBind {
     pub value: String,
 }
 
-/// The state folders of a provider's CLI (REAL_CLIS.md): Claude's config dir
-/// (`CLAUDE_CONFIG_DIR`, transcripts under `projects/`), Codex's `CODEX_HOME`
-/// (rollouts under `sessions/`), OpenCode's data dir (`$XDG_DATA_HOME/opencode`,
-/// its SQLite database) and config dir. `session_dir` is the session's folder
-/// under `HANGAR_HOME`; `home` the `$HOME` path inside.
-pub fn state_binds(provider: &Provider, session_dir: &str, home: &str) -> Vec<StateBind> {
-    let bind = |name: &str, inside: String, var, value: String| StateBind {
-        outside: format!("{session_dir}/{name}"),
-        inside,
-        var,
-        value,
-    };
-    let claude = format!("{home}/.claude");
-    let codex = format!("{home}/.codex");
-    match provider {
-        Provider::Claude => vec![bind("claude", claude.clone(), "CLAUDE_CONFIG_DIR", claude)],
-        Provider::Codex => vec![bind("codex", codex.clone(), "CODEX_HOME", codex)],
-        Provider::Opencode => vec![
-            bind(
-                "opencode-data",
-                format!("{home}/.local/share/opencode"),
-                "XDG_DATA_HOME",
-                format!("{home}/.local/share"),
-            ),
-            bind(
-                "opencode-config",
-                format!("{home}/.config/opencode"),
-                "XDG_CONFIG_HOME",
-                format!("{home}/.config"),
-            ),
-        ],
-        _ => Vec::new(),
-    }
+/// One of a CLI's state folders as its adapter names it (hangar-providers'
+/// `Adapter::sandbox_state`): `name` is its folder under the session's
+/// sandbox folder, `inside` the folder under `$HOME` it is bound to, and
+/// `var` the variable set to `value` (under `$HOME` too) that points the
+/// CLI there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateFolder {
+    pub name: &'static str,
+    pub inside: &'static str,
+    pub var: &'static str,
+    pub value: &'static str,
 }
 
-/// The CLI state folder hangar reads a sandboxed session's transcripts from:
-/// the `outside` of its state bind named by `var`.
-pub fn state_dir_for_var(provider: &Provider, session_dir: &str, var: &str) -> Option<String> {
-    state_binds(provider, session_dir, "/")
+/// The binds of a CLI's state `folders` (its adapter's; REAL_CLIS.md):
+/// `session_dir` is the session's folder under `HANGAR_HOME`; `home` the
+/// `$HOME` path inside.
+pub fn state_binds(folders: &[StateFolder], session_dir: &str, home: &str) -> Vec<StateBind> {
+    folders
+        .iter()
+        .map(|f| StateBind {
+            outside: format!("{session_dir}/{}", f.name),
+            inside: format!("{home}/{}", f.inside),
+            var: f.var,
+            value: format!("{home}/{}", f.value),
+        })
+        .collect()
+}
+
+/// Where the state folder `var` names is outside, under `session_dir`.
+pub fn state_dir_for_var(folders: &[StateFolder], session_dir: &str, var: &str) -> Option<String> {
+    state_binds(folders, session_dir, "/")
         .into_iter()
         .find(|b| b.var == var)
         .map(|b| b.outside)
@@ -420,6 +410,20 @@ pub fn trial_failure(stderr: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Claude Code's and Codex's folders as their adapters name them.
+    const CLAUDE: &[StateFolder] = &[StateFolder {
+        name: "claude",
+        inside: ".claude",
+        var: "CLAUDE_CONFIG_DIR",
+        value: ".claude",
+    }];
+    const CODEX: &[StateFolder] = &[StateFolder {
+        name: "codex",
+        inside: ".codex",
+        var: "CODEX_HOME",
+        value: ".codex",
+    }];
+
     fn plan() -> Plan {
         Plan {
             system: vec!["/usr".into(), "/etc".into()],
@@ -428,7 +432,7 @@ mod tests {
             cwd: "/home/ann/proj".into(),
             writable: vec![],
             read_only: vec!["/home/ann/.local/share/claude".into()],
-            state: state_binds(&Provider::Claude, "/h/sandbox/s1", "/home/ann"),
+            state: state_binds(CLAUDE, "/h/sandbox/s1", "/home/ann"),
             hangar: "/opt/hangar/bin/hangar".into(),
             proxy: Some(("/h/sandbox/s1/proxy.sock".into(), 4100)),
             callback: Some((
@@ -640,14 +644,16 @@ mod tests {
 
     #[test]
     fn state_folders_follow_each_cli() {
-        let c = state_binds(&Provider::Codex, "/h/s", "/root");
+        let c = state_binds(CODEX, "/h/s", "/root");
         assert_eq!(c[0].inside, "/root/.codex");
+        assert_eq!(c[0].outside, "/h/s/codex");
         assert_eq!(c[0].var, "CODEX_HOME");
+        assert_eq!(c[0].value, "/root/.codex");
         assert_eq!(
-            state_dir_for_var(&Provider::Claude, "/h/s", "CLAUDE_CONFIG_DIR").as_deref(),
+            state_dir_for_var(CLAUDE, "/h/s", "CLAUDE_CONFIG_DIR").as_deref(),
             Some("/h/s/claude")
         );
-        assert!(state_binds(&Provider::Shell, "/h/s", "/root").is_empty());
+        assert!(state_binds(&[], "/h/s", "/root").is_empty());
         assert!(
             masked_etc_file("ssh_host_ed25519_key") && !masked_etc_file("ssh_host_ed25519_key.pub")
         );

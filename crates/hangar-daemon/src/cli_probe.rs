@@ -21,10 +21,10 @@ use std::time::{Duration, SystemTime};
 
 use crate::sessions::Sessions;
 use hangar_core::Provider;
-use hangar_core::cli_versions::{self, Tested, Version};
+use hangar_core::cli_versions::{Tested, Version};
 use hangar_providers::ProvidersConfig;
 pub use hangar_providers::cli_facts::CliFacts;
-use hangar_providers::cli_facts::reads_help;
+use hangar_providers::cli_facts::{self, reads_help};
 use hangar_providers::launch::{LaunchEnv, resolve_program};
 
 /// A CLI that does not answer `--version` within this is taken as unknown.
@@ -102,7 +102,7 @@ impl CliProbe {
     /// The notice for a CLI newer than tested, the first time that
     /// provider and version are seen.
     fn first_notice(&self, provider: &Provider, facts: &CliFacts) -> Option<String> {
-        let Tested::Newer { installed, tested } = cli_versions::compare(provider, facts.version)
+        let Tested::Newer { installed, tested } = cli_facts::compare(provider, facts.version)
         else {
             return None;
         };
@@ -111,7 +111,7 @@ impl CliProbe {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert((provider.name().to_owned(), installed));
-        fresh.then(|| cli_versions::newer_notice(provider, installed, tested))
+        fresh.then(|| cli_facts::newer_notice(provider, installed, tested))
     }
 }
 
@@ -139,14 +139,13 @@ impl CliProbe {
         providers: &ProvidersConfig,
         sessions: &Arc<Sessions>,
     ) -> Option<CliFacts> {
-        if !matches!(
-            provider,
-            Provider::Claude | Provider::Codex | Provider::Opencode
-        ) {
+        if !provider.is_agent() {
             return None;
         }
         let program = Self::program_of(provider, providers)?;
-        if *provider == Provider::Codex {
+        // A CLI whose launch depends on its `--help` (codex's --no-daemon)
+        // waits for the facts; any other is probed beside its start.
+        if reads_help(provider) {
             let facts = self.facts(provider, &program).await;
             self.notice_if_newer(provider, &facts, sessions);
             return Some(facts);
@@ -175,7 +174,7 @@ impl CliProbe {
         providers: &ProvidersConfig,
     ) -> Vec<(Provider, Option<(PathBuf, CliFacts)>)> {
         let mut out = Vec::new();
-        for provider in [Provider::Claude, Provider::Codex, Provider::Opencode] {
+        for provider in Provider::AGENT_CLIS {
             let found = match Self::program_of(&provider, providers) {
                 Some(program) => {
                     let facts = self.facts(&provider, &program).await;

@@ -117,6 +117,9 @@ impl Config {
                 max,
                 &config.usage.prices,
                 &path.with_file_name("state.db"),
+                // Read before the daemon (and its `Os`) exists: the clock
+                // it will start from.
+                i64::try_from(crate::now_ms()).unwrap_or(i64::MAX),
             )
             .map_err(|message| ConfigError::Parse {
                 path: path.display().to_string(),

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hangar_core::{Provider, SessionId};
+use hangar_core::SessionId;
 use hangar_protocol::message::codes;
 use hangar_protocol::reply;
 use serde_json::json;
@@ -291,7 +291,8 @@ impl Delivery {
             return false;
         }
         // A sandboxed claude's hooks reach hangar too (its own socket).
-        if matches!(meta.provider, Provider::Claude) && self.monitor.hooks_installed() {
+        if hangar_providers::adapter(&meta.provider).takes_hooks() && self.monitor.hooks_installed()
+        {
             return true;
         }
         tokio::task::spawn_blocking(move || turns::transcript_path(&meta).is_some())

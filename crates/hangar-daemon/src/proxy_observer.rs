@@ -110,12 +110,18 @@ impl ProxyGrants {
                 ),
             ));
         }
-        if !self.proxy.wanted(&provider, capture) && !sandbox_needs_it {
+        let adapter = hangar_providers::adapter(&provider);
+        if !self.proxy.wanted(adapter.proxied(), capture) && !sandbox_needs_it {
             return Ok(None);
         }
         let daemon = self.clone();
         let observer = move || daemon.proxy_observer();
-        match self.proxy.grant(id, &provider, observer).await {
+        let trust = if adapter.replaces_trust_store() {
+            hangar_proxy::CaTrust::Bundle
+        } else {
+            hangar_proxy::CaTrust::Added
+        };
+        match self.proxy.grant(id, trust, observer).await {
             Ok(g) => Ok(Some(g)),
             Err(fault) if sandbox_needs_it => Err(SpawnFailure::new(
                 FailureKind::Other,

@@ -2,7 +2,9 @@
 //! and never lost.
 //!
 //! Everything here goes through the `git` program (worktree add, status,
-//! rev-list, worktree remove, branch -d); hangar never edits `.git` itself.
+//! rev-list, worktree remove, branch -d), run through the daemon's `Os`
+//! (`os::Git`, scripted by `FakeOs` in tests); hangar never edits `.git`
+//! itself.
 //! The rules (branch names, "may this worktree be removed") live in
 //! `hangar_core::worktree`; this module gathers git's facts and carries the
 //! answers out.
@@ -15,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Paths;
 use crate::errors::ApiError;
-use crate::os::Clock;
+use crate::os::{Clock, Git, Os};
 use crate::sessions::{RunState, Sessions};
 
 /// The file (in `.worktreeinclude` gitignore syntax) naming untracked files
@@ -87,25 +89,32 @@ impl From<WorktreeError> for ApiError {
 }
 
 /// Run `git -C dir ARGS`; stdout on success, stderr in the error.
-fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        // A prompt for credentials or an editor would hang the daemon.
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(WorktreeError::NoGit)?;
-    if out.status.success() {
+fn git(os: &dyn Git, dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
+    let out = git_output(os, dir, args, None)?;
+    if out.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(WorktreeError::Git {
-            args: args.join(" "),
-            dir: dir.display().to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        })
+        Err(git_failed(dir, args, &out))
+    }
+}
+
+/// What `git -C dir ARGS` answered, with `stdin` written to it.
+fn git_output(
+    os: &dyn Git,
+    dir: &Path,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+) -> Result<crate::os::GitOutput, WorktreeError> {
+    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    os.run_git(dir, &args, &[], stdin)
+        .map_err(WorktreeError::NoGit)
+}
+
+fn git_failed(dir: &Path, args: &[&str], out: &crate::os::GitOutput) -> WorktreeError {
+    WorktreeError::Git {
+        args: args.join(" "),
+        dir: dir.display().to_string(),
+        stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
     }
 }
 
@@ -123,11 +132,12 @@ pub struct Repo {
 }
 
 impl Repo {
-    pub fn discover(cwd: &Path) -> Result<Repo, WorktreeError> {
+    pub fn discover(os: &dyn Git, cwd: &Path) -> Result<Repo, WorktreeError> {
         let not_repo = || WorktreeError::NotARepository {
             cwd: cwd.display().to_string(),
         };
         let out = git(
+            os,
             cwd,
             &[
                 "rev-parse",
@@ -160,16 +170,18 @@ impl Repo {
         let no_commits = || WorktreeError::NoCommits {
             root: root.display().to_string(),
         };
-        git(&root, &["rev-parse", "--verify", "-q", "HEAD^{commit}"]).map_err(|_| no_commits())?;
-        let head = match git(&root, &["symbolic-ref", "-q", "--short", "HEAD"]) {
+        git(os, &root, &["rev-parse", "--verify", "-q", "HEAD^{commit}"])
+            .map_err(|_| no_commits())?;
+        let head = match git(os, &root, &["symbolic-ref", "-q", "--short", "HEAD"]) {
             Ok(branch) if !branch.trim().is_empty() => branch.trim().to_owned(),
-            _ => git(&root, &["rev-parse", "HEAD"])?.trim().to_owned(),
+            _ => git(os, &root, &["rev-parse", "HEAD"])?.trim().to_owned(),
         };
         Ok(Repo { root, name, head })
     }
 
-    fn branch_exists(&self, branch: &str) -> bool {
+    fn branch_exists(&self, os: &dyn Git, branch: &str) -> bool {
         git(
+            os,
             &self.root,
             &[
                 "show-ref",
@@ -218,26 +230,27 @@ fn folder_setting(settings: &WorktreeSettings, home: &Path, repo: &Repo) -> Stri
 /// the title and made unique. Untracked files named by `.worktreeinclude`
 /// are copied in. Never reuses or overwrites an existing folder.
 pub fn create(
+    os: &dyn Git,
     cwd: &Path,
     wanted: Option<&str>,
     title: &str,
     home: &Path,
     settings: &WorktreeSettings,
 ) -> Result<WorktreeInfo, WorktreeError> {
-    let repo = Repo::discover(cwd)?;
+    let repo = Repo::discover(os, cwd)?;
     let folder = folder_setting(settings, home, &repo);
     let branch = match wanted.map(str::trim).filter(|w| !w.is_empty()) {
         Some(w) => {
-            if git(&repo.root, &["check-ref-format", "--branch", w]).is_err() {
+            if git(os, &repo.root, &["check-ref-format", "--branch", w]).is_err() {
                 return Err(WorktreeError::BadBranch { branch: w.into() });
             }
-            if repo.branch_exists(w) {
+            if repo.branch_exists(os, w) {
                 return Err(WorktreeError::BranchExists { branch: w.into() });
             }
             w.to_owned()
         }
         None => unique_branch(&branch_slug(title), |name| {
-            repo.branch_exists(name)
+            repo.branch_exists(os, name)
                 || Path::new(&worktree_folder(&folder, &repo.name, name)).exists()
         }),
     };
@@ -252,6 +265,7 @@ pub fn create(
         })?;
     }
     git(
+        os,
         &repo.root,
         &["worktree", "add", "-b", &branch, &path, &repo.head],
     )?;
@@ -262,9 +276,9 @@ pub fn create(
         repo_root: repo.root.display().to_string(),
         created_by_hangar: true,
     };
-    if let Err(e) = copy_included(&repo.root, Path::new(&info.path)) {
+    if let Err(e) = copy_included(os, &repo.root, Path::new(&info.path)) {
         // Nothing but hangar's own copies is in it yet; take it back down.
-        let _ = remove(&info, true);
+        let _ = remove(os, &info, true);
         return Err(e);
     }
     Ok(info)
@@ -279,18 +293,19 @@ pub fn create(
 /// gitignored files, as Claude Code and Conductor define it): a copied file
 /// git does not ignore would make the new worktree dirty forever, so closing
 /// its agent could never remove it.
-pub fn copy_included(root: &Path, dest: &Path) -> Result<Vec<String>, WorktreeError> {
+pub fn copy_included(os: &dyn Git, root: &Path, dest: &Path) -> Result<Vec<String>, WorktreeError> {
     let include = root.join(INCLUDE_FILE);
     if !include.is_file() {
         return Ok(Vec::new());
     }
     let exclude_from = format!("--exclude-from={}", include.display());
     let listed = git(
+        os,
         root,
         &["ls-files", "-z", "--others", "--ignored", &exclude_from],
     )?;
     let named: Vec<&str> = listed.split('\0').filter(|r| !r.is_empty()).collect();
-    let ignored = ignored_by_git(root, &named)?;
+    let ignored = ignored_by_git(os, root, &named)?;
     let mut copied = Vec::new();
     for rel in named.into_iter().filter(|r| ignored.contains(*r)) {
         let from = root.join(rel);
@@ -322,52 +337,28 @@ pub fn copy_included(root: &Path, dest: &Path) -> Result<Vec<String>, WorktreeEr
 /// Of the untracked `paths` (relative to `root`), the ones git ignores
 /// (`.gitignore`, `.git/info/exclude`, the global excludes file).
 fn ignored_by_git(
+    os: &dyn Git,
     root: &Path,
     paths: &[&str],
 ) -> Result<std::collections::HashSet<String>, WorktreeError> {
-    use std::io::Write;
     if paths.is_empty() {
         return Ok(Default::default());
     }
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["check-ignore", "-z", "--stdin"])
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(WorktreeError::NoGit)?;
     let mut input = Vec::new();
     for p in paths {
         input.extend_from_slice(p.as_bytes());
         input.push(0);
     }
-    // Written from a thread: git answers while it reads, and a full stdout
-    // pipe would otherwise block both sides.
-    let writer = child.stdin.take().map(|mut stdin| {
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&input);
-        })
-    });
-    let out = child.wait_with_output().map_err(WorktreeError::NoGit)?;
-    if let Some(w) = writer {
-        let _ = w.join();
-    }
-    match out.status.code() {
+    let args = ["check-ignore", "-z", "--stdin"];
+    let out = git_output(os, root, &args, Some(&input))?;
+    match out.code {
         // 0: some are ignored (listed); 1: none of them is.
         Some(0) | Some(1) => Ok(String::from_utf8_lossy(&out.stdout)
             .split('\0')
             .filter(|p| !p.is_empty())
             .map(str::to_owned)
             .collect()),
-        _ => Err(WorktreeError::Git {
-            args: "check-ignore -z --stdin".into(),
-            dir: root.display().to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        }),
+        _ => Err(git_failed(root, &args, &out)),
     }
 }
 
@@ -459,16 +450,21 @@ pub struct WorktreeState {
 /// Ask git about a worktree: uncommitted files, commits ahead of and behind
 /// its base, and commits that exist nowhere else. Counted from the
 /// worktree's own `HEAD`, so work survives even if its branch was switched.
-pub fn inspect(info: &WorktreeInfo, with_unpushed: bool) -> WorktreeState {
+pub fn inspect(os: &dyn Git, info: &WorktreeInfo, with_unpushed: bool) -> WorktreeState {
     let path = Path::new(&info.path);
     if !path.is_dir() {
         return WorktreeState::default();
     }
-    let dirty_files = git(path, &["status", "--porcelain", "--untracked-files=normal"])
-        .map(|s| s.lines().filter(|l| !l.trim().is_empty()).count())
-        // A folder git cannot read is treated as holding work: never removed.
-        .unwrap_or(usize::MAX);
+    let dirty_files = git(
+        os,
+        path,
+        &["status", "--porcelain", "--untracked-files=normal"],
+    )
+    .map(|s| s.lines().filter(|l| !l.trim().is_empty()).count())
+    // A folder git cannot read is treated as holding work: never removed.
+    .unwrap_or(usize::MAX);
     let (behind, ahead) = git(
+        os,
         path,
         &[
             "rev-list",
@@ -485,7 +481,7 @@ pub fn inspect(info: &WorktreeInfo, with_unpushed: bool) -> WorktreeState {
     .map_or((None, None), |(b, a)| (Some(b), Some(a)));
     let unpushed = if with_unpushed {
         let count = |args: &[&str]| {
-            git(path, args)
+            git(os, path, args)
                 .ok()
                 .and_then(|s| s.trim().parse::<usize>().ok())
         };
@@ -524,16 +520,20 @@ pub struct Removed {
 
 /// `git worktree remove` (never `--force`: git itself refuses a dirty one),
 /// then `git branch -d` (never `-D`) when asked.
-pub fn remove(info: &WorktreeInfo, delete_branch: bool) -> Result<Removed, WorktreeError> {
+pub fn remove(
+    os: &dyn Git,
+    info: &WorktreeInfo,
+    delete_branch: bool,
+) -> Result<Removed, WorktreeError> {
     let root = Path::new(&info.repo_root);
-    git(root, &["worktree", "remove", &info.path])?;
+    git(os, root, &["worktree", "remove", &info.path])?;
     if !delete_branch {
         return Ok(Removed {
             branch_deleted: false,
             branch_note: None,
         });
     }
-    Ok(match git(root, &["branch", "-d", &info.branch]) {
+    Ok(match git(os, root, &["branch", "-d", &info.branch]) {
         Ok(_) => Removed {
             branch_deleted: true,
             branch_note: None,
@@ -629,6 +629,8 @@ pub struct PreparedWorktree {
     /// The setup command's failure, shown on the session.
     pub setup_failure: Option<String>,
     adopted: bool,
+    /// What takes it back down when no session adopts it.
+    git: Arc<dyn Git>,
 }
 
 impl PreparedWorktree {
@@ -643,7 +645,7 @@ impl Drop for PreparedWorktree {
     fn drop(&mut self) {
         if !self.adopted {
             // Error path only: a few milliseconds of blocking git is fine here.
-            if let Err(e) = remove(&self.info, true) {
+            if let Err(e) = remove(self.git.as_ref(), &self.info, true) {
                 tracing::warn!("could not take back worktree {}: {e}", self.info.path);
             }
         }
@@ -667,7 +669,7 @@ type StatusCache = BTreeMap<String, (Instant, WorktreeState)>;
 static STATUS_CACHE: Mutex<StatusCache> = Mutex::new(BTreeMap::new());
 
 /// `inspect` without unpushed counts, reused for [`STATUS_TTL`].
-pub(crate) fn cached_status(info: &WorktreeInfo) -> WorktreeState {
+pub(crate) fn cached_status(os: &dyn Git, info: &WorktreeInfo) -> WorktreeState {
     let fresh = STATUS_CACHE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -677,7 +679,7 @@ pub(crate) fn cached_status(info: &WorktreeInfo) -> WorktreeState {
     if let Some(s) = fresh {
         return s;
     }
-    let state = inspect(info, false);
+    let state = inspect(os, info, false);
     let mut cache = STATUS_CACHE.lock().unwrap_or_else(|p| p.into_inner());
     cache.retain(|_, (at, _)| at.elapsed() < STATUS_TTL);
     cache.insert(info.path.clone(), (Instant::now(), state.clone()));
@@ -708,14 +710,16 @@ pub struct Worktrees {
     sessions: Arc<Sessions>,
     paths: Paths,
     clock: Arc<dyn Clock>,
+    git: Arc<dyn Git>,
 }
 
 impl Worktrees {
-    pub fn new(sessions: Arc<Sessions>, paths: Paths, clock: Arc<dyn Clock>) -> Worktrees {
+    pub fn new(sessions: Arc<Sessions>, paths: Paths, os: Arc<dyn Os>) -> Worktrees {
         Worktrees {
             sessions,
             paths,
-            clock,
+            clock: os.clone(),
+            git: os,
         }
     }
 
@@ -742,13 +746,24 @@ impl Worktrees {
         let title = title.to_owned();
         let created = {
             let settings = settings.clone();
-            blocking(move || create(Path::new(&cwd), wanted.as_deref(), &title, &home, &settings))
-                .await??
+            let git = self.git.clone();
+            blocking(move || {
+                create(
+                    git.as_ref(),
+                    Path::new(&cwd),
+                    wanted.as_deref(),
+                    &title,
+                    &home,
+                    &settings,
+                )
+            })
+            .await??
         };
         let mut prepared = PreparedWorktree {
             info: created,
             setup_failure: None,
             adopted: false,
+            git: self.git.clone(),
         };
         if let Some(command) = settings.setup_command.filter(|c| !c.trim().is_empty()) {
             let timeout = settings.setup_timeout.unwrap_or(Duration::from_secs(600));
@@ -792,14 +807,15 @@ impl Worktrees {
             return (Vec::new(), Vec::new());
         }
         let home = self.paths.home.clone();
+        let git = self.git.clone();
         let done = blocking(move || {
             let registry = Registry::new(&home);
             let mut kept = Vec::new();
             let mut removed = Vec::new();
             for (id, info) in closed {
-                let state = inspect(&info, true);
+                let state = inspect(git.as_ref(), &info, true);
                 match cleanup_decision(&info, &state.facts) {
-                    CleanupDecision::Remove => match remove(&info, delete_branch) {
+                    CleanupDecision::Remove => match remove(git.as_ref(), &info, delete_branch) {
                         Ok(r) => {
                             registry.forget(&info.path);
                             removed.push(WorktreeRemoved {
@@ -888,6 +904,7 @@ fn default_setup_timeout() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::RealOs;
     // The shared git fixture: an identity, no signing, `main` first.
     use hangar_testkit::git::git as sh_git;
 
@@ -922,7 +939,7 @@ mod tests {
     #[test]
     fn a_worktree_is_made_under_home_on_a_new_branch_from_the_title() {
         let r = repo();
-        let info = create(&r.root, None, "Fix login!", &r.home, &settings()).unwrap();
+        let info = create(&RealOs, &r.root, None, "Fix login!", &r.home, &settings()).unwrap();
         assert_eq!(info.branch, "fix-login");
         assert_eq!(info.base, "main");
         assert_eq!(
@@ -940,8 +957,8 @@ mod tests {
     #[test]
     fn a_second_worktree_with_the_same_title_gets_a_unique_branch() {
         let r = repo();
-        let a = create(&r.root, None, "review", &r.home, &settings()).unwrap();
-        let b = create(&r.root, None, "review", &r.home, &settings()).unwrap();
+        let a = create(&RealOs, &r.root, None, "review", &r.home, &settings()).unwrap();
+        let b = create(&RealOs, &r.root, None, "review", &r.home, &settings()).unwrap();
         assert_eq!(a.branch, "review");
         assert_eq!(b.branch, "review-2");
         assert_ne!(a.path, b.path);
@@ -950,16 +967,24 @@ mod tests {
     #[test]
     fn an_explicit_branch_that_exists_is_refused() {
         let r = repo();
-        let e = create(&r.root, Some("main"), "x", &r.home, &settings()).unwrap_err();
+        let e = create(&RealOs, &r.root, Some("main"), "x", &r.home, &settings()).unwrap_err();
         assert!(e.to_string().contains("already exists"), "{e}");
-        let bad = create(&r.root, Some("bad..name"), "x", &r.home, &settings()).unwrap_err();
+        let bad = create(
+            &RealOs,
+            &r.root,
+            Some("bad..name"),
+            "x",
+            &r.home,
+            &settings(),
+        )
+        .unwrap_err();
         assert!(bad.to_string().contains("not a valid branch"), "{bad}");
     }
 
     #[test]
     fn outside_a_repository_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
-        let e = create(dir.path(), None, "x", dir.path(), &settings()).unwrap_err();
+        let e = create(&RealOs, dir.path(), None, "x", dir.path(), &settings()).unwrap_err();
         assert!(matches!(e, WorktreeError::NotARepository { .. }), "{e}");
         assert!(e.to_string().contains("not inside one"), "{e}");
     }
@@ -971,7 +996,7 @@ mod tests {
             folder: Some("../wt-{repo}/{branch}".into()),
             ..Default::default()
         };
-        let info = create(&r.root, Some("feature/x"), "t", &r.home, &s).unwrap();
+        let info = create(&RealOs, &r.root, Some("feature/x"), "t", &r.home, &s).unwrap();
         assert!(
             info.path.ends_with("/api/../wt-api/feature-x"),
             "{}",
@@ -996,7 +1021,7 @@ mod tests {
             "# comment\n/.env\nsecrets/**/*.pem\n/*.lo?\n!app.log\nREADME\n",
         )
         .unwrap();
-        let info = create(&r.root, None, "inc", &r.home, &settings()).unwrap();
+        let info = create(&RealOs, &r.root, None, "inc", &r.home, &settings()).unwrap();
         let wt = Path::new(&info.path);
         assert_eq!(
             std::fs::read_to_string(wt.join(".env")).unwrap(),
@@ -1009,13 +1034,13 @@ mod tests {
         assert!(!wt.join("sub/app.log").exists(), "leading / anchors");
         // Tracked files come from the checkout, not the main folder's copy.
         std::fs::write(r.root.join("README"), "edited in main\n").unwrap();
-        let info2 = create(&r.root, None, "inc", &r.home, &settings()).unwrap();
+        let info2 = create(&RealOs, &r.root, None, "inc", &r.home, &settings()).unwrap();
         assert_eq!(
             std::fs::read_to_string(Path::new(&info2.path).join("README")).unwrap(),
             "hello\n"
         );
         // The copies are ignored files: the new worktree is clean.
-        assert_eq!(inspect(&info, true).facts.dirty_files, 0);
+        assert_eq!(inspect(&RealOs, &info, true).facts.dirty_files, 0);
     }
 
     #[test]
@@ -1025,23 +1050,23 @@ mod tests {
         std::fs::write(r.root.join(".env"), "TOKEN=1\n").unwrap();
         std::fs::write(r.root.join("local.toml"), "x = 1\n").unwrap();
         std::fs::write(r.root.join(INCLUDE_FILE), ".env\nlocal.toml\n").unwrap();
-        let info = create(&r.root, None, "only-ignored", &r.home, &settings()).unwrap();
+        let info = create(&RealOs, &r.root, None, "only-ignored", &r.home, &settings()).unwrap();
         let wt = Path::new(&info.path);
         assert!(wt.join(".env").is_file(), "an ignored file is copied");
         assert!(
             !wt.join("local.toml").exists(),
             "a file git would show as untracked is not copied"
         );
-        assert_eq!(inspect(&info, true).facts.dirty_files, 0);
-        remove(&info, false).expect("a clean worktree can be removed without --force");
+        assert_eq!(inspect(&RealOs, &info, true).facts.dirty_files, 0);
+        remove(&RealOs, &info, false).expect("a clean worktree can be removed without --force");
     }
 
     #[test]
     fn dirty_and_unpushed_work_is_seen_and_kept() {
         let r = repo();
-        let info = create(&r.root, None, "work", &r.home, &settings()).unwrap();
+        let info = create(&RealOs, &r.root, None, "work", &r.home, &settings()).unwrap();
         let wt = Path::new(&info.path);
-        let clean = inspect(&info, true);
+        let clean = inspect(&RealOs, &info, true);
         assert_eq!(
             clean.facts,
             WorktreeFacts {
@@ -1053,15 +1078,15 @@ mod tests {
         assert_eq!((clean.ahead, clean.behind), (Some(0), Some(0)));
 
         std::fs::write(wt.join("new.txt"), "x").unwrap();
-        assert_eq!(inspect(&info, true).facts.dirty_files, 1);
+        assert_eq!(inspect(&RealOs, &info, true).facts.dirty_files, 1);
         assert!(
-            remove(&info, false).is_err(),
+            remove(&RealOs, &info, false).is_err(),
             "git refuses a dirty worktree"
         );
 
         sh_git(wt, &["add", "."]);
         sh_git(wt, &["commit", "-q", "-m", "work"]);
-        let committed = inspect(&info, true);
+        let committed = inspect(&RealOs, &info, true);
         assert_eq!(committed.facts.dirty_files, 0);
         assert_eq!(committed.facts.unpushed, 1);
         assert_eq!(committed.ahead, Some(1));
@@ -1072,7 +1097,7 @@ mod tests {
 
         // Merged into its base: nothing is lost by removing it.
         sh_git(&r.root, &["merge", "-q", "--ff-only", &info.branch]);
-        let merged = inspect(&info, true);
+        let merged = inspect(&RealOs, &info, true);
         assert_eq!(merged.facts.unpushed, 0);
         assert_eq!(
             cleanup_decision(&info, &merged.facts),
@@ -1083,14 +1108,14 @@ mod tests {
     #[test]
     fn removing_keeps_the_branch_unless_asked_and_never_forces() {
         let r = repo();
-        let keep = create(&r.root, None, "keep", &r.home, &settings()).unwrap();
-        let r1 = remove(&keep, false).unwrap();
+        let keep = create(&RealOs, &r.root, None, "keep", &r.home, &settings()).unwrap();
+        let r1 = remove(&RealOs, &keep, false).unwrap();
         assert!(!r1.branch_deleted);
         assert!(!Path::new(&keep.path).exists());
         assert!(sh_git(&r.root, &["branch", "--list", "keep"]).contains("keep"));
 
-        let del = create(&r.root, None, "del", &r.home, &settings()).unwrap();
-        assert!(remove(&del, true).unwrap().branch_deleted);
+        let del = create(&RealOs, &r.root, None, "del", &r.home, &settings()).unwrap();
+        assert!(remove(&RealOs, &del, true).unwrap().branch_deleted);
         assert!(
             sh_git(&r.root, &["branch", "--list", "del"])
                 .trim()
@@ -1124,7 +1149,7 @@ mod tests {
     #[tokio::test]
     async fn a_failing_setup_command_reports_its_exit_code_and_output() {
         let r = repo();
-        let info = create(&r.root, None, "setup", &r.home, &settings()).unwrap();
+        let info = create(&RealOs, &r.root, None, "setup", &r.home, &settings()).unwrap();
         let ok = run_setup("test -f README", &info, &r.home, Duration::from_secs(30)).await;
         assert_eq!(ok, Ok(()));
         let e = run_setup(
@@ -1137,5 +1162,115 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("exit code 3"), "{e}");
         assert!(e.contains("installing") && e.contains("broken"), "{e}");
+    }
+
+    /// The fake machine's git scripted as a repository `proj` (one commit
+    /// on `main`, no branch `fix-login`) whose new worktree is clean or
+    /// holds `status` as uncommitted work.
+    fn fake_repo(m: &crate::on_a_fake_machine::FakeMachine, status: &str) -> PathBuf {
+        let root = m.home.path().join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        let git = m.os.git();
+        let top = format!("{}\n{}/.git\n", root.display(), root.display());
+        git.answer(&["rev-parse", "--path-format=absolute"], 0, &top);
+        git.answer(&["rev-parse", "--verify", "-q", "HEAD^{commit}"], 0, "");
+        git.answer(&["symbolic-ref", "-q", "--short", "HEAD"], 0, "main\n");
+        git.answer(&["check-ref-format", "--branch"], 0, "fix-login\n");
+        git.answer(&["show-ref"], 1, "");
+        git.answer(&["worktree", "add"], 0, "");
+        git.answer(&["status", "--porcelain"], 0, status);
+        git.answer(&["rev-list", "--left-right"], 0, "0\t0\n");
+        git.answer(&["rev-list", "--count"], 0, "0\n");
+        git.answer(&["worktree", "remove"], 0, "");
+        git.answer(&["branch", "-d"], 0, "Deleted branch fix-login\n");
+        root
+    }
+
+    /// `new --worktree` then closing its session, on the fake machine:
+    /// the worktree is made from `main` on its own branch, remembered,
+    /// and removed (its branch too) when clean, never with `--force`.
+    async fn made_and_closed(status: &str) -> (Vec<crate::os::GitCall>, String, PathBuf, bool) {
+        use crate::on_a_fake_machine::with_sessions;
+        let m = with_sessions(&["a"], &[]);
+        let root = fake_repo(&m, status);
+        let worktrees = &m.daemon.worktrees;
+        let req = msg::NewSession {
+            cwd: Some(root.display().to_string()),
+            worktree: true,
+            worktree_branch: Some("fix-login".into()),
+            ..Default::default()
+        };
+        let prepared = worktrees
+            .prepare_worktree(&req, "fix login", &WorktreeConfig::default())
+            .await
+            .unwrap()
+            .expect("a worktree was asked for");
+        let info = prepared.info.clone();
+        // What `git worktree add` made (the fake git makes no folder).
+        std::fs::create_dir_all(&info.path).unwrap();
+        let id = SessionId::from("a");
+        assert_eq!(worktrees.adopt_worktree(&id, Some(prepared)), None);
+        let registry = Registry::new(&m.daemon.paths.home);
+        assert!(registry.load().contains_key(&info.path), "remembered");
+        let (kept, removed) = worktrees
+            .clean_up_worktrees(vec![(id, info.clone())], true)
+            .await;
+        let remembered = registry.load().contains_key(&info.path);
+        let outcome = match (kept.as_slice(), removed.as_slice()) {
+            ([], [r]) if r.branch_deleted => "removed with its branch".to_owned(),
+            ([k], []) => format!("kept: {}", k.reason),
+            other => format!("{other:?}"),
+        };
+        assert_eq!(info.branch, "fix-login");
+        assert_eq!(info.base, "main");
+        (
+            m.os.git().calls(),
+            outcome,
+            PathBuf::from(&info.path),
+            remembered,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_clean_worktree_is_made_and_removed_with_its_branch_on_the_fake_machine() {
+        let (calls, outcome, path, remembered) = made_and_closed("").await;
+        assert_eq!(outcome, "removed with its branch");
+        assert!(!remembered, "forgotten once removed");
+        let path = path.display().to_string();
+        let ran: Vec<String> = calls.iter().map(|c| c.args.join(" ")).collect();
+        let add = format!("worktree add -b fix-login {path} main");
+        let remove = format!("worktree remove {path}");
+        let at = |cmd: &str| {
+            ran.iter()
+                .position(|r| r == cmd)
+                .unwrap_or_else(|| panic!("`git {cmd}` never ran: {ran:#?}"))
+        };
+        assert!(at(&add) < at(&remove) && at(&remove) < at("branch -d fix-login"));
+        assert!(
+            ran.iter()
+                .all(|r| !r.contains("--force") && !r.contains(" -D")),
+            "never forced: {ran:#?}"
+        );
+        assert!(
+            calls
+                .iter()
+                .filter(|c| c.args[0] == "worktree")
+                .all(|c| c.dir.ends_with("proj")),
+            "worktree commands run in the repository"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_worktree_holding_uncommitted_work_is_kept_on_the_fake_machine() {
+        let (calls, outcome, _, remembered) = made_and_closed(" M src/login.rs\n").await;
+        assert!(outcome.starts_with("kept: "), "{outcome}");
+        assert!(outcome.contains("uncommitted"), "{outcome}");
+        assert!(remembered, "still listed by `hangar worktrees`");
+        assert!(
+            calls
+                .iter()
+                .all(|c| !c.args.starts_with(&["worktree".into(), "remove".into()])),
+            "never removed"
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! `hangar_core::cli_versions`' parsers.
 
 use hangar_core::Provider;
-use hangar_core::cli_versions::{self, Version};
+use hangar_core::cli_versions::{self, Tested, Version};
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CliFacts {
@@ -14,26 +14,70 @@ pub struct CliFacts {
     pub no_daemon: bool,
 }
 
-/// Whether `provider`'s `--help` must be read too (only codex has a flag
-/// hangar looks for).
+/// Whether `provider`'s `--help` must be read too (a flag its launch
+/// depends on: `Adapter::reads_help`).
 pub fn reads_help(provider: &Provider) -> bool {
-    *provider == Provider::Codex
+    crate::adapter::adapter(provider).reads_help()
+}
+
+/// The newest version of `provider`'s CLI the conformance suite ran.
+pub fn tested(provider: &Provider) -> Option<Version> {
+    crate::adapter::adapter(provider).tested_version()
+}
+
+/// How an installed version of `provider`'s CLI compares with the tested one.
+pub fn compare(provider: &Provider, installed: Option<Version>) -> Tested {
+    cli_versions::compare(tested(provider), installed)
+}
+
+/// The line a person sees for a CLI newer than any tested.
+pub fn newer_notice(provider: &Provider, installed: Version, tested: Version) -> String {
+    let package = crate::adapter::adapter(provider).npm_package();
+    cli_versions::newer_notice(provider.name(), package, installed, tested)
 }
 
 impl CliFacts {
     /// The facts in a CLI's `--version` output and, when `reads_help`, its
     /// `--help` output (`None` otherwise).
     pub fn from_outputs(provider: &Provider, version: &str, help: Option<&str>) -> CliFacts {
-        CliFacts {
+        let mut facts = CliFacts {
             version: cli_versions::parse_version(version),
-            no_daemon: reads_help(provider) && help.is_some_and(cli_versions::codex_has_no_daemon),
+            no_daemon: false,
+        };
+        let adapter = crate::adapter::adapter(provider);
+        if let Some(help) = help.filter(|_| adapter.reads_help()) {
+            adapter.help_facts(help, &mut facts);
         }
+        facts
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_newer_version_than_the_adapters_tested_one_gets_a_notice() {
+        assert_eq!(
+            compare(&Provider::Codex, Some(Version(0, 171, 0))),
+            Tested::Covered
+        );
+        assert_eq!(
+            compare(&Provider::Claude, Some(Version(2, 2, 0))),
+            Tested::Newer {
+                installed: Version(2, 2, 0),
+                tested: Version(2, 1, 197)
+            }
+        );
+        assert_eq!(
+            compare(&Provider::Shell, Some(Version(9, 9, 9))),
+            Tested::Unknown
+        );
+        assert_eq!(compare(&Provider::Opencode, None), Tested::Unknown);
+        let line = newer_notice(&Provider::Claude, Version(2, 2, 0), Version(2, 1, 197));
+        assert!(line.contains("claude 2.2.0 is newer"));
+        assert!(line.contains("@anthropic-ai/claude-code@2.1.197"));
+    }
 
     #[test]
     fn only_codex_is_asked_for_its_help_and_only_its_help_names_no_daemon() {

@@ -201,18 +201,17 @@ pub fn with_mcp(spec: LaunchSpec, provider: &Provider, server: &McpServer) -> La
     crate::adapter::adapter(provider).with_mcp(spec, server)
 }
 
-/// Codex 0.17x run so that it stays inside the session's own process
-/// group: `--no-daemon`, when the installed codex accepts it. Without it,
-/// codex starts a shared `codex app-server --managed-daemon` (one per
-/// `CODEX_HOME`, in a process group of its own) that outlives the session,
-/// holds every session's rollout and makes every session's requests with
-/// the first session's environment (issue 16 defect 4). A top-level flag,
-/// so it comes first, before codex's `resume` subcommand.
-pub fn codex_in_process(mut spec: LaunchSpec, provider: &Provider, accepts: bool) -> LaunchSpec {
-    if *provider == Provider::Codex && accepts && !spec.args.iter().any(|a| a == "--no-daemon") {
-        spec.args.insert(0, "--no-daemon".to_owned());
+/// The launch as the installed CLI's facts want it (codex's `--no-daemon`:
+/// `Adapter::with_cli_facts`); unchanged when they are not known.
+pub fn with_cli_facts(
+    spec: LaunchSpec,
+    provider: &Provider,
+    facts: Option<&crate::cli_facts::CliFacts>,
+) -> LaunchSpec {
+    match facts {
+        Some(facts) => crate::adapter::adapter(provider).with_cli_facts(spec, facts),
+        None => spec,
     }
-    spec
 }
 
 /// The `NO_PROXY` an agent gets: what the daemon was given, plus the
@@ -480,17 +479,28 @@ mod tests {
     #[test]
     fn codex_that_accepts_it_runs_with_no_daemon_before_its_resume_subcommand() {
         let spec = codex_resuming_with_mcp();
-        let with = codex_in_process(spec.clone(), &Provider::Codex, true);
+        use crate::cli_facts::CliFacts;
+        let accepts = CliFacts {
+            version: None,
+            no_daemon: true,
+        };
+        let with = with_cli_facts(spec.clone(), &Provider::Codex, Some(&accepts));
         assert_eq!(with.args[0], "--no-daemon");
         assert_eq!(&with.args[with.args.len() - 2..], ["resume", "t-1"]);
-        assert_eq!(codex_in_process(with.clone(), &Provider::Codex, true), with);
-        // An older codex without the flag, and other providers, unchanged.
         assert_eq!(
-            codex_in_process(spec.clone(), &Provider::Codex, false),
+            with_cli_facts(with.clone(), &Provider::Codex, Some(&accepts)),
+            with
+        );
+        // An older codex without the flag, unknown facts, and other
+        // providers, unchanged.
+        let older = CliFacts::default();
+        assert_eq!(
+            with_cli_facts(spec.clone(), &Provider::Codex, Some(&older)),
             spec
         );
+        assert_eq!(with_cli_facts(spec.clone(), &Provider::Codex, None), spec);
         assert_eq!(
-            codex_in_process(spec.clone(), &Provider::Claude, true),
+            with_cli_facts(spec.clone(), &Provider::Claude, Some(&accepts)),
             spec
         );
     }

@@ -19,6 +19,39 @@
 //! store: it reads files (and OpenCode's SQLite database, read-only) and
 //! answers. The daemon gathers the facts, calls it, and carries out the
 //! answer.
+//!
+//! # Adding a CLI
+//!
+//! Adding a fourth agent CLI is one folder and one registration:
+//!
+//! 1. `src/<cli>/` with `mod.rs` and `adapter.rs`: a unit struct that
+//!    implements [`Adapter`]. Every method has the answer of a CLI that
+//!    lacks the feature, so implement only what the CLI has: its launch and
+//!    resume arguments (`session_args`), hangar's MCP server (`takes_mcp`,
+//!    `with_mcp`), its tested version and npm package, what its `--help`
+//!    tells (`reads_help`, `help_facts`, `with_cli_facts`), where its
+//!    transcripts are and how to read them (`transcript_state`,
+//!    `transcript_dirs`, `transcript_entry_facts`, `find_transcript`,
+//!    `transcript_message`, `turn_facts`, `transcript_reading`), its hooks
+//!    (`takes_hooks`, `hook_settings`, `hook_settings_args`), what proves
+//!    which conversation a session is (`own_record`, `record_dir`,
+//!    `holds_transcript_open`, `conversation_in_database`), a resume it
+//!    refuses (`resume_refusal`), its permission prompts on screen and its
+//!    own sandbox's line in `hangar ls`. Learn each fact from the real CLI
+//!    (REAL_CLIS.md: run it against the fake model API) and test it in the
+//!    folder.
+//! 2. The registration: its `Provider` variant and name in
+//!    `hangar_core::model` (`Provider::name`, `FromStr`, `AGENT_CLIS`), and
+//!    its line in [`adapter()`].
+//!
+//! Nothing else matches on a CLI's provider: the daemon, hangar-core and
+//! the transcript readers ask the adapter (`.ci/shape` refuses a new
+//! `Provider::Claude|Codex|Opencode` outside the adapter folders and the
+//! few places the rule lists). A sandboxed CLI's state folders
+//! (`hangar_core::sandbox::state_binds`) and the settings seeded into them
+//! (`sandboxed`) are the exceptions still to move.
+
+#![forbid(unsafe_code)]
 
 pub mod adapter;
 pub mod auth_failure;
@@ -34,5 +67,5 @@ pub mod screen;
 pub mod shell;
 pub mod transcript;
 
-pub use adapter::{Adapter, adapter};
+pub use adapter::{Adapter, HookSettings, SessionArgs, StateDir, adapter};
 pub use config::{ProviderConfig, ProvidersConfig};

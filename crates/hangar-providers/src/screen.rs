@@ -1,6 +1,7 @@
 //! The last resort: a permission prompt recognised on the screen.
 //!
-//! Every pattern lives in the one table below, per provider, with a test.
+//! Every pattern lives in its CLI's adapter (`Adapter::permission_prompts`),
+//! those of every provider here, each with a test.
 //! A prompt only counts while it is *open*: it must be near the bottom of the
 //! screen with nothing under it but its choices and hints. Without that rule
 //! an answered prompt still on screen (scrolled up by a line or two) kept a
@@ -8,44 +9,19 @@
 
 use hangar_core::Provider;
 
-/// Which providers a pattern applies to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
-    Claude,
-    Codex,
-    Opencode,
-    /// Every provider, custom ones included.
-    Any,
-}
+/// The patterns of every provider, custom ones included (case-sensitive
+/// substrings of one screen line); each CLI's own are its adapter's
+/// (`Adapter::permission_prompts`).
+pub const ANY_PROVIDER_PROMPTS: &[&str] = &["Do you want to allow"];
 
-impl Family {
-    fn matches(self, provider: &Provider) -> bool {
-        match self {
-            Family::Any => true,
-            Family::Claude => matches!(provider, Provider::Claude),
-            Family::Codex => matches!(provider, Provider::Codex),
-            Family::Opencode => matches!(provider, Provider::Opencode),
-        }
-    }
+/// Every pattern that counts for `provider`.
+pub fn prompts_of(provider: &Provider) -> impl Iterator<Item = &'static str> {
+    crate::adapter::adapter(provider)
+        .permission_prompts()
+        .iter()
+        .chain(ANY_PROVIDER_PROMPTS)
+        .copied()
 }
-
-/// THE table: permission prompt patterns per provider (case-sensitive
-/// substrings of one screen line).
-pub const PERMISSION_PROMPTS: &[(Family, &str)] = &[
-    (Family::Claude, "Do you want to allow"),
-    (Family::Claude, "Do you want to proceed?"),
-    (Family::Claude, "Do you want to make this edit"),
-    (Family::Claude, "Do you want to create"),
-    (Family::Codex, "Allow command?"),
-    (
-        Family::Codex,
-        "Would you like to run the following command?",
-    ),
-    (Family::Codex, "Would you like to make the following edits?"),
-    (Family::Codex, "approve this"),
-    (Family::Opencode, "Permission required"),
-    (Family::Any, "Do you want to allow"),
-];
 
 /// How many non-blank lines from the bottom a prompt may sit.
 const PROMPT_WINDOW: usize = 12;
@@ -83,9 +59,7 @@ pub fn permission_prompt_open(provider: &Provider, screen: &str) -> bool {
     let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
     let bottom = &lines[lines.len().saturating_sub(PROMPT_WINDOW)..];
     for (i, line) in bottom.iter().enumerate().rev() {
-        let is_prompt = PERMISSION_PROMPTS
-            .iter()
-            .any(|(family, pattern)| family.matches(provider) && line.contains(pattern));
+        let is_prompt = prompts_of(provider).any(|pattern| line.contains(pattern));
         if is_prompt {
             return bottom[i + 1..].iter().all(|l| is_choice_or_chrome(l));
         }
@@ -104,14 +78,17 @@ mod tests {
 
     #[test]
     fn every_pattern_in_the_table_is_recognised_for_its_provider() {
-        for (family, pattern) in PERMISSION_PROMPTS {
-            let provider = match family {
-                Family::Claude | Family::Any => Provider::Claude,
-                Family::Codex => Provider::Codex,
-                Family::Opencode => Provider::Opencode,
-            };
-            let screen = format!("> run it\n{pattern}\n❯ 1. Yes\n  2. No\n");
-            assert!(permission_prompt_open(&provider, &screen), "{pattern}");
+        let custom = Provider::Custom("aider".into());
+        for provider in [
+            Provider::Claude,
+            Provider::Codex,
+            Provider::Opencode,
+            custom,
+        ] {
+            for pattern in prompts_of(&provider) {
+                let screen = format!("> run it\n{pattern}\n❯ 1. Yes\n  2. No\n");
+                assert!(permission_prompt_open(&provider, &screen), "{pattern}");
+            }
         }
     }
 

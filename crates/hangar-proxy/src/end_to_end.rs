@@ -253,7 +253,7 @@ async fn granted(
 ) {
     let (proxy, rx) = started(dir, config_for(server)).await;
     let grant = proxy
-        .grant(&SessionId::from("s"), &Provider::Claude, || unreachable!())
+        .grant(&SessionId::from("s"), CaTrust::Added, || unreachable!())
         .await
         .unwrap();
     let port = proxy.view().port.unwrap();
@@ -303,11 +303,7 @@ async fn an_allow_listed_exchange_streams_through_and_every_chunk_is_captured_fo
     let server = test_server(dir.path()).await;
     let (proxy, mut observed) = started(dir.path(), config_for(&server)).await;
     let grant = proxy
-        .grant(
-            &SessionId::from("s-one"),
-            &Provider::Claude,
-            || unreachable!(),
-        )
+        .grant(&SessionId::from("s-one"), CaTrust::Added, || unreachable!())
         .await
         .unwrap();
     let port = proxy.view().port.unwrap();

@@ -42,7 +42,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use hangar_core::{Provider, SessionId};
+use hangar_core::SessionId;
 use hangar_protocol::view::{ProxyView, UsageView};
 
 use attribution::Credential;
@@ -360,20 +360,21 @@ impl Proxy {
         Ok(config)
     }
 
-    /// Credentials and trust for one process of `session`. `observer` is
+    /// Credentials and trust for one process of `session`, whose CLI
+    /// trusts hangar's CA the `trust` way (its adapter's). `observer` is
     /// asked for the proxy's observer when this grant is what starts it.
     pub async fn grant(
         &self,
         session: &SessionId,
-        provider: &Provider,
+        trust: CaTrust,
         observer: impl FnOnce() -> Arc<dyn ProxyObserver>,
     ) -> Result<Grant, ProxyFault> {
         let running = self.ensure_started(observer).await?;
         let files = running.shared.ca.files.clone();
-        // Checked at every codex start: a system CA update since the last
-        // one remakes the bundle.
-        let bundle = match provider {
-            Provider::Codex => {
+        // Checked at every such start (codex's): a system CA update since
+        // the last one remakes the bundle.
+        let bundle = match trust {
+            CaTrust::Bundle => {
                 let system = match &self.config.system_ca_bundle {
                     Some(p) => Some(p.clone()),
                     None => ca::system_bundle(),
@@ -388,7 +389,7 @@ impl Proxy {
                         .ok_or(ProxyFault::NoSystemBundle)?,
                 )
             }
-            _ => None,
+            CaTrust::Added => None,
         };
         let credential = running.shared.grants.grant(session.as_str());
         Ok(Grant {
@@ -406,9 +407,10 @@ impl Proxy {
         })
     }
 
-    /// Whether a session of this provider and capture flag uses the proxy.
-    pub fn wanted(&self, provider: &Provider, capture: bool) -> bool {
-        self.config.enabled && capture && matches!(provider, Provider::Claude | Provider::Codex)
+    /// Whether a session with this capture flag, of a CLI whose requests
+    /// go through the proxy (`proxied`, its adapter's), uses the proxy.
+    pub fn wanted(&self, proxied: bool, capture: bool) -> bool {
+        self.config.enabled && capture && proxied
     }
 
     fn running_now(&self) -> Option<Arc<Running>> {
@@ -458,6 +460,17 @@ impl Proxy {
                 .clone(),
         }
     }
+}
+
+/// How a CLI trusts hangar's CA (its adapter says which: hangar-providers'
+/// `Adapter::ca_trust`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaTrust {
+    /// Added to its built-in roots (`NODE_EXTRA_CA_CERTS`: Node's CLIs).
+    Added,
+    /// A bundle that replaces its trust store (`SSL_CERT_FILE`: codex's
+    /// rustls or native-tls), so the system's roots plus hangar's CA.
+    Bundle,
 }
 
 /// The environment a session's process gets to use the proxy.
@@ -567,13 +580,11 @@ mod tests {
     }
 
     #[test]
-    fn only_claude_and_codex_sessions_with_capture_use_the_proxy() {
+    fn only_proxied_clis_sessions_with_capture_use_the_proxy() {
         let p = Proxy::new(ProxyConfig::default(), PathBuf::from("/h"));
-        assert!(p.wanted(&Provider::Claude, true));
-        assert!(p.wanted(&Provider::Codex, true));
-        assert!(!p.wanted(&Provider::Claude, false));
-        assert!(!p.wanted(&Provider::Shell, true));
-        assert!(!p.wanted(&Provider::Opencode, true));
+        assert!(p.wanted(true, true));
+        assert!(!p.wanted(true, false));
+        assert!(!p.wanted(false, true));
         let off = Proxy::new(
             ProxyConfig {
                 enabled: false,
@@ -581,6 +592,6 @@ mod tests {
             },
             PathBuf::from("/h"),
         );
-        assert!(!off.wanted(&Provider::Claude, true));
+        assert!(!off.wanted(true, true));
     }
 }

@@ -522,39 +522,35 @@ impl Monitor {
     /// What to do before stopping `id`'s process (`hangar_core::stop_gate`):
     /// its readings now, the transcript read afresh.
     pub fn before_stop(&self, id: &SessionId) -> hangar_core::stop_gate::BeforeStop {
-        use hangar_core::stop_gate::{BeforeStop, before_stop};
-        let Some(meta) = self.sessions.meta(id) else {
-            return BeforeStop::Now;
-        };
-        let keeps_transcript = matches!(meta.provider, Provider::Claude | Provider::Codex)
+        match self.stop_readings(id) {
+            Some(r) => r.rule(),
+            None => hangar_core::stop_gate::BeforeStop::Now,
+        }
+    }
+
+    /// The readings the stop gate judges by; `None` for a session gone.
+    fn stop_readings(&self, id: &SessionId) -> Option<StopReadings> {
+        let meta = self.sessions.meta(id)?;
+        let keeps_transcript = hangar_providers::adapter(&meta.provider)
+            .transcript_state()
+            .is_some()
             && self.settings.enabled(Source::Transcript);
-        let transcript = match transcript_root(&meta) {
-            Some(root) if keeps_transcript => TranscriptWatch::default()
-                .read(
-                    &meta.provider,
-                    &root,
-                    &meta.cwd,
-                    meta.provider_session.as_ref().map(|p| p.id.as_str()),
-                )
-                .map(|r| Reading {
-                    at_ms: hangar_clock::from_wall_ms(r.at_ms),
-                    ..r
-                }),
-            _ => None,
-        };
         let entries = self.activity.entries();
         let entry = entries.get(id);
-        let readings = Readings {
-            transcript,
-            proxy: None,
-            hooks: entry.and_then(|e| e.hooks),
-            screen: None,
-            input_ms: entry.and_then(|e| e.input_ms),
-        };
-        before_stop(
-            keeps_transcript,
-            &readings,
-            entry.and_then(|e| e.prompt_submitted_ms),
+        Some(
+            StopReadings {
+                keeps_transcript,
+                readings: Readings {
+                    transcript: None,
+                    proxy: None,
+                    hooks: entry.and_then(|e| e.hooks),
+                    screen: None,
+                    input_ms: entry.and_then(|e| e.input_ms),
+                },
+                prompt_submitted_ms: entry.and_then(|e| e.prompt_submitted_ms),
+                meta,
+            }
+            .with_transcript_read(),
         )
     }
 
@@ -562,15 +558,22 @@ impl Monitor {
     /// transcript has yet to hold.
     pub async fn until_transcript_saved(&self, id: &SessionId) {
         use hangar_core::stop_gate::BeforeStop;
-        let BeforeStop::AwaitTranscript { up_to_ms } = self.before_stop(id) else {
+        let Some(mut readings) = self.stop_readings(id) else {
+            return;
+        };
+        let BeforeStop::AwaitTranscript { up_to_ms } = readings.rule() else {
             return;
         };
         // Polled: this wait is rare (a stop inside the moment between the
-        // answer and its write) and short.
+        // answer and its write) and short. Only the transcript is read
+        // again: the turn's start and its hooks are as the first look had
+        // them (the session's activity entry is reset once its process is
+        // taken to be stopped, which would read as "nothing asked").
         let deadline = tokio::time::Instant::now() + Duration::from_millis(up_to_ms);
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            if self.before_stop(id) == BeforeStop::Now {
+            readings = readings.with_transcript_read();
+            if readings.rule() == BeforeStop::Now {
                 return;
             }
         }
@@ -596,25 +599,27 @@ impl Monitor {
         sandboxed: bool,
     ) -> Option<PathBuf> {
         let hooks = self.settings.enabled(Source::Hooks);
-        if !matches!(provider, Provider::Claude) || !(hooks || sandboxed) {
+        let adapter = hangar_providers::adapter(provider);
+        if !adapter.takes_hooks() || !(hooks || sandboxed) {
             return None;
         }
         let settings = if sandboxed {
-            hangar_providers::claude::hooks::Settings {
+            hangar_providers::HookSettings {
                 hangar: PathBuf::from(hangar_core::sandbox::INSIDE_HANGAR),
                 home: self.paths.home.clone(),
                 hooks,
                 own_sandbox_off: true,
             }
         } else {
-            hangar_providers::claude::hooks::Settings {
+            hangar_providers::HookSettings {
                 hangar: std::env::current_exe().ok()?,
                 home: self.paths.home.clone(),
                 hooks,
                 own_sandbox_off: false,
             }
         };
-        match sources::hooks::write_settings(&settings, &self.paths.home, id) {
+        let body = adapter.hook_settings(&settings, id)?;
+        match sources::hooks::write_settings(&body, &self.paths.home, id) {
             Ok(p) => Some(p),
             Err(e) => {
                 tracing::warn!(
@@ -766,7 +771,8 @@ impl Monitor {
             tracing::debug!("session {id}: {} -> {}", t.from.name(), t.to.name());
             // A turn's end as the transcript wrote it; Claude's comes from
             // its Stop hook when hooks are on (never both: one turn, one end).
-            let claude_hooks = meta.provider == Provider::Claude && config.enabled(Source::Hooks);
+            let claude_hooks = hangar_providers::adapter(&meta.provider).takes_hooks()
+                && config.enabled(Source::Hooks);
             if t.from == Activity::Working
                 && t.to == Activity::Idle
                 && !claude_hooks
@@ -821,6 +827,43 @@ impl Monitor {
     pub fn forget_activity(&self, id: &SessionId) {
         self.activity.forget(id);
         sources::hooks::remove_settings(&self.paths.home, id);
+    }
+}
+
+/// What the stop gate judges a session by: its hooks and typed input as
+/// the monitor had them, and its transcript as read last.
+struct StopReadings {
+    meta: SessionMeta,
+    keeps_transcript: bool,
+    readings: Readings,
+    prompt_submitted_ms: Option<u64>,
+}
+
+impl StopReadings {
+    fn with_transcript_read(mut self) -> StopReadings {
+        self.readings.transcript = match transcript_root(&self.meta) {
+            Some(root) if self.keeps_transcript => TranscriptWatch::default()
+                .read(
+                    &self.meta.provider,
+                    &root,
+                    &self.meta.cwd,
+                    self.meta.provider_session.as_ref().map(|p| p.id.as_str()),
+                )
+                .map(|r| Reading {
+                    at_ms: hangar_clock::from_wall_ms(r.at_ms),
+                    ..r
+                }),
+            _ => None,
+        };
+        self
+    }
+
+    fn rule(&self) -> hangar_core::stop_gate::BeforeStop {
+        hangar_core::stop_gate::before_stop(
+            self.keeps_transcript,
+            &self.readings,
+            self.prompt_submitted_ms,
+        )
     }
 }
 

@@ -88,7 +88,7 @@ pub fn hook(daemon: &Arc<Daemon>, req: &msg::Hook) -> Result<HookRecorded, ApiEr
                         kind: "rate_limit".to_owned(),
                         resets_at: None,
                         source: "hook".to_owned(),
-                        since_ms: crate::usage::now(),
+                        since_ms: daemon.usage.now(),
                         continue_at: None,
                         stopped_mid_task: true,
                         continued: false,

@@ -4,14 +4,15 @@
 
 use std::sync::Arc;
 
-use hangar_core::cli_versions::{self, Tested};
+use hangar_core::cli_versions::Tested;
 use hangar_core::ledger::Observation;
-use hangar_core::{IdSource, Provider, SessionId};
+use hangar_core::{IdSource, SessionId};
 use hangar_protocol::message as msg;
 use hangar_protocol::reply::{
     CliFound, DoctorFix, DoctorReport, DuplicateGroup, DuplicateMember, HookRecorded,
     TranscriptMessage, TranscriptTail,
 };
+use hangar_providers::cli_facts;
 
 use crate::Daemon;
 use crate::errors::ApiError;
@@ -194,7 +195,7 @@ pub async fn cli_report(
 ) -> Vec<CliFound> {
     let mut out = Vec::new();
     for (provider, found) in daemon.cli_probe.installed(providers).await {
-        let tested = cli_versions::tested(&provider).map(|v| v.to_string());
+        let tested = cli_facts::tested(&provider).map(|v| v.to_string());
         let Some((program, facts)) = found else {
             out.push(CliFound {
                 provider: provider.name().to_owned(),
@@ -208,11 +209,11 @@ pub async fn cli_report(
             continue;
         };
         let newer = matches!(
-            cli_versions::compare(&provider, facts.version),
+            cli_facts::compare(&provider, facts.version),
             Tested::Newer { .. }
         );
-        let notice = match (newer, facts.version, cli_versions::tested(&provider)) {
-            (true, Some(v), Some(t)) => Some(cli_versions::newer_notice(&provider, v, t)),
+        let notice = match (newer, facts.version, cli_facts::tested(&provider)) {
+            (true, Some(v), Some(t)) => Some(cli_facts::newer_notice(&provider, v, t)),
             _ => None,
         };
         out.push(CliFound {
@@ -222,7 +223,7 @@ pub async fn cli_report(
             tested,
             newer_than_tested: newer,
             notice,
-            no_daemon: (provider == Provider::Codex).then_some(facts.no_daemon),
+            no_daemon: cli_facts::reads_help(&provider).then_some(facts.no_daemon),
         });
     }
     out

@@ -25,24 +25,29 @@ pub async fn diff(daemon: &Arc<Daemon>, req: msg::Diff) -> Result<DiffPage, ApiE
         .meta(&id)
         .ok_or_else(|| ApiError::new(codes::NOT_FOUND, format!("no session {}", id.short())))?;
     let scratch = daemon.paths.home.join("scratch");
+    let os = daemon.os.clone();
     blocking(move || {
+        let os = os.as_ref();
         let dir = PathBuf::from(&meta.cwd);
-        let current = git::current_branch(&dir);
+        let current = git::current_branch(os, &dir);
         let bases = diff_base_candidates(
             req.base.as_deref(),
             meta.git_base.as_ref(),
             meta.worktree.as_ref().map(|w| w.base.as_str()),
             current.as_deref(),
         );
-        diff::diff(diff::DiffAsk {
-            dir,
-            bases,
-            stat: req.stat,
-            from_file: req.from_file,
-            tree: req.tree,
-            merge_base: req.merge_base,
-            scratch,
-        })
+        diff::diff(
+            os,
+            diff::DiffAsk {
+                dir,
+                bases,
+                stat: req.stat,
+                from_file: req.from_file,
+                tree: req.tree,
+                merge_base: req.merge_base,
+                scratch,
+            },
+        )
     })
     .await?
 }
@@ -162,7 +167,8 @@ pub async fn finish(daemon: &Arc<Daemon>, req: msg::Finish) -> Result<Finished, 
         scratch: daemon.paths.home.join("scratch"),
         now_ms: daemon.os.now_ms(),
     };
-    let done = blocking(move || land(ask)).await?;
+    let os = daemon.os.clone();
+    let done = blocking(move || land(os.as_ref(), ask)).await?;
     if req.resolve {
         return resolve(daemon, &id, done, req.into.clone()).await;
     }

@@ -10,14 +10,15 @@
 //! rule (smart case, order, caps, clean excerpts) is
 //! `hangar_core::search`'s.
 
-use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use hangar_core::search::{self, Query, SessionMatches, SessionText};
 use hangar_core::{Provider, SessionId};
 use hangar_protocol::message as msg;
 use hangar_protocol::view::{SearchMatchView, SearchUnreadable, SearchView};
-use hangar_providers::transcript::discovery::{self, RolloutIndex};
+use hangar_providers::transcript::discovery::{self, TranscriptIndex};
 use hangar_providers::transcript::messages;
 
 use crate::Daemon;
@@ -91,9 +92,9 @@ pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<SearchView, Api
     let view = tokio::task::spawn_blocking(move || {
         let mut found = Vec::with_capacity(subjects.len());
         // Codex's sessions/ folder is walked once per search, not per session.
-        let rollouts = OnceCell::new();
+        let mut indexes = Indexes::new();
         for s in &subjects {
-            let (text, problem) = session_text(s, model, &rollouts);
+            let (text, problem) = session_text(s, model, &mut indexes);
             if let Some(reason) = problem {
                 unreadable.push(SearchUnreadable {
                     session: s.id.to_string(),
@@ -133,12 +134,17 @@ pub async fn search(daemon: &Daemon, req: msg::Search) -> Result<SearchView, Api
     Ok(view)
 }
 
+/// One search's transcript indexes, by CLI and transcript folder (a
+/// sandboxed session's CLI keeps its own folder); `None` for a CLI that
+/// finds a transcript without a walk.
+type Indexes = HashMap<(Provider, PathBuf), Option<TranscriptIndex>>;
+
 /// A session's screen, history and transcript, and why part of it could
 /// not be read (a transcript that does not exist yet is not a problem).
 fn session_text(
     s: &Subject,
     model: hangar_terminal::Config,
-    rollouts: &OnceCell<RolloutIndex>,
+    indexes: &mut Indexes,
 ) -> (SessionText, Option<String>) {
     let (screen, history) = match &s.text {
         Text::Live(live) => (
@@ -151,7 +157,7 @@ fn session_text(
         }
         Text::Saved(None) => (Vec::new(), Vec::new()),
     };
-    let (transcript, problem) = match transcript_messages(s, rollouts) {
+    let (transcript, problem) = match transcript_messages(s, indexes) {
         Ok(m) => (m, None),
         Err(reason) => (Vec::new(), Some(reason)),
     };
@@ -167,22 +173,20 @@ fn session_text(
 
 /// The session's transcript messages, oldest first, as `hangar transcript`
 /// reads them; none for a provider without transcripts or a session whose
-/// conversation has no file yet. A codex rollout is looked up in
-/// `rollouts`, built on first use.
-fn transcript_messages(
-    s: &Subject,
-    rollouts: &OnceCell<RolloutIndex>,
-) -> Result<Vec<String>, String> {
+/// conversation has no file yet. A CLI whose search is a walk (codex) is
+/// looked up in its index of that folder (`indexes`), built on first use.
+fn transcript_messages(s: &Subject, indexes: &mut Indexes) -> Result<Vec<String>, String> {
     let (Some(root), Some(psid)) = (s.transcript_root.clone(), s.provider_session_id.as_deref())
     else {
         return Ok(Vec::new());
     };
-    let path = match s.provider {
-        Provider::Codex => rollouts
-            .get_or_init(|| RolloutIndex::build(&root))
-            .get(psid)
-            .map(|p| p.to_path_buf()),
-        _ => discovery::find_transcript(&s.provider, &root, &s.cwd, psid),
+    let adapter = hangar_providers::adapter(&s.provider);
+    let index = indexes
+        .entry((s.provider.clone(), root.clone()))
+        .or_insert_with(|| adapter.transcript_index(&root));
+    let path = match index {
+        Some(index) => index.get(psid).map(|p| p.to_path_buf()),
+        None => discovery::find_transcript(&s.provider, &root, &s.cwd, psid),
     };
     let Some(path) = path else {
         return Ok(Vec::new());

@@ -133,10 +133,13 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
         let git_base = {
             let wt = prepared.as_ref().map(|p| p.info.clone());
             let dir = std::path::PathBuf::from(&cwd);
-            crate::worktree::blocking(move || crate::review::start_base(wt.as_ref(), &dir))
-                .await
-                .ok()
-                .flatten()
+            let os = daemon.os.clone();
+            crate::worktree::blocking(move || {
+                crate::review::start_base(os.as_ref(), wt.as_ref(), &dir)
+            })
+            .await
+            .ok()
+            .flatten()
         };
         let finish = |meta: &mut SessionMeta| {
             if let Some(p) = &prepared {

@@ -37,10 +37,11 @@ pub async fn list(daemon: &Arc<Daemon>) -> Vec<SessionView> {
     if infos.is_empty() {
         return rows;
     }
+    let git = daemon.os.clone();
     let states = blocking(move || {
         infos
             .into_iter()
-            .map(|(i, info)| (i, static_view(&info), cached_status(&info)))
+            .map(|(i, info)| (i, static_view(&info), cached_status(git.as_ref(), &info)))
             .collect::<Vec<_>>()
     })
     .await
@@ -86,6 +87,7 @@ pub async fn worktrees(
     };
     let home = daemon.paths.home.clone();
     let prune = req.prune;
+    let git = daemon.os.clone();
     let (rows, pruned) = blocking(move || {
         let registry = Registry::new(&home);
         let mut rows = Vec::new();
@@ -93,7 +95,7 @@ pub async fn worktrees(
         for record in records.into_values() {
             let info = &record.worktree;
             let session_alive = alive.get(&record.session) == Some(&info.path);
-            let state = inspect(info, true);
+            let state = inspect(git.as_ref(), info, true);
             let decision = cleanup_decision(info, &state.facts);
             let status = match (&decision, session_alive) {
                 (CleanupDecision::AlreadyGone, _) => "missing",
@@ -109,7 +111,7 @@ pub async fn worktrees(
             };
             if prune && !session_alive {
                 match decision {
-                    CleanupDecision::Remove => match remove(info, false) {
+                    CleanupDecision::Remove => match remove(git.as_ref(), info, false) {
                         Ok(_) => {
                             registry.forget(&info.path);
                             removed = true;

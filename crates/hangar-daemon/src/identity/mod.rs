@@ -24,7 +24,6 @@ use hangar_core::{IdSource, Provider, SessionId, Workspace};
 use crate::os::Os;
 use crate::pty::LiveProcess;
 use crate::sessions::Sessions;
-use hangar_providers::claude::process_record;
 use hangar_providers::transcript::discovery::{self, TranscriptCache};
 
 /// The least time between two looks at an agent that keeps printing, and how
@@ -171,9 +170,7 @@ impl Identity {
         let cwd = discovery::canonical_cwd(&cwd);
         let mut dirs =
             discovery::candidate_dirs(provider, root, &cwd, started_ms, self.os.wall_ms());
-        if matches!(provider, Provider::Claude) {
-            dirs.push(root.join("sessions"));
-        }
+        dirs.extend(hangar_providers::adapter(provider).record_dir(root));
         dirs
     }
 
@@ -202,9 +199,10 @@ impl Identity {
         let (cwd, current, held, neighbours) =
             (facts.cwd, facts.current, facts.held, facts.neighbours);
         let cwd = discovery::canonical_cwd(&cwd);
-        if matches!(provider, Provider::Claude) {
-            let record =
-                pid.and_then(|p| process_record::own_record(root, &self.os.process_tree(p)));
+        let adapter = hangar_providers::adapter(provider);
+        // A CLI that keeps a record per process (claude): its own word.
+        if adapter.record_dir(root).is_some() {
+            let record = pid.and_then(|p| adapter.own_record(root, &self.os.process_tree(p)));
             if let Some(record) = record {
                 // As trustworthy as the SessionStart hook: the process's own
                 // word, so recorded with source `transcript`.
@@ -223,10 +221,11 @@ impl Identity {
                 return;
             }
         }
-        // Only codex is known to hold its transcript open for the whole
-        // session; Claude Code opens, appends and closes, so for claude the
-        // open files prove nothing (its record and SessionStart hook do).
-        let by_fd = matches!(provider, Provider::Codex);
+        // Only a CLI that holds its transcript open for the whole session
+        // (codex) is proven by its open files; Claude Code opens, appends
+        // and closes, so for claude they prove nothing (its record and
+        // SessionStart hook do).
+        let by_fd = adapter.holds_transcript_open();
         // `/proc` shows the path as the kernel sees it: symlinks resolved.
         let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         // A sandboxed process's open files show as it sees them (its own

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use hangar_core::ledger::Observation;
 use hangar_core::opencode_identity::{OwnSession, own_conversation};
-use hangar_core::{IdSource, Provider, SessionId};
+use hangar_core::{IdSource, SessionId};
 use hangar_providers::opencode::database::{database_path, read_conversations};
 use hangar_providers::transcript::discovery;
 
@@ -82,7 +82,10 @@ impl DatabaseStamp {
 impl Identity {
     /// Keeps a prompt hangar typed into an opencode session, for matching.
     pub fn note_typed(&self, id: &SessionId, text: &str) {
-        let is_opencode = self.sessions.provider_of(id) == Some(Provider::Opencode);
+        let is_opencode = self
+            .sessions
+            .provider_of(id)
+            .is_some_and(|p| hangar_providers::adapter(&p).conversation_in_database());
         if is_opencode {
             self.typed.note(id, text, self.os.now_ms());
         }
@@ -92,7 +95,10 @@ impl Identity {
     /// conversations in OpenCode's database against the prompts hangar
     /// typed, and record the session's own one.
     pub fn watch_opencode_identity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
-        let is_opencode = self.sessions.provider_of(&id) == Some(Provider::Opencode);
+        let is_opencode = self
+            .sessions
+            .provider_of(&id)
+            .is_some_and(|p| hangar_providers::adapter(&p).conversation_in_database());
         if !is_opencode {
             return;
         }
@@ -100,7 +106,8 @@ impl Identity {
         // data folder (bound where `$XDG_DATA_HOME/opencode` is inside).
         let sandboxed = self.sessions.meta(&id).and_then(|m| {
             let dir = m.sandbox?;
-            hangar_core::sandbox::state_dir_for_var(&m.provider, &dir, "XDG_DATA_HOME")
+            let folders = hangar_providers::adapter(&m.provider).sandbox_state();
+            hangar_core::sandbox::state_dir_for_var(folders, &dir, "XDG_DATA_HOME")
         });
         let db = match sandboxed {
             Some(data) => std::path::PathBuf::from(data).join("opencode.db"),

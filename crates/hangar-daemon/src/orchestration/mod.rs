@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use hangar_core::{Provider, SessionId, SessionMeta, Workspace};
+use hangar_core::{SessionId, SessionMeta, Workspace};
 use serde::Deserialize;
 
 use hangar_providers::launch::{LaunchSpec, McpServer, with_mcp};
@@ -185,10 +185,7 @@ impl Orchestration {
         spec: LaunchSpec,
         config: &McpConfig,
     ) -> LaunchSpec {
-        if !config.enabled
-            || !meta.mcp
-            || !matches!(meta.provider, Provider::Claude | Provider::Codex)
-        {
+        if !config.enabled || !meta.mcp || !hangar_providers::adapter(&meta.provider).takes_mcp() {
             return spec;
         }
         let orch = self;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, WriteHalf};
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::{Clock, ProcessControl};
+use super::{Clock, FakeGit, Git, ProcessControl};
 use crate::pty::{ExitCode, Pty, SpawnRequest, Spawned, TerminalInput};
 
 /// A made-up process: its group, start time, parent, resident memory and
@@ -133,6 +133,7 @@ pub struct FakeOs {
     now: AtomicU64,
     wall: AtomicU64,
     machine: Arc<Mutex<Machine>>,
+    git: FakeGit,
 }
 
 impl std::fmt::Debug for FakeOs {
@@ -166,11 +167,18 @@ impl Default for FakeOs {
                 next_pid: FIRST_PID,
                 ..Machine::default()
             })),
+            git: FakeGit::default(),
         }
     }
 }
 
 impl FakeOs {
+    /// The scripted git every git command goes to: script its answers
+    /// (`FakeGit::answer`), read back what was run (`FakeGit::calls`).
+    pub fn git(&self) -> &FakeGit {
+        &self.git
+    }
+
     /// Move both clocks forward by `by`.
     pub fn advance(&self, by: Duration) {
         let ms = by.as_millis() as u64;
@@ -345,6 +353,18 @@ impl ProcessControl for FakeOs {
             .filter(|f| f.starts_with(root))
             .cloned()
             .collect()
+    }
+}
+
+impl Git for FakeOs {
+    fn run_git(
+        &self,
+        dir: &std::path::Path,
+        args: &[std::ffi::OsString],
+        env: &[(&str, &std::ffi::OsStr)],
+        stdin: Option<&[u8]>,
+    ) -> std::io::Result<super::GitOutput> {
+        self.git.run_git(dir, args, env, stdin)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Everything the daemon asks of the operating system that its rules depend
 //! on, behind traits: the clock, signalling process groups, process facts
-//! from `/proc`, and starting a program in a terminal ([`Pty`]). zellij's
-//! `ServerOsApi` is the model.
+//! from `/proc`, starting a program in a terminal ([`Pty`]) and running
+//! `git` ([`Git`]). zellij's `ServerOsApi` is the model.
 //!
 //! [`RealOs`] is the machine; [`FakeOs`] is a machine in a test, with a clock
 //! that only moves when the test advances it and processes the test makes up.
@@ -10,6 +10,7 @@
 //! Nothing here decides anything: callers gather facts and act on answers.
 
 mod fake;
+mod git;
 mod real;
 
 use std::collections::BTreeSet;
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 
 pub use crate::pty::Pty;
 pub use fake::{FakeOs, FakeProgram};
+pub use git::{FakeGit, Git, GitCall, GitOutput, run_real_git};
 pub use real::{RealOs, now_ms, parse_start_time, wall_ms};
 
 /// Process-group control and process facts.
@@ -57,9 +59,9 @@ pub trait Clock: Send + Sync {
 }
 
 /// The whole OS as the daemon sees it.
-pub trait Os: ProcessControl + Clock + Pty {}
+pub trait Os: ProcessControl + Clock + Pty + Git {}
 
-impl<T: ProcessControl + Clock + Pty> Os for T {}
+impl<T: ProcessControl + Clock + Pty + Git> Os for T {}
 
 /// A recorded agent process a killed predecessor left behind is still the
 /// one it recorded, and so may be ended: its leader still runs with the

@@ -2,12 +2,27 @@
 //! process facts, and the daemon's clock anchored at its start (the one in
 //! hangar-clock).
 
-use super::{Clock, ProcessControl};
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+
+use super::{Clock, Git, GitOutput, ProcessControl};
 use crate::pty::{Pty, SpawnRequest, Spawned};
 
 /// The real operating system.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RealOs;
+
+impl Git for RealOs {
+    fn run_git(
+        &self,
+        dir: &Path,
+        args: &[OsString],
+        env: &[(&str, &OsStr)],
+        stdin: Option<&[u8]>,
+    ) -> std::io::Result<GitOutput> {
+        super::run_real_git(dir, args, env, stdin)
+    }
+}
 
 impl ProcessControl for RealOs {
     fn signal_group(&self, pgid: u32, signal: i32) -> bool {

@@ -14,6 +14,7 @@ use hangar_protocol::reply::DiffPage;
 
 use super::git::{GitError, git, git_env, git_line, resolves};
 use crate::errors::ApiError;
+use crate::os::Git;
 
 /// What a diff is asked for.
 pub struct DiffAsk {
@@ -34,8 +35,9 @@ static SCRATCH: AtomicU64 = AtomicU64::new(0);
 
 /// The working tree of `dir` as a tree object: its index copied, every
 /// change (untracked files too, ignored ones not) added to the copy.
-pub fn working_tree(dir: &Path, scratch: &Path) -> Result<String, ApiError> {
+pub fn working_tree(os: &dyn Git, dir: &Path, scratch: &Path) -> Result<String, ApiError> {
     let index = git_line(
+        os,
         dir,
         &["rev-parse", "--path-format=absolute", "--git-path", "index"],
     )?;
@@ -61,8 +63,8 @@ pub fn working_tree(dir: &Path, scratch: &Path) -> Result<String, ApiError> {
         })?;
     }
     let env: [(&str, &OsStr); 1] = [("GIT_INDEX_FILE", tmp.as_os_str())];
-    git_env(dir, ["add", "-A", "--", ":/"], &env)?;
-    let tree = git_env(dir, ["write-tree"], &env)?;
+    git_env(os, dir, ["add", "-A", "--", ":/"], &env)?;
+    let tree = git_env(os, dir, ["write-tree"], &env)?;
     Ok(String::from_utf8_lossy(&tree).trim().to_owned())
 }
 
@@ -84,12 +86,17 @@ const DIFF_OPTS: [&str; 5] = [
 ];
 
 /// The changed files between two trees (or commits).
-pub fn files_between(dir: &Path, from: &str, to: &str) -> Result<Vec<DiffFile>, ApiError> {
+pub fn files_between(
+    os: &dyn Git,
+    dir: &Path,
+    from: &str,
+    to: &str,
+) -> Result<Vec<DiffFile>, ApiError> {
     let run = |what: &str| -> Result<Vec<u8>, GitError> {
         let mut args = vec!["diff", what, "-z"];
         args.extend(DIFF_OPTS);
         args.extend([from, to]);
-        git(dir, &args)
+        git(os, dir, &args)
     };
     let raw = run("--raw")?;
     let numstat = run("--numstat")?;
@@ -98,6 +105,7 @@ pub fn files_between(dir: &Path, from: &str, to: &str) -> Result<Vec<DiffFile>, 
 
 /// The patch of `files` between two trees (all of them when `whole`).
 fn patch(
+    os: &dyn Git,
     dir: &Path,
     from: &str,
     to: &str,
@@ -115,13 +123,13 @@ fn patch(
             }
         }
     }
-    let out = git(dir, &args)?;
+    let out = git(os, dir, &args)?;
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// One page of a session's diff: `{base, merge_base, head, tree, files,
 /// patch, next_file}` (`next_file` when more pages follow).
-pub fn diff(ask: DiffAsk) -> Result<DiffPage, ApiError> {
+pub fn diff(os: &dyn Git, ask: DiffAsk) -> Result<DiffPage, ApiError> {
     let dir = ask.dir.as_path();
     if !dir.is_dir() {
         return Err(ApiError::invalid(format!(
@@ -129,7 +137,7 @@ pub fn diff(ask: DiffAsk) -> Result<DiffPage, ApiError> {
             dir.display()
         )));
     }
-    let head = resolves(dir, "HEAD").ok_or_else(|| {
+    let head = resolves(os, dir, "HEAD").ok_or_else(|| {
         ApiError::invalid(format!(
             "{} is not a git checkout with commits; there is nothing to diff",
             dir.display()
@@ -138,7 +146,7 @@ pub fn diff(ask: DiffAsk) -> Result<DiffPage, ApiError> {
     let base = ask
         .bases
         .iter()
-        .find(|b| resolves(dir, b).is_some())
+        .find(|b| resolves(os, dir, b).is_some())
         .cloned()
         .ok_or_else(|| {
             ApiError::invalid(if ask.bases.is_empty() {
@@ -153,17 +161,16 @@ pub fn diff(ask: DiffAsk) -> Result<DiffPage, ApiError> {
     let (merge_base, tree) = match (ask.merge_base, ask.tree) {
         (Some(m), Some(t)) => (m, t),
         _ => {
-            let mb = git_line(dir, &["merge-base", "--end-of-options", &base, "HEAD"]).map_err(
-                |_| {
+            let mb = git_line(os, dir, &["merge-base", "--end-of-options", &base, "HEAD"])
+                .map_err(|_| {
                     ApiError::invalid(format!(
                         "{base} and HEAD have no common history; pass --base REF"
                     ))
-                },
-            )?;
-            (mb, working_tree(dir, &ask.scratch)?)
+                })?;
+            (mb, working_tree(os, dir, &ask.scratch)?)
         }
     };
-    let files = files_between(dir, &merge_base, &tree)?;
+    let files = files_between(os, dir, &merge_base, &tree)?;
     let (patch_text, next) = if ask.stat {
         (None, None)
     } else {
@@ -173,7 +180,7 @@ pub fn diff(ask: DiffAsk) -> Result<DiffPage, ApiError> {
         let text = if from == end {
             String::new()
         } else {
-            patch(dir, &merge_base, &tree, &files[from..end], whole)?
+            patch(os, dir, &merge_base, &tree, &files[from..end], whole)?
         };
         (Some(text), (end < files.len()).then_some(end))
     };

@@ -25,6 +25,7 @@ use super::git::{
     GitError, current_branch, dirty_files, git, git_env, git_line, in_progress, resolves, worktrees,
 };
 use crate::errors::ApiError;
+use crate::os::Git;
 
 /// What a finish is asked to do, with the session's facts the daemon knows.
 pub struct FinishAsk {
@@ -80,7 +81,11 @@ fn refused(r: Refusal) -> ApiError {
 
 /// `git merge-tree --write-tree -z --name-only --no-messages A B`: the
 /// merged tree, or the files that conflict.
-fn merge_tree(dir: &Path, args: &[&str]) -> Result<Result<String, Vec<String>>, ApiError> {
+fn merge_tree(
+    os: &dyn Git,
+    dir: &Path,
+    args: &[&str],
+) -> Result<Result<String, Vec<String>>, ApiError> {
     let mut all = vec![
         "merge-tree",
         "--write-tree",
@@ -89,7 +94,7 @@ fn merge_tree(dir: &Path, args: &[&str]) -> Result<Result<String, Vec<String>>, 
         "--no-messages",
     ];
     all.extend(args);
-    let (out, conflicted) = match git(dir, &all) {
+    let (out, conflicted) = match git(os, dir, &all) {
         Ok(out) => (out, false),
         Err(GitError::Failed {
             code: Some(1),
@@ -120,6 +125,7 @@ fn merge_tree(dir: &Path, args: &[&str]) -> Result<Result<String, Vec<String>>, 
 
 /// `git commit-tree TREE -p P... -m MESSAGE` with optional author facts.
 fn commit_tree(
+    os: &dyn Git,
     dir: &Path,
     tree: &str,
     parents: &[&str],
@@ -133,7 +139,7 @@ fn commit_tree(
     }
     args.push("-m".into());
     args.push(message.to_owned());
-    let out = git_env(dir, &args, env).map_err(|e| {
+    let out = git_env(os, dir, &args, env).map_err(|e| {
         failed(format!(
             "{e}; if git says it needs your identity, set user.name and user.email"
         ))
@@ -142,8 +148,9 @@ fn commit_tree(
 }
 
 /// The remote to push to: the branch's own, else `origin`, else the only one.
-fn push_remote(dir: &Path, branch: &str) -> Result<String, ApiError> {
+fn push_remote(os: &dyn Git, dir: &Path, branch: &str) -> Result<String, ApiError> {
     if let Ok(r) = git_line(
+        os,
         dir,
         &["config", "--get", &format!("branch.{branch}.remote")],
     ) && !r.is_empty()
@@ -151,7 +158,7 @@ fn push_remote(dir: &Path, branch: &str) -> Result<String, ApiError> {
     {
         return Ok(r);
     }
-    let list = git_line(dir, &["remote"])?;
+    let list = git_line(os, dir, &["remote"])?;
     let remotes: Vec<&str> = list.lines().filter(|l| !l.is_empty()).collect();
     if remotes.contains(&"origin") {
         return Ok("origin".into());
@@ -183,14 +190,19 @@ struct Gathered {
     target_old: Option<String>,
 }
 
-fn gather(ask: &FinishAsk, branch: Option<String>, target: &str) -> Result<Gathered, ApiError> {
+fn gather(
+    os: &dyn Git,
+    ask: &FinishAsk,
+    branch: Option<String>,
+    target: &str,
+) -> Result<Gathered, ApiError> {
     let dir = ask.dir.as_path();
-    let head = resolves(dir, "HEAD")
+    let head = resolves(os, dir, "HEAD")
         .ok_or_else(|| ApiError::invalid(format!("{} has no commits", dir.display())))?;
     let target_ref = format!("refs/heads/{target}");
-    let target_old = resolves(dir, &target_ref);
-    let dirty = dirty_files(dir)?;
-    let git_version = git_line(dir, &["version"])
+    let target_old = resolves(os, dir, &target_ref);
+    let dirty = dirty_files(os, dir)?;
+    let git_version = git_line(os, dir, &["version"])
         .ok()
         .and_then(|v| parse_git_version(&v));
     let mut facts = FinishFacts {
@@ -198,39 +210,40 @@ fn gather(ask: &FinishAsk, branch: Option<String>, target: &str) -> Result<Gathe
         branch,
         target: target.to_owned(),
         target_exists: target_old.is_some(),
-        in_progress: in_progress(dir),
+        in_progress: in_progress(os, dir),
         dirty_files: dirty,
         commit_requested: ask.commit,
         git_version,
         pr: ask.pr,
         ..Default::default()
     };
-    for (path, checked_out) in worktrees(dir)? {
+    for (path, checked_out) in worktrees(os, dir)? {
         if checked_out.as_deref() == Some(target_ref.as_str()) {
             let p = Path::new(&path);
             facts.target_checkouts.push(TargetCheckout {
-                dirty_files: dirty_files(p).unwrap_or(usize::MAX),
-                in_progress: in_progress(p),
+                dirty_files: dirty_files(os, p).unwrap_or(usize::MAX),
+                in_progress: in_progress(os, p),
                 path,
             });
         }
     }
     // What would land: HEAD, or with --commit the working tree on top.
     let tip = if dirty > 0 && ask.commit && facts.in_progress.is_none() {
-        let tree = working_tree(dir, &ask.scratch)?;
-        commit_tree(dir, &tree, &[&head], "hangar: predicted commit", &[])?
+        let tree = working_tree(os, dir, &ask.scratch)?;
+        commit_tree(os, dir, &tree, &[&head], "hangar: predicted commit", &[])?
     } else {
         head.clone()
     };
     let has_gitmodules =
-        |rev: &str| git(dir, ["cat-file", "-e", &format!("{rev}:.gitmodules")]).is_ok();
+        |rev: &str| git(os, dir, ["cat-file", "-e", &format!("{rev}:.gitmodules")]).is_ok();
     if let Some(old) = &target_old {
-        facts.commits_ahead = git_line(dir, &["rev-list", "--count", &format!("{old}..{tip}")])?
-            .parse()
-            .unwrap_or(0);
-        let mb = git_line(dir, &["merge-base", old, &tip]).ok();
+        facts.commits_ahead =
+            git_line(os, dir, &["rev-list", "--count", &format!("{old}..{tip}")])?
+                .parse()
+                .unwrap_or(0);
+        let mb = git_line(os, dir, &["merge-base", old, &tip]).ok();
         let changed_submodule = match &mb {
-            Some(mb) => files_between(dir, mb, &tip)?
+            Some(mb) => files_between(os, dir, mb, &tip)?
                 .iter()
                 .any(|f| f.is_submodule()),
             None => false,
@@ -240,7 +253,7 @@ fn gather(ask: &FinishAsk, branch: Option<String>, target: &str) -> Result<Gathe
         if new_enough
             && !ask.pr
             && !facts.submodule
-            && let Err(files) = merge_tree(dir, &[old, &tip])?
+            && let Err(files) = merge_tree(os, dir, &[old, &tip])?
         {
             facts.conflicts = files;
         }
@@ -251,7 +264,7 @@ fn gather(ask: &FinishAsk, branch: Option<String>, target: &str) -> Result<Gathe
 }
 
 /// Decide, and unless refused or a dry run, land (or open the PR).
-pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
+pub fn finish(os: &dyn Git, ask: FinishAsk) -> Result<Done, ApiError> {
     let dir = ask.dir.clone();
     if !dir.is_dir() {
         return Err(ApiError::invalid(format!(
@@ -259,7 +272,7 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
             dir.display()
         )));
     }
-    let branch = current_branch(&dir);
+    let branch = current_branch(os, &dir);
     let target = match ask
         .into
         .clone()
@@ -273,7 +286,7 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
             ));
         }
     };
-    let g = gather(&ask, branch.clone(), &target)?;
+    let g = gather(os, &ask, branch.clone(), &target)?;
     finish_check(&g.facts).map_err(refused)?;
     // Checked: there is a branch and the target exists.
     let branch = branch.unwrap_or_default();
@@ -290,7 +303,7 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
     };
 
     if ask.pr {
-        let remote = push_remote(&dir, &branch)?;
+        let remote = push_remote(os, &dir, &branch)?;
         let gh = find_gh().ok_or_else(|| {
             failed("--pr needs the GitHub CLI `gh` on the daemon's PATH, and none was found; install gh (https://cli.github.com) and run `gh auth login`")
         })?;
@@ -309,9 +322,10 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
             });
         }
         if will_commit {
-            commit_in_place(&dir, &message(&format!("hangar: work of {branch}")))?;
+            commit_in_place(os, &dir, &message(&format!("hangar: work of {branch}")))?;
         }
         git(
+            os,
             &dir,
             [
                 "push",
@@ -389,19 +403,20 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
     // From here on things change, in an order that leaves a consistent
     // repository at every step: new objects first, then backups, then refs.
     let tip = if will_commit {
-        commit_in_place(&dir, &message(&format!("hangar: work of {branch}")))?
+        commit_in_place(os, &dir, &message(&format!("hangar: work of {branch}")))?
     } else {
-        git_line(&dir, &["rev-parse", "HEAD"])?
+        git_line(os, &dir, &["rev-parse", "HEAD"])?
     };
     let new = match ask.strategy {
         Strategy::Merge => {
-            let mb = git_line(&dir, &["merge-base", &target_old, &tip])?;
+            let mb = git_line(os, &dir, &["merge-base", &target_old, &tip])?;
             if mb == target_old {
                 tip.clone()
             } else {
-                let tree = merge_tree(&dir, &[&target_old, &tip])?
+                let tree = merge_tree(os, &dir, &[&target_old, &tip])?
                     .map_err(|files| refused(Refusal::Conflicts { files }))?;
                 commit_tree(
+                    os,
                     &dir,
                     &tree,
                     &[&target_old, &tip],
@@ -411,9 +426,10 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
             }
         }
         Strategy::Squash => {
-            let tree = merge_tree(&dir, &[&target_old, &tip])?
+            let tree = merge_tree(os, &dir, &[&target_old, &tip])?
                 .map_err(|files| refused(Refusal::Conflicts { files }))?;
             commit_tree(
+                os,
                 &dir,
                 &tree,
                 &[&target_old],
@@ -421,18 +437,18 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
                 &[],
             )?
         }
-        Strategy::Rebase => replay(&dir, &target_old, &tip)?,
+        Strategy::Rebase => replay(os, &dir, &target_old, &tip)?,
     };
 
     let mut moved = Vec::new();
     let target_ref = format!("refs/heads/{target}");
     let backup = backup_ref(&ask.session, ask.now_ms, &target_ref);
-    git(&dir, ["update-ref", &backup, &target_old])?;
+    git(os, &dir, ["update-ref", &backup, &target_old])?;
     match &how {
         TargetMove::FastForwardCheckout { path } => {
             // Checked clean above; git's own fast-forward refuses anything
             // that would overwrite a file.
-            git(Path::new(path), ["merge", "--ff-only", "-q", &new]).map_err(|e| {
+            git(os, Path::new(path), ["merge", "--ff-only", "-q", &new]).map_err(|e| {
                 failed(format!(
                     "could not fast-forward {target} in {path}; nothing was moved ({e})"
                 ))
@@ -440,6 +456,7 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
         }
         TargetMove::RefOnly => {
             git(
+                os,
                 &dir,
                 [
                     "update-ref",
@@ -464,8 +481,8 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
     if ask.strategy != Strategy::Merge && ask.own_worktree && new != tip {
         let branch_ref = format!("refs/heads/{branch}");
         let backup = backup_ref(&ask.session, ask.now_ms, &branch_ref);
-        git(&dir, ["update-ref", &backup, &tip])?;
-        match git(&dir, ["reset", "--keep", "-q", &new]) {
+        git(os, &dir, ["update-ref", &backup, &tip])?;
+        match git(os, &dir, ["reset", "--keep", "-q", &new]) {
             Ok(_) => moved.push(Moved {
                 refname: branch_ref,
                 old: tip.clone(),
@@ -475,7 +492,7 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
             Err(e) => {
                 // The work is landed; the branch keeps its own commits.
                 tracing::warn!("could not move {branch} to the landed commit: {e}");
-                let _ = git(&dir, ["update-ref", "-d", &backup]);
+                let _ = git(os, &dir, ["update-ref", "-d", &backup]);
             }
         }
     }
@@ -500,20 +517,21 @@ pub fn finish(ask: FinishAsk) -> Result<Done, ApiError> {
 }
 
 /// `git add -A` and `git commit` in the agent's own checkout (`--commit`).
-fn commit_in_place(dir: &Path, message: &str) -> Result<String, ApiError> {
-    git(dir, ["add", "-A", "--", ":/"])?;
-    git(dir, ["commit", "-q", "--no-verify", "-m", message]).map_err(|e| {
+fn commit_in_place(os: &dyn Git, dir: &Path, message: &str) -> Result<String, ApiError> {
+    git(os, dir, ["add", "-A", "--", ":/"])?;
+    git(os, dir, ["commit", "-q", "--no-verify", "-m", message]).map_err(|e| {
         failed(format!(
             "{e}; if git says it needs your identity, set user.name and user.email"
         ))
     })?;
-    Ok(git_line(dir, &["rev-parse", "HEAD"])?)
+    Ok(git_line(os, dir, &["rev-parse", "HEAD"])?)
 }
 
 /// Replay the commits `onto..tip` on `onto` from objects alone (no
 /// checkout), keeping each commit's author and message.
-fn replay(dir: &Path, onto: &str, tip: &str) -> Result<String, ApiError> {
+fn replay(os: &dyn Git, dir: &Path, onto: &str, tip: &str) -> Result<String, ApiError> {
     let list = git_line(
+        os,
         dir,
         &[
             "rev-list",
@@ -529,9 +547,10 @@ fn replay(dir: &Path, onto: &str, tip: &str) -> Result<String, ApiError> {
             return Err(refused_merge_commit(ids[0]));
         }
         let (c, parent) = (ids[0], ids[1]);
-        let tree = merge_tree(dir, &[&format!("--merge-base={parent}"), &cur, c])?
+        let tree = merge_tree(os, dir, &[&format!("--merge-base={parent}"), &cur, c])?
             .map_err(|files| refused(Refusal::Conflicts { files }))?;
         let info = git(
+            os,
             dir,
             [
                 "log",
@@ -554,7 +573,7 @@ fn replay(dir: &Path, onto: &str, tip: &str) -> Result<String, ApiError> {
             ("GIT_AUTHOR_EMAIL", OsStr::new(email)),
             ("GIT_AUTHOR_DATE", OsStr::new(date)),
         ];
-        cur = commit_tree(dir, &tree, &[&cur], msg, &env)?;
+        cur = commit_tree(os, dir, &tree, &[&cur], msg, &env)?;
     }
     Ok(cur)
 }

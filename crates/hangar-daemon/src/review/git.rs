@@ -1,35 +1,30 @@
 //! Running `git` for review and landing: bytes out, stderr in the error,
-//! never a prompt, never an editor.
+//! never a prompt, never an editor; through the daemon's `Os` (`os::Git`),
+//! so a test on `FakeOs` scripts it.
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use hangar_protocol::message::codes;
 
 use crate::errors::ApiError;
+use crate::os::Git;
 
-/// `git -C dir ARGS` with extra environment; stdout as bytes.
-pub fn git_env<I, S>(dir: &Path, args: I, env: &[(&str, &OsStr)]) -> Result<Vec<u8>, GitError>
+/// `git -C dir ARGS` with extra environment; stdout as bytes. Run through
+/// the daemon's `Os` (`os::Git`: never a prompt, never an editor).
+pub fn git_env<I, S>(
+    os: &dyn Git,
+    dir: &Path,
+    args: I,
+    env: &[(&str, &OsStr)],
+) -> Result<Vec<u8>, GitError>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
     let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
-    let mut cmd = Command::new("git");
-    cmd.arg("-C")
-        .arg(dir)
-        .args(&args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_EDITOR", "true")
-        .env("GIT_MERGE_AUTOEDIT", "no")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().map_err(GitError::NoGit)?;
-    if out.status.success() {
+    let out = os.run_git(dir, &args, env, None).map_err(GitError::NoGit)?;
+    if out.success() {
         Ok(out.stdout)
     } else {
         Err(GitError::Failed {
@@ -39,24 +34,24 @@ where
                 .collect::<Vec<_>>()
                 .join(" "),
             dir: dir.display().to_string(),
-            code: out.status.code(),
+            code: out.code,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         })
     }
 }
 
-pub fn git<I, S>(dir: &Path, args: I) -> Result<Vec<u8>, GitError>
+pub fn git<I, S>(os: &dyn Git, dir: &Path, args: I) -> Result<Vec<u8>, GitError>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    git_env(dir, args, &[])
+    git_env(os, dir, args, &[])
 }
 
 /// `git` whose output is one line of text (an id, a branch).
-pub fn git_line(dir: &Path, args: &[&str]) -> Result<String, GitError> {
-    git(dir, args).map(|o| String::from_utf8_lossy(&o).trim().to_owned())
+pub fn git_line(os: &dyn Git, dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    git(os, dir, args).map(|o| String::from_utf8_lossy(&o).trim().to_owned())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -80,15 +75,16 @@ impl From<GitError> for ApiError {
 }
 
 /// The branch checked out in `dir`, or `None` when detached.
-pub fn current_branch(dir: &Path) -> Option<String> {
-    git_line(dir, &["symbolic-ref", "-q", "--short", "HEAD"])
+pub fn current_branch(os: &dyn Git, dir: &Path) -> Option<String> {
+    git_line(os, dir, &["symbolic-ref", "-q", "--short", "HEAD"])
         .ok()
         .filter(|b| !b.is_empty())
 }
 
 /// Whether `rev` names a commit here.
-pub fn resolves(dir: &Path, rev: &str) -> Option<String> {
+pub fn resolves(os: &dyn Git, dir: &Path, rev: &str) -> Option<String> {
     git_line(
+        os,
         dir,
         &[
             "rev-parse",
@@ -103,8 +99,13 @@ pub fn resolves(dir: &Path, rev: &str) -> Option<String> {
 }
 
 /// A merge, rebase, cherry-pick or revert stopped in the checkout `dir`.
-pub fn in_progress(dir: &Path) -> Option<String> {
-    let git_dir = git_line(dir, &["rev-parse", "--path-format=absolute", "--git-dir"]).ok()?;
+pub fn in_progress(os: &dyn Git, dir: &Path) -> Option<String> {
+    let git_dir = git_line(
+        os,
+        dir,
+        &["rev-parse", "--path-format=absolute", "--git-dir"],
+    )
+    .ok()?;
     let g = Path::new(&git_dir);
     [
         ("rebase-merge", "rebase"),
@@ -119,8 +120,9 @@ pub fn in_progress(dir: &Path) -> Option<String> {
 }
 
 /// Uncommitted files in `dir`: tracked changes and untracked files.
-pub fn dirty_files(dir: &Path) -> Result<usize, GitError> {
+pub fn dirty_files(os: &dyn Git, dir: &Path) -> Result<usize, GitError> {
     let out = git(
+        os,
         dir,
         ["status", "--porcelain=v1", "-z", "--untracked-files=normal"],
     )?;
@@ -141,8 +143,8 @@ pub fn dirty_files(dir: &Path) -> Result<usize, GitError> {
 
 /// Every worktree of the repository with the branch it has checked out:
 /// `(folder, Some("refs/heads/B"))`, from `git worktree list --porcelain -z`.
-pub fn worktrees(dir: &Path) -> Result<Vec<(String, Option<String>)>, GitError> {
-    let out = git(dir, ["worktree", "list", "--porcelain", "-z"])?;
+pub fn worktrees(os: &dyn Git, dir: &Path) -> Result<Vec<(String, Option<String>)>, GitError> {
+    let out = git(os, dir, ["worktree", "list", "--porcelain", "-z"])?;
     let mut list = Vec::new();
     let mut path: Option<String> = None;
     let mut branch: Option<String> = None;

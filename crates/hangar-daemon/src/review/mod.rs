@@ -17,13 +17,15 @@ use std::path::Path;
 use hangar_core::review::GitBase;
 use hangar_core::worktree::WorktreeInfo;
 
+use crate::os::Git;
+
 /// Where a new session's work starts: its worktree's base branch and the
 /// commit the worktree was made from; without a worktree, the branch and
 /// `HEAD` of the checkout its folder is in. `None` outside a repository.
-pub fn start_base(worktree: Option<&WorktreeInfo>, cwd: &Path) -> Option<GitBase> {
+pub fn start_base(os: &dyn Git, worktree: Option<&WorktreeInfo>, cwd: &Path) -> Option<GitBase> {
     match worktree {
         Some(info) => {
-            let commit = git::resolves(Path::new(&info.path), "HEAD")?;
+            let commit = git::resolves(os, Path::new(&info.path), "HEAD")?;
             // `base` is a branch name, or the commit id itself when the
             // main checkout was detached.
             let branch = (!info.base.starts_with(&commit) && !info.base.is_empty())
@@ -31,9 +33,9 @@ pub fn start_base(worktree: Option<&WorktreeInfo>, cwd: &Path) -> Option<GitBase
             Some(GitBase { branch, commit })
         }
         None => {
-            let commit = git::resolves(cwd, "HEAD")?;
+            let commit = git::resolves(os, cwd, "HEAD")?;
             Some(GitBase {
-                branch: git::current_branch(cwd),
+                branch: git::current_branch(os, cwd),
                 commit,
             })
         }

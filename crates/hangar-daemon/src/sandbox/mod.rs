@@ -100,9 +100,13 @@ impl Sandbox {
         let mut writable = vec![meta.cwd.clone()];
         writable.extend(git_dir_of(meta));
         writable.extend(
-            rules::state_binds(&meta.provider, meta.sandbox.as_deref().unwrap_or(""), "~")
-                .into_iter()
-                .map(|b| b.outside),
+            rules::state_binds(
+                hangar_providers::adapter(&meta.provider).sandbox_state(),
+                meta.sandbox.as_deref().unwrap_or(""),
+                "~",
+            )
+            .into_iter()
+            .map(|b| b.outside),
         );
         Some(SandboxView {
             kind: "bubblewrap".into(),
@@ -194,7 +198,8 @@ impl Sandbox {
         let hangar = std::env::current_exe()
             .map_err(|e| fail(format!("cannot find hangar's own binary: {e}")))?;
         let home = inside_home();
-        let state = rules::state_binds(&meta.provider, dir, &home);
+        let folders = hangar_providers::adapter(&meta.provider).sandbox_state();
+        let state = rules::state_binds(folders, dir, &home);
         for s in &state {
             make_private_dir(Path::new(&s.outside))
                 .map_err(|e| fail(format!("cannot make {}: {e}", s.outside)))?;
@@ -501,14 +506,18 @@ fn inside_home() -> String {
 /// outside its state folders.
 pub fn inside_path(meta: &SessionMeta, outside: &Path) -> Option<PathBuf> {
     let dir = meta.sandbox.as_deref()?;
-    rules::state_binds(&meta.provider, dir, &inside_home())
-        .into_iter()
-        .find_map(|b| {
-            let bound = Path::new(&b.outside);
-            let bound = std::fs::canonicalize(bound).unwrap_or_else(|_| bound.to_owned());
-            let rest = outside.strip_prefix(&bound).ok()?;
-            Some(Path::new(&b.inside).join(rest))
-        })
+    rules::state_binds(
+        hangar_providers::adapter(&meta.provider).sandbox_state(),
+        dir,
+        &inside_home(),
+    )
+    .into_iter()
+    .find_map(|b| {
+        let bound = Path::new(&b.outside);
+        let bound = std::fs::canonicalize(bound).unwrap_or_else(|_| bound.to_owned());
+        let rest = outside.strip_prefix(&bound).ok()?;
+        Some(Path::new(&b.inside).join(rest))
+    })
 }
 
 /// A worktree's git folder: written by every commit made in the worktree.
@@ -580,19 +589,7 @@ pub fn hold_until_exit(
 /// cannot be relied on here (no capability to make one; a nested bwrap
 /// cannot mount `/proc`).
 pub fn agent_sandbox(provider: &hangar_core::Provider) -> Option<&'static str> {
-    use hangar_core::Provider;
-    match provider {
-        Provider::Claude => Some(
-            "off: claude is started with sandbox.enabled = false in its --settings (a nested \
-             sandbox cannot be relied on inside hangar's; hangar's walls hold its commands too)",
-        ),
-        Provider::Codex => Some(
-            "off: codex is started with --sandbox danger-full-access (a nested sandbox cannot be \
-             relied on inside hangar's; hangar's walls hold its commands too)",
-        ),
-        Provider::Opencode => Some("none: OpenCode has no sandbox of its own"),
-        _ => None,
-    }
+    hangar_providers::adapter(provider).own_sandbox()
 }
 
 /// Shared by the daemon's parts.

@@ -52,21 +52,19 @@ impl Spawner {
                 None => None,
             }
         };
-        // A claude conversation held by Claude Code's own background-agent
-        // supervisor refuses --resume (issue 16 defect 9): say so, and what
-        // to do, instead of starting a claude that exits at once.
-        let claude_resume = self
+        // A resume the CLI will refuse (a claude conversation held by
+        // Claude Code's own background-agent supervisor, issue 16 defect 9):
+        // say so, and what to do, instead of starting a CLI that exits at
+        // once.
+        let resume_psid = self
             .sessions
             .meta(id)
-            .filter(|m| m.provider == hangar_core::Provider::Claude)
             .and_then(|m| m.durable_provider_id().map(str::to_owned));
-        if let Some(psid) = &claude_resume
-            && let Some(holder) = hangar_providers::claude::background::holder(psid)
-        {
-            return Err(SpawnFailure::new(
-                FailureKind::Other,
-                hangar_providers::claude::background::reason(id.short(), psid, Some(&holder)),
-            ));
+        let refusal = self.sessions.provider_of(id).zip(resume_psid.as_deref());
+        let refusal = refusal
+            .and_then(|(p, psid)| hangar_providers::adapter(&p).resume_refusal(id.short(), psid));
+        if let Some(reason) = refusal {
+            return Err(SpawnFailure::new(FailureKind::Other, reason));
         }
         // Everything a launch needs is read from one snapshot, and the I/O
         // (PATH search, MCP config write, folder stat) happens off the lock.
@@ -114,11 +112,8 @@ impl Spawner {
                 self.orchestration
                     .with_orchestration_mcp(&meta, spec, self.mcp.get())
             };
-            let spec = hangar_providers::launch::codex_in_process(
-                spec,
-                &meta.provider,
-                cli_facts.as_ref().is_some_and(|f| f.no_daemon),
-            );
+            let spec =
+                hangar_providers::launch::with_cli_facts(spec, &meta.provider, cli_facts.as_ref());
             let cwd = PathBuf::from(&meta.cwd);
             if !cwd.is_dir() {
                 // A worktree deleted by hand is reported, never recreated.
@@ -162,7 +157,7 @@ impl Spawner {
             env_vars.push(("no_proxy".into(), no_proxy));
             let mut args = spec.args;
             if let Some(settings) = hook_settings.as_ref().filter(|_| on_engine.is_none()) {
-                args.extend(["--settings".to_owned(), settings.display().to_string()]);
+                args.extend(hangar_providers::adapter(&meta.provider).hook_settings_args(settings));
             }
             // The last screen and history it had, kept above what the new
             // process prints (a read failure only loses that history).
@@ -270,17 +265,13 @@ impl Spawner {
                 code,
             );
             let last = live.last_line().unwrap_or_default();
-            if let Some(psid) = &claude_resume
-                && hangar_providers::claude::background::refused_on_screen(&screen)
-            {
-                let holder = hangar_providers::claude::background::holder(psid);
+            let refused = resume_psid.as_deref().and_then(|psid| {
+                hangar_providers::adapter(&provider).refused_resume(id.short(), psid, &screen)
+            });
+            if let Some(message) = refused {
                 return Err(SpawnFailure {
                     kind: FailureKind::ExitedDuringStart,
-                    message: hangar_providers::claude::background::reason(
-                        id.short(),
-                        psid,
-                        holder.as_ref(),
-                    ),
+                    message,
                     exit_code: Some(code),
                 });
             }

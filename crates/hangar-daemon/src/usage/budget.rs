@@ -58,14 +58,14 @@ pub fn check_fleet_budget(
     max_usd: f64,
     overrides: &std::collections::BTreeMap<String, hangar_core::usage::Price>,
     store: &std::path::Path,
+    now_ms: i64,
 ) -> Result<(), String> {
     let prices = PriceTable::shipped()
         .unwrap_or_default()
         .with_overrides(overrides);
     let models = if store.is_file() {
-        let now = super::now();
         hangar_store::UsageLedger::open(store)
-            .and_then(|l| l.models_since(now - MODELS_LOOKBACK_MS, None, None))
+            .and_then(|l| l.models_since(now_ms - MODELS_LOOKBACK_MS, None, None))
             .unwrap_or_default()
     } else {
         Vec::new()
@@ -85,7 +85,7 @@ impl Budgets {
                 .provider_of(id)
                 .map(|p| p.name().to_owned())
                 .unwrap_or_default();
-            let since = super::now() - MODELS_LOOKBACK_MS;
+            let since = self.ledger.now() - MODELS_LOOKBACK_MS;
             let mut models = self.ledger.models(since, None, Some(id.as_str()));
             models.extend(self.ledger.models(since, Some(&provider), None));
             models.sort();
@@ -131,7 +131,7 @@ impl Budgets {
 
     /// One look at every budget; returns the sessions to stop, with why.
     fn look(&self) -> Vec<(SessionId, String)> {
-        let now = super::now();
+        let now = self.ledger.now();
         let mut out = Vec::new();
         let prices = self.ledger.prices();
         if let Some(max) = self.usage.get().max_cost_usd_per_day {

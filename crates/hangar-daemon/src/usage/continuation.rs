@@ -59,7 +59,7 @@ impl Continuation {
     /// One look at every standing limit; returns how long to sleep, `None`
     /// when no limit is waiting for anything.
     async fn look(self: &Arc<Self>) -> Option<Duration> {
-        let now = super::now();
+        let now = self.ledger.now();
         let config = self.ledger.limits_config();
         let mut nap = MAX_NAP;
         let mut waiting = false;

@@ -78,7 +78,7 @@ impl Goals {
                 id.short()
             )));
         }
-        let now = super::now();
+        let now = self.ledger.now();
         let mut g =
             Goal::new(text, max_turns, now).map_err(|e| ApiError::invalid(e.to_string()))?;
         let limited =
@@ -183,7 +183,7 @@ impl Goals {
         if before.state.ended() {
             return;
         }
-        let now = super::now();
+        let now = self.ledger.now();
         let facts = TurnFacts {
             now_ms: now,
             person_typed_since_prompt: self
@@ -248,7 +248,7 @@ impl Goals {
                 && this.ledger.person_typed_since(id.as_str(), since)
             {
                 let facts = TurnFacts {
-                    now_ms: super::now(),
+                    now_ms: this.ledger.now(),
                     person_typed_since_prompt: true,
                     limited: false,
                 };
@@ -309,7 +309,7 @@ impl Goals {
     /// Resume the goals paused for a person that may carry on; how long
     /// until the next look, `None` when no goal waits on the clock.
     fn look_quiet(self: &Arc<Self>) -> Option<Duration> {
-        let now = super::now();
+        let now = self.ledger.now();
         let mut next: Option<i64> = None;
         for (id, g) in self.ledger.open_goals() {
             if g.pause != Some(goal::PauseCause::Person) {

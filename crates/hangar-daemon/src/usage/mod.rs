@@ -31,6 +31,7 @@ use serde::Deserialize;
 
 use crate::activity::notify::{self, NotifyConfig};
 use crate::journal::{Event, Journal};
+use crate::os::Clock;
 use crate::section::Section;
 use crate::sessions::Sessions;
 
@@ -108,10 +109,6 @@ impl Default for LimitsConfig {
 /// The most prompts held for one limited session.
 const MAX_QUEUED_PROMPTS: usize = 16;
 
-pub(crate) fn now() -> i64 {
-    i64::try_from(crate::now_ms()).unwrap_or(i64::MAX)
-}
-
 /// The ledger and every session's limit.
 pub struct Ledger {
     store_path: PathBuf,
@@ -121,12 +118,17 @@ pub struct Ledger {
     notify: Section<NotifyConfig>,
     limits: Section<LimitsConfig>,
     prices: PriceTable,
+    /// The daemon's clock (its `Os`), so a test on `FakeOs` moves it.
+    clock: Arc<dyn Clock>,
     /// Opened when the daemon starts (after the store was migrated).
     store: Mutex<Option<UsageLedger>>,
     states: Mutex<HashMap<String, UsageSessionState>>,
     /// When a person last typed into each session (attach input, `hangar
     /// send`): a continuation stands down after that.
     person_input: Mutex<HashMap<String, i64>>,
+    /// The account (credential hash) each session's requests last used, as
+    /// the proxy saw it: an agent's own record of windows names none.
+    accounts: Mutex<HashMap<String, String>>,
     /// Limits whose standing down was already journaled (session, since).
     stood_down: Mutex<HashSet<(String, i64)>>,
     /// Wakes the continuation scheduler when a limit changes.
@@ -143,6 +145,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Ledger {
+    /// The daemon's clock now, in ms since the epoch.
+    pub(crate) fn now(&self) -> i64 {
+        i64::try_from(self.clock.now_ms()).unwrap_or(i64::MAX)
+    }
+
+    // Each piece the ledger holds, given once by `Daemon::new`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         store_path: PathBuf,
         sessions: Arc<Sessions>,
@@ -151,6 +160,7 @@ impl Ledger {
         notify: Section<NotifyConfig>,
         limits: Section<LimitsConfig>,
         usage: &UsageConfig,
+        clock: Arc<dyn Clock>,
     ) -> Ledger {
         let prices = match PriceTable::shipped() {
             Ok(t) => t,
@@ -171,9 +181,11 @@ impl Ledger {
             notify,
             limits,
             prices,
+            clock,
             store: Mutex::new(None),
             states: Mutex::new(HashMap::new()),
             person_input: Mutex::new(HashMap::new()),
+            accounts: Mutex::new(HashMap::new()),
             stood_down: Mutex::new(HashSet::new()),
             changed: tokio::sync::Notify::new(),
             budget_check: tokio::sync::Notify::new(),
@@ -235,7 +247,7 @@ impl Ledger {
 
     /// A person typed into `id` (attach input, `hangar send`).
     pub fn person_typed(&self, id: &SessionId) {
-        lock(&self.person_input).insert(id.to_string(), now());
+        lock(&self.person_input).insert(id.to_string(), self.now());
     }
 
     pub(crate) fn person_typed_since(&self, id: &str, since_ms: i64) -> bool {
@@ -265,7 +277,7 @@ impl Ledger {
         let Some(api) = Api::from_path(&r.path) else {
             return;
         };
-        let now = now();
+        let now = self.now();
         let id = SessionId::from(session);
         let provider = self
             .sessions
@@ -294,6 +306,9 @@ impl Ledger {
         };
         // The windows before the request: a reader that sees the request
         // sees what its reply said of the account.
+        if let Some(account) = &r.account {
+            lock(&self.accounts).insert(session.to_owned(), account.clone());
+        }
         let windows = usage_limits::windows_from_headers(&r.headers);
         if !windows.is_empty() {
             let account = r.account.clone().unwrap_or_else(|| "unknown".to_owned());
@@ -329,6 +344,28 @@ impl Ledger {
     pub(crate) fn record_usage(&self, record: UsageRecord) {
         self.with_store("record a request", |s| s.record(&record));
         self.budget_check.notify_one();
+    }
+
+    /// An account's windows as an agent's own records report them (a Codex
+    /// rollout's `rate_limits`), under the account the proxy last saw the
+    /// session use, else `unknown`.
+    pub(crate) fn agent_windows(
+        &self,
+        id: &SessionId,
+        provider: &str,
+        windows: &[usage_limits::Window],
+    ) {
+        if windows.is_empty() {
+            return;
+        }
+        let account = lock(&self.accounts)
+            .get(id.as_str())
+            .cloned()
+            .unwrap_or_else(|| "unknown".to_owned());
+        let now = self.now();
+        self.with_store("save limit windows", |s| {
+            s.save_windows(provider, &account, windows, now)
+        });
     }
 
     /// The prices in use (shipped table and `[usage.prices]`).
@@ -394,7 +431,7 @@ impl Ledger {
 
     /// A source saw `id` refused for a usage limit.
     pub fn limited(&self, id: &SessionId, seen: SessionLimit) {
-        let now = now();
+        let now = self.now();
         let config = self.limits.get();
         let (limit, is_new) = {
             let mut states = lock(&self.states);
@@ -728,7 +765,7 @@ impl Ledger {
         if l.continued {
             return true;
         }
-        usage_limits::account_may_be_used(l.resets_at, l.resets_at.is_none(), now())
+        usage_limits::account_may_be_used(l.resets_at, l.resets_at.is_none(), self.now())
     }
 
     /// The ledger's store and prices, for `hangar usage`.

@@ -63,7 +63,7 @@ impl ScreenWords {
     }
 
     fn look(&self) {
-        let now = super::now();
+        let now = self.ledger.now();
         for candidate in self.sessions.budget_candidates() {
             let id = candidate.id;
             if self.monitor.is_busy(&id) {

@@ -9,8 +9,6 @@
 //! is the daemon's (`activity::sources::hooks`), and nothing may ever write
 //! the user's settings files.
 
-use std::path::PathBuf;
-
 use hangar_core::SessionId;
 use serde_json::{Value, json};
 
@@ -81,21 +79,11 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// What a claude session's `--settings` file holds.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// The `hangar` the hooks run, and the `HANGAR_HOME` they name (inside
-    /// a sandbox: hangar's own paths there).
-    pub hangar: PathBuf,
-    pub home: PathBuf,
-    /// Install the hooks (the hooks activity source is on).
-    pub hooks: bool,
-    /// Turn Claude Code's own sandbox for its commands off
-    /// (`sandbox.enabled`, a setting of 2.1.197): inside hangar's sandbox.
-    /// Settings given with `--settings` win over the user's and the
-    /// project's (its sources in order: user, project, local, flag, policy).
-    pub own_sandbox_off: bool,
-}
+/// What a claude session's `--settings` file is built from. Claude Code
+/// merges it over the user's own settings (its sources in order: user,
+/// project, local, flag, policy); `own_sandbox_off` turns its own sandbox
+/// for its commands off (`sandbox.enabled`, a setting of 2.1.197).
+pub use crate::adapter::HookSettings as Settings;
 
 /// The settings that call `hangar` back for `session`: the activity events,
 /// and `SessionStart`, whose `session_id` feeds the resume ledger (the

@@ -1,11 +1,25 @@
 //! Codex's adapter: `resume ID` (a subcommand), hangar's MCP server as
-//! `-c mcp_servers.hangar.*` overrides, rollouts under `CODEX_HOME`
-//! (`~/.codex`).
+//! `-c mcp_servers.hangar.*` overrides, `--no-daemon` when its `--help`
+//! offers it, rollouts under `CODEX_HOME` (`~/.codex`, `transcript`), the
+//! conversation proven by the rollout its process holds open.
 
-use crate::adapter::{Adapter, SessionArgs, StateDir};
+use std::path::{Path, PathBuf};
+
+use hangar_core::activity::Reading;
+use hangar_core::cli_versions::{self, Version};
+use hangar_core::ledger::TranscriptFacts;
+use serde_json::Value;
+
+use hangar_core::sandbox::StateFolder;
+
+use crate::adapter::{Adapter, SessionArgs, StateDir, UsageFact};
+use crate::cli_facts::CliFacts;
+use crate::codex::transcript;
 use crate::launch::{LaunchSpec, McpServer, toml_string};
 use crate::transcript::activity::codex_reading;
-use hangar_core::activity::Reading;
+use crate::transcript::discovery::TranscriptIndex;
+use crate::transcript::messages::Message;
+use crate::transcript::turns::TurnFacts;
 
 pub struct Codex;
 
@@ -86,7 +100,124 @@ impl Adapter for Codex {
         codex_reading(lines, complete, fallback_ms)
     }
 
+    fn transcript_usage(&self, lines: &[String]) -> Vec<UsageFact> {
+        super::usage::rollout_usage(lines)
+    }
+
     fn npm_package(&self) -> Option<&'static str> {
         Some("@openai/codex")
+    }
+
+    fn tested_version(&self) -> Option<Version> {
+        Some(Version(0, 171, 0))
+    }
+
+    /// `--no-daemon` (0.17x) is looked for in its `--help`.
+    fn reads_help(&self) -> bool {
+        true
+    }
+
+    fn help_facts(&self, help: &str, facts: &mut CliFacts) {
+        facts.no_daemon = cli_versions::codex_has_no_daemon(help);
+    }
+
+    /// Codex 0.17x run so that it stays inside the session's own process
+    /// group: `--no-daemon`, when the installed codex accepts it. Without
+    /// it, codex starts a shared `codex app-server --managed-daemon` (one
+    /// per `CODEX_HOME`, in a process group of its own) that outlives the
+    /// session, holds every session's rollout and makes every session's
+    /// requests with the first session's environment (issue 16 defect 4).
+    /// A top-level flag, so it comes first, before codex's `resume`
+    /// subcommand.
+    fn with_cli_facts(&self, mut spec: LaunchSpec, facts: &CliFacts) -> LaunchSpec {
+        if facts.no_daemon && !spec.args.iter().any(|a| a == "--no-daemon") {
+            spec.args.insert(0, "--no-daemon".to_owned());
+        }
+        spec
+    }
+
+    fn transcript_dirs(
+        &self,
+        root: &Path,
+        _cwd: &str,
+        started_ms: u64,
+        now_ms: u64,
+        local_offset_ms: &dyn Fn(u64) -> i64,
+    ) -> Vec<PathBuf> {
+        transcript::dirs(root, started_ms, now_ms, local_offset_ms)
+    }
+
+    fn is_transcript_name(&self, name: &str) -> bool {
+        transcript::is_rollout_name(name)
+    }
+
+    fn transcript_entry_facts(&self, entry: &Value) -> Option<TranscriptFacts> {
+        transcript::entry_facts(entry)
+    }
+
+    fn find_transcript(&self, root: &Path, _cwd: &str, psid: &str) -> Option<PathBuf> {
+        transcript::find(root, psid)
+    }
+
+    fn finding_walks(&self) -> bool {
+        true
+    }
+
+    fn transcript_index(&self, root: &Path) -> Option<TranscriptIndex> {
+        Some(transcript::index(root))
+    }
+
+    fn transcript_message(&self, entry: &Value) -> Option<Message> {
+        transcript::message(entry)
+    }
+
+    fn turn_facts(&self, lines: &[String]) -> TurnFacts {
+        transcript::turn(lines)
+    }
+
+    /// Only codex is known to hold its rollout open for the whole session;
+    /// Claude Code opens, appends and closes.
+    fn holds_transcript_open(&self) -> bool {
+        true
+    }
+
+    fn takes_mcp(&self) -> bool {
+        true
+    }
+
+    fn own_sandbox(&self) -> Option<&'static str> {
+        Some(
+            "off: codex is started with --sandbox danger-full-access (a nested sandbox cannot be \
+             relied on inside hangar's; hangar's walls hold its commands too)",
+        )
+    }
+
+    fn permission_prompts(&self) -> &'static [&'static str] {
+        &[
+            "Allow command?",
+            "Would you like to run the following command?",
+            "Would you like to make the following edits?",
+            "approve this",
+        ]
+    }
+
+    /// `CODEX_HOME`, rollouts under `sessions/`.
+    fn sandbox_state(&self) -> &'static [StateFolder] {
+        &[StateFolder {
+            name: "codex",
+            inside: ".codex",
+            var: "CODEX_HOME",
+            value: ".codex",
+        }]
+    }
+
+    fn proxied(&self) -> bool {
+        true
+    }
+
+    /// Codex (Rust, reqwest with rustls-native-certs or native-tls) reads
+    /// `SSL_CERT_FILE`.
+    fn replaces_trust_store(&self) -> bool {
+        true
     }
 }

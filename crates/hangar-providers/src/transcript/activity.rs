@@ -19,8 +19,8 @@ use hangar_core::activity::{Activity, Reading};
 
 /// How much of a transcript's end is read.
 const TAIL_BYTES: u64 = 64 * 1024;
-/// How often a codex rollout that was not found is looked for again (it is
-/// a walk of the sessions folder).
+/// How often a transcript that was not found is looked for again, for a CLI
+/// whose search is a walk (codex's sessions folder).
 const MISS_RETRY: Duration = Duration::from_secs(2);
 
 /// The last lines of a file, read from its end. `complete` is true when the
@@ -242,21 +242,20 @@ impl TranscriptWatch {
         {
             return path.parent().map(Path::to_path_buf).into_iter().collect();
         }
-        match provider {
-            Provider::Claude => vec![
-                root.join("projects")
-                    .join(discovery::claude_slug(&discovery::canonical_cwd(cwd))),
-            ],
-            Provider::Codex => discovery::candidate_dirs(provider, root, cwd, now_ms, now_ms),
-            _ => Vec::new(),
-        }
+        discovery::candidate_dirs(
+            provider,
+            root,
+            &discovery::canonical_cwd(cwd),
+            now_ms,
+            now_ms,
+        )
     }
 
     /// How long until a search that found nothing may be tried again
-    /// (codex: a walk, at most every `MISS_RETRY`); `None` when there is no
-    /// such wait, so a folder change alone is enough.
+    /// (a walk, as codex's, at most every `MISS_RETRY`); `None` when there
+    /// is no such wait, so a folder change alone is enough.
     pub fn retry_in(&self, provider: &Provider) -> Option<Duration> {
-        if !matches!(provider, Provider::Codex) || self.found.is_some() {
+        if !crate::adapter::adapter(provider).finding_walks() || self.found.is_some() {
             return None;
         }
         self.missed
@@ -282,23 +281,14 @@ impl TranscriptWatch {
         if let Some((id, when)) = &self.missed
             && id == psid
             && when.elapsed() < MISS_RETRY
-            && matches!(provider, Provider::Codex)
+            && crate::adapter::adapter(provider).finding_walks()
         {
             return None;
         }
-        let path = match provider {
-            // Claude's path is known without a search; the file may not
-            // exist yet (a fresh start writes it with the first prompt).
-            Provider::Claude => Some(
-                root.join("projects")
-                    .join(discovery::claude_slug(&discovery::canonical_cwd(cwd)))
-                    .join(format!("{psid}.jsonl")),
-            )
-            .filter(|p| p.is_file())
-            .or_else(|| discovery::find_transcript(provider, root, cwd, psid)),
-            Provider::Codex => discovery::find_transcript(provider, root, cwd, psid),
-            _ => None,
-        };
+        // Claude's path is known without a search (its adapter looks there
+        // first); the file may not exist yet (a fresh start writes it with
+        // the first prompt).
+        let path = discovery::find_transcript(provider, root, cwd, psid);
         match path {
             Some(p) => {
                 self.missed = None;

@@ -45,10 +45,9 @@ pub fn session_transcript_root(
     let Some(dir) = &meta.sandbox else {
         return transcript_root(&meta.provider, var);
     };
-    let name = crate::adapter::adapter(&meta.provider)
-        .transcript_state()?
-        .var;
-    hangar_core::sandbox::state_dir_for_var(&meta.provider, dir, name).map(PathBuf::from)
+    let adapter = crate::adapter::adapter(&meta.provider);
+    let name = adapter.transcript_state()?.var;
+    hangar_core::sandbox::state_dir_for_var(adapter.sandbox_state(), dir, name).map(PathBuf::from)
 }
 
 pub fn env_var(name: &str) -> Option<String> {
@@ -84,19 +83,13 @@ pub fn utc_date(ms: u64) -> (i64, u32, u32) {
 }
 
 /// How far local time is ahead of UTC at `ms` (negative west of Greenwich),
-/// in milliseconds, from the C library's time zone rules (`TZ`,
-/// `/etc/localtime`). 0 when it cannot tell.
+/// in milliseconds, from the system's time zone rules (`TZ`,
+/// `/etc/localtime`, read by jiff). 0 when it cannot tell.
 pub fn local_offset_ms(ms: u64) -> i64 {
-    let t = (ms / 1000) as libc::time_t;
-    // SAFETY: localtime_r only writes the `tm` we own; a zeroed `tm` is a
-    // valid value of that plain C struct.
-    unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return 0;
-        }
-        tm.tm_gmtoff as i64 * 1000
-    }
+    let Ok(at) = jiff::Timestamp::from_millisecond(i64::try_from(ms).unwrap_or(i64::MAX)) else {
+        return 0;
+    };
+    i64::from(jiff::tz::TimeZone::system().to_offset(at).seconds()) * 1000
 }
 
 /// The folders a session's new transcripts can appear in.
@@ -126,41 +119,13 @@ pub fn candidate_dirs_in_zone(
     now_ms: u64,
     local_offset_ms: &dyn Fn(u64) -> i64,
 ) -> Vec<PathBuf> {
-    const DAY: i64 = 86_400_000;
-    match provider {
-        Provider::Claude => vec![root.join("projects").join(claude_slug(cwd))],
-        Provider::Codex => {
-            let mut days = Vec::new();
-            for anchor in [started_ms, now_ms.max(started_ms)] {
-                for offset in [0, local_offset_ms(anchor)] {
-                    for shift in [-DAY, 0, DAY] {
-                        let at = (anchor as i64).saturating_add(offset + shift).max(0) as u64;
-                        let day = utc_date(at);
-                        if !days.contains(&day) {
-                            days.push(day);
-                        }
-                    }
-                }
-            }
-            days.sort();
-            days.into_iter()
-                .map(|(y, m, d)| {
-                    root.join("sessions")
-                        .join(format!("{y:04}"))
-                        .join(format!("{m:02}"))
-                        .join(format!("{d:02}"))
-                })
-                .collect()
-        }
-        _ => Vec::new(),
-    }
-}
-
-fn is_transcript_name(provider: &Provider, name: &str) -> bool {
-    match provider {
-        Provider::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
-        _ => name.ends_with(".jsonl"),
-    }
+    crate::adapter::adapter(provider).transcript_dirs(
+        root,
+        cwd,
+        started_ms,
+        now_ms,
+        local_offset_ms,
+    )
 }
 
 fn millis(t: SystemTime) -> u64 {
@@ -193,6 +158,7 @@ impl TranscriptCache {
         dirs: &[PathBuf],
         files: &[PathBuf],
     ) -> Vec<TranscriptFacts> {
+        let adapter = crate::adapter::adapter(provider);
         let mut out = Vec::new();
         let mut seen: HashSet<PathBuf> = HashSet::new();
         let listed = dirs
@@ -206,7 +172,7 @@ impl TranscriptCache {
             let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
                 continue;
             };
-            if !is_transcript_name(provider, name) {
+            if !adapter.is_transcript_name(name) {
                 continue;
             }
             let Ok(md) = fs::metadata(&path) else {
@@ -265,6 +231,7 @@ impl TranscriptCache {
 /// that have `sessionId` but no `cwd` (`mode`, `permission-mode`,
 /// `file-history-snapshot`); `cwd` first appears on the `user` entry.
 pub fn read_facts(provider: &Provider, path: &Path) -> Option<TranscriptFacts> {
+    let adapter = crate::adapter::adapter(provider);
     let file = fs::File::open(path).ok()?;
     let mut facts: Option<TranscriptFacts> = None;
     for line in BufReader::new(file).lines().take(HEAD_LINES) {
@@ -273,11 +240,9 @@ pub fn read_facts(provider: &Provider, path: &Path) -> Option<TranscriptFacts> {
             // A half-written last line or foreign junk: skip it.
             continue;
         };
-        let found = match provider {
-            Provider::Codex => codex_entry_facts(&v),
-            _ => claude_entry_facts(&v),
+        let Some(found) = adapter.transcript_entry_facts(&v) else {
+            continue;
         };
-        let Some(found) = found else { continue };
         match &mut facts {
             None => facts = Some(found),
             // A line of another conversation (never seen, but a file is
@@ -296,34 +261,11 @@ pub fn read_facts(provider: &Provider, path: &Path) -> Option<TranscriptFacts> {
     facts
 }
 
-fn str_at(v: &Value, key: &str) -> Option<String> {
+pub(crate) fn str_at(v: &Value, key: &str) -> Option<String> {
     v.get(key)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
-}
-
-/// A claude entry: `sessionId` on most entries, `cwd` from the first
-/// conversational one on.
-fn claude_entry_facts(v: &Value) -> Option<TranscriptFacts> {
-    Some(TranscriptFacts {
-        id: str_at(v, "sessionId")?,
-        cwd: str_at(v, "cwd"),
-        modified_ms: 0,
-    })
-}
-
-/// A codex rollout: the `session_meta` entry's payload has `id` and `cwd`.
-fn codex_entry_facts(v: &Value) -> Option<TranscriptFacts> {
-    if v.get("type").and_then(Value::as_str) != Some("session_meta") {
-        return None;
-    }
-    let p = v.get("payload")?;
-    Some(TranscriptFacts {
-        id: str_at(p, "id")?,
-        cwd: str_at(p, "cwd"),
-        modified_ms: 0,
-    })
 }
 
 /// The transcript of provider session `psid`, wherever it is: the claude
@@ -331,64 +273,11 @@ fn codex_entry_facts(v: &Value) -> Option<TranscriptFacts> {
 /// rollout under `sessions/` whose name ends in the id. Used by `hangar
 /// transcript`, once per request, so a full walk is acceptable.
 pub fn find_transcript(provider: &Provider, root: &Path, cwd: &str, psid: &str) -> Option<PathBuf> {
-    match provider {
-        Provider::Claude => {
-            let name = format!("{psid}.jsonl");
-            let direct = root
-                .join("projects")
-                .join(claude_slug(&canonical_cwd(cwd)))
-                .join(&name);
-            if direct.is_file() {
-                return Some(direct);
-            }
-            fs::read_dir(root.join("projects"))
-                .ok()?
-                .flatten()
-                .map(|e| e.path().join(&name))
-                .find(|p| p.is_file())
-        }
-        Provider::Codex => {
-            let suffix = format!("-{psid}");
-            let mut best: Option<(SystemTime, PathBuf)> = None;
-            each_rollout(root, |stem, e| {
-                if stem.ends_with(&suffix) {
-                    keep_newest(&mut best, e);
-                }
-            });
-            best.map(|(_, p)| p)
-        }
-        _ => None,
-    }
-}
-
-/// Every codex rollout under `root/sessions` (`rollout-….jsonl`, at any
-/// depth), with its name without `.jsonl`.
-fn each_rollout(root: &Path, mut f: impl FnMut(&str, &fs::DirEntry)) {
-    let mut stack = vec![root.join("sessions")];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                stack.push(e.path());
-                continue;
-            }
-            let name = e.file_name();
-            let stem = name
-                .to_str()
-                .filter(|n| n.starts_with("rollout-"))
-                .and_then(|n| n.strip_suffix(".jsonl"));
-            if let Some(stem) = stem {
-                f(stem, &e);
-            }
-        }
-    }
+    crate::adapter::adapter(provider).find_transcript(root, cwd, psid)
 }
 
 /// `e` in `best` when it is newer (the first one found wins a tie).
-fn keep_newest(best: &mut Option<(SystemTime, PathBuf)>, e: &fs::DirEntry) {
+pub(crate) fn keep_newest(best: &mut Option<(SystemTime, PathBuf)>, e: &fs::DirEntry) {
     let t = e
         .metadata()
         .and_then(|m| m.modified())
@@ -398,35 +287,17 @@ fn keep_newest(best: &mut Option<(SystemTime, PathBuf)>, e: &fs::DirEntry) {
     }
 }
 
-/// Codex rollouts under `root/sessions` by the ids their names end in,
-/// found in one walk: for a caller that looks up many sessions at once
-/// (`hangar search`), instead of `find_transcript`'s walk per session. An
+/// Transcripts by the conversation ids their names carry, found in one
+/// walk (`Adapter::transcript_index`): for a caller that looks up many
+/// sessions at once (`hangar search`), instead of a walk per session. An
 /// id's file is the one `find_transcript` would pick (the newest).
 #[derive(Debug, Default)]
-pub struct RolloutIndex {
-    newest: HashMap<String, (SystemTime, PathBuf)>,
+pub struct TranscriptIndex {
+    pub(crate) newest: HashMap<String, (SystemTime, PathBuf)>,
 }
 
-impl RolloutIndex {
-    pub fn build(root: &Path) -> RolloutIndex {
-        let mut newest: HashMap<String, Option<(SystemTime, PathBuf)>> = HashMap::new();
-        each_rollout(root, |stem, e| {
-            // `rollout-<time>-<id>`: the id is what follows one of its
-            // dashes, and the time has dashes too, so each is a candidate
-            // (exactly the names `find_transcript` would match).
-            for (i, _) in stem.match_indices('-') {
-                keep_newest(newest.entry(stem[i + 1..].to_owned()).or_default(), e);
-            }
-        });
-        RolloutIndex {
-            newest: newest
-                .into_iter()
-                .filter_map(|(id, best)| Some((id, best?)))
-                .collect(),
-        }
-    }
-
-    /// The rollout of codex thread `psid`, if there is one.
+impl TranscriptIndex {
+    /// The transcript of conversation `psid`, if there is one.
     pub fn get(&self, psid: &str) -> Option<&Path> {
         self.newest.get(psid).map(|(_, p)| p.as_path())
     }
@@ -577,7 +448,9 @@ mod tests {
         at(&new_a, 2_000);
         at(&only_b, 1_500);
         fs::write(day.join(format!("notes-{a}.jsonl")), "{}\n").unwrap();
-        let index = RolloutIndex::build(dir.path());
+        let index = crate::adapter::adapter(&Provider::Codex)
+            .transcript_index(dir.path())
+            .unwrap();
         assert_eq!(
             index.get(a),
             Some(new_a.as_path()),

@@ -29,6 +29,7 @@ pub struct Message {
 
 /// The last `tail` messages of the transcript at `path`.
 pub fn read_tail(provider: &Provider, path: &Path, tail: usize) -> std::io::Result<Vec<Message>> {
+    let adapter = crate::adapter::adapter(provider);
     let mut file = fs::File::open(path)?;
     let len = file.metadata()?.len();
     let skip_first = len > TAIL_BYTES;
@@ -45,16 +46,13 @@ pub fn read_tail(provider: &Provider, path: &Path, tail: usize) -> std::io::Resu
     }
     let mut all: Vec<Message> = lines
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| match provider {
-            Provider::Codex => codex_message(&v),
-            _ => claude_message(&v),
-        })
+        .filter_map(|v| adapter.transcript_message(&v))
         .collect();
     let start = all.len().saturating_sub(tail);
     Ok(all.split_off(start))
 }
 
-fn timestamp(v: &Value) -> Option<String> {
+pub(crate) fn timestamp(v: &Value) -> Option<String> {
     v.get("timestamp")
         .and_then(Value::as_str)
         .map(str::to_owned)
@@ -82,7 +80,7 @@ fn block_text(b: &Value) -> Option<String> {
     }
 }
 
-fn content_text(content: &Value) -> Option<String> {
+pub(crate) fn content_text(content: &Value) -> Option<String> {
     match content {
         Value::String(s) => Some(s.clone()),
         Value::Array(blocks) => {
@@ -91,54 +89,6 @@ fn content_text(content: &Value) -> Option<String> {
         }
         _ => None,
     }
-}
-
-/// A claude `user` or `assistant` entry.
-fn claude_message(v: &Value) -> Option<Message> {
-    let role = v.get("type").and_then(Value::as_str)?;
-    if role != "user" && role != "assistant" {
-        return None;
-    }
-    let text = content_text(v.get("message")?.get("content")?)?;
-    Some(Message {
-        role: role.to_owned(),
-        text,
-        timestamp: timestamp(v),
-    })
-}
-
-/// A codex `response_item`: a message, a function call or its output.
-fn codex_message(v: &Value) -> Option<Message> {
-    if v.get("type").and_then(Value::as_str)? != "response_item" {
-        return None;
-    }
-    let p = v.get("payload")?;
-    let (role, text) = match p.get("type").and_then(Value::as_str)? {
-        "message" => (
-            p.get("role").and_then(Value::as_str)?.to_owned(),
-            content_text(p.get("content")?)?,
-        ),
-        "function_call" => (
-            "assistant".to_owned(),
-            format!(
-                "[tool use: {}]",
-                p.get("name").and_then(Value::as_str).unwrap_or("?")
-            ),
-        ),
-        "function_call_output" => (
-            "user".to_owned(),
-            format!(
-                "[tool result: {}]",
-                p.get("output").and_then(Value::as_str).unwrap_or_default()
-            ),
-        ),
-        _ => return None,
-    };
-    Some(Message {
-        role,
-        text,
-        timestamp: timestamp(v),
-    })
 }
 
 #[cfg(test)]

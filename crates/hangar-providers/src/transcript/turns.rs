@@ -13,9 +13,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use hangar_core::{Provider, SessionMeta};
-use serde_json::Value;
 
-use crate::transcript::activity::claude_activity;
 use crate::transcript::{discovery, messages};
 use hangar_core::activity::Activity;
 
@@ -80,46 +78,7 @@ pub struct TurnFacts {
 }
 
 pub fn turn_facts(provider: &Provider, lines: &[String]) -> TurnFacts {
-    match provider {
-        Provider::Codex => codex_turn(lines),
-        _ => TurnFacts {
-            prompted: lines.iter().any(|l| {
-                serde_json::from_str::<Value>(l)
-                    .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("user"))
-            }),
-            activity: claude_activity(lines),
-        },
-    }
-}
-
-fn codex_turn(lines: &[String]) -> TurnFacts {
-    let mut facts = TurnFacts {
-        prompted: false,
-        activity: Activity::Unknown,
-    };
-    for line in lines {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
-        let p = v.get("payload").cloned().unwrap_or(Value::Null);
-        let ptype = p.get("type").and_then(Value::as_str).unwrap_or("");
-        match (kind, ptype) {
-            ("response_item", "message")
-                if p.get("role").and_then(Value::as_str) == Some("user") =>
-            {
-                facts.prompted = true;
-                facts.activity = Activity::Working;
-            }
-            ("event_msg", "task_started") | ("response_item", "function_call_output") => {
-                facts.activity = Activity::Working
-            }
-            ("event_msg", "exec_approval_request") => facts.activity = Activity::Waiting,
-            ("event_msg", "task_complete") => facts.activity = Activity::Idle,
-            _ => {}
-        }
-    }
-    facts
+    crate::adapter::adapter(provider).turn_facts(lines)
 }
 
 /// Where a live agent is in its turn: `Working`, `Waiting` (for a person),
@@ -166,8 +125,9 @@ pub fn prompted_since(meta: &SessionMeta, mark: &TurnMark) -> bool {
     turn_facts(&meta.provider, &lines_from(&path, offset)).prompted
 }
 
+/// Whether `p`'s CLI writes transcripts hangar reads.
 pub fn is_readable_provider(p: &Provider) -> bool {
-    matches!(p, Provider::Claude | Provider::Codex)
+    crate::adapter::adapter(p).transcript_state().is_some()
 }
 
 /// The last `max_messages` messages, the newest kept whole first, within

@@ -489,6 +489,13 @@ impl App {
     pub fn prepare_views(&mut self) {
         for pane in self.panes.values_mut() {
             pane.prepare_view();
+            // A resize rewrapped what copy mode is reading: its positions
+            // follow the text.
+            if let Some(map) = pane.take_renumbering()
+                && let Some(c) = self.copy.as_mut().filter(|c| c.session == pane.session)
+            {
+                c.renumber(|line| map.map(line as u64) as usize);
+            }
         }
     }
 

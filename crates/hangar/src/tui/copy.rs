@@ -79,6 +79,16 @@ impl CopyMode {
         }
     }
 
+    /// The pane's lines were numbered anew (a resize rewrapped them): move
+    /// the view, the cursor and the selection's start with their text.
+    pub fn renumber(&mut self, map: impl Fn(usize) -> usize) {
+        self.top = map(self.top);
+        self.cursor.line = map(self.cursor.line);
+        if let Some(a) = &mut self.anchor {
+            a.line = map(a.line);
+        }
+    }
+
     /// Whether `pos` is inside the selection.
     pub fn selected(&self, pos: Pos) -> bool {
         match self.anchor {

@@ -24,13 +24,17 @@ use crate::api;
 use crate::conn::{Client, Incoming, Target};
 use crate::tui::copy::PaneLines;
 use crate::tui::events::Event;
-use crate::tui::pane_history::{Page, PageSource, PaneHistory};
+use crate::tui::pane_history::{Page, PageSource, PaneHistory, Renumbering};
 
 const AUTO_RETRY_EVERY: Duration = Duration::from_secs(2);
 
 /// After a page could not be read (the daemon is gone), the view shows blank
 /// lines without asking again for this long: a frame asks for many lines.
 const PAGE_RETRY_EVERY: Duration = Duration::from_secs(1);
+
+/// While a resize under a frozen view may have rewrapped the daemon's
+/// history, it is looked for this often even when no output says so.
+const REWRAP_LOOK_EVERY: Duration = Duration::from_millis(200);
 
 /// The longest a page is waited for (it takes about a millisecond).
 const PAGE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -77,6 +81,10 @@ pub struct Pane {
     pages: Option<Client>,
     target: Option<Target>,
     page_failed_at: Option<Instant>,
+    /// The daemon rewrapped the history under a frozen view: copy mode's
+    /// positions move with it ([`Pane::take_renumbering`]).
+    renumbering: Option<Renumbering>,
+    rewrap_looked_at: Option<Instant>,
 }
 
 /// A terminal for a pane: its history is the daemon's, so it keeps the least.
@@ -108,6 +116,8 @@ impl Pane {
             pages: None,
             target: None,
             page_failed_at: None,
+            renumbering: None,
+            rewrap_looked_at: None,
         }
     }
 
@@ -239,9 +249,20 @@ impl Pane {
         // Rewrapped as the daemon rewraps its screen for the same size.
         self.term.resize(rows, cols);
         self.term.catch_up();
+        if self.view_top.is_some() {
+            // The frozen view's lines are numbered for the old width.
+            let (history, mut source) = self.history_and_pages();
+            history.expect_rewrap(&mut source);
+        }
         if let Some(conn) = &mut self.conn {
             let _ = api::send_resize(&mut conn.writer, cols, rows);
         }
+    }
+
+    /// How line numbers moved when the daemon rewrapped the history under
+    /// the frozen view (once).
+    pub fn take_renumbering(&mut self) -> Option<Renumbering> {
+        self.renumbering.take()
     }
 
     /// The number of the screen's top row: history is the lines before it.
@@ -260,6 +281,7 @@ impl Pane {
         self.view_top = top.map(|t| t as u64);
         if self.view_top.is_none() {
             self.view = None;
+            self.history.forget_rewrap();
         }
     }
 
@@ -310,10 +332,25 @@ impl Pane {
     /// Draw the frozen view (history lines and screen rows) into its own
     /// parser, for the renderer; reads the pages it needs first.
     pub fn prepare_view(&mut self) {
-        let Some(top) = self.view_top else {
+        let Some(mut top) = self.view_top else {
             self.view = None;
             return;
         };
+        let anyway = self
+            .rewrap_looked_at
+            .is_none_or(|t| t.elapsed() >= REWRAP_LOOK_EVERY);
+        if anyway {
+            self.rewrap_looked_at = Some(Instant::now());
+        }
+        let rewrapped = {
+            let (history, mut source) = self.history_and_pages();
+            history.rewrapped(&mut source, anyway)
+        };
+        if let Some(map) = rewrapped {
+            top = map.map(top);
+            self.view_top = Some(top);
+            self.renumbering = Some(map);
+        }
         let (rows, cols) = self.size;
         let end = self.history.end();
         // The screen's rows the view shows, below its history lines.

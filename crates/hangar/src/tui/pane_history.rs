@@ -78,6 +78,35 @@ pub struct PaneHistory {
     heard: bool,
     pages: HashMap<u64, Kept>,
     clock: u64,
+    /// A resize was sent while a view was frozen: (first, end) before it,
+    /// until the daemon's rewrapped numbering is seen.
+    rewrap: Option<(u64, u64)>,
+    /// `end` moved since the rewrap was last looked for.
+    moved: bool,
+}
+
+/// Old line numbers to new ones, after the daemon rewrapped its history for a
+/// new width and numbered its lines anew above the old ones: a line keeps its
+/// place in proportion, so a view frozen on it shows the same text, rewrapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Renumbering {
+    old_first: u64,
+    old_end: u64,
+    new_first: u64,
+    new_end: u64,
+}
+
+impl Renumbering {
+    pub fn map(&self, line: u64) -> u64 {
+        if line >= self.old_end {
+            // A screen row: as far below the history as it was.
+            return self.new_end + (line - self.old_end);
+        }
+        let old = self.old_end.saturating_sub(self.old_first).max(1);
+        let new = self.new_end.saturating_sub(self.new_first);
+        let at = line.saturating_sub(self.old_first);
+        self.new_first + (u128::from(at) * u128::from(new) / u128::from(old)) as u64
+    }
 }
 
 impl PaneHistory {
@@ -91,6 +120,8 @@ impl PaneHistory {
             heard: false,
             pages: HashMap::new(),
             clock: 0,
+            rewrap: None,
+            moved: false,
         }
     }
 
@@ -103,6 +134,50 @@ impl PaneHistory {
     /// was sent (its `history` event): the screen starts there.
     pub fn rebase(&mut self, end: u64) {
         self.end = end + self.offset;
+        self.moved = true;
+    }
+
+    /// A resize was sent while a view is frozen: the daemon may rewrap its
+    /// history and number it anew ([`PaneHistory::rewrapped`] tells).
+    pub fn expect_rewrap(&mut self, source: &mut impl PageSource) {
+        if self.rewrap.is_none() {
+            let first = self.first(source);
+            self.rewrap = Some((first, self.end));
+            self.moved = false;
+        }
+    }
+
+    /// Nothing frozen any more: a rewrap no longer needs following.
+    pub fn forget_rewrap(&mut self) {
+        self.rewrap = None;
+    }
+
+    /// After [`PaneHistory::expect_rewrap`], once the daemon's history end
+    /// moved (or `anyway`: a resize that prints nothing sends no end):
+    /// whether it numbered its lines anew (every kept line above the old
+    /// end), and how old numbers map to new ones. The pages kept (of the old
+    /// width) are dropped then.
+    pub fn rewrapped(&mut self, source: &mut impl PageSource, anyway: bool) -> Option<Renumbering> {
+        let (old_first, old_end) = self.rewrap?;
+        if !std::mem::take(&mut self.moved) && !anyway {
+            return None;
+        }
+        let newest = source.page(None, 0)?;
+        let (new_first, new_end) = (newest.first + self.offset, newest.end + self.offset);
+        if new_first < old_end || new_first == new_end {
+            // Not (yet) rewrapped, or nothing kept to map to.
+            return None;
+        }
+        self.rewrap = None;
+        self.pages.clear();
+        self.first = new_first;
+        self.end = self.end.max(new_end);
+        Some(Renumbering {
+            old_first,
+            old_end,
+            new_first,
+            new_end,
+        })
     }
 
     /// The daemon's numbering changed (the session ended: its saved
@@ -280,6 +355,58 @@ mod tests {
         assert_eq!(h.line(7_999, &mut saved), Some("5999"));
         assert_eq!(h.line(2_000, &mut saved), Some("0"));
         assert_eq!(h.first(&mut saved), 2_000, "the first line keeps its place");
+    }
+
+    #[test]
+    fn a_rewrap_for_a_new_width_maps_a_frozen_line_to_the_same_text_and_drops_old_pages() {
+        // 1,000 lines of 100 characters at 150 columns ...
+        let mut d = daemon(1_000);
+        let mut h = PaneHistory::new(1_000);
+        assert_eq!(h.line(500, &mut d), Some("500"));
+        h.expect_rewrap(&mut d);
+        // ... rewrapped at 80: each line two rows, numbered from 1,000 on.
+        d.dropped = 1_000;
+        d.end = 3_000;
+        assert_eq!(
+            h.rewrapped(&mut d, false),
+            None,
+            "nothing heard from the daemon yet"
+        );
+        h.rebase(3_000);
+        let map = h.rewrapped(&mut d, false).expect("renumbered");
+        assert_eq!(map.map(500), 2_000, "line 500's first row, in the middle");
+        assert_eq!(map.map(0), 1_000);
+        assert_eq!(map.map(1_003), 3_003, "a screen row stays a screen row");
+        assert_eq!(
+            h.line(2_000, &mut d),
+            Some("2000"),
+            "read anew, not the old page"
+        );
+        assert_eq!(h.rewrapped(&mut d, true), None, "followed once");
+    }
+
+    #[test]
+    fn a_rewrap_that_printed_nothing_is_found_when_looked_for_anyway() {
+        let mut d = daemon(1_000);
+        let mut h = PaneHistory::new(1_000);
+        h.expect_rewrap(&mut d);
+        d.dropped = 1_000;
+        d.end = 3_000;
+        assert_eq!(h.rewrapped(&mut d, false), None);
+        assert!(h.rewrapped(&mut d, true).is_some());
+    }
+
+    #[test]
+    fn a_resize_that_rewraps_nothing_keeps_the_numbers() {
+        let mut d = daemon(1_000);
+        let mut h = PaneHistory::new(1_000);
+        h.expect_rewrap(&mut d);
+        // Output moved the end; the numbering is the same.
+        d.end = 1_010;
+        h.rebase(1_010);
+        assert_eq!(h.rewrapped(&mut d, false), None);
+        assert_eq!(h.rewrapped(&mut d, true), None);
+        assert_eq!(h.line(500, &mut d), Some("500"));
     }
 
     #[test]

@@ -464,3 +464,57 @@ fn after_a_resync_the_history_above_the_screen_joins_it_without_a_gap_or_a_repea
         },
     );
 }
+
+/// Issue 31: copy mode, then the terminal narrows. The daemon rewraps the
+/// history for the new width and numbers it anew; the frozen view follows:
+/// it shows the same lines, rewrapped (a line's second row is there), not
+/// the old width's lines cut at the pane's edge, and stays in copy mode.
+#[test]
+fn a_resize_in_copy_mode_shows_the_history_rewrapped_for_the_new_width() {
+    let h = Hangar::new();
+    // 300 lines of 100 characters: L001000...0 to L300000...0; they fit the
+    // 148-column pane and wrap in a 78-column one.
+    let (_, mut app) = tui_after(
+        &h,
+        "for i in $(seq 1 300); do printf 'L%03d%097d\\n' $i 0; done",
+        "L300",
+    );
+    app.write(b"[");
+    app.wait_text("COPY");
+    for _ in 0..6 {
+        app.write(b"\x1b[5~");
+    }
+    let numbered = |app: &PtyApp| -> Vec<u32> {
+        pane_rows(app)
+            .iter()
+            .filter_map(|r| r.strip_prefix('L')?.get(..3)?.parse().ok())
+            .collect()
+    };
+    app.wait_for("six pages back, L150 or earlier on screen", |_| {
+        numbered(&app).first().is_some_and(|&n| n <= 150)
+    });
+    let before = numbered(&app)[0];
+    app.resize(ROWS, 80);
+    let continuation = |r: &String| r.len() >= 20 && r.chars().all(|c| c == '0');
+    app.wait_for(
+        "the frozen view rewrapped: a line's second row shown",
+        |_| pane_rows(&app).iter().any(continuation),
+    );
+    assert!(app.rows().join("\n").contains("COPY"), "still in copy mode");
+    let after = numbered(&app);
+    let rows = usize::from(ROWS);
+    assert!(
+        after.iter().any(|&n| n.abs_diff(before) as usize <= rows),
+        "the view stays near L{before}: shows {after:?}"
+    );
+    // Each line shown whole: its first row is followed by its second.
+    let shown = pane_rows(&app);
+    for pair in shown.windows(2) {
+        if pair[0].starts_with('L') && pair[0].len() >= 70 {
+            assert!(
+                continuation(&pair[1]) || pair[1].is_empty(),
+                "a cut line, no second row: {pair:?}"
+            );
+        }
+    }
+}

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use hangar_core::SessionId;
-use hangar_providers::claude::hooks::{Settings, settings_json};
+use serde_json::Value;
 
 /// The settings file of `session`.
 pub fn settings_path(home: &Path, session: &SessionId) -> PathBuf {
@@ -18,15 +18,10 @@ pub fn settings_path(home: &Path, session: &SessionId) -> PathBuf {
 
 /// Write the settings file (0600, in a 0700 folder under `home`) and
 /// return its path.
-pub fn write_settings(
-    settings: &Settings,
-    home: &Path,
-    session: &SessionId,
-) -> std::io::Result<PathBuf> {
+pub fn write_settings(body: &Value, home: &Path, session: &SessionId) -> std::io::Result<PathBuf> {
     let path = settings_path(home, session);
     crate::paths::ensure_private_dir(&home.join("hooks"))?;
-    let body = serde_json::to_vec_pretty(&settings_json(settings, session))
-        .map_err(std::io::Error::other)?;
+    let body = serde_json::to_vec_pretty(body).map_err(std::io::Error::other)?;
     // Written whole and renamed: an agent starting at the same moment never
     // reads half a file.
     crate::paths::write_private(&path, &body)?;
@@ -48,13 +43,16 @@ mod tests {
     fn the_settings_file_is_private_and_calls_hangar_back_for_every_event() {
         let dir = tempfile::tempdir().unwrap();
         let id = SessionId::from("s-1");
-        let settings = Settings {
+        let settings = hangar_providers::HookSettings {
             hangar: "/bin/hangar".into(),
             home: dir.path().to_owned(),
             hooks: true,
             own_sandbox_off: false,
         };
-        let path = write_settings(&settings, dir.path(), &id).unwrap();
+        let body = hangar_providers::adapter(&hangar_core::Provider::Claude)
+            .hook_settings(&settings, &id)
+            .unwrap();
+        let path = write_settings(&body, dir.path(), &id).unwrap();
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);

@@ -107,5 +107,6 @@ mod untrusted_text;
 mod usage_and_limits;
 mod web_browser;
 mod web_http;
+mod web_review;
 mod web_scrollback;
 mod worktree_isolation;

@@ -82,14 +82,7 @@ fn print_stat(v: &DiffPage) {
     }
     let (mut adds, mut dels) = (0, 0);
     for f in files {
-        let letter = match f.status.as_str() {
-            "added" => "A",
-            "deleted" => "D",
-            "renamed" => "R",
-            "copied" => "C",
-            "type-changed" => "T",
-            _ => "M",
-        };
+        let letter = hangar_core::patch::status_letter(&f.status);
         let name = match &f.old_path {
             Some(old) => format!("{} -> {}", display::name(old), human::text(&f.path)),
             None => human::text(&f.path).into_owned(),

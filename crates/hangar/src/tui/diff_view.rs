@@ -202,6 +202,7 @@ impl DiffDialog {
             }
             (Mode::Hunks { .. }, Key::Char('q') | Key::Esc | Key::Char('h') | Key::Left) => {
                 self.mode = Mode::Files;
+                self.note = None;
                 self.top = keep_in_view(0, self.selected, self.rows);
             }
             (Mode::Hunks { file, cursor }, Key::Char('n')) => {

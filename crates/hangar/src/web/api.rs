@@ -32,6 +32,7 @@ use super::attach_ws;
 use super::auth::{self, Access, Presented, Verdict};
 use super::keys;
 use super::listener::PeerAddr;
+use super::review;
 use crate::conn::tokio_link::{DaemonLink, LinkError};
 
 /// The page's only sources are this server. Styles may be inline because
@@ -65,6 +66,9 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/sessions/{id}/unpark", post(unpark))
         .route("/api/sessions/{id}/attach", get(attach_ws::attach))
         .route("/api/sessions/{id}/history", get(history))
+        .route("/api/sessions/{id}/diff", get(review::files))
+        .route("/api/sessions/{id}/diff/{index}", get(review::file))
+        .route("/api/sessions/{id}/review", post(review::review))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(app.clone(), guard))

@@ -15,6 +15,7 @@ mod attach_ws;
 mod auth;
 mod keys;
 mod listener;
+mod review;
 
 use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};

@@ -393,6 +393,11 @@
     const m = location.hash.match(/^#\/s\/(.+)$/);
     disconnectTerminal();
     showError("");
+    // A review belongs to one session.
+    $("diff").hidden = true;
+    $("comment-form").hidden = true;
+    review.comments = [];
+    renderComments();
     if (m) {
       state.current = decodeURIComponent(m[1]);
       $("list-view").hidden = true;
@@ -419,6 +424,123 @@
       showError(e.message);
       return false;
     }
+  }
+
+  // ---- the diff and review comments (issue 30) ----
+  // Names and lines come with a `shown` form the server escaped (control
+  // and bidi characters as \u{..}); they are set as text, never as HTML.
+
+  const review = { files: null, tree: null, mergeBase: null, comments: [], at: null, file: null };
+
+  function diffPath(suffix) {
+    return "/api/sessions/" + encodeURIComponent(state.current) + suffix;
+  }
+
+  async function openDiff() {
+    showError("");
+    $("diff").hidden = false;
+    $("diff-summary").textContent = "Reading the diff…";
+    $("diff-files").replaceChildren();
+    $("diff-lines").tBodies[0].replaceChildren();
+    $("diff-file-name").hidden = true;
+    let doc;
+    try {
+      doc = await api("GET", diffPath("/diff"));
+    } catch (e) {
+      $("diff-summary").textContent = e.message;
+      return;
+    }
+    review.tree = doc.tree;
+    review.mergeBase = doc.merge_base;
+    review.files = doc.files;
+    let adds = 0;
+    let dels = 0;
+    for (const f of doc.files) {
+      adds += f.additions;
+      dels += f.deletions;
+    }
+    $("diff-summary").textContent = "against " + doc.base + " · " + doc.files.length +
+      " file(s), +" + adds + " -" + dels;
+    $("diff-files").replaceChildren(...doc.files.map((f) => {
+      const li = el("li");
+      const b = el("button", "diff-file");
+      b.type = "button";
+      b.dataset.index = String(f.index);
+      const name = f.old_shown ? f.old_shown + " → " + f.shown : f.shown;
+      b.textContent = f.letter + " " + name + "  " + (f.binary ? "binary" : "+" + f.additions + " -" + f.deletions);
+      b.addEventListener("click", () => openFile(f));
+      li.appendChild(b);
+      return li;
+    }));
+  }
+
+  async function openFile(f) {
+    review.file = f;
+    const h = $("diff-file-name");
+    h.textContent = f.shown;
+    h.hidden = false;
+    const body = $("diff-lines").tBodies[0];
+    if (f.binary) {
+      body.replaceChildren(lineRow({ kind: "header", shown: "binary file: not shown" }, null));
+      return;
+    }
+    let doc;
+    try {
+      const q = "?tree=" + encodeURIComponent(review.tree) + "&merge_base=" + encodeURIComponent(review.mergeBase);
+      doc = await api("GET", diffPath("/diff/" + f.index + q));
+    } catch (e) {
+      showError(e.message);
+      return;
+    }
+    body.replaceChildren(...doc.lines.map((l) => lineRow(l, doc.path)));
+  }
+
+  function lineRow(l, path) {
+    const tr = el("tr", l.kind);
+    tr.appendChild(el("td", "num", l.old === null || l.old === undefined ? "" : l.old));
+    tr.appendChild(el("td", "num", l.new === null || l.new === undefined ? "" : l.new));
+    tr.appendChild(el("td", "text", l.shown));
+    if (path !== null && typeof l.target === "number" && !state.readOnly) {
+      tr.classList.add("commentable");
+      tr.dataset.target = String(l.target);
+      tr.addEventListener("click", () => {
+        review.at = { file: path, line: l.target, shown: review.file.shown };
+        $("comment-at").textContent = "Comment on " + review.file.shown + ":" + l.target;
+        $("comment-form").hidden = false;
+        $("comment-text").focus();
+      });
+    }
+    return tr;
+  }
+
+  function renderComments() {
+    $("comments").replaceChildren(...review.comments.map((c) => el("li", null, c.shown + ":" + c.line + ": " + c.text)));
+    $("comments-send").hidden = review.comments.length === 0;
+    $("comments-send").textContent = "Send " + review.comments.length + " comment(s) to the agent";
+  }
+
+  function wireDiff() {
+    $("diff-open").addEventListener("click", openDiff);
+    $("diff-close").addEventListener("click", () => {
+      $("diff").hidden = true;
+    });
+    $("comment-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const text = $("comment-text").value.trim();
+      if (!text || !review.at) return;
+      review.comments.push({ file: review.at.file, line: review.at.line, text, shown: review.at.shown });
+      $("comment-text").value = "";
+      $("comment-form").hidden = true;
+      renderComments();
+    });
+    $("comments-send").addEventListener("click", async () => {
+      const comments = review.comments.map((c) => ({ file: c.file, line: c.line, text: c.text }));
+      // One prompt for them all; kept when the agent refuses (mid-turn).
+      if (await act("/review", { comments })) {
+        review.comments = [];
+        renderComments();
+      }
+    });
   }
 
   function wire() {
@@ -453,6 +575,7 @@
         n.hidden = Notification.permission !== "default";
       });
     }
+    wireDiff();
     window.addEventListener("hashchange", route);
   }
 

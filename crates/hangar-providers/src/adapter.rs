@@ -145,6 +145,14 @@ pub trait Adapter: Sync {
         Ok(None)
     }
 
+    /// The keys that close a question the CLI put on `screen` at a usage
+    /// limit while keeping everything as it was, so a continuation typed
+    /// after the reset reaches its prompt (and never answers the question).
+    fn limit_question_dismissal(&self, screen: &str) -> Option<&'static [u8]> {
+        let _ = screen;
+        None
+    }
+
     /// The npm package its CLI is installed from (an engine's image).
     fn npm_package(&self) -> Option<&'static str> {
         None

@@ -106,7 +106,8 @@ fn request(i: u64) -> hangar_core::usage::UsageRecord {
 }
 
 /// The usage ledger (issue 29): what recording one proxied request costs
-/// (a new row, and a second sighting of one folded in), and summing
+/// (a new row, a second sighting of one folded in, and an agent's own
+/// record of it matched by its counts), and summing
 /// 100,000 requests per session and model (`hangar usage`'s query).
 fn ledger(c: &mut Criterion) {
     let dir = TempDir::new().expect("tempdir");
@@ -129,6 +130,15 @@ fn ledger(c: &mut Criterion) {
     c.bench_function("ledger: fold a second sighting of one request", |b| {
         b.iter(|| ledger.record(&request(n)).expect("record"))
     });
+    // A request an agent's own records name without the provider's id (an
+    // OpenCode message): matched to the proxy's row by its counts.
+    let mut own = request(n);
+    own.request_key = format!("{}opencode:msg_bench", hangar_core::usage::OWN_KEY_PREFIX);
+    own.source = hangar_core::usage::UsageSource::Transcript;
+    c.bench_function(
+        "ledger: fold an agent's own record into the proxy's row",
+        |b| b.iter(|| ledger.record(&own).expect("record")),
+    );
     c.bench_function("ledger: sums of 100k requests per session and model", |b| {
         b.iter(|| black_box(ledger.sums_since(0, None).expect("sums")))
     });

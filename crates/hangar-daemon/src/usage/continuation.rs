@@ -25,6 +25,9 @@ use crate::shutdown::Shutdown;
 
 /// Looks again at least this often (a clock jump, a turn that ended).
 const MAX_NAP: Duration = Duration::from_secs(5);
+/// How long (naps of `QUESTION_NAP`) a closed limit question may take to go.
+const QUESTION_WAITS: u32 = 20;
+const QUESTION_NAP: Duration = Duration::from_millis(100);
 
 pub struct Continuation {
     pub ledger: Arc<Ledger>,
@@ -157,6 +160,33 @@ impl Continuation {
         }
     }
 
+    /// Close a question the CLI asked at the limit (Codex offers another
+    /// model; an Enter there would take it), as its adapter says, and wait
+    /// a little for it to go.
+    async fn close_limit_question(&self, id: &SessionId) {
+        let Some(live) = self.sessions.process(id) else {
+            return;
+        };
+        let Some(provider) = self.sessions.provider_of(id) else {
+            return;
+        };
+        let adapter = hangar_providers::adapter(&provider);
+        let Some(keys) = adapter.limit_question_dismissal(&live.text()) else {
+            return;
+        };
+        if let Err(e) = live.write(keys).await {
+            tracing::warn!("cannot close {id}'s limit question: {e}");
+            return;
+        }
+        for _ in 0..QUESTION_WAITS {
+            tokio::time::sleep(QUESTION_NAP).await;
+            if adapter.limit_question_dismissal(&live.text()).is_none() {
+                return;
+            }
+        }
+        tracing::warn!("{id}'s limit question is still on screen");
+    }
+
     async fn type_continuation(&self, id: SessionId, wake_first: bool, prompt: String) {
         if wake_first {
             match self.governor.wake_as(&id, Caller::Restore).await {
@@ -177,6 +207,7 @@ impl Continuation {
                 }
             }
         }
+        self.close_limit_question(&id).await;
         match self.delivery.send(&id, &prompt, true).await {
             Ok(_) => self.ledger.continued(&id, true, None),
             Err(e) => {

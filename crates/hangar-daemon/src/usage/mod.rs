@@ -39,7 +39,8 @@ use crate::sessions::Sessions;
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UsageConfig {
-    /// Read limits and usage from agents' screens and Claude transcripts at
+    /// Read limits and usage from agents' screens, Claude and Codex
+    /// transcripts and OpenCode's database at
     /// each activity change. Off by default: today each look wakes the
     /// daemon on every activity change, which an idle fleet must not pay
     /// for (`idle_daemon_wakes_for_nothing`).

@@ -104,6 +104,15 @@ impl Adapter for Codex {
         super::usage::rollout_usage(lines)
     }
 
+    /// Codex 0.171.0 at a usage limit asks "Approaching rate limits /
+    /// Switch to gpt-6-luna for lower credit usage?" (1. Switch, 2. Keep
+    /// current model, 3. Keep ... never show again; "enter select · esc
+    /// back"): an Enter there switches the model. Esc closes it and keeps
+    /// the model (seen running it against the fake model API in a PTY).
+    fn limit_question_dismissal(&self, screen: &str) -> Option<&'static [u8]> {
+        (screen.contains("Keep current model") && screen.contains("esc back")).then_some(b"\x1b")
+    }
+
     fn npm_package(&self) -> Option<&'static str> {
         Some("@openai/codex")
     }
@@ -219,5 +228,31 @@ impl Adapter for Codex {
     /// `SSL_CERT_FILE`.
     fn replaces_trust_store(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_question_at_a_limit_is_closed_with_esc_and_nothing_else_is() {
+        // The bottom of Codex 0.171.0's screen after a refusal at a usage
+        // limit (run against the fake model API in tmux, 2026-12-03).
+        let question = "■ You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more\n\
+credits or try again at 11:17 AM.\n\
+  Approaching rate limits\n\
+  Switch to gpt-6-luna for lower credit usage?\n\
+› 1. Switch to gpt-6-luna                   Fast and affordable model for easier tasks.\n\
+  2. Keep current model\n\
+  3. Keep current model (never show again)  Hide future rate limit reminders about switching models\n\
+  enter select · esc back\n";
+        assert_eq!(Codex.limit_question_dismissal(question), Some(&b"\x1b"[..]));
+        // After Esc: the prompt, nothing to close.
+        let prompt = "credits or try again at 11:17 AM.\n\
+› Ask Codex to do anything\n\
+  fake-model default · ~/work\n\
+  ← for agents · ? for shortcuts\n";
+        assert_eq!(Codex.limit_question_dismissal(prompt), None);
     }
 }

@@ -24,7 +24,7 @@ fn now_secs() -> i64 {
         .as_secs() as i64
 }
 
-/// A real-CLI world whose daemon reads the agents' records, continues a
+/// A real-CLI world (its daemon not started yet) whose daemon reads the agents' records, continues a
 /// limited session as soon as its limit resets, and records the proxied
 /// HTTPS side.
 fn world() -> Option<RealCli> {
@@ -35,7 +35,6 @@ fn world() -> Option<RealCli> {
          [limits]\ncontinue_delay_secs = 1\ncontinue_jitter_secs = 0\n",
         rc.api.ca_file().display().to_string()
     ));
-    rc.hangar.start_daemon();
     Some(rc)
 }
 
@@ -54,9 +53,62 @@ fn wait_usage(rc: &RealCli, id: &str, what: &str, pred: impl Fn(&Value) -> bool)
     u
 }
 
+/// After the reset hangar types `continue` once, and the model's answer to
+/// it shows on the screen.
+fn carries_on_after_the_reset(rc: &RealCli, id: &str) {
+    let continued = || -> Vec<Value> {
+        rc.hangar
+            .journal()
+            .into_iter()
+            .filter(|e| e["event"] == "limit-continue" && e["session"] == id)
+            .collect()
+    };
+    support::wait_until("hangar carries on after the reset", REAL_DEADLINE, || {
+        !continued().is_empty()
+    });
+    let events = continued();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["typed"], true, "{events:?}");
+    rc.wait_screen(id, "ANSWER(continue)");
+}
+
+#[test]
+fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_carries_on() {
+    let Some(rc) = world() else { return };
+    let mut rc = rc;
+    // Through the proxy (the API's HTTPS side): the refusal's headers are
+    // the source of the reset.
+    rc.hangar.set_env("ANTHROPIC_BASE_URL", rc.api.https_url());
+    rc.hangar.start_daemon();
+    let id = rc.hangar.new_agent(&["--provider", "claude"]);
+    rc.wait_ready(&id);
+    rc.ask(&id, "before the limit");
+    let reset = now_secs() + 10;
+    rc.api.script(json!({"rules": [
+        {"api": "anthropic", "when": "over the limit", "limit": {"resets_at": reset}}
+    ]}));
+    rc.submit(&id, "over the limit");
+    // What Claude Code 2.1.197 prints at a 429 with
+    // `anthropic-ratelimit-unified-status: rejected` (seen running it in
+    // tmux against the fake API): no reset named.
+    rc.wait_screen(&id, "Request rejected (429)");
+    let mut row = Value::Null;
+    support::wait_until(
+        "the proxy's refusal limits the session",
+        REAL_DEADLINE,
+        || {
+            row = rc.hangar.session(&id);
+            row["limit"]["source"] == "proxy"
+        },
+    );
+    assert_eq!(row["limit"]["resets_at"], json!(reset * 1000), "{row}");
+    carries_on_after_the_reset(&rc, &id);
+}
+
 #[test]
 fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
     let Some(rc) = world() else { return };
+    rc.hangar.start_daemon();
     let id = rc.hangar.new_agent(&["--provider", "codex"]);
     rc.wait_ready(&id);
     rc.ask(&id, "count me");
@@ -89,8 +141,7 @@ fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
     // few seconds ahead.
     let reset = now_secs() + 8;
     rc.api.script(json!({"rules": [
-        {"api": "responses", "when": "over the limit", "times": 1,
-         "limit": {"resets_at": reset}}
+        {"api": "responses", "when": "over the limit", "limit": {"resets_at": reset}}
     ]}));
     rc.submit(&id, "over the limit");
     let mut row = Value::Null;
@@ -112,21 +163,7 @@ fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
         row["activity"] == "limited" || row["limit"].is_null()
     });
 
-    // After the reset hangar types `continue`, and the answer shows.
-    let continued = || -> Vec<Value> {
-        rc.hangar
-            .journal()
-            .into_iter()
-            .filter(|e| e["event"] == "limit-continue" && e["session"] == id.as_str())
-            .collect()
-    };
-    support::wait_until("hangar carries on after the reset", REAL_DEADLINE, || {
-        !continued().is_empty()
-    });
-    let events = continued();
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0]["typed"], true, "{events:?}");
-    rc.wait_screen(&id, "ANSWER(continue)");
+    carries_on_after_the_reset(&rc, &id);
     support::wait_until("the limit is over", REAL_DEADLINE, || {
         rc.hangar.session(&id)["limit"].is_null()
     });
@@ -136,6 +173,7 @@ fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
 fn a_codex_request_the_proxy_and_the_rollout_both_saw_is_counted_once() {
     let Some(rc) = world() else { return };
     rc.use_https_api();
+    rc.hangar.start_daemon();
     let id = rc.hangar.new_agent(&["--provider", "codex"]);
     rc.wait_ready(&id);
     rc.ask(&id, "seen twice");
@@ -167,6 +205,7 @@ fn a_codex_request_the_proxy_and_the_rollout_both_saw_is_counted_once() {
 #[test]
 fn opencode_s_database_feeds_the_ledger() {
     let Some(rc) = world() else { return };
+    rc.hangar.start_daemon();
     let id = rc.hangar.new_agent(&["--provider", "opencode"]);
     rc.wait_ready(&id);
     rc.ask(&id, "count me");

@@ -30,6 +30,7 @@ pub mod new_session;
 pub mod opencode_identity;
 pub mod orchestration;
 pub mod ownership;
+pub mod patch;
 pub mod placement;
 pub mod prune;
 pub mod reload_plan;

@@ -122,6 +122,47 @@ pub fn merge_records(records: impl IntoIterator<Item = UsageRecord>) -> Vec<Usag
     out
 }
 
+/// Keys an agent's own records give a request when they do not name the
+/// provider's id for it (a Codex rollout's `token_count`, an OpenCode
+/// message): `agent:<cli>:<its own id>`.
+pub const OWN_KEY_PREFIX: &str = "agent:";
+
+/// How far apart in time two sightings of one request without a shared key
+/// may be: the proxy times the reply's start, the agent's record its end
+/// (a long answer streams for minutes).
+pub const SAME_REQUEST_WINDOW_MS: i64 = 10 * 60 * 1000;
+
+/// A key of the agent's own (see [`OWN_KEY_PREFIX`]).
+pub fn is_own_key(key: &str) -> bool {
+    key.starts_with(OWN_KEY_PREFIX)
+}
+
+/// Whether `own` (a record under a key of the agent's own) and `keyed` (a
+/// record under the provider's id, from the proxy or a record that names
+/// it) are one request: the same session, the same counts of every kind,
+/// and close in time. No key is shared, so the counts are the fingerprint;
+/// a request with no tokens at all has none and is never matched.
+pub fn same_request(own: &UsageRecord, keyed: &UsageRecord) -> bool {
+    is_own_key(&own.request_key)
+        && !is_own_key(&keyed.request_key)
+        && own.session == keyed.session
+        && own.tokens == keyed.tokens
+        && own.tokens != Tokens::default()
+        && (own.at_ms - keyed.at_ms).abs() <= SAME_REQUEST_WINDOW_MS
+}
+
+/// The key `own` is recorded under: the provider's id of the closest
+/// record of `nearby` that is the same request (so one request is one row
+/// whichever source saw it first), else its own.
+pub fn key_for_own_record(own: &UsageRecord, nearby: &[UsageRecord]) -> String {
+    nearby
+        .iter()
+        .filter(|k| same_request(own, k))
+        .min_by_key(|k| (own.at_ms - k.at_ms).abs())
+        .map(|k| k.request_key.clone())
+        .unwrap_or_else(|| own.request_key.clone())
+}
+
 /// USD per million tokens of one model, with where the figure comes from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Price {
@@ -543,6 +584,48 @@ mod tests {
         assert_eq!(total.requests, 6);
         assert_eq!(total.unpriced_requests, 3);
         assert_eq!(total.cost_usd, 2.0);
+    }
+
+    #[test]
+    fn an_own_record_takes_the_key_of_the_same_request_seen_under_the_providers_id() {
+        let mut own = rec("agent:codex:t1:10254", UsageSource::Transcript, 3, 60_000);
+        own.tokens.input = 10251;
+        let mut proxy = rec("resp_1", UsageSource::Proxy, 3, 59_000);
+        proxy.tokens.input = 10251;
+        let mut other = rec("resp_2", UsageSource::Proxy, 4, 59_500);
+        other.tokens.input = 10251;
+        let mut far = rec(
+            "resp_3",
+            UsageSource::Proxy,
+            3,
+            60_000 + SAME_REQUEST_WINDOW_MS + 1,
+        );
+        far.tokens.input = 10251;
+        assert_eq!(
+            key_for_own_record(&own, &[other.clone(), proxy.clone(), far.clone()]),
+            "resp_1"
+        );
+        // Other counts, too far in time, another session: its own key.
+        assert_eq!(key_for_own_record(&own, &[other, far]), own.request_key);
+        let mut elsewhere = proxy.clone();
+        elsewhere.session = "s2".into();
+        assert_eq!(key_for_own_record(&own, &[elsewhere]), own.request_key);
+        // Two own records never fold into each other, nor a request with
+        // no tokens into another.
+        let twin = UsageRecord {
+            request_key: "agent:codex:t1:20000".into(),
+            ..own.clone()
+        };
+        assert_eq!(key_for_own_record(&own, &[twin]), own.request_key);
+        let empty = UsageRecord {
+            tokens: Tokens::default(),
+            ..own.clone()
+        };
+        let empty_proxy = UsageRecord {
+            tokens: Tokens::default(),
+            ..proxy
+        };
+        assert_eq!(key_for_own_record(&empty, &[empty_proxy]), own.request_key);
     }
 
     proptest! {

@@ -106,19 +106,26 @@ pub fn windows_from_headers(headers: &[(String, String)]) -> Vec<Window> {
         };
         let minutes =
             header(headers, &format!("{p}window-minutes")).and_then(|v| v.parse::<i64>().ok());
-        let kind = match minutes {
-            Some(300) => "five_hour",
-            Some(10080) => "seven_day",
-            _ => which,
-        };
         out.push(Window {
-            kind: kind.to_owned(),
+            kind: codex_window_kind(which, minutes),
             used_percent: Some(used),
             resets_at: header(headers, &format!("{p}reset-at")).and_then(epoch_secs_ms),
             status: None,
         });
     }
     out
+}
+
+/// A Codex window's kind: `five_hour` / `seven_day` by its length, else
+/// its place (`primary`, `secondary`), from its headers or its rollout's
+/// `rate_limits`.
+pub fn codex_window_kind(which: &str, window_minutes: Option<i64>) -> String {
+    match window_minutes {
+        Some(300) => "five_hour",
+        Some(10080) => "seven_day",
+        _ => which,
+    }
+    .to_owned()
 }
 
 /// A session's limit as hangar keeps it (persisted, so a restart keeps

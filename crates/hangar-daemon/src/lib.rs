@@ -108,7 +108,8 @@ pub struct Daemon {
     pub budgets: Arc<usage::budget::Budgets>,
     /// Reads limit words off agents' screens.
     pub screen_words: Arc<usage::screen_words::ScreenWords>,
-    /// Reads usage and limits from claude sessions' transcripts.
+    /// Reads usage and limits from the agents' own records (Claude and
+    /// Codex transcripts, OpenCode's database).
     pub transcripts: Arc<usage::transcripts::Transcripts>,
     shutdown: Shutdown,
     /// The container engines sessions run on (`[engines.NAME]`).
@@ -275,6 +276,7 @@ impl Daemon {
             ledger: usage.clone(),
             sessions: sessions.clone(),
             read: Default::default(),
+            stored: Default::default(),
         });
         let screen_words = Arc::new(usage::screen_words::ScreenWords {
             transcripts: transcripts.clone(),

@@ -11,6 +11,8 @@
 //! (`launch`). `.ci/shape` refuses a match on a CLI's provider outside the
 //! adapters.
 
+use hangar_core::usage::Tokens;
+use hangar_core::usage_limits::Window;
 use std::path::{Path, PathBuf};
 
 use hangar_core::activity::{Activity, Reading};
@@ -41,6 +43,29 @@ pub struct SessionArgs {
 pub struct StateDir {
     pub var: &'static str,
     pub under_home: &'static str,
+}
+
+/// What a CLI's own records say about usage (issue 29), for the requests
+/// the recording proxy did not see.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UsageFact {
+    /// One model request. `key` is the provider's id for it when the record
+    /// names one (`resp_...`), else a key of the CLI's own starting with
+    /// `hangar_core::usage::OWN_KEY_PREFIX`.
+    Request {
+        key: String,
+        model: Option<String>,
+        at_ms: Option<i64>,
+        tokens: Tokens,
+    },
+    /// The account's limit windows as the CLI last heard them.
+    Windows(Vec<Window>),
+    /// The provider refused a request for a usage limit: the reset when a
+    /// window said it, and the CLI's words (which may name it otherwise).
+    Limited {
+        resets_at: Option<i64>,
+        text: String,
+    },
 }
 
 /// What a session's hook settings are built from (`Adapter::hook_settings`).
@@ -97,6 +122,27 @@ pub trait Adapter: Sync {
     ) -> Option<Reading> {
         let _ = (lines, complete, fallback_ms);
         None
+    }
+
+    /// Usage facts in complete lines of the CLI's transcript, in order.
+    fn transcript_usage(&self, lines: &[String]) -> Vec<UsageFact> {
+        let _ = lines;
+        Vec::new()
+    }
+
+    /// Usage facts the CLI keeps elsewhere than a transcript file (its
+    /// database) for its conversation `conversation`, updated at or after
+    /// `since_ms`, with the newest update time read (where the next look
+    /// starts). `var` reads the agents' environment. `Ok(None)` for a CLI
+    /// that keeps none.
+    fn stored_usage(
+        &self,
+        conversation: &str,
+        since_ms: i64,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<(Vec<UsageFact>, i64)>, String> {
+        let _ = (conversation, since_ms, var);
+        Ok(None)
     }
 
     /// The npm package its CLI is installed from (an engine's image).

@@ -10,7 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
-use hangar_core::usage::{ModelSum, Tokens, UsageRecord, UsageSource};
+use hangar_core::usage::{
+    ModelSum, OWN_KEY_PREFIX, SAME_REQUEST_WINDOW_MS, Tokens, UsageRecord, UsageSource, is_own_key,
+    key_for_own_record, same_request,
+};
 use hangar_core::usage_limits::{UsageSessionState, Window};
 use rusqlite::{Connection, OpenFlags, params};
 
@@ -51,6 +54,82 @@ fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
+/// Insert `r`, or fold it into its row: each count the largest seen, the
+/// earliest time, the more trusted source's status, model and account.
+fn upsert(conn: &Connection, r: &UsageRecord) -> rusqlite::Result<usize> {
+    conn.execute(
+        "INSERT INTO usage_requests (session, request_key, provider, account, model, at_ms,
+             input, output, cache_write, cache_read, status, source)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+         ON CONFLICT (session, request_key) DO UPDATE SET
+             input = max(input, excluded.input),
+             output = max(output, excluded.output),
+             cache_write = max(cache_write, excluded.cache_write),
+             cache_read = max(cache_read, excluded.cache_read),
+             at_ms = min(at_ms, excluded.at_ms),
+             status = CASE WHEN excluded.source < source
+                 THEN coalesce(excluded.status, status) ELSE coalesce(status, excluded.status) END,
+             model = CASE WHEN excluded.source < source
+                 THEN coalesce(excluded.model, model) ELSE coalesce(model, excluded.model) END,
+             account = CASE WHEN excluded.source < source
+                 THEN coalesce(excluded.account, account) ELSE coalesce(account, excluded.account) END,
+             source = min(source, excluded.source)",
+        params![
+            r.session,
+            r.request_key,
+            r.provider,
+            r.account,
+            r.model,
+            r.at_ms,
+            to_i64(r.tokens.input),
+            to_i64(r.tokens.output),
+            to_i64(r.tokens.cache_write),
+            to_i64(r.tokens.cache_read),
+            r.status.map(i64::from),
+            r.source.as_str(),
+        ],
+    )
+}
+
+/// Requests matching `filter` (over `session, at_ms`...), as records.
+fn rows(
+    conn: &Connection,
+    filter: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<UsageRecord>> {
+    let mut st = conn.prepare(&format!(
+        "SELECT session, request_key, provider, account, model, at_ms, input, output,
+                cache_write, cache_read, status, source
+         FROM usage_requests {filter}"
+    ))?;
+    let rows = st.query_map(params, row_record)?;
+    rows.collect()
+}
+
+fn row_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<UsageRecord> {
+    Ok(UsageRecord {
+        session: row.get(0)?,
+        request_key: row.get(1)?,
+        provider: row.get(2)?,
+        account: row.get(3)?,
+        model: row.get(4)?,
+        at_ms: row.get(5)?,
+        tokens: Tokens {
+            input: to_u64(row.get(6)?),
+            output: to_u64(row.get(7)?),
+            cache_write: to_u64(row.get(8)?),
+            cache_read: to_u64(row.get(9)?),
+        },
+        status: row
+            .get::<_, Option<i64>>(10)?
+            .and_then(|s| u16::try_from(s).ok()),
+        source: UsageSource::parse(&row.get::<_, String>(11)?).unwrap_or(UsageSource::Transcript),
+    })
+}
+
+/// Just past every own key (`agent:` .. `agent;`).
+const OWN_KEY_END: &str = "agent;";
+
 impl UsageLedger {
     /// Open the ledger of the store at `path`. The store must have been
     /// opened (and so migrated) by `Store::open` first.
@@ -70,42 +149,55 @@ impl UsageLedger {
         })
     }
 
-    /// Add a request, or fold a new sighting into its row.
+    /// Add a request, or fold a new sighting into its row. A record under a
+    /// key of the agent's own (no provider id in its source) takes the key
+    /// of the same request already seen under the provider's id; a record
+    /// under the provider's id takes over the row of the same request first
+    /// seen under the agent's own key (hangar-core's `same_request`), so a
+    /// request is one row whichever source saw it first.
     pub fn record(&mut self, r: &UsageRecord) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "INSERT INTO usage_requests (session, request_key, provider, account, model, at_ms,
-                     input, output, cache_write, cache_read, status, source)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-                 ON CONFLICT (session, request_key) DO UPDATE SET
-                     input = max(input, excluded.input),
-                     output = max(output, excluded.output),
-                     cache_write = max(cache_write, excluded.cache_write),
-                     cache_read = max(cache_read, excluded.cache_read),
-                     at_ms = min(at_ms, excluded.at_ms),
-                     status = CASE WHEN excluded.source < source
-                         THEN coalesce(excluded.status, status) ELSE coalesce(status, excluded.status) END,
-                     model = CASE WHEN excluded.source < source
-                         THEN coalesce(excluded.model, model) ELSE coalesce(model, excluded.model) END,
-                     account = CASE WHEN excluded.source < source
-                         THEN coalesce(excluded.account, account) ELSE coalesce(account, excluded.account) END,
-                     source = min(source, excluded.source)",
-                params![
-                    r.session,
-                    r.request_key,
-                    r.provider,
-                    r.account,
-                    r.model,
-                    r.at_ms,
-                    to_i64(r.tokens.input),
-                    to_i64(r.tokens.output),
-                    to_i64(r.tokens.cache_write),
-                    to_i64(r.tokens.cache_read),
-                    r.status.map(i64::from),
-                    r.source.as_str(),
-                ],
+        let lo = r.at_ms.saturating_sub(SAME_REQUEST_WINDOW_MS);
+        let hi = r.at_ms.saturating_add(SAME_REQUEST_WINDOW_MS);
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(sql(&self.path, "record usage in"))?;
+        let mut record = r.clone();
+        if is_own_key(&r.request_key) {
+            let nearby = rows(
+                &tx,
+                "WHERE session = ?1 AND at_ms BETWEEN ?2 AND ?3",
+                params![r.session, lo, hi],
             )
             .map_err(sql(&self.path, "record usage in"))?;
+            record.request_key = key_for_own_record(r, &nearby);
+        } else {
+            // Own keys sort together (`agent:` .. `agent;`): the primary
+            // key's index finds them without a scan of the session.
+            let own = rows(
+                &tx,
+                "WHERE session = ?1 AND request_key >= ?4 AND request_key < ?5
+                   AND at_ms BETWEEN ?2 AND ?3",
+                params![r.session, lo, hi, OWN_KEY_PREFIX, OWN_KEY_END],
+            )
+            .map_err(sql(&self.path, "record usage in"))?;
+            if let Some(first) = own
+                .iter()
+                .filter(|o| same_request(o, r))
+                .min_by_key(|o| (o.at_ms - r.at_ms).abs())
+            {
+                // The earlier sighting's time and the rest fold in below.
+                record.at_ms = record.at_ms.min(first.at_ms);
+                record.model = record.model.or_else(|| first.model.clone());
+                tx.execute(
+                    "DELETE FROM usage_requests WHERE session = ?1 AND request_key = ?2",
+                    params![first.session, first.request_key],
+                )
+                .map_err(sql(&self.path, "record usage in"))?;
+            }
+        }
+        upsert(&tx, &record).map_err(sql(&self.path, "record usage in"))?;
+        tx.commit().map_err(sql(&self.path, "record usage in"))?;
         Ok(())
     }
 
@@ -125,27 +217,7 @@ impl UsageLedger {
             )
             .map_err(sql(&self.path, "read usage from"))?;
         let rows = st
-            .query_map(params![since_ms, session], |row| {
-                Ok(UsageRecord {
-                    session: row.get(0)?,
-                    request_key: row.get(1)?,
-                    provider: row.get(2)?,
-                    account: row.get(3)?,
-                    model: row.get(4)?,
-                    at_ms: row.get(5)?,
-                    tokens: Tokens {
-                        input: to_u64(row.get(6)?),
-                        output: to_u64(row.get(7)?),
-                        cache_write: to_u64(row.get(8)?),
-                        cache_read: to_u64(row.get(9)?),
-                    },
-                    status: row
-                        .get::<_, Option<i64>>(10)?
-                        .and_then(|s| u16::try_from(s).ok()),
-                    source: UsageSource::parse(&row.get::<_, String>(11)?)
-                        .unwrap_or(UsageSource::Transcript),
-                })
-            })
+            .query_map(params![since_ms, session], row_record)
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
             .map_err(sql(&self.path, "read usage from"))?;
         Ok(rows)
@@ -354,6 +426,38 @@ mod tests {
             status: (source == UsageSource::Proxy).then_some(200),
             source,
         }
+    }
+
+    #[test]
+    fn a_request_seen_under_the_agents_own_key_and_the_providers_id_is_one_row_in_either_order() {
+        // A Codex rollout's `token_count` or an OpenCode message names no
+        // provider id; the proxy's record does (`resp_...`, `chatcmpl-...`).
+        let own = |key: &str, at: i64| UsageRecord {
+            at_ms: at,
+            ..rec(key, UsageSource::Transcript, 7)
+        };
+        let proxy = |key: &str, at: i64| UsageRecord {
+            at_ms: at,
+            ..rec(key, UsageSource::Proxy, 7)
+        };
+        let (_d, mut l) = ledger();
+        // The proxy first, the agent's record a moment later.
+        l.record(&proxy("resp_1", 1_000)).unwrap();
+        l.record(&own("agent:codex:t:12", 2_000)).unwrap();
+        // Read again (a restart reads the newest part once more).
+        l.record(&own("agent:codex:t:12", 2_000)).unwrap();
+        // The agent's record first, the proxy later.
+        l.record(&own("agent:opencode:msg_9", 50_000_000)).unwrap();
+        l.record(&proxy("chatcmpl-9", 49_999_000)).unwrap();
+        // A request only the agent saw stays under its own key.
+        l.record(&own("agent:codex:t:99", 90_000_000)).unwrap();
+        let rows = l.records_since(0, None).unwrap();
+        let keys: Vec<&str> = rows.iter().map(|r| r.request_key.as_str()).collect();
+        assert_eq!(keys, ["resp_1", "chatcmpl-9", "agent:codex:t:99"]);
+        assert_eq!(rows[0].source, UsageSource::Proxy);
+        assert_eq!(rows[1].at_ms, 49_999_000);
+        let sums = l.sums_since(0, None).unwrap();
+        assert_eq!((sums[0].requests, sums[0].tokens.output), (3, 21));
     }
 
     #[test]

@@ -126,6 +126,9 @@ pub struct Ledger {
     /// When a person last typed into each session (attach input, `hangar
     /// send`): a continuation stands down after that.
     person_input: Mutex<HashMap<String, i64>>,
+    /// The account (credential hash) each session's requests last used, as
+    /// the proxy saw it: an agent's own record of windows names none.
+    accounts: Mutex<HashMap<String, String>>,
     /// Limits whose standing down was already journaled (session, since).
     stood_down: Mutex<HashSet<(String, i64)>>,
     /// Wakes the continuation scheduler when a limit changes.
@@ -182,6 +185,7 @@ impl Ledger {
             store: Mutex::new(None),
             states: Mutex::new(HashMap::new()),
             person_input: Mutex::new(HashMap::new()),
+            accounts: Mutex::new(HashMap::new()),
             stood_down: Mutex::new(HashSet::new()),
             changed: tokio::sync::Notify::new(),
             budget_check: tokio::sync::Notify::new(),
@@ -302,6 +306,9 @@ impl Ledger {
         };
         // The windows before the request: a reader that sees the request
         // sees what its reply said of the account.
+        if let Some(account) = &r.account {
+            lock(&self.accounts).insert(session.to_owned(), account.clone());
+        }
         let windows = usage_limits::windows_from_headers(&r.headers);
         if !windows.is_empty() {
             let account = r.account.clone().unwrap_or_else(|| "unknown".to_owned());
@@ -337,6 +344,28 @@ impl Ledger {
     pub(crate) fn record_usage(&self, record: UsageRecord) {
         self.with_store("record a request", |s| s.record(&record));
         self.budget_check.notify_one();
+    }
+
+    /// An account's windows as an agent's own records report them (a Codex
+    /// rollout's `rate_limits`), under the account the proxy last saw the
+    /// session use, else `unknown`.
+    pub(crate) fn agent_windows(
+        &self,
+        id: &SessionId,
+        provider: &str,
+        windows: &[usage_limits::Window],
+    ) {
+        if windows.is_empty() {
+            return;
+        }
+        let account = lock(&self.accounts)
+            .get(id.as_str())
+            .cloned()
+            .unwrap_or_else(|| "unknown".to_owned());
+        let now = self.now();
+        self.with_store("save limit windows", |s| {
+            s.save_windows(provider, &account, windows, now)
+        });
     }
 
     /// The prices in use (shipped table and `[usage.prices]`).

@@ -1,14 +1,21 @@
-//! Usage and limits from Claude Code's own transcript, for the requests the
-//! recording proxy did not see (capture off, a bypassed host).
+//! Usage and limits from the agents' own records, for the requests the
+//! recording proxy did not see (capture off, a bypassed host): Claude
+//! Code's transcript, Codex's rollout and OpenCode's database (the last two
+//! read by their adapters, `hangar_providers::{codex,opencode}::usage`).
 //!
-//! Each live claude session's transcript is read, when a turn began or
-//! ended, from where the last look stopped, complete lines only (a line cut in half by a write in progress
-//! waits for its end). An assistant line's `message.usage` goes into the
-//! ledger under its `message.id`, the key the proxy uses too, so a request
-//! both saw is one row with the largest counts (several lines share one id:
-//! never summed). A synthetic error line (`"error":"rate_limit"`,
-//! `isApiErrorMessage`, REAL_CLIS.md) written after hangar first looked
-//! makes the session limited; history before that is never acted on.
+//! Each live session's transcript is read, when a turn began or ended, from
+//! where the last look stopped, complete lines only (a line cut in half by a
+//! write in progress waits for its end). A Claude assistant line's
+//! `message.usage` goes into the ledger under its `message.id`, the key the
+//! proxy uses too, so a request both saw is one row with the largest counts
+//! (several lines share one id: never summed); a Codex request under its
+//! `response_id` the same way; a record that names no provider id (an older
+//! rollout's `token_count`, an OpenCode message) under a key of its own,
+//! which the ledger folds into the proxy's row of the same request. A
+//! synthetic error line (`"error":"rate_limit"`, `isApiErrorMessage`,
+//! REAL_CLIS.md) or a Codex `usage_limit_exceeded` written after hangar
+//! first looked makes the session limited; history before that is never
+//! acted on. A Codex rollout's `rate_limits` are the account's windows.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -18,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use hangar_core::usage::{UsageRecord, UsageSource, claude_transcript_usage};
 use hangar_core::usage_limits::{self, SessionLimit};
 use hangar_core::{Provider, SessionId};
+use hangar_providers::adapter::{UsageFact, adapter};
 
 use super::Ledger;
 use crate::sessions::Sessions;
@@ -30,27 +38,49 @@ pub struct Transcripts {
     pub sessions: Arc<Sessions>,
     /// Per session: the file and how far it was read.
     pub read: Mutex<HashMap<String, (PathBuf, u64)>>,
+    /// Per OpenCode session: the newest message update read.
+    pub stored: Mutex<HashMap<String, i64>>,
 }
 
 impl Transcripts {
-    /// Read every live claude session's new transcript lines (called when
-    /// a turn ended, by `screen_words.rs`).
+    /// Read every live session's new usage records (called when a turn
+    /// ended, by `screen_words.rs`).
     pub(crate) fn look(&self) {
         for c in self.sessions.budget_candidates() {
-            if c.meta.provider != Provider::Claude {
-                continue;
+            match c.meta.provider {
+                Provider::Claude | Provider::Codex => {
+                    let Some(path) = hangar_providers::transcript::turns::transcript_path(&c.meta)
+                    else {
+                        continue;
+                    };
+                    let Some((lines, first_look)) = self.read_new(&c.id, &path) else {
+                        continue;
+                    };
+                    if c.meta.provider == Provider::Claude {
+                        self.claude_lines(&c.id, &lines, first_look);
+                    } else {
+                        let facts = adapter(&c.meta.provider).transcript_usage(&lines);
+                        self.take_facts(&c.id, "codex", facts, first_look);
+                    }
+                }
+                Provider::Opencode if c.meta.sandbox.is_none() => {
+                    // A sandboxed OpenCode's database is its own (its
+                    // requests go through the proxy, which counts them).
+                    let Some(conversation) = c.meta.provider_session.as_ref().map(|p| p.id.clone())
+                    else {
+                        continue;
+                    };
+                    self.read_stored(&c.id, &c.meta.provider, &conversation);
+                }
+                _ => {}
             }
-            let Some(path) = hangar_providers::transcript::turns::transcript_path(&c.meta) else {
-                continue;
-            };
-            self.read_new(&c.id, &path);
         }
     }
 
-    fn read_new(&self, id: &SessionId, path: &PathBuf) {
-        let Ok(mut f) = std::fs::File::open(path) else {
-            return;
-        };
+    /// The complete lines of `path` written since the last look, and
+    /// whether this is the first look (history, never acted on).
+    fn read_new(&self, id: &SessionId, path: &PathBuf) -> Option<(Vec<String>, bool)> {
+        let mut f = std::fs::File::open(path).ok()?;
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         let (start, first_look) = {
             let read = self.read.lock().unwrap_or_else(|p| p.into_inner());
@@ -61,53 +91,123 @@ impl Transcripts {
             }
         };
         if start >= len {
-            return;
+            return None;
         }
         let mut bytes = Vec::new();
         if f.seek(SeekFrom::Start(start)).is_err() || f.read_to_end(&mut bytes).is_err() {
-            return;
+            return None;
         }
         // Complete lines only: a half-written last line waits.
-        let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
-            return;
-        };
-        let now = self.ledger.now();
-        let provider = "claude".to_owned();
-        for line in String::from_utf8_lossy(&bytes[..=end]).lines() {
-            if let Some(u) = claude_transcript_usage(line) {
-                self.ledger.record_usage(UsageRecord {
-                    request_key: u.message_id,
-                    session: id.to_string(),
-                    provider: provider.clone(),
-                    account: None,
-                    model: u.model,
-                    at_ms: u.at_ms.unwrap_or(now),
-                    tokens: u.tokens,
-                    status: None,
-                    source: UsageSource::Transcript,
-                });
-            } else if !first_look && let Some(reset) = rate_limit_line(line) {
-                let resets_at =
-                    usage_limits::resolve_reset(&reset, now, &|z| super::zone_offset(z, now));
-                self.ledger.limited(
-                    id,
-                    SessionLimit {
-                        kind: "rate_limit".to_owned(),
-                        resets_at,
-                        source: "transcript".to_owned(),
-                        since_ms: now,
-                        continue_at: None,
-                        stopped_mid_task: true,
-                        continued: false,
-                        account: None,
-                    },
-                );
-            }
-        }
+        let end = bytes.iter().rposition(|b| *b == b'\n')?;
         self.read
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.to_string(), (path.clone(), start + end as u64 + 1));
+        let lines = String::from_utf8_lossy(&bytes[..=end])
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        Some((lines, first_look))
+    }
+
+    fn claude_lines(&self, id: &SessionId, lines: &[String], first_look: bool) {
+        let now = self.ledger.now();
+        for line in lines {
+            if let Some(u) = claude_transcript_usage(line) {
+                self.record(id, "claude", u.message_id, u.model, u.at_ms, u.tokens);
+            } else if !first_look && let Some(reset) = rate_limit_line(line) {
+                let resets_at =
+                    usage_limits::resolve_reset(&reset, now, &|z| super::zone_offset(z, now));
+                self.limited(id, "rate_limit", resets_at, now);
+            }
+        }
+    }
+
+    /// OpenCode's database: the messages updated since the last look.
+    fn read_stored(&self, id: &SessionId, provider: &Provider, conversation: &str) {
+        let since = self
+            .stored
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id.as_str())
+            .copied()
+            .unwrap_or(0);
+        let var = hangar_providers::transcript::discovery::env_var;
+        match adapter(provider).stored_usage(conversation, since, &var) {
+            Ok(Some((facts, newest))) => {
+                self.stored
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(id.to_string(), newest);
+                self.take_facts(id, provider.name(), facts, since == 0);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("usage of session {id}: {e}"),
+        }
+    }
+
+    /// An adapter's facts into the ledger.
+    fn take_facts(&self, id: &SessionId, provider: &str, facts: Vec<UsageFact>, first_look: bool) {
+        let now = self.ledger.now();
+        for fact in facts {
+            match fact {
+                UsageFact::Request {
+                    key,
+                    model,
+                    at_ms,
+                    tokens,
+                } => self.record(id, provider, key, model, at_ms, tokens),
+                UsageFact::Windows(windows) => self.ledger.agent_windows(id, provider, &windows),
+                UsageFact::Limited { .. } if first_look => {}
+                UsageFact::Limited { resets_at, text } => {
+                    let resets_at = resets_at.or_else(|| {
+                        let reset = usage_limits::parse_limit_text(&text)
+                            .unwrap_or(usage_limits::ResetText::Unknown);
+                        usage_limits::resolve_reset(&reset, now, &|z| super::zone_offset(z, now))
+                    });
+                    self.limited(id, "usage_limit", resets_at, now);
+                }
+            }
+        }
+    }
+
+    fn record(
+        &self,
+        id: &SessionId,
+        provider: &str,
+        key: String,
+        model: Option<String>,
+        at_ms: Option<i64>,
+        tokens: hangar_core::usage::Tokens,
+    ) {
+        let now = self.ledger.now();
+        self.ledger.record_usage(UsageRecord {
+            request_key: key,
+            session: id.to_string(),
+            provider: provider.to_owned(),
+            account: None,
+            model,
+            at_ms: at_ms.unwrap_or(now),
+            tokens,
+            status: None,
+            source: UsageSource::Transcript,
+        });
+    }
+
+    fn limited(&self, id: &SessionId, kind: &str, resets_at: Option<i64>, now: i64) {
+        self.ledger.limited(
+            id,
+            SessionLimit {
+                kind: kind.to_owned(),
+                resets_at,
+                source: "transcript".to_owned(),
+                since_ms: now,
+                continue_at: None,
+                stopped_mid_task: true,
+                continued: false,
+                account: None,
+            },
+        );
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use hangar_core::sandbox::StateFolder;
 
-use crate::adapter::{Adapter, SessionArgs, StateDir};
+use crate::adapter::{Adapter, SessionArgs, StateDir, UsageFact};
 use crate::cli_facts::CliFacts;
 use crate::codex::transcript;
 use crate::launch::{LaunchSpec, McpServer, toml_string};
@@ -98,6 +98,10 @@ impl Adapter for Codex {
         fallback_ms: u64,
     ) -> Option<Reading> {
         codex_reading(lines, complete, fallback_ms)
+    }
+
+    fn transcript_usage(&self, lines: &[String]) -> Vec<UsageFact> {
+        super::usage::rollout_usage(lines)
     }
 
     fn npm_package(&self) -> Option<&'static str> {

@@ -6,7 +6,7 @@ use hangar_core::cli_versions::Version;
 
 use hangar_core::sandbox::StateFolder;
 
-use crate::adapter::{Adapter, SessionArgs};
+use crate::adapter::{Adapter, SessionArgs, UsageFact};
 
 pub struct Opencode;
 
@@ -23,6 +23,22 @@ impl Adapter for Opencode {
             out.args.extend(["--session".to_owned(), id.to_owned()]);
         }
         out
+    }
+
+    /// Its database's assistant messages (`usage`); none before OpenCode
+    /// made its database.
+    fn stored_usage(
+        &self,
+        conversation: &str,
+        since_ms: i64,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<(Vec<UsageFact>, i64)>, String> {
+        let Some(db) = super::database::database_path(var).filter(|p| p.is_file()) else {
+            return Ok(Some((Vec::new(), since_ms)));
+        };
+        super::usage::read_usage(&db, conversation, since_ms)
+            .map(Some)
+            .map_err(|e| format!("cannot read OpenCode's database {}: {e}", db.display()))
     }
 
     fn npm_package(&self) -> Option<&'static str> {

@@ -20,8 +20,8 @@ use std::net::Shutdown;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, SyncSender};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -55,8 +55,8 @@ struct Shared {
     /// Our end of ssh's stdin and stdout; frames are written whole under
     /// the lock.
     to_ssh: Mutex<UnixStream>,
-    /// Each open channel's queue to the thread that writes to its stream.
-    channels: Mutex<HashMap<u32, SyncSender<Vec<u8>>>>,
+    /// Each open channel's way to its owner's stream.
+    channels: Mutex<HashMap<u32, ChannelOut>>,
     /// Why the bridge closed a channel, when it said (its daemon could not
     /// be reached).
     reasons: Mutex<HashMap<u32, String>>,
@@ -80,6 +80,43 @@ impl Shared {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+    }
+}
+
+/// The bridge's bytes for one channel, on their way to its owner: written
+/// straight to the owner's stream when it takes them at once (a key's echo
+/// waits for no thread), else queued for the channel's writer thread, so an
+/// owner that stopped reading never stalls the link.
+struct ChannelOut {
+    direct: UnixStream,
+    queue: SyncSender<Vec<u8>>,
+    /// Chunks queued and not yet written: while any is, later bytes queue
+    /// behind them (order is kept).
+    queued: Arc<AtomicUsize>,
+}
+
+impl ChannelOut {
+    /// `false`: the channel must end (its owner is gone or fell too far
+    /// behind).
+    fn deliver(&self, bytes: Vec<u8>) -> bool {
+        let rest = if self.queued.load(Ordering::SeqCst) == 0 {
+            use nix::sys::socket::{MsgFlags, send};
+            use std::os::fd::AsRawFd;
+            match send(self.direct.as_raw_fd(), &bytes, MsgFlags::MSG_DONTWAIT) {
+                Ok(n) if n == bytes.len() => return true,
+                Ok(n) => bytes[n..].to_vec(),
+                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => bytes,
+                Err(_) => return false,
+            }
+        } else {
+            bytes
+        };
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        if self.queue.try_send(rest).is_err() {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
     }
 }
 
@@ -114,11 +151,19 @@ impl MuxLink {
         let (theirs, ours) = UnixStream::pair().context("cannot make a socketpair")?;
         let channel = self.shared.next_channel.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(CHANNEL_BACKLOG);
+        let queued = Arc::new(AtomicUsize::new(0));
         self.shared
             .channels
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(channel, tx);
+            .insert(
+                channel,
+                ChannelOut {
+                    direct: ours.try_clone()?,
+                    queue: tx,
+                    queued: queued.clone(),
+                },
+            );
         self.shared
             .send(&MuxFrame::Open(channel))
             .context("the ssh link is gone")?;
@@ -129,6 +174,7 @@ impl MuxLink {
                 if writer.write_all(&chunk).is_err() {
                     break;
                 }
+                queued.fetch_sub(1, Ordering::SeqCst);
             }
             let _ = writer.shutdown(Shutdown::Both);
         });
@@ -272,12 +318,11 @@ fn read_link(mut from_ssh: UnixStream, shared: &Shared) {
             match MuxFrame::decode(tag, &payload) {
                 Some(MuxFrame::Data(channel, bytes)) => {
                     let mut channels = shared.channels.lock().unwrap_or_else(|e| e.into_inner());
-                    // Full: its owner stopped reading; disconnected: its
-                    // owner is gone. Either way the channel ends.
-                    let cut = matches!(
-                        channels.get(&channel).map(|tx| tx.try_send(bytes)),
-                        Some(Err(TrySendError::Full(_) | TrySendError::Disconnected(_)))
-                    );
+                    // Its owner stopped reading (the queue is full) or is
+                    // gone: either way the channel ends.
+                    let cut = channels
+                        .get(&channel)
+                        .is_some_and(|out| !out.deliver(bytes));
                     if cut {
                         channels.remove(&channel);
                         drop(channels);

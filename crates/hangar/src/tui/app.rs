@@ -21,6 +21,7 @@ use crate::keys::{self, Decoder, Key, Mouse, MouseKind, PassThroughFilter};
 use crate::tui::clipboard;
 use crate::tui::control::{Command, Outcome, Snapshot};
 use crate::tui::copy::{CopyAction, CopyMode, Pos};
+use crate::tui::diff_view::{DiffAction, DiffDialog};
 use crate::tui::events::Event;
 use crate::tui::layout::{self, ScreenLayout};
 use crate::tui::pane::{Pane, PaneEvent, PaneStatus};
@@ -70,6 +71,8 @@ pub enum Dialog {
     Search(SearchDialog),
     /// `$`: the last 24 hours of usage, per session and account.
     Usage(UsageDialog),
+    /// `D`: the focused session's diff, and review comments on it.
+    Diff(DiffDialog),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -384,6 +387,31 @@ impl App {
             }
             return;
         }
+        if let Request::Diff(asked) = &outcome.command.request {
+            if let Some(Dialog::Diff(d)) = self.dialog.as_mut()
+                && d.session == asked.session
+            {
+                let reply = match outcome.result {
+                    Ok(v) => serde_json::from_value(v).map_err(|e| format!("bad reply: {e}")),
+                    Err(e) => Err(e.message),
+                };
+                let next = d.answered(asked, reply);
+                self.diff_action(next);
+            }
+            return;
+        }
+        if let Request::Review(asked) = &outcome.command.request
+            && let Some(Dialog::Diff(d)) = self.dialog.as_mut()
+            && d.session == asked.session
+        {
+            d.sent(match outcome.result {
+                Ok(v) => serde_json::from_value::<reply::Reviewed>(v)
+                    .map(|r| r.comments)
+                    .map_err(|e| format!("bad reply: {e}")),
+                Err(e) => Err(e.message),
+            });
+            return;
+        }
         if let Request::Search(asked) = &outcome.command.request {
             if let Some(Dialog::Search(d)) = self.dialog.as_mut() {
                 let reply = match outcome.result {
@@ -475,6 +503,10 @@ impl App {
     /// inner area; drop the others (their sessions keep running).
     pub fn sync_panes(&mut self, layout: &ScreenLayout) {
         self.last_layout = Some(layout.clone());
+        if let Some(Dialog::Diff(d)) = self.dialog.as_mut() {
+            let s = layout.status;
+            d.set_screen(ratatui::layout::Rect::new(0, 0, s.width, s.y + s.height));
+        }
         self.follow_outer_motion(layout);
         if let Some(c) = &self.copy
             && !layout.panes.iter().any(|(id, _)| id.as_str() == c.session)
@@ -749,6 +781,7 @@ impl App {
                 self.enter_copy_mode(None)
             }
             Key::Char('/') => self.dialog = Some(Dialog::Search(SearchDialog::default())),
+            Key::Char('D') => self.open_diff(),
             Key::Char('$') => {
                 self.dialog = Some(Dialog::Usage(UsageDialog::default()));
                 self.ask_usage();
@@ -1243,6 +1276,36 @@ impl App {
         }
     }
 
+    /// `D`: the focused session's diff.
+    fn open_diff(&mut self) {
+        let Some(focus) = self.focus() else {
+            self.message = Some(("no focused pane to diff".into(), true));
+            return;
+        };
+        let (mut d, ask) = DiffDialog::open(focus.to_string(), self.describe(&focus));
+        if let Some(l) = &self.last_layout {
+            let s = l.status;
+            d.set_screen(ratatui::layout::Rect::new(0, 0, s.width, s.y + s.height));
+        }
+        self.dialog = Some(Dialog::Diff(d));
+        self.diff_action(DiffAction::Ask(ask));
+    }
+
+    fn diff_action(&mut self, action: DiffAction) {
+        match action {
+            DiffAction::None => {}
+            DiffAction::Ask(ask) => self.send(Request::Diff(ask), "diff"),
+            DiffAction::Send(comments) => {
+                if let Some(Dialog::Diff(d)) = &self.dialog {
+                    let session = d.session.clone();
+                    let label = format!("sent {} review comment(s)", comments.len());
+                    self.send(Request::Review(msg::Review { session, comments }), label);
+                }
+            }
+            DiffAction::Close => self.dialog = None,
+        }
+    }
+
     fn ask_usage(&mut self) {
         let day_ago = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -1336,6 +1399,12 @@ impl App {
         let Some(dialog) = self.dialog.as_mut() else {
             return;
         };
+        if let Dialog::Diff(d) = dialog {
+            // Esc goes back a step (the comment, the hunks) before closing.
+            let next = d.key(key);
+            self.diff_action(next);
+            return;
+        }
         if key == Key::Esc {
             self.dialog = None;
             return;
@@ -1446,6 +1515,7 @@ impl App {
                     self.go_to_session(&SessionId::new(&session));
                 }
             },
+            Dialog::Diff(_) => {}
             Dialog::Usage(d) => {
                 if key == Key::Char('r') {
                     d.reply = None;

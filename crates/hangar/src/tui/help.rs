@@ -35,6 +35,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("]", "paste the last copy into the pane"),
     ("/", "search every session's text, go to one"),
     ("$", "usage: cost per session, accounts' limits"),
+    ("D", "diff of the focused pane; c comments on it"),
     ("mouse", "wheel: history, click: focus, drag: resize"),
     ("{ / }", "previous / next host ([hosts] in config)"),
     ("?", "this help"),

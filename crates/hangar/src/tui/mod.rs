@@ -10,6 +10,7 @@ mod app;
 mod clipboard;
 mod control;
 mod copy;
+mod diff_view;
 mod events;
 mod help;
 mod hosts;
@@ -20,6 +21,7 @@ mod pane_mouse;
 mod render;
 mod search;
 mod usage_view;
+mod widgets;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;

@@ -29,6 +29,7 @@ use crate::tui::copy::Pos;
 use crate::tui::help::KEYS;
 use crate::tui::layout::{ScreenLayout, inner};
 use crate::tui::pane::{Pane, PaneStatus};
+use crate::tui::widgets;
 
 /// Columns a tab name may take in the tab bar, and a session's name in a
 /// pane's border, before they are cut with a marker.
@@ -550,17 +551,6 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     }
 }
 
-fn centered(area: Rect, width: u16, height: u16) -> Rect {
-    let width = width.min(area.width);
-    let height = height.min(area.height);
-    Rect {
-        x: area.x + (area.width - width) / 2,
-        y: area.y + (area.height - height) / 2,
-        width,
-        height,
-    }
-}
-
 fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
     // The table names the default prefix; show the configured one.
     let prefix = app.prefix_name();
@@ -591,16 +581,8 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
         .map(|(_, w)| w.len() + key_w + 5)
         .max()
         .unwrap_or(40) as u16;
-    let r = centered(area, width + 2, lines.len() as u16 + 2);
-    frame.render_widget(Clear, r);
-    frame.render_widget(
-        Paragraph::new(lines).block(
-            Block::bordered()
-                .border_type(BorderType::Rounded)
-                .title(" keys (Esc closes) "),
-        ),
-        r,
-    );
+    let r = widgets::centered(area, width + 2, lines.len() as u16 + 2);
+    widgets::popup(frame, r, " keys (Esc closes) ", lines);
 }
 
 fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
@@ -698,6 +680,7 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
         ),
         Dialog::Search(d) => return crate::tui::search::draw(frame, d, area),
         Dialog::Usage(d) => return crate::tui::usage_view::draw(frame, d, area),
+        Dialog::Diff(d) => return crate::tui::diff_view::draw(frame, d, area),
         Dialog::Confirm { message, items, .. } => {
             let mut lines = vec![Line::raw(format!("  {}", shown(message)))];
             lines.extend(
@@ -715,16 +698,8 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
     };
     let _ = app;
     let width = lines.iter().map(|l| l.width()).max().unwrap_or(20) as u16 + 4;
-    let r = centered(area, width.max(40), lines.len() as u16 + 2);
-    frame.render_widget(Clear, r);
-    frame.render_widget(
-        Paragraph::new(lines).block(
-            Block::bordered()
-                .border_type(BorderType::Rounded)
-                .title(title),
-        ),
-        r,
-    );
+    let r = widgets::centered(area, width.max(40), lines.len() as u16 + 2);
+    widgets::popup(frame, r, &title, lines);
 }
 
 #[cfg(test)]

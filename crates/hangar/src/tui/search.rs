@@ -15,9 +15,9 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
 
 use crate::keys::Key;
+use crate::tui::widgets;
 
 /// Columns a session's title takes in a result row.
 const TITLE_COLS: usize = 20;
@@ -156,16 +156,9 @@ fn row(m: &SearchMatchView, selected: bool, width: usize) -> Line<'static> {
 }
 
 pub fn draw(frame: &mut Frame, d: &SearchDialog, area: Rect) {
-    let width = area.width.saturating_sub(4).clamp(20, 140);
-    let height = area.height.saturating_sub(4).clamp(6, 30);
-    let r = Rect {
-        x: area.x + (area.width.saturating_sub(width)) / 2,
-        y: area.y + (area.height.saturating_sub(height)) / 2,
-        width: width.min(area.width),
-        height: height.min(area.height),
-    };
-    let inner_w = usize::from(r.width.saturating_sub(2));
-    let list_rows = usize::from(r.height.saturating_sub(2)).saturating_sub(3);
+    let r = widgets::large(area, (20, 6), (140, 30));
+    let (inner_w, inner_h) = widgets::inner_size(r);
+    let list_rows = inner_h.saturating_sub(3);
     let mut lines = vec![Line::from(vec![
         Span::raw(" search: "),
         Span::styled(
@@ -215,15 +208,7 @@ pub fn draw(frame: &mut Frame, d: &SearchDialog, area: Rect) {
         " ↑/↓: choose  Enter: go to the session  Esc: close",
         Style::new().fg(Color::DarkGray),
     ));
-    frame.render_widget(Clear, r);
-    frame.render_widget(
-        Paragraph::new(lines).block(
-            Block::bordered()
-                .border_type(BorderType::Rounded)
-                .title(" search sessions "),
-        ),
-        r,
-    );
+    widgets::popup(frame, r, " search sessions ", lines);
 }
 
 #[cfg(test)]

@@ -11,8 +11,9 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
 use serde_json::Value;
+
+use crate::tui::widgets;
 
 /// Columns a session's title takes in a row.
 const TITLE_COLS: usize = 20;
@@ -157,16 +158,9 @@ pub fn lines(doc: &Value, width: usize) -> Vec<Line<'static>> {
 }
 
 pub fn draw(frame: &mut Frame, d: &UsageDialog, area: Rect) {
-    let width = area.width.saturating_sub(4).clamp(20, 140);
-    let height = area.height.saturating_sub(4).clamp(6, 40);
-    let r = Rect {
-        x: area.x + (area.width.saturating_sub(width)) / 2,
-        y: area.y + (area.height.saturating_sub(height)) / 2,
-        width: width.min(area.width),
-        height: height.min(area.height),
-    };
-    let inner_w = usize::from(r.width.saturating_sub(2));
-    let rows = usize::from(r.height.saturating_sub(3));
+    let r = widgets::large(area, (20, 6), (140, 40));
+    let (inner_w, inner_h) = widgets::inner_size(r);
+    let rows = inner_h.saturating_sub(1);
     let mut text = match &d.reply {
         None => vec![Line::styled(
             " reading the usage ledger…",
@@ -186,15 +180,7 @@ pub fn draw(frame: &mut Frame, d: &UsageDialog, area: Rect) {
         " r: read again  Esc: close",
         Style::new().fg(Color::DarkGray),
     ));
-    frame.render_widget(Clear, r);
-    frame.render_widget(
-        Paragraph::new(text).block(
-            Block::bordered()
-                .border_type(BorderType::Rounded)
-                .title(" usage "),
-        ),
-        r,
-    );
+    widgets::popup(frame, r, " usage ", text);
 }
 
 #[cfg(test)]

@@ -78,6 +78,7 @@ mod real_cli_codex_identity;
 mod real_cli_codex_processes;
 mod real_cli_sandboxed;
 mod real_cli_sessions;
+mod real_cli_usage;
 mod reliability_children;
 mod reliability_clients;
 mod reliability_crash;

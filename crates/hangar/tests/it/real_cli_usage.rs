@@ -1,0 +1,188 @@
+//! Real-CLI conformance, issue 29: usage and limits from the agents' own
+//! records. Real codex 0.171.0 and opencode 1.18.33 talk to the fake model
+//! API on plain-HTTP loopback (in their `NO_PROXY`: the recording proxy
+//! never sees them), so what `hangar usage` and `ls --json` say comes from
+//! codex's rollout (`token_usage_record`, `token_count` with `rate_limits`,
+//! `usage_limit_exceeded`) and OpenCode's database (`message.data.tokens`).
+//! Through the proxy (the API's HTTPS side), a codex request both saw is
+//! counted once.
+//!
+//! Skipped with one line when the CLIs cannot be installed.
+
+use crate::real_cli_support;
+use crate::support;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use real_cli_support::{REAL_DEADLINE, RealCli};
+use serde_json::{Value, json};
+
+fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs() as i64
+}
+
+/// A real-CLI world whose daemon reads the agents' records, continues a
+/// limited session as soon as its limit resets, and records the proxied
+/// HTTPS side.
+fn world() -> Option<RealCli> {
+    let rc = RealCli::start()?;
+    rc.hangar_config(&format!(
+        "[proxy]\nallow_hosts = [\"127.0.0.2\"]\nextra_ca_file = {:?}\n\
+         [usage]\nwatch_agents = true\n\
+         [limits]\ncontinue_delay_secs = 1\ncontinue_jitter_secs = 0\n",
+        rc.api.ca_file().display().to_string()
+    ));
+    rc.hangar.start_daemon();
+    Some(rc)
+}
+
+fn usage(rc: &RealCli, id: &str) -> Value {
+    rc.hangar
+        .json(&["usage", "--since", "24h", "--session", id])
+}
+
+/// Waits until session `id`'s `hangar usage --json` satisfies `pred`.
+fn wait_usage(rc: &RealCli, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let mut u = Value::Null;
+    support::wait_until(what, REAL_DEADLINE, || {
+        u = usage(rc, id);
+        pred(&u)
+    });
+    u
+}
+
+#[test]
+fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
+    let Some(rc) = world() else { return };
+    let id = rc.hangar.new_agent(&["--provider", "codex"]);
+    rc.wait_ready(&id);
+    rc.ask(&id, "count me");
+
+    // Codex 0.171.0 against the fake: 10251 input, 3 output tokens for a
+    // first turn (its rollout's `token_usage_record`); the proxy saw none.
+    let u = wait_usage(&rc, &id, "the rollout's request is in the ledger", |u| {
+        u["total"]["requests"] == 1
+    });
+    let s = &u["sessions"][0];
+    assert_eq!(s["models"], json!(["fake-model"]), "{u}");
+    assert!(s["input_tokens"].as_u64().unwrap_or(0) > 1000, "{u}");
+    assert!(s["output_tokens"].as_u64().unwrap_or(0) > 0, "{u}");
+    // Its `rate_limits` are the account's windows (the fake's defaults:
+    // 10 % of five hours, 5 % of the week).
+    let accounts = rc.hangar.json(&["usage", "--since", "24h"])["accounts"].clone();
+    let codex = accounts
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["provider"] == "codex"))
+        .unwrap_or_else(|| panic!("no codex account: {accounts}"))
+        .clone();
+    let five = codex["windows"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["kind"] == "five_hour"))
+        .unwrap_or_else(|| panic!("no five_hour window: {codex}"))
+        .clone();
+    assert_eq!(five["used_percent"], json!(10.0), "{codex}");
+
+    // At the limit: the fake refuses as Codex's backend does, the reset a
+    // few seconds ahead.
+    let reset = now_secs() + 8;
+    rc.api.script(json!({"rules": [
+        {"api": "responses", "when": "over the limit", "times": 1,
+         "limit": {"resets_at": reset}}
+    ]}));
+    rc.submit(&id, "over the limit");
+    let mut row = Value::Null;
+    support::wait_until(
+        "the rollout's refusal limits the session",
+        REAL_DEADLINE,
+        || {
+            row = rc.hangar.session(&id);
+            row["limit"]["source"] == "transcript"
+        },
+    );
+    assert_eq!(
+        row["limit"]["resets_at"],
+        json!(reset * 1000),
+        "the reset of the refusal's exhausted window: {row}"
+    );
+    support::wait_until("the turn the refusal ended is over", REAL_DEADLINE, || {
+        row = rc.hangar.session(&id);
+        row["activity"] == "limited" || row["limit"].is_null()
+    });
+
+    // After the reset hangar types `continue`, and the answer shows.
+    let continued = || -> Vec<Value> {
+        rc.hangar
+            .journal()
+            .into_iter()
+            .filter(|e| e["event"] == "limit-continue" && e["session"] == id.as_str())
+            .collect()
+    };
+    support::wait_until("hangar carries on after the reset", REAL_DEADLINE, || {
+        !continued().is_empty()
+    });
+    let events = continued();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["typed"], true, "{events:?}");
+    rc.wait_screen(&id, "ANSWER(continue)");
+    support::wait_until("the limit is over", REAL_DEADLINE, || {
+        rc.hangar.session(&id)["limit"].is_null()
+    });
+}
+
+#[test]
+fn a_codex_request_the_proxy_and_the_rollout_both_saw_is_counted_once() {
+    let Some(rc) = world() else { return };
+    rc.use_https_api();
+    let id = rc.hangar.new_agent(&["--provider", "codex"]);
+    rc.wait_ready(&id);
+    rc.ask(&id, "seen twice");
+    rc.ask(&id, "seen twice again");
+    let answered = || {
+        rc.api
+            .requests_to("responses")
+            .iter()
+            .filter(|r| r["reply"]["text"].is_string())
+            .count()
+    };
+    assert!(answered() >= 2);
+    // Wait for both sources: the proxy's rows carry a status.
+    let u = wait_usage(&rc, &id, "both turns are in the ledger", |u| {
+        u["total"]["requests"].as_u64() == Some(answered() as u64)
+    });
+    // The rollout's records (read at each turn's end) were folded into the
+    // proxy's rows: still one per answered request after another look.
+    rc.ask(&id, "one more look");
+    let u2 = wait_usage(&rc, &id, "the third turn is in the ledger", |u| {
+        u["total"]["requests"].as_u64() == Some(answered() as u64)
+    });
+    assert!(
+        u2["total"]["input_tokens"].as_u64() > u["total"]["input_tokens"].as_u64(),
+        "{u} then {u2}"
+    );
+}
+
+#[test]
+fn opencode_s_database_feeds_the_ledger() {
+    let Some(rc) = world() else { return };
+    let id = rc.hangar.new_agent(&["--provider", "opencode"]);
+    rc.wait_ready(&id);
+    rc.ask(&id, "count me");
+    rc.wait_provider_id(&id);
+    // One assistant message for the turn (OpenCode's title request is none).
+    let u = wait_usage(&rc, &id, "the database's message is in the ledger", |u| {
+        u["total"]["requests"] == 1
+    });
+    let s = &u["sessions"][0];
+    assert_eq!(s["provider"], "opencode", "{u}");
+    assert_eq!(s["models"], json!(["fake-model"]), "{u}");
+    assert!(s["input_tokens"].as_u64().unwrap_or(0) > 1000, "{u}");
+    assert!(s["output_tokens"].as_u64().unwrap_or(0) > 0, "{u}");
+    // Another turn is one more request, the first never counted twice.
+    rc.ask(&id, "count me again");
+    wait_usage(&rc, &id, "the second message is in the ledger", |u| {
+        u["total"]["requests"] == 2
+    });
+}

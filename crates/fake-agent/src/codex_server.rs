@@ -11,7 +11,6 @@
 //! tests never leave one behind; `FAKE_AGENT_CODEX_NO_DAEMON_HELP=0` makes
 //! `--help` not mention `--no-daemon`, like a codex from before the flag.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -69,20 +68,10 @@ pub fn ensure(codex_home: &Path) -> anyhow::Result<i32> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // SAFETY: setsid, sigemptyset and pthread_sigmask are async-signal-safe
-    // and touch only this (forked) process's own state. setsid makes the
-    // server leave the TUI's session and process group, as codex's does;
-    // the cleared mask lets SIGTERM end it (the fake blocks it, and the mask
-    // is inherited across exec).
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-            libc::sigemptyset(set.as_mut_ptr());
-            libc::pthread_sigmask(libc::SIG_SETMASK, set.as_ptr(), std::ptr::null_mut());
-            Ok(())
-        });
-    }
+    // Its own session makes the server leave the TUI's session and process
+    // group, as codex's does; the cleared mask lets SIGTERM end it (the
+    // fake blocks it, and the mask is inherited across exec).
+    crate::child_setup::clear_signal_mask(&mut cmd, true);
     let child = cmd.spawn()?;
     let pid = child.id() as i32;
     // Not waited for: it outlives this process, as the real one does.

@@ -7,7 +7,6 @@
 //! turn in progress.
 
 use std::io::{BufRead, Write};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -422,16 +421,7 @@ impl Conversation {
         // Without this the child inherited the fake's blocked SIGTERM/SIGHUP
         // (std does not reset the mask), so a SIGTERM to the group never
         // reached it and group-kill tests needed SIGKILL.
-        // SAFETY: between fork and exec this only calls sigemptyset and
-        // sigprocmask, both async-signal-safe, on a local set.
-        unsafe {
-            cmd.pre_exec(|| {
-                let mut empty = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-                libc::sigemptyset(empty.as_mut_ptr());
-                libc::sigprocmask(libc::SIG_SETMASK, empty.as_ptr(), std::ptr::null_mut());
-                Ok(())
-            });
-        }
+        crate::child_setup::clear_signal_mask(&mut cmd, false);
         let child = cmd.spawn()?;
         let pid = child.id();
         self.children.push(child);

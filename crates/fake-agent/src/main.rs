@@ -8,9 +8,12 @@
 //! (ending the process group is hangar's job, and the thing under test).
 //! Every flag, input and knob is documented in this crate's README.md.
 
+#![deny(unsafe_code)]
+
 mod api;
 mod args;
 mod ballast;
+mod child_setup;
 mod claude_lines;
 mod codex_lines;
 mod codex_server;
@@ -190,8 +193,7 @@ fn run(
     let start = StartRecord {
         argv,
         pid: std::process::id(),
-        // SAFETY: getppid cannot fail and touches no memory.
-        ppid: unsafe { libc::getppid() },
+        ppid: std::os::unix::process::parent_id() as i32,
         style: inv.style,
         resumed,
         env_proxy: std::env::var("HTTPS_PROXY").ok(),

@@ -1,7 +1,9 @@
 //! Where each style's transcripts live, computed exactly like the real CLIs.
 //!
-//! hangar's provider adapters find transcripts by these rules, so they must
-//! never drift from what DESIGN.md and the fake's README promise.
+//! hangar's provider adapters find transcripts by these rules
+//! (hangar-providers' `claude::transcript`, `codex::transcript`), so they
+//! must never drift from what the real CLIs do and the fake's README
+//! promises.
 
 use std::ffi::OsString;
 use std::fs;

@@ -188,12 +188,12 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
         });
     }
 
-    // Straight to fd 1: `Stdout` is line-buffered, which split every frame
-    // into two writes. ManuallyDrop: the fd belongs to the process, not us.
-    // SAFETY: fd 1 stays open for the life of the process.
-    let mut stdout = std::mem::ManuallyDrop::new(unsafe {
-        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
-    });
+    // Straight to fd 1 (a second handle to it): `Stdout` is line-buffered,
+    // which split every frame into two writes.
+    let mut stdout: std::fs::File = {
+        use std::os::fd::AsFd;
+        std::io::stdout().as_fd().try_clone_to_owned()?.into()
+    };
     let mut ended = None;
     loop {
         match client.read() {
@@ -318,14 +318,12 @@ fn reconnect(
 }
 
 pub(crate) fn poll_stdin(timeout: Duration) -> bool {
-    let mut fds = libc::pollfd {
-        fd: 0,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    let rc = unsafe { libc::poll(&mut fds, 1, timeout.as_millis() as i32) };
-    rc > 0
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+    poll(&mut fds, timeout).is_ok_and(|n| n > 0)
 }
 
 #[cfg(test)]

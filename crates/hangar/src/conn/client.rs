@@ -55,13 +55,14 @@ pub enum Incoming {
 /// or starting), tested with a shared non-blocking `flock` that is released
 /// at once.
 fn home_lock_is_held(paths: &Paths) -> bool {
-    use std::os::fd::AsRawFd;
     let Ok(file) = std::fs::File::open(paths.lock()) else {
         return false;
     };
-    // SAFETY: flock on an fd we own; the lock (if taken) goes with `file`.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+    // The shared lock, if taken, is released when `file` closes.
+    matches!(
+        file.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
+    )
 }
 
 impl Client {
@@ -286,6 +287,10 @@ impl Client {
 
 /// Start `hangar daemon` detached from this terminal, logging to the home's
 /// daemon.log.
+/// Needs `unsafe`: `setsid` between fork and exec (`pre_exec`); a process
+/// group alone (std's safe `process_group`) would leave the daemon in the
+/// starter's session, tied to its terminal.
+#[allow(unsafe_code)]
 fn start_daemon(paths: &Paths) -> anyhow::Result<std::process::Child> {
     hangar_protocol::paths::ensure_private_dir(&paths.home)
         .with_context(|| format!("cannot create {}", paths.home.display()))?;

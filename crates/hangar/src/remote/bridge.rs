@@ -60,7 +60,7 @@ fn open_daemon(paths: &Paths) -> anyhow::Result<UnixStream> {
 }
 
 /// Frames to stdout, written whole by whichever thread has one.
-type Out = Arc<Mutex<std::mem::ManuallyDrop<std::fs::File>>>;
+type Out = Arc<Mutex<std::fs::File>>;
 
 fn send(out: &Out, frame: &MuxFrame) -> bool {
     let bytes = frame.encode();
@@ -72,11 +72,7 @@ fn send(out: &Out, frame: &MuxFrame) -> bool {
 /// its bytes go both ways untouched. A channel's reader runs on its own
 /// thread; this one reads stdin and writes to the daemon connections.
 fn relay_channels(paths: &Paths) -> anyhow::Result<ExitCode> {
-    // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop
-    // keeps this handle from closing it.
-    let out: Out = Arc::new(Mutex::new(std::mem::ManuallyDrop::new(unsafe {
-        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
-    })));
+    let out: Out = Arc::new(Mutex::new(unbuffered_stdout()?));
     if !send(&out, &MuxFrame::Ready(MUX_VERSION)) {
         return Ok(ExitCode::SUCCESS);
     }
@@ -153,8 +149,14 @@ fn copy_to_link(mut daemon: UnixStream, channel: u32, out: &Out) {
 }
 
 fn me() -> u32 {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
+    nix::unistd::geteuid().as_raw()
+}
+
+/// fd 1 without `Stdout`'s line buffering (which split every frame into
+/// two writes): a second handle to the same open file.
+fn unbuffered_stdout() -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsFd;
+    Ok(std::io::stdout().as_fd().try_clone_to_owned()?.into())
 }
 
 /// The socket file must be ours.
@@ -175,32 +177,13 @@ fn check_owner(socket: &std::path::Path) -> anyhow::Result<()> {
 /// The process serving it must be ours too (a socket can be replaced
 /// between the check and the connect).
 fn check_peer(stream: &UnixStream) -> anyhow::Result<()> {
-    use std::os::fd::AsRawFd;
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: SO_PEERCRED fills one ucred of `len` bytes on a connected
-    // Unix socket we own.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error())
-            .context("cannot tell who serves the hangar socket");
-    }
-    if cred.uid != me() {
+    let cred = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(std::io::Error::from)
+        .context("cannot tell who serves the hangar socket")?;
+    if cred.uid() != me() {
         bail!(
             "refusing to relay the hangar socket: it is served by uid {}, not by this user (uid {})",
-            cred.uid,
+            cred.uid(),
             me()
         );
     }
@@ -230,11 +213,7 @@ fn relay(daemon: UnixStream) -> anyhow::Result<ExitCode> {
         let _ = to_daemon.shutdown(Shutdown::Both);
         std::process::exit(0);
     });
-    // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop
-    // keeps this handle from closing it.
-    let mut stdout = std::mem::ManuallyDrop::new(unsafe {
-        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(1)
-    });
+    let mut stdout = unbuffered_stdout()?;
     let mut from_daemon = daemon;
     let mut buf = vec![0u8; 64 * 1024];
     loop {

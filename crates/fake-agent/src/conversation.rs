@@ -296,19 +296,24 @@ impl Conversation {
         self.answer(out, reply)
     }
 
-    /// Drawn first, then written, as Claude Code does (with a lag, after
-    /// the turn's `Stop` hook).
+    /// With `FAKE_AGENT_TRANSCRIPT_LAG_MS`, drawn first and written after
+    /// the turn's `Stop` hook and the lag, as a loaded Claude Code does;
+    /// without it written just before it is drawn, so a test that saw the
+    /// answer finds it in the transcript (the real gap is then too short
+    /// to matter, and a test waiting on it would only be slower).
     fn answer(&mut self, out: &mut impl Write, reply: &str) -> anyhow::Result<()> {
         if let Ok(mut last) = self.last_answer.lock() {
             reply.clone_into(&mut last);
         }
-        say(out, reply);
         if self.transcript_lag.is_some() {
+            say(out, reply);
             let _ = out.flush();
             self.unwritten = Some(reply.to_owned());
             return Ok(());
         }
-        self.record(Event::Assistant(reply))
+        self.record(Event::Assistant(reply))?;
+        say(out, reply);
+        Ok(())
     }
 
     fn finish(&self, reason: &str) -> anyhow::Result<Ending> {

@@ -136,3 +136,26 @@ fn d_in_command_mode_opens_the_view_and_a_session_outside_git_says_why() {
     app.write(b"\x1b");
     app.wait_for("the view closed", |t| !t.contains(" diff · "));
 }
+
+#[test]
+fn a_ten_thousand_file_change_lists_and_a_file_deep_in_it_opens_its_own_hunk() {
+    let h = Hangar::new();
+    h.ok(&["status"]);
+    make_repo(&h);
+    let id = h.new_agent(&["--provider", "claude", "--worktree", "--title", "many"]);
+    h.wait_state(&id, "live");
+    let wt = PathBuf::from(h.session(&id)["worktree"]["path"].as_str().unwrap());
+    let dir = wt.join("many");
+    fs::create_dir_all(&dir).unwrap();
+    for i in 0..10_000 {
+        fs::write(dir.join(format!("f{i:05}.txt")), format!("line {i}\n")).unwrap();
+    }
+    let mut app = tui(&h);
+    app.write(b"D");
+    app.wait_text("10000 file(s), +10000 -0");
+    // G: the last file, whose page of the patch is asked on its own.
+    app.keys(&[b"G", b"\r"]);
+    app.wait_for("the last file's hunk", |t| {
+        t.contains("many/f09999.txt · added · file 10000/10000") && t.contains("+line 9999")
+    });
+}

@@ -525,8 +525,9 @@ fn goal_done_over_mcp_ends_the_goal_and_nothing_more_is_typed() {
     );
     assert_eq!(done["goal"]["state"], "done", "{done}");
     assert_eq!(done["goal"]["summary"], "readme tidied");
-    // A continuation typed just before may still end its turn; after that,
-    // nothing more.
+    // The continuation typed just before ends its turn (its answer drawn);
+    // after that, nothing more.
+    h.wait_screen(&id, "answer: Continue with the goal (turn 2 of 1000)");
     h.wait_until("the agent is idle", DEADLINE, || {
         h.session(&id)["activity"] == "idle"
     });
@@ -542,7 +543,8 @@ fn goal_done_over_mcp_ends_the_goal_and_nothing_more_is_typed() {
     assert_eq!(
         h.screen(&id).matches("Continue with the goal").count(),
         typed,
-        "nothing typed after goal_done"
+        "nothing typed after goal_done:\n{}",
+        h.screen(&id)
     );
     // goal_done is bad input when the status is neither done nor blocked.
     assert_eq!(

@@ -53,9 +53,28 @@ fn wait_usage(rc: &RealCli, id: &str, what: &str, pred: impl Fn(&Value) -> bool)
     u
 }
 
-/// After the reset hangar types `continue` once, and the model's answer to
-/// it shows on the screen.
-fn carries_on_after_the_reset(rc: &RealCli, id: &str) {
+/// After the reset hangar types `continue` once, the model answers it
+/// (a request after the refusal, `n` past `refused`) and the answer shows
+/// on the screen. The CLI may send the refused prompt again with it (Claude
+/// Code keeps the refused user message and adds `continue` to it), so the
+/// answer is whatever the fake replied.
+fn carries_on_after_the_reset(rc: &RealCli, id: &str, refused: u64) {
+    continuation_typed(rc, id);
+    let answer = rc
+        .api
+        .wait_request("the model answered the continuation", |r| {
+            r["n"].as_u64() > Some(refused) && r["reply"]["text"].is_string()
+        });
+    let text = answer["reply"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    rc.wait_screen(id, &text);
+}
+
+/// Hangar typed its continuation once after the reset (journal
+/// `limit-continue`, `typed: true`).
+fn continuation_typed(rc: &RealCli, id: &str) {
     let continued = || -> Vec<Value> {
         rc.hangar
             .journal()
@@ -69,11 +88,19 @@ fn carries_on_after_the_reset(rc: &RealCli, id: &str) {
     let events = continued();
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["typed"], true, "{events:?}");
-    rc.wait_screen(id, "ANSWER(continue)");
+}
+
+/// The `n` of the request the fake refused at the limit.
+fn refused_request(rc: &RealCli, api: &str) -> u64 {
+    rc.api.wait_request("the refusal", |r| {
+        r["api"] == api && r["reply"]["fail"] == 429
+    })["n"]
+        .as_u64()
+        .unwrap_or(0)
 }
 
 #[test]
-fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_carries_on() {
+fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_its_continuation_reaches_the_model() {
     let Some(rc) = world() else { return };
     let mut rc = rc;
     // Through the proxy (the API's HTTPS side): the refusal's headers are
@@ -102,7 +129,16 @@ fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_carries_on(
         },
     );
     assert_eq!(row["limit"]["resets_at"], json!(reset * 1000), "{row}");
-    carries_on_after_the_reset(&rc, &id);
+    // After the reset hangar types `continue` once, and it reaches the
+    // model. (Claude Code sends the refused prompt again with it, in one
+    // user message, which this script refuses again: the answer on screen
+    // is checked with codex, whose requests carry `continue` alone.)
+    let refused = refused_request(&rc, "anthropic");
+    continuation_typed(&rc, &id);
+    rc.api
+        .wait_request("the continuation reached the model", |r| {
+            r["n"].as_u64() > Some(refused) && r["body"].to_string().contains("continue")
+        });
 }
 
 #[test]
@@ -141,7 +177,7 @@ fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
     // few seconds ahead.
     let reset = now_secs() + 8;
     rc.api.script(json!({"rules": [
-        {"api": "responses", "when": "over the limit", "limit": {"resets_at": reset}}
+        {"api": "responses", "when": "over the limit", "times": 1, "limit": {"resets_at": reset}}
     ]}));
     rc.submit(&id, "over the limit");
     let mut row = Value::Null;
@@ -163,7 +199,8 @@ fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
         row["activity"] == "limited" || row["limit"].is_null()
     });
 
-    carries_on_after_the_reset(&rc, &id);
+    let refused = refused_request(&rc, "responses");
+    carries_on_after_the_reset(&rc, &id, refused);
     support::wait_until("the limit is over", REAL_DEADLINE, || {
         rc.hangar.session(&id)["limit"].is_null()
     });

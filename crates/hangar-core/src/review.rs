@@ -232,12 +232,23 @@ pub fn parse_location(loc: &str) -> Result<(String, u32), String> {
 /// The one prompt the comments of a review make, each naming its file and
 /// line. Control characters of the comments are replaced: a newline could
 /// submit the prompt early in a terminal agent.
+/// A file name or comment as typed into an agent (DESIGN.md rule 11): a
+/// control, bidi, separator or tag character (which could end the line
+/// early or make the text read otherwise) becomes a space.
+fn prompt_text(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if crate::display::is_terminal_unsafe(c) {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 pub fn review_prompt(comments: &[ReviewComment]) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect()
-    };
+    let clean = prompt_text;
     let mut out = String::from("Review comments on your changes; please address each one:");
     for (i, c) in comments.iter().enumerate() {
         out.push_str(&format!(
@@ -254,11 +265,7 @@ pub fn review_prompt(comments: &[ReviewComment]) -> String {
 /// The prompt of `finish --resolve`: rebase onto the target in the agent's
 /// own worktree and resolve the files that conflict.
 pub fn resolve_prompt(target: &str, files: &[String]) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect()
-    };
+    let clean = prompt_text;
     let list: Vec<String> = files.iter().map(|f| clean(f)).collect();
     format!(
         "Your branch conflicts with {target}. In this worktree, rebase onto {target} (`git rebase {target}`), resolve the conflicts in: {}; finish the rebase (`git rebase --continue`) so the worktree is clean, then tell me it is done.",
@@ -598,6 +605,23 @@ pub fn commit_message(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_review_prompt_carries_no_bidi_or_control_character_of_a_file_name() {
+        let prompt = super::review_prompt(&[super::ReviewComment {
+            file: "evil\u{202e}txt.exe\nrm -rf".into(),
+            line: 3,
+            text: "look\u{2066}here\u{e0041}".into(),
+        }]);
+        assert!(
+            !prompt.chars().any(crate::display::is_terminal_unsafe),
+            "{prompt:?}"
+        );
+        assert!(
+            prompt.contains("evil txt.exe rm -rf:3: look here"),
+            "{prompt:?}"
+        );
+    }
+
     use super::*;
 
     #[test]

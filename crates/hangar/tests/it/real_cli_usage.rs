@@ -100,7 +100,8 @@ fn refused_request(rc: &RealCli, api: &str) -> u64 {
 }
 
 #[test]
-fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_its_continuation_reaches_the_model() {
+fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_its_continuation_reaches_the_model()
+ {
     let Some(rc) = world() else { return };
     let mut rc = rc;
     // Through the proxy (the API's HTTPS side): the refusal's headers are

@@ -1,9 +1,12 @@
 //! The bridge between a session's PTY and its agent in a container: what
 //! the daemon runs in the PTY, in place of the agent, for a session on a
-//! Docker or Podman engine (`hangar engine-exec`, not for people).
+//! Docker, Podman or Kubernetes engine (`hangar engine-exec`, not for
+//! people).
 //!
 //! It `exec`s the agent into the session's running container with a TTY
-//! through the Docker Engine API, then copies bytes both ways between its
+//! (the Docker Engine API's exec, or the Kubernetes API server's exec
+//! WebSocket through kube-rs, `kube_exec.rs`), then copies bytes both ways
+//! between its
 //! own terminal (the daemon's PTY, put in raw mode so nothing is echoed or
 //! translated twice) and the exec's stream, resizes the exec's TTY on every
 //! SIGWINCH (the daemon resizes the PTY with the pane), and exits with the
@@ -28,12 +31,26 @@ use tokio::signal::unix::{SignalKind, signal};
 /// credentials, and a command line is readable by every user).
 pub const SPEC_VAR: &str = "HANGAR_ENGINE_EXEC";
 
+/// Where the agent runs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Target {
+    /// A Docker or Podman container, through the engine's API socket.
+    Docker { socket: String, container: String },
+    /// A container of a pod, through the API server.
+    Kubernetes {
+        access: super::kubernetes::Access,
+        namespace: String,
+        pod: String,
+        container: String,
+    },
+}
+
 /// What the bridge runs where.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ExecSpec {
     pub engine: String,
-    pub socket: String,
-    pub container: String,
+    pub target: Target,
     pub cmd: Vec<String>,
     /// `KEY=VALUE` each.
     pub env: Vec<String>,
@@ -92,11 +109,42 @@ pub fn main(terminal: Terminal) -> i32 {
 }
 
 async fn run(spec: &ExecSpec, terminal: &Terminal) -> Result<i32, String> {
-    let docker = Docker::connect_with_unix(&spec.socket, 3600, bollard::API_DEFAULT_VERSION)
-        .map_err(|e| format!("cannot connect to {}: {e}", spec.socket))?;
+    match &spec.target {
+        Target::Docker { socket, container } => run_docker(spec, socket, container, terminal).await,
+        Target::Kubernetes {
+            access,
+            namespace,
+            pod,
+            container,
+        } => {
+            super::kube_exec::run(
+                super::kube_exec::PodTarget {
+                    access,
+                    namespace,
+                    pod,
+                    container,
+                    cmd: &spec.cmd,
+                    env: &spec.env,
+                    stop_timeout_secs: spec.stop_timeout_secs,
+                },
+                terminal.size,
+            )
+            .await
+        }
+    }
+}
+
+async fn run_docker(
+    spec: &ExecSpec,
+    socket: &str,
+    container: &str,
+    terminal: &Terminal,
+) -> Result<i32, String> {
+    let docker = Docker::connect_with_unix(socket, 3600, bollard::API_DEFAULT_VERSION)
+        .map_err(|e| format!("cannot connect to {socket}: {e}"))?;
     let exec = docker
         .create_exec(
-            &spec.container,
+            container,
             CreateExecOptions {
                 attach_stdin: Some(true),
                 attach_stdout: Some(true),
@@ -159,7 +207,7 @@ async fn run(spec: &ExecSpec, terminal: &Terminal) -> Result<i32, String> {
                     if stdout.write_all(&out.into_bytes()).await.is_err()
                         || stdout.flush().await.is_err()
                     {
-                        stop_container(&docker, spec, &mut stopping);
+                        stop_container(&docker, container, spec, &mut stopping);
                     }
                 }
                 Some(Err(e)) => {
@@ -177,8 +225,8 @@ async fn run(spec: &ExecSpec, terminal: &Terminal) -> Result<i32, String> {
                 }
             },
             _ = winch.recv() => resize(docker.clone(), exec.clone()).await,
-            _ = term.recv() => stop_container(&docker, spec, &mut stopping),
-            _ = hup.recv() => stop_container(&docker, spec, &mut stopping),
+            _ = term.recv() => stop_container(&docker, container, spec, &mut stopping),
+            _ = hup.recv() => stop_container(&docker, container, spec, &mut stopping),
         }
     }
     Ok(exit_code(&docker, &exec).await)
@@ -186,12 +234,12 @@ async fn run(spec: &ExecSpec, terminal: &Terminal) -> Result<i32, String> {
 
 /// Ask the engine (once) to stop the container: its keep-alive asks the
 /// agent to end, then the container stops.
-fn stop_container(docker: &Docker, spec: &ExecSpec, stopping: &mut bool) {
+fn stop_container(docker: &Docker, container: &str, spec: &ExecSpec, stopping: &mut bool) {
     if std::mem::replace(stopping, true) {
         return;
     }
     let docker = docker.clone();
-    let name = spec.container.clone();
+    let name = container.to_owned();
     let t = i32::try_from(spec.stop_timeout_secs).unwrap_or(i32::MAX);
     tokio::spawn(async move {
         let options = StopContainerOptionsBuilder::new().t(t).build();

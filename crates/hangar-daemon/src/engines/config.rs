@@ -11,6 +11,14 @@
 //! network = "none"                      # the container's network mode
 //! mounts = ["/opt/tools:/opt/tools:ro"] # extra bind mounts
 //! programs = { claude = "/usr/local/bin/claude" }
+//!
+//! [engines.cluster]
+//! kind = "kubernetes"
+//! kubeconfig = "/home/me/.kube/config"  # default: KUBECONFIG, ~/.kube/config, in-cluster
+//! context = "agents"                    # default: the kubeconfig's current context
+//! namespace = "hangar"                  # default: "default"
+//! image = "registry.local/hangar-claude"
+//! storage = "2Gi"                       # each session's home volume claim
 //! ```
 
 use std::collections::BTreeMap;
@@ -82,6 +90,33 @@ pub struct EngineConfig {
     /// Kubernetes: the namespace of the pods.
     #[serde(default)]
     pub namespace: Option<String>,
+    /// Kubernetes: the kubeconfig file (default: as kubectl finds one).
+    #[serde(default)]
+    pub kubeconfig: Option<String>,
+    /// Kubernetes: the kubeconfig context (default: its current one).
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Kubernetes: the size of each session's home volume claim.
+    #[serde(default = "default_storage")]
+    pub storage: String,
+    /// Kubernetes: the claims' storage class (default: the cluster's).
+    #[serde(default)]
+    pub storage_class: Option<String>,
+    /// Kubernetes: the pod's `imagePullPolicy`. Default `Never`: hangar
+    /// never pulls behind the person's back; `IfNotPresent` is their choice.
+    #[serde(default)]
+    pub image_pull_policy: Option<String>,
+    /// Kubernetes: seconds a pod may take to be scheduled and run.
+    #[serde(default = "default_start_secs")]
+    pub start_timeout_secs: u64,
+}
+
+fn default_storage() -> String {
+    "1Gi".to_owned()
+}
+
+fn default_start_secs() -> u64 {
+    120
 }
 
 fn default_home() -> String {

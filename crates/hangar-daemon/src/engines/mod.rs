@@ -21,6 +21,8 @@ pub mod bridge;
 mod config;
 mod docker;
 mod image;
+mod kube_exec;
+mod kubernetes;
 
 use std::path::PathBuf;
 
@@ -71,11 +73,7 @@ impl Engines {
 
     /// Whether `name` may be asked for by `hangar new --engine`.
     pub fn check_new(&self, name: &str) -> Result<(), EngineError> {
-        let cfg = self.engine(name)?;
-        if cfg.kind == EngineKind::Kubernetes {
-            return Err(unsupported(name));
-        }
-        Ok(())
+        self.engine(name).map(|_| ())
     }
 
     /// The session's engine as `hangar ls` shows it.
@@ -96,8 +94,8 @@ impl Engines {
     }
 
     /// Turn a launch of `meta` (bound to an engine) into the exec bridge:
-    /// the image checked, the container made or started. Any engine error
-    /// is returned, never a local process.
+    /// the image checked, the container (or pod) made or started. Any
+    /// engine error is returned, never a local process.
     pub async fn wrap_launch(
         &self,
         meta: &SessionMeta,
@@ -108,29 +106,12 @@ impl Engines {
         };
         let name = binding.name.as_str();
         let cfg = self.engine(name)?;
-        if cfg.kind == EngineKind::Kubernetes {
-            return Err(unsupported(name));
-        }
         let image = binding.image(cfg.image.as_deref()).ok_or_else(|| {
             EngineError(format!(
                 "engine {name} has no image: set image = \"...\" in [engines.{name}] or pass --image"
             ))
         })?;
-        let docker = docker::connect(name, cfg)?;
-        docker::ensure_image(&docker, name, image).await?;
         let cwd = request.cwd.display().to_string();
-        docker::ensure_container(
-            &docker,
-            &docker::ContainerSpec {
-                engine: name,
-                cfg,
-                session: meta.id.as_str(),
-                home_hash: &self.home_hash,
-                image,
-                cwd: &cwd,
-            },
-        )
-        .await?;
         let program = cfg
             .programs
             .get(meta.provider.name())
@@ -144,16 +125,55 @@ impl Engines {
             .unwrap_or_else(|| request.program.display().to_string());
         let mut cmd = vec![program];
         cmd.extend(request.args.iter().cloned());
+        let env: Vec<String> = request
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let target = if cfg.kind == EngineKind::Kubernetes {
+            let cluster = kubernetes::connect(name, cfg).await?;
+            kubernetes::ensure_pod(
+                &cluster,
+                &kubernetes::PodSpec {
+                    cfg,
+                    session: meta.id.as_str(),
+                    home_hash: &self.home_hash,
+                    image,
+                    cwd: &cwd,
+                },
+            )
+            .await?;
+            bridge::Target::Kubernetes {
+                access: kubernetes::Access::of(cfg),
+                namespace: cluster.namespace.clone(),
+                pod: rules::container_name(meta.id.as_str()),
+                container: kubernetes::CONTAINER.to_owned(),
+            }
+        } else {
+            let docker = docker::connect(name, cfg)?;
+            docker::ensure_image(&docker, name, image).await?;
+            docker::ensure_container(
+                &docker,
+                &docker::ContainerSpec {
+                    engine: name,
+                    cfg,
+                    session: meta.id.as_str(),
+                    home_hash: &self.home_hash,
+                    image,
+                    cwd: &cwd,
+                },
+            )
+            .await?;
+            bridge::Target::Docker {
+                socket: cfg.socket_path(),
+                container: rules::container_name(meta.id.as_str()),
+            }
+        };
         let spec = bridge::ExecSpec {
             engine: name.to_owned(),
-            socket: cfg.socket_path(),
-            container: rules::container_name(meta.id.as_str()),
+            target,
             cmd,
-            env: request
-                .env
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect(),
+            env,
             working_dir: cwd,
             stop_timeout_secs: cfg.stop_timeout_secs,
         };
@@ -175,40 +195,56 @@ impl Engines {
         })
     }
 
-    /// Hibernate: stop the session's container, keeping it and its volume.
+    /// Hibernate: stop the session's container, keeping it and its volume;
+    /// on Kubernetes, delete its pod and keep its volume claim.
     pub async fn stop(&self, meta: &SessionMeta) {
         let Some(binding) = &meta.engine else { return };
-        let Some((docker, cfg)) = self.connect_quietly(&binding.name) else {
-            return;
-        };
         let name = rules::container_name(meta.id.as_str());
-        if let Err(e) = docker::stop(&docker, &name, cfg.stop_timeout_secs).await {
+        let result = match self.connect_quietly(&binding.name).await {
+            Some((Client::Docker(docker), cfg)) => {
+                docker::stop(&docker, &name, cfg.stop_timeout_secs).await
+            }
+            Some((Client::Kubernetes(cluster), cfg)) => {
+                kubernetes::delete_pod(&cluster, &name, cfg.stop_timeout_secs).await
+            }
+            None => return,
+        };
+        if let Err(e) = result {
             tracing::warn!(session = %meta.id, "engine {}: {e}", binding.name);
         }
     }
 
-    /// Close: remove the sessions' containers and volumes.
+    /// Close: remove the sessions' containers (or pods) and volumes.
     pub async fn remove(&self, metas: &[SessionMeta]) {
         for meta in metas {
             let Some(binding) = &meta.engine else {
                 continue;
             };
-            let Some((docker, _)) = self.connect_quietly(&binding.name) else {
-                continue;
+            let result = match self.connect_quietly(&binding.name).await {
+                Some((Client::Docker(docker), _)) => {
+                    docker::remove(&docker, meta.id.as_str()).await
+                }
+                Some((Client::Kubernetes(cluster), _)) => {
+                    kubernetes::remove(&cluster, meta.id.as_str()).await
+                }
+                None => continue,
             };
-            if let Err(e) = docker::remove(&docker, meta.id.as_str()).await {
+            if let Err(e) = result {
                 tracing::warn!(session = %meta.id, "engine {}: {e}", binding.name);
             }
         }
     }
 
-    fn connect_quietly(&self, name: &str) -> Option<(bollard::Docker, &'static EngineConfig)> {
+    async fn connect_quietly(&self, name: &str) -> Option<(Client, &'static EngineConfig)> {
         let cfg = self.config.get().get(name)?;
-        if cfg.kind == EngineKind::Kubernetes {
-            return None;
-        }
-        match docker::connect(name, cfg) {
-            Ok(d) => Some((d, cfg)),
+        let client = match cfg.kind {
+            EngineKind::Kubernetes => kubernetes::connect(name, cfg)
+                .await
+                .map(|c| Client::Kubernetes(Box::new(c))),
+            _ => docker::connect(name, cfg).map(Client::Docker),
+        };
+        match client {
+            Ok(c) => Some((c, cfg)),
             Err(e) => {
                 tracing::warn!("{e}");
                 None
@@ -216,38 +252,68 @@ impl Engines {
         }
     }
 
-    /// Before a start restores anything: stop this home's containers a
-    /// killed predecessor left running, so no agent of theirs writes a
-    /// conversation a restored pane resumes (the restore starts the visible
-    /// ones again). Another home's are never looked at twice.
-    pub async fn stop_leftovers(&self) {
+    /// The engines a start looks for leftovers on: every Kubernetes one,
+    /// and every Docker or Podman one whose socket is there.
+    async fn reachable(&self) -> Vec<(&'static str, Client, &'static EngineConfig)> {
+        let mut out = Vec::new();
         for (name, cfg) in self.config.get() {
-            if cfg.kind == EngineKind::Kubernetes
-                || !std::path::Path::new(&cfg.socket_path()).exists()
+            if cfg.kind != EngineKind::Kubernetes
+                && !std::path::Path::new(&cfg.socket_path()).exists()
             {
                 continue;
             }
-            let Some((docker, cfg)) = self.connect_quietly(name) else {
-                continue;
+            if let Some((client, cfg)) = self.connect_quietly(name).await {
+                out.push((name.as_str(), client, cfg));
+            }
+        }
+        out
+    }
+
+    /// Before a start restores anything: stop this home's containers a
+    /// killed predecessor left running (delete its pods, keeping their
+    /// claims), so no agent of theirs writes a conversation a restored pane
+    /// resumes (the restore starts the visible ones again). Another home's
+    /// are never looked at twice.
+    pub async fn stop_leftovers(&self) {
+        for (name, client, cfg) in self.reachable().await {
+            let found = match &client {
+                Client::Docker(docker) => docker::list_own(docker, &self.home_hash)
+                    .await
+                    .map(|f| f.into_iter().map(|c| (c.id, c.labels, c.running)).collect()),
+                Client::Kubernetes(cluster) => kubernetes::list_pods(cluster, &self.home_hash)
+                    .await
+                    .map(|f| {
+                        f.into_iter()
+                            .map(|p| (p.name, p.labels, p.running))
+                            .collect()
+                    }),
             };
-            let found = match docker::list_own(&docker, &self.home_hash).await {
+            let found: Vec<FoundObject> = match found {
                 Ok(f) => f,
                 Err(e) => {
                     tracing::warn!("engine {name}: {e}");
                     continue;
                 }
             };
-            let stops = found.iter().filter_map(|c| {
-                match rules::leftover(&c.labels, &self.home_hash, c.running, |_| true) {
-                    Leftover::Adopt { running: true } => Some(c.id.clone()),
+            let stops = found.iter().filter_map(|(id, labels, running)| {
+                match rules::leftover(labels, &self.home_hash, *running, |_| true) {
+                    Leftover::Adopt { running: true } => Some(id.clone()),
                     _ => None,
                 }
             });
-            let stops = stops.map(|container| {
-                let docker = docker.clone();
+            let stops = stops.map(|target| {
+                let client = &client;
                 async move {
-                    if let Err(e) = docker::stop(&docker, &container, cfg.stop_timeout_secs).await {
-                        tracing::warn!(container, "engine {name}: {e}");
+                    let result = match client {
+                        Client::Docker(docker) => {
+                            docker::stop(docker, &target, cfg.stop_timeout_secs).await
+                        }
+                        Client::Kubernetes(cluster) => {
+                            kubernetes::delete_pod(cluster, &target, cfg.stop_timeout_secs).await
+                        }
+                    };
+                    if let Err(e) = result {
+                        tracing::warn!(target, "engine {name}: {e}");
                     }
                 }
             });
@@ -256,30 +322,57 @@ impl Engines {
     }
 
     /// Once every session is loaded: remove this home's containers (and
-    /// volumes) of sessions it no longer has. Returns how many.
+    /// volumes; pods and claims) of sessions it no longer has. Returns how
+    /// many sessions' worth.
     pub async fn remove_unknown(&self, known: impl Fn(&str) -> bool) -> usize {
         let mut removed = 0;
-        for (name, cfg) in self.config.get() {
-            if cfg.kind == EngineKind::Kubernetes
-                || !std::path::Path::new(&cfg.socket_path()).exists()
-            {
-                continue;
-            }
-            let Some((docker, _)) = self.connect_quietly(name) else {
-                continue;
-            };
-            let Ok(found) = docker::list_own(&docker, &self.home_hash).await else {
-                continue;
-            };
-            for c in found {
-                if rules::leftover(&c.labels, &self.home_hash, c.running, &known)
-                    == Leftover::Remove
-                    && let Some(session) = session_of(&c.labels)
-                {
-                    match docker::remove_container(&docker, &c.id, &session).await {
-                        Ok(()) => removed += 1,
-                        Err(e) => tracing::warn!(session, "engine {name}: {e}"),
+        for (name, client, _) in self.reachable().await {
+            let found = match &client {
+                Client::Docker(docker) => docker::list_own(docker, &self.home_hash)
+                    .await
+                    .map(|f| f.into_iter().map(|c| (c.id, c.labels, c.running)).collect()),
+                // A hibernated session has a claim and no pod: look at both.
+                Client::Kubernetes(cluster) => {
+                    match (
+                        kubernetes::list_pods(cluster, &self.home_hash).await,
+                        kubernetes::list_claims(cluster, &self.home_hash).await,
+                    ) {
+                        (Ok(p), Ok(c)) => Ok(p
+                            .into_iter()
+                            .chain(c)
+                            .map(|f| (f.name, f.labels, f.running))
+                            .collect()),
+                        (Err(e), _) | (_, Err(e)) => Err(e),
                     }
+                }
+            };
+            let found: Vec<FoundObject> = match found {
+                Ok(f) => f,
+                Err(e) => {
+                    tracing::warn!("engine {name}: {e}");
+                    continue;
+                }
+            };
+            let mut done = std::collections::BTreeSet::new();
+            for (id, labels, running) in found {
+                if rules::leftover(&labels, &self.home_hash, running, &known) != Leftover::Remove {
+                    continue;
+                }
+                let Some(session) = session_of(&labels) else {
+                    continue;
+                };
+                let result = match &client {
+                    Client::Docker(docker) => docker::remove_container(docker, &id, &session).await,
+                    Client::Kubernetes(cluster) => {
+                        if !done.insert(session.clone()) {
+                            continue;
+                        }
+                        kubernetes::remove(cluster, &session).await
+                    }
+                };
+                match result {
+                    Ok(()) => removed += 1,
+                    Err(e) => tracing::warn!(session, "engine {name}: {e}"),
                 }
             }
         }
@@ -294,7 +387,11 @@ impl Engines {
     ) -> Result<hangar_protocol::reply::ImageBuilt, EngineError> {
         let cfg = self.engine(name)?;
         if cfg.kind == EngineKind::Kubernetes {
-            return Err(unsupported(name));
+            return Err(EngineError(format!(
+                "engine {name} is a kubernetes engine: hangar builds images for Docker and Podman; \
+                 build one with a Docker or Podman engine and load it into the cluster's nodes \
+                 (or push it to a registry the cluster reaches), then set image = \"...\""
+            )));
         }
         image::build(&self.home, name, cfg, provider).await
     }
@@ -307,8 +404,12 @@ fn session_of(labels: &[(String, String)]) -> Option<String> {
         .map(|(_, v)| v.clone())
 }
 
-fn unsupported(name: &str) -> EngineError {
-    EngineError(format!(
-        "engine {name} is a kubernetes engine, which this build of hangar cannot run sessions on yet; use a docker or podman engine"
-    ))
+/// A container or pod this home made: its id or name, its labels, whether
+/// it runs.
+type FoundObject = (String, Vec<(String, String)>, bool);
+
+/// A connection to one engine (a cluster's client is large: boxed).
+enum Client {
+    Docker(bollard::Docker),
+    Kubernetes(Box<kubernetes::Cluster>),
 }

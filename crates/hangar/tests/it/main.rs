@@ -27,6 +27,7 @@
 
 // The support modules (the shared fixtures are in crates/hangar-testkit).
 mod faults_support;
+mod kube_support;
 mod proxy_support;
 mod pty_screen;
 mod real_cli_support;
@@ -44,6 +45,7 @@ mod activity_wait;
 mod agent_code_migration;
 mod attach_round_trip;
 mod codex_shared_server_ends_with_its_session;
+mod engines_kubernetes;
 mod engines_podman;
 mod export_keeps_last_screens;
 mod failed_sessions_and_the_cli_contract;

@@ -209,6 +209,7 @@ impl Daemon {
                 paths.home.clone(),
                 config.section(|c| &c.sandbox),
             )),
+            delivery: delivery.clone(),
         });
         let governor = Arc::new(governor::Governor {
             paths: paths.clone(),

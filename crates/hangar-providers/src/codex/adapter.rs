@@ -1,6 +1,6 @@
 //! Codex's adapter: `resume ID` (a subcommand), hangar's MCP server as
 //! `-c mcp_servers.hangar.*` overrides, rollouts under `CODEX_HOME`
-//! (`~/.codex`).
+//! (`~/.codex`), forks with `codex fork`.
 
 use crate::adapter::{Adapter, SessionArgs, StateDir};
 use crate::launch::{LaunchSpec, McpServer, toml_string};
@@ -86,7 +86,41 @@ impl Adapter for Codex {
         codex_reading(lines, complete, fallback_ms)
     }
 
+    /// Codex 0.171.0: the `fork <id>` subcommand (interactive, like
+    /// `resume`), after the top-level flags. Codex chooses the new id; its
+    /// rollout's `session_meta` names the old one as `forked_from_id`, and
+    /// the fork's own process holds that rollout open (the proof hangar
+    /// adopts it by, rule 10).
+    fn fork_args(
+        &self,
+        from: &str,
+        _own: Option<&str>,
+        dangerous: bool,
+        sandboxed: bool,
+        mint: &dyn Fn() -> String,
+    ) -> Option<SessionArgs> {
+        let mut out = self.session_args(None, dangerous, sandboxed, mint);
+        out.args.extend(["fork".to_owned(), from.to_owned()]);
+        Some(out)
+    }
+
     fn npm_package(&self) -> Option<&'static str> {
         Some("@openai/codex")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fork_is_the_fork_subcommand_after_the_flags_and_codex_chooses_the_id() {
+        let mint = || unreachable!("codex chooses its own id");
+        let a = Codex.fork_args("t-1", None, true, false, &mint).unwrap();
+        assert_eq!(
+            a.args,
+            ["--dangerously-bypass-approvals-and-sandbox", "fork", "t-1"]
+        );
+        assert_eq!(a.minted, None);
     }
 }

@@ -43,6 +43,10 @@ pub enum SessionRequest {
     Fresh(Option<String>),
     /// Continue the conversation with this provider session id.
     Resume(String),
+    /// A new conversation holding `from`'s messages (claude `--resume FROM
+    /// --fork-session [--session-id NEW]`, `codex fork FROM`, opencode
+    /// `--session FROM --fork`); `new` is the id claude was given.
+    Fork { from: String, new: Option<String> },
 }
 
 /// Everything the command line asked for.
@@ -182,6 +186,7 @@ pub fn parse(args: &[String], env_style: Option<&str>) -> Result<Action, ArgsErr
     };
     let mut fresh_id: Option<String> = None;
     let mut resume_id: Option<String> = None;
+    let mut fork = false;
     let mut positionals: Vec<String> = Vec::new();
     let value_flags = match style {
         Style::Claude => CLAUDE_VALUE_FLAGS,
@@ -227,6 +232,7 @@ pub fn parse(args: &[String], env_style: Option<&str>) -> Result<Action, ArgsErr
                     },
                 }
             }
+            (Style::Claude, "--fork-session") | (Style::Opencode, "--fork") => fork = true,
             (Style::Claude, "--dangerously-skip-permissions") => inv.dangerous = true,
             (Style::Claude, "--permission-mode") => {
                 let mode = take_value(&mut i)?;
@@ -268,13 +274,27 @@ pub fn parse(args: &[String], env_style: Option<&str>) -> Result<Action, ArgsErr
         resume_id = Some(positionals.remove(at + 1));
         positionals.remove(at);
     }
+    // ... and forks the same way: `codex [flags] fork <id>`.
+    if style == Style::Codex
+        && resume_id.is_none()
+        && let Some(at) = positionals.iter().position(|p| p == "fork")
+        && at + 1 < positionals.len()
+    {
+        resume_id = Some(positionals.remove(at + 1));
+        positionals.remove(at);
+        fork = true;
+    }
     inv.ignored.extend(positionals);
 
-    inv.session = match (fresh_id, resume_id) {
-        (Some(_), Some(_)) => return Err(ArgsError::SessionIdWithResume),
-        (Some(id), None) => SessionRequest::Fresh(Some(checked_id(id)?)),
-        (None, Some(id)) => SessionRequest::Resume(checked_id(id)?),
-        (None, None) => SessionRequest::Fresh(None),
+    inv.session = match (fresh_id, resume_id, fork) {
+        (new, Some(from), true) => SessionRequest::Fork {
+            from: checked_source(from, style)?,
+            new: new.map(checked_id).transpose()?,
+        },
+        (Some(_), Some(_), false) => return Err(ArgsError::SessionIdWithResume),
+        (Some(id), None, _) => SessionRequest::Fresh(Some(checked_id(id)?)),
+        (None, Some(id), false) => SessionRequest::Resume(checked_id(id)?),
+        (None, None, _) => SessionRequest::Fresh(None),
     };
     Ok(Action::Run(inv))
 }
@@ -287,6 +307,15 @@ fn checked_id(id: String) -> Result<String, ArgsError> {
     } else {
         Ok(id)
     }
+}
+
+/// What a fork starts from: an id, or for claude also the absolute path
+/// of a transcript (Claude Code 2.1.197 takes one from any folder).
+fn checked_source(from: String, style: Style) -> Result<String, ArgsError> {
+    if style == Style::Claude && from.starts_with('/') && from.ends_with(".jsonl") {
+        return Ok(from);
+    }
+    checked_id(from)
 }
 
 #[cfg(test)]
@@ -371,6 +400,62 @@ mod tests {
         assert_eq!(
             err(&["--session-id", "a", "--resume", "b"]),
             ArgsError::SessionIdWithResume
+        );
+    }
+
+    #[test]
+    fn each_clis_fork_arguments_ask_for_a_fork() {
+        assert_eq!(
+            run(
+                &["--session-id", "n", "--resume", "o", "--fork-session"],
+                None
+            )
+            .session,
+            SessionRequest::Fork {
+                from: "o".into(),
+                new: Some("n".into())
+            }
+        );
+        assert_eq!(
+            run(
+                &["--resume", "/c/projects/-w/o.jsonl", "--fork-session"],
+                None
+            )
+            .session,
+            SessionRequest::Fork {
+                from: "/c/projects/-w/o.jsonl".into(),
+                new: None
+            }
+        );
+        assert_eq!(
+            run(
+                &[
+                    "--style",
+                    "codex",
+                    "--no-daemon",
+                    "-c",
+                    "x=1",
+                    "fork",
+                    "t-1"
+                ],
+                None
+            )
+            .session,
+            SessionRequest::Fork {
+                from: "t-1".into(),
+                new: None
+            }
+        );
+        assert_eq!(
+            run(
+                &["--style", "opencode", "--session", "ses_1", "--fork"],
+                None
+            )
+            .session,
+            SessionRequest::Fork {
+                from: "ses_1".into(),
+                new: None
+            }
         );
     }
 

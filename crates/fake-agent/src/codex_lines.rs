@@ -18,6 +18,12 @@ pub fn lines(event: &Event<'_>, session_id: &str, cwd: &str, timestamp: &str) ->
             m.insert("timestamp".into(), timestamp.into());
             m.insert("originator".into(), "hangar-fake-agent".into());
             m.insert("cli_version".into(), env!("CARGO_PKG_VERSION").into());
+            // Codex 0.171.0 names what a fork carries on from in its new
+            // rollout's first line, and copies none of it.
+            if let Some((from, ordinal)) = &start.forked_from {
+                m.insert("forked_from_id".into(), from.clone().into());
+                m.insert("forked_from_ordinal_exclusive".into(), (*ordinal).into());
+            }
             vec![("session_meta", Value::Object(m))]
         }
         Event::User(text) => vec![

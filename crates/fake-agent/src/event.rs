@@ -17,6 +17,9 @@ pub struct StartRecord {
     pub env_proxy: Option<String>,
     /// Whether the transcript file existed before this start.
     pub transcript_existed: bool,
+    /// A fork: the conversation it started from, and (codex) how many of
+    /// its rollout's lines the fork carries on from.
+    pub forked_from: Option<(String, usize)>,
     pub invocation: Invocation,
 }
 
@@ -39,6 +42,7 @@ impl StartRecord {
             "settings": inv.settings,
             "config_overrides": inv.config_overrides,
             "ignored_args": inv.ignored,
+            "forked_from": self.forked_from.as_ref().map(|(id, _)| id),
         });
         match value {
             serde_json::Value::Object(map) => map,

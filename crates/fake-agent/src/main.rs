@@ -19,6 +19,7 @@ mod codex_lines;
 mod codex_server;
 mod conversation;
 mod event;
+mod fork;
 mod hooks;
 mod input;
 mod knobs;
@@ -159,6 +160,29 @@ fn run(
         }
         SessionRequest::Fresh(None) => (uuid::Uuid::new_v4().to_string(), false),
         SessionRequest::Resume(id) => (id.clone(), true),
+        // A fork is a new conversation: claude's under the id it was given,
+        // codex and opencode under one of their own.
+        SessionRequest::Fork { new: Some(id), .. } => (id.clone(), false),
+        SessionRequest::Fork { new: None, .. } if inv.style == args::Style::Opencode => {
+            (opencode_db::new_id(), false)
+        }
+        SessionRequest::Fork { new: None, .. } => (uuid::Uuid::new_v4().to_string(), false),
+    };
+    let forked_from = match &inv.session {
+        SessionRequest::Fork { from, .. } => Some(from.clone()),
+        _ => None,
+    };
+    // What a fork starts from, found as each real CLI finds it (README.md,
+    // Forks); a missing one is refused with the real CLI's words.
+    let fork = match &forked_from {
+        Some(from) => match fork::source(inv.style, &roots, &cwd, from)? {
+            Ok(source) => Some(source),
+            Err(words) => {
+                say(&mut stderr(), &words);
+                return Ok(1);
+            }
+        },
+        None => None,
     };
     if inv.style == args::Style::Opencode && resumed {
         let db = opencode_db::path(&|k| std::env::var(k).ok())
@@ -179,15 +203,24 @@ fn run(
     let model = inv.model.clone().unwrap_or_else(|| "fake-agent".into());
     let mut placement = Transcript::place(&roots, inv.style, &cwd, &session_id, resumed)?;
     placement.write = !knobs.no_transcript;
+    // Claude Code writes a fork's transcript with its first turn.
+    placement.deferred = fork.is_some() && inv.style == args::Style::Claude;
     let mut transcript = Transcript::open(&placement, inv.style, &cwd, &session_id, &model)?;
+    if let Some(source) = &fork {
+        fork::start(source, &mut transcript, &session_id, &cwd)?;
+    }
     if knobs.drain_on_exit_ms.is_some() {
         transcript.defer_writes();
     }
 
     let banner = format!(
-        "fake-agent {} session {session_id}{}{}",
+        "fake-agent {} session {session_id}{}{}{}",
         inv.style.name(),
         if resumed { " (resumed)" } else { "" },
+        match &fork {
+            Some(f) => format!(" (forked from {})", f.id),
+            None => String::new(),
+        },
         if inv.dangerous { " [dangerous]" } else { "" },
     );
     let start = StartRecord {
@@ -198,6 +231,7 @@ fn run(
         resumed,
         env_proxy: std::env::var("HTTPS_PROXY").ok(),
         transcript_existed: placement.existed,
+        forked_from: fork.as_ref().map(|f| (f.id.clone(), f.ordinal)),
         invocation: inv,
     };
     if !placement.existed {

@@ -111,6 +111,57 @@ impl Store {
     }
 }
 
+impl Store {
+    /// `--session FROM --fork`: a new conversation `new` in `directory`,
+    /// titled `<FROM's title> (fork #N)`, with FROM's messages and parts
+    /// copied under new ids at this time (as OpenCode 1.18.33 does).
+    pub fn fork(&self, from: &str, new: &str, directory: &str) -> anyhow::Result<()> {
+        let now = now_ms();
+        let title: String =
+            self.conn
+                .query_row("SELECT title FROM session WHERE id = ?1", [from], |r| {
+                    r.get(0)
+                })?;
+        let forks: i64 = self.conn.query_row(
+            "SELECT count(*) FROM session WHERE title LIKE ?1",
+            [format!("{title} (fork #%")],
+            |r| r.get(0),
+        )?;
+        self.conn.execute(
+            "INSERT INTO session (id, project_id, slug, directory, path, title, version, time_created, time_updated)
+             VALUES (?1, 'global', 'fake-session', ?2, ?3, ?4, 'hangar-fake-agent', ?5, ?5)",
+            params![new, directory, directory.trim_start_matches('/'),
+                    format!("{title} (fork #{})", forks + 1), now],
+        )?;
+        let messages: Vec<(String, String)> = self
+            .conn
+            .prepare(
+                "SELECT id, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
+            )?
+            .query_map([from], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        for (old_message, data) in messages {
+            let message = format!("msg_{}", &new_id()[4..]);
+            self.conn.execute(
+                "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+                params![message, new, now, data],
+            )?;
+            let parts: Vec<String> = self
+                .conn
+                .prepare("SELECT data FROM part WHERE message_id = ?1 ORDER BY time_created, id")?
+                .query_map([&old_message], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            for part in parts {
+                self.conn.execute(
+                    "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                    params![format!("prt_{}", &new_id()[4..]), message, new, now, part],
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +191,33 @@ mod tests {
             .unwrap();
         assert_eq!(texts.len(), 2);
         assert!(texts.contains(&"hello".to_owned()));
+    }
+
+    #[test]
+    fn a_fork_copies_the_conversation_under_a_new_id_and_leaves_it_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("opencode.db")).unwrap();
+        let from = new_id();
+        store.user_prompt(&from, "/w", "hello").unwrap();
+        let fork = new_id();
+        store.fork(&from, &fork, "/w").unwrap();
+        let count = |id: &str| -> i64 {
+            store
+                .conn
+                .query_row(
+                    "SELECT count(*) FROM part WHERE session_id = ?1",
+                    [id],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        assert_eq!((count(&from), count(&fork)), (1, 1));
+        let title: String = store
+            .conn
+            .query_row("SELECT title FROM session WHERE id = ?1", [&fork], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert!(title.ends_with(" (fork #1)"), "{title}");
     }
 }

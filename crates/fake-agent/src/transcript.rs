@@ -38,6 +38,9 @@ pub struct Transcript {
     /// Lines not yet written (`FAKE_AGENT_DRAIN_ON_EXIT_MS`): written when
     /// the fake exits, as Claude Code drains its queued writes on SIGTERM.
     queued: Option<Vec<Value>>,
+    /// A claude fork's copy of the conversation it forked, written (with
+    /// the file itself) at the first prompt, as Claude Code does.
+    fork_copy: Option<Vec<Value>>,
 }
 
 /// Where a session's transcript is, and whether it already exists.
@@ -46,6 +49,8 @@ pub struct Placement {
     pub existed: bool,
     /// Whether the transcript is written at all (`FAKE_AGENT_NO_TRANSCRIPT`).
     pub write: bool,
+    /// The file is made only with the first prompt (a claude fork).
+    pub deferred: bool,
 }
 
 impl Transcript {
@@ -89,6 +94,7 @@ impl Transcript {
             path,
             existed,
             write: true,
+            deferred: false,
         })
     }
 
@@ -100,7 +106,7 @@ impl Transcript {
         session_id: &str,
         model: &str,
     ) -> anyhow::Result<Transcript> {
-        let file = if placement.write {
+        let file = if placement.write && !placement.deferred {
             if let Some(dir) = placement.path.parent() {
                 fs::create_dir_all(dir)
                     .with_context(|| format!("creating transcript directory {}", dir.display()))?;
@@ -132,7 +138,12 @@ impl Transcript {
             model: model.into(),
             last_uuid: None,
             closed: false,
-            queued: None,
+            queued: if placement.deferred && placement.write {
+                Some(Vec::new())
+            } else {
+                None
+            },
+            fork_copy: None,
         })
     }
 
@@ -164,6 +175,47 @@ impl Transcript {
             }));
         }
         self.write_lines(lines)
+    }
+
+    /// A claude fork: `copied` (the forked conversation's lines, already
+    /// rewritten to this session) goes into the file made at the first
+    /// prompt, after its lead lines and before everything since.
+    pub fn begin_fork(&mut self, copied: Vec<Value>) {
+        self.last_uuid = copied
+            .iter()
+            .rev()
+            .find_map(|l| l.get("uuid").and_then(Value::as_str).map(str::to_owned));
+        self.fork_copy = Some(copied);
+    }
+
+    /// The first prompt of a claude fork: make the file and write what
+    /// waited for it.
+    fn materialize_fork(&mut self) -> anyhow::Result<()> {
+        let Some(copied) = self.fork_copy.take() else {
+            return Ok(());
+        };
+        let waiting = self.queued.take().unwrap_or_default();
+        if let Some(dir) = self.path.parent() {
+            fs::create_dir_all(dir)
+                .with_context(|| format!("creating transcript directory {}", dir.display()))?;
+        }
+        self.file = Some(
+            OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&self.path)
+                .with_context(|| format!("opening transcript {}", self.path.display()))?,
+        );
+        let is_lead = |l: &Value| {
+            matches!(
+                l.get("type").and_then(Value::as_str),
+                Some("mode" | "permission-mode")
+            )
+        };
+        let (lead, rest): (Vec<Value>, Vec<Value>) = waiting.into_iter().partition(is_lead);
+        self.write_lines(lead)?;
+        self.write_lines(copied)?;
+        self.write_lines(rest)
     }
 
     /// From now on, lines are queued and only written when the fake exits
@@ -206,6 +258,9 @@ impl Transcript {
         self.closed = matches!(event, Event::Exit { .. });
         if self.closed {
             self.drain()?;
+        }
+        if matches!(event, Event::User(_)) && self.fork_copy.is_some() {
+            self.materialize_fork()?;
         }
         if let (Some(store), Event::User(text)) = (&self.opencode, &event) {
             store.user_prompt(&self.session_id, &self.cwd, text)?;

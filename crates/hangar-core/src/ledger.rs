@@ -45,6 +45,8 @@ pub enum IdRefusal {
     ProvisionalOverDurable,
     #[error("the id is empty")]
     Empty,
+    #[error("it is the conversation this session was forked from, which stays its parent's")]
+    ForkOrigin,
 }
 
 /// What to do with an observation.
@@ -147,6 +149,26 @@ pub fn decide(
         }),
         new,
     }
+}
+
+/// [`decide`] for `meta` itself: a forked session never takes the
+/// conversation it was forked from (`crate::fork::refuses_origin`), however
+/// the observation came (its process reading the parent's file, a hook).
+pub fn decide_for(
+    meta: &SessionMeta,
+    observed: &Observation,
+    session_cwd: &str,
+    now_ms: u64,
+) -> IdDecision {
+    if crate::fork::refuses_origin(meta, &observed.id) {
+        return IdDecision::Refuse(IdRefusal::ForkOrigin);
+    }
+    decide(
+        meta.provider_session.as_ref(),
+        observed,
+        session_cwd,
+        now_ms,
+    )
 }
 
 /// Carry a decision out on `meta`. Returns whether anything changed.
@@ -393,6 +415,31 @@ mod tests {
                 at_ms: 77
             }]
         );
+    }
+
+    #[test]
+    fn a_fork_never_adopts_the_conversation_it_was_forked_from() {
+        let mut parent = SessionMeta::new("p".into(), Provider::Codex, "/w");
+        parent.provider_session = Some(psid("old", Some(IdSource::Transcript)));
+        let mut fork = SessionMeta::new("f".into(), Provider::Codex, "/w");
+        fork.forked_from =
+            Some(crate::fork::plan_fork(&parent, &Provider::Codex, 1).expect("forkable"));
+        let d = decide_for(
+            &fork,
+            &seen("old", IdSource::Transcript, Some("/w")),
+            "/w",
+            2,
+        );
+        assert_eq!(d, IdDecision::Refuse(IdRefusal::ForkOrigin));
+        // Its own new conversation is adopted as usual.
+        let d = decide_for(
+            &fork,
+            &seen("new", IdSource::Transcript, Some("/w")),
+            "/w",
+            2,
+        );
+        assert!(apply(&mut fork, d));
+        assert_eq!(fork.durable_provider_id(), Some("new"));
     }
 
     #[test]

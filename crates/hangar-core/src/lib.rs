@@ -18,6 +18,7 @@ pub mod display;
 pub mod engine;
 #[doc(hidden)]
 pub mod fixtures;
+pub mod fork;
 pub mod goal;
 pub mod governor;
 pub mod hosts;

@@ -255,6 +255,10 @@ pub struct SessionMeta {
     /// started without its walls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The session this one was forked from (`hangar fork`), and how it
+    /// carries that conversation on (`crate::fork`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkOrigin>,
 }
 
 fn default_true() -> bool {
@@ -283,6 +287,7 @@ impl SessionMeta {
             git_base: None,
             engine: None,
             sandbox: None,
+            forked_from: None,
         }
     }
 
@@ -502,4 +507,29 @@ mod short_id_tests {
         assert_eq!(SessionId::from("ééééé").short(), "éééé");
         assert_eq!(SessionId::from("aéééé").short(), "aéééé");
     }
+}
+
+/// Where a forked session came from (`hangar fork`, rules in `crate::fork`).
+/// Kept for the session's whole life: `ls` shows it, and the ledger refuses
+/// the origin's id with it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ForkOrigin {
+    /// The parent session's local id (it may be closed since).
+    pub session: SessionId,
+    /// The parent's provider at the fork.
+    pub provider: Provider,
+    /// The parent's conversation the fork carries on: the id the CLI's own
+    /// fork starts from. `None` for a handoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_session_id: Option<String>,
+    /// Forked into another CLI: started fresh with a handoff prompt.
+    #[serde(default)]
+    pub handoff: bool,
+    /// The handoff prompt, until it is typed into the new agent (a parked
+    /// fork gets it at its first wake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_prompt: Option<String>,
+    /// When the fork was made (ms since the epoch).
+    #[serde(default)]
+    pub at_ms: u64,
 }

@@ -28,13 +28,20 @@ pub struct OwnSession<'a> {
     pub cwd: &'a str,
     /// When the session's current process started (ms since the epoch).
     pub started_ms: u64,
-    /// Prompts hangar typed into the session's terminal since then.
+    /// Prompts hangar typed into the session's terminal since then, oldest
+    /// first.
     pub typed: &'a [String],
+    /// The conversation the session already has, if any.
+    pub current: Option<&'a str>,
 }
 
-/// The conversation that is the session's own, if exactly the proof above
-/// holds for one (the newest, when a person started several with the same
-/// prompt in the same process: that one is on screen). `claimed(id)` says
+/// The conversation that is the session's own, if the proof above holds
+/// for one. Among several, the one holding the latest prompt typed wins
+/// (a `/new` in the same process, then a prompt, moves on to the new
+/// conversation); on a tie the session's current one stays, else the
+/// newest. The tie rule is what keeps a forked copy off its parent:
+/// OpenCode's `--fork` copies the parent's messages, prompts hangar typed
+/// into the parent included, into a newer conversation. `claimed(id)` says
 /// whether another session already holds an id.
 pub fn own_conversation<'c>(
     conversations: &'c [OpencodeConversation],
@@ -50,17 +57,27 @@ pub fn own_conversation<'c>(
     if typed.is_empty() {
         return None;
     }
+    // The latest typed prompt a conversation holds (its index in `typed`).
+    let latest_held = |c: &OpencodeConversation| {
+        typed
+            .iter()
+            .rposition(|t| c.user_texts.iter().any(|u| u.trim() == *t))
+    };
     conversations
         .iter()
         .filter(|c| c.directory == me.cwd)
-        .filter(|c| c.created_ms >= me.started_ms)
+        .filter(|c| c.created_ms >= me.started_ms || me.current == Some(c.id.as_str()))
         .filter(|c| !claimed(&c.id))
-        .filter(|c| {
-            c.user_texts
-                .iter()
-                .any(|u| typed.iter().any(|t| u.trim() == *t))
+        .filter_map(|c| latest_held(c).map(|held| (held, c)))
+        .max_by_key(|(held, c)| {
+            (
+                *held,
+                me.current == Some(c.id.as_str()),
+                c.created_ms,
+                c.id.clone(),
+            )
         })
-        .max_by_key(|c| (c.created_ms, c.id.clone()))
+        .map(|(_, c)| c)
 }
 
 #[cfg(test)]
@@ -88,6 +105,7 @@ mod tests {
             cwd: "/p",
             started_ms: 1_000,
             typed: &typed,
+            current: None,
         };
         assert_eq!(
             own_conversation(&all, &me, &|_| false).map(|c| c.id.as_str()),
@@ -106,6 +124,7 @@ mod tests {
             cwd: "/p",
             started_ms: 1_000,
             typed: &typed,
+            current: None,
         };
         assert!(own_conversation(&all, &me, &|_| false).is_none());
         let none: Vec<String> = Vec::new();
@@ -113,6 +132,7 @@ mod tests {
             cwd: "/p",
             started_ms: 0,
             typed: &none,
+            current: None,
         };
         assert!(own_conversation(&all, &me, &|_| false).is_none());
     }
@@ -125,8 +145,44 @@ mod tests {
             cwd: "/p",
             started_ms: 1_000,
             typed: &typed,
+            current: None,
         };
         assert!(own_conversation(&all, &me, &|id| id == "ses_theirs").is_none());
+    }
+
+    #[test]
+    fn a_forked_copy_holding_the_parents_prompts_never_takes_the_parents_place() {
+        // OpenCode's `--fork` copied the parent's messages into a newer
+        // conversation in the same folder.
+        let all = vec![
+            conv("ses_parent", "/p", 1_500, &["first", "second"]),
+            conv("ses_fork", "/p", 3_000, &["first", "second"]),
+        ];
+        let typed = vec!["first".to_owned(), "second".to_owned()];
+        let me = OwnSession {
+            cwd: "/p",
+            started_ms: 1_000,
+            typed: &typed,
+            current: Some("ses_parent"),
+        };
+        assert_eq!(
+            own_conversation(&all, &me, &|_| false).map(|c| c.id.as_str()),
+            Some("ses_parent")
+        );
+        // A prompt typed after a `/new` moves the session on.
+        let all = vec![
+            conv("ses_parent", "/p", 1_500, &["first"]),
+            conv("ses_new", "/p", 3_000, &["third"]),
+        ];
+        let typed = vec!["first".to_owned(), "third".to_owned()];
+        let me = OwnSession {
+            typed: &typed,
+            ..me
+        };
+        assert_eq!(
+            own_conversation(&all, &me, &|_| false).map(|c| c.id.as_str()),
+            Some("ses_new")
+        );
     }
 
     #[test]
@@ -140,6 +196,7 @@ mod tests {
             cwd: "/p",
             started_ms: 1_000,
             typed: &typed,
+            current: None,
         };
         assert_eq!(
             own_conversation(&all, &me, &|_| false).map(|c| c.id.as_str()),

@@ -125,6 +125,7 @@ impl CliProbe {
             var: &var,
             dangerous: false,
             mint: &mint,
+            fork_from: None,
         };
         resolve_program(provider, &env).ok()
     }

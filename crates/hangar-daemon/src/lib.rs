@@ -211,6 +211,7 @@ impl Daemon {
                 paths.home.clone(),
                 config.section(|c| &c.sandbox),
             )),
+            delivery: delivery.clone(),
         });
         let governor = Arc::new(governor::Governor {
             paths: paths.clone(),

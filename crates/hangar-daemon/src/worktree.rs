@@ -238,7 +238,39 @@ pub fn create(
     settings: &WorktreeSettings,
 ) -> Result<WorktreeInfo, WorktreeError> {
     let repo = Repo::discover(os, cwd)?;
-    let folder = folder_setting(settings, home, &repo);
+    let (branch, path) = new_branch_and_folder(os, &repo, wanted, title, home, settings)?;
+    git(
+        os,
+        &repo.root,
+        &["worktree", "add", "-b", &branch, &path, &repo.head],
+    )?;
+    let info = WorktreeInfo {
+        path,
+        branch,
+        base: repo.head.clone(),
+        repo_root: repo.root.display().to_string(),
+        created_by_hangar: true,
+    };
+    if let Err(e) = copy_included(os, &repo.root, Path::new(&info.path)) {
+        // Nothing but hangar's own copies is in it yet; take it back down.
+        let _ = remove(os, &info, true);
+        return Err(e);
+    }
+    Ok(info)
+}
+
+/// The new branch (`wanted`, which must not exist yet, or one made unique
+/// from the title) and the folder a new worktree of `repo` gets. Never an
+/// existing folder.
+fn new_branch_and_folder(
+    os: &dyn Git,
+    repo: &Repo,
+    wanted: Option<&str>,
+    title: &str,
+    home: &Path,
+    settings: &WorktreeSettings,
+) -> Result<(String, String), WorktreeError> {
+    let folder = folder_setting(settings, home, repo);
     let branch = match wanted.map(str::trim).filter(|w| !w.is_empty()) {
         Some(w) => {
             if git(os, &repo.root, &["check-ref-format", "--branch", w]).is_err() {
@@ -264,19 +296,45 @@ pub fn create(
             source,
         })?;
     }
+    Ok((branch, path))
+}
+
+/// A fork's worktree (`hangar fork --worktree`): a new branch from the
+/// checkout `parent`'s `HEAD`, holding `parent`'s uncommitted state
+/// (`review::fork_state`), compared with `base` like its parent's work.
+/// Refused, with nothing made, while `parent` is mid-rebase or mid-merge.
+pub fn create_fork(
+    os: &dyn Git,
+    parent: &Path,
+    wanted: Option<&str>,
+    title: &str,
+    home: &Path,
+    settings: &WorktreeSettings,
+    base: Option<&str>,
+) -> Result<WorktreeInfo, ApiError> {
+    use crate::review::fork_state;
+    if let Some(why) = fork_state::refusal(os, parent) {
+        return Err(ApiError::invalid(why));
+    }
+    let repo = Repo::discover(os, parent)?;
+    let head = fork_state::head(os, parent)?;
+    let (branch, path) = new_branch_and_folder(os, &repo, wanted, title, home, settings)?;
     git(
         os,
         &repo.root,
-        &["worktree", "add", "-b", &branch, &path, &repo.head],
+        &["worktree", "add", "-b", &branch, &path, &head],
     )?;
     let info = WorktreeInfo {
         path,
         branch,
-        base: repo.head.clone(),
+        base: base.map(str::to_owned).unwrap_or_else(|| repo.head.clone()),
         repo_root: repo.root.display().to_string(),
         created_by_hangar: true,
     };
-    if let Err(e) = copy_included(os, &repo.root, Path::new(&info.path)) {
+    let copied = copy_included(os, &repo.root, Path::new(&info.path))
+        .map_err(ApiError::from)
+        .and_then(|_| fork_state::copy_uncommitted(os, parent, Path::new(&info.path)));
+    if let Err(e) = copied {
         // Nothing but hangar's own copies is in it yet; take it back down.
         let _ = remove(os, &info, true);
         return Err(e);
@@ -772,6 +830,51 @@ impl Worktrees {
                 .err();
         }
         Ok(Some(prepared))
+    }
+
+    /// For `fork --worktree`: the fork's worktree from the parent's
+    /// checkout `parent_cwd` (`create_fork`), then the setup command.
+    pub async fn prepare_fork_worktree(
+        &self,
+        parent_cwd: &str,
+        wanted: Option<String>,
+        title: &str,
+        base: Option<String>,
+        config: &WorktreeConfig,
+    ) -> Result<PreparedWorktree, ApiError> {
+        let home = self.paths.home.clone();
+        let settings = worktree_settings(config);
+        let parent = PathBuf::from(parent_cwd);
+        let title = title.to_owned();
+        let created = {
+            let settings = settings.clone();
+            let git = self.git.clone();
+            blocking(move || {
+                create_fork(
+                    git.as_ref(),
+                    &parent,
+                    wanted.as_deref(),
+                    &title,
+                    &home,
+                    &settings,
+                    base.as_deref(),
+                )
+            })
+            .await??
+        };
+        let mut prepared = PreparedWorktree {
+            info: created,
+            setup_failure: None,
+            adopted: false,
+            git: self.git.clone(),
+        };
+        if let Some(command) = settings.setup_command.filter(|c| !c.trim().is_empty()) {
+            let timeout = settings.setup_timeout.unwrap_or(Duration::from_secs(600));
+            prepared.setup_failure = run_setup(&command, &prepared.info, &self.paths.home, timeout)
+                .await
+                .err();
+        }
+        Ok(prepared)
     }
 
     /// The session owning `prepared` is saved: remember the worktree, and

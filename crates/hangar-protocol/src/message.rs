@@ -506,6 +506,33 @@ pub struct Finish {
     pub dry_run: bool,
 }
 
+/// `hangar fork`: a new session carrying on another's conversation (the
+/// CLI's own fork), or with `provider` another CLI's agent started with a
+/// handoff prompt. Without `parked`, the fork opens in a split beside its
+/// parent (or in its parent's tab when the parent is not a pane).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fork {
+    pub session: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Fork into this CLI instead of the parent's (a handoff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// A new worktree on this new branch, from the parent's HEAD with the
+    /// parent's uncommitted state copied in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree_branch: Option<String>,
+    /// With `worktree_branch` absent: a new worktree with a branch named
+    /// from the title.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub worktree: bool,
+    /// `vertical` (default) or `horizontal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parked: bool,
+}
+
 /// Every request kind this build understands.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Request {
@@ -578,6 +605,8 @@ pub enum Request {
     Review(Review),
     /// Land a session's work (`hangar finish`).
     Finish(Finish),
+    /// Fork a session's conversation (`hangar fork`).
+    Fork(Fork),
     /// Build and import an image for an engine.
     EngineImageBuild(EngineImageBuild),
     /// A kind this build does not know; answered with `unknown_kind`.
@@ -678,6 +707,7 @@ impl Request {
             Request::Diff(_) => "diff",
             Request::Review(_) => "review",
             Request::Finish(_) => "finish",
+            Request::Fork(_) => "fork",
             Request::EngineImageBuild(_) => "engine_image_build",
             Request::Unknown(kind) => kind,
         }
@@ -726,6 +756,7 @@ impl Request {
             Request::Diff(b) => v(b),
             Request::Review(b) => v(b),
             Request::Finish(b) => v(b),
+            Request::Fork(b) => v(b),
             Request::EngineImageBuild(b) => v(b),
             Request::List
             | Request::Status
@@ -822,6 +853,7 @@ impl Request {
             "diff" => Request::Diff(b(id, k, body)?),
             "review" => Request::Review(b(id, k, body)?),
             "finish" => Request::Finish(b(id, k, body)?),
+            "fork" => Request::Fork(b(id, k, body)?),
             "engine_image_build" => Request::EngineImageBuild(b(id, k, body)?),
             other => match AgentTool::from_kind(other) {
                 Some(tool) => {

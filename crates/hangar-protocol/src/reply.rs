@@ -190,6 +190,30 @@ pub struct Landed {
     pub removed_worktrees: Option<Vec<WorktreeRemoved>>,
 }
 
+/// `fork`: the new session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Forked {
+    pub id: String,
+    /// The session it was forked from.
+    pub forked_from: String,
+    /// Forked into another CLI: it starts from a handoff prompt, not from
+    /// its parent's conversation.
+    pub handoff: bool,
+    /// As `SessionView::state` (`live`, `hibernated`, `failed`...).
+    pub state: String,
+    /// With `--worktree`: the new worktree holding the parent's state.
+    pub worktree: Option<ForkWorktree>,
+}
+
+/// The worktree a fork was given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForkWorktree {
+    pub path: String,
+    pub branch: String,
+    /// The branch its diff is taken against.
+    pub base: String,
+}
+
 /// `pin`, `unpin`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pinned {
@@ -707,6 +731,7 @@ pub mod kind {
         Diff(msg::Diff) -> DiffPage = Request::Diff;
         Review(msg::Review) -> Reviewed = Request::Review;
         Finish(msg::Finish) -> Finished = Request::Finish;
+        Fork(msg::Fork) -> Forked = Request::Fork;
         EngineImageBuild(msg::EngineImageBuild) -> ImageBuilt = Request::EngineImageBuild;
     }
 }

@@ -74,6 +74,13 @@ pub struct SessionView {
     /// runs with the person's whole account.
     #[serde(default)]
     pub sandbox: Option<SandboxView>,
+    /// The session this one was forked from (`hangar fork`), null when none.
+    #[serde(default)]
+    pub forked_from: Option<String>,
+    /// Forked into another CLI: it started from a handoff prompt, not from
+    /// its parent's conversation.
+    #[serde(default)]
+    pub handoff: bool,
 }
 
 /// A session's usage limit in `hangar ls --json`.

@@ -153,6 +153,40 @@ pub trait Adapter: Sync {
         None
     }
 
+    /// Fork (`hangar fork`, issue 30): the arguments that start a new
+    /// conversation holding conversation `from`'s messages, `from` left
+    /// untouched, with the new id when hangar chooses it (recorded at once,
+    /// source `resume-request`). `own`: the id an earlier start of this fork
+    /// was given and whose conversation does not exist yet, given again so
+    /// the fork keeps one id. `None`: the CLI cannot fork.
+    fn fork_args(
+        &self,
+        from: &str,
+        own: Option<&str>,
+        dangerous: bool,
+        sandboxed: bool,
+        mint: &dyn Fn() -> String,
+    ) -> Option<SessionArgs> {
+        let _ = (from, own, dangerous, sandboxed, mint);
+        None
+    }
+
+    /// What a fork started in folder `cwd` names conversation `from` by
+    /// (`transcripts`: the CLI's transcript root); its id unless the CLI
+    /// needs more.
+    fn fork_source(&self, transcripts: Option<&Path>, cwd: &str, from: &str) -> String {
+        let _ = (transcripts, cwd);
+        from.to_owned()
+    }
+
+    /// Whether conversation `id` (of a session in `cwd`) exists yet. True
+    /// for a CLI that chooses its own ids: hangar learns one only from the
+    /// CLI's own record of the conversation.
+    fn conversation_exists(&self, transcripts: Option<&Path>, cwd: &str, id: &str) -> bool {
+        let _ = (transcripts, cwd, id);
+        true
+    }
+
     /// The npm package its CLI is installed from (an engine's image).
     fn npm_package(&self) -> Option<&'static str> {
         None

@@ -66,6 +66,7 @@ mod tests {
             var: &var,
             dangerous: false,
             mint: &mint,
+            fork_from: None,
         };
         let e = resolve_program(&provider, &env).unwrap_err();
         launch_failure(&e, &provider, Path::new("/h"), "abcd1234")

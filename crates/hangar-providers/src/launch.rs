@@ -46,6 +46,9 @@ pub struct LaunchEnv<'a> {
     pub dangerous: bool,
     /// Mints a fresh provider session id (a uuid).
     pub mint: &'a dyn Fn() -> String,
+    /// The conversation this start forks (`hangar_core::fork::fork_start_from`):
+    /// the CLI's own fork of it instead of a resume or a fresh start.
+    pub fork_from: Option<&'a str>,
 }
 
 fn env_var_name(provider: &Provider) -> String {
@@ -129,6 +132,24 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
     let mut args = Vec::new();
     let mut minted = None;
     let custom = env.providers.get(meta.provider.name());
+    if let Some(from) = env.fork_from
+        && let Some(fork) = crate::adapter::adapter(&meta.provider).fork_args(
+            from,
+            resume.as_deref().filter(|own| *own != from),
+            env.dangerous,
+            meta.sandbox.is_some(),
+            env.mint,
+        )
+    {
+        return Ok(LaunchSpec {
+            program,
+            args: fork.args,
+            env: custom.map(|c| c.env.clone()).unwrap_or_default(),
+            // It carries a conversation on, as a resume does.
+            resumed: true,
+            minted: fork.minted,
+        });
+    }
     match &meta.provider {
         Provider::Custom(_) => {
             if let Some(c) = custom {
@@ -272,6 +293,7 @@ mod tests {
             var: vars,
             dangerous,
             mint: &|| "minted-uuid".to_owned(),
+            fork_from: None,
         }
     }
 
@@ -503,6 +525,43 @@ mod tests {
             with_cli_facts(spec.clone(), &Provider::Claude, Some(&accepts)),
             spec
         );
+    }
+
+    #[test]
+    fn a_fork_starts_with_its_clis_fork_arguments_after_the_dangerous_flag() {
+        let config = ProvidersConfig::default();
+        let bin = true_bin();
+        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
+        let launch = |meta: &SessionMeta, from: &str| {
+            let mut env = env_with(&config, &vars, true);
+            env.fork_from = Some(from);
+            launch_spec(meta, &env).unwrap()
+        };
+        let meta = SessionMeta::new(SessionId::from("f"), Provider::Claude, "/tmp");
+        let spec = launch(&meta, "old");
+        assert_eq!(
+            spec.args,
+            [
+                "--dangerously-skip-permissions",
+                "--session-id",
+                "minted-uuid",
+                "--resume",
+                "old",
+                "--fork-session"
+            ]
+        );
+        assert!(spec.resumed);
+        assert_eq!(spec.minted.map(|m| m.id).as_deref(), Some("minted-uuid"));
+        let codex = SessionMeta::new(SessionId::from("f"), Provider::Codex, "/tmp");
+        let spec = with_mcp(launch(&codex, "t-1"), &Provider::Codex, &mcp_server());
+        let facts = crate::cli_facts::CliFacts {
+            version: None,
+            no_daemon: true,
+        };
+        let spec = with_cli_facts(spec, &Provider::Codex, Some(&facts));
+        assert_eq!(spec.args[0], "--no-daemon");
+        assert_eq!(&spec.args[spec.args.len() - 2..], ["fork", "t-1"]);
+        assert_eq!(spec.minted, None);
     }
 
     #[test]

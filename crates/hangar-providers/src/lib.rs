@@ -60,6 +60,7 @@ pub mod cli_facts;
 pub mod codex;
 pub mod config;
 pub mod failure_reason;
+pub mod fork;
 pub mod launch;
 pub mod opencode;
 pub mod sandboxed;

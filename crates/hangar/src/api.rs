@@ -226,6 +226,11 @@ pub fn finish(c: &mut Client, req: msg::Finish) -> anyhow::Result<reply::Finishe
     ask::<kind::Finish>(c, req)
 }
 
+/// A new session carrying on another's conversation (`hangar fork`).
+pub fn fork(c: &mut Client, req: msg::Fork) -> anyhow::Result<reply::Forked> {
+    ask::<kind::Fork>(c, req)
+}
+
 /// Build and import an image for an engine (slow: minutes).
 pub fn engine_image_build(
     c: &mut Client,

@@ -408,6 +408,33 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// A new session carrying on another's conversation (its CLI's own
+    /// fork), the original untouched; with --provider, another CLI's agent
+    /// started with a handoff prompt. Opens in a split beside it.
+    Fork {
+        id: String,
+        #[arg(long)]
+        title: Option<String>,
+        /// Fork into this CLI (claude, codex, opencode): a handoff.
+        #[arg(long)]
+        provider: Option<String>,
+        /// Work in a new worktree on this new branch, from the parent's
+        /// HEAD with its uncommitted changes copied in.
+        #[arg(long, value_name = "BRANCH", conflicts_with = "same_folder")]
+        worktree: Option<String>,
+        /// Work in the parent's own folder (the default).
+        #[arg(long)]
+        same_folder: bool,
+        /// Open in a split beside the parent (the default).
+        #[arg(long, conflicts_with = "parked")]
+        split: bool,
+        /// Park the fork in its parent's tab instead of opening it.
+        #[arg(long)]
+        parked: bool,
+        /// The split's direction.
+        #[arg(long, value_parser = ["vertical", "horizontal"])]
+        direction: Option<String>,
+    },
     /// Container engines (`[engines.NAME]` in config.toml): their images.
     #[command(subcommand)]
     Engine(EngineCommand),
@@ -1060,6 +1087,28 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print(json, &v, crate::usage::human_goal);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Fork {
+            id,
+            title,
+            provider,
+            worktree,
+            same_folder: _,
+            split: _,
+            parked,
+            direction,
+        } => crate::review::fork(
+            &target,
+            json,
+            msg::Fork {
+                session: id,
+                title,
+                provider,
+                worktree_branch: worktree,
+                worktree: false,
+                direction,
+                parked,
+            },
+        ),
         Command::Diff { id, stat, base } => crate::review::diff(&target, json, id, stat, base),
         Command::Review { id, comment } => crate::review::review(&target, json, id, comment),
         Command::Finish {

@@ -151,6 +151,30 @@ pub fn review(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `hangar fork ID ...`: prints the new session's id (`{"id", ...}` with
+/// `--json`).
+pub fn fork(target: &Target, json_out: bool, req: msg::Fork) -> anyhow::Result<ExitCode> {
+    let mut c = target.connect()?;
+    let v = api::fork(&mut c, req)?;
+    human::print(json_out, &v, |v| {
+        let how = if v.handoff { "handed over" } else { "forked" };
+        println!(
+            "{} ({how} from {}, {})",
+            human::text(&v.id),
+            human::short_id(&v.forked_from),
+            human::text(&v.state)
+        );
+        if let Some(w) = &v.worktree {
+            println!(
+                "  in worktree {} on branch {}",
+                human::text(&w.path),
+                human::text(&w.branch)
+            );
+        }
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `hangar finish ID ...`.
 pub fn finish(target: &Target, json_out: bool, req: msg::Finish) -> anyhow::Result<ExitCode> {
     let mut c = target.connect()?;

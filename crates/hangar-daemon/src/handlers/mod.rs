@@ -11,6 +11,7 @@ pub mod activity;
 pub mod agent_tools;
 pub mod engines;
 pub mod fleet;
+pub mod fork;
 pub mod identity;
 pub mod lifecycle;
 pub mod placement;
@@ -106,6 +107,7 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::Diff(r) => answer::<kind::Diff>(review::diff(daemon, r).await),
         Request::Review(r) => answer::<kind::Review>(review::review(daemon, r).await),
         Request::Finish(r) => answer::<kind::Finish>(review::finish(daemon, r).await),
+        Request::Fork(r) => answer::<kind::Fork>(fork::fork(daemon, r).await),
         Request::Unknown(kind) => Err(ApiError::new(
             codes::UNKNOWN_KIND,
             format!(

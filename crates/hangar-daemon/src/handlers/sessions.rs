@@ -44,6 +44,7 @@ fn default_provider(providers: &hangar_providers::ProvidersConfig) -> Provider {
         var: &var,
         dangerous: false,
         mint: &new_id,
+        fork_from: None,
     };
     hangar_core::new_session::default_provider(|p| resolve_program(p, &env).is_ok())
 }

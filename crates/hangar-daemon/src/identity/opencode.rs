@@ -183,8 +183,15 @@ impl Identity {
         };
         let db = db.to_path_buf();
         let dir = cwd.clone();
-        let read =
-            tokio::task::spawn_blocking(move || read_conversations(&db, &dir, started_ms)).await;
+        let current = self
+            .sessions
+            .meta(id)
+            .and_then(|m| m.durable_provider_id().map(str::to_owned));
+        let current_id = current.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            read_conversations(&db, &dir, started_ms, current_id.as_deref())
+        })
+        .await;
         let conversations = match read {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
@@ -200,6 +207,7 @@ impl Identity {
             cwd: &cwd,
             started_ms,
             typed: &typed,
+            current: current.as_deref(),
         };
         let Some(own) = own_conversation(&conversations, &me, &|c| claimed.iter().any(|h| h == c))
         else {

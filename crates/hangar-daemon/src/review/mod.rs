@@ -10,6 +10,7 @@
 
 pub mod diff;
 pub mod finish;
+pub mod fork_state;
 pub mod git;
 
 use std::path::Path;

@@ -97,6 +97,34 @@ impl Sessions {
         if changed { st.save(&[]) } else { Ok(()) }
     }
 
+    /// A fork's handoff prompt (issue 30), taken out of its record and
+    /// saved before the caller types it: typed at most once, even across a
+    /// restart. `None` when it has none (left).
+    pub fn take_pending_prompt(&self, id: &SessionId) -> Result<Option<String>, ApiError> {
+        let mut st = self.lock();
+        let Some(text) = st
+            .ws
+            .sessions
+            .get_mut(id)
+            .and_then(|m| m.forked_from.as_mut())
+            .and_then(|o| o.pending_prompt.take())
+        else {
+            return Ok(None);
+        };
+        if let Err(e) = st.save(&[]) {
+            if let Some(o) = st
+                .ws
+                .sessions
+                .get_mut(id)
+                .and_then(|m| m.forked_from.as_mut())
+            {
+                o.pending_prompt = Some(text);
+            }
+            return Err(e);
+        }
+        Ok(Some(text))
+    }
+
     /// Record an observed provider session id if the ledger accepts it;
     /// persist it, and add a notice for a duplicate it creates. Returns
     /// whether the session's record changed.
@@ -111,12 +139,7 @@ impl Sessions {
         let Some(meta) = st.ws.sessions.get_mut(id) else {
             return false;
         };
-        let decision = ledger::decide(
-            meta.provider_session.as_ref(),
-            observed,
-            session_cwd,
-            now_ms,
-        );
+        let decision = ledger::decide_for(meta, observed, session_cwd, now_ms);
         match &decision {
             IdDecision::Refuse(why) => {
                 tracing::debug!("not adopting provider id {} for {id}: {why}", observed.id);

@@ -395,6 +395,14 @@ impl Sessions {
                 neighbours.push(p.pid);
             }
         }
+        // A fork's origin is its parent's, even once the parent is closed.
+        if let Some(origin) = meta
+            .forked_from
+            .as_ref()
+            .and_then(|o| o.provider_session_id.clone())
+        {
+            held.insert(origin);
+        }
         Some(IdentityFacts {
             cwd: meta.cwd.clone(),
             current: meta.durable_provider_id().map(str::to_owned),

@@ -189,6 +189,8 @@ impl State {
             engine: None,
             // Filled in by the caller from the sandbox settings (`handlers::sessions::list`).
             sandbox: None,
+            forked_from: meta.forked_from.as_ref().map(|f| f.session.to_string()),
+            handoff: meta.forked_from.as_ref().is_some_and(|f| f.handoff),
         })
     }
 
@@ -430,13 +432,19 @@ impl Sessions {
     pub fn claimed_ids(&self, id: &SessionId) -> Option<(String, Vec<String>)> {
         let st = self.lock();
         let meta = st.ws.sessions.get(id)?;
-        let claimed = st
+        let mut claimed: Vec<String> = st
             .ws
             .sessions
             .iter()
             .filter(|(o, m)| *o != id && m.provider == meta.provider)
             .filter_map(|(_, m)| m.durable_provider_id().map(str::to_owned))
             .collect();
+        // A fork's origin stays its parent's, even once the parent is closed.
+        claimed.extend(
+            meta.forked_from
+                .as_ref()
+                .and_then(|o| o.provider_session_id.clone()),
+        );
         Some((meta.cwd.clone(), claimed))
     }
 

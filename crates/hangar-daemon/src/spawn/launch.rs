@@ -75,11 +75,19 @@ impl Spawner {
             })?;
             let var = |k: &str| std::env::var(k).ok();
             let mint = || uuid::Uuid::new_v4().to_string();
+            // A fork starts from its origin until its own conversation
+            // exists (issue 30; `hangar_core::fork`).
+            let transcripts = hangar_providers::transcript::discovery::session_transcript_root(
+                &meta,
+                &hangar_providers::transcript::discovery::env_var,
+            );
+            let fork_from = hangar_providers::fork::fork_start(&meta, transcripts.as_deref());
             let env = LaunchEnv {
                 providers: self.providers.get(),
                 var: &var,
                 dangerous,
                 mint: &mint,
+                fork_from: fork_from.as_deref(),
             };
             let describe = |m: &hangar_core::SessionMeta| {
                 if m.title.is_empty() {

@@ -15,6 +15,7 @@
 //! spawn reads when it begins.
 
 mod failure;
+mod handoff;
 mod launch;
 pub mod queue;
 pub mod restore;
@@ -69,4 +70,6 @@ pub struct Spawner {
     pub(crate) terminal: Section<TerminalConfig>,
     /// Sandboxed sessions' walls (issue 32).
     pub sandbox: Arc<crate::sandbox::Sandbox>,
+    /// Types a fork's handoff prompt once it runs (issue 30).
+    pub(crate) delivery: Arc<crate::delivery::Delivery>,
 }

@@ -88,6 +88,9 @@ impl Spawner {
             ok: state == RunState::Live,
             joined: false,
         });
+        if state == RunState::Live {
+            self.deliver_pending_handoff(id);
+        }
         Ok(state)
     }
 

@@ -80,6 +80,66 @@ impl Adapter for Claude {
         claude_reading(lines, complete, fallback_ms)
     }
 
+    /// Claude Code 2.1.197: `--session-id <new> --resume <old>
+    /// --fork-session` starts conversation `<new>` (a uuid hangar chooses,
+    /// so it is known before the first turn) from `<old>`'s messages and
+    /// leaves `<old>`'s transcript untouched. `--session-id` with `--resume`
+    /// is refused unless `--fork-session` is given ("--session-id can only
+    /// be used with --continue or --resume if --fork-session is also
+    /// specified"); the new transcript appears with the fork's first turn.
+    fn fork_args(
+        &self,
+        from: &str,
+        own: Option<&str>,
+        dangerous: bool,
+        _sandboxed: bool,
+        mint: &dyn Fn() -> String,
+    ) -> Option<SessionArgs> {
+        let id = own.map(str::to_owned).unwrap_or_else(mint);
+        let mut out = SessionArgs::default();
+        if dangerous {
+            out.args.push("--dangerously-skip-permissions".to_owned());
+        }
+        out.args.extend([
+            "--session-id".to_owned(),
+            id.clone(),
+            "--resume".to_owned(),
+            from.to_owned(),
+            "--fork-session".to_owned(),
+        ]);
+        out.minted = Some(ProviderSessionId::new(id, IdSource::ResumeRequest));
+        Some(out)
+    }
+
+    /// The id when `from`'s transcript is in `cwd`'s project, else the
+    /// transcript's path: Claude Code 2.1.197 finds an id only in the
+    /// project of the folder it runs in (`No conversation found with
+    /// session ID` otherwise), while a path works from anywhere, and a fork
+    /// in a new worktree runs in another folder.
+    fn fork_source(&self, transcripts: Option<&Path>, cwd: &str, from: &str) -> String {
+        let Some(root) = transcripts else {
+            return from.to_owned();
+        };
+        let own_project = root
+            .join("projects")
+            .join(crate::transcript::discovery::claude_slug(
+                &crate::transcript::discovery::canonical_cwd(cwd),
+            ))
+            .join(format!("{from}.jsonl"));
+        if own_project.is_file() {
+            return from.to_owned();
+        }
+        transcript::find(root, cwd, from)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| from.to_owned())
+    }
+
+    /// Claude takes hangar's id before the conversation exists: it does
+    /// once its transcript does (written with the first turn).
+    fn conversation_exists(&self, transcripts: Option<&Path>, cwd: &str, id: &str) -> bool {
+        transcripts.is_some_and(|root| transcript::find(root, cwd, id).is_some())
+    }
+
     fn npm_package(&self) -> Option<&'static str> {
         Some("@anthropic-ai/claude-code")
     }
@@ -179,5 +239,57 @@ impl Adapter for Claude {
 
     fn proxied(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transcript::discovery;
+
+    #[test]
+    fn a_fork_is_given_an_id_hangar_chooses_and_keeps_it_until_the_first_turn() {
+        let mint = || "new-uuid".to_owned();
+        let a = Claude.fork_args("old", None, true, false, &mint).unwrap();
+        assert_eq!(
+            a.args,
+            [
+                "--dangerously-skip-permissions",
+                "--session-id",
+                "new-uuid",
+                "--resume",
+                "old",
+                "--fork-session"
+            ]
+        );
+        assert_eq!(a.minted.unwrap().id, "new-uuid");
+        let again = Claude
+            .fork_args("old", Some("kept"), false, false, &mint)
+            .unwrap();
+        assert_eq!(again.args[1], "kept");
+    }
+
+    #[test]
+    fn a_fork_in_another_folder_is_given_the_parents_transcript_path() {
+        let root = tempfile::TempDir::new().unwrap();
+        let here = root.path().join("here");
+        let there = root.path().join("there");
+        std::fs::create_dir_all(&here).unwrap();
+        std::fs::create_dir_all(&there).unwrap();
+        let here = discovery::canonical_cwd(&here.display().to_string());
+        let there = discovery::canonical_cwd(&there.display().to_string());
+        let project = root
+            .path()
+            .join("projects")
+            .join(discovery::claude_slug(&here));
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("old.jsonl"), "{}\n").unwrap();
+        assert_eq!(Claude.fork_source(Some(root.path()), &here, "old"), "old");
+        assert_eq!(
+            Claude.fork_source(Some(root.path()), &there, "old"),
+            project.join("old.jsonl").display().to_string()
+        );
+        assert!(Claude.conversation_exists(Some(root.path()), &here, "old"));
+        assert!(!Claude.conversation_exists(Some(root.path()), &here, "new"));
     }
 }

@@ -113,6 +113,24 @@ impl Adapter for Codex {
         (screen.contains("Keep current model") && screen.contains("esc back")).then_some(b"\x1b")
     }
 
+    /// Codex 0.171.0: the `fork <id>` subcommand (interactive, like
+    /// `resume`), after the top-level flags. Codex chooses the new id; its
+    /// rollout's `session_meta` names the old one as `forked_from_id`, and
+    /// the fork's own process holds that rollout open (the proof hangar
+    /// adopts it by, rule 10).
+    fn fork_args(
+        &self,
+        from: &str,
+        _own: Option<&str>,
+        dangerous: bool,
+        sandboxed: bool,
+        mint: &dyn Fn() -> String,
+    ) -> Option<SessionArgs> {
+        let mut out = self.session_args(None, dangerous, sandboxed, mint);
+        out.args.extend(["fork".to_owned(), from.to_owned()]);
+        Some(out)
+    }
+
     fn npm_package(&self) -> Option<&'static str> {
         Some("@openai/codex")
     }
@@ -254,5 +272,16 @@ credits or try again at 11:17 AM.\n\
   fake-model default · ~/work\n\
   ← for agents · ? for shortcuts\n";
         assert_eq!(Codex.limit_question_dismissal(prompt), None);
+    }
+
+    #[test]
+    fn a_fork_is_the_fork_subcommand_after_the_flags_and_codex_chooses_the_id() {
+        let mint = || unreachable!("codex chooses its own id");
+        let a = Codex.fork_args("t-1", None, true, false, &mint).unwrap();
+        assert_eq!(
+            a.args,
+            ["--dangerously-bypass-approvals-and-sandbox", "fork", "t-1"]
+        );
+        assert_eq!(a.minted, None);
     }
 }

@@ -25,12 +25,14 @@ pub fn database_path(var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     Some(data.join("opencode").join("opencode.db"))
 }
 
-/// Top-level conversations in `cwd` created at or after `since_ms`, with
+/// Top-level conversations in `cwd` created at or after `since_ms` (and
+/// `current`, the one the session has, whenever it was created), with
 /// their user messages' text.
 pub fn read_conversations(
     db: &Path,
     cwd: &str,
     since_ms: u64,
+    current: Option<&str>,
 ) -> Result<Vec<OpencodeConversation>, rusqlite::Error> {
     let conn = rusqlite::Connection::open_with_flags(
         db,
@@ -40,14 +42,14 @@ pub fn read_conversations(
     conn.busy_timeout(std::time::Duration::from_millis(250))?;
     let mut sessions = conn.prepare(
         "SELECT id, directory, time_created FROM session \
-         WHERE directory = ?1 AND time_created >= ?2 AND parent_id IS NULL",
+         WHERE directory = ?1 AND (time_created >= ?2 OR id = ?3) AND parent_id IS NULL",
     )?;
     let mut parts = conn.prepare(
         "SELECT p.data FROM part p JOIN message m ON m.id = p.message_id \
          WHERE p.session_id = ?1 AND json_extract(m.data, '$.role') = 'user'",
     )?;
     let rows: Vec<(String, String, i64)> = sessions
-        .query_map(rusqlite::params![cwd, since_ms as i64], |r| {
+        .query_map(rusqlite::params![cwd, since_ms as i64, current], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })?
         .collect::<Result<_, _>>()?;
@@ -105,7 +107,7 @@ mod tests {
     fn reads_top_level_conversations_of_the_folder_with_their_user_text_only() {
         let dir = tempfile::tempdir().unwrap();
         let db = opencode_db(dir.path());
-        let got = read_conversations(&db, "/w", 1000).unwrap();
+        let got = read_conversations(&db, "/w", 1000, None).unwrap();
         assert_eq!(
             got,
             vec![OpencodeConversation {
@@ -115,7 +117,11 @@ mod tests {
                 user_texts: vec!["hello opencode".into()],
             }]
         );
-        assert!(read_conversations(&db, "/elsewhere", 0).unwrap().is_empty());
+        assert!(
+            read_conversations(&db, "/elsewhere", 0, None)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -707,6 +707,16 @@ impl App {
                 }
             }
             Key::Char('p') => self.on_focused(|id| Request::Park(sref(id)), "parked"),
+            // A fork opens in a split beside its parent (`hangar fork`).
+            Key::Char('F') => self.on_focused(
+                |id| {
+                    Request::Fork(msg::Fork {
+                        session: id,
+                        ..Default::default()
+                    })
+                },
+                "forked",
+            ),
             Key::Char('b') => self.on_focused(|id| Request::Bury(sref(id)), "buried"),
             Key::Char('x') => self.on_focused(
                 |id| {

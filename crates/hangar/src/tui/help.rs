@@ -12,6 +12,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("H J K L", "resize the focused split"),
     ("z", "zoom the focused pane"),
     ("p", "park the focused pane"),
+    ("F", "fork the focused agent (split beside it)"),
     ("b", "bury the focused pane"),
     ("Tab / S-Tab", "select in the parked & buried list"),
     ("u", "unpark / unbury the selected one here"),

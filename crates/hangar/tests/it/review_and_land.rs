@@ -698,3 +698,50 @@ fn an_agent_mid_turn_is_neither_landed_nor_sent_comments() {
     assert_eq!(all_refs(&repo), refs);
     assert!(!h.screen(&id).contains("why?"));
 }
+
+/// A Git LFS pointer file, as the Git LFS specification (git-lfs/git-lfs
+/// `docs/spec.md`) defines it and its own test suite writes it: `version`,
+/// `oid sha256:<64 hex>`, `size`, one key per line.
+const LFS_POINTER: &str = "version https://git-lfs.github.com/spec/v1\n\
+oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n\
+size 12345\n";
+
+#[test]
+fn an_lfs_pointer_file_is_diffed_and_landed_as_the_text_it_is() {
+    let h = hangar();
+    let repo = make_repo(&h);
+    // The attributes LFS writes (`git lfs track "*.psd"`); no git-lfs runs
+    // here, so the pointer is all git ever sees.
+    fs::write(
+        repo.join(".gitattributes"),
+        "*.psd filter=lfs diff=lfs merge=lfs -text\n",
+    )
+    .unwrap();
+    git(&repo, &["add", ".gitattributes"]);
+    git(&repo, &["commit", "-q", "-m", "track psd with lfs"]);
+    let (id, wt) = agent_in_worktree(&h, "lfs asset");
+    commit_file(&wt, "art.psd", LFS_POINTER, "add the art");
+
+    let v = h.json(&["diff", &id]);
+    let f = file_named(&v, "art.psd");
+    assert_eq!(f["binary"], false, "{f}");
+    assert_eq!(f["additions"], 3);
+    assert!(
+        v["patch"]
+            .as_str()
+            .unwrap()
+            .contains("+oid sha256:4d7a2146")
+    );
+
+    let v = h.json(&["finish", &id]);
+    assert_eq!(v["landed"], true, "{v}");
+    assert_eq!(
+        git(&repo, &["show", "main:art.psd"]),
+        LFS_POINTER,
+        "the pointer landed byte for byte"
+    );
+    assert_eq!(
+        fs::read_to_string(repo.join("art.psd")).unwrap(),
+        LFS_POINTER
+    );
+}

@@ -479,8 +479,12 @@ impl RealCli {
             }
             assert!(
                 start.elapsed() < timeout,
-                "timed out after {timeout:?} waiting until session {id}'s screen shows {needle:?}; screen:\n{last}\nfake API requests: {}\nsession: {}\nclaude transcripts: {:?}",
-                self.api.requests().len(),
+                "timed out after {timeout:?} waiting until session {id}'s screen shows {needle:?}; screen:\n{last}\nfake API requests (api, turn): {:?}\nsession: {}\nclaude transcripts: {:?}",
+                self.api
+                    .requests()
+                    .iter()
+                    .map(|r| format!("{} {}", r["api"], r["turn"]))
+                    .collect::<Vec<_>>(),
                 self.hangar.session(id),
                 self.claude_transcripts()
             );

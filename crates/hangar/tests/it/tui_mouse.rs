@@ -219,6 +219,14 @@ fn once_the_program_turns_the_mouse_off_the_wheel_scrolls_hangars_history() {
 
 /// Two shell panes side by side, each showing a marker: (left, right), the
 /// right one focused (the newest split).
+/// The ratio of the first tab's root split as the daemon holds it
+/// (`hangar export`).
+fn saved_root_ratio(h: &Hangar) -> Option<f64> {
+    let out = h.ok(&["export"]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("export prints JSON");
+    v["workspace"]["tabs"][0]["root"]["ratio"].as_f64()
+}
+
 fn two_shells(h: &Hangar) -> (String, String) {
     h.ok(&["status"]);
     let left = h.new_agent(&["--provider", "shell"]);
@@ -294,6 +302,7 @@ fn dragging_the_divider_between_two_panes_moves_it_with_the_mouse() {
     );
     let divider = borders[2];
     let to = divider + 20;
+    let saved_before = saved_root_ratio(&h);
     app.write(&sgr(0, divider, row, 'M'));
     app.write(&sgr(32, divider + 10, row, 'M'));
     app.write(&sgr(32, to, row, 'M'));
@@ -303,6 +312,11 @@ fn dragging_the_divider_between_two_panes_moves_it_with_the_mouse() {
         border_columns(&rows[usize::from(row)])
             .get(2)
             .is_some_and(|&c| c.abs_diff(to) <= 1)
+    });
+    // The TUI hands the new ratio to the daemon behind the drawing; wait
+    // for the daemon to hold it before this TUI goes away.
+    support::wait_until("the daemon holds the dragged ratio", DEADLINE, || {
+        saved_root_ratio(&h) != saved_before
     });
     // The daemon keeps the new split: a fresh TUI draws it there too.
     drop(app);

@@ -45,12 +45,23 @@ fn usage(rc: &RealCli, id: &str) -> Value {
 
 /// Waits until session `id`'s `hangar usage --json` satisfies `pred`.
 fn wait_usage(rc: &RealCli, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let mut u = Value::Null;
-    support::wait_until(what, REAL_DEADLINE, || {
-        u = usage(rc, id);
-        pred(&u)
-    });
-    u
+    let start = std::time::Instant::now();
+    loop {
+        let u = usage(rc, id);
+        if pred(&u) {
+            return u;
+        }
+        assert!(
+            start.elapsed() < REAL_DEADLINE,
+            "timed out after {REAL_DEADLINE:?} waiting until {what}; `hangar usage --json` says {u}\nmodel API requests (api, turn): {:?}",
+            rc.api
+                .requests()
+                .iter()
+                .map(|r| format!("{} {}", r["api"], r["turn"]))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
 
 /// After the reset hangar types `continue` once, the model answers it

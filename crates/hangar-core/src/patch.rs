@@ -55,6 +55,28 @@ pub fn split_files(patch: &str) -> Vec<&str> {
     out
 }
 
+/// What `git diff --numstat` says of one file's section of a patch, read
+/// from the section itself: `(additions, deletions, binary)`. A diff then
+/// needs one content pass (the patch) instead of two (numstat and patch).
+pub fn count_changes(section: &str) -> (u64, u64, bool) {
+    let (mut add, mut del) = (0u64, 0u64);
+    let mut in_hunk = false;
+    for line in section.lines() {
+        if line.starts_with("@@ -") && hunk_header(line).is_some() {
+            in_hunk = true;
+        } else if in_hunk {
+            match line.as_bytes().first() {
+                Some(b'+') => add += 1,
+                Some(b'-') => del += 1,
+                _ => {}
+            }
+        } else if line.starts_with("Binary files ") || line == "GIT binary patch" {
+            return (0, 0, true);
+        }
+    }
+    (add, del, false)
+}
+
 /// `@@ -a[,b] +c[,d] @@ ...` -> (a, c, d).
 fn hunk_header(line: &str) -> Option<(u32, u32, u32)> {
     let rest = line.strip_prefix("@@ -")?;
@@ -335,5 +357,15 @@ mod tests {
         assert_eq!(hunk_header("@@ nonsense"), None);
         assert_eq!(status_letter("renamed"), 'R');
         assert_eq!(status_letter("modified"), 'M');
+    }
+
+    #[test]
+    fn a_sections_counts_are_numstats() {
+        let section = "diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n+--- not a header\n\\ No newline at end of file\n@@ -9 +9,0 @@\n-nine\n";
+        assert_eq!(count_changes(section), (2, 2, false));
+        let binary = "diff --git a/i b/i\nindex 1..2 100644\nBinary files a/i and b/i differ\n";
+        assert_eq!(count_changes(binary), (0, 0, true));
+        let mode = "diff --git a/r b/r\nold mode 100644\nnew mode 100755\n";
+        assert_eq!(count_changes(mode), (0, 0, false));
     }
 }

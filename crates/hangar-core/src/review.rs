@@ -603,6 +603,30 @@ pub fn commit_message(
     out
 }
 
+/// What became of one ref a finish meant to move when the finish was cut
+/// off between its steps (the daemon killed): read from where the ref is
+/// now, after a restart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InterruptedMove {
+    /// It moved: the work is landed, its backup ref stays.
+    Moved,
+    /// It never moved: its backup ref backs up nothing and goes, so the
+    /// repository is as before the finish.
+    NeverMoved,
+    /// Something else moved it since (or it is gone): its backup ref stays,
+    /// it may be the only record of where the ref was.
+    MovedSince,
+}
+
+/// The rule for a ref planned to move from `old` to `new`, now at `now`.
+pub fn interrupted_move(old: &str, new: &str, now: Option<&str>) -> InterruptedMove {
+    match now {
+        Some(n) if n == new => InterruptedMove::Moved,
+        Some(n) if n == old => InterruptedMove::NeverMoved,
+        _ => InterruptedMove::MovedSince,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -878,5 +902,14 @@ mod tests {
             commit_message(None, " ", None, "hangar: land fix"),
             "hangar: land fix"
         );
+    }
+
+    #[test]
+    fn an_interrupted_finish_keeps_a_backup_only_where_its_ref_moved() {
+        use InterruptedMove::*;
+        assert_eq!(interrupted_move("a", "b", Some("b")), Moved);
+        assert_eq!(interrupted_move("a", "b", Some("a")), NeverMoved);
+        assert_eq!(interrupted_move("a", "b", Some("c")), MovedSince);
+        assert_eq!(interrupted_move("a", "b", None), MovedSince);
     }
 }

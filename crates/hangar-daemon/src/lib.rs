@@ -658,6 +658,10 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
         return Err(e);
     }
 
+    // A finish a killed predecessor cut off between its steps: settled
+    // before any request is served (a backup ref never outlives a move
+    // that did not happen).
+    handlers::review::settle_interrupted(&daemon).await;
     tokio::spawn(daemon.governor.clone().govern());
     daemon.usage.start();
     tokio::spawn(daemon.continuation.clone().run());

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::journal::Caller;
-use crate::review::{diff, git};
+use crate::review::{diff, git, interrupted};
 use crate::sessions::RunState;
 use crate::worktree::blocking;
 
@@ -165,6 +165,11 @@ pub async fn finish(daemon: &Arc<Daemon>, req: msg::Finish) -> Result<Finished, 
         title: meta.title.clone(),
         summary,
         scratch: daemon.paths.home.join("scratch"),
+        record: interrupted::folder(&daemon.paths.home).join(format!(
+            "{}-{}.json",
+            id,
+            daemon.os.now_ms()
+        )),
         now_ms: daemon.os.now_ms(),
     };
     let os = daemon.os.clone();
@@ -208,6 +213,34 @@ pub async fn finish(daemon: &Arc<Daemon>, req: msg::Finish) -> Result<Finished, 
     reply.kept_worktrees = Some(kept);
     reply.removed_worktrees = Some(removed);
     Ok(Finished::Landed(reply))
+}
+
+/// Settle every finish a killed daemon cut off: at start, before any
+/// request is served (so never beside a finish of this daemon's own).
+pub async fn settle_interrupted(daemon: &Arc<Daemon>) {
+    let os = daemon.os.clone();
+    let folder = interrupted::folder(&daemon.paths.home);
+    match blocking(move || interrupted::settle_all(os.as_ref(), &folder)).await {
+        Ok(settled) => journal_interrupted(daemon, settled),
+        Err(e) => tracing::warn!("cannot settle interrupted finishes: {}", e.message),
+    }
+}
+
+/// A cut-off finish whose target moved landed: journaled as every finish.
+fn journal_interrupted(
+    daemon: &Arc<Daemon>,
+    settled: Vec<(interrupted::Record, Vec<crate::review::finish::Moved>)>,
+) {
+    for (record, moved) in settled {
+        if moved.is_empty() {
+            continue;
+        }
+        daemon.journal.record(crate::journal::Event::Finish {
+            session: record.session,
+            strategy: record.strategy,
+            refs: serde_json::to_value(&moved).unwrap_or(Value::Null),
+        });
+    }
 }
 
 /// `finish --resolve`: the predicted conflicts go to the agent as a prompt

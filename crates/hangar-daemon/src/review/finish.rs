@@ -20,10 +20,11 @@ use hangar_protocol::message::codes;
 use hangar_protocol::reply::{Finished, Landed};
 use serde_json::json;
 
-use super::diff::{files_between, working_tree};
+use super::diff::{files_between_raw, working_tree};
 use super::git::{
     GitError, current_branch, dirty_files, git, git_env, git_line, in_progress, resolves, worktrees,
 };
+use super::interrupted;
 use crate::errors::ApiError;
 use crate::os::Git;
 
@@ -48,6 +49,9 @@ pub struct FinishAsk {
     pub summary: Option<String>,
     /// A folder of hangar's own for temporary indexes.
     pub scratch: PathBuf,
+    /// Where the record of the refs it is about to move goes
+    /// (`interrupted`).
+    pub record: PathBuf,
     pub now_ms: u64,
 }
 
@@ -243,7 +247,7 @@ fn gather(
                 .unwrap_or(0);
         let mb = git_line(os, dir, &["merge-base", old, &tip]).ok();
         let changed_submodule = match &mb {
-            Some(mb) => files_between(os, dir, mb, &tip)?
+            Some(mb) => files_between_raw(os, dir, mb, &tip)?
                 .iter()
                 .any(|f| f.is_submodule()),
             None => false,
@@ -440,62 +444,58 @@ pub fn finish(os: &dyn Git, ask: FinishAsk) -> Result<Done, ApiError> {
         Strategy::Rebase => replay(os, &dir, &target_old, &tip)?,
     };
 
-    let mut moved = Vec::new();
     let target_ref = format!("refs/heads/{target}");
-    let backup = backup_ref(&ask.session, ask.now_ms, &target_ref);
-    git(os, &dir, ["update-ref", &backup, &target_old])?;
-    match &how {
-        TargetMove::FastForwardCheckout { path } => {
-            // Checked clean above; git's own fast-forward refuses anything
-            // that would overwrite a file.
-            git(os, Path::new(path), ["merge", "--ff-only", "-q", &new]).map_err(|e| {
-                failed(format!(
-                    "could not fast-forward {target} in {path}; nothing was moved ({e})"
-                ))
-            })?;
-        }
-        TargetMove::RefOnly => {
-            git(
-                os,
-                &dir,
-                [
-                    "update-ref",
-                    "-m",
-                    "hangar finish",
-                    &target_ref,
-                    &new,
-                    &target_old,
-                ],
-            )?;
-        }
-    }
-    moved.push(Moved {
+    let target_moves = Moved {
+        backup: backup_ref(&ask.session, ask.now_ms, &target_ref),
         refname: target_ref,
         old: target_old.clone(),
         new: new.clone(),
-        backup,
-    });
+    };
     // After a squash or rebase the agent's own branch follows the landed
     // commit (its old commits kept by a backup ref), so the worktree holds
     // nothing unlanded and the agent, if kept, goes on from the target.
-    if ask.strategy != Strategy::Merge && ask.own_worktree && new != tip {
-        let branch_ref = format!("refs/heads/{branch}");
-        let backup = backup_ref(&ask.session, ask.now_ms, &branch_ref);
-        git(os, &dir, ["update-ref", &backup, &tip])?;
-        match git(os, &dir, ["reset", "--keep", "-q", &new]) {
-            Ok(_) => moved.push(Moved {
+    let branch_follows =
+        (ask.strategy != Strategy::Merge && ask.own_worktree && new != tip).then(|| {
+            let branch_ref = format!("refs/heads/{branch}");
+            Moved {
+                backup: backup_ref(&ask.session, ask.now_ms, &branch_ref),
                 refname: branch_ref,
                 old: tip.clone(),
                 new: new.clone(),
-                backup,
-            }),
-            Err(e) => {
-                // The work is landed; the branch keeps its own commits.
-                tracing::warn!("could not move {branch} to the landed commit: {e}");
-                let _ = git(os, &dir, ["update-ref", "-d", &backup]);
             }
-        }
+        });
+    // Written before the first ref changes: a daemon killed between the
+    // steps below leaves it, and the next start settles what it finds
+    // (`interrupted`): a backup without its move is dropped, a move keeps
+    // its backup.
+    let record = interrupted::Record {
+        session: ask.session.clone(),
+        strategy: ask.strategy.name().to_owned(),
+        dir: dir.clone(),
+        moves: std::iter::once(target_moves.clone())
+            .chain(branch_follows.clone())
+            .collect(),
+    };
+    interrupted::write(&ask.record, &record).map_err(|e| {
+        failed(format!(
+            "cannot write {}: {e}; nothing was moved",
+            ask.record.display()
+        ))
+    })?;
+    let moved = move_refs(
+        os,
+        &dir,
+        &target,
+        &how,
+        &target_moves,
+        branch_follows.as_ref(),
+    );
+    if moved.is_err() {
+        // A step failed (not a crash): settle now as a restart would.
+        interrupted::settle(os, &record);
     }
+    let _ = std::fs::remove_file(&ask.record);
+    let moved = moved?;
     Ok(Done {
         reply: Finished::Landed(Landed {
             landed: true,
@@ -514,6 +514,63 @@ pub fn finish(os: &dyn Git, ask: FinishAsk) -> Result<Done, ApiError> {
         moved,
         landed: true,
     })
+}
+
+/// Move the target (with its backup ref, in one transaction when no
+/// checkout has it), then the agent's branch when it follows.
+fn move_refs(
+    os: &dyn Git,
+    dir: &Path,
+    target: &str,
+    how: &TargetMove,
+    t: &Moved,
+    branch: Option<&Moved>,
+) -> Result<Vec<Moved>, ApiError> {
+    match how {
+        TargetMove::FastForwardCheckout { path } => {
+            git(os, dir, ["update-ref", &t.backup, &t.old])?;
+            // Checked clean above; git's own fast-forward refuses anything
+            // that would overwrite a file.
+            git(os, Path::new(path), ["merge", "--ff-only", "-q", &t.new]).map_err(|e| {
+                failed(format!(
+                    "could not fast-forward {target} in {path}; nothing was moved ({e})"
+                ))
+            })?;
+        }
+        TargetMove::RefOnly => {
+            // The backup and the move in one ref transaction: both or neither.
+            let script = format!(
+                "create {} {}\nupdate {} {} {}\n",
+                t.backup, t.old, t.refname, t.new, t.old
+            );
+            let args: Vec<std::ffi::OsString> = ["update-ref", "-m", "hangar finish", "--stdin"]
+                .iter()
+                .map(Into::into)
+                .collect();
+            let out = os
+                .run_git(dir, &args, &[], Some(script.as_bytes()))
+                .map_err(GitError::NoGit)?;
+            if !out.success() {
+                return Err(failed(format!(
+                    "could not move {target}; nothing was moved: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+        }
+    }
+    let mut moved = vec![t.clone()];
+    if let Some(b) = branch {
+        git(os, dir, ["update-ref", &b.backup, &b.old])?;
+        match git(os, dir, ["reset", "--keep", "-q", &b.new]) {
+            Ok(_) => moved.push(b.clone()),
+            Err(e) => {
+                // The work is landed; the branch keeps its own commits.
+                tracing::warn!("could not move {} to the landed commit: {e}", b.refname);
+                let _ = git(os, dir, ["update-ref", "-d", &b.backup, &b.old]);
+            }
+        }
+    }
+    Ok(moved)
 }
 
 /// `git add -A` and `git commit` in the agent's own checkout (`--commit`).

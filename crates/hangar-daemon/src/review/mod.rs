@@ -12,6 +12,7 @@ pub mod diff;
 pub mod finish;
 pub mod fork_state;
 pub mod git;
+pub mod interrupted;
 
 use std::path::Path;
 

@@ -69,6 +69,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/sessions/{id}/diff", get(review::files))
         .route("/api/sessions/{id}/diff/{index}", get(review::file))
         .route("/api/sessions/{id}/review", post(review::review))
+        .route("/api/sessions/{id}/fork", post(review::fork))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(app.clone(), guard))

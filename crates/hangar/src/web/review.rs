@@ -3,6 +3,9 @@
 //! comments sent to the agent as one prompt (the daemon's `review`
 //! request, the prompt `hangar review --comment FILE:LINE TEXT` sends).
 //!
+//! The Fork button (`POST /api/sessions/ID/fork`) is the TUI's `F`: the
+//! daemon's `fork` with no options, a split beside the parent.
+//!
 //! The list comes without the patch (a 10,000-file change lists fast); a
 //! file's hunks are the daemon's page of the patch that starts at it. File
 //! names and lines are the agent's (rule 11): each comes with a `shown`
@@ -154,6 +157,20 @@ pub async fn review(
         comments: body.comments,
     };
     match DaemonLink::once::<kind::Review>(&app.paths, ask).await {
+        Ok(v) => Json(serde_json::to_value(v).unwrap_or(Value::Null)).into_response(),
+        Err(e) => link_error(e),
+    }
+}
+
+/// `POST /api/sessions/ID/fork`: fork the session as the TUI's `F` does (a
+/// split beside it); the reply is `hangar fork --json`'s, whose `id` the
+/// page opens.
+pub async fn fork(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let ask = msg::Fork {
+        session: id,
+        ..Default::default()
+    };
+    match DaemonLink::once::<kind::Fork>(&app.paths, ask).await {
         Ok(v) => Json(serde_json::to_value(v).unwrap_or(Value::Null)).into_response(),
         Err(e) => link_error(e),
     }

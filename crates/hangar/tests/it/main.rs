@@ -57,6 +57,7 @@ mod faults_home_deleted;
 mod faults_mcp_storm;
 mod faults_sigstop;
 mod faults_two_daemons;
+mod finish_survives_a_killed_daemon;
 mod fork_sessions;
 mod governor_keeps_the_fleet_in_budget;
 mod governor_spares_people_and_families;

@@ -3,8 +3,10 @@
 //! with the real git in a temporary repository, a hostile file name shown
 //! escaped as text, and review comments sent to the agent
 //! (hangar-fake-agent, which shows the prompt it takes) as one prompt
-//! naming file and line. Skips with one line when Chromium is not
-//! installed.
+//! naming file and line; the Fork button, which forks the session into a
+//! split beside it (as the TUI's `F`) and opens the fork, only for a
+//! paired page of the same origin with full access. Skips with one line
+//! when Chromium is not installed.
 
 use crate::support;
 use crate::web_support;
@@ -15,7 +17,7 @@ use std::path::PathBuf;
 use serde_json::json;
 use support::git::{git, make_repo};
 use support::*;
-use web_support::{Browser, Screen, WebServer};
+use web_support::{Browser, Screen, WebServer, http};
 
 #[test]
 fn the_page_shows_a_sessions_diff_escaped_and_sends_its_comments_as_one_prompt() {
@@ -145,4 +147,76 @@ fn the_page_shows_a_sessions_diff_escaped_and_sends_its_comments_as_one_prompt()
     // The second comment follows in the same (wrapped) prompt.
     let after = h.wait_screen(&id, "why this file?");
     assert!(after.contains(".txt:1: why this file?"), "{after}");
+}
+
+#[test]
+fn the_fork_button_forks_the_session_into_a_split_beside_it_and_opens_the_fork() {
+    let bins = browser_or_skip!();
+    let h = Hangar::new();
+    let parent = h.new_agent(&["--provider", "claude", "--title", "web fork"]);
+    h.wait_state(&parent, "live");
+    h.ok(&["send", &parent, "parent one"]);
+    h.wait_screen(&parent, "answer: parent one");
+    let parent_psid = h.wait_transcript_id(&parent);
+    let sessions = |h: &Hangar| h.json(&["ls"]).as_array().map(Vec::len).unwrap_or(0);
+    assert_eq!(sessions(&h), 1);
+
+    // Like every route that acts: no credential, another site's page, or a
+    // read-only token fork nothing.
+    let web = WebServer::start(&h, &[]);
+    let fork_url = format!("{}/api/sessions/{parent}/fork", web.base);
+    let r = http("POST", &fork_url, &[], Some(b"{}"));
+    assert_eq!(r.status, 401);
+    let cookie = web.pair_cookie();
+    let r = http(
+        "POST",
+        &fork_url,
+        &[("Cookie", &cookie), ("Origin", "http://evil.example")],
+        Some(b"{}"),
+    );
+    assert_eq!(r.status, 403);
+    let read_only = WebServer::start(&h, &["--read-only"]);
+    let r = read_only.post(&format!("/api/sessions/{parent}/fork"), &json!({}));
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error"]["code"], "read_only");
+    assert_eq!(sessions(&h), 1, "a refused fork made a session");
+
+    let browser = Browser::start(&bins, Screen::Desktop);
+    browser.goto(&web.url);
+    browser.wait_js(
+        "the list",
+        "return document.querySelectorAll('a.row').length >= 1;",
+    );
+    browser.goto(&format!("{}/#/s/{parent}", web.base));
+    browser.wait_js(
+        "the session view",
+        "return !document.getElementById('session-view').hidden && !document.getElementById('fork').hidden;",
+    );
+    browser.click("#fork");
+    browser.wait_js(
+        "the fork's view",
+        &format!(
+            "return location.hash.startsWith('#/s/') && location.hash !== '#/s/{parent}' \
+             && document.getElementById('heading').textContent === 'web fork (fork)';"
+        ),
+    );
+    let hash = browser.js("return location.hash;", json!([]));
+    let fork = hash.as_str().unwrap().trim_start_matches("#/s/").to_owned();
+    let row = h.wait_state(&fork, "live");
+    assert_eq!(row["forked_from"], parent.as_str());
+    assert_eq!(row["handoff"], false);
+    assert_eq!(sessions(&h), 2, "one click, one fork");
+    // The fork carries the parent's conversation on (the fake says so)...
+    h.wait_screen(&fork, &format!("(forked from {parent_psid})"));
+    // ...in a split beside its parent, as the TUI's F.
+    let tabs = h.json(&["tab", "ls"]);
+    assert_eq!(tabs[0]["panes"].as_array().map(Vec::len), Some(2), "{tabs}");
+    assert_eq!(row["placement"], "pane");
+    // The page's terminal is the fork's.
+    browser.wait_js(
+        "the fork's screen in the page",
+        &format!(
+            "return document.getElementById('term').textContent.includes('forked from {parent_psid}');"
+        ),
+    );
 }

@@ -426,6 +426,29 @@
     }
   }
 
+  // ---- fork (issue 30): the TUI's F, a split beside the session ----
+
+  async function forkSession() {
+    const b = $("fork");
+    b.disabled = true;
+    showError("");
+    try {
+      const v = await api("POST", "/api/sessions/" + encodeURIComponent(state.current) + "/fork", {});
+      // The list knows the new session before its view opens.
+      try {
+        const [sessions, tabs] = await Promise.all([api("GET", "/api/sessions"), api("GET", "/api/tabs")]);
+        update({ sessions, tabs });
+      } catch (_) {
+        // The live stream brings it anyway.
+      }
+      location.hash = "#/s/" + encodeURIComponent(v.id);
+    } catch (e) {
+      showError(e.message);
+    } finally {
+      b.disabled = false;
+    }
+  }
+
   // ---- the diff and review comments (issue 30) ----
   // Names and lines come with a `shown` form the server escaped (control
   // and bidi characters as \u{..}); they are set as text, never as HTML.
@@ -576,6 +599,7 @@
       });
     }
     wireDiff();
+    $("fork").addEventListener("click", forkSession);
     window.addEventListener("hashchange", route);
   }
 

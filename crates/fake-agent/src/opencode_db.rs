@@ -109,6 +109,29 @@ impl Store {
         )?;
         Ok(())
     }
+
+    /// A finished answer: an assistant message with `time.completed` and
+    /// `finish: "stop"` (the turn's end, as OpenCode 1.18.33 writes it),
+    /// with its text as a part. No tokens: the fake makes no model request.
+    pub fn answer(&self, id: &str, text: &str) -> anyhow::Result<()> {
+        let now = now_ms();
+        let message = format!("msg_{}", &new_id()[4..]);
+        let data = serde_json::json!({
+            "role": "assistant", "time": {"created": now, "completed": now}, "finish": "stop",
+            "modelID": "fake-agent", "providerID": "fake", "cost": 0,
+            "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"write": 0, "read": 0}}
+        });
+        self.conn.execute(
+            "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+            params![message, id, now, data.to_string()],
+        )?;
+        self.conn.execute(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+            params![format!("prt_{}", &new_id()[4..]), message, id, now,
+                    serde_json::json!({"type": "text", "text": text}).to_string()],
+        )?;
+        Ok(())
+    }
 }
 
 impl Store {

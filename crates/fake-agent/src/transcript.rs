@@ -262,8 +262,14 @@ impl Transcript {
         if matches!(event, Event::User(_)) && self.fork_copy.is_some() {
             self.materialize_fork()?;
         }
-        if let (Some(store), Event::User(text)) = (&self.opencode, &event) {
-            store.user_prompt(&self.session_id, &self.cwd, text)?;
+        match (&self.opencode, &event) {
+            (Some(store), Event::User(text)) => {
+                store.user_prompt(&self.session_id, &self.cwd, text)?
+            }
+            (Some(store), Event::Assistant(text)) if store.has(&self.session_id)? => {
+                store.answer(&self.session_id, text)?
+            }
+            _ => {}
         }
         let timestamp = UtcTime::now().rfc3339();
         let lines: Vec<Value> = match self.style {

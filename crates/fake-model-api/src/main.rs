@@ -287,9 +287,14 @@ fn answer<S: Read + Write>(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
-            let plan = script::plan(&s, api, &turn, &offered, &|i| {
-                fired.get(&i).copied().unwrap_or(0)
-            });
+            let plan = script::plan(
+                &s,
+                api,
+                &turn,
+                &offered,
+                &|i| fired.get(&i).copied().unwrap_or(0),
+                limits::now_secs(),
+            );
             if let Some(i) = plan.rule {
                 *server
                     .fired

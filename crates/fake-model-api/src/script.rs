@@ -16,7 +16,9 @@
 //! limits a rule to `anthropic`, `responses` or `chat`; `times` limits how
 //! often it fires. `{"limit": {"resets_in_secs": 5}}` (or `"resets_at"`
 //! epoch seconds, `"claim": "seven_day"`) refuses as the provider does at a
-//! usage limit; the top-level `"windows": {"five_hour": 0.4, "seven_day":
+//! usage limit, and a limit with a `resets_at` refuses only until then (as
+//! the provider answers again once the window resets: a CLI's continuation
+//! after the reset is answered, whatever it resends); the top-level `"windows": {"five_hour": 0.4, "seven_day":
 //! 0.2}` sets what every allowed reply's rate-limit headers say (see
 //! `limits.rs`). A `tool` rule only fires when the request offers a tool of
 //! that name (a CLI's side requests, such as title generation, offer none).
@@ -149,17 +151,26 @@ pub struct Plan {
 }
 
 /// Picks the reply: the first rule that matches (and has not used up its
-/// `times`), else the default answer. `fired(i)` says how often rule `i`
-/// has fired already.
+/// `times`, nor, for a limit, passed its reset at `now_secs`), else the
+/// default answer. `fired(i)` says how often rule `i` has fired already.
 pub fn plan(
     script: &Script,
     api: Api,
     turn: &UserTurn,
     offered_tools: &[String],
     fired: &dyn Fn(usize) -> u64,
+    now_secs: i64,
 ) -> Plan {
     for (i, rule) in script.rules.iter().enumerate() {
         if rule.api.is_some_and(|a| a != api) {
+            continue;
+        }
+        if rule
+            .limit
+            .as_ref()
+            .and_then(|l| l.resets_at)
+            .is_some_and(|reset| reset <= now_secs)
+        {
             continue;
         }
         if let Some(when) = &rule.when
@@ -346,7 +357,7 @@ mod tests {
         ]});
         let turn = user_turn(Api::Anthropic, &body);
         assert_eq!(turn, UserTurn::Text("hello there\nsecond line".into()));
-        let p = plan(&Script::default(), Api::Anthropic, &turn, &[], &never);
+        let p = plan(&Script::default(), Api::Anthropic, &turn, &[], &never, 0);
         assert_eq!(p.reply, Reply::Text("ANSWER(hello there)".into()));
     }
 
@@ -359,12 +370,12 @@ mod tests {
         .unwrap();
         let turn = UserTurn::Text("make a child".into());
         let offered = vec!["mcp__hangar__create_agent".to_owned()];
-        let p = plan(&script, Api::Anthropic, &turn, &offered, &never);
+        let p = plan(&script, Api::Anthropic, &turn, &offered, &never, 0);
         assert!(matches!(p.reply, Reply::Tool(ref t) if t.input["a"] == 1));
-        let p = plan(&script, Api::Anthropic, &turn, &[], &never);
+        let p = plan(&script, Api::Anthropic, &turn, &[], &never, 0);
         assert_eq!(p.reply, Reply::Text("no tools here".into()));
         assert_eq!(p.rule, Some(1));
-        let p = plan(&script, Api::Anthropic, &turn, &[], &|_| 1);
+        let p = plan(&script, Api::Anthropic, &turn, &[], &|_| 1, 0);
         assert_eq!(p.reply, Reply::Text("ANSWER(make a child)".into()));
     }
 
@@ -393,17 +404,36 @@ mod tests {
     }
 
     #[test]
+    fn a_limit_refuses_until_its_reset_and_answers_after_it() {
+        let script: Script = serde_json::from_value(
+            json!({"rules": [{"when": "over", "limit": {"resets_at": 1000}}]}),
+        )
+        .unwrap();
+        // Claude Code resends the refused prompt with the continuation.
+        let turn = UserTurn::Text("over the limit\ncontinue".into());
+        let before = plan(&script, Api::Anthropic, &turn, &[], &never, 999);
+        assert!(matches!(
+            before.reply,
+            Reply::Fail(Failure { status: 429, .. })
+        ));
+        assert!(before.limit.is_some());
+        let after = plan(&script, Api::Anthropic, &turn, &[], &never, 1000);
+        assert_eq!(after.reply, Reply::Text("ANSWER(over the limit)".into()));
+        assert_eq!(after.limit, None);
+    }
+
+    #[test]
     fn an_api_limited_failure_rule_leaves_other_apis_alone() {
         let script: Script =
             serde_json::from_value(json!({"rules": [{"api": "chat", "fail": {"status": 503}}]}))
                 .unwrap();
         let turn = UserTurn::Text("x".into());
         assert!(matches!(
-            plan(&script, Api::Chat, &turn, &[], &never).reply,
+            plan(&script, Api::Chat, &turn, &[], &never, 0).reply,
             Reply::Fail(Failure { status: 503, .. })
         ));
         assert!(matches!(
-            plan(&script, Api::Responses, &turn, &[], &never).reply,
+            plan(&script, Api::Responses, &turn, &[], &never, 0).reply,
             Reply::Text(_)
         ));
     }

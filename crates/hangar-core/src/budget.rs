@@ -8,7 +8,7 @@
 //! price is refused when it is set, and an unpriced request under a budget
 //! spends it (the budget can no longer be kept).
 
-use crate::usage::{ModelSum, PriceTable, Tokens};
+use crate::usage::{ModelSum, PriceTable};
 
 /// The share of a budget at which the person is told.
 pub const WARN_AT: f64 = 0.8;
@@ -31,11 +31,8 @@ pub enum BudgetLevel {
 pub fn budget_level(sums: &[ModelSum], prices: &PriceTable, max_usd: f64) -> BudgetLevel {
     let mut spent = 0.0;
     for s in sums {
-        if s.tokens == Tokens::default() {
-            continue;
-        }
-        match prices.cost(s.model.as_deref(), &s.tokens) {
-            Some(c) => spent += c,
+        match crate::usage::sum_cost(s, prices) {
+            Some((c, _)) => spent += c,
             None => {
                 return BudgetLevel::Spent {
                     why: format!(
@@ -89,7 +86,7 @@ pub fn check_budget(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::usage::Price;
+    use crate::usage::{Price, Tokens};
 
     fn prices() -> PriceTable {
         let mut t = PriceTable::default();
@@ -118,6 +115,7 @@ mod tests {
                 output,
                 ..Default::default()
             },
+            ..Default::default()
         }
     }
 

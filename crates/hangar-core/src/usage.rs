@@ -83,6 +83,20 @@ pub struct UsageRecord {
     /// HTTP status when the proxy saw it, else `None`.
     pub status: Option<u16>,
     pub source: UsageSource,
+    /// What the agent itself says the request cost, USD (OpenCode's
+    /// `message.data.cost`); `None` when it says nothing, or 0 for tokens
+    /// (OpenCode prices a model it has no cost for at 0: unknown, not free).
+    #[serde(default)]
+    pub agent_cost_usd: Option<f64>,
+}
+
+/// Two sightings' own figures for one request: the larger (an OpenCode
+/// message's cost grows with each step), either when only one has one.
+pub fn merge_agent_cost(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Records of the same request merged into one: counts are the largest
@@ -100,6 +114,7 @@ pub fn merge_records(records: impl IntoIterator<Item = UsageRecord>) -> Vec<Usag
             Some(have) => {
                 have.tokens.merge_max(&r.tokens);
                 have.at_ms = have.at_ms.min(r.at_ms);
+                have.agent_cost_usd = merge_agent_cost(have.agent_cost_usd, r.agent_cost_usd);
                 if r.source < have.source {
                     have.source = r.source;
                     have.status = r.status.or(have.status);
@@ -262,13 +277,44 @@ impl PriceTable {
 }
 
 /// Requests of one session and model, summed (the ledger's GROUP BY).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ModelSum {
     pub session: String,
     pub provider: String,
     pub model: Option<String>,
     pub requests: u64,
     pub tokens: Tokens,
+    /// The agent's own figures (`UsageRecord::agent_cost_usd`) summed, over
+    /// the requests that have one; `None` when none has.
+    pub agent_cost_usd: Option<f64>,
+    /// Requests with tokens but no figure of the agent's own.
+    pub agent_unpriced: u64,
+}
+
+/// Where a cost comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CostFrom {
+    /// hangar's price table (shipped, and `[usage.prices]`).
+    Prices,
+    /// The agent's own figures (OpenCode's `cost`), for a model the table
+    /// has no price for and whose every request the agent priced.
+    Agent,
+}
+
+/// What one sum cost and where the figure comes from; `None` when neither
+/// the table nor the agent priced it (never 0). A sum with no tokens at
+/// all (refusals) costs nothing.
+pub fn sum_cost(s: &ModelSum, prices: &PriceTable) -> Option<(f64, CostFrom)> {
+    if s.tokens == Tokens::default() {
+        return Some((0.0, CostFrom::Prices));
+    }
+    if let Some(c) = prices.cost(s.model.as_deref(), &s.tokens) {
+        return Some((c, CostFrom::Prices));
+    }
+    match s.agent_cost_usd {
+        Some(c) if s.agent_unpriced == 0 && c.is_finite() && c > 0.0 => Some((c, CostFrom::Agent)),
+        _ => None,
+    }
 }
 
 /// One session in `hangar usage`.
@@ -286,6 +332,15 @@ pub struct SessionUsage {
     /// Null when any of its requests' models has no price (never 0).
     pub cost_usd: Option<f64>,
     pub priced: bool,
+    /// Where `cost_usd`'s figures come from: `prices` (hangar's table)
+    /// and/or the CLI's own name (`opencode`: its own figures, for a model
+    /// the table has no price for).
+    #[serde(default)]
+    pub cost_from: Vec<String>,
+    /// What the CLI itself says its requests cost (OpenCode's `cost`),
+    /// summed over the requests it priced; null when it priced none.
+    #[serde(default)]
+    pub agent_cost_usd: Option<f64>,
 }
 
 /// `hangar usage`'s totals.
@@ -324,6 +379,8 @@ pub fn summarize(
                 cache_write_tokens: 0,
                 cost_usd: Some(0.0),
                 priced: true,
+                cost_from: Vec::new(),
+                agent_cost_usd: None,
             });
         if let Some(m) = &s.model
             && !e.models.contains(m)
@@ -338,15 +395,16 @@ pub fn summarize(
         total.requests += s.requests;
         total.input_tokens += s.tokens.input;
         total.output_tokens += s.tokens.output;
-        // A request with no tokens at all (a refusal) costs nothing, priced
-        // or not.
-        let cost = if s.tokens == Tokens::default() {
-            Some(0.0)
-        } else {
-            prices.cost(s.model.as_deref(), &s.tokens)
-        };
-        match cost {
-            Some(c) => {
+        e.agent_cost_usd = merge_sum(e.agent_cost_usd, s.agent_cost_usd);
+        match sum_cost(s, prices) {
+            Some((c, from)) => {
+                let from = match from {
+                    CostFrom::Prices => "prices",
+                    CostFrom::Agent => s.provider.as_str(),
+                };
+                if s.tokens != Tokens::default() && !e.cost_from.iter().any(|f| f == from) {
+                    e.cost_from.push(from.to_owned());
+                }
                 total.cost_usd += c;
                 if let Some(have) = e.cost_usd.as_mut() {
                     *have += c;
@@ -360,6 +418,13 @@ pub fn summarize(
         }
     }
     (by_session.into_values().collect(), total)
+}
+
+fn merge_sum(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
 }
 
 /// What one Claude transcript line says about usage: the message id, the
@@ -432,6 +497,7 @@ mod tests {
             },
             status: (src == UsageSource::Proxy).then_some(200),
             source: src,
+            agent_cost_usd: None,
         }
     }
 
@@ -456,6 +522,7 @@ mod tests {
                 tokens: u.tokens,
                 status: None,
                 source: UsageSource::Transcript,
+                agent_cost_usd: None,
             })
             .collect();
         let merged = merge_records(recs);
@@ -559,6 +626,7 @@ mod tests {
                 model: Some("claude-haiku-4-5".into()),
                 requests: 2,
                 tokens: toks,
+                ..Default::default()
             },
             ModelSum {
                 session: "b".into(),
@@ -566,6 +634,7 @@ mod tests {
                 model: Some("claude-haiku-4-5".into()),
                 requests: 1,
                 tokens: toks,
+                ..Default::default()
             },
             ModelSum {
                 session: "b".into(),
@@ -573,6 +642,7 @@ mod tests {
                 model: Some("fake-model".into()),
                 requests: 3,
                 tokens: toks,
+                ..Default::default()
             },
         ];
         let (sessions, total) = summarize(&sums, &prices, &|id| format!("t-{id}"));
@@ -584,6 +654,52 @@ mod tests {
         assert_eq!(total.requests, 6);
         assert_eq!(total.unpriced_requests, 3);
         assert_eq!(total.cost_usd, 2.0);
+    }
+
+    #[test]
+    fn a_model_only_the_agent_prices_is_priced_from_its_own_figure_said_as_such() {
+        let prices = PriceTable::shipped().unwrap();
+        let toks = Tokens {
+            input: 7674,
+            output: 3,
+            ..Default::default()
+        };
+        let sum = |session: &str, model: &str, cost: Option<f64>, unpriced: u64| ModelSum {
+            session: session.into(),
+            provider: "opencode".into(),
+            model: Some(model.into()),
+            requests: 2,
+            tokens: toks,
+            agent_cost_usd: cost,
+            agent_unpriced: unpriced,
+        };
+        let sums = vec![
+            // Only OpenCode prices it.
+            sum("a", "fake-model", Some(0.0231), 0),
+            // The table prices it: the table's figure, OpenCode's shown too.
+            sum("b", "claude-haiku-4-5", Some(5.0), 0),
+            // One of its requests OpenCode did not price: unpriced.
+            sum("c", "fake-model", Some(0.01), 1),
+            // OpenCode's 0 for tokens is a model it has no cost for.
+            sum("d", "fake-model", Some(0.0), 0),
+        ];
+        let (s, total) = summarize(&sums, &prices, &|id| id.to_owned());
+        assert_eq!(s[0].cost_usd, Some(0.0231));
+        assert!(s[0].priced);
+        assert_eq!(s[0].cost_from, vec!["opencode"]);
+        assert_eq!(s[0].agent_cost_usd, Some(0.0231));
+        assert_eq!(s[1].cost_from, vec!["prices"]);
+        assert_ne!(s[1].cost_usd, Some(5.0));
+        assert_eq!(s[1].agent_cost_usd, Some(5.0));
+        assert_eq!((s[2].cost_usd, s[2].priced), (None, false));
+        assert_eq!((s[3].cost_usd, s[3].priced), (None, false));
+        assert_eq!(total.unpriced_requests, 4);
+        assert_eq!(
+            merge_agent_cost(Some(0.01), Some(0.02)),
+            Some(0.02),
+            "a message's cost grows with its steps"
+        );
+        assert_eq!(merge_agent_cost(None, Some(0.02)), Some(0.02));
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub enum UsageFact {
         model: Option<String>,
         at_ms: Option<i64>,
         tokens: Tokens,
+        /// What the CLI itself says the request cost, USD (OpenCode's
+        /// `cost`); `None` when it says nothing or 0 (see `UsageRecord`).
+        agent_cost_usd: Option<f64>,
     },
     /// The account's limit windows as the CLI last heard them.
     Windows(Vec<Window>),
@@ -143,6 +146,32 @@ pub trait Adapter: Sync {
     ) -> Result<Option<(Vec<UsageFact>, i64)>, String> {
         let _ = (conversation, since_ms, var);
         Ok(None)
+    }
+
+    /// Where conversation `conversation` is in its turn, from what the CLI
+    /// keeps elsewhere than a transcript file (its database), for a CLI
+    /// that keeps one (`Ok(None)` otherwise, and before it has any).
+    fn stored_reading(
+        &self,
+        conversation: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Reading>, String> {
+        let _ = (conversation, var);
+        Ok(None)
+    }
+
+    /// The folder whose changes may change `stored_reading` (watched while
+    /// a session of the CLI runs).
+    fn stored_folder(&self, var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+        let _ = var;
+        None
+    }
+
+    /// Whether the CLI retries a request refused at a usage limit by itself
+    /// once the refusal's `retry-after` has passed: hangar then shows the
+    /// limit but types no continuation (it would be a second prompt).
+    fn retries_after_a_refusal(&self) -> bool {
+        false
     }
 
     /// The keys that close a question the CLI put on `screen` at a usage

@@ -102,6 +102,7 @@ fn request(i: u64) -> hangar_core::usage::UsageRecord {
         },
         status: Some(200),
         source: UsageSource::Proxy,
+        agent_cost_usd: None,
     }
 }
 

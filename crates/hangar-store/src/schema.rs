@@ -19,7 +19,8 @@
 //!   start after a daemon SIGKILL can find and end orphans (the start time
 //!   guards against killing a reused pid).
 //! - `usage_requests(session, request_key, ...)`: the usage ledger, one row
-//!   per request (issue 29; `usage_ledger.rs`).
+//!   per request (issue 29; `usage_ledger.rs`), with the agent's own cost
+//!   figure when it keeps one (`agent_cost_usd`, migration 4).
 //! - `usage_windows(provider, account, kind, ...)`: each account's limit
 //!   windows as last reported.
 //! - `usage_sessions(session, data)`: a session's limit and its own
@@ -113,11 +114,21 @@ CREATE INDEX IF NOT EXISTS usage_requests_sums ON usage_requests
     (session, provider, model, at_ms, input, output, cache_write, cache_read);
 ";
 
+/// Migration 4: what the agent itself says a request cost (OpenCode's
+/// `message.data.cost`), NULL when it says nothing; in the sums' index too,
+/// so `hangar usage` still reads the index alone.
+const MIGRATION_4: &str = "
+ALTER TABLE usage_requests ADD COLUMN agent_cost_usd REAL;
+DROP INDEX IF EXISTS usage_requests_sums;
+CREATE INDEX IF NOT EXISTS usage_requests_sums ON usage_requests
+    (session, provider, model, at_ms, input, output, cache_write, cache_read, agent_cost_usd);
+";
+
 /// Ordered migrations; `MIGRATIONS[i]` goes from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
 
 /// The schema version this build reads and writes.
-pub const SUPPORTED_VERSION: u32 = 3;
+pub const SUPPORTED_VERSION: u32 = 4;
 
 const _: () = assert!(MIGRATIONS.len() == SUPPORTED_VERSION as usize);
 
@@ -142,7 +153,7 @@ pub(crate) const SHAPE_CHECKS: &[(&str, &str)] = &[
     (
         "usage_requests",
         "SELECT session, request_key, provider, account, model, at_ms, input, output, \
-         cache_write, cache_read, status, source FROM usage_requests LIMIT 0",
+         cache_write, cache_read, status, source, agent_cost_usd FROM usage_requests LIMIT 0",
     ),
     (
         "usage_windows",

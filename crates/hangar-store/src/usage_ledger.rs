@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use hangar_core::usage::{
     ModelSum, OWN_KEY_PREFIX, SAME_REQUEST_WINDOW_MS, Tokens, UsageRecord, UsageSource, is_own_key,
-    key_for_own_record, same_request,
+    key_for_own_record, merge_agent_cost, same_request,
 };
 use hangar_core::usage_limits::{UsageSessionState, Window};
 use rusqlite::{Connection, OpenFlags, params};
@@ -59,9 +59,13 @@ fn to_u64(v: i64) -> u64 {
 fn upsert(conn: &Connection, r: &UsageRecord) -> rusqlite::Result<usize> {
     conn.execute(
         "INSERT INTO usage_requests (session, request_key, provider, account, model, at_ms,
-             input, output, cache_write, cache_read, status, source)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             input, output, cache_write, cache_read, status, source, agent_cost_usd)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
          ON CONFLICT (session, request_key) DO UPDATE SET
+             agent_cost_usd = CASE
+                 WHEN agent_cost_usd IS NULL THEN excluded.agent_cost_usd
+                 WHEN excluded.agent_cost_usd IS NULL THEN agent_cost_usd
+                 ELSE max(agent_cost_usd, excluded.agent_cost_usd) END,
              input = max(input, excluded.input),
              output = max(output, excluded.output),
              cache_write = max(cache_write, excluded.cache_write),
@@ -87,6 +91,7 @@ fn upsert(conn: &Connection, r: &UsageRecord) -> rusqlite::Result<usize> {
             to_i64(r.tokens.cache_read),
             r.status.map(i64::from),
             r.source.as_str(),
+            r.agent_cost_usd.filter(|c| c.is_finite()),
         ],
     )
 }
@@ -99,7 +104,7 @@ fn rows(
 ) -> rusqlite::Result<Vec<UsageRecord>> {
     let mut st = conn.prepare(&format!(
         "SELECT session, request_key, provider, account, model, at_ms, input, output,
-                cache_write, cache_read, status, source
+                cache_write, cache_read, status, source, agent_cost_usd
          FROM usage_requests {filter}"
     ))?;
     let rows = st.query_map(params, row_record)?;
@@ -124,6 +129,7 @@ fn row_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<UsageRecord> {
             .get::<_, Option<i64>>(10)?
             .and_then(|s| u16::try_from(s).ok()),
         source: UsageSource::parse(&row.get::<_, String>(11)?).unwrap_or(UsageSource::Transcript),
+        agent_cost_usd: row.get(12)?,
     })
 }
 
@@ -189,6 +195,8 @@ impl UsageLedger {
                 // The earlier sighting's time and the rest fold in below.
                 record.at_ms = record.at_ms.min(first.at_ms);
                 record.model = record.model.or_else(|| first.model.clone());
+                record.agent_cost_usd =
+                    merge_agent_cost(record.agent_cost_usd, first.agent_cost_usd);
                 tx.execute(
                     "DELETE FROM usage_requests WHERE session = ?1 AND request_key = ?2",
                     params![first.session, first.request_key],
@@ -211,7 +219,7 @@ impl UsageLedger {
             .conn
             .prepare(
                 "SELECT session, request_key, provider, account, model, at_ms, input, output,
-                        cache_write, cache_read, status, source
+                        cache_write, cache_read, status, source, agent_cost_usd
                  FROM usage_requests WHERE at_ms >= ?1 AND (?2 IS NULL OR session = ?2)
                  ORDER BY at_ms, request_key",
             )
@@ -259,7 +267,9 @@ impl UsageLedger {
             .conn
             .prepare(
                 "SELECT session, provider, model, count(*), sum(input), sum(output),
-                        sum(cache_write), sum(cache_read)
+                        sum(cache_write), sum(cache_read), sum(agent_cost_usd),
+                        sum(agent_cost_usd IS NULL
+                            AND input + output + cache_write + cache_read > 0)
                  FROM usage_requests WHERE at_ms >= ?1 AND (?2 IS NULL OR session = ?2)
                  GROUP BY session, provider, model ORDER BY session, provider, model",
             )
@@ -277,6 +287,8 @@ impl UsageLedger {
                         cache_write: to_u64(row.get(6)?),
                         cache_read: to_u64(row.get(7)?),
                     },
+                    agent_cost_usd: row.get(8)?,
+                    agent_unpriced: to_u64(row.get(9)?),
                 })
             })
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
@@ -425,6 +437,7 @@ mod tests {
             },
             status: (source == UsageSource::Proxy).then_some(200),
             source,
+            agent_cost_usd: None,
         }
     }
 
@@ -477,6 +490,47 @@ mod tests {
         assert_eq!(sums.len(), 1);
         assert_eq!((sums[0].requests, sums[0].tokens.output), (2, 41));
         assert!(l.sums_since(11, None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_agents_own_cost_is_kept_per_request_and_summed_where_it_priced_every_request() {
+        let (_d, mut l) = ledger();
+        let own = |key: &str, at: i64, cost: Option<f64>| UsageRecord {
+            at_ms: at,
+            model: Some("fake-model".into()),
+            agent_cost_usd: cost,
+            ..rec(key, UsageSource::Transcript, 7)
+        };
+        // An OpenCode message read mid-way, then finished: the larger cost.
+        l.record(&own("agent:opencode:msg_1", 1_000, Some(0.01)))
+            .unwrap();
+        l.record(&own("agent:opencode:msg_1", 1_000, Some(0.03)))
+            .unwrap();
+        // The proxy's sighting of the same request takes the row over and
+        // keeps the agent's figure.
+        l.record(&UsageRecord {
+            at_ms: 900,
+            model: Some("fake-model".into()),
+            ..rec("chatcmpl-1", UsageSource::Proxy, 7)
+        })
+        .unwrap();
+        let rows = l.records_since(0, None).unwrap();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].request_key, "chatcmpl-1");
+        assert_eq!(rows[0].agent_cost_usd, Some(0.03));
+        let sums = l.sums_since(0, None).unwrap();
+        assert_eq!(
+            (sums[0].agent_cost_usd, sums[0].agent_unpriced),
+            (Some(0.03), 0)
+        );
+        // A request of the same model the agent did not price.
+        l.record(&own("agent:opencode:msg_2", 90_000_000, None))
+            .unwrap();
+        let sums = l.sums_since(0, None).unwrap();
+        assert_eq!(
+            (sums[0].agent_cost_usd, sums[0].agent_unpriced),
+            (Some(0.03), 1)
+        );
     }
 
     #[test]

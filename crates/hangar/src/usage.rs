@@ -99,6 +99,20 @@ pub fn human(v: &UsageReport) {
                 display::name(&r.title),
                 models.join(", "),
             );
+            // A figure that is not hangar's own list price says whose it is.
+            let own: Vec<String> = r
+                .cost_from
+                .iter()
+                .filter(|f| *f != "prices")
+                .map(|f| display::name(f).into_owned())
+                .collect();
+            if !own.is_empty() {
+                println!(
+                    "{:<9} cost from {}'s own figures (no price in hangar's table)",
+                    "",
+                    own.join(" and ")
+                );
+            }
         }
     }
     let t = &v.total;

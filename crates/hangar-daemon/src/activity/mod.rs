@@ -697,6 +697,13 @@ impl Monitor {
                     Some(root) if daemon.settings.enabled(Source::Transcript) => {
                         watch.folders(&meta.provider, root, &meta.cwd, psid, now)
                     }
+                    // A CLI's database (OpenCode's): its writes are its turns.
+                    None if daemon.settings.enabled(Source::Transcript) => {
+                        hangar_providers::adapter(&meta.provider)
+                            .stored_folder(&hangar_providers::transcript::discovery::env_var)
+                            .into_iter()
+                            .collect()
+                    }
                     _ => Vec::new(),
                 };
                 files.watch(folders);
@@ -725,13 +732,20 @@ impl Monitor {
     ) -> Option<u64> {
         let config = &self.settings;
         let now = self.clock.now_ms();
+        let psid = meta.provider_session.as_ref().map(|p| p.id.as_str());
         let transcript = match root {
-            Some(root) if config.enabled(Source::Transcript) => watch.read(
-                &meta.provider,
-                root,
-                &meta.cwd,
-                meta.provider_session.as_ref().map(|p| p.id.as_str()),
-            ),
+            Some(root) if config.enabled(Source::Transcript) => {
+                watch.read(&meta.provider, root, &meta.cwd, psid)
+            }
+            // OpenCode's conversation is in its database, not a file.
+            None if config.enabled(Source::Transcript) => psid.and_then(|c| {
+                hangar_providers::adapter(&meta.provider)
+                    .stored_reading(c, &hangar_providers::transcript::discovery::env_var)
+                    .unwrap_or_else(|e| {
+                        tracing::debug!("session {id}: {e}");
+                        None
+                    })
+            }),
             _ => None,
         }
         // The agent dates its lines by the wall clock; typed input, hooks and

@@ -16,7 +16,9 @@ use crate::journal::Caller;
 /// What the figures are, said in every answer: list prices, so for a
 /// subscription login an estimate, not what is billed.
 const COST_NOTE: &str = "cost_usd is at list prices (hangar's price table and [usage.prices]); \
-     for a subscription login it is an estimate, not what is billed. null: a model with no price";
+     for a subscription login it is an estimate, not what is billed. null: a model with no price. \
+     cost_from says whose figures: \"prices\" (the table) or a CLI's own (\"opencode\": OpenCode's \
+     cost, for a model only it prices); agent_cost_usd is what the CLI itself says";
 
 pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<UsageReport, ApiError> {
     let session = match &req.session {

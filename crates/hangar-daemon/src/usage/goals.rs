@@ -5,7 +5,8 @@
 //! Every decision is `hangar_core::goal`'s; this gathers the facts (an end
 //! of turn, a failure, a person's typing, the session's limit) and carries
 //! the answer out. Ends of turns come from Claude's `Stop` hook and, for
-//! Codex and OpenCode, from their transcripts (`activity::Hub::turn_ends`),
+//! Codex and OpenCode, from their transcripts (OpenCode's: its database;
+//! `activity::Hub::turn_ends`),
 //! never from quiet output alone. It must never type into a session a
 //! person typed into since hangar's last prompt, nor while its account is
 //! limited (rule 13), and never after the goal ended. The goal is kept with

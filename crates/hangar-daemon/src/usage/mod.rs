@@ -304,6 +304,7 @@ impl Ledger {
             },
             status: Some(r.status),
             source: UsageSource::Proxy,
+            agent_cost_usd: None,
         };
         // The windows before the request: a reader that sees the request
         // sees what its reply said of the account.
@@ -320,6 +321,12 @@ impl Ledger {
         self.with_store("record a request", |s| s.record(&record));
         self.budget_check.notify_one();
         let body = r.detail.error_body.as_deref().unwrap_or_default();
+        // A CLI that retries by itself after the refusal (OpenCode) carries
+        // on without hangar's prompt.
+        let retries = self
+            .sessions
+            .provider_of(&id)
+            .is_some_and(|p| hangar_providers::adapter(&p).retries_after_a_refusal());
         match usage_limits::classify_refusal(api, r.status, &r.headers, body, now) {
             Some(hit) => self.limited(
                 &id,
@@ -329,8 +336,9 @@ impl Ledger {
                     source: "proxy".to_owned(),
                     since_ms: now,
                     continue_at: None,
-                    // A refused request ends the turn the agent was on.
-                    stopped_mid_task: true,
+                    // A refused request ends the turn the agent was on,
+                    // unless the agent retries it itself.
+                    stopped_mid_task: !retries,
                     continued: false,
                     account: r.account,
                 },

@@ -114,7 +114,7 @@ impl Transcripts {
         let now = self.ledger.now();
         for line in lines {
             if let Some(u) = claude_transcript_usage(line) {
-                self.record(id, "claude", u.message_id, u.model, u.at_ms, u.tokens);
+                self.record(id, "claude", u.message_id, u.model, u.at_ms, u.tokens, None);
             } else if !first_look && let Some(reset) = rate_limit_line(line) {
                 let resets_at =
                     usage_limits::resolve_reset(&reset, now, &|z| super::zone_offset(z, now));
@@ -156,7 +156,8 @@ impl Transcripts {
                     model,
                     at_ms,
                     tokens,
-                } => self.record(id, provider, key, model, at_ms, tokens),
+                    agent_cost_usd,
+                } => self.record(id, provider, key, model, at_ms, tokens, agent_cost_usd),
                 UsageFact::Windows(windows) => self.ledger.agent_windows(id, provider, &windows),
                 UsageFact::Limited { .. } if first_look => {}
                 UsageFact::Limited { resets_at, text } => {
@@ -171,6 +172,7 @@ impl Transcripts {
         }
     }
 
+    #[allow(clippy::too_many_arguments)] // one request's fields, as read
     fn record(
         &self,
         id: &SessionId,
@@ -179,6 +181,7 @@ impl Transcripts {
         model: Option<String>,
         at_ms: Option<i64>,
         tokens: hangar_core::usage::Tokens,
+        agent_cost_usd: Option<f64>,
     ) {
         let now = self.ledger.now();
         self.ledger.record_usage(UsageRecord {
@@ -191,6 +194,7 @@ impl Transcripts {
             tokens,
             status: None,
             source: UsageSource::Transcript,
+            agent_cost_usd,
         });
     }
 

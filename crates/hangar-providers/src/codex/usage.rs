@@ -65,6 +65,7 @@ pub fn rollout_usage(lines: &[String]) -> Vec<UsageFact> {
                         model: model.clone(),
                         at_ms,
                         tokens,
+                        agent_cost_usd: None,
                     });
                 }
             }
@@ -82,6 +83,7 @@ pub fn rollout_usage(lines: &[String]) -> Vec<UsageFact> {
                         model: model.clone(),
                         at_ms,
                         tokens,
+                        agent_cost_usd: None,
                     });
                 }
                 let windows = windows(&payload["rate_limits"], at_ms);
@@ -200,6 +202,7 @@ mod tests {
                         output: 3,
                         ..Default::default()
                     },
+                    agent_cost_usd: None,
                 },
                 UsageFact::Windows(vec![
                     Window {
@@ -243,6 +246,7 @@ mod tests {
                     cache_read: 4000,
                     ..Default::default()
                 },
+                agent_cost_usd: None,
             }
         );
         let UsageFact::Windows(w) = &facts[1] else {

@@ -6,6 +6,10 @@ use hangar_core::cli_versions::Version;
 
 use hangar_core::sandbox::StateFolder;
 
+use std::path::{Path, PathBuf};
+
+use hangar_core::activity::Reading;
+
 use crate::adapter::{Adapter, SessionArgs, UsageFact};
 
 pub struct Opencode;
@@ -39,6 +43,34 @@ impl Adapter for Opencode {
         super::usage::read_usage(&db, conversation, since_ms)
             .map(Some)
             .map_err(|e| format!("cannot read OpenCode's database {}: {e}", db.display()))
+    }
+
+    /// Its database's newest message of the conversation (`turns`).
+    fn stored_reading(
+        &self,
+        conversation: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Reading>, String> {
+        let Some(db) = super::database::database_path(var).filter(|p| p.is_file()) else {
+            return Ok(None);
+        };
+        super::turns::turn_reading(&db, conversation)
+            .map_err(|e| format!("cannot read OpenCode's database {}: {e}", db.display()))
+    }
+
+    fn stored_folder(&self, var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+        super::database::database_path(var)?
+            .parent()
+            .map(Path::to_path_buf)
+    }
+
+    /// OpenCode 1.18.33 retries a refused request (a 429 is retryable) by
+    /// itself after the refusal's `retry-after-ms` or `retry-after`
+    /// (seconds or a date), capped only at about 24 days: read in the
+    /// shipped binary (its session retry's delay function), and seen
+    /// against the fake model API (`real_cli_usage.rs`).
+    fn retries_after_a_refusal(&self) -> bool {
+        true
     }
 
     /// OpenCode 1.18.33: `--session <id> --fork` opens a copy of the

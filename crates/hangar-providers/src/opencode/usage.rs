@@ -13,6 +13,14 @@
 //! `step-finish`). The row's `time_updated` moves at each write, so a look
 //! from the last one read sees every message that changed since.
 //!
+//! `cost` is OpenCode's own figure in USD: `Session.getUsage` prices each
+//! step's tokens by the model's `cost` (per million tokens: `input`,
+//! `output`, `cache.read`, `cache.write`; reasoning at `output`) from its
+//! model list or the config's `provider.<id>.models.<id>.cost`, and
+//! `processor.ts` adds each step's to the message (`cost += usage.cost`). A
+//! model with no cost there is priced at 0, so a 0 for tokens says nothing
+//! (kept as no figure, never as free).
+//!
 //! OpenCode's message id is its own, not the provider's: a request is keyed
 //! `agent:opencode:<message id>` and the ledger folds it into the proxy's
 //! row of the same request (hangar-core `same_request`).
@@ -75,11 +83,13 @@ fn message_usage(id: &str, data: &str) -> Option<UsageFact> {
     if tokens == Tokens::default() {
         return None;
     }
+    let agent_cost_usd = v["cost"].as_f64().filter(|c| c.is_finite() && *c > 0.0);
     Some(UsageFact::Request {
         key: format!("{OWN_KEY_PREFIX}opencode:{id}"),
         model: v["modelID"].as_str().map(str::to_owned),
         at_ms: v["time"]["created"].as_i64(),
         tokens,
+        agent_cost_usd,
     })
 }
 
@@ -127,6 +137,8 @@ mod tests {
                     output: 3,
                     ..Default::default()
                 },
+                // OpenCode priced the fake model at 0 (no cost configured).
+                agent_cost_usd: None,
             }]
         );
         assert_eq!(newest, 1_796_294_160_000);

@@ -81,6 +81,7 @@ mod real_cli_claude_identity;
 mod real_cli_codex_identity;
 mod real_cli_codex_processes;
 mod real_cli_fork;
+mod real_cli_goals;
 mod real_cli_sandboxed;
 mod real_cli_sessions;
 mod real_cli_usage;

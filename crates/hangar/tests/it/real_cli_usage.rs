@@ -3,9 +3,12 @@
 //! API on plain-HTTP loopback (in their `NO_PROXY`: the recording proxy
 //! never sees them), so what `hangar usage` and `ls --json` say comes from
 //! codex's rollout (`token_usage_record`, `token_count` with `rate_limits`,
-//! `usage_limit_exceeded`) and OpenCode's database (`message.data.tokens`).
-//! Through the proxy (the API's HTTPS side), a codex request both saw is
-//! counted once.
+//! `usage_limit_exceeded`) and OpenCode's database (`message.data.tokens`,
+//! and `message.data.cost`, OpenCode's own price). Through the proxy (the
+//! API's HTTPS side), a codex request both saw is counted once, and the
+//! refusals' headers limit claude (`anthropic-ratelimit-unified-*`) and
+//! OpenCode (`retry-after`). The fake refuses at a limit only until its
+//! reset, as the providers do, so what carries on after it is answered.
 //!
 //! Skipped with one line when the CLIs cannot be installed.
 
@@ -68,19 +71,22 @@ fn wait_usage(rc: &RealCli, id: &str, what: &str, pred: impl Fn(&Value) -> bool)
 /// (a request after the refusal, `n` past `refused`) and the answer shows
 /// on the screen. The CLI may send the refused prompt again with it (Claude
 /// Code keeps the refused user message and adds `continue` to it), so the
-/// answer is whatever the fake replied.
-fn carries_on_after_the_reset(rc: &RealCli, id: &str, refused: u64) {
+/// answer is whatever the fake replied. Returns the answered request.
+fn carries_on_after_the_reset(rc: &RealCli, id: &str, refused: u64) -> Value {
     continuation_typed(rc, id);
     let answer = rc
         .api
         .wait_request("the model answered the continuation", |r| {
-            r["n"].as_u64() > Some(refused) && r["reply"]["text"].is_string()
+            r["n"].as_u64() > Some(refused)
+                && r["reply"]["text"].is_string()
+                && r["body"].to_string().contains("continue")
         });
     let text = answer["reply"]["text"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
     rc.wait_screen(id, &text);
+    answer
 }
 
 /// Hangar typed its continuation once after the reset (journal
@@ -111,8 +117,7 @@ fn refused_request(rc: &RealCli, api: &str) -> u64 {
 }
 
 #[test]
-fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_its_continuation_reaches_the_model()
- {
+fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_carries_on_after_it() {
     let Some(rc) = world() else { return };
     let mut rc = rc;
     // Through the proxy (the API's HTTPS side): the refusal's headers are
@@ -141,16 +146,16 @@ fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_its_continu
         },
     );
     assert_eq!(row["limit"]["resets_at"], json!(reset * 1000), "{row}");
-    // After the reset hangar types `continue` once, and it reaches the
-    // model. (Claude Code sends the refused prompt again with it, in one
-    // user message, which this script refuses again: the answer on screen
-    // is checked with codex, whose requests carry `continue` alone.)
+    // After the reset hangar types `continue` once, and the answer is drawn.
+    // Claude Code sends the refused prompt again with it, in one user
+    // message; the fake refuses only until the limit's reset, as the
+    // provider does, so that request is answered.
     let refused = refused_request(&rc, "anthropic");
-    continuation_typed(&rc, &id);
-    rc.api
-        .wait_request("the continuation reached the model", |r| {
-            r["n"].as_u64() > Some(refused) && r["body"].to_string().contains("continue")
-        });
+    let answer = carries_on_after_the_reset(&rc, &id, refused);
+    assert!(answer["body"].to_string().contains("continue"), "{answer}");
+    support::wait_until("the limit is over", REAL_DEADLINE, || {
+        rc.hangar.session(&id)["limit"].is_null()
+    });
 }
 
 #[test]
@@ -273,4 +278,143 @@ fn opencode_s_database_feeds_the_ledger() {
     wait_usage(&rc, &id, "the second message is in the ledger", |u| {
         u["total"]["requests"] == 2
     });
+}
+
+/// What OpenCode itself says conversation `conversation` cost: the sum of
+/// its assistant messages' `data.cost` in its database.
+fn opencode_s_own_cost(rc: &RealCli, conversation: &str) -> f64 {
+    let db = rc.xdg.join("data").join("opencode").join("opencode.db");
+    let conn = rusqlite::Connection::open_with_flags(
+        &db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open OpenCode's database");
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .expect("busy timeout");
+    conn.query_row(
+        "SELECT total(json_extract(data, '$.cost')) FROM message
+         WHERE session_id = ?1 AND json_extract(data, '$.role') = 'assistant'",
+        [conversation],
+        |r| r.get(0),
+    )
+    .expect("read OpenCode's costs")
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+fn a_model_only_opencode_prices_is_priced_from_opencode_s_own_cost() {
+    let Some(rc) = world() else { return };
+    // A person's price for a model OpenCode's list does not know (USD per
+    // million tokens); hangar's table has no `fake-model`.
+    let (input, output, cache_read, cache_write) = (3.0, 15.0, 0.3, 3.75);
+    rc.price_opencode_model(json!({
+        "input": input, "output": output, "cache_read": cache_read, "cache_write": cache_write
+    }));
+    rc.hangar.start_daemon();
+    let id = rc.hangar.new_agent(&["--provider", "opencode"]);
+    rc.wait_ready(&id);
+    rc.ask(&id, "price me");
+    let conversation = rc.wait_provider_id(&id);
+    let u = wait_usage(
+        &rc,
+        &id,
+        "OpenCode's priced message is in the ledger",
+        |u| u["total"]["requests"] == 1 && u["sessions"][0]["cost_usd"].is_number(),
+    );
+    let s = &u["sessions"][0];
+    // OpenCode 1.18.33 wrote its figure into `message.data.cost`: the
+    // tokens at the configured price (its `Session.getUsage`).
+    let own = opencode_s_own_cost(&rc, &conversation);
+    let n = |k: &str| s[k].as_f64().unwrap_or(0.0);
+    let at_price = (n("input_tokens") * input
+        + n("output_tokens") * output
+        + n("cache_read_tokens") * cache_read
+        + n("cache_write_tokens") * cache_write)
+        / 1_000_000.0;
+    assert!(
+        own > 0.0 && close(own, at_price),
+        "{own} vs {at_price}: {u}"
+    );
+    assert!(close(s["cost_usd"].as_f64().unwrap_or(-1.0), own), "{u}");
+    assert!(
+        close(s["agent_cost_usd"].as_f64().unwrap_or(-1.0), own),
+        "{u}"
+    );
+    assert_eq!(s["priced"], true, "{u}");
+    assert_eq!(s["cost_from"], json!(["opencode"]), "{u}");
+    assert_eq!(u["total"]["unpriced_requests"], 0, "{u}");
+    // People are told whose figure it is.
+    let human = rc.hangar.ok(&["usage", "--since", "24h", "--session", &id]);
+    assert!(
+        human.contains("cost from opencode's own figures"),
+        "{human}"
+    );
+}
+
+#[test]
+fn opencode_refused_with_retry_after_is_limited_until_then_and_carries_on_by_itself() {
+    let Some(rc) = world() else { return };
+    // Through the proxy (the API's HTTPS side): OpenCode reads no quota
+    // headers, so the refusal's `retry-after` is the only source.
+    rc.use_https_api();
+    rc.hangar.start_daemon();
+    let id = rc.hangar.new_agent(&["--provider", "opencode"]);
+    rc.wait_ready(&id);
+    rc.ask(&id, "before the limit");
+    let reset = now_secs() + 10;
+    rc.api.script(json!({"rules": [
+        {"api": "chat", "when": "over the limit", "limit": {"resets_at": reset}}
+    ]}));
+    rc.submit(&id, "over the limit");
+    let mut row = Value::Null;
+    support::wait_until(
+        "the proxy's refusal limits the session",
+        REAL_DEADLINE,
+        || {
+            row = rc.hangar.session(&id);
+            row["limit"]["source"] == "proxy"
+        },
+    );
+    assert_eq!(row["limit"]["kind"], "retry_after", "{row}");
+    // `retry-after` is whole seconds from the refusal: the reset within a
+    // second or two of the fake's.
+    let got = row["limit"]["resets_at"].as_i64().unwrap_or(0);
+    assert!(
+        (got - reset * 1000).abs() <= 2500,
+        "{got} vs {}: {row}",
+        reset * 1000
+    );
+    // OpenCode 1.18.33 retries by itself after `retry-after`; the fake
+    // answers once the limit has reset, the answer is drawn and the limit
+    // is over, with nothing typed by hangar.
+    let refused = refused_request(&rc, "chat");
+    let answer = rc
+        .api
+        .wait_request("OpenCode's retry after the reset was answered", |r| {
+            r["api"] == "chat"
+                && r["n"].as_u64() > Some(refused)
+                && r["turn"] == "over the limit"
+                && r["reply"]["text"].is_string()
+        });
+    rc.wait_screen(&id, answer["reply"]["text"].as_str().unwrap_or("?"));
+    support::wait_until("the limit is over", REAL_DEADLINE, || {
+        rc.hangar.session(&id)["limit"].is_null()
+    });
+    let typed: Vec<Value> = rc
+        .hangar
+        .journal()
+        .into_iter()
+        .filter(|e| e["event"] == "limit-continue" && e["session"] == id && e["typed"] == true)
+        .collect();
+    assert!(typed.is_empty(), "hangar typed into OpenCode: {typed:?}");
+    assert!(
+        rc.api
+            .requests_to("chat")
+            .iter()
+            .all(|r| r["turn"] != "continue"),
+        "a continuation reached the model"
+    );
 }

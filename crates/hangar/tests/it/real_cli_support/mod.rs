@@ -240,6 +240,8 @@ pub struct RealCli {
     trusted: std::sync::Mutex<Vec<PathBuf>>,
     /// Codex and OpenCode reach the fake API's HTTPS side (see `use_https_api`).
     https: std::sync::atomic::AtomicBool,
+    /// OpenCode's `cost` of its model (see `price_opencode_model`).
+    opencode_cost: std::sync::Mutex<Option<Value>>,
 }
 
 impl RealCli {
@@ -306,6 +308,7 @@ impl RealCli {
             xdg,
             trusted: Default::default(),
             https: Default::default(),
+            opencode_cost: Default::default(),
         };
         rc.write_codex_config();
         rc.write_opencode_config();
@@ -368,6 +371,15 @@ impl RealCli {
         self.write_opencode_config();
     }
 
+    /// Gives OpenCode's model a price of its own (`cost` in its
+    /// `opencode.json`, USD per million tokens: `{"input": .., "output": ..,
+    /// "cache_read": .., "cache_write": ..}`), as a person does for a model
+    /// OpenCode's model list does not know.
+    pub fn price_opencode_model(&self, cost: Value) {
+        *self.opencode_cost.lock().unwrap() = Some(cost);
+        self.write_opencode_config();
+    }
+
     fn api_url(&self) -> String {
         if self.https.load(std::sync::atomic::Ordering::SeqCst) {
             self.api.https_url()
@@ -400,6 +412,10 @@ impl RealCli {
     fn write_opencode_config(&self) {
         let dir = self.xdg.join("config").join("opencode");
         fs::create_dir_all(&dir).expect("opencode config dir");
+        let mut model = json!({"name": "Fake model"});
+        if let Some(cost) = self.opencode_cost.lock().unwrap().clone() {
+            model["cost"] = cost;
+        }
         let doc = json!({
             "$schema": "https://opencode.ai/config.json",
             "model": "fake/fake-model",
@@ -409,7 +425,7 @@ impl RealCli {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Fake",
                 "options": {"baseURL": format!("{}/v1", self.api_url()), "apiKey": OPENCODE_KEY},
-                "models": {"fake-model": {"name": "Fake model"}}
+                "models": {"fake-model": model}
             }}
         });
         fs::write(

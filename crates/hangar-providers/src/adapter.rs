@@ -18,13 +18,14 @@ use std::path::{Path, PathBuf};
 use hangar_core::activity::{Activity, Reading};
 use hangar_core::cli_versions::Version;
 use hangar_core::ledger::TranscriptFacts;
-use hangar_core::sandbox::StateFolder;
+use hangar_core::sandbox::{StateFolder, Substitution};
 use hangar_core::{Provider, ProviderSessionId, SessionId};
 use serde_json::Value;
 
 use crate::claude::process_record::ProcessRecord;
 use crate::cli_facts::CliFacts;
 use crate::launch::{LaunchSpec, McpServer};
+use crate::sandboxed::{SeedFrom, Seeded};
 use crate::transcript::discovery::TranscriptIndex;
 use crate::transcript::messages::Message;
 use crate::transcript::turns::TurnFacts;
@@ -379,6 +380,33 @@ pub trait Adapter: Sync {
     /// or its database.
     fn sandbox_state(&self) -> &'static [StateFolder] {
         &[]
+    }
+
+    /// What a sandboxed session's state folders get of the person's own
+    /// settings of this CLI before its environment is made (`sandboxed`):
+    /// the settings files, secrets as placeholders (`mint` makes one), and
+    /// the variables they name as holding a key. Nothing for a CLI whose
+    /// settings hold nothing it needs; a missing file is no error.
+    fn sandbox_settings(
+        &self,
+        from: &SeedFrom<'_>,
+        mint: &mut dyn FnMut() -> String,
+    ) -> Result<Seeded, String> {
+        let _ = (from, mint);
+        Ok(Seeded::default())
+    }
+
+    /// Then, with the environment's placeholders for the keys (`keys`):
+    /// the files in which the CLI records the trust the person gave
+    /// (onboarding done, this folder trusted, the key approved), moved to
+    /// the placeholders.
+    fn sandbox_trust(
+        &self,
+        from: &SeedFrom<'_>,
+        keys: &[Substitution],
+    ) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
+        let _ = (from, keys);
+        Ok(Vec::new())
     }
 
     /// A resume the CLI refused, seen on the `screen` it left when it

@@ -36,8 +36,10 @@
 //!    (`takes_hooks`, `hook_settings`, `hook_settings_args`), what proves
 //!    which conversation a session is (`own_record`, `record_dir`,
 //!    `holds_transcript_open`, `conversation_in_database`), a resume it
-//!    refuses (`resume_refusal`), its permission prompts on screen and its
-//!    own sandbox's line in `hangar ls`. Learn each fact from the real CLI
+//!    refuses (`resume_refusal`), its permission prompts on screen, its
+//!    own sandbox's line in `hangar ls`, and what a sandboxed session's
+//!    state folders hold of it (`sandbox_state`, `sandbox_settings`,
+//!    `sandbox_trust`). Learn each fact from the real CLI
 //!    (REAL_CLIS.md: run it against the fake model API) and test it in the
 //!    folder.
 //! 2. The registration: its `Provider` variant and name in
@@ -47,9 +49,7 @@
 //! Nothing else matches on a CLI's provider: the daemon, hangar-core and
 //! the transcript readers ask the adapter (`.ci/shape` refuses a new
 //! `Provider::Claude|Codex|Opencode` outside the adapter folders and the
-//! few places the rule lists). A sandboxed CLI's state folders
-//! (`hangar_core::sandbox::state_binds`) and the settings seeded into them
-//! (`sandboxed`) are the exceptions still to move.
+//! few places the rule lists).
 
 #![forbid(unsafe_code)]
 

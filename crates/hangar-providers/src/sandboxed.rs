@@ -23,6 +23,9 @@
 //! Credentials files (`.credentials.json`, codex's `auth.json`) are never
 //! read here.
 
+use std::path::{Path, PathBuf};
+
+use hangar_core::sandbox::StateBind;
 use serde_json::{Value, json};
 
 /// A secret found in a settings file and the placeholder written instead.
@@ -30,6 +33,63 @@ use serde_json::{Value, json};
 pub struct Replaced {
     pub placeholder: String,
     pub real: String,
+}
+
+/// What a CLI's adapter seeds a sandboxed session's state folders from
+/// (`Adapter::sandbox_settings`, `Adapter::sandbox_trust`).
+pub struct SeedFrom<'a> {
+    /// The session's state folders (`hangar_core::sandbox::state_binds`).
+    pub state: &'a [StateBind],
+    /// The session's folder, as the CLI sees it.
+    pub cwd: &'a str,
+    /// A variable of the person's environment (the daemon's), `None` when
+    /// unset or empty: where the person's own settings are.
+    pub var: &'a dyn Fn(&str) -> Option<PathBuf>,
+}
+
+impl SeedFrom<'_> {
+    /// The state folder (outside the sandbox) that `var` points the CLI to.
+    pub fn state_dir(&self, var: &str) -> Option<PathBuf> {
+        self.state
+            .iter()
+            .find(|s| s.var == var)
+            .map(|s| PathBuf::from(&s.outside))
+    }
+
+    /// The person's settings file of a CLI: `file` in the folder `var`
+    /// names, else in `$HOME/home_rest`.
+    pub fn person_file(&self, var: &str, home_rest: &str, file: &str) -> Option<PathBuf> {
+        let dir = (self.var)(var).or_else(|| (self.var)("HOME").map(|h| h.join(home_rest)))?;
+        Some(dir.join(file))
+    }
+}
+
+/// What the adapter seeds: the files to write (privately) into the
+/// session's state folders, the secrets they hold as placeholders, and
+/// the variables the settings name as holding a key (codex's `env_key`),
+/// which the sandbox's environment then gives as placeholders too.
+#[derive(Debug, Default)]
+pub struct Seeded {
+    pub files: Vec<(PathBuf, Vec<u8>)>,
+    pub replaced: Vec<Replaced>,
+    pub key_vars: Vec<String>,
+}
+
+/// A settings file's text; `None` when there is none.
+pub fn read_settings(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// A JSON file's document; `Null` when it is missing or is no JSON.
+pub fn json_file(path: &Path) -> Value {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
 }
 
 /// The last 20 characters of an API key: what Claude Code keeps of an

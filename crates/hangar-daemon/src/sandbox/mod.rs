@@ -291,7 +291,21 @@ impl Sandbox {
         overrides.push(("HANGAR_SANDBOX".into(), "bubblewrap".into()));
         let inherited: Vec<(String, String)> = std::env::vars().collect();
         let nonce = uuid::Uuid::new_v4().simple().to_string();
-        let seeded = seed_settings(&meta.provider, &state, &nonce).map_err(fail)?;
+        // The person's settings of this CLI, given to its state folders
+        // (its adapter says which, `hangar_providers::sandboxed`).
+        let adapter = hangar_providers::adapter(&meta.provider);
+        let from = hangar_providers::sandboxed::SeedFrom {
+            state: &state,
+            cwd: &cwd,
+            var: &var,
+        };
+        let mut n = 0;
+        let mut mint = || {
+            n += 1;
+            format!("hangar-sandbox-setting{n}-{nonce}")
+        };
+        let seeded = adapter.sandbox_settings(&from, &mut mint).map_err(fail)?;
+        write_seeded(&seeded.files).map_err(fail)?;
         let env = rules::agent_env(
             &inherited,
             &request.env,
@@ -299,14 +313,10 @@ impl Sandbox {
             &nonce,
             &seeded.key_vars,
         );
-        if meta.provider == hangar_core::Provider::Claude {
-            let key = env
-                .substitutions
-                .iter()
-                .find(|s| s.var == "ANTHROPIC_API_KEY")
-                .map(|s| (s.real.as_str(), s.placeholder.as_str()));
-            seed_claude_json(&state, &request.cwd.display().to_string(), key).map_err(fail)?;
-        }
+        let trust = adapter
+            .sandbox_trust(&from, &env.substitutions)
+            .map_err(fail)?;
+        write_seeded(&trust).map_err(fail)?;
         if let Some(g) = grant {
             g.lease.confine(hangar_proxy::Confinement {
                 extra_hosts: self
@@ -368,127 +378,22 @@ impl Sandbox {
     }
 }
 
-/// What the person's own settings gave a sandboxed CLI's state folder.
-#[derive(Default)]
-struct Seeded {
-    /// Secrets of the settings files, written as placeholders.
-    replaced: Vec<hangar_providers::sandboxed::Replaced>,
-    /// Variables the settings name as holding a key (codex's `env_key`).
-    key_vars: Vec<String>,
-}
-
+/// A variable of the daemon's environment (the person's), `None` when unset
+/// or empty: where the person's own settings of each CLI are.
 fn var(name: &str) -> Option<PathBuf> {
     std::env::var_os(name)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
 }
 
-/// The person's settings file of a CLI, under `var` or else `$HOME/rest`.
-fn person_file(var_name: &str, home_rest: &str, file: &str) -> Option<PathBuf> {
-    let dir = var(var_name).or_else(|| var("HOME").map(|h| h.join(home_rest)))?;
-    Some(dir.join(file))
-}
-
-/// Copy codex's `config.toml` and OpenCode's `opencode.json` of the person
-/// into the sandbox's state folders, their secrets as placeholders
-/// (`hangar_providers::sandboxed`); a file that is missing is no error.
-fn seed_settings(
-    provider: &hangar_core::Provider,
-    state: &[rules::StateBind],
-    nonce: &str,
-) -> Result<Seeded, String> {
-    use hangar_core::Provider;
-    use hangar_providers::sandboxed;
-    let mut n = 0;
-    let mut mint = || {
-        n += 1;
-        format!("hangar-sandbox-setting{n}-{nonce}")
-    };
-    let outside = |var_name: &str| {
-        state
-            .iter()
-            .find(|s| s.var == var_name)
-            .map(|s| PathBuf::from(&s.outside))
-    };
-    let read = |p: &Path| match std::fs::read_to_string(p) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", p.display())),
-    };
-    let mut seeded = Seeded::default();
-    match provider {
-        Provider::Codex => {
-            let (Some(from), Some(to)) = (
-                person_file("CODEX_HOME", ".codex", "config.toml"),
-                outside("CODEX_HOME").map(|d| d.join("config.toml")),
-            ) else {
-                return Ok(seeded);
-            };
-            if let Some(person) = read(&from)? {
-                let inside = read(&to)?;
-                let (text, replaced, key_vars) =
-                    sandboxed::codex_config(&person, inside.as_deref(), &mut mint)
-                        .map_err(|e| format!("{e} ({})", from.display()))?;
-                crate::paths::write_private(&to, text.as_bytes())
-                    .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
-                seeded = Seeded { replaced, key_vars };
-            }
-        }
-        Provider::Opencode => {
-            let (Some(from), Some(to)) = (
-                person_file("XDG_CONFIG_HOME", ".config", "opencode/opencode.json"),
-                outside("XDG_CONFIG_HOME").map(|d| d.join("opencode.json")),
-            ) else {
-                return Ok(seeded);
-            };
-            if let Some(person) = read(&from)? {
-                let mut doc: serde_json::Value = serde_json::from_str(&person)
-                    .map_err(|e| format!("cannot read {}: {e}", from.display()))?;
-                seeded.replaced = sandboxed::json_without_secrets(&mut doc, &mut mint);
-                let text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-                crate::paths::write_private(&to, &text)
-                    .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
-            }
-        }
-        _ => {}
+/// Write what an adapter seeded into a sandbox's state folders, each file
+/// private (it may hold the person's settings).
+fn write_seeded(files: &[(PathBuf, Vec<u8>)]) -> Result<(), String> {
+    for (to, bytes) in files {
+        crate::paths::write_private(to, bytes)
+            .map_err(|e| format!("cannot write {}: {e}", to.display()))?;
     }
-    Ok(seeded)
-}
-
-/// The sandboxed claude's `.claude.json`: the person's onboarding, this
-/// folder's trust and the key's approval (`hangar_providers::sandboxed`).
-fn seed_claude_json(
-    state: &[rules::StateBind],
-    cwd: &str,
-    key: Option<(&str, &str)>,
-) -> Result<(), String> {
-    let Some(dir) = state.iter().find(|s| s.var == "CLAUDE_CONFIG_DIR") else {
-        return Ok(());
-    };
-    let to = Path::new(&dir.outside).join(".claude.json");
-    // Claude Code 2.1.197 reads `.config.json` of its config folder when
-    // there is one, else `.claude.json` of CLAUDE_CONFIG_DIR or the home.
-    let config_dir = var("CLAUDE_CONFIG_DIR").or_else(|| var("HOME").map(|h| h.join(".claude")));
-    let from = config_dir
-        .as_ref()
-        .map(|d| d.join(".config.json"))
-        .filter(|p| p.is_file())
-        .or_else(|| {
-            var("CLAUDE_CONFIG_DIR")
-                .or_else(|| var("HOME"))
-                .map(|d| d.join(".claude.json"))
-        });
-    let json_of = |p: &Path| -> serde_json::Value {
-        std::fs::read(p)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(serde_json::Value::Null)
-    };
-    let person = from.as_deref().map(json_of).unwrap_or_default();
-    let doc = hangar_providers::sandboxed::claude_json(json_of(&to), &person, cwd, key);
-    let text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-    crate::paths::write_private(&to, &text)
-        .map_err(|e| format!("cannot write {}: {e}", to.display()))
+    Ok(())
 }
 
 /// `$HOME` inside a sandbox: the daemon's own home path (an empty tmpfs).

@@ -13,12 +13,13 @@ use hangar_core::ledger::TranscriptFacts;
 use hangar_core::{IdSource, ProviderSessionId, SessionId};
 use serde_json::Value;
 
-use hangar_core::sandbox::StateFolder;
+use hangar_core::sandbox::{StateFolder, Substitution};
 
 use crate::adapter::{Adapter, HookSettings, SessionArgs, StateDir};
 use crate::claude::process_record::{self, ProcessRecord};
 use crate::claude::{background, hooks, transcript};
 use crate::launch::{LaunchSpec, McpServer};
+use crate::sandboxed::{self, SeedFrom};
 use crate::transcript::activity::claude_reading;
 use crate::transcript::messages::Message;
 use crate::transcript::turns::TurnFacts;
@@ -237,6 +238,46 @@ impl Adapter for Claude {
         }]
     }
 
+    /// Its `.claude.json` (`sandboxed::claude_json`): the person's
+    /// onboarding and theme, this folder's trust, and the API key's
+    /// approval moved to the placeholder the sandbox gives it.
+    fn sandbox_trust(
+        &self,
+        from: &SeedFrom<'_>,
+        keys: &[Substitution],
+    ) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
+        let Some(dir) = from.state_dir("CLAUDE_CONFIG_DIR") else {
+            return Ok(Vec::new());
+        };
+        let to = dir.join(".claude.json");
+        // Claude Code 2.1.197 reads `.config.json` of its config folder when
+        // there is one, else `.claude.json` of CLAUDE_CONFIG_DIR or the home.
+        let var = from.var;
+        let config_dir =
+            var("CLAUDE_CONFIG_DIR").or_else(|| var("HOME").map(|h| h.join(".claude")));
+        let person_file = config_dir
+            .map(|d| d.join(".config.json"))
+            .filter(|p| p.is_file())
+            .or_else(|| {
+                var("CLAUDE_CONFIG_DIR")
+                    .or_else(|| var("HOME"))
+                    .map(|d| d.join(".claude.json"))
+            });
+        let person = person_file
+            .as_deref()
+            .map(sandboxed::json_file)
+            .unwrap_or_default();
+        let key = keys
+            .iter()
+            .find(|s| s.var == "ANTHROPIC_API_KEY")
+            .map(|s| (s.real.as_str(), s.placeholder.as_str()));
+        let doc = sandboxed::claude_json(sandboxed::json_file(&to), &person, from.cwd, key);
+        Ok(vec![(
+            to,
+            serde_json::to_vec_pretty(&doc).unwrap_or_default(),
+        )])
+    }
+
     fn proxied(&self) -> bool {
         true
     }
@@ -246,6 +287,66 @@ impl Adapter for Claude {
 mod tests {
     use super::*;
     use crate::transcript::discovery;
+
+    #[test]
+    fn a_sandboxed_claude_gets_the_persons_onboarding_trust_and_key_approval_on_its_placeholder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let real = "sk-ant-real-key-0123456789abcdefghij";
+        std::fs::write(
+            home.join(".claude.json"),
+            serde_json::json!({
+                "hasCompletedOnboarding": true,
+                "theme": "dark",
+                "oauthAccount": {"emailAddress": "p@example.com"},
+                "projects": {"/w": {"hasTrustDialogAccepted": true}},
+                "customApiKeyResponses": {"approved": [sandboxed::claude_key_tail(real)]},
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let session = tmp.path().join("sandbox");
+        let state = hangar_core::sandbox::state_binds(
+            Claude.sandbox_state(),
+            &session.display().to_string(),
+            "/home/p",
+        );
+        let env = |v: &str| (v == "HOME").then(|| home.clone());
+        let from = SeedFrom {
+            state: &state,
+            cwd: "/w/sub",
+            var: &env,
+        };
+        let mut mint = || unreachable!("claude's settings are not copied");
+        assert!(
+            Claude
+                .sandbox_settings(&from, &mut mint)
+                .unwrap()
+                .files
+                .is_empty()
+        );
+        let placeholder = "hangar-sandbox-anthropic_api_key-0123456789";
+        let keys = [Substitution {
+            var: "ANTHROPIC_API_KEY".into(),
+            placeholder: placeholder.into(),
+            real: real.into(),
+        }];
+        let files = Claude.sandbox_trust(&from, &keys).unwrap();
+        let [(to, bytes)] = &files[..] else {
+            panic!("one file: {files:?}")
+        };
+        assert_eq!(to, &session.join("claude/.claude.json"));
+        let doc: Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(doc["hasCompletedOnboarding"], true);
+        assert_eq!(doc["theme"], "dark");
+        assert_eq!(doc["projects"]["/w/sub"]["hasTrustDialogAccepted"], true);
+        assert_eq!(
+            doc["customApiKeyResponses"]["approved"],
+            serde_json::json!([sandboxed::claude_key_tail(placeholder)])
+        );
+        assert!(doc.get("oauthAccount").is_none(), "no account: {doc}");
+    }
 
     #[test]
     fn a_fork_is_given_an_id_hangar_chooses_and_keeps_it_until_the_first_turn() {

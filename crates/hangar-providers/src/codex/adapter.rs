@@ -16,6 +16,7 @@ use crate::adapter::{Adapter, SessionArgs, StateDir, UsageFact};
 use crate::cli_facts::CliFacts;
 use crate::codex::transcript;
 use crate::launch::{LaunchSpec, McpServer, toml_string};
+use crate::sandboxed::{self, SeedFrom, Seeded};
 use crate::transcript::activity::codex_reading;
 use crate::transcript::discovery::TranscriptIndex;
 use crate::transcript::messages::Message;
@@ -238,6 +239,33 @@ impl Adapter for Codex {
         }]
     }
 
+    /// Its `config.toml` (`sandboxed::codex_config`): the person's, secrets
+    /// as placeholders, with the folder trust codex wrote inside kept; the
+    /// variables its model providers read keys from (`env_key`).
+    fn sandbox_settings(
+        &self,
+        from: &SeedFrom<'_>,
+        mint: &mut dyn FnMut() -> String,
+    ) -> Result<Seeded, String> {
+        let (Some(person_file), Some(to)) = (
+            from.person_file("CODEX_HOME", ".codex", "config.toml"),
+            from.state_dir("CODEX_HOME").map(|d| d.join("config.toml")),
+        ) else {
+            return Ok(Seeded::default());
+        };
+        let Some(person) = sandboxed::read_settings(&person_file)? else {
+            return Ok(Seeded::default());
+        };
+        let inside = sandboxed::read_settings(&to)?;
+        let (text, replaced, key_vars) = sandboxed::codex_config(&person, inside.as_deref(), mint)
+            .map_err(|e| format!("{e} ({})", person_file.display()))?;
+        Ok(Seeded {
+            files: vec![(to, text.into_bytes())],
+            replaced,
+            key_vars,
+        })
+    }
+
     fn proxied(&self) -> bool {
         true
     }
@@ -252,6 +280,59 @@ impl Adapter for Codex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sandboxed_codex_gets_the_persons_config_without_its_secrets_and_keeps_its_own_trust() {
+        let tmp = tempfile::tempdir().unwrap();
+        let person = tmp.path().join("person-codex");
+        std::fs::create_dir_all(&person).unwrap();
+        std::fs::write(
+            person.join("config.toml"),
+            "model = \"gpt-5\"\n[model_providers.lab]\nenv_key = \"LAB_KEY\"\napi_key = \"sk-real\"\n",
+        )
+        .unwrap();
+        let session = tmp.path().join("sandbox");
+        let state = hangar_core::sandbox::state_binds(
+            Codex.sandbox_state(),
+            &session.display().to_string(),
+            "/home/p",
+        );
+        let inside = session.join("codex");
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::write(
+            inside.join("config.toml"),
+            "[projects.\"/w\"]\ntrust_level = \"trusted\"\n",
+        )
+        .unwrap();
+        let env = |v: &str| (v == "CODEX_HOME").then(|| person.clone());
+        let from = SeedFrom {
+            state: &state,
+            cwd: "/w",
+            var: &env,
+        };
+        let mut mint = || "ph-1".to_owned();
+        let seeded = Codex.sandbox_settings(&from, &mut mint).unwrap();
+        assert_eq!(seeded.key_vars, ["LAB_KEY"]);
+        assert_eq!(seeded.replaced.len(), 1);
+        assert_eq!(seeded.replaced[0].real, "sk-real");
+        let [(to, text)] = &seeded.files[..] else {
+            panic!("one file: {:?}", seeded.files)
+        };
+        assert_eq!(to, &inside.join("config.toml"));
+        let text = String::from_utf8(text.clone()).unwrap();
+        assert!(!text.contains("sk-real") && text.contains("ph-1"), "{text}");
+        assert!(text.contains("trust_level = \"trusted\""), "{text}");
+
+        // No settings of the person's: nothing seeded, no error.
+        let none = |_: &str| None;
+        let from = SeedFrom {
+            state: &state,
+            cwd: "/w",
+            var: &none,
+        };
+        let seeded = Codex.sandbox_settings(&from, &mut mint).unwrap();
+        assert!(seeded.files.is_empty() && seeded.key_vars.is_empty());
+    }
 
     #[test]
     fn the_model_question_at_a_limit_is_closed_with_esc_and_nothing_else_is() {

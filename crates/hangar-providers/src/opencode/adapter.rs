@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use hangar_core::activity::Reading;
 
 use crate::adapter::{Adapter, SessionArgs, UsageFact};
+use crate::sandboxed::{self, SeedFrom, Seeded};
 
 pub struct Opencode;
 
@@ -128,11 +129,77 @@ impl Adapter for Opencode {
             },
         ]
     }
+
+    /// Its `opencode.json`: the person's, secrets as placeholders
+    /// (`{env:VAR}` and `{file:PATH}` references kept as they are).
+    fn sandbox_settings(
+        &self,
+        from: &SeedFrom<'_>,
+        mint: &mut dyn FnMut() -> String,
+    ) -> Result<Seeded, String> {
+        let (Some(person_file), Some(to)) = (
+            from.person_file("XDG_CONFIG_HOME", ".config", "opencode/opencode.json"),
+            from.state_dir("XDG_CONFIG_HOME")
+                .map(|d| d.join("opencode.json")),
+        ) else {
+            return Ok(Seeded::default());
+        };
+        let Some(person) = sandboxed::read_settings(&person_file)? else {
+            return Ok(Seeded::default());
+        };
+        let mut doc: serde_json::Value = serde_json::from_str(&person)
+            .map_err(|e| format!("cannot read {}: {e}", person_file.display()))?;
+        let replaced = sandboxed::json_without_secrets(&mut doc, mint);
+        Ok(Seeded {
+            files: vec![(to, serde_json::to_vec_pretty(&doc).unwrap_or_default())],
+            replaced,
+            key_vars: Vec::new(),
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sandboxed_opencode_gets_the_persons_settings_without_their_secrets() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(home.join(".config/opencode")).unwrap();
+        std::fs::write(
+            home.join(".config/opencode/opencode.json"),
+            r#"{"provider":{"lab":{"options":{"apiKey":"sk-real","baseURL":"http://x"}}},"other":{"apiKey":"{env:LAB}"}}"#,
+        )
+        .unwrap();
+        let session = tmp.path().join("sandbox");
+        let state = hangar_core::sandbox::state_binds(
+            Opencode.sandbox_state(),
+            &session.display().to_string(),
+            "/home/p",
+        );
+        let env = |v: &str| (v == "HOME").then(|| home.clone());
+        let from = SeedFrom {
+            state: &state,
+            cwd: "/w",
+            var: &env,
+        };
+        let mut mint = || "ph-1".to_owned();
+        let seeded = Opencode.sandbox_settings(&from, &mut mint).unwrap();
+        let [(to, bytes)] = &seeded.files[..] else {
+            panic!("one file: {:?}", seeded.files)
+        };
+        assert_eq!(to, &session.join("opencode-config/opencode.json"));
+        let doc: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(doc["provider"]["lab"]["options"]["apiKey"], "ph-1");
+        assert_eq!(doc["provider"]["lab"]["options"]["baseURL"], "http://x");
+        assert_eq!(
+            doc["other"]["apiKey"], "{env:LAB}",
+            "a reference is no secret"
+        );
+        assert_eq!(seeded.replaced.len(), 1);
+        assert!(Opencode.sandbox_trust(&from, &[]).unwrap().is_empty());
+    }
 
     #[test]
     fn a_fork_opens_the_old_session_with_fork_and_opencode_chooses_the_id() {

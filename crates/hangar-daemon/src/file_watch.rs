@@ -348,6 +348,18 @@ impl Shared {
             }
             return;
         }
+        // A CLI's SQLite database (OpenCode's) in WAL mode: every reader,
+        // hangar's own reads among them, writes the `-shm` index and may
+        // make and unlink an empty `-wal` when it is the only connection.
+        // Waking on those would make each read the cause of the next; a
+        // writer's commit is a write to the `-wal` (or the database), which
+        // still wakes.
+        let name_bytes = name.as_encoded_bytes();
+        if name_bytes.ends_with(b"-shm")
+            || (name_bytes.ends_with(b"-wal") && !mask.contains(EventMask::MODIFY))
+        {
+            return;
+        }
         let Some(watched) = st.by_wd.get(&wd) else {
             // A watch removed since (its IN_IGNORED, or events queued before).
             return;

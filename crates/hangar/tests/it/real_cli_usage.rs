@@ -353,4 +353,3 @@ fn a_model_only_opencode_prices_is_priced_from_opencode_s_own_cost() {
         "{human}"
     );
 }
-

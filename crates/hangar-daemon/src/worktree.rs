@@ -817,8 +817,14 @@ impl Worktrees {
             })
             .await??
         };
+        Ok(Some(self.set_up(created, settings).await))
+    }
+
+    /// A worktree just made, with the setup command run in it (its
+    /// failure kept to be shown on the session).
+    async fn set_up(&self, info: WorktreeInfo, settings: WorktreeSettings) -> PreparedWorktree {
         let mut prepared = PreparedWorktree {
-            info: created,
+            info,
             setup_failure: None,
             adopted: false,
             git: self.git.clone(),
@@ -829,7 +835,7 @@ impl Worktrees {
                 .await
                 .err();
         }
-        Ok(Some(prepared))
+        prepared
     }
 
     /// For `fork --worktree`: the fork's worktree from the parent's
@@ -862,19 +868,7 @@ impl Worktrees {
             })
             .await??
         };
-        let mut prepared = PreparedWorktree {
-            info: created,
-            setup_failure: None,
-            adopted: false,
-            git: self.git.clone(),
-        };
-        if let Some(command) = settings.setup_command.filter(|c| !c.trim().is_empty()) {
-            let timeout = settings.setup_timeout.unwrap_or(Duration::from_secs(600));
-            prepared.setup_failure = run_setup(&command, &prepared.info, &self.paths.home, timeout)
-                .await
-                .err();
-        }
-        Ok(prepared)
+        Ok(self.set_up(created, settings).await)
     }
 
     /// The session owning `prepared` is saved: remember the worktree, and

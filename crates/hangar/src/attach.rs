@@ -116,9 +116,7 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
     // The input thread's way to the daemon; None while a link to another
     // host is down, and then typing is dropped, never queued: a key sent
     // once is never sent again by a reconnect.
-    let writer = Arc::new(Mutex::new(Some(Client::from_stream(
-        client.try_clone_stream()?,
-    ))));
+    let writer = Arc::new(Mutex::new(Some(client.writer()?)));
     let size = Arc::new(Mutex::new((cols, rows)));
     let done = Arc::new(AtomicBool::new(false));
     let detach_asked = Arc::new(AtomicBool::new(false));
@@ -227,8 +225,7 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
                 );
                 match reconnect(target, &session, &size, &detach_asked) {
                     Reconnect::Attached(c) => {
-                        *writer.lock().unwrap_or_else(|e| e.into_inner()) =
-                            Some(Client::from_stream(c.try_clone_stream()?));
+                        *writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.writer()?);
                         client = c;
                         eprint!("[hangar] reconnected to host {:?}\r\n", host.name);
                         if detach_asked.load(Ordering::Relaxed) {

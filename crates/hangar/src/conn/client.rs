@@ -167,16 +167,23 @@ impl Client {
     pub fn send_request(&mut self, req: &Request) -> anyhow::Result<u64> {
         let id = self.next_id;
         self.next_id += 1;
-        self.stream
-            .write_all(&frame::encode(frame::TAG_MESSAGE, &req.encode(id)))
-            .context("lost the connection to the daemon")?;
+        self.write(&frame::encode(frame::TAG_MESSAGE, &req.encode(id)))?;
         Ok(id)
     }
 
     pub fn send_data(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
-        self.stream
-            .write_all(&frame::encode(frame::TAG_DATA, bytes))
-            .context("lost the connection to the daemon")
+        self.write(&frame::encode(frame::TAG_DATA, bytes))
+    }
+
+    /// Bytes for the daemon. Over a link they go onto it from this thread
+    /// (a channel frame on ssh's socket): a key typed into a remote pane
+    /// waits for no relay thread to wake and copy it.
+    fn write(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+        match &self.link {
+            Some((link, channel)) => link.write(*channel, bytes),
+            None => self.stream.write_all(bytes),
+        }
+        .context("lost the connection to the daemon")
     }
 
     /// Send a request and wait for its reply; an error reply is a
@@ -231,8 +238,16 @@ impl Client {
         }
     }
 
-    /// A second handle on the same connection (attach writes input from
-    /// another thread while this one reads output).
+    /// A second handle on this connection for writing from another thread
+    /// (attach and a TUI pane write input while one thread reads output):
+    /// over a link, it writes onto the link as this one does.
+    pub fn writer(&self) -> anyhow::Result<Client> {
+        let mut w = Client::from_stream(self.try_clone_stream()?);
+        w.link = self.link.clone();
+        Ok(w)
+    }
+
+    /// A second handle on the same connection, to this machine's daemon.
     pub fn from_stream(stream: UnixStream) -> Client {
         Client {
             stream,
@@ -352,4 +367,86 @@ fn refusal(paths: &Paths, from: u64) -> Option<String> {
         .unwrap_or(0);
     let said = text[start..].trim();
     (!said.is_empty()).then(|| said.to_owned())
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::super::link::Link;
+    use super::super::mux::MuxLink;
+    use super::*;
+    use hangar_protocol::frame::MAX_CLIENT_FRAME;
+    use hangar_protocol::mux::MuxFrame;
+    use std::sync::Mutex;
+
+    /// A link whose "ssh" is the test: the other end of its stream.
+    fn test_link() -> (Arc<MuxLink>, UnixStream) {
+        let (ours, far) = UnixStream::pair().expect("socketpair");
+        let link = MuxLink::over(
+            ours,
+            Link {
+                child: None,
+                stderr: Arc::new(Mutex::new(Vec::new())),
+            },
+        )
+        .expect("link");
+        (link, far)
+    }
+
+    /// Every mux frame on `far` now, without waiting for any.
+    fn frames_now(far: &UnixStream) -> Vec<MuxFrame> {
+        use nix::sys::socket::{MsgFlags, recv};
+        use std::os::fd::AsRawFd;
+        let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n) = recv(far.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT) {
+            if n == 0 {
+                break;
+            }
+            decoder.push(&buf[..n]);
+        }
+        let mut out = Vec::new();
+        while let Ok(Some((tag, payload))) = decoder.next_raw() {
+            out.extend(MuxFrame::decode(tag, &payload));
+        }
+        out
+    }
+
+    #[test]
+    fn a_key_typed_on_a_remote_connection_is_on_the_link_when_its_write_returns() {
+        // Regression: every key went through the channel's relay thread (a
+        // wake-up and a copy more before ssh had it), which made key echo
+        // over a host slower than ssh + tmux.
+        let (link, far) = test_link();
+        let (channel, stream) = link.open_channel().expect("channel");
+        let client = Client::over_link(stream, link.clone(), channel);
+        let mut writer = client.writer().expect("writer");
+        assert_eq!(frames_now(&far), vec![MuxFrame::Open(channel)]);
+        writer.send_data(b"k").expect("send");
+        // Read at once, with no wait: the frame is already there.
+        assert_eq!(
+            frames_now(&far),
+            vec![MuxFrame::Data(
+                channel,
+                frame::encode(frame::TAG_DATA, b"k")
+            )]
+        );
+    }
+
+    #[test]
+    fn a_channel_the_bridge_closed_takes_no_more_input() {
+        let (link, mut far) = test_link();
+        let (channel, stream) = link.open_channel().expect("channel");
+        let mut client = Client::over_link(stream, link.clone(), channel);
+        far.write_all(&MuxFrame::Close(channel, "daemon gone".into()).encode())
+            .expect("close");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while client.send_data(b"x").is_ok() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the closed channel still took input"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(client.read().is_err(), "its reader sees the end too");
+    }
 }

@@ -5,8 +5,10 @@
 //! The link is `ssh ... hangar bridge --mux`; each connection is a channel
 //! on it (`hangar_protocol::mux`). To its caller a channel is a Unix stream
 //! like the local socket (our end of a socketpair), so `Client`, attach and
-//! the TUI are unchanged: two threads per channel copy between that stream
-//! and the link. Without this, a TUI showing nine panes of one host opened
+//! the TUI are unchanged: the link's reader hands each channel's bytes to
+//! that stream, and a `Client` writes its frames onto the link itself
+//! (`MuxLink::write`: a key waits for no relay thread); a thread per
+//! channel relays what anything else writes to the stream, and its close. Without this, a TUI showing nine panes of one host opened
 //! eleven SSH connections, each logging in again, and sshd's `MaxStartups`
 //! (10 by default) refused some of them when they started together.
 //!
@@ -67,9 +69,17 @@ struct Shared {
 
 impl Shared {
     fn send(&self, frame: &MuxFrame) -> std::io::Result<()> {
-        let bytes = frame.encode();
+        self.write_frames(&frame.encode())
+    }
+
+    /// Whole frames onto the link, under its lock (frames of two channels
+    /// never interleave).
+    fn write_frames(&self, frames: &[u8]) -> std::io::Result<()> {
+        if self.dead.load(Ordering::SeqCst) {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
         let mut to_ssh = self.to_ssh.lock().unwrap_or_else(|e| e.into_inner());
-        to_ssh.write_all(&bytes)
+        to_ssh.write_all(frames)
     }
 
     fn close_all(&self) {
@@ -146,8 +156,32 @@ impl MuxLink {
             .failure(wait)
     }
 
+    /// Bytes of `channel`'s connection, onto the link from the caller's
+    /// own thread (in frames of at most `MAX_CHUNK`). What a connection's
+    /// owner writes to its stream instead is relayed by the channel's
+    /// thread; one connection uses one of the two ways (`Client` this one),
+    /// so its bytes stay in order.
+    pub fn write(&self, channel: u32, bytes: &[u8]) -> std::io::Result<()> {
+        // A channel the bridge closed (or that was cut) takes no more: its
+        // owner hears of it as it would from a closed socket.
+        let open = self
+            .shared
+            .channels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&channel);
+        if !open {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        let mut frames = Vec::with_capacity(bytes.len() + 16);
+        for chunk in bytes.chunks(MAX_CHUNK) {
+            MuxFrame::Data(channel, chunk.to_vec()).encode_into(&mut frames);
+        }
+        self.shared.write_frames(&frames)
+    }
+
     /// A new channel: a stream to the host's daemon (not greeted yet).
-    fn open_channel(&self) -> anyhow::Result<(u32, UnixStream)> {
+    pub(super) fn open_channel(&self) -> anyhow::Result<(u32, UnixStream)> {
         let (theirs, ours) = UnixStream::pair().context("cannot make a socketpair")?;
         let channel = self.shared.next_channel.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(CHANNEL_BACKLOG);
@@ -279,23 +313,34 @@ fn start(host: &Host) -> anyhow::Result<Arc<MuxLink>> {
             }
         });
     }
-    let from_ssh = ours.try_clone()?;
-    let shared = Arc::new(Shared {
-        to_ssh: Mutex::new(ours),
-        channels: Mutex::new(HashMap::new()),
-        reasons: Mutex::new(HashMap::new()),
-        next_channel: AtomicU32::new(1),
-        dead: AtomicBool::new(false),
-    });
-    let demux = shared.clone();
-    std::thread::spawn(move || read_link(from_ssh, &demux));
-    Ok(Arc::new(MuxLink {
-        shared,
-        link: Mutex::new(Link {
+    MuxLink::over(
+        ours,
+        Link {
             child: Some(child),
             stderr,
-        }),
-    }))
+        },
+    )
+}
+
+impl MuxLink {
+    /// The link on `ours`, our end of the stream `link`'s ssh reads and
+    /// writes, with the thread that hands what comes back to each channel.
+    pub(super) fn over(ours: UnixStream, link: Link) -> anyhow::Result<Arc<MuxLink>> {
+        let from_ssh = ours.try_clone()?;
+        let shared = Arc::new(Shared {
+            to_ssh: Mutex::new(ours),
+            channels: Mutex::new(HashMap::new()),
+            reasons: Mutex::new(HashMap::new()),
+            next_channel: AtomicU32::new(1),
+            dead: AtomicBool::new(false),
+        });
+        let demux = shared.clone();
+        std::thread::spawn(move || read_link(from_ssh, &demux));
+        Ok(Arc::new(MuxLink {
+            shared,
+            link: Mutex::new(link),
+        }))
+    }
 }
 
 /// Hand each frame from the bridge to its channel until ssh ends.

@@ -172,7 +172,7 @@ impl Pane {
             };
             let conn = match client
                 .try_clone_stream()
-                .and_then(|s| Ok((s.try_clone()?, Client::from_stream(s))))
+                .and_then(|s| Ok((s, client.writer()?)))
             {
                 Ok((stream, writer)) => PaneConn {
                     writer,

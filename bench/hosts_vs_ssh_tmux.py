@@ -17,7 +17,7 @@ hangar: `hangar --host bench attach ID`, i.e. `ssh -T ... hangar bridge`
 relaying the remote daemon's socket. tmux: `ssh -t bench-alias tmux attach`,
 the usual way to reach a remote tmux.
 
-Usage: bench/hosts_vs_ssh_tmux.py [--hangar PATH] [--mb 10] [--keys 200]
+Usage: bench/hosts_vs_ssh_tmux.py [--hangar PATH] [--mb 10] [--keys 200] [--rounds N]
 Needs: cargo build --release -p hangar; openssh-server, openssh-client, tmux;
 root (sshd wants /run/sshd).
 """
@@ -92,11 +92,13 @@ def start_sshd(work):
 
 
 def bench_hangar(hangar, big, keys, work, bindir):
-    remote_home = os.path.join(work, "remote-home")
-    local_home = os.path.join(work, "local-home")
+    # A fresh pair of homes each round (--rounds).
+    homes = tempfile.mkdtemp(dir=work, prefix="round-")
+    remote_home = os.path.join(homes, "remote-home")
+    local_home = os.path.join(homes, "local-home")
     os.makedirs(local_home)
     # The remote machine's hangar: its shell provider is /bin/sh.
-    remote = os.path.join(work, "remote-hangar")
+    remote = os.path.join(homes, "remote-hangar")
     with open(remote, "w") as f:
         f.write(f"#!/bin/sh\nexport HANGAR_SHELL=/bin/sh SHELL=/bin/sh PS1='$ ' TERM=xterm-256color\nexec '{hangar}' \"$@\"\n")
     os.chmod(remote, 0o755)
@@ -152,6 +154,7 @@ def main():
     ap.add_argument("--hangar", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "hangar"))
     ap.add_argument("--mb", type=int, default=10)
     ap.add_argument("--keys", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=1, help="alternate the two clients this many times")
     args = ap.parse_args()
     hangar = os.path.abspath(args.hangar)
     if not os.access(hangar, os.X_OK):
@@ -168,10 +171,11 @@ def main():
                 block = line * 10000
                 for _ in range(max(1, args.mb * 1_000_000 // len(block))):
                     f.write(block)
-            rows = [
-                base.summary("hangar --host", *bench_hangar(hangar, big, args.keys, work, bindir), args.mb),
-                base.summary("ssh -t tmux", *bench_tmux(big, args.keys, work, bindir), args.mb),
-            ]
+            rows = []
+            # Alternated, so a change in the machine's load falls on both.
+            for _ in range(args.rounds):
+                rows.append(base.summary("hangar --host", *bench_hangar(hangar, big, args.keys, work, bindir), args.mb))
+                rows.append(base.summary("ssh -t tmux", *bench_tmux(big, args.keys, work, bindir), args.mb))
         finally:
             sshd.terminate()
             sshd.wait(timeout=10)

@@ -1,17 +1,19 @@
 //! `hangar diff`: the commits since the merge-base with the session's base
 //! plus its staged, unstaged and untracked files, read through a temporary
 //! copy of the index (`GIT_INDEX_FILE`), so the checkout's own index is
-//! never written. The working tree becomes one tree object; every page of
-//! the patch is a diff of that tree, so later pages need no second look at
-//! the files.
+//! never written.
 //!
-//! Fast on a big change (10,000 files): the temporary index is kept per
-//! checkout while the real one is unchanged, so a second diff re-reads only
-//! files whose stamps changed; new blobs go into one pack, not a loose file
-//! each; and one `git diff -p` of the whole change is read once per
-//! (merge-base, tree) and kept (the last few), each page a slice of it, the
-//! file list's counts read from its sections (`patch::count_changes`)
-//! instead of a second content pass (`--numstat`).
+//! The files are read in place, as `git diff <commit>` reads them: the
+//! copy marks untracked files intent-to-add (`add -A -N`), which hashes and
+//! writes nothing, so the first diff of a 10,000-file change costs what
+//! `git diff --stat` costs (writing a blob per file first made it 6x).
+//! The change is read whole once, one `git diff -p` beside one `--raw`,
+//! and kept (the last few) under a snapshot name hashed from it: each
+//! page is a slice of that read, the file list's counts come from its
+//! sections (`patch::count_changes`), and a page asked for after the files
+//! moved on is refused rather than mixed in. The temporary index is kept
+//! per checkout while the real one is unchanged, so a second diff re-reads
+//! only files whose stamps changed.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -92,14 +94,35 @@ fn failed(message: String) -> ApiError {
     ApiError::new(hangar_protocol::message::codes::FAILED, message)
 }
 
-/// The working tree of `dir` as a tree object: its index copied, every
-/// change (untracked files too, ignored ones not) added to the copy.
-pub fn working_tree(os: &dyn Git, dir: &Path, scratch: &Path) -> Result<String, ApiError> {
+/// The kept temporary index of `dir`, locked, a fresh copy of the real one
+/// when that changed since.
+fn locked_index<'a>(
+    os: &dyn Git,
+    dir: &Path,
+    kept: &'a Mutex<KeptIndex>,
+) -> Result<std::sync::MutexGuard<'a, KeptIndex>, ApiError> {
     let index = git_line(
         os,
         dir,
         &["rev-parse", "--path-format=absolute", "--git-path", "index"],
     )?;
+    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+    let stamp = index_stamp(Path::new(&index));
+    if stamp.is_none() || kept.copied_from != stamp || !kept.path.is_file() {
+        // The copy keeps the index's file stamps: only changed files are read.
+        let _ = std::fs::remove_file(&kept.path);
+        kept.copied_from = None;
+        if stamp.is_some() {
+            std::fs::copy(&index, &kept.path)
+                .map_err(|e| failed(format!("cannot copy the index {index}: {e}")))?;
+            kept.copied_from = stamp;
+        }
+    }
+    Ok(kept)
+}
+
+/// The folder for kept indexes, made, with an earlier daemon's swept out.
+fn scratch_ready(scratch: &Path) -> Result<(), ApiError> {
     std::fs::create_dir_all(scratch)
         .map_err(|e| failed(format!("cannot create {}: {e}", scratch.display())))?;
     // Kept indexes of an earlier daemon are nobody's now.
@@ -113,19 +136,16 @@ pub fn working_tree(os: &dyn Git, dir: &Path, scratch: &Path) -> Result<String, 
             }
         }
     });
+    Ok(())
+}
+
+/// The working tree of `dir` as a tree object: its index copied, every
+/// change (untracked files too, ignored ones not) added to the copy.
+/// (`finish --commit`'s check; a diff reads the files in place instead.)
+pub fn working_tree(os: &dyn Git, dir: &Path, scratch: &Path) -> Result<String, ApiError> {
+    scratch_ready(scratch)?;
     let kept = kept_index(dir, scratch);
-    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
-    let stamp = index_stamp(Path::new(&index));
-    if stamp.is_none() || kept.copied_from != stamp || !kept.path.is_file() {
-        // The copy keeps the index's file stamps: only changed files are read.
-        let _ = std::fs::remove_file(&kept.path);
-        kept.copied_from = None;
-        if stamp.is_some() {
-            std::fs::copy(&index, &kept.path)
-                .map_err(|e| failed(format!("cannot copy the index {index}: {e}")))?;
-            kept.copied_from = stamp;
-        }
-    }
+    let mut kept = locked_index(os, dir, &kept)?;
     let env: [(&str, &OsStr); 1] = [("GIT_INDEX_FILE", kept.path.as_os_str())];
     // Every blob bigger than the threshold (here: all) streams into one
     // pack instead of a loose file each: 10,000 new files are one write.
@@ -147,6 +167,45 @@ pub fn working_tree(os: &dyn Git, dir: &Path, scratch: &Path) -> Result<String, 
     }
 }
 
+/// What a diff of the working tree is named by in its pages: the files as
+/// they were read (a hash of the change), so a later page of the same
+/// change is a slice of the first read, and one asked for after the files
+/// moved on is refused instead of mixing two states.
+const WORKTREE_SNAPSHOT: &str = "worktree-";
+
+/// The change from `from` to the files as they are now, read in place as
+/// `git diff <commit>` reads them: the kept index with every untracked file
+/// marked intent-to-add (`add -A -N` hashes and writes nothing), so a
+/// 10,000-file change costs what `git diff --stat` costs, not a blob
+/// written per file. Returns the snapshot's name and its listing.
+fn worktree_listing(
+    os: &dyn Git,
+    dir: &Path,
+    from: &str,
+    scratch: &Path,
+) -> Result<(String, Arc<Listed>), ApiError> {
+    scratch_ready(scratch)?;
+    let kept = kept_index(dir, scratch);
+    let mut kept = locked_index(os, dir, &kept)?;
+    let env: [(&str, &OsStr); 1] = [("GIT_INDEX_FILE", kept.path.as_os_str())];
+    let read = git_env(os, dir, ["add", "-A", "-N", "--", ":/"], &env)
+        .map_err(ApiError::from)
+        .and_then(|_| read_change(os, dir, from, None, &env));
+    let listed = match read {
+        Ok(listed) => listed,
+        Err(e) => {
+            let _ = std::fs::remove_file(&kept.path);
+            kept.copied_from = None;
+            return Err(e);
+        }
+    };
+    drop(kept);
+    let snapshot = format!("{WORKTREE_SNAPSHOT}{:016x}", listed.fingerprint);
+    let listed = Arc::new(listed);
+    remember((dir.to_owned(), from.to_owned(), snapshot.clone()), &listed);
+    Ok((snapshot, listed))
+}
+
 const DIFF_OPTS: [&str; 5] = [
     "--no-ext-diff",
     "--no-textconv",
@@ -155,30 +214,14 @@ const DIFF_OPTS: [&str; 5] = [
     "--ignore-submodules=none",
 ];
 
-/// The changed files between two trees (or commits).
-pub fn files_between(
-    os: &dyn Git,
-    dir: &Path,
-    from: &str,
-    to: &str,
-) -> Result<Vec<DiffFile>, ApiError> {
-    let run = |what: &str| -> Result<Vec<u8>, GitError> {
-        let mut args = vec!["diff", what, "-z"];
-        args.extend(DIFF_OPTS);
-        args.extend([from, to]);
-        git(os, dir, &args)
-    };
-    let raw = run("--raw")?;
-    let numstat = run("--numstat")?;
-    parse_diff(&raw, &numstat).map_err(|e| ApiError::internal(e.to_string()))
-}
-
 /// A change read whole: its files and, when each file has one section of
 /// the patch (a type change has two: then pages are read by path), the
 /// sections in the files' order.
 struct Listed {
     files: Vec<DiffFile>,
     sections: Option<Vec<String>>,
+    /// A hash of the change as read (its list and patch).
+    fingerprint: u64,
 }
 
 /// The last few changes read, by (checkout, from, to): a change's later
@@ -190,48 +233,103 @@ const LISTED_MAX: usize = 4;
 /// The largest patch kept whole.
 const KEEP_PATCH_BYTES: usize = 64 << 20;
 
+fn cached(key: &ListedKey) -> Option<Arc<Listed>> {
+    let cache = LISTED.lock().unwrap_or_else(|p| p.into_inner());
+    cache.iter().find(|(k, _)| k == key).map(|(_, l)| l.clone())
+}
+
+fn remember(key: ListedKey, listed: &Arc<Listed>) {
+    let mut cache = LISTED.lock().unwrap_or_else(|p| p.into_inner());
+    cache.retain(|(k, _)| *k != key);
+    if cache.len() >= LISTED_MAX {
+        cache.remove(0);
+    }
+    cache.push((key, listed.clone()));
+}
+
+/// The change between two trees, read once and kept.
 fn listed(os: &dyn Git, dir: &Path, from: &str, to: &str) -> Result<Arc<Listed>, ApiError> {
     let key = (dir.to_owned(), from.to_owned(), to.to_owned());
-    {
-        let cache = LISTED.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, l)) = cache.iter().find(|(k, _)| *k == key) {
-            return Ok(l.clone());
-        }
+    if let Some(l) = cached(&key) {
+        return Ok(l);
     }
-    // The list (no content read) beside the patch (the one content pass).
+    let listed = Arc::new(read_change(os, dir, from, Some(to), &[])?);
+    remember(key, &listed);
+    Ok(listed)
+}
+
+/// The change from `from` to `to` (None: the files in place) read whole:
+/// the list (no content read) beside the patch (the one content pass).
+fn read_change(
+    os: &dyn Git,
+    dir: &Path,
+    from: &str,
+    to: Option<&str>,
+    env: &[(&str, &OsStr)],
+) -> Result<Listed, ApiError> {
     let (files, whole) = std::thread::scope(|s| {
-        let list = s.spawn(|| files_between_raw(os, dir, from, to));
-        let whole = patch(os, dir, from, to, &[], true);
+        let list = s.spawn(|| {
+            let raw = diff_output(os, dir, &["--raw", "-z"], from, to, env)?;
+            parse_diff(&raw, &[]).map_err(|e| ApiError::internal(e.to_string()))
+        });
+        let whole = patch(os, dir, from, to, &[], true, env);
         let files = list
             .join()
             .unwrap_or_else(|_| Err(ApiError::internal("the diff's file list panicked")));
         (files, whole)
     });
     let (mut files, whole) = (files?, whole?);
+    let fingerprint = {
+        use std::hash::{Hash, Hasher};
+        // Keyed alike in every run of this build: a snapshot's name stays
+        // the same for the same change.
+        let mut h = std::hash::DefaultHasher::new();
+        whole.hash(&mut h);
+        files.len().hash(&mut h);
+        for f in &files {
+            (&f.path, &f.old_path, &f.status).hash(&mut h);
+        }
+        h.finish()
+    };
     let split = hangar_core::patch::split_files(&whole);
-    let listed = if split.len() == files.len() {
+    if split.len() == files.len() {
         for (f, section) in files.iter_mut().zip(&split) {
             (f.additions, f.deletions, f.binary) = hangar_core::patch::count_changes(section);
         }
-        Listed {
+        Ok(Listed {
             files,
             // A huge patch is not kept: its pages are read by path.
             sections: (whole.len() <= KEEP_PATCH_BYTES)
                 .then(|| split.into_iter().map(str::to_owned).collect()),
-        }
+            fingerprint,
+        })
     } else {
-        Listed {
-            files: files_between(os, dir, from, to)?,
+        let raw = diff_output(os, dir, &["--raw", "-z"], from, to, env)?;
+        let numstat = diff_output(os, dir, &["--numstat", "-z"], from, to, env)?;
+        Ok(Listed {
+            files: parse_diff(&raw, &numstat).map_err(|e| ApiError::internal(e.to_string()))?,
             sections: None,
-        }
-    };
-    let listed = Arc::new(listed);
-    let mut cache = LISTED.lock().unwrap_or_else(|p| p.into_inner());
-    if cache.len() >= LISTED_MAX {
-        cache.remove(0);
+            fingerprint,
+        })
     }
-    cache.push((key, listed.clone()));
-    Ok(listed)
+}
+
+/// `git diff WHAT <opts> FROM [TO]`: to a tree, or (None) to the files in
+/// place, through the index in `env`.
+fn diff_output(
+    os: &dyn Git,
+    dir: &Path,
+    what: &[&str],
+    from: &str,
+    to: Option<&str>,
+    env: &[(&str, &OsStr)],
+) -> Result<Vec<u8>, GitError> {
+    let mut args = vec!["diff"];
+    args.extend(what);
+    args.extend(DIFF_OPTS);
+    args.push(from);
+    args.extend(to);
+    git_env(os, dir, &args, env)
 }
 
 /// The changed files between two trees without their line counts (one
@@ -249,18 +347,22 @@ pub fn files_between_raw(
     parse_diff(&raw, &[]).map_err(|e| ApiError::internal(e.to_string()))
 }
 
-/// The patch of `files` between two trees (all of them when `whole`).
+/// The patch of `files` from `from` to `to` (None: the files in place;
+/// all of them when `whole`).
 fn patch(
     os: &dyn Git,
     dir: &Path,
     from: &str,
-    to: &str,
+    to: Option<&str>,
     files: &[DiffFile],
     whole: bool,
+    env: &[(&str, &OsStr)],
 ) -> Result<String, ApiError> {
     let mut args: Vec<&str> = vec!["--literal-pathspecs", "diff", "-p"];
     args.extend(DIFF_OPTS);
-    args.extend([from, to, "--"]);
+    args.push(from);
+    args.extend(to);
+    args.push("--");
     if !whole {
         for f in files {
             args.push(&f.path);
@@ -269,7 +371,7 @@ fn patch(
             }
         }
     }
-    let out = git(os, dir, &args)?;
+    let out = git_env(os, dir, &args, env)?;
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
@@ -304,8 +406,11 @@ pub fn diff(os: &dyn Git, ask: DiffAsk) -> Result<DiffPage, ApiError> {
                 )
             })
         })?;
-    let (merge_base, tree) = match (ask.merge_base, ask.tree) {
-        (Some(m), Some(t)) => (m, t),
+    let (merge_base, tree, l) = match (ask.merge_base, ask.tree) {
+        (Some(m), Some(t)) => {
+            let l = later_page(os, dir, &m, &t, &ask.scratch)?;
+            (m, t, l)
+        }
         _ => {
             let mb = git_line(os, dir, &["merge-base", "--end-of-options", &base, "HEAD"])
                 .map_err(|_| {
@@ -313,29 +418,38 @@ pub fn diff(os: &dyn Git, ask: DiffAsk) -> Result<DiffPage, ApiError> {
                         "{base} and HEAD have no common history; pass --base REF"
                     ))
                 })?;
-            (mb, working_tree(os, dir, &ask.scratch)?)
+            let (snapshot, l) = worktree_listing(os, dir, &mb, &ask.scratch)?;
+            (mb, snapshot, l)
         }
     };
     let (files, patch_text, next) = if ask.stat {
-        // A list alone: one read a later page (or the web's file) reuses.
-        let l = listed(os, dir, &merge_base, &tree)?;
         (l.files.clone(), None, None)
     } else {
-        let l = listed(os, dir, &merge_base, &tree)?;
         let files = &l.files;
         let end = page_end(files, ask.from_file, PATCH_PAGE_LINES);
         let from = ask.from_file.min(files.len());
         let text = match &l.sections {
             _ if from == end => String::new(),
             Some(sections) => sections[from..end].concat(),
-            None => patch(
-                os,
-                dir,
-                &merge_base,
-                &tree,
-                &files[from..end],
-                from == 0 && end == files.len(),
-            )?,
+            None => {
+                let whole = from == 0 && end == files.len();
+                if tree.starts_with(WORKTREE_SNAPSHOT) {
+                    let kept = kept_index(dir, &ask.scratch);
+                    let kept = locked_index(os, dir, &kept)?;
+                    let env: [(&str, &OsStr); 1] = [("GIT_INDEX_FILE", kept.path.as_os_str())];
+                    patch(os, dir, &merge_base, None, &files[from..end], whole, &env)?
+                } else {
+                    patch(
+                        os,
+                        dir,
+                        &merge_base,
+                        Some(&tree),
+                        &files[from..end],
+                        whole,
+                        &[],
+                    )?
+                }
+            }
         };
         (
             files.clone(),
@@ -352,4 +466,40 @@ pub fn diff(os: &dyn Git, ask: DiffAsk) -> Result<DiffPage, ApiError> {
         patch: patch_text,
         next_file: next,
     })
+}
+
+/// The change a later page belongs to: kept from its first page, read
+/// again when it was let go if the files still hold it, refused when they
+/// moved on (a page of another state would be mixed into the review).
+fn later_page(
+    os: &dyn Git,
+    dir: &Path,
+    merge_base: &str,
+    snapshot: &str,
+    scratch: &Path,
+) -> Result<Arc<Listed>, ApiError> {
+    let is_id = |s: &str| (4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if !is_id(merge_base) {
+        return Err(ApiError::invalid("merge_base is not a commit id"));
+    }
+    if snapshot.starts_with(WORKTREE_SNAPSHOT) {
+        let key = (dir.to_owned(), merge_base.to_owned(), snapshot.to_owned());
+        if let Some(l) = cached(&key) {
+            return Ok(l);
+        }
+        let (now, l) = worktree_listing(os, dir, merge_base, scratch)?;
+        if now != snapshot {
+            return Err(ApiError::invalid(
+                "the session's files changed since this diff was listed; list it again",
+            ));
+        }
+        return Ok(l);
+    }
+    // A tree id (what an earlier hangar named its pages by).
+    if !is_id(snapshot) {
+        return Err(ApiError::invalid(
+            "tree is neither a tree id nor a diff's snapshot",
+        ));
+    }
+    listed(os, dir, merge_base, snapshot)
 }

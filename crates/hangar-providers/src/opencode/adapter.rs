@@ -111,6 +111,15 @@ impl Adapter for Opencode {
         &["Permission required"]
     }
 
+    /// OpenCode 1.18.33 (a Bun binary) sends its model requests through
+    /// `HTTPS_PROXY` and adds `NODE_EXTRA_CA_CERTS` to its built-in roots
+    /// (seen running it through hangar's proxy against the fake model API's
+    /// HTTPS side, `real_cli_usage.rs`): captured like claude. The proxy is
+    /// its only source of a limit: its database keeps no `retry-after`.
+    fn proxied(&self) -> bool {
+        true
+    }
+
     /// Its data folder (`$XDG_DATA_HOME/opencode`, its SQLite database)
     /// and its config folder.
     fn sandbox_state(&self) -> &'static [StateFolder] {

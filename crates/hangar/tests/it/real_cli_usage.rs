@@ -353,3 +353,72 @@ fn a_model_only_opencode_prices_is_priced_from_opencode_s_own_cost() {
         "{human}"
     );
 }
+
+#[test]
+fn opencode_refused_with_retry_after_is_limited_until_then_and_carries_on_by_itself() {
+    let Some(rc) = world() else { return };
+    // Through the proxy (the API's HTTPS side): OpenCode reads no quota
+    // headers, so the refusal's `retry-after` is the only source. OpenCode
+    // 1.18.33 (Bun) takes hangar's CA from `NODE_EXTRA_CA_CERTS`; run
+    // straight at this HTTPS side with no CA it fails with "self signed
+    // certificate in certificate chain" (seen running `opencode run`), which
+    // is what this test met while hangar gave OpenCode no proxy at all.
+    rc.use_https_api();
+    rc.hangar.start_daemon();
+    let id = rc.hangar.new_agent(&["--provider", "opencode"]);
+    rc.wait_ready(&id);
+    rc.ask(&id, "before the limit");
+    let reset = now_secs() + 10;
+    rc.api.script(json!({"rules": [
+        {"api": "chat", "when": "over the limit", "limit": {"resets_at": reset}}
+    ]}));
+    rc.submit(&id, "over the limit");
+    let mut row = Value::Null;
+    support::wait_until(
+        "the proxy's refusal limits the session",
+        REAL_DEADLINE,
+        || {
+            row = rc.hangar.session(&id);
+            row["limit"]["source"] == "proxy"
+        },
+    );
+    assert_eq!(row["limit"]["kind"], "retry_after", "{row}");
+    // `retry-after` is whole seconds from the refusal: the reset within a
+    // second or two of the fake's.
+    let got = row["limit"]["resets_at"].as_i64().unwrap_or(0);
+    assert!(
+        (got - reset * 1000).abs() <= 2500,
+        "{got} vs {}: {row}",
+        reset * 1000
+    );
+    // OpenCode 1.18.33 retries by itself after `retry-after`; the fake
+    // answers once the limit has reset, the answer is drawn and the limit
+    // is over, with nothing typed by hangar.
+    let refused = refused_request(&rc, "chat");
+    let answer = rc
+        .api
+        .wait_request("OpenCode's retry after the reset was answered", |r| {
+            r["api"] == "chat"
+                && r["n"].as_u64() > Some(refused)
+                && r["turn"] == "over the limit"
+                && r["reply"]["text"].is_string()
+        });
+    rc.wait_screen(&id, answer["reply"]["text"].as_str().unwrap_or("?"));
+    support::wait_until("the limit is over", REAL_DEADLINE, || {
+        rc.hangar.session(&id)["limit"].is_null()
+    });
+    let typed: Vec<Value> = rc
+        .hangar
+        .journal()
+        .into_iter()
+        .filter(|e| e["event"] == "limit-continue" && e["session"] == id && e["typed"] == true)
+        .collect();
+    assert!(typed.is_empty(), "hangar typed into OpenCode: {typed:?}");
+    assert!(
+        rc.api
+            .requests_to("chat")
+            .iter()
+            .all(|r| r["turn"] != "continue"),
+        "a continuation reached the model"
+    );
+}

@@ -225,6 +225,20 @@ fn config_content(given: Option<&str>, server: &McpServer) -> Option<String> {
         "environment": server.env,
         "enabled": true,
     });
+    // `goal_done` never asks, whatever the person's rule for every tool
+    // (`"*": "ask"`): OpenCode 1.18.33's `permission` takes a rule per
+    // permission name besides its own (`PermissionConfig`, a struct with a
+    // record of any names), and this document is merged last.
+    let permission = root
+        .entry("permission")
+        .or_insert_with(|| serde_json::json!({}));
+    if let Some(all) = permission.as_str() {
+        *permission = serde_json::json!({"*": all});
+    }
+    if !permission.is_object() {
+        *permission = serde_json::json!({});
+    }
+    permission["hangar_goal_done"] = serde_json::json!("allow");
     Some(doc.to_string())
 }
 
@@ -324,6 +338,20 @@ mod tests {
         assert_eq!(doc["model"], "lab/m");
         assert_eq!(doc["mcp"]["theirs"]["url"], "http://x");
         assert_eq!(doc["mcp"]["hangar"]["type"], "local");
+        assert_eq!(doc["permission"]["hangar_goal_done"], "allow");
+        // A rule for every tool is kept beside it.
+        let mut ask = self::spec();
+        ask.env.insert(
+            "OPENCODE_CONFIG_CONTENT".into(),
+            r#"{"permission":"ask"}"#.into(),
+        );
+        let spec = Opencode.with_mcp(ask, &server());
+        let doc: serde_json::Value =
+            serde_json::from_str(&spec.env["OPENCODE_CONFIG_CONTENT"]).unwrap();
+        assert_eq!(
+            doc["permission"],
+            serde_json::json!({"*": "ask", "hangar_goal_done": "allow"})
+        );
         // Text that is no JSON object is left for OpenCode to refuse.
         let mut bad = self::spec();
         bad.env

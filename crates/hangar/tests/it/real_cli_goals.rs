@@ -102,6 +102,9 @@ fn a_goal_with_the_real_opencode_ends_through_goal_done() {
             "name": "hangar_goal_done",
             "input": {"status": "done", "summary": "the real opencode finished"}}}
     ]}));
+    // A person whose OpenCode asks before every tool: hangar's goal_done
+    // still runs without asking (hangar allows it in the config it adds).
+    rc.opencode_settings(json!({"permission": {"*": "ask"}}));
     rc.hangar.start_daemon();
     let id = rc.hangar.new_agent(&["--provider", "opencode"]);
     rc.wait_ready(&id);

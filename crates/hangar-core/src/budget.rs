@@ -67,18 +67,28 @@ pub enum BudgetError {
     Unpriced(String),
 }
 
-/// A budget of `max_usd` over `models` (the ones the ledger saw it use):
-/// refused when it is not positive or any model has no price.
+/// A budget of `max_usd` over what the ledger saw (`sums`: per session and
+/// model): refused when it is not positive or a model that used tokens has
+/// no price. A model is priced by hangar's table, or, for a model the table
+/// does not know, by the agent's own figure for every request of it
+/// (OpenCode's `cost`, as `sum_cost` counts it toward the budget). Refusals
+/// (no tokens) and requests of no known model are not looked at.
 pub fn check_budget(
     max_usd: f64,
-    models: &[String],
+    sums: &[ModelSum],
     prices: &PriceTable,
 ) -> Result<(), BudgetError> {
     if !max_usd.is_finite() || max_usd <= 0.0 {
         return Err(BudgetError::NotPositive(max_usd));
     }
-    match models.iter().find(|m| prices.price(m).is_none()) {
-        Some(m) => Err(BudgetError::Unpriced(m.clone())),
+    let unpriced = sums.iter().find_map(|s| {
+        let model = s.model.as_ref()?;
+        crate::usage::sum_cost(s, prices)
+            .is_none()
+            .then(|| model.clone())
+    });
+    match unpriced {
+        Some(m) => Err(BudgetError::Unpriced(m)),
         None => Ok(()),
     }
 }
@@ -152,14 +162,40 @@ mod tests {
 
     #[test]
     fn a_budget_over_an_unpriced_model_is_refused_with_how_to_price_it() {
-        let e = check_budget(5.0, &["m".to_owned(), "mystery".to_owned()], &prices()).unwrap_err();
+        let both = [sum("m", 1, 1), sum("mystery", 1, 1)];
+        let e = check_budget(5.0, &both, &prices()).unwrap_err();
         assert_eq!(e, BudgetError::Unpriced("mystery".to_owned()));
         assert!(e.to_string().contains("[usage.prices.\"mystery\"]"));
-        assert_eq!(check_budget(5.0, &["m".to_owned()], &prices()), Ok(()));
+        assert_eq!(check_budget(5.0, &[sum("m", 1, 1)], &prices()), Ok(()));
+        // Only refused at the limit: nothing to price.
+        assert_eq!(
+            check_budget(5.0, &[sum("mystery", 0, 0)], &prices()),
+            Ok(())
+        );
         assert_eq!(
             check_budget(0.0, &[], &prices()),
             Err(BudgetError::NotPositive(0.0))
         );
         assert!(check_budget(f64::NAN, &[], &prices()).is_err());
+    }
+
+    #[test]
+    fn a_model_the_agent_prices_itself_can_carry_a_budget_and_one_it_priced_in_part_cannot() {
+        // OpenCode priced every request of its model (its own `cost`).
+        let mut own = sum("lab-model", 1000, 100);
+        own.agent_cost_usd = Some(0.02);
+        assert_eq!(check_budget(5.0, &[own.clone()], &prices()), Ok(()));
+        // One of its requests it priced at nothing: the model has no price.
+        let mut part = own.clone();
+        part.agent_unpriced = 1;
+        assert_eq!(
+            check_budget(5.0, &[own.clone(), part], &prices()),
+            Err(BudgetError::Unpriced("lab-model".to_owned()))
+        );
+        // And it is counted toward the budget with the agent's figure.
+        assert!(matches!(
+            budget_level(&[own], &prices(), 0.02),
+            BudgetLevel::Spent { .. }
+        ));
     }
 }

@@ -53,7 +53,8 @@ fn local_midnight(now_ms: i64) -> i64 {
 
 /// `[usage] max_cost_usd_per_day` checked when config.toml is read: a
 /// positive amount, and every model the store saw in the last 7 days
-/// priced (shipped table or `[usage.prices]`).
+/// priced (shipped table or `[usage.prices]`, else the agent's own figure
+/// for every request of it: OpenCode's `cost`).
 pub fn check_fleet_budget(
     max_usd: f64,
     overrides: &std::collections::BTreeMap<String, hangar_core::usage::Price>,
@@ -63,21 +64,21 @@ pub fn check_fleet_budget(
     let prices = PriceTable::shipped()
         .unwrap_or_default()
         .with_overrides(overrides);
-    let models = if store.is_file() {
+    let sums = if store.is_file() {
         hangar_store::UsageLedger::open(store)
-            .and_then(|l| l.models_since(now_ms - MODELS_LOOKBACK_MS, None, None))
+            .and_then(|l| l.sums_since(now_ms - MODELS_LOOKBACK_MS, None))
             .unwrap_or_default()
     } else {
         Vec::new()
     };
-    check_budget(max_usd, &models, &prices)
-        .map_err(|e| format!("[usage] max_cost_usd_per_day: {e}"))
+    check_budget(max_usd, &sums, &prices).map_err(|e| format!("[usage] max_cost_usd_per_day: {e}"))
 }
 
 impl Budgets {
     /// `hangar new --max-cost`, `hangar limit ID --max-cost`: refused when
     /// not positive or when a model the session (or, new, its provider)
-    /// used has no price.
+    /// used has no price (hangar's table's, else the agent's own figure for
+    /// every request of it).
     pub fn set_session_budget(&self, id: &SessionId, max_usd: Option<f64>) -> Result<(), String> {
         if let Some(max) = max_usd {
             let provider = self
@@ -86,11 +87,13 @@ impl Budgets {
                 .map(|p| p.name().to_owned())
                 .unwrap_or_default();
             let since = self.ledger.now() - MODELS_LOOKBACK_MS;
-            let mut models = self.ledger.models(since, None, Some(id.as_str()));
-            models.extend(self.ledger.models(since, Some(&provider), None));
-            models.sort();
-            models.dedup();
-            check_budget(max, &models, self.ledger.prices())
+            let sums: Vec<_> = self
+                .ledger
+                .sums(since, None)
+                .into_iter()
+                .filter(|s| s.session == id.as_str() || s.provider == provider)
+                .collect();
+            check_budget(max, &sums, self.ledger.prices())
                 .map_err(|e: BudgetError| format!("--max-cost for session {}: {e}", id.short()))?;
         }
         self.ledger.set_session_budget(id, max_usd);

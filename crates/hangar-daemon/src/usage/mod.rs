@@ -382,19 +382,6 @@ impl Ledger {
         &self.prices
     }
 
-    /// Models with tokens since `since_ms` (empty when the ledger is shut).
-    pub(crate) fn models(
-        &self,
-        since_ms: i64,
-        provider: Option<&str>,
-        session: Option<&str>,
-    ) -> Vec<String> {
-        self.with_store("read models", |s| {
-            s.models_since(since_ms, provider, session)
-        })
-        .unwrap_or_default()
-    }
-
     /// Per-session, per-model sums since `since_ms`.
     pub(crate) fn sums(
         &self,

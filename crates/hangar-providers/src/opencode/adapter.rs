@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use hangar_core::activity::Reading;
 
 use crate::adapter::{Adapter, SessionArgs, UsageFact};
+use crate::launch::{LaunchSpec, McpServer};
 use crate::sandboxed::{self, SeedFrom, Seeded};
 
 pub struct Opencode;
@@ -28,6 +29,43 @@ impl Adapter for Opencode {
             out.args.extend(["--session".to_owned(), id.to_owned()]);
         }
         out
+    }
+
+    fn takes_mcp(&self) -> bool {
+        true
+    }
+
+    /// OpenCode 1.18.33 reads a config document from the variable
+    /// `OPENCODE_CONFIG_CONTENT` and merges it over its config files last
+    /// (its config loader, read in the shipped binary); a local MCP server
+    /// there is `"mcp": {"<name>": {"type": "local", "command": [program,
+    /// args..], "environment": {..}, "enabled": true}}` (its
+    /// `McpLocalConfig`), and its tools are offered to the model as
+    /// `<name>_<tool>` (`hangar_goal_done`). OpenCode's default permission
+    /// for a tool is `allow` (`"*": "allow"`), so `goal_done` runs without
+    /// asking unless the person's own config says otherwise. The server's
+    /// environment (its token) rides in OpenCode's own environment, never on
+    /// its command line. A document the person already gave in that
+    /// variable (`[providers.opencode] env`, else the daemon's own
+    /// environment, which a sandboxed session never gets: its server is
+    /// hangar's binary where the sandbox shows it) keeps everything it says,
+    /// with hangar's server added.
+    fn with_mcp(&self, mut spec: LaunchSpec, server: &McpServer) -> LaunchSpec {
+        const VAR: &str = "OPENCODE_CONFIG_CONTENT";
+        let sandboxed = server.command == Path::new(hangar_core::sandbox::INSIDE_HANGAR);
+        let given = spec
+            .env
+            .get(VAR)
+            .cloned()
+            .or_else(|| (!sandboxed).then(|| std::env::var(VAR).ok()).flatten())
+            .filter(|t| !t.trim().is_empty());
+        let Some(content) = config_content(given.as_deref(), server) else {
+            // Not a JSON object: OpenCode refuses it itself and says so;
+            // hangar leaves the person's text as it is.
+            return spec;
+        };
+        spec.env.insert(VAR.to_owned(), content);
+        spec
     }
 
     /// Its database's assistant messages (`usage`); none before OpenCode
@@ -111,6 +149,15 @@ impl Adapter for Opencode {
         &["Permission required"]
     }
 
+    /// OpenCode 1.18.33 (a Bun binary) sends its model requests through
+    /// `HTTPS_PROXY` and adds `NODE_EXTRA_CA_CERTS` to its built-in roots
+    /// (seen running it through hangar's proxy against the fake model API's
+    /// HTTPS side, `real_cli_usage.rs`): captured like claude. The proxy is
+    /// its only source of a limit: its database keeps no `retry-after`.
+    fn proxied(&self) -> bool {
+        true
+    }
+
     /// Its data folder (`$XDG_DATA_HOME/opencode`, its SQLite database)
     /// and its config folder.
     fn sandbox_state(&self) -> &'static [StateFolder] {
@@ -158,6 +205,43 @@ impl Adapter for Opencode {
     }
 }
 
+/// `given` (the person's `OPENCODE_CONFIG_CONTENT`, if any) with hangar's
+/// MCP server as `mcp.hangar`; `None` when `given` is not a JSON object.
+fn config_content(given: Option<&str>, server: &McpServer) -> Option<String> {
+    let mut doc = match given {
+        Some(text) => serde_json::from_str::<serde_json::Value>(text).ok()?,
+        None => serde_json::json!({}),
+    };
+    let root = doc.as_object_mut()?;
+    let mcp = root.entry("mcp").or_insert_with(|| serde_json::json!({}));
+    if !mcp.is_object() {
+        *mcp = serde_json::json!({});
+    }
+    let mut command = vec![server.command.display().to_string()];
+    command.extend(server.args.iter().cloned());
+    mcp["hangar"] = serde_json::json!({
+        "type": "local",
+        "command": command,
+        "environment": server.env,
+        "enabled": true,
+    });
+    // `goal_done` never asks, whatever the person's rule for every tool
+    // (`"*": "ask"`): OpenCode 1.18.33's `permission` takes a rule per
+    // permission name besides its own (`PermissionConfig`, a struct with a
+    // record of any names), and this document is merged last.
+    let permission = root
+        .entry("permission")
+        .or_insert_with(|| serde_json::json!({}));
+    if let Some(all) = permission.as_str() {
+        *permission = serde_json::json!({"*": all});
+    }
+    if !permission.is_object() {
+        *permission = serde_json::json!({});
+    }
+    permission["hangar_goal_done"] = serde_json::json!("allow");
+    Some(doc.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +283,81 @@ mod tests {
         );
         assert_eq!(seeded.replaced.len(), 1);
         assert!(Opencode.sandbox_trust(&from, &[]).unwrap().is_empty());
+    }
+
+    fn server() -> McpServer {
+        McpServer {
+            command: PathBuf::from("/bin/hangar"),
+            args: vec!["mcp".into(), "--session".into(), "s1".into()],
+            env: [("HANGAR_MCP_TOKEN".to_owned(), "tok".to_owned())].into(),
+            config_file: PathBuf::from("/h/mcp/s1.json"),
+        }
+    }
+
+    fn spec() -> LaunchSpec {
+        LaunchSpec {
+            program: PathBuf::from("/bin/opencode"),
+            args: vec!["--session".into(), "ses_1".into()],
+            env: Default::default(),
+            resumed: true,
+            minted: None,
+        }
+    }
+
+    #[test]
+    fn opencode_gets_hangar_s_mcp_server_in_its_config_variable_and_not_on_its_command_line() {
+        let spec = Opencode.with_mcp(spec(), &server());
+        assert_eq!(
+            spec.args,
+            ["--session", "ses_1"],
+            "nothing on its command line"
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&spec.env["OPENCODE_CONFIG_CONTENT"]).unwrap();
+        assert_eq!(
+            doc["mcp"]["hangar"],
+            serde_json::json!({
+                "type": "local",
+                "command": ["/bin/hangar", "mcp", "--session", "s1"],
+                "environment": {"HANGAR_MCP_TOKEN": "tok"},
+                "enabled": true,
+            })
+        );
+    }
+
+    #[test]
+    fn a_config_variable_the_person_gave_keeps_what_it_says_and_gains_hangar_s_server() {
+        let mut given = spec();
+        given.env.insert(
+            "OPENCODE_CONFIG_CONTENT".into(),
+            r#"{"model":"lab/m","mcp":{"theirs":{"type":"remote","url":"http://x"}}}"#.into(),
+        );
+        let spec = Opencode.with_mcp(given, &server());
+        let doc: serde_json::Value =
+            serde_json::from_str(&spec.env["OPENCODE_CONFIG_CONTENT"]).unwrap();
+        assert_eq!(doc["model"], "lab/m");
+        assert_eq!(doc["mcp"]["theirs"]["url"], "http://x");
+        assert_eq!(doc["mcp"]["hangar"]["type"], "local");
+        assert_eq!(doc["permission"]["hangar_goal_done"], "allow");
+        // A rule for every tool is kept beside it.
+        let mut ask = self::spec();
+        ask.env.insert(
+            "OPENCODE_CONFIG_CONTENT".into(),
+            r#"{"permission":"ask"}"#.into(),
+        );
+        let spec = Opencode.with_mcp(ask, &server());
+        let doc: serde_json::Value =
+            serde_json::from_str(&spec.env["OPENCODE_CONFIG_CONTENT"]).unwrap();
+        assert_eq!(
+            doc["permission"],
+            serde_json::json!({"*": "ask", "hangar_goal_done": "allow"})
+        );
+        // Text that is no JSON object is left for OpenCode to refuse.
+        let mut bad = self::spec();
+        bad.env
+            .insert("OPENCODE_CONFIG_CONTENT".into(), "not json".into());
+        let spec = Opencode.with_mcp(bad, &server());
+        assert_eq!(spec.env["OPENCODE_CONFIG_CONTENT"], "not json");
     }
 
     #[test]

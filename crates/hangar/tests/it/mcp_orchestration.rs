@@ -502,6 +502,62 @@ fn codex_gets_hangar_mcp_by_config_overrides_and_no_agent_shows_its_token_on_its
 }
 
 #[test]
+fn opencode_gets_hangar_mcp_in_its_config_variable_and_a_server_started_from_it_is_let_in() {
+    let h = Hangar::new();
+    let opencode = h.new_agent(&["--provider", "opencode"]);
+    wait_fakes(&h, 1);
+    let pid = h.pid_of(&opencode);
+    let token = token_of(&h, &opencode);
+    let line = support::cmdline(pid).join(" ");
+    assert!(
+        !line.contains(&token),
+        "the token is on its command line: {line}"
+    );
+    // OpenCode 1.18.33 merges the document in OPENCODE_CONFIG_CONTENT over
+    // its config files; a local MCP server there is its `McpLocalConfig`.
+    let content = env_value(pid, "OPENCODE_CONFIG_CONTENT").expect("OPENCODE_CONFIG_CONTENT");
+    let doc: Value = serde_json::from_str(&content).unwrap();
+    let server = &doc["mcp"]["hangar"];
+    assert_eq!(server["type"], "local", "{doc}");
+    assert_eq!(server["enabled"], true, "{doc}");
+    let command: Vec<String> = server["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    assert!(command[0].ends_with("hangar"), "{command:?}");
+    assert_eq!(command[1..], ["mcp", "--session", opencode.as_str()]);
+    assert_eq!(server["environment"]["HANGAR_MCP_TOKEN"], token.as_str());
+    // A server started the way OpenCode starts it (the command, with its
+    // `environment` over OpenCode's own) is let in.
+    let mut cmd = std::process::Command::new(&command[0]);
+    cmd.args(&command[1..]).env_clear();
+    for name in ["PATH", "HOME"] {
+        if let Some(v) = env_value(pid, name) {
+            cmd.env(name, v);
+        }
+    }
+    for (k, v) in server["environment"].as_object().unwrap() {
+        cmd.env(k, v.as_str().unwrap());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let m = Mcp {
+        client: Some(rt.block_on(async {
+            let transport = TokioChildProcess::new(tokio::process::Command::from(cmd)).unwrap();
+            ().serve(transport).await.expect("MCP handshake")
+        })),
+        rt,
+    };
+    let list = m.ok("list_agents", json!({}));
+    assert!(ids_of(&list["agents"]).is_empty(), "{list}");
+}
+
+#[test]
 fn with_mcp_disabled_in_config_agents_get_no_mcp_server_and_no_token() {
     let h = Hangar::new();
     std::fs::create_dir_all(&h.home).unwrap();

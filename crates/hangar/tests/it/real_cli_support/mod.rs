@@ -242,6 +242,8 @@ pub struct RealCli {
     https: std::sync::atomic::AtomicBool,
     /// OpenCode's `cost` of its model (see `price_opencode_model`).
     opencode_cost: std::sync::Mutex<Option<Value>>,
+    /// More of the person's `opencode.json` (see `opencode_settings`).
+    opencode_extra: std::sync::Mutex<Option<Value>>,
 }
 
 impl RealCli {
@@ -309,6 +311,7 @@ impl RealCli {
             trusted: Default::default(),
             https: Default::default(),
             opencode_cost: Default::default(),
+            opencode_extra: Default::default(),
         };
         rc.write_codex_config();
         rc.write_opencode_config();
@@ -380,6 +383,13 @@ impl RealCli {
         self.write_opencode_config();
     }
 
+    /// Adds `extra`'s top-level keys to the person's `opencode.json`
+    /// (e.g. `{"permission": {"*": "ask"}}`).
+    pub fn opencode_settings(&self, extra: Value) {
+        *self.opencode_extra.lock().unwrap() = Some(extra);
+        self.write_opencode_config();
+    }
+
     fn api_url(&self) -> String {
         if self.https.load(std::sync::atomic::Ordering::SeqCst) {
             self.api.https_url()
@@ -416,7 +426,7 @@ impl RealCli {
         if let Some(cost) = self.opencode_cost.lock().unwrap().clone() {
             model["cost"] = cost;
         }
-        let doc = json!({
+        let mut doc = json!({
             "$schema": "https://opencode.ai/config.json",
             "model": "fake/fake-model",
             "autoupdate": false,
@@ -428,6 +438,11 @@ impl RealCli {
                 "models": {"fake-model": model}
             }}
         });
+        if let Some(Value::Object(extra)) = self.opencode_extra.lock().unwrap().clone() {
+            for (k, v) in extra {
+                doc[k] = v;
+            }
+        }
         fs::write(
             dir.join("opencode.json"),
             serde_json::to_vec_pretty(&doc).expect("json"),

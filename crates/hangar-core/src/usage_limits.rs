@@ -515,6 +515,8 @@ pub fn continue_at(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContinueFacts {
     pub now_ms: i64,
+    /// When the session became limited.
+    pub since_ms: i64,
     pub continue_at: Option<i64>,
     /// `[limits] auto_continue` and the session's own switch.
     pub auto_continue: bool,
@@ -545,6 +547,10 @@ pub enum ContinueDecision {
     StandDown(&'static str),
 }
 
+/// How long a limit whose reset is unknown waits for a source that knows
+/// it before hangar says it will not carry on by itself.
+pub const UNKNOWN_RESET_GRACE_MS: i64 = 30_000;
+
 pub fn decide_continue(f: &ContinueFacts) -> ContinueDecision {
     if f.already_continued {
         return ContinueDecision::StandDown("already continued once for this limit");
@@ -559,6 +565,12 @@ pub fn decide_continue(f: &ContinueFacts) -> ContinueDecision {
         return ContinueDecision::StandDown("a person typed into the session since the limit");
     }
     let Some(at) = f.continue_at else {
+        // The screen's words often come first and name no reset; the
+        // transcript or the proxy that names it may follow by seconds.
+        let settled = f.since_ms.saturating_add(UNKNOWN_RESET_GRACE_MS);
+        if f.now_ms < settled {
+            return ContinueDecision::WaitUntil(settled);
+        }
         return ContinueDecision::StandDown("the reset time is unknown");
     };
     if f.now_ms < at {
@@ -833,6 +845,7 @@ mod tests {
     fn facts() -> ContinueFacts {
         ContinueFacts {
             now_ms: 1000,
+            since_ms: 0,
             continue_at: Some(500),
             auto_continue: true,
             stopped_mid_task: true,
@@ -901,12 +914,24 @@ mod tests {
             decide_continue(&wake),
             ContinueDecision::Type { wake_first: true }
         );
+        // An unknown reset waits for a source that may know it (the screen
+        // comes first, the transcript seconds later), then stands down.
         let unknown = ContinueFacts {
             continue_at: None,
+            since_ms: 1000,
+            now_ms: 1500,
             ..facts()
         };
-        assert!(matches!(
+        assert_eq!(
             decide_continue(&unknown),
+            ContinueDecision::WaitUntil(1000 + UNKNOWN_RESET_GRACE_MS)
+        );
+        let still_unknown = ContinueFacts {
+            now_ms: 1000 + UNKNOWN_RESET_GRACE_MS,
+            ..unknown
+        };
+        assert!(matches!(
+            decide_continue(&still_unknown),
             ContinueDecision::StandDown(_)
         ));
     }

@@ -76,6 +76,7 @@ impl Continuation {
             let live = self.sessions.process(&sid).is_some();
             let facts = ContinueFacts {
                 now_ms: now,
+                since_ms: limit.since_ms,
                 continue_at: limit.continue_at,
                 auto_continue: auto,
                 stopped_mid_task: limit.stopped_mid_task,

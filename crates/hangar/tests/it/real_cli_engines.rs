@@ -111,6 +111,23 @@ fn contains_text(dir: &Path, needle: &str) -> bool {
     })
 }
 
+/// The session's row once it is live again after a daemon restart; the
+/// row it had says why when it never is.
+fn live_after_restart(rc: &RealCli, id: &str) -> serde_json::Value {
+    let end = std::time::Instant::now() + real_cli_support::REAL_DEADLINE;
+    loop {
+        let row = rc.hangar.session(id);
+        if row["state"] == "live" {
+            return row;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "session {id} is not live after the restart: {row}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 fn body_of(rc: &RealCli, api: &str, turn: &str) -> String {
     rc.api
         .wait_request(&format!("the turn {turn:?} reached the model"), |r| {
@@ -178,7 +195,7 @@ fn the_real_claude_in_a_podman_container_answers_through_the_proxy_and_resumes()
     rc.hangar.shutdown();
     rc.hangar.start_daemon();
     rc.hangar.wait_restore_complete();
-    let row = rc.wait_state(&id, "live");
+    let row = live_after_restart(&rc, &id);
     assert_eq!(row["started"], "resumed", "{row}");
     assert_eq!(row["provider_session_id"], psid.as_str(), "{row}");
     assert_eq!(row["engine"]["kind"], "podman", "{row}");
@@ -254,7 +271,7 @@ fn the_real_codex_in_a_podman_container_answers_through_the_proxy_and_resumes() 
     rc.hangar.shutdown();
     rc.hangar.start_daemon();
     rc.hangar.wait_restore_complete();
-    let row = rc.wait_state(&id, "live");
+    let row = live_after_restart(&rc, &id);
     assert_eq!(row["started"], "resumed", "{row}");
     assert_eq!(row["provider_session_id"], thread.as_str(), "{row}");
     assert_eq!(row["engine"]["kind"], "podman", "{row}");

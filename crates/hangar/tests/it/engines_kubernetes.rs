@@ -400,7 +400,13 @@ fn a_restart_after_a_crash_restores_the_pod_agent_and_resumes_it() {
         agents_of(&id).is_empty()
     });
 
-    h.ok(&["ls"]);
+    let ls = h.run(&["ls"]);
+    assert!(
+        ls.status.success(),
+        "`hangar ls` after the crash failed: {}\nthe new daemon's log:\n{}",
+        String::from_utf8_lossy(&ls.stderr),
+        std::fs::read_to_string(h.home.join("daemon.log")).unwrap_or_default()
+    );
     let woke = wait_engine_state(&h, &id, "live");
     h.wait_screen(&id, &format!("session {psid} (resumed)"));
     assert_eq!(woke["provider_session_id"], psid.as_str());

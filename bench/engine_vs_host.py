@@ -111,7 +111,7 @@ def session_pss_kb(c, sid, container):
     """Pss of what one session adds: its process tree (the agent, or the
     bridge), and for a container everything the container runs plus its
     conmon."""
-    row = next(r for r in c.ask("ls", {}) if r["id"] == sid)
+    row = next(r for r in c.ask("list", {}) if r["id"] == sid)
     pids = set(tree(row["pid"]))
     if container:
         want = f"HANGAR_SESSION_ID={sid}".encode()
@@ -146,7 +146,7 @@ def timed(c, kind, body):
 def wait_live(c, sid, deadline=60):
     end = time.time() + deadline
     while time.time() < end:
-        row = next(r for r in c.ask("ls", {}) if r["id"] == sid)
+        row = next(r for r in c.ask("list", {}) if r["id"] == sid)
         if row["state"] == "live":
             return
         if row["state"] == "failed":

@@ -118,6 +118,73 @@ pub fn leftover(
     }
 }
 
+/// A folder or file of this machine mounted into a session's container (or
+/// pod) at `inside`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mount {
+    pub outside: String,
+    pub inside: String,
+    pub read_only: bool,
+}
+
+impl Mount {
+    /// The Docker Engine API's `HostConfig.Binds` entry.
+    pub fn bind(&self) -> String {
+        if self.read_only {
+            format!("{}:{}:ro", self.outside, self.inside)
+        } else {
+            format!("{}:{}", self.outside, self.inside)
+        }
+    }
+}
+
+/// The walls an agent in a container gets, the same as in hangar's own
+/// sandbox (`crate::sandbox`): hangar's binary (its relay, hooks and MCP
+/// server), the session's run folder (the proxy's socket and its own socket
+/// back to the daemon), the CLI's state folders, the files hangar made for
+/// it, and a worktree's git folder.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Walls {
+    /// hangar's binary on this machine, mounted at
+    /// [`crate::sandbox::INSIDE_HANGAR`].
+    pub hangar: String,
+    /// The session's run folder outside, and where it is inside: the
+    /// control socket's folder (`HANGAR_HOME/run`), so the session's own
+    /// socket is where `hangar hook` and `hangar mcp` look.
+    pub run: (String, String),
+    /// The CLI's state folders (its transcripts), read-write.
+    pub state: Vec<crate::sandbox::StateBind>,
+    /// Files under `HANGAR_HOME` made for the agent (the proxy's CA, hook
+    /// settings, MCP config): read-only at their own path.
+    pub files: Vec<String>,
+    /// Other writable folders at their own path (a worktree's git folder).
+    pub writable: Vec<String>,
+}
+
+/// The mounts of `walls`, in the order they must be made: a state folder
+/// lies inside the home volume, so it comes after it (engines sort mounts
+/// by depth; Kubernetes keeps the order).
+pub fn wall_mounts(walls: &Walls) -> Vec<Mount> {
+    let mount = |outside: &str, inside: &str, read_only| Mount {
+        outside: outside.to_owned(),
+        inside: inside.to_owned(),
+        read_only,
+    };
+    let mut out = vec![
+        mount(&walls.hangar, crate::sandbox::INSIDE_HANGAR, true),
+        mount(&walls.run.0, &walls.run.1, false),
+    ];
+    out.extend(
+        walls
+            .state
+            .iter()
+            .map(|s| mount(&s.outside, &s.inside, false)),
+    );
+    out.extend(walls.files.iter().map(|f| mount(f, f, true)));
+    out.extend(walls.writable.iter().map(|w| mount(w, w, false)));
+    out
+}
+
 /// An engine's answer to "inspect this image" means "there is no such
 /// image": a 404, or (Podman's compatible API) a "no such image" text in
 /// another status.
@@ -180,6 +247,36 @@ mod tests {
             Leftover::Adopt { running: false }
         );
         assert_eq!(leftover(&mine, "mine", true, |_| false), Leftover::Remove);
+    }
+
+    #[test]
+    fn a_container_gets_the_sandbox_walls_hangar_read_only_state_writable() {
+        let walls = Walls {
+            hangar: "/opt/hangar".into(),
+            run: ("/h/sandbox/s1/run".into(), "/h/run".into()),
+            state: crate::sandbox::state_binds(
+                &[crate::sandbox::StateFolder {
+                    name: "claude",
+                    inside: ".claude",
+                    var: "CLAUDE_CONFIG_DIR",
+                    value: ".claude",
+                }],
+                "/h/sandbox/s1",
+                "/root",
+            ),
+            files: vec!["/h/proxy/ca.pem".into()],
+            writable: vec![],
+        };
+        let binds: Vec<String> = wall_mounts(&walls).iter().map(Mount::bind).collect();
+        assert_eq!(
+            binds,
+            [
+                "/opt/hangar:/run/hangar/hangar:ro",
+                "/h/sandbox/s1/run:/h/run",
+                "/h/sandbox/s1/claude:/root/.claude",
+                "/h/proxy/ca.pem:/h/proxy/ca.pem:ro",
+            ]
+        );
     }
 
     #[test]

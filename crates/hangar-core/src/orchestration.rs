@@ -288,6 +288,9 @@ pub fn child_session(
             .map(|p| p.join(meta.id.as_str()).display().to_string());
         meta.sandbox = Some(folder.unwrap_or_else(|| format!("{dir}-{}", meta.id.as_str())));
     }
+    // An agent in a container makes its children in containers of the same
+    // engine (its walls are the container's).
+    meta.engine = parent.engine.clone();
     meta
 }
 
@@ -378,6 +381,26 @@ mod tests {
         let child = child_session(&parent, SessionId::from("c2"), request(None), false, 1);
         assert_eq!(child.sandbox, None);
         assert_eq!(sandboxed_child_refusal(&parent, Some("/")), None);
+    }
+
+    #[test]
+    fn an_agent_in_a_container_makes_its_children_on_the_same_engine() {
+        let mut parent = SessionMeta::new(SessionId::from("p1"), Provider::Claude, "/w/proj");
+        parent.sandbox = Some("/h/sandbox/p1".into());
+        parent.engine = Some(crate::engine::EngineBinding {
+            name: "pod".into(),
+            image: Some("local/a".into()),
+        });
+        let request = ChildRequest {
+            provider: Some(Provider::Shell),
+            cwd: None,
+            title: None,
+            role: None,
+            run: "r".into(),
+        };
+        let child = child_session(&parent, SessionId::from("c1"), request, false, 1);
+        assert_eq!(child.engine, parent.engine);
+        assert_eq!(child.sandbox.as_deref(), Some("/h/sandbox/c1"));
     }
 
     use super::*;

@@ -329,14 +329,58 @@ pub fn bwrap_args(plan: &Plan) -> Vec<String> {
         push(&["--bind", w, w]);
     }
     push(&["--bind", &plan.cwd, &plan.cwd, "--chdir", &plan.cwd]);
-    push(&["--", INSIDE_HANGAR, RELAY_SUBCOMMAND]);
-    if let Some((_, port)) = &plan.proxy {
-        let port = port.to_string();
-        push(&["--socket", INSIDE_PROXY_SOCKET, "--port", &port]);
-    }
-    push(&["--", &plan.program]);
-    a.extend(plan.args.iter().cloned());
+    push(&["--"]);
+    a.extend(relay_command(
+        plan.proxy
+            .as_ref()
+            .map(|(_, port)| (INSIDE_PROXY_SOCKET, *port)),
+        &plan.program,
+        &plan.args,
+    ));
     a
+}
+
+/// The command that runs first inside the walls (a sandbox's or an engine's
+/// container): hangar's relay at [`INSIDE_HANGAR`], carrying loopback port
+/// `port` to the proxy's socket (a path inside) when the agent has a proxy,
+/// around the agent's `program` and `args`.
+pub fn relay_command(proxy: Option<(&str, u16)>, program: &str, args: &[String]) -> Vec<String> {
+    let mut a = vec![INSIDE_HANGAR.to_owned(), RELAY_SUBCOMMAND.to_owned()];
+    if let Some((socket, port)) = proxy {
+        a.extend([
+            "--socket".to_owned(),
+            socket.to_owned(),
+            "--port".to_owned(),
+            port.to_string(),
+        ]);
+    }
+    a.push("--".to_owned());
+    a.push(program.to_owned());
+    a.extend(args.iter().cloned());
+    a
+}
+
+/// Variables of the daemon's environment that describe this machine and not
+/// another one's (a container's image has its own): an agent in a container
+/// never gets them, where a sandboxed one (on this machine) does.
+pub fn host_only_var(name: &str) -> bool {
+    matches!(
+        name,
+        "PATH"
+            | "HOME"
+            | "PWD"
+            | "OLDPWD"
+            | "SHELL"
+            | "SHLVL"
+            | "TMPDIR"
+            | "USER"
+            | "LOGNAME"
+            | "HOSTNAME"
+            | "MAIL"
+            | "LD_LIBRARY_PATH"
+            | "LD_PRELOAD"
+            | "_"
+    ) || name.starts_with("XDG_")
 }
 
 /// What the machine said when asked whether it can sandbox.

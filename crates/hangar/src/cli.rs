@@ -459,7 +459,8 @@ pub enum EngineImageCommand {
     /// never pulls an image.
     Build {
         name: String,
-        /// claude, codex, opencode, or shell (no agent CLI: the default).
+        /// claude, codex, opencode, or shell (no agent CLI: the default);
+        /// a version pinned as claude@2.1.197, several as claude,codex.
         #[arg(long)]
         provider: Option<String>,
     },

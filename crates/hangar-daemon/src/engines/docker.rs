@@ -93,10 +93,38 @@ pub struct ContainerSpec<'a> {
     pub image: &'a str,
     /// The session's folder, bind-mounted read-write at the same path.
     pub cwd: &'a str,
+    /// The walls hangar's sandbox would give the agent (its state folder,
+    /// the relay, its sockets), as mounts.
+    pub walls: &'a [engine::Mount],
 }
+
+/// The label that records which mounts a container was made with: a
+/// container made with others (an older hangar, a new CA file, hooks turned
+/// on) is made again, its volume kept.
+const MOUNTS_LABEL: &str = "hangar.mounts";
 
 fn label_map(session: &str, home_hash: &str) -> HashMap<String, String> {
     engine::labels(session, home_hash).into_iter().collect()
+}
+
+impl ContainerSpec<'_> {
+    fn binds(&self) -> Vec<String> {
+        let mut binds = vec![
+            format!("{}:{}", self.cwd, self.cwd),
+            format!("{}:{}", engine::volume_name(self.session), self.cfg.home),
+        ];
+        binds.extend(self.cfg.mounts.iter().cloned());
+        binds.extend(self.walls.iter().map(engine::Mount::bind));
+        binds
+    }
+
+    /// A hash of the container's mounts, image and network.
+    fn mounts_hash(&self) -> String {
+        let mut all = self.binds();
+        all.push(self.image.to_owned());
+        all.push(self.cfg.network_mode().to_owned());
+        engine::home_hash(&all.join("\n"))
+    }
 }
 
 /// The session's container, made when missing and started when not
@@ -119,18 +147,29 @@ pub async fn ensure_container(
         .await
     {
         Ok(found) => {
-            let home = found
-                .config
-                .as_ref()
-                .and_then(|c| c.labels.as_ref())
-                .and_then(|l| l.get(HOME_LABEL));
+            let labels = found.config.as_ref().and_then(|c| c.labels.as_ref());
+            let home = labels.and_then(|l| l.get(HOME_LABEL));
             if home.map(String::as_str) != Some(spec.home_hash) {
                 return Err(EngineError(format!(
                     "engine {}: a container named {name} exists that this hangar home did not make; it is left alone",
                     spec.engine
                 )));
             }
-            found.state.and_then(|s| s.running).unwrap_or(false)
+            let made_with = labels.and_then(|l| l.get(MOUNTS_LABEL));
+            if made_with.map(String::as_str) != Some(spec.mounts_hash().as_str()) {
+                // Made with other mounts: made again (the agent's home
+                // volume and its state folder are kept).
+                let options = RemoveContainerOptionsBuilder::new().force(true).build();
+                match docker.remove_container(&name, Some(options)).await {
+                    Ok(()) => {}
+                    Err(e) if not_found(&e) => {}
+                    Err(e) => return Err(refused("remove", &e)),
+                }
+                create(docker, spec, &name).await?;
+                false
+            } else {
+                found.state.and_then(|s| s.running).unwrap_or(false)
+            }
         }
         Err(e) if not_found(&e) => {
             create(docker, spec, &name).await?;
@@ -153,25 +192,28 @@ pub async fn ensure_container(
 
 async fn create(docker: &Docker, spec: &ContainerSpec<'_>, name: &str) -> Result<(), EngineError> {
     let volume = engine::volume_name(spec.session);
-    docker
+    match docker
         .create_volume(VolumeCreateRequest {
             name: Some(volume.clone()),
             labels: Some(label_map(spec.session, spec.home_hash)),
             ..Default::default()
         })
         .await
-        .map_err(|e| {
-            EngineError(format!(
+    {
+        Ok(_) => {}
+        // Kept from the container made before (remade with other mounts).
+        Err(e) if status(&e) == Some(409) => {}
+        Err(e) => {
+            return Err(EngineError(format!(
                 "engine {}: cannot create volume {volume}: {}",
                 spec.engine,
                 message(&e)
-            ))
-        })?;
-    let mut binds = vec![
-        format!("{}:{}", spec.cwd, spec.cwd),
-        format!("{volume}:{}", spec.cfg.home),
-    ];
-    binds.extend(spec.cfg.mounts.iter().cloned());
+            )));
+        }
+    }
+    let binds = spec.binds();
+    let mut labels = label_map(spec.session, spec.home_hash);
+    labels.insert(MOUNTS_LABEL.to_owned(), spec.mounts_hash());
     let ulimits = spec
         .cfg
         .ulimits
@@ -188,7 +230,7 @@ async fn create(docker: &Docker, spec: &ContainerSpec<'_>, name: &str) -> Result
         entrypoint: Some(Vec::new()),
         env: Some(vec![format!("HOME={}", spec.cfg.home)]),
         working_dir: Some(spec.cwd.to_owned()),
-        labels: Some(label_map(spec.session, spec.home_hash)),
+        labels: Some(labels),
         stop_timeout: Some(i64::from(spec.cfg.stop_timeout_secs)),
         host_config: Some(HostConfig {
             binds: Some(binds),
@@ -313,7 +355,7 @@ pub async fn list_own(docker: &Docker, home_hash: &str) -> Result<Vec<Found>, En
 /// command a shell. Returns the engine's last word (the image id).
 pub async fn import(
     docker: &Docker,
-    tarball: bytes::Bytes,
+    tarball: tokio::fs::File,
     repo: &str,
     tag: &str,
 ) -> Result<String, EngineError> {
@@ -323,7 +365,15 @@ pub async fn import(
         .tag(tag)
         .changes(vec!["CMD [\"/bin/sh\"]".to_owned()])
         .build();
-    let mut stream = docker.create_image(Some(options), Some(bollard::body_full(tarball)), None);
+    let chunks = futures::stream::try_unfold(tarball, |mut file| async move {
+        use tokio::io::AsyncReadExt;
+        let mut buf = vec![0u8; 1 << 20];
+        let n = file.read(&mut buf).await?;
+        buf.truncate(n);
+        Ok::<_, std::io::Error>((n > 0).then(|| (bytes::Bytes::from(buf), file)))
+    });
+    let mut stream =
+        docker.create_image(Some(options), Some(bollard::body_try_stream(chunks)), None);
     let mut last = String::new();
     while let Some(item) = stream.next().await {
         let info = item

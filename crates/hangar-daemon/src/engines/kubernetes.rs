@@ -151,6 +151,10 @@ pub struct PodSpec<'a> {
     /// node must see it there (a one-node cluster on this machine, or the
     /// folder on storage every node mounts at the same path).
     pub cwd: &'a str,
+    /// The walls hangar's sandbox would give the agent (its state folder,
+    /// the relay, its sockets): hostPath volumes, so, like the session's
+    /// folder, they need a node that sees this machine's paths.
+    pub walls: &'a [engine::Mount],
 }
 
 fn labels(session: &str, home_hash: &str) -> serde_json::Value {
@@ -201,6 +205,11 @@ fn pod_manifest(spec: &PodSpec<'_>) -> serde_json::Value {
         let vol = format!("extra{i}");
         volumes.push(json!({"name": vol, "hostPath": {"path": host}}));
         mounts.push(json!({"name": vol, "mountPath": inside, "readOnly": read_only}));
+    }
+    for (i, m) in spec.walls.iter().enumerate() {
+        let vol = format!("walls{i}");
+        volumes.push(json!({"name": vol, "hostPath": {"path": m.outside}}));
+        mounts.push(json!({"name": vol, "mountPath": m.inside, "readOnly": m.read_only}));
     }
     json!({
         "apiVersion": "v1",
@@ -506,6 +515,7 @@ mod tests {
             home_hash: "h",
             image: "local/agent",
             cwd: "/work/p",
+            walls: &[],
         };
         let pod: Pod = serde_json::from_value(pod_manifest(&spec)).expect("a valid Pod");
         assert_eq!(pod.metadata.name.as_deref(), Some("hangar-s1"));
@@ -541,6 +551,7 @@ mod tests {
             home_hash: "h",
             image: "x",
             cwd: "/w",
+            walls: &[],
         }))
         .expect("a valid claim");
         assert_eq!(claim.metadata.name.as_deref(), Some("hangar-s1-home"));

@@ -94,15 +94,20 @@ impl Engines {
     }
 
     /// Turn a launch of `meta` (bound to an engine) into the exec bridge:
-    /// the image checked, the container (or pod) made or started. Any
+    /// the image checked, the container (or pod) made or started with the
+    /// walls hangar's sandbox gives an agent (`sandbox.walls`: its CLI's
+    /// state folder under `HANGAR_HOME`, the proxy through the relay, its
+    /// own socket back to the daemon, a placeholder for every key). Any
     /// engine error is returned, never a local process.
     pub async fn wrap_launch(
         &self,
         meta: &SessionMeta,
         request: SpawnRequest,
-    ) -> Result<SpawnRequest, EngineError> {
+        sandbox: &crate::sandbox::Sandbox,
+        grant: Option<&hangar_proxy::Grant>,
+    ) -> Result<(SpawnRequest, crate::sandbox::Held), EngineError> {
         let Some(binding) = &meta.engine else {
-            return Ok(request);
+            return Ok((request, Default::default()));
         };
         let name = binding.name.as_str();
         let cfg = self.engine(name)?;
@@ -123,13 +128,44 @@ impl Engines {
                     .map(|f| f.to_string_lossy().into_owned())
             })
             .unwrap_or_else(|| request.program.display().to_string());
-        let mut cmd = vec![program];
-        cmd.extend(request.args.iter().cloned());
-        let env: Vec<String> = request
-            .env
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        // The same walls as hangar's sandbox; on the engine's network the
+        // agent has a loopback of its own for the relay, on the host's it
+        // reaches the proxy itself.
+        let walls = sandbox
+            .walls(
+                meta,
+                &request,
+                grant,
+                &crate::sandbox::Inside {
+                    home: cfg.home.clone(),
+                    kind: cfg.kind.name(),
+                    host_env: false,
+                    relay_proxy: cfg.network_mode() != "host",
+                },
+            )
+            .map_err(|e| {
+                EngineError(format!(
+                    "cannot start {} on engine {name}: {e}",
+                    meta.id.short()
+                ))
+            })?;
+        let mounts = rules::wall_mounts(&rules::Walls {
+            hangar: walls.hangar.clone(),
+            run: (walls.run.clone(), walls.control_run.clone()),
+            state: walls.state.clone(),
+            files: walls.files.clone(),
+            writable: walls.writable.clone(),
+        });
+        let inside_socket = format!("{}/proxy.sock", walls.control_run);
+        let cmd = hangar_core::sandbox::relay_command(
+            walls
+                .proxy
+                .as_ref()
+                .map(|(_, port)| (inside_socket.as_str(), *port)),
+            &program,
+            &request.args,
+        );
+        let env: Vec<String> = walls.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let target = if cfg.kind == EngineKind::Kubernetes {
             let cluster = kubernetes::connect(name, cfg).await?;
             kubernetes::ensure_pod(
@@ -140,6 +176,7 @@ impl Engines {
                     home_hash: &self.home_hash,
                     image,
                     cwd: &cwd,
+                    walls: &mounts,
                 },
             )
             .await?;
@@ -161,6 +198,7 @@ impl Engines {
                     home_hash: &self.home_hash,
                     image,
                     cwd: &cwd,
+                    walls: &mounts,
                 },
             )
             .await?;
@@ -184,15 +222,18 @@ impl Engines {
         })?;
         let spec = serde_json::to_string(&spec)
             .map_err(|e| EngineError(format!("cannot write the bridge's spec: {e}")))?;
-        Ok(SpawnRequest {
-            program: exe,
-            args: vec!["engine-exec".to_owned()],
-            env: vec![
-                (bridge::SPEC_VAR.to_owned(), spec),
-                ("TERM".to_owned(), "xterm-256color".to_owned()),
-            ],
-            ..request
-        })
+        Ok((
+            SpawnRequest {
+                program: exe,
+                args: vec!["engine-exec".to_owned()],
+                env: vec![
+                    (bridge::SPEC_VAR.to_owned(), spec),
+                    ("TERM".to_owned(), "xterm-256color".to_owned()),
+                ],
+                ..request
+            },
+            walls.held,
+        ))
     }
 
     /// Hibernate: stop the session's container, keeping it and its volume;

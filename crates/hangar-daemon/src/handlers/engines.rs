@@ -29,6 +29,10 @@ pub fn with_engines(daemon: &Daemon, mut rows: Vec<SessionView>) -> Vec<SessionV
             .meta(&SessionId::from(row.id.as_str()))
             .and_then(|meta| daemon.engines.view(&meta));
         if let Some(view) = view {
+            // Its walls are the engine's container, not bubblewrap.
+            if let (Some(sandbox), Some(kind)) = (row.sandbox.as_mut(), view.kind.as_ref()) {
+                sandbox.kind = kind.clone();
+            }
             row.engine = Some(view);
         }
     }

@@ -91,7 +91,9 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
             })
         }
     };
-    if sandboxed && engine.is_some() {
+    // `[sandbox] enabled` (or a provider's `sandbox = true`) with an engine
+    // is the engine's walls; only asking for both at once is refused.
+    if req.sandbox && engine.is_some() {
         return Err(ApiError::invalid(
             "--sandbox and --engine cannot be combined: an engine's container is the session's walls",
         ));
@@ -146,9 +148,10 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
             if let Some(p) = &prepared {
                 p.apply(meta);
             }
-            if sandboxed {
+            if sandboxed || engine.is_some() {
                 // Its own state folder (and its own socket back to hangar
-                // for its hooks and MCP server, made at each start).
+                // for its hooks and MCP server, made at each start); an
+                // engine's container gets the same (`Sandbox::walls`).
                 meta.sandbox = Some(daemon.spawner.sandbox.folder_for(&meta.id));
             }
             meta.git_base = git_base.clone();

@@ -249,7 +249,20 @@ impl Identity {
                     .collect(),
             }
         };
+        // An engine session's state folder is its own: only its container
+        // mounts it, so every transcript there is its own process's (rule
+        // 10), the proof open files give elsewhere (its agent is in the
+        // container, not in this machine's process tree of the session).
+        let own_folder = self
+            .sessions
+            .meta(id)
+            .is_some_and(|m| m.engine.is_some() && m.sandbox.is_some());
         let mine = match pid {
+            _ if own_folder => {
+                let dirs =
+                    discovery::candidate_dirs(provider, root, &cwd, started_ms, self.os.wall_ms());
+                transcripts_in(&dirs)
+            }
             Some(p) if by_fd => open_of(p),
             _ => Vec::new(),
         };
@@ -325,4 +338,21 @@ impl Identity {
         }
         changed
     }
+}
+
+/// The transcript files (`*.jsonl`) directly in `dirs`.
+fn transcripts_in(dirs: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for d in dirs {
+        let Ok(entries) = std::fs::read_dir(d) else {
+            continue;
+        };
+        out.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file()),
+        );
+    }
+    out
 }

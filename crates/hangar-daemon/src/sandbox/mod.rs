@@ -192,19 +192,20 @@ impl Sandbox {
             )
         };
         let bwrap = self.check_host().await.map_err(fail)?;
-        let Some(dir) = meta.sandbox.as_deref() else {
-            return Err(fail("the session has no sandbox folder".into()));
-        };
-        let hangar = std::env::current_exe()
-            .map_err(|e| fail(format!("cannot find hangar's own binary: {e}")))?;
         let home = inside_home();
-        let folders = hangar_providers::adapter(&meta.provider).sandbox_state();
-        let state = rules::state_binds(folders, dir, &home);
-        for s in &state {
-            make_private_dir(Path::new(&s.outside))
-                .map_err(|e| fail(format!("cannot make {}: {e}", s.outside)))?;
-        }
-        make_private_dir(Path::new(dir)).map_err(|e| fail(format!("cannot make {dir}: {e}")))?;
+        let walls = self
+            .walls(
+                meta,
+                &request,
+                grant,
+                &Inside {
+                    home: home.clone(),
+                    kind: "bubblewrap",
+                    host_env: true,
+                    relay_proxy: true,
+                },
+            )
+            .map_err(fail)?;
 
         let named = if request.program.is_absolute() {
             request.program.clone()
@@ -227,21 +228,7 @@ impl Sandbox {
                 &self.home.display().to_string(),
             ));
         }
-        // Files hangar made for the agent (the proxy's CA certificate, a
-        // settings file) are bound read-only; nothing else of HANGAR_HOME.
-        let home_prefix = format!("{}/", self.home.display());
-        let named = request
-            .args
-            .iter()
-            .chain(grant.iter().flat_map(|g| g.env.iter().map(|(_, v)| v)));
-        for value in named {
-            if value.starts_with(&home_prefix)
-                && !value.ends_with("key.pem")
-                && Path::new(value).is_file()
-            {
-                read_only.push(value.clone());
-            }
-        }
+        read_only.extend(walls.files.iter().cloned());
         for extra in &self.config.get().read_only {
             if Path::new(extra).exists() {
                 read_only.push(extra.clone());
@@ -252,13 +239,90 @@ impl Sandbox {
             .filter(|s| Path::new(s).exists())
             .map(|s| (*s).to_owned())
             .collect();
-        let masked = masked_files();
+        let (uid, gid) = std::fs::metadata("/proc/self")
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.uid(), m.gid())
+            })
+            .unwrap_or((0, 0));
+        let plan = Plan {
+            system,
+            masked: masked_files(),
+            home,
+            cwd: request.cwd.display().to_string(),
+            writable: walls.writable.clone(),
+            read_only,
+            state: walls.state.clone(),
+            hangar: walls.hangar.clone(),
+            proxy: walls.proxy.clone(),
+            callback: walls.callback.clone(),
+            program,
+            args: request.args.clone(),
+            uid,
+            gid,
+        };
+        Ok(Wrapped {
+            request: SpawnRequest {
+                program: bwrap,
+                args: rules::bwrap_args(&plan),
+                env: walls.env,
+                sandboxed: true,
+                ..request
+            },
+            held: walls.held,
+        })
+    }
+
+    /// The walls of `meta`'s session that hangar's sandbox and an engine's
+    /// container share: its CLI's state folders (made, and seeded with the
+    /// person's settings), the proxy's socket and the session's own socket
+    /// back to the daemon (both listening in its run folder), the agent's
+    /// environment without a credential (the proxy confined to put the
+    /// real keys back), and the files hangar made for it.
+    pub fn walls(
+        &self,
+        meta: &SessionMeta,
+        request: &SpawnRequest,
+        grant: Option<&hangar_proxy::Grant>,
+        inside: &Inside<'_>,
+    ) -> Result<Walls, String> {
+        let Some(dir) = meta.sandbox.as_deref() else {
+            return Err("the session has no state folder of its own".into());
+        };
+        let hangar =
+            std::env::current_exe().map_err(|e| format!("cannot find hangar's own binary: {e}"))?;
+        let folders = hangar_providers::adapter(&meta.provider).sandbox_state();
+        let state = rules::state_binds(folders, dir, &inside.home);
+        for s in &state {
+            make_private_dir(Path::new(&s.outside))
+                .map_err(|e| format!("cannot make {}: {e}", s.outside))?;
+        }
+        let run = Path::new(dir).join("run");
+        make_private_dir(&run).map_err(|e| format!("cannot make {}: {e}", run.display()))?;
+
+        // Files hangar made for the agent (the proxy's CA certificate, a
+        // settings file) are bound read-only; nothing else of HANGAR_HOME.
+        let home_prefix = format!("{}/", self.home.display());
+        let named = request
+            .args
+            .iter()
+            .chain(grant.iter().flat_map(|g| g.env.iter().map(|(_, v)| v)));
+        let mut files: Vec<String> = Vec::new();
+        for value in named {
+            if value.starts_with(&home_prefix)
+                && !value.ends_with("key.pem")
+                && Path::new(value).is_file()
+                && !files.contains(value)
+            {
+                files.push(value.clone());
+            }
+        }
 
         let proxy = match grant {
             Some(g) => {
-                let socket = Path::new(dir).join("proxy.sock");
+                let socket = run.join("proxy.sock");
                 let f = Forwarder::start(&socket, g.port)
-                    .map_err(|e| fail(format!("cannot open the proxy socket: {e}")))?;
+                    .map_err(|e| format!("cannot open the proxy socket: {e}"))?;
                 Some((f, socket.display().to_string(), g.port))
             }
             None => None,
@@ -266,33 +330,37 @@ impl Sandbox {
 
         // Its hooks and MCP server reach the daemon through a socket of
         // its own, confined to this session (`callback.rs`).
+        let control = hangar_protocol::paths::Paths::new(self.home.clone()).socket();
         let callback = if meta.provider.is_agent() {
-            let socket = Path::new(dir).join("hangar.sock");
+            let socket = run.join("hangar.sock");
             let held = self
                 .callbacks
                 .listen(&socket, meta.id.clone())
-                .map_err(|e| fail(format!("cannot open its socket back to hangar: {e}")))?;
-            let inside = hangar_protocol::paths::Paths::new(self.home.clone()).socket();
+                .map_err(|e| format!("cannot open its socket back to hangar: {e}"))?;
             Some((
                 held,
-                (socket.display().to_string(), inside.display().to_string()),
+                (socket.display().to_string(), control.display().to_string()),
             ))
         } else {
             None
         };
 
-        let cwd = request.cwd.display().to_string();
         let mut overrides: Vec<(String, String)> = state
             .iter()
             .map(|s| (s.var.to_owned(), s.value.clone()))
             .collect();
-        overrides.push(("HOME".into(), home.clone()));
+        overrides.push(("HOME".into(), inside.home.clone()));
         overrides.push(("TMPDIR".into(), "/tmp".into()));
-        overrides.push(("HANGAR_SANDBOX".into(), "bubblewrap".into()));
-        let inherited: Vec<(String, String)> = std::env::vars().collect();
+        overrides.push(("HANGAR_SANDBOX".into(), inside.kind.to_owned()));
+        // A container's image has its own PATH, home and user: only what
+        // means the same there comes from this machine's environment.
+        let inherited: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| inside.host_env || !rules::host_only_var(k))
+            .collect();
         let nonce = uuid::Uuid::new_v4().simple().to_string();
         // The person's settings of this CLI, given to its state folders
         // (its adapter says which, `hangar_providers::sandboxed`).
+        let cwd = request.cwd.display().to_string();
         let adapter = hangar_providers::adapter(&meta.provider);
         let from = hangar_providers::sandboxed::SeedFrom {
             state: &state,
@@ -304,8 +372,8 @@ impl Sandbox {
             n += 1;
             format!("hangar-sandbox-setting{n}-{nonce}")
         };
-        let seeded = adapter.sandbox_settings(&from, &mut mint).map_err(fail)?;
-        write_seeded(&seeded.files).map_err(fail)?;
+        let seeded = adapter.sandbox_settings(&from, &mut mint)?;
+        write_seeded(&seeded.files)?;
         let env = rules::agent_env(
             &inherited,
             &request.env,
@@ -313,10 +381,8 @@ impl Sandbox {
             &nonce,
             &seeded.key_vars,
         );
-        let trust = adapter
-            .sandbox_trust(&from, &env.substitutions)
-            .map_err(fail)?;
-        write_seeded(&trust).map_err(fail)?;
+        let trust = adapter.sandbox_trust(&from, &env.substitutions)?;
+        write_seeded(&trust)?;
         if let Some(g) = grant {
             g.lease.confine(hangar_proxy::Confinement {
                 extra_hosts: self
@@ -340,42 +406,71 @@ impl Sandbox {
                     .collect(),
             });
         }
-        let (uid, gid) = std::fs::metadata("/proc/self")
-            .map(|m| {
-                use std::os::unix::fs::MetadataExt;
-                (m.uid(), m.gid())
-            })
-            .unwrap_or((0, 0));
-        let plan = Plan {
-            system,
-            masked,
-            home,
-            cwd,
-            writable: git_dir_of(meta).into_iter().collect(),
-            read_only,
-            state,
+        Ok(Walls {
             hangar: hangar.display().to_string(),
-            proxy: proxy.as_ref().map(|(_, s, p)| (s.clone(), *p)),
+            state,
+            files,
+            writable: git_dir_of(meta).into_iter().collect(),
+            run: run.display().to_string(),
+            control_run: hangar_protocol::paths::Paths::new(self.home.clone())
+                .run_dir()
+                .display()
+                .to_string(),
+            proxy: proxy
+                .as_ref()
+                .filter(|_| inside.relay_proxy)
+                .map(|(_, s, p)| (s.clone(), *p)),
             callback: callback.as_ref().map(|(_, s)| s.clone()),
-            program,
-            args: request.args.clone(),
-            uid,
-            gid,
-        };
-        Ok(Wrapped {
-            request: SpawnRequest {
-                program: bwrap,
-                args: rules::bwrap_args(&plan),
-                env: env.env,
-                sandboxed: true,
-                ..request
-            },
+            env: env.env,
             held: Held {
                 forwarder: proxy.map(|(f, _, _)| f),
                 callback: callback.map(|(c, _)| c),
             },
         })
     }
+}
+
+/// What differs between the walls of hangar's own sandbox and those of an
+/// engine's container.
+pub struct Inside<'a> {
+    /// `$HOME` inside (the CLI's state folders are under it).
+    pub home: String,
+    /// `HANGAR_SANDBOX` inside: `bubblewrap`, or the engine's kind.
+    pub kind: &'a str,
+    /// The agent starts from the daemon's whole environment (less its
+    /// secrets): a sandbox runs on this machine; a container's image has
+    /// its own `PATH` and home.
+    pub host_env: bool,
+    /// The relay carries the agent's loopback port to the proxy's socket;
+    /// not when the agent shares this machine's network (an engine's
+    /// `network = "host"`), where it reaches the proxy itself.
+    pub relay_proxy: bool,
+}
+
+/// The walls a session's process gets, in paths of this machine.
+pub struct Walls {
+    /// hangar's own binary (the relay, `hangar hook`, `hangar mcp`).
+    pub hangar: String,
+    /// The CLI's state folders.
+    pub state: Vec<rules::StateBind>,
+    /// Files under `HANGAR_HOME` made for the agent, read-only.
+    pub files: Vec<String>,
+    /// Writable folders besides the session's own (a worktree's git folder).
+    pub writable: Vec<String>,
+    /// The session's run folder: the proxy's socket and its own socket
+    /// back to the daemon.
+    pub run: String,
+    /// `HANGAR_HOME/run`, where the control socket is.
+    pub control_run: String,
+    /// The proxy's socket and port, when the relay carries it.
+    pub proxy: Option<(String, u16)>,
+    /// The session's own socket back to the daemon, and where the control
+    /// socket is (where `hangar hook` and `hangar mcp` look).
+    pub callback: Option<(String, String)>,
+    /// The agent's environment: no credential, placeholders for the keys.
+    pub env: Vec<(String, String)>,
+    /// What lives as long as the session's process.
+    pub held: Held,
 }
 
 /// A variable of the daemon's environment (the person's), `None` when unset

@@ -111,15 +111,14 @@ impl Spawner {
                     ),
                 )
             })?;
-            // On an engine, hangar's own files (MCP config, hook settings)
-            // are not in the container: the agent runs without them.
+            // On an engine, hangar's files for the agent (MCP config, hook
+            // settings) are mounted into its container, and its hooks and
+            // MCP server reach the daemon through its own socket, as in the
+            // sandbox.
             let on_engine = meta.engine.is_some().then(|| meta.clone());
-            let spec = if on_engine.is_some() {
-                spec
-            } else {
-                self.orchestration
-                    .with_orchestration_mcp(&meta, spec, self.mcp.get())
-            };
+            let spec = self
+                .orchestration
+                .with_orchestration_mcp(&meta, spec, self.mcp.get());
             let spec =
                 hangar_providers::launch::with_cli_facts(spec, &meta.provider, cli_facts.as_ref());
             let cwd = PathBuf::from(&meta.cwd);
@@ -164,7 +163,7 @@ impl Spawner {
             env_vars.push(("NO_PROXY".into(), no_proxy.clone()));
             env_vars.push(("no_proxy".into(), no_proxy));
             let mut args = spec.args;
-            if let Some(settings) = hook_settings.as_ref().filter(|_| on_engine.is_none()) {
+            if let Some(settings) = hook_settings.as_ref() {
                 args.extend(hangar_providers::adapter(&meta.provider).hook_settings_args(settings));
             }
             // The last screen and history it had, kept above what the new
@@ -195,24 +194,24 @@ impl Spawner {
         // A session bound to an engine runs there or not at all (DESIGN.md
         // rule 14): the launch becomes the exec bridge, or fails with the
         // engine's words.
-        let request = match &on_engine {
+        // Its container gets the sandbox's walls (`Sandbox::walls`).
+        let (request, sandbox_held) = match &on_engine {
             Some(meta) => self
                 .engines
-                .wrap_launch(meta, request)
+                .wrap_launch(meta, request, &self.sandbox, proxy_grant.as_ref())
                 .await
                 .map_err(|e| SpawnFailure::new(FailureKind::SpawnError, e.to_string()))?,
-            None => request,
-        };
-        // A sandboxed session runs inside its walls or not at all (issue 32).
-        let (request, sandbox_held) = match self.sessions.meta(id) {
-            Some(meta) if meta.sandbox.is_some() && on_engine.is_none() => {
-                let w = self
-                    .sandbox
-                    .wrap(&meta, request, proxy_grant.as_ref())
-                    .await?;
-                (w.request, w.held)
-            }
-            _ => (request, Default::default()),
+            // A sandboxed session runs inside its walls or not at all (issue 32).
+            None => match self.sessions.meta(id) {
+                Some(meta) if meta.sandbox.is_some() => {
+                    let w = self
+                        .sandbox
+                        .wrap(&meta, request, proxy_grant.as_ref())
+                        .await?;
+                    (w.request, w.held)
+                }
+                _ => (request, Default::default()),
+            },
         };
         let program = request.program.display().to_string();
         self.journal.record(Event::SpawnBegin {

@@ -218,12 +218,14 @@ fn an_agent_in_a_pod_answers_resizes_hibernates_wakes_and_closes() {
         "the claim is kept"
     );
     wait_until("the agent is gone", DEADLINE, || agents_of(&id).is_empty());
-    let transcripts = walk(&api.claim_dir(&claim));
+    // The conversation is in the session's state folder on this machine
+    // (mounted into the pod as in a sandbox), where hangar reads it.
+    let transcripts = walk(&h.home.join("sandbox").join(&id).join("claude"));
     assert!(
         transcripts
             .iter()
             .any(|p| p.to_string_lossy().contains(&psid)),
-        "the conversation is on the claim: {transcripts:?}"
+        "the conversation is in its state folder: {transcripts:?}"
     );
 
     // Wake makes the pod again and resumes the same conversation.
@@ -398,7 +400,13 @@ fn a_restart_after_a_crash_restores_the_pod_agent_and_resumes_it() {
         agents_of(&id).is_empty()
     });
 
-    h.ok(&["ls"]);
+    let ls = h.run(&["ls"]);
+    assert!(
+        ls.status.success(),
+        "`hangar ls` after the crash failed: {}\nthe new daemon's log:\n{}",
+        String::from_utf8_lossy(&ls.stderr),
+        std::fs::read_to_string(h.home.join("daemon.log")).unwrap_or_default()
+    );
     let woke = wait_engine_state(&h, &id, "live");
     h.wait_screen(&id, &format!("session {psid} (resumed)"));
     assert_eq!(woke["provider_session_id"], psid.as_str());

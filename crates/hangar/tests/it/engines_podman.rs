@@ -3,7 +3,10 @@
 //! the target folder into an image built by `hangar engine image build`
 //! (Debian's bookworm from mmdebstrap; glibc matches the host's Debian 12),
 //! runs in one container per session: its answer on screen, its TTY sized
-//! like the pane, hibernate stops the container and keeps its volume, wake
+//! like the pane and resized with it, its model calls only through hangar's
+//! relay and recording proxy with a placeholder key, its transcript in its
+//! state folder under HANGAR_HOME (found, and resumed after a wake),
+//! hibernate stops the container and keeps its volume, wake
 //! resumes the same conversation from it, close removes both; labels on
 //! everything; a missing image and a missing socket are `failed` sessions
 //! with the engine's own words and no local agent; a restart removes this
@@ -16,6 +19,8 @@
 //! default limits are refused on this project's machines), hence the
 //! engine's `runtime` and `ulimits`.
 
+use crate::proxy_support;
+use crate::pty_screen;
 use crate::support;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +28,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use proxy_support::{ApiServer, capture_events, env_of};
+use pty_screen::PtyApp;
 use support::*;
 
 /// The test image, built once per machine (and so once per CI run) by
@@ -41,7 +48,7 @@ fn on_path(program: &str) -> bool {
 }
 
 /// Whether the machine has what these tests need; one line says why not.
-fn engines_here(test: &str) -> bool {
+pub(crate) fn engines_here(test: &str) -> bool {
     let missing: Vec<_> = ["podman", "runc", "mmdebstrap"]
         .into_iter()
         .filter(|p| !on_path(p))
@@ -62,14 +69,14 @@ fn engines_here(test: &str) -> bool {
 }
 
 /// `podman system service` on a socket of its own, ended on drop.
-struct Service {
+pub(crate) struct Service {
     _dir: tempfile::TempDir,
-    socket: PathBuf,
+    pub(crate) socket: PathBuf,
     child: Child,
 }
 
 impl Service {
-    fn start() -> Service {
+    pub(crate) fn start() -> Service {
         let dir = tempfile::Builder::new()
             .prefix("hangar-podman-")
             .tempdir()
@@ -101,7 +108,7 @@ impl Drop for Service {
 
 /// Removes every container and volume labelled with a home's hash when
 /// dropped (declared before the fixture, so it runs after its shutdown).
-struct Sweep(String);
+pub(crate) struct Sweep(pub(crate) String);
 
 impl Drop for Sweep {
     fn drop(&mut self) {
@@ -111,7 +118,7 @@ impl Drop for Sweep {
     }
 }
 
-fn podman(args: &[&str]) -> std::process::Output {
+pub(crate) fn podman(args: &[&str]) -> std::process::Output {
     Command::new("podman")
         .args(args)
         .stdin(Stdio::null())
@@ -119,7 +126,7 @@ fn podman(args: &[&str]) -> std::process::Output {
         .expect("run podman")
 }
 
-fn podman_ok(args: &[&str]) -> String {
+pub(crate) fn podman_ok(args: &[&str]) -> String {
     let out = podman(args);
     assert!(
         out.status.success(),
@@ -130,11 +137,11 @@ fn podman_ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-fn exists(what: &str, name: &str) -> bool {
+pub(crate) fn exists(what: &str, name: &str) -> bool {
     podman(&[what, "exists", name]).status.success()
 }
 
-fn container_status(name: &str) -> String {
+pub(crate) fn container_status(name: &str) -> String {
     podman_ok(&["inspect", "--format", "{{.State.Status}}", name])
 }
 
@@ -167,10 +174,14 @@ fn home_hash(h: &Hangar) -> String {
 /// The engine and its test image, built through hangar itself the first
 /// time on this machine.
 fn engine_fixture() -> (Service, Sweep, Hangar) {
+    engine_fixture_with(Hangar::new(), "")
+}
+
+/// [`engine_fixture`] for `h`, its config.toml starting with `before`.
+fn engine_fixture_with(h: Hangar, before: &str) -> (Service, Sweep, Hangar) {
     let service = Service::start();
-    let h = Hangar::new();
     let sweep = Sweep(home_hash(&h));
-    h.write_config(&engine_config(&service.socket, ""));
+    h.write_config(&format!("{before}{}", engine_config(&service.socket, "")));
     let _one_build = BUILD.lock().unwrap_or_else(|p| p.into_inner());
     if !exists("image", IMAGE) {
         let mut build = h.command(&["--json", "engine", "image", "build", "pod"]);
@@ -459,4 +470,144 @@ fn a_restart_after_a_crash_restores_the_container_agent_and_resumes_it() {
     assert_eq!(woke["provider_session_id"], psid.as_str());
     assert_eq!(agents_of(&id).len(), 1, "one agent after the restore");
     assert_eq!(container_status(&format!("hangar-{id}")), "running");
+}
+
+/// Whether any file under `dir` contains `needle`.
+fn contains_text(dir: &Path, needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let p = e.path();
+        if p.is_dir() {
+            contains_text(&p, needle)
+        } else {
+            std::fs::read(&p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle))
+        }
+    })
+}
+
+#[test]
+fn an_agent_in_a_container_reaches_the_model_only_through_hangars_proxy_and_resumes_its_transcript()
+{
+    if !engines_here(
+        "an_agent_in_a_container_reaches_the_model_only_through_hangars_proxy_and_resumes_its_transcript",
+    ) {
+        return;
+    }
+    const REAL: &str = "sk-ant-api03-REAL-KEY-NEVER-IN-A-CONTAINER-7e2a";
+    let h = Hangar::with_env(&[
+        ("ANTHROPIC_API_KEY", REAL),
+        ("FAKE_AGENT_APIKEY_FROM", "ANTHROPIC_API_KEY"),
+    ]);
+    // The model API on this machine's loopback: the container (network
+    // "none") reaches it only through the relay, the session's proxy
+    // socket and hangar's proxy.
+    let server = ApiServer::start(&h.root, 2, Duration::from_millis(10));
+    let proxy = format!(
+        "[proxy]\nallow_hosts = [\"localhost\"]\nextra_ca_file = {:?}\n",
+        server.ca_file.display().to_string()
+    );
+    let (_service, _sweep, h) = engine_fixture_with(h, &proxy);
+    let id = h.json(&["new", "--engine", "pod"])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let row = wait_engine_state(&h, &id, "live");
+    assert_eq!(row["sandbox"]["kind"], "podman", "{row}");
+    assert_eq!(row["sandbox"]["network"], "proxy", "{row}");
+    h.wait_screen(&id, "fake-agent claude session");
+
+    let url = format!("https://localhost:{}/v1/messages", server.port);
+    h.ok(&["send", &id, &format!("api {url} hello-container")]);
+    let mut screen = String::new();
+    h.wait_until("the API call ends", ENGINE_DEADLINE, || {
+        screen = h.screen(&id);
+        screen.contains("api-done") || screen.contains("api-error")
+    });
+    assert!(screen.contains("api-done 200"), "{screen}");
+    // It went through hangar's proxy: recorded, with the real key put on
+    // a request the agent made with a placeholder.
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "one request reached the model");
+    let key = seen[0].headers.iter().find(|(k, _)| k == "x-api-key");
+    assert_eq!(key.map(|(_, v)| v.as_str()), Some(REAL));
+    h.wait_until("the proxy recorded the call", ENGINE_DEADLINE, || {
+        capture_events(&h.home, &id)
+            .iter()
+            .any(|e| e["event"] == "end")
+    });
+    let agents = agents_of(&id);
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    let inside = env_of(agents[0], "ANTHROPIC_API_KEY").expect("a placeholder key");
+    assert_ne!(inside, REAL);
+    let environ = std::fs::read(format!("/proc/{}/environ", agents[0])).expect("environ");
+    assert!(!String::from_utf8_lossy(&environ).contains(REAL));
+    // Its HTTPS_PROXY names its own loopback, where the relay listens.
+    let proxy_var = env_of(agents[0], "HTTPS_PROXY").expect("HTTPS_PROXY");
+    assert!(proxy_var.contains("@127.0.0.1:"), "{proxy_var}");
+
+    // Its transcript is in the session's state folder under HANGAR_HOME,
+    // where hangar finds it: the provider id comes from it.
+    h.ok(&["send", &id, "remember-the-container"]);
+    h.wait_screen(&id, "answer: remember-the-container");
+    let psid = h.wait_transcript_id(&id);
+    let state = h.home.join("sandbox").join(&id).join("claude");
+    assert!(contains_text(&state, "remember-the-container"));
+    assert!(!contains_text(&h.claude_dir, "remember-the-container"));
+    assert!(!contains_text(&h.home.join("sandbox"), REAL));
+
+    // Hibernate and wake: the same conversation, resumed in the container.
+    h.ok(&["hibernate", &id]);
+    wait_engine_state(&h, &id, "hibernated");
+    wait_until("the agent is gone", DEADLINE, || agents_of(&id).is_empty());
+    h.ok(&["wake", &id]);
+    let woke = wait_engine_state(&h, &id, "live");
+    assert_eq!(woke["started"], "resumed", "{woke}");
+    assert_eq!(woke["provider_session_id"], psid.as_str());
+    h.wait_screen(&id, &format!("session {psid} (resumed)"));
+    // And the proxy still carries its calls after the wake.
+    h.ok(&["send", &id, &format!("api {url} after-the-wake")]);
+    h.wait_until("the second call is answered", ENGINE_DEADLINE, || {
+        h.screen(&id).matches("api-done 200").count() >= 1 && server.seen().len() == 2
+    });
+}
+
+/// The last `size` answer on an attached terminal.
+fn last_size_answer(app: &PtyApp) -> Option<String> {
+    app.rows()
+        .iter()
+        .rev()
+        .find_map(|r| r.split("size: ").nth(1).map(|s| s.trim().to_owned()))
+}
+
+#[test]
+fn a_pane_resize_reaches_the_agents_tty_in_its_container() {
+    if !engines_here("a_pane_resize_reaches_the_agents_tty_in_its_container") {
+        return;
+    }
+    let (_service, _sweep, h) = engine_fixture();
+    let id = h.json(&["new", "--engine", "pod"])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    wait_engine_state(&h, &id, "live");
+    h.wait_screen(&id, "fake-agent claude session");
+    h.ok(&["send", &id, "size"]);
+    h.wait_screen(&id, "size: 120x40");
+
+    // An attached 100x30 terminal makes the pane 100x30, and so the TTY of
+    // the agent's exec (resized by the bridge on its SIGWINCH).
+    let mut app = PtyApp::spawn(h.command(&["attach", &id]), 30, 100);
+    app.wait_text("fake-agent claude session");
+    h.wait_until(
+        "the container's TTY follows the pane",
+        ENGINE_DEADLINE,
+        || {
+            app.write(b"size\r");
+            std::thread::sleep(Duration::from_millis(200));
+            last_size_answer(&app).as_deref() == Some("100x30")
+        },
+    );
+    drop(app);
 }

@@ -34,9 +34,9 @@
 //!
 //! The kubelet part runs each exec as a local process in a PTY inside
 //! bubblewrap, with the pod's volumes mounted where the pod asks (its claim
-//! at the agent's home, hostPath volumes at their paths) and a pid
-//! namespace of its own, so the agent sees the pod's file system as it
-//! would in a container. Everything it starts is killed on drop.
+//! at the agent's home, hostPath volumes at their paths) and a pid and a
+//! network namespace of its own, so the agent sees the pod's file system
+//! and loopback as it would in a container. Everything it starts is killed on drop.
 
 #![allow(dead_code)] // each test binary uses a different part
 
@@ -657,8 +657,17 @@ async fn run_exec(s: S, plan: ExecPlan, _tty: bool, socket: WebSocket) {
         let flag = if *read_only { "--ro-bind" } else { "--bind" };
         cmd = cmd.arg(flag).arg(source).arg(target);
     }
+    // A pod has a network namespace of its own (its own loopback, where
+    // hangar's relay listens): without one the relay's port would be this
+    // machine's, the proxy's own.
     cmd = cmd
-        .args(["--unshare-pid", "--proc", "/proc", "--chdir"])
+        .args([
+            "--unshare-pid",
+            "--unshare-net",
+            "--proc",
+            "/proc",
+            "--chdir",
+        ])
         .arg(&plan.working_dir)
         .arg("--");
     cmd = cmd.args(&plan.command);

@@ -14,7 +14,7 @@ use anyhow::Context;
 use hangar_protocol::message as msg;
 
 use crate::api;
-use crate::conn::{Client, Incoming, OutputSink, Target};
+use crate::conn::{Client, Incoming, Target};
 use crate::keys::{DetachKey, PassThroughFilter};
 
 /// Modes a session may have switched on that must not leak into the shell.
@@ -104,16 +104,7 @@ impl Drop for RawMode {
 
 pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    // Straight to fd 1 (a second handle to it): `Stdout` is line-buffered,
-    // which split every frame into two writes.
-    let stdout = || -> std::io::Result<std::fs::File> {
-        use std::os::fd::AsFd;
-        Ok(std::io::stdout().as_fd().try_clone_to_owned()?.into())
-    };
-    // Over a link, the session's output reaches the terminal from the
-    // link's reader (see `OutputSink`); locally it comes on `client`.
-    let sink = OutputSink::new(stdout()?);
-    let (mut client, reply) = open(target, id, (cols, rows), &sink)?;
+    let (mut client, reply) = open(target, id, (cols, rows))?;
     let session = reply.id;
     let key = DetachKey::parse(&reply.detach_key);
     eprintln!(
@@ -122,7 +113,6 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
         key.describe()
     );
     let raw = RawMode::enable()?;
-    sink.open()?;
     // The input thread's way to the daemon; None while a link to another
     // host is down, and then typing is dropped, never queued: a key sent
     // once is never sent again by a reconnect.
@@ -196,7 +186,12 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
         });
     }
 
-    let mut stdout = stdout()?;
+    // Straight to fd 1 (a second handle to it): `Stdout` is line-buffered,
+    // which split every frame into two writes.
+    let mut stdout: std::fs::File = {
+        use std::os::fd::AsFd;
+        std::io::stdout().as_fd().try_clone_to_owned()?.into()
+    };
     let mut ended = None;
     loop {
         match client.read() {
@@ -228,7 +223,7 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
                     hangar_core::display::name(&format!("{e:#}")),
                     key.describe()
                 );
-                match reconnect(target, &session, &size, &detach_asked, &sink) {
+                match reconnect(target, &session, &size, &detach_asked) {
                     Reconnect::Attached(c) => {
                         *writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.writer()?);
                         client = c;
@@ -240,7 +235,6 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
                     Reconnect::Detached => break,
                     Reconnect::Refused(reason) => {
                         done.store(true, Ordering::Relaxed);
-                        sink.shut();
                         drop(raw);
                         anyhow::bail!("host {:?} refused to attach again: {reason}", host.name);
                     }
@@ -249,7 +243,6 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
         }
     }
     done.store(true, Ordering::Relaxed);
-    sink.shut();
     drop(raw);
     match ended {
         Some(code) => eprintln!(
@@ -269,9 +262,8 @@ fn open(
     target: &Target,
     id: &str,
     (cols, rows): (u16, u16),
-    sink: &Arc<OutputSink>,
 ) -> anyhow::Result<(Client, hangar_protocol::reply::Attached)> {
-    let mut client = target.connect_for_terminal(sink)?;
+    let mut client = target.connect()?;
     let reply = api::attach(
         &mut client,
         msg::Attach {
@@ -299,7 +291,6 @@ fn reconnect(
     session: &str,
     size: &Mutex<(u16, u16)>,
     detach_asked: &AtomicBool,
-    sink: &Arc<OutputSink>,
 ) -> Reconnect {
     let mut pause = Duration::from_millis(200);
     loop {
@@ -312,7 +303,7 @@ fn reconnect(
         }
         pause = (pause * 2).min(Duration::from_secs(5));
         let now = *size.lock().unwrap_or_else(|e| e.into_inner());
-        match open(target, session, now, sink) {
+        match open(target, session, now) {
             Ok((c, _)) => return Reconnect::Attached(c),
             Err(e) => {
                 if let Some(d) = e.downcast_ref::<crate::conn::DaemonError>() {

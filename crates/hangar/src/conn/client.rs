@@ -417,7 +417,7 @@ mod link_tests {
         // wake-up and a copy more before ssh had it), which made key echo
         // over a host slower than ssh + tmux.
         let (link, far) = test_link();
-        let (channel, stream) = link.open_channel(None).expect("channel");
+        let (channel, stream) = link.open_channel().expect("channel");
         let client = Client::over_link(stream, link.clone(), channel);
         let mut writer = client.writer().expect("writer");
         assert_eq!(frames_now(&far), vec![MuxFrame::Open(channel)]);
@@ -432,79 +432,10 @@ mod link_tests {
         );
     }
 
-    /// Reads what reached `terminal` within `wait` (an empty Vec: nothing).
-    fn terminal_bytes(terminal: &UnixStream, wait: Duration) -> Vec<u8> {
-        let mut got = Vec::new();
-        let deadline = std::time::Instant::now() + wait;
-        terminal
-            .set_read_timeout(Some(Duration::from_millis(20)))
-            .expect("timeout");
-        let mut buf = [0u8; 4096];
-        while std::time::Instant::now() < deadline {
-            match (&*terminal).read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => got.extend_from_slice(&buf[..n]),
-                Err(_) if !got.is_empty() => break,
-                Err(_) => {}
-            }
-        }
-        got
-    }
-
-    #[test]
-    fn a_remote_sessions_output_reaches_the_terminal_from_the_links_reader_in_order() {
-        // Regression: over a host, each echo went link reader -> socketpair
-        // -> attach's thread -> terminal, two wake-ups more than ssh + tmux.
-        use crate::conn::OutputSink;
-        use std::os::fd::OwnedFd;
-        let (link, mut far) = test_link();
-        let (terminal_end, terminal) = UnixStream::pair().expect("terminal");
-        let sink = OutputSink::new(std::fs::File::from(OwnedFd::from(terminal_end)));
-        let (channel, stream) = link.open_channel(Some(sink.clone())).expect("channel");
-        let mut client = Client::over_link(stream, link.clone(), channel);
-        let daemon_says = |bytes: Vec<u8>| MuxFrame::Data(channel, bytes).encode();
-        // The attach reply, then the screen, before the terminal is ready.
-        let mut first = frame::encode(frame::TAG_MESSAGE, br#"{"id":1,"ok":true,"body":{}}"#);
-        frame::encode_into(&mut first, frame::TAG_DATA, b"screen;");
-        far.write_all(&daemon_says(first)).expect("reply");
-        match client.read().expect("the reply reaches its owner") {
-            Incoming::Reply(r) => assert!(r.ok),
-            _ => panic!("expected the attach reply"),
-        }
-        assert!(
-            terminal_bytes(&terminal, Duration::from_millis(200)).is_empty(),
-            "output was written before the terminal was ready"
-        );
-        sink.open().expect("open");
-        // An echo split across two link frames, then an event: the data is
-        // on the terminal with nobody reading the connection.
-        let echo = frame::encode(frame::TAG_DATA, b"echo");
-        far.write_all(&daemon_says(echo[..3].to_vec()))
-            .expect("half");
-        far.write_all(&daemon_says(echo[3..].to_vec()))
-            .expect("rest");
-        let got = terminal_bytes(&terminal, Duration::from_secs(10));
-        assert_eq!(got, b"screen;echo");
-        far.write_all(&daemon_says(frame::encode(
-            frame::TAG_MESSAGE,
-            br#"{"event":"exited","code":0}"#,
-        )))
-        .expect("event");
-        match client.read().expect("the event reaches its owner") {
-            Incoming::Event(e) => assert_eq!(e["event"], "exited"),
-            _ => panic!("expected the exit event"),
-        }
-        // Given back: nothing more is written to the terminal.
-        sink.shut();
-        far.write_all(&daemon_says(frame::encode(frame::TAG_DATA, b"late")))
-            .expect("late");
-        assert!(terminal_bytes(&terminal, Duration::from_millis(200)).is_empty());
-    }
-
     #[test]
     fn a_channel_the_bridge_closed_takes_no_more_input() {
         let (link, mut far) = test_link();
-        let (channel, stream) = link.open_channel(None).expect("channel");
+        let (channel, stream) = link.open_channel().expect("channel");
         let mut client = Client::over_link(stream, link.clone(), channel);
         far.write_all(&MuxFrame::Close(channel, "daemon gone".into()).encode())
             .expect("close");

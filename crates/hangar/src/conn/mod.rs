@@ -22,7 +22,6 @@ use anyhow::Context;
 use hangar_protocol::paths::Paths;
 
 pub use client::{Client, DaemonError, Incoming};
-pub use mux::OutputSink;
 pub use ssh::Host;
 
 /// Which daemon a command talks to: this machine's (the home in `paths`),
@@ -65,17 +64,6 @@ impl Target {
     pub fn connect(&self) -> anyhow::Result<Client> {
         match &self.host {
             Some(host) => ssh::connect(host),
-            None => Client::connect_local(&self.paths),
-        }
-    }
-
-    /// `connect` for an attached terminal: over a link to a host, the
-    /// session's output goes to `sink` from the link's reader (the
-    /// connection's reads then carry replies and events only); to this
-    /// machine's daemon, it comes on the connection as usual.
-    pub fn connect_for_terminal(&self, sink: &Arc<OutputSink>) -> anyhow::Result<Client> {
-        match &self.host {
-            Some(host) => ssh::connect_with(host, Some(sink.clone())),
             None => Client::connect_local(&self.paths),
         }
     }

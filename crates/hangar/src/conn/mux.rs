@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use anyhow::Context;
-use hangar_protocol::frame::{self, Decoder, MAX_CLIENT_FRAME, MAX_SERVER_FRAME};
+use hangar_protocol::frame::{Decoder, MAX_CLIENT_FRAME};
 use hangar_protocol::mux::{MAX_CHUNK, MuxFrame};
 
 use super::link::{Host, Link, STDERR_KEPT, ssh_command};
@@ -103,104 +103,11 @@ struct ChannelOut {
     /// Chunks queued and not yet written: while any is, later bytes queue
     /// behind them (order is kept).
     queued: Arc<AtomicUsize>,
-    /// An attached terminal's output, written by the link's reader itself.
-    sink: Option<ChannelSink>,
-}
-
-/// The daemon's frames of a channel whose output goes to a terminal: data
-/// frames go to the terminal from the link's reader, everything else (the
-/// replies and events its owner reads) on to the owner's stream.
-struct ChannelSink {
-    frames: Decoder,
-    out: Arc<OutputSink>,
-}
-
-/// Where an attached session's output goes when it comes over a link: the
-/// terminal, written by the thread that reads ssh. Without it each echo
-/// woke two threads more than ssh + tmux does (the link's reader, then
-/// attach's), which kept key echo over a host slower than tmux over ssh.
-///
-/// Closed until its owner has the terminal ready (raw mode on): output
-/// that comes before (the screen sent with the attach reply) is held, then
-/// written in order. Shut when its owner leaves the terminal: nothing more
-/// is written after the terminal is restored.
-pub struct OutputSink {
-    state: Mutex<SinkState>,
-}
-
-struct SinkState {
-    out: std::fs::File,
-    open: bool,
-    shut: bool,
-    held: Vec<u8>,
-}
-
-/// Output held before the terminal is ready, at most (a screen's redraw
-/// is a few KiB; a flood in the moment before raw mode is not kept).
-const SINK_HELD_MAX: usize = 4 << 20;
-
-impl OutputSink {
-    pub fn new(out: std::fs::File) -> Arc<OutputSink> {
-        Arc::new(OutputSink {
-            state: Mutex::new(SinkState {
-                out,
-                open: false,
-                shut: false,
-                held: Vec::new(),
-            }),
-        })
-    }
-
-    /// The terminal is ready: what was held is written, then all that comes.
-    pub fn open(&self) -> std::io::Result<()> {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.open = true;
-        let held = std::mem::take(&mut s.held);
-        s.out.write_all(&held)
-    }
-
-    /// The terminal is being given back: nothing more is written.
-    pub fn shut(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).shut = true;
-    }
-
-    fn write(&self, bytes: &[u8]) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if s.shut {
-            return;
-        }
-        if !s.open {
-            if s.held.len() + bytes.len() <= SINK_HELD_MAX {
-                s.held.extend_from_slice(bytes);
-            }
-            return;
-        }
-        // A terminal gone (a closed window) ends the attach through its
-        // owner's input; nothing to tell the link.
-        let _ = s.out.write_all(bytes);
-    }
 }
 
 impl ChannelOut {
-    /// `false`: the channel must end (its owner is gone, fell too far
-    /// behind, or the daemon's frames are out of step).
-    fn take(&mut self, bytes: Vec<u8>) -> bool {
-        let Some(sink) = &mut self.sink else {
-            return self.deliver(bytes);
-        };
-        sink.frames.push(&bytes);
-        let mut for_owner = Vec::new();
-        loop {
-            match sink.frames.next_raw() {
-                Ok(Some((frame::TAG_DATA, data))) => sink.out.write(&data),
-                Ok(Some((tag, payload))) => frame::encode_into(&mut for_owner, tag, &payload),
-                Ok(None) => break,
-                Err(_) => return false,
-            }
-        }
-        for_owner.is_empty() || self.deliver(for_owner)
-    }
-
+    /// `false`: the channel must end (its owner is gone or fell too far
+    /// behind).
     fn deliver(&self, bytes: Vec<u8>) -> bool {
         let rest = if self.queued.load(Ordering::SeqCst) == 0 {
             use nix::sys::socket::{MsgFlags, send};
@@ -273,12 +180,8 @@ impl MuxLink {
         self.shared.write_frames(&frames)
     }
 
-    /// A new channel: a stream to the host's daemon (not greeted yet);
-    /// with a sink, its output goes there instead (see `OutputSink`).
-    pub(super) fn open_channel(
-        &self,
-        sink: Option<Arc<OutputSink>>,
-    ) -> anyhow::Result<(u32, UnixStream)> {
+    /// A new channel: a stream to the host's daemon (not greeted yet).
+    pub(super) fn open_channel(&self) -> anyhow::Result<(u32, UnixStream)> {
         let (theirs, ours) = UnixStream::pair().context("cannot make a socketpair")?;
         let channel = self.shared.next_channel.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(CHANNEL_BACKLOG);
@@ -293,10 +196,6 @@ impl MuxLink {
                     direct: ours.try_clone()?,
                     queue: tx,
                     queued: queued.clone(),
-                    sink: sink.map(|out| ChannelSink {
-                        frames: Decoder::new(MAX_SERVER_FRAME),
-                        out,
-                    }),
                 },
             );
         self.shared
@@ -356,10 +255,7 @@ impl Drop for MuxLink {
 /// A connection to `host`'s daemon over this process's link to it (started
 /// when there is none or the last one died): the stream, the link, and the
 /// channel's number.
-pub fn connect(
-    host: &Host,
-    sink: Option<Arc<OutputSink>>,
-) -> anyhow::Result<(UnixStream, Arc<MuxLink>, u32)> {
+pub fn connect(host: &Host) -> anyhow::Result<(UnixStream, Arc<MuxLink>, u32)> {
     let link = {
         let mut links = LINKS.lock().unwrap_or_else(|e| e.into_inner());
         links.retain(|(_, weak)| weak.upgrade().is_some_and(|l| !l.is_dead()));
@@ -378,7 +274,7 @@ pub fn connect(
             }
         }
     };
-    let (channel, stream) = link.open_channel(sink)?;
+    let (channel, stream) = link.open_channel()?;
     Ok((stream, link, channel))
 }
 
@@ -470,8 +366,8 @@ fn read_link(mut from_ssh: UnixStream, shared: &Shared) {
                     // Its owner stopped reading (the queue is full) or is
                     // gone: either way the channel ends.
                     let cut = channels
-                        .get_mut(&channel)
-                        .is_some_and(|out| !out.take(bytes));
+                        .get(&channel)
+                        .is_some_and(|out| !out.deliver(bytes));
                     if cut {
                         channels.remove(&channel);
                         drop(channels);

@@ -7,7 +7,6 @@
 //! the same versioned frames.
 
 use std::process::{ExitCode, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
@@ -32,12 +31,7 @@ pub fn describe(host: &Host) -> String {
 /// process's one link to the host (`mux`). The remote bridge starts that
 /// daemon when none runs.
 pub fn connect(host: &Host) -> anyhow::Result<Client> {
-    connect_with(host, None)
-}
-
-/// `connect`, the channel's output going to `sink` when there is one.
-pub fn connect_with(host: &Host, sink: Option<Arc<mux::OutputSink>>) -> anyhow::Result<Client> {
-    let (stream, link, channel) = mux::connect(host, sink)?;
+    let (stream, link, channel) = mux::connect(host)?;
     let timeout = Duration::from_secs(
         host.config
             .connect_timeout_secs

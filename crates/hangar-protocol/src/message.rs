@@ -468,6 +468,11 @@ pub struct Diff {
     pub tree: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_base: Option<String>,
+    /// A later page for a client that has the file list from the first:
+    /// the reply's `files` is empty (10,000 files are a megabyte of JSON
+    /// on every page otherwise).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub without_files: bool,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -104,6 +104,7 @@ pub struct DiffPage {
     pub head: String,
     /// The working tree's tree object (pass it back for the next page).
     pub tree: String,
+    /// Empty on a page asked `without_files`.
     pub files: Vec<hangar_core::review::DiffFile>,
     /// Null with `stat`.
     pub patch: Option<String>,

@@ -45,6 +45,7 @@ pub fn diff(
         ask.from_file = from;
         ask.tree = Some(first.tree.clone());
         ask.merge_base = Some(first.merge_base.clone());
+        ask.without_files = true;
         let page = api::diff(&mut c, ask.clone())?;
         let text = page.patch.as_deref().unwrap_or_default();
         if json_out {

@@ -48,6 +48,12 @@ pub async fn diff(daemon: &Arc<Daemon>, req: msg::Diff) -> Result<DiffPage, ApiE
                 scratch,
             },
         )
+        .map(|mut page| {
+            if req.without_files {
+                page.files = Vec::new();
+            }
+            page
+        })
     })
     .await?
 }

@@ -537,6 +537,11 @@ fn an_agent_in_a_container_reaches_the_model_only_through_hangars_proxy_and_resu
             .iter()
             .any(|e| e["event"] == "end")
     });
+    // The usage ledger counts it for this session, as for a host agent.
+    h.wait_until("the ledger has the call", ENGINE_DEADLINE, || {
+        let u = h.json(&["usage", "--session", &id]);
+        u["sessions"][0]["requests"].as_u64() >= Some(1)
+    });
     let agents = agents_of(&id);
     assert_eq!(agents.len(), 1, "{agents:?}");
     let inside = env_of(agents[0], "ANTHROPIC_API_KEY").expect("a placeholder key");
@@ -561,6 +566,17 @@ fn an_agent_in_a_container_reaches_the_model_only_through_hangars_proxy_and_resu
     h.ok(&["hibernate", &id]);
     wait_engine_state(&h, &id, "hibernated");
     wait_until("the agent is gone", DEADLINE, || agents_of(&id).is_empty());
+    // `hangar search` finds its words in that transcript, container stopped
+    // and nothing started for it.
+    let found = h.json(&["search", "remember-the-container"]);
+    let from_transcript: Vec<&serde_json::Value> = found["matches"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["source"] == "transcript" && m["session"] == id.as_str())
+        .collect();
+    assert!(!from_transcript.is_empty(), "{found:#}");
+    assert!(agents_of(&id).is_empty(), "the search started nothing");
     h.ok(&["wake", &id]);
     let woke = wait_engine_state(&h, &id, "live");
     assert_eq!(woke["started"], "resumed", "{woke}");

@@ -35,16 +35,17 @@ pub async fn fork(daemon: &Daemon, req: msg::Fork) -> Result<Forked, ApiError> {
         None | Some("") => parent.provider.clone(),
         Some(p) => Provider::from_name(p),
     };
-    if parent.sandbox.is_some() || parent.engine.is_some() {
-        return Err(ApiError::invalid(format!(
-            "session {} runs {}; forking a sandboxed or engine session is not supported yet",
-            parent_id.short(),
-            if parent.sandbox.is_some() {
-                "in hangar's sandbox"
-            } else {
-                "on a container engine"
-            }
-        )));
+    // A fork keeps its parent's walls: a sandboxed session's fork is
+    // sandboxed, an engine session's runs on the same engine.
+    if let Some(engine) = &parent.engine {
+        daemon.engines.check_new(&engine.name).map_err(|e| {
+            ApiError::invalid(format!(
+                "session {} runs on engine {:?}, which its fork cannot use: {}",
+                parent_id.short(),
+                engine.name,
+                e.0
+            ))
+        })?;
     }
     let mut origin = plan_fork(&parent, &target, daemon.os.now_ms())
         .map_err(|e| ApiError::invalid(e.to_string()))?;
@@ -107,6 +108,32 @@ pub async fn fork(daemon: &Daemon, req: msg::Fork) -> Result<Forked, ApiError> {
     if origin.handoff {
         origin.pending_prompt = Some(handoff_for(daemon, &parent_id, &parent).await);
     }
+    // A walled parent's CLI keeps its conversation in its own state folder:
+    // the fork's gets a copy (made before the fork exists, moved to its
+    // folder once it does), so the fork's CLI finds the conversation to fork
+    // from and never writes the parent's. A fork into another CLI starts
+    // fresh (its handoff prompt carries the conversation).
+    let staged = match parent.sandbox.as_deref() {
+        Some(dir) if !origin.handoff => {
+            // Dropped on any failure below, which removes the copy.
+            let staged = StagedState(daemon.spawner.sandbox.staging_folder());
+            let (from, to, provider) = (
+                PathBuf::from(dir),
+                staged.0.clone(),
+                parent.provider.clone(),
+            );
+            blocking(move || crate::sandbox::copy_state(&provider, &from, &to))
+                .await?
+                .map_err(|why| {
+                    ApiError::internal(format!(
+                        "cannot copy session {}'s CLI state for its fork: {why}",
+                        parent_id.short()
+                    ))
+                })?;
+            Some(staged)
+        }
+        _ => None,
+    };
     let cwd = prepared
         .as_ref()
         .map(|p| p.info.path.clone())
@@ -133,10 +160,16 @@ pub async fn fork(daemon: &Daemon, req: msg::Fork) -> Result<Forked, ApiError> {
     };
     let git_base = parent.git_base.clone();
     let handoff = origin.handoff;
+    let walled = parent.sandbox.is_some();
+    let engine = parent.engine.clone();
     let finish = |meta: &mut hangar_core::SessionMeta| {
         if let Some(p) = &prepared {
             p.apply(meta);
         }
+        if walled {
+            meta.sandbox = Some(daemon.spawner.sandbox.folder_for(&meta.id));
+        }
+        meta.engine = engine.clone();
         // The fork's work is compared with what its parent's was.
         meta.git_base = git_base.clone();
         meta.relationships.linked_parent = None;
@@ -150,6 +183,17 @@ pub async fn fork(daemon: &Daemon, req: msg::Fork) -> Result<Forked, ApiError> {
             ));
         }
     };
+    if let Some(staged) = staged {
+        let own = PathBuf::from(daemon.spawner.sandbox.folder_for(&id));
+        staged.move_to(&own).map_err(|why| {
+            ApiError::internal(format!(
+                "fork {} was made but its CLI state could not be put in place: {why}; \
+                 close it with `hangar close {}`",
+                id.short(),
+                id.short()
+            ))
+        })?;
+    }
     let copied = prepared.as_ref().map(|p| p.info.clone());
     if let Some(failed) = daemon.worktrees.adopt_worktree(&id, prepared) {
         return Ok(reply(&id, &parent_id, failed.name(), handoff, copied));
@@ -160,6 +204,33 @@ pub async fn fork(daemon: &Daemon, req: msg::Fork) -> Result<Forked, ApiError> {
         daemon.governor.wake_as(&id, Caller::New).await?
     };
     Ok(reply(&id, &parent_id, state.name(), handoff, copied))
+}
+
+/// A fork's copy of its parent's state, before it is moved to the fork's
+/// own folder; removed should the fork not be made.
+struct StagedState(PathBuf);
+
+impl StagedState {
+    fn move_to(self, own: &std::path::Path) -> Result<(), String> {
+        let moved = std::fs::rename(&self.0, own)
+            .map_err(|e| format!("cannot move {} to {}: {e}", self.0.display(), own.display()));
+        // Moved, its drop finds nothing left to remove.
+        drop(self);
+        moved
+    }
+}
+
+impl Drop for StagedState {
+    fn drop(&mut self) {
+        if self.0.exists()
+            && let Err(e) = std::fs::remove_dir_all(&self.0)
+        {
+            tracing::warn!(
+                "cannot remove a fork's unused state {}: {e}",
+                self.0.display()
+            );
+        }
+    }
 }
 
 fn reply(

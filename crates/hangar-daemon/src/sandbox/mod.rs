@@ -94,6 +94,15 @@ impl Sandbox {
         session_dir(&self.home, id).display().to_string()
     }
 
+    /// A folder beside the sessions' folders where a fork's state is
+    /// copied before the fork exists (`hangar fork`); moved to the fork's
+    /// own folder once it does.
+    pub fn staging_folder(&self) -> PathBuf {
+        self.home
+            .join("sandbox")
+            .join(format!(".fork-{}", uuid::Uuid::new_v4()))
+    }
+
     /// `sandbox` of `hangar ls --json`.
     pub fn view(&self, meta: &SessionMeta) -> Option<SandboxView> {
         meta.sandbox.as_ref()?;
@@ -545,6 +554,56 @@ fn masked_files() -> Vec<String> {
     out
 }
 
+/// A fork's state folders (`hangar fork` of a sandboxed or engine
+/// session): a copy of its parent's CLI state folders (`from`, the parent's
+/// session folder) made in `to`, so the fork's CLI finds the parent's
+/// conversation to fork from while the parent's own transcript is only
+/// ever read. Only the CLI's state folders are copied, never the run
+/// folder's sockets. Files of any other kind (a socket, a fifo) are left
+/// out; a symlink is copied as a symlink.
+pub fn copy_state(provider: &hangar_core::Provider, from: &Path, to: &Path) -> Result<(), String> {
+    make_private_dir(to).map_err(|e| format!("cannot make {}: {e}", to.display()))?;
+    for folder in hangar_providers::adapter(provider).sandbox_state() {
+        let source = from.join(folder.name);
+        if !source.exists() {
+            continue;
+        }
+        copy_tree(&source, &to.join(folder.name))?;
+    }
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    make_private_dir(to).map_err(|e| format!("cannot make {}: {e}", to.display()))?;
+    let entries =
+        std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+        let source = entry.path();
+        let target = to.join(entry.file_name());
+        let kind = entry
+            .file_type()
+            .map_err(|e| format!("cannot read {}: {e}", source.display()))?;
+        if kind.is_dir() {
+            copy_tree(&source, &target)?;
+        } else if kind.is_symlink() {
+            let link = std::fs::read_link(&source)
+                .map_err(|e| format!("cannot read {}: {e}", source.display()))?;
+            std::os::unix::fs::symlink(&link, &target)
+                .map_err(|e| format!("cannot make {}: {e}", target.display()))?;
+        } else if kind.is_file() {
+            std::fs::copy(&source, &target).map_err(|e| {
+                format!(
+                    "cannot copy {} to {}: {e}",
+                    source.display(),
+                    target.display()
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
 fn make_private_dir(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
@@ -599,6 +658,43 @@ pub type SharedSandbox = Arc<Sandbox>;
 mod tests {
     use super::*;
     use hangar_core::{Provider, SessionId};
+
+    #[test]
+    fn a_forks_state_is_a_copy_of_its_parents_cli_state_without_its_sockets() {
+        let home = tempfile::tempdir().unwrap();
+        let parent = home.path().join("p");
+        let project = parent.join("claude/projects/-w");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("c1.jsonl"), "{\"turn\":1}\n").unwrap();
+        std::os::unix::fs::symlink("c1.jsonl", project.join("latest")).unwrap();
+        std::fs::create_dir_all(parent.join("run")).unwrap();
+        let socket = parent.join("run/hangar.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let fork = home.path().join("f");
+        copy_state(&Provider::Claude, &parent, &fork).unwrap();
+        let copied = fork.join("claude/projects/-w/c1.jsonl");
+        assert_eq!(std::fs::read_to_string(&copied).unwrap(), "{\"turn\":1}\n");
+        assert_eq!(
+            std::fs::read_link(fork.join("claude/projects/-w/latest")).unwrap(),
+            Path::new("c1.jsonl")
+        );
+        assert!(
+            !fork.join("run").exists(),
+            "the parent's sockets stay its own"
+        );
+        // The copy is the fork's: writing it leaves the parent's as it was.
+        std::fs::write(&copied, "changed").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(project.join("c1.jsonl")).unwrap(),
+            "{\"turn\":1}\n"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(fork.join("claude"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
 
     #[test]
     fn a_sandboxed_sessions_state_paths_map_to_where_its_processes_see_them() {

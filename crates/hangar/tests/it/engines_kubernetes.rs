@@ -413,3 +413,55 @@ fn a_restart_after_a_crash_restores_the_pod_agent_and_resumes_it() {
     assert_eq!(agents_of(&id).len(), 1, "one agent after the restore");
     assert!(api.with(|c| c.pods.contains_key(&format!("hangar-{id}"))));
 }
+
+/// Whether any file under `dir` holds `needle`.
+fn holds(dir: &Path, needle: &str) -> bool {
+    walk(dir)
+        .iter()
+        .any(|p| std::fs::read(p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)))
+}
+
+#[test]
+fn a_fork_of_an_agent_in_a_pod_runs_in_a_pod_of_its_own_and_forks_its_conversation() {
+    if !kubelet_here(
+        "a_fork_of_an_agent_in_a_pod_runs_in_a_pod_of_its_own_and_forks_its_conversation",
+    ) {
+        return;
+    }
+    let api = FakeApiServer::start(&[IMAGE]);
+    let h = Hangar::new();
+    h.write_config(&engine_config(&api.kubeconfig, ""));
+    let parent = new_on(&h, &["--engine", "k8s"]);
+    wait_engine_state(&h, &parent, "live");
+    h.wait_screen(&parent, "fake-agent claude session");
+    h.ok(&["send", &parent, "parent-in-a-pod"]);
+    h.wait_screen(&parent, "answer: parent-in-a-pod");
+    let psid = h.wait_transcript_id(&parent);
+    let parent_state = h.home.join("sandbox").join(&parent).join("claude");
+
+    let id = h.json(&["fork", &parent])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let row = wait_engine_state(&h, &id, "live");
+    let pod = format!("hangar-{id}");
+    assert_eq!(row["engine"]["name"], "k8s", "{row}");
+    assert_eq!(row["engine"]["pod"], pod.as_str(), "{row}");
+    assert!(
+        api.with(|c| c.pods.contains_key(&pod)),
+        "the fork's own pod"
+    );
+    h.wait_screen(&id, &format!("(forked from {psid})"));
+    let agents = agents_of(&id);
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    assert_ne!(
+        pid_namespace(agents[0]),
+        pid_namespace(std::process::id() as i32)
+    );
+    h.ok(&["send", &id, "fork-in-a-pod"]);
+    h.wait_screen(&id, "answer: fork-in-a-pod");
+    let own_state = h.home.join("sandbox").join(&id).join("claude");
+    assert!(holds(&own_state, "parent-in-a-pod"));
+    assert!(holds(&own_state, "fork-in-a-pod"));
+    assert!(!holds(&parent_state, "fork-in-a-pod"));
+}

@@ -627,3 +627,56 @@ fn a_pane_resize_reaches_the_agents_tty_in_its_container() {
     );
     drop(app);
 }
+
+#[test]
+fn a_fork_of_an_agent_in_a_container_runs_on_the_same_engine_and_forks_its_conversation() {
+    if !engines_here(
+        "a_fork_of_an_agent_in_a_container_runs_on_the_same_engine_and_forks_its_conversation",
+    ) {
+        return;
+    }
+    let (_service, _sweep, h) = engine_fixture();
+    let parent = h.json(&["new", "--engine", "pod"])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    wait_engine_state(&h, &parent, "live");
+    h.wait_screen(&parent, "fake-agent claude session");
+    h.ok(&["send", &parent, "parent-in-a-box"]);
+    h.wait_screen(&parent, "answer: parent-in-a-box");
+    let psid = h.wait_transcript_id(&parent);
+    let parent_state = h.home.join("sandbox").join(&parent).join("claude");
+    assert!(contains_text(&parent_state, "parent-in-a-box"));
+
+    let forked = h.json(&["fork", &parent]);
+    let id = forked["id"].as_str().expect("id").to_owned();
+    assert_eq!(forked["forked_from"], parent.as_str());
+    let row = wait_engine_state(&h, &id, "live");
+    let container = format!("hangar-{id}");
+    assert_eq!(row["engine"]["name"], "pod", "{row}");
+    assert_eq!(row["engine"]["container"], container.as_str(), "{row}");
+    assert_eq!(row["sandbox"]["kind"], "podman", "{row}");
+    // Its CLI found the parent's conversation in its own container.
+    h.wait_screen(&id, &format!("(forked from {psid})"));
+    assert_eq!(container_status(&container), "running");
+    let agents = agents_of(&id);
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    assert_ne!(
+        pid_namespace(agents[0]),
+        pid_namespace(std::process::id() as i32),
+        "the fork's agent is in a container"
+    );
+    h.ok(&["send", &id, "fork-in-a-box"]);
+    h.wait_screen(&id, "answer: fork-in-a-box");
+    let own = h.wait_transcript_id(&id);
+    assert_ne!(own, psid);
+    let own_state = h.home.join("sandbox").join(&id).join("claude");
+    assert!(contains_text(&own_state, "parent-in-a-box"));
+    assert!(contains_text(&own_state, "fork-in-a-box"));
+    assert!(!contains_text(&parent_state, "fork-in-a-box"));
+
+    h.ok(&["close", &id]);
+    h.wait_until("the fork's container is removed", ENGINE_DEADLINE, || {
+        !exists("container", &container)
+    });
+}

@@ -394,3 +394,105 @@ fn a_sandbox_on_a_container_engine_is_refused_and_makes_no_session() {
     assert!(h.session_agent_pids().is_empty());
     h.shutdown();
 }
+
+/// The file named `name` under `dir`, if any.
+fn find_file(dir: &Path, name: &str) -> Option<std::path::PathBuf> {
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if let Some(found) = find_file(&p, name) {
+                return Some(found);
+            }
+        } else if p.file_name().is_some_and(|n| n == name) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_fork_of_a_sandboxed_agent_is_sandboxed_and_forks_from_a_copy_of_its_state() {
+    if !have_bwrap() {
+        return;
+    }
+    let h = Hangar::new();
+    let repo = support::git::make_repo(&h);
+    let parent = h.new_agent(&[
+        "--provider",
+        "claude",
+        "--sandbox",
+        "--cwd",
+        repo.to_str().unwrap(),
+    ]);
+    h.wait_state(&parent, "live");
+    h.ok(&["send", &parent, "parent-one"]);
+    h.wait_screen(&parent, "answer: parent-one");
+    let psid = h.wait_transcript_id(&parent);
+    let parent_state = h.home.join("sandbox").join(&parent).join("claude");
+    let parent_file = find_file(&parent_state, &format!("{psid}.jsonl"))
+        .expect("the parent's transcript in its state folder");
+    let before = fs::read(&parent_file).unwrap();
+
+    let forked = h.json(&["fork", &parent]);
+    let id = forked["id"].as_str().expect("id").to_owned();
+    let row = h.wait_state(&id, "live");
+    // The same walls: bubblewrap, its own state folder writable.
+    assert_eq!(row["sandbox"]["kind"], "bubblewrap", "{row}");
+    let own_state = h.home.join("sandbox").join(&id).join("claude");
+    let writable: Vec<&str> = row["sandbox"]["writable"]
+        .as_array()
+        .expect("writable")
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    assert!(
+        writable.contains(&own_state.to_str().unwrap()),
+        "{writable:?}"
+    );
+    assert!(
+        !writable.contains(&parent_state.to_str().unwrap()),
+        "{writable:?}"
+    );
+    // Its CLI found the parent's conversation inside its walls (the fake
+    // exits with "No conversation found" when it cannot).
+    h.wait_screen(&id, &format!("(forked from {psid})"));
+    h.ok(&["send", &id, "fork-two"]);
+    h.wait_screen(&id, "answer: fork-two");
+    let own = h.wait_transcript_id(&id);
+    assert_ne!(own, psid);
+    let own_file = find_file(&own_state, &format!("{own}.jsonl"))
+        .expect("the fork's transcript in its own state folder");
+    let own_text = fs::read_to_string(&own_file).unwrap();
+    assert!(own_text.contains("parent-one"), "{own_text}");
+    assert!(own_text.contains("fork-two"), "{own_text}");
+    // The parent's transcript is as it was, and the fork's turn is nowhere
+    // in the parent's state.
+    assert_eq!(fs::read(&parent_file).unwrap(), before);
+    assert!(!contains_text(&parent_state, "fork-two"));
+    // The parent carries on with its own conversation.
+    h.ok(&["send", &parent, "parent-three"]);
+    h.wait_screen(&parent, "answer: parent-three");
+    assert!(!contains_text(&own_state, "parent-three"));
+
+    // A fork into a worktree (another folder: claude is given the parent's
+    // transcript by path, its copy in the fork's state) is sandboxed too.
+    let forked = h.json(&["fork", &parent, "--worktree", "boxed-two"]);
+    let id2 = forked["id"].as_str().expect("id").to_owned();
+    let path = forked["worktree"]["path"]
+        .as_str()
+        .expect("path")
+        .to_owned();
+    let row = h.wait_state(&id2, "live");
+    assert_eq!(row["sandbox"]["kind"], "bubblewrap", "{row}");
+    assert_eq!(row["cwd"], path.as_str());
+    h.wait_screen(&id2, &format!("(forked from {psid})"));
+    h.ok(&["send", &id2, "worktree-fork"]);
+    h.wait_screen(&id2, "answer: worktree-fork");
+    let own2 = h.wait_transcript_id(&id2);
+    let own2_state = h.home.join("sandbox").join(&id2).join("claude");
+    let text =
+        fs::read_to_string(find_file(&own2_state, &format!("{own2}.jsonl")).unwrap()).unwrap();
+    assert!(text.contains("parent-one"), "{text}");
+    assert!(!contains_text(&parent_state, "worktree-fork"));
+    h.shutdown();
+}

@@ -176,34 +176,56 @@ fn the_real_claude_in_a_podman_container_answers_through_the_proxy_and_resumes()
         "the provider id {psid} is not the transcript's"
     );
 
-    // Hibernate and wake: the same conversation, in its container again.
-    rc.hangar.ok(&["hibernate", &id]);
-    rc.wait_state(&id, "hibernated");
-    rc.hangar.ok(&["wake", &id]);
-    let row = rc.wait_state(&id, "live");
+    hibernate_wake_and_restart_keep_the_conversation(
+        &rc,
+        &id,
+        &psid,
+        "anthropic",
+        [
+            "inside the container",
+            "after the wake",
+            "after the restart",
+        ],
+    );
+}
+
+/// Hibernate and wake, then a daemon restart: each time the session comes
+/// back in its container resuming `psid`, and the model sees the
+/// conversation so far (`turns`: the first prompt, the one asked after the
+/// wake, the one asked after the restart; the fake answers `ANSWER(turn)`).
+fn hibernate_wake_and_restart_keep_the_conversation(
+    rc: &RealCli,
+    id: &str,
+    psid: &str,
+    api: &str,
+    [first, after_wake, after_restart]: [&str; 3],
+) {
+    rc.hangar.ok(&["hibernate", id]);
+    rc.wait_state(id, "hibernated");
+    rc.hangar.ok(&["wake", id]);
+    let row = rc.wait_state(id, "live");
     assert_eq!(row["started"], "resumed", "{row}");
-    assert_eq!(row["provider_session_id"], psid.as_str(), "{row}");
-    rc.wait_ready(&id);
-    rc.ask(&id, "after the wake");
-    let body = body_of(&rc, "anthropic", "after the wake");
+    assert_eq!(row["provider_session_id"], psid, "{row}");
+    rc.wait_ready(id);
+    rc.ask(id, after_wake);
+    let body = body_of(rc, api, after_wake);
     assert!(
-        body.contains("ANSWER(inside the container)"),
+        body.contains(&format!("ANSWER({first})")),
         "not its own conversation"
     );
 
-    // A daemon restart restores it in its container, the same conversation.
     rc.hangar.shutdown();
     rc.hangar.start_daemon();
     rc.hangar.wait_restore_complete();
-    let row = live_after_restart(&rc, &id);
+    let row = live_after_restart(rc, id);
     assert_eq!(row["started"], "resumed", "{row}");
-    assert_eq!(row["provider_session_id"], psid.as_str(), "{row}");
+    assert_eq!(row["provider_session_id"], psid, "{row}");
     assert_eq!(row["engine"]["kind"], "podman", "{row}");
-    rc.wait_ready(&id);
-    rc.ask(&id, "after the restart");
-    let body = body_of(&rc, "anthropic", "after the restart");
+    rc.wait_ready(id);
+    rc.ask(id, after_restart);
+    let body = body_of(rc, api, after_restart);
     assert!(
-        body.contains("ANSWER(after the wake)"),
+        body.contains(&format!("ANSWER({after_wake})")),
         "not its own conversation"
     );
 }
@@ -253,33 +275,11 @@ fn the_real_codex_in_a_podman_container_answers_through_the_proxy_and_resumes() 
     let thread = rc.wait_provider_id(&id);
     assert!(contains_text(&own_folder.join("sessions"), &thread));
 
-    rc.hangar.ok(&["hibernate", &id]);
-    rc.wait_state(&id, "hibernated");
-    rc.hangar.ok(&["wake", &id]);
-    let row = rc.wait_state(&id, "live");
-    assert_eq!(row["started"], "resumed", "{row}");
-    assert_eq!(row["provider_session_id"], thread.as_str(), "{row}");
-    rc.wait_ready(&id);
-    rc.ask(&id, "codex again");
-    let body = body_of(&rc, "responses", "codex again");
-    assert!(
-        body.contains("ANSWER(codex contained)"),
-        "not its own conversation"
-    );
-
-    // A daemon restart restores it in its container, the same conversation.
-    rc.hangar.shutdown();
-    rc.hangar.start_daemon();
-    rc.hangar.wait_restore_complete();
-    let row = live_after_restart(&rc, &id);
-    assert_eq!(row["started"], "resumed", "{row}");
-    assert_eq!(row["provider_session_id"], thread.as_str(), "{row}");
-    assert_eq!(row["engine"]["kind"], "podman", "{row}");
-    rc.wait_ready(&id);
-    rc.ask(&id, "codex restarted");
-    let body = body_of(&rc, "responses", "codex restarted");
-    assert!(
-        body.contains("ANSWER(codex again)"),
-        "not its own conversation"
+    hibernate_wake_and_restart_keep_the_conversation(
+        &rc,
+        &id,
+        &thread,
+        "responses",
+        ["codex contained", "codex again", "codex restarted"],
     );
 }

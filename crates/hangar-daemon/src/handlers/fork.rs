@@ -298,6 +298,7 @@ async fn handoff_for(
                 tree: None,
                 merge_base: None,
                 scratch,
+                without_files: false,
             },
         )
         .map(|page| page.files)

@@ -46,14 +46,9 @@ pub async fn diff(daemon: &Arc<Daemon>, req: msg::Diff) -> Result<DiffPage, ApiE
                 tree: req.tree,
                 merge_base: req.merge_base,
                 scratch,
+                without_files: req.without_files,
             },
         )
-        .map(|mut page| {
-            if req.without_files {
-                page.files = Vec::new();
-            }
-            page
-        })
     })
     .await?
 }

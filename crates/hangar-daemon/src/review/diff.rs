@@ -40,6 +40,8 @@ pub struct DiffAsk {
     pub merge_base: Option<String>,
     /// A folder of hangar's own for the temporary index.
     pub scratch: PathBuf,
+    /// A later page for a client that has the file list: none in the reply.
+    pub without_files: bool,
 }
 
 static SCRATCH: AtomicU64 = AtomicU64::new(0);
@@ -422,8 +424,15 @@ pub fn diff(os: &dyn Git, ask: DiffAsk) -> Result<DiffPage, ApiError> {
             (mb, snapshot, l)
         }
     };
+    let listed_files = || {
+        if ask.without_files {
+            Vec::new()
+        } else {
+            l.files.clone()
+        }
+    };
     let (files, patch_text, next) = if ask.stat {
-        (l.files.clone(), None, None)
+        (listed_files(), None, None)
     } else {
         let files = &l.files;
         let end = page_end(files, ask.from_file, PATCH_PAGE_LINES);
@@ -452,7 +461,7 @@ pub fn diff(os: &dyn Git, ask: DiffAsk) -> Result<DiffPage, ApiError> {
             }
         };
         (
-            files.clone(),
+            listed_files(),
             Some(text),
             (end < files.len()).then_some(end),
         )

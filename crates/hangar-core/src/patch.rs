@@ -39,6 +39,12 @@ pub struct PatchLine {
 /// inside a hunk starts with ` `, `+`, `-` or `\`, so a file's own text
 /// never starts one.)
 pub fn split_files(patch: &str) -> Vec<&str> {
+    file_ranges(patch).into_iter().map(|r| &patch[r]).collect()
+}
+
+/// Where each file's section of `patch` lies ([`split_files`]): one after
+/// the other, the last to the patch's end.
+pub fn file_ranges(patch: &str) -> Vec<std::ops::Range<usize>> {
     let mut starts: Vec<usize> = Vec::new();
     let mut at = 0;
     for line in patch.split_inclusive('\n') {
@@ -49,8 +55,7 @@ pub fn split_files(patch: &str) -> Vec<&str> {
     }
     let mut out = Vec::with_capacity(starts.len());
     for (i, &s) in starts.iter().enumerate() {
-        let end = starts.get(i + 1).copied().unwrap_or(patch.len());
-        out.push(&patch[s..end]);
+        out.push(s..starts.get(i + 1).copied().unwrap_or(patch.len()));
     }
     out
 }

@@ -185,6 +185,152 @@ pub fn parse_diff(raw: &[u8], numstat: &[u8]) -> Result<Vec<DiffFile>, ParseErro
     Ok(files)
 }
 
+/// `git diff --patch-with-raw -z` cut in two: the raw records (for
+/// [`parse_diff`]) and the patch. The patch follows the records after one
+/// more NUL (git's separator with `-z`); `-z` leaves the patch's own text
+/// as `git diff -p` writes it.
+pub fn split_raw_and_patch(out: &[u8]) -> Result<(&[u8], &[u8]), ParseError> {
+    let mut at = 0;
+    let field_end = |from: usize| -> Result<usize, ParseError> {
+        out[from..]
+            .iter()
+            .position(|&b| b == 0)
+            .map(|n| from + n)
+            .ok_or_else(|| ParseError("a raw record without its NUL".into()))
+    };
+    while at < out.len() {
+        match out[at] {
+            b':' => {
+                let head_end = field_end(at)?;
+                let letter = out[..head_end]
+                    .iter()
+                    .rposition(|&b| b == b' ')
+                    .and_then(|i| out.get(i + 1))
+                    .copied();
+                let paths = if matches!(letter, Some(b'R' | b'C')) {
+                    2
+                } else {
+                    1
+                };
+                at = head_end + 1;
+                for _ in 0..paths {
+                    at = field_end(at)? + 1;
+                }
+            }
+            0 => return Ok((&out[..at], &out[at + 1..])),
+            _ => {
+                return Err(ParseError(
+                    "neither a raw record nor the patch's separator".into(),
+                ));
+            }
+        }
+    }
+    Ok((out, &[]))
+}
+
+/// What one of a diff's parallel reads covers, as pathspecs: its
+/// top-level entries (`Only`), or, for the last part, everything but the
+/// other parts' entries (`AllBut`), so a path no listing saw (a file
+/// deleted from the index) still falls in exactly one part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiffPart {
+    Only(Vec<Vec<u8>>),
+    AllBut(Vec<Vec<u8>>),
+}
+
+impl DiffPart {
+    /// The part's pathspecs, each literal and from the top of the checkout.
+    pub fn pathspecs(&self) -> Vec<Vec<u8>> {
+        let (magic, names): (&[u8], _) = match self {
+            DiffPart::Only(n) => (b":(top,literal)", n),
+            DiffPart::AllBut(n) => (b":(exclude,top,literal)", n),
+        };
+        names
+            .iter()
+            .map(|n| [magic, n.as_slice()].concat())
+            .collect()
+    }
+}
+
+/// The most pathspecs a part names: git matches every path against each.
+const PART_ENTRIES_MAX: usize = 256;
+
+/// A checkout's paths (sorted bytewise, as git's index is) cut into at most
+/// `parts` runs of about equal size for reading a diff in parallel (git's
+/// diff is one thread). A run is whole entries: a top-level file or folder,
+/// or, where one folder holds more than a part's share, that folder's own
+/// entries, and so on down. One part (everything) when the paths are fewer
+/// than `min_per_part` per part.
+pub fn diff_parts(paths: &[&[u8]], parts: usize, min_per_part: usize) -> Vec<DiffPart> {
+    let parts = parts.min(paths.len() / min_per_part.max(1)).max(1);
+    if parts == 1 {
+        return vec![DiffPart::AllBut(Vec::new())];
+    }
+    let share = paths.len().div_ceil(parts);
+    // (entry name, how many paths it holds), in the paths' order.
+    let mut entries: Vec<(&[u8], usize)> = Vec::new();
+    collect_entries(paths, 0, share, &mut entries);
+    if entries.len() > PART_ENTRIES_MAX {
+        return vec![DiffPart::AllBut(Vec::new())];
+    }
+    let mut runs: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
+    let mut filled = 0;
+    for (name, n) in entries {
+        if filled >= share && runs.len() < parts {
+            runs.push(Vec::new());
+            filled = 0;
+        }
+        runs.last_mut()
+            .expect("one run at least")
+            .push(name.to_vec());
+        filled += n;
+    }
+    let last = runs.pop().unwrap_or_default();
+    if runs.is_empty() || last.is_empty() {
+        return vec![DiffPart::AllBut(Vec::new())];
+    }
+    let others: Vec<Vec<u8>> = runs.iter().flatten().cloned().collect();
+    let mut out: Vec<DiffPart> = runs.into_iter().map(DiffPart::Only).collect();
+    out.push(DiffPart::AllBut(others));
+    out
+}
+
+/// The entries of `run` (paths that share their first `depth` names), in
+/// order, with how many paths each holds: a folder holding more than
+/// `share` is given as its own entries instead.
+fn collect_entries<'a>(
+    run: &[&'a [u8]],
+    depth: usize,
+    share: usize,
+    out: &mut Vec<(&'a [u8], usize)>,
+) {
+    let mut start = 0;
+    while start < run.len() {
+        let name = entry_at(run[start], depth);
+        let mut end = start + 1;
+        while end < run.len() && entry_at(run[end], depth) == name {
+            end += 1;
+        }
+        let group = &run[start..end];
+        let is_folder = group[0].len() > name.len();
+        if is_folder && group.len() > share && out.len() < PART_ENTRIES_MAX {
+            collect_entries(group, depth + 1, share, out);
+        } else {
+            out.push((name, group.len()));
+        }
+        start = end;
+    }
+}
+
+/// `path` up to the end of its name at `depth` (0: the top-level entry).
+fn entry_at(path: &[u8], depth: usize) -> &[u8] {
+    let mut slashes = path.iter().enumerate().filter(|(_, b)| **b == b'/');
+    match slashes.nth(depth) {
+        Some((i, _)) => &path[..i],
+        None => path,
+    }
+}
+
 /// The most patch lines one page carries (a page holds at least one file).
 pub const PATCH_PAGE_LINES: u64 = 20_000;
 
@@ -629,6 +775,134 @@ pub fn interrupted_move(old: &str, new: &str, now: Option<&str>) -> InterruptedM
 
 #[cfg(test)]
 mod tests {
+    use super::{DiffPart, diff_parts, split_raw_and_patch};
+
+    /// Real `git diff --patch-with-raw -z -M HEAD` (git 2.47) of a rename,
+    /// an intent-to-add file and a name with a tab, cut at the first `diff`.
+    const PATCH_WITH_RAW: &[u8] = b":100644 100644 587be6b 587be6b R100\0plain\0renamed\0\
+:000000 100644 0000000 3e75765 A\0untracked\0\
+:100644 100644 7898192 0000000 M\0we ird\tname\0\0diff --git a/plain b/renamed\n";
+
+    #[test]
+    fn a_patch_with_raw_is_cut_after_its_records_whatever_the_names_hold() {
+        let (raw, patch) = split_raw_and_patch(PATCH_WITH_RAW).unwrap();
+        assert_eq!(patch, b"diff --git a/plain b/renamed\n");
+        let files = super::parse_diff(raw, &[]).unwrap();
+        let names: Vec<_> = files
+            .iter()
+            .map(|f| (f.path.as_str(), f.old_path.as_deref()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("renamed", Some("plain")),
+                ("untracked", None),
+                ("we ird\tname", None)
+            ]
+        );
+        // A rename's second name is a path, not the separator.
+        let rename = b":100644 100644 a b R100\0x\0y\0";
+        assert_eq!(
+            split_raw_and_patch(rename).unwrap(),
+            (&rename[..], &b""[..])
+        );
+        assert!(split_raw_and_patch(b"").unwrap().0.is_empty());
+        assert!(split_raw_and_patch(b":100644 100644 a b M\0x").is_err());
+        assert!(split_raw_and_patch(b"garbage").is_err());
+    }
+
+    fn paths(n: usize, folder: impl Fn(usize) -> String) -> Vec<Vec<u8>> {
+        let mut p: Vec<Vec<u8>> = (0..n)
+            .map(|i| format!("{}/f{i}", folder(i)).into_bytes())
+            .collect();
+        p.sort();
+        p
+    }
+
+    fn cut(p: &[Vec<u8>], parts: usize) -> Vec<DiffPart> {
+        let refs: Vec<&[u8]> = p.iter().map(Vec::as_slice).collect();
+        diff_parts(&refs, parts, 500)
+    }
+
+    /// Which part a path falls in, as git would match the pathspecs.
+    fn owner(parts: &[DiffPart], path: &[u8]) -> Vec<usize> {
+        let under =
+            |name: &[u8]| path == name || (path.starts_with(name) && path[name.len()] == b'/');
+        parts
+            .iter()
+            .enumerate()
+            .filter(|(_, part)| match part {
+                DiffPart::Only(n) => n.iter().any(|n| under(n)),
+                DiffPart::AllBut(n) => !n.iter().any(|n| under(n)),
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    #[test]
+    fn twenty_folders_of_five_hundred_files_are_read_as_two_halves() {
+        let p = paths(10_000, |i| format!("d{}", i / 500));
+        let parts = cut(&p, 2);
+        assert_eq!(parts.len(), 2);
+        let DiffPart::Only(first) = &parts[0] else {
+            panic!("{parts:?}")
+        };
+        assert_eq!(first.len(), 10, "{first:?}");
+        let counts = (0..2).map(|k| p.iter().filter(|x| owner(&parts, x) == [k]).count());
+        assert_eq!(counts.collect::<Vec<_>>(), [5_000, 5_000]);
+        assert_eq!(parts[0].pathspecs()[0], b":(top,literal)d0");
+        assert_eq!(parts[1].pathspecs()[0], b":(exclude,top,literal)d0");
+    }
+
+    #[test]
+    fn one_folder_holding_most_is_cut_inside_and_few_files_are_one_read() {
+        let p = paths(8_000, |i| {
+            if i < 7_800 {
+                format!("src/m{}", i / 100)
+            } else {
+                "docs".into()
+            }
+        });
+        let parts = cut(&p, 4);
+        assert_eq!(parts.len(), 4, "{parts:?}");
+        let DiffPart::Only(first) = &parts[0] else {
+            panic!()
+        };
+        assert!(
+            first[0].starts_with(b"docs") || first[0].starts_with(b"src/m"),
+            "{first:?}"
+        );
+        let sizes: Vec<usize> = (0..4)
+            .map(|k| p.iter().filter(|x| owner(&parts, x) == [k]).count())
+            .collect();
+        assert!(
+            sizes.iter().all(|n| (1_500..=2_500).contains(n)),
+            "{sizes:?}"
+        );
+        assert_eq!(cut(&p[..900], 4), [DiffPart::AllBut(vec![])]);
+        // One folder of loose files cannot be cut in few pathspecs: one read.
+        let flat = paths(5_000, |_| "flat".into());
+        assert_eq!(cut(&flat, 2), [DiffPart::AllBut(vec![])]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_path_and_every_path_nobody_listed_falls_in_exactly_one_part(
+            names in proptest::collection::vec("[a-c]{1,2}(/[a-c]{1,2}){0,3}", 1..3_000),
+            parts in 1usize..5,
+            unlisted in "[a-d]{1,3}(/[a-c]{1,2}){0,2}",
+        ) {
+            let mut p: Vec<Vec<u8>> = names.into_iter().map(String::into_bytes).collect();
+            p.sort();
+            p.dedup();
+            let refs: Vec<&[u8]> = p.iter().map(Vec::as_slice).collect();
+            let cut = diff_parts(&refs, parts, 50);
+            proptest::prop_assert!(cut.len() <= parts);
+            for x in p.iter().chain([&unlisted.into_bytes()]) {
+                proptest::prop_assert_eq!(owner(&cut, x).len(), 1, "{:?} in {:?}", x, cut);
+            }
+        }
+    }
     #[test]
     fn a_review_prompt_carries_no_bidi_or_control_character_of_a_file_name() {
         let prompt = super::review_prompt(&[super::ReviewComment {

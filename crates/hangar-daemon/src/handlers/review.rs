@@ -29,26 +29,27 @@ pub async fn diff(daemon: &Arc<Daemon>, req: msg::Diff) -> Result<DiffPage, ApiE
     blocking(move || {
         let os = os.as_ref();
         let dir = PathBuf::from(&meta.cwd);
-        let current = git::current_branch(os, &dir);
-        let bases = diff_base_candidates(
+        let mut ask = diff::DiffAsk {
+            dir,
+            bases: Vec::new(),
+            stat: req.stat,
+            from_file: req.from_file,
+            tree: req.tree,
+            merge_base: req.merge_base,
+            scratch,
+            without_files: req.without_files,
+        };
+        if let Some(page) = diff::kept_page(&ask) {
+            return Ok(page);
+        }
+        let current = git::current_branch(os, &ask.dir);
+        ask.bases = diff_base_candidates(
             req.base.as_deref(),
             meta.git_base.as_ref(),
             meta.worktree.as_ref().map(|w| w.base.as_str()),
             current.as_deref(),
         );
-        diff::diff(
-            os,
-            diff::DiffAsk {
-                dir,
-                bases,
-                stat: req.stat,
-                from_file: req.from_file,
-                tree: req.tree,
-                merge_base: req.merge_base,
-                scratch,
-                without_files: req.without_files,
-            },
-        )
+        diff::diff(os, ask)
     })
     .await?
 }

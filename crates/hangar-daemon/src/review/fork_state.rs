@@ -154,23 +154,8 @@ fn copy_one(from: &Path, to: &Path) -> Result<(), ApiError> {
 mod tests {
     use super::*;
     use crate::os::RealOs;
+    use crate::review::tests::sh;
     use std::path::PathBuf;
-    use std::process::Command;
-
-    fn sh(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {:?}", out);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
 
     fn repo(root: &Path) -> PathBuf {
         let dir = root.join("repo");

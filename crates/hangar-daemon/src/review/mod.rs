@@ -43,3 +43,26 @@ pub fn start_base(os: &dyn Git, worktree: Option<&WorktreeInfo>, cwd: &Path) -> 
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::path::Path;
+    use std::process::Command;
+
+    /// `git -C dir ARGS` for a test's own repository, with an identity;
+    /// its output.
+    pub(crate) fn sh(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}

@@ -241,8 +241,9 @@ fn read_threads() -> usize {
 const MIN_PATHS_PER_PART: usize = 500;
 
 /// Every path of the checkout at `top` (tracked, and untracked but not
-/// ignored), sorted as git's index is; the untracked ones are marked
-/// intent-to-add in the index of `env` first.
+/// ignored: a folder holding only such files as one entry, `name/`),
+/// sorted as git's index is; the untracked ones are marked intent-to-add
+/// in the index of `env` first.
 fn checkout_paths(
     os: &dyn Git,
     top: &Path,
@@ -257,32 +258,46 @@ fn checkout_paths(
             "-t",
             "--cached",
             "--others",
+            "--directory",
+            "--no-empty-directory",
             "--exclude-standard",
         ],
         env,
     )?;
     let mut paths = Vec::new();
     let mut untracked = Vec::new();
+    let mut untracked_count = 0;
     for row in listing.split(|&b| b == 0).filter(|r| r.len() > 2) {
         // `-t` tags each row: `? ` untracked, a letter and a space otherwise.
         let path = &row[2..];
         if row[0] == b'?' {
             untracked.extend_from_slice(path);
             untracked.push(0);
+            untracked_count += 1;
         }
         paths.push(path.to_vec());
     }
-    if !untracked.is_empty() {
-        let args = [
-            "--literal-pathspecs",
-            "add",
-            "-N",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-        ];
+    // Each pathspec is matched against every path: many untracked files
+    // in folders git knows are marked by one walk of the whole checkout
+    // instead (10,000 named took git 1.3 s, the walk 0.1 s).
+    let (args, stdin): (&[&str], _) = match untracked_count {
+        0 => (&[], None),
+        1..=UNTRACKED_NAMED_MAX => (
+            &[
+                "--literal-pathspecs",
+                "add",
+                "-N",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+            ],
+            Some(untracked.as_slice()),
+        ),
+        _ => (&["add", "-A", "-N", "--", ":/"], None),
+    };
+    if !args.is_empty() {
         let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
         let out = os
-            .run_git(top, &args, env, Some(&untracked))
+            .run_git(top, &args, env, stdin)
             .map_err(|e| ApiError::from(GitError::NoGit(e)))?;
         if !out.success() {
             return Err(failed(format!(
@@ -295,6 +310,9 @@ fn checkout_paths(
     paths.sort_unstable();
     Ok(paths)
 }
+
+/// The most untracked files (or wholly untracked folders) marked by name.
+const UNTRACKED_NAMED_MAX: usize = 256;
 
 const DIFF_OPTS: [&str; 5] = [
     "--no-ext-diff",
@@ -821,6 +839,12 @@ mod tests {
         std::fs::set_permissions(dir.join("a/f5"), std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::write(dir.join("a/new.txt"), "new\n").unwrap();
         std::fs::write(dir.join("b/bin"), [9u8, 0, 8]).unwrap();
+        // A folder git has never seen: marked by its name, ignored files
+        // in it left out.
+        std::fs::create_dir_all(dir.join("c")).unwrap();
+        std::fs::write(dir.join("c/one"), "1\n").unwrap();
+        std::fs::write(dir.join("c/skip.log"), "ignored\n").unwrap();
+        std::fs::write(dir.join(".gitignore"), "*.log\n").unwrap();
 
         let scratch = tmp.path().join("scratch");
         let ask = || DiffAsk {
@@ -842,11 +866,7 @@ mod tests {
             let env: [(&str, &OsStr); 1] = [("GIT_INDEX_FILE", kept.path.as_os_str())];
             let paths = checkout_paths(&RealOs, &top, &env).unwrap();
             let paths: Vec<&[u8]> = paths.iter().map(Vec::as_slice).collect();
-            assert_eq!(
-                diff_parts(&paths, 2, MIN_PATHS_PER_PART).len(),
-                2,
-                "two parts"
-            );
+            let parts = diff_parts(&paths, 2, MIN_PATHS_PER_PART).len();
             let reader = ChangeReader {
                 os: &RealOs,
                 dir: &top,
@@ -856,9 +876,10 @@ mod tests {
             };
             let one = reader.read(&[DiffPart::AllBut(Vec::new())]).unwrap();
             let git_p = patch(&RealOs, &top, &page.merge_base, None, &[], true, &env).unwrap();
-            (page, one, git_p)
+            (page, one, git_p, parts)
         };
-        let (page, one, git_p) = read_whole();
+        let (page, one, git_p, parts) = read_whole();
+        assert_eq!(parts, 2);
         assert_eq!(page.files, one.files);
         assert_eq!(page.patch.as_deref(), Some(git_p.as_str()));
         let status = |path: &str| {
@@ -884,6 +905,8 @@ mod tests {
             ("100644", "100755")
         );
         assert!(page.files.iter().any(|f| f.path == "b/bin" && f.binary));
+        assert_eq!(status("c/one"), Some(("added", None, 1, 0)));
+        assert_eq!(status("c/skip.log"), None);
         // A second look at the same files is the same snapshot.
         assert_eq!(diff(&RealOs, ask()).unwrap().tree, page.tree);
 
@@ -891,7 +914,17 @@ mod tests {
         // slice of the parts' patches joined in git's order.
         std::fs::remove_file(dir.join("a/f4")).unwrap();
         std::fs::write(dir.join("a/f4"), "file 4 of a\nsecond line\n").unwrap();
-        let (page, one, git_p) = read_whole();
+        // Untracked files too many to name: marked by one walk.
+        for i in 0..UNTRACKED_NAMED_MAX + 1 {
+            std::fs::write(dir.join(format!("b/u{i}")), "u\n").unwrap();
+        }
+        let (page, one, git_p, _) = read_whole();
+        let added = page.files.iter().filter(|f| f.status == "added").count();
+        assert_eq!(
+            added,
+            UNTRACKED_NAMED_MAX + 1 + 3,
+            "b/u*, a/new.txt, c/one, .gitignore"
+        );
         assert!(one.patch.is_some(), "pages are slices of one read");
         assert_eq!(page.files, one.files);
         assert_eq!(page.patch.as_deref(), Some(git_p.as_str()));

@@ -229,37 +229,67 @@ pub fn split_raw_and_patch(out: &[u8]) -> Result<(&[u8], &[u8]), ParseError> {
 }
 
 /// What one of a diff's parallel reads covers, as pathspecs: its
-/// top-level entries (`Only`), or, for the last part, everything but the
-/// other parts' entries (`AllBut`), so a path no listing saw (a file
-/// deleted from the index) still falls in exactly one part.
+/// entries (`Only`), or, for the last part, everything but the other
+/// parts' entries (`AllBut`), so a path no listing saw (a file deleted from
+/// the index) still falls in exactly one part.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiffPart {
-    Only(Vec<Vec<u8>>),
-    AllBut(Vec<Vec<u8>>),
+    Only(Vec<PartEntry>),
+    AllBut(Vec<PartEntry>),
+}
+
+/// One entry of a [`DiffPart`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartEntry {
+    /// A file, or a folder with everything under it.
+    Path(Vec<u8>),
+    /// The files of one folder whose names begin so (`folder/f0`): a
+    /// folder of more files than a part holds, cut by name.
+    NamesFrom(Vec<u8>),
+}
+
+impl PartEntry {
+    fn pathspec(&self, exclude: bool) -> Vec<u8> {
+        let ex: &[u8] = if exclude { b"exclude," } else { b"" };
+        match self {
+            PartEntry::Path(p) => [b":(", ex, b"top,literal)", p].concat(),
+            PartEntry::NamesFrom(p) => {
+                let mut out = [b":(", ex, b"top,glob)"].concat();
+                for &b in p {
+                    if matches!(b, b'*' | b'?' | b'[' | b']' | b'\\') {
+                        out.push(b'\\');
+                    }
+                    out.push(b);
+                }
+                out.push(b'*');
+                out
+            }
+        }
+    }
 }
 
 impl DiffPart {
-    /// The part's pathspecs, each literal and from the top of the checkout.
+    /// The part's pathspecs, from the top of the checkout.
     pub fn pathspecs(&self) -> Vec<Vec<u8>> {
-        let (magic, names): (&[u8], _) = match self {
-            DiffPart::Only(n) => (b":(top,literal)", n),
-            DiffPart::AllBut(n) => (b":(exclude,top,literal)", n),
-        };
-        names
-            .iter()
-            .map(|n| [magic, n.as_slice()].concat())
-            .collect()
+        match self {
+            DiffPart::Only(e) => e.iter().map(|e| e.pathspec(false)).collect(),
+            DiffPart::AllBut(e) => e.iter().map(|e| e.pathspec(true)).collect(),
+        }
     }
 }
 
 /// The most pathspecs a part names: git matches every path against each.
 const PART_ENTRIES_MAX: usize = 256;
 
+/// A folder of more entries than this is cut by name, not entry by entry.
+const FOLDER_ENTRIES_MAX: usize = 128;
+
 /// A checkout's paths (sorted bytewise, as git's index is) cut into at most
 /// `parts` runs of about equal size for reading a diff in parallel (git's
 /// diff is one thread). A run is whole entries: a top-level file or folder,
 /// or, where one folder holds more than a part's share, that folder's own
-/// entries, and so on down. One part (everything) when the paths are fewer
+/// entries (or, when it has many, its files by the beginnings of their
+/// names), and so on down. One part (everything) when the paths are fewer
 /// than `min_per_part` per part.
 pub fn diff_parts(paths: &[&[u8]], parts: usize, min_per_part: usize) -> Vec<DiffPart> {
     let parts = parts.min(paths.len() / min_per_part.max(1)).max(1);
@@ -267,43 +297,36 @@ pub fn diff_parts(paths: &[&[u8]], parts: usize, min_per_part: usize) -> Vec<Dif
         return vec![DiffPart::AllBut(Vec::new())];
     }
     let share = paths.len().div_ceil(parts);
-    // (entry name, how many paths it holds), in the paths' order.
-    let mut entries: Vec<(&[u8], usize)> = Vec::new();
+    // Entries with how many paths each holds, in the paths' order.
+    let mut entries: Vec<(PartEntry, usize)> = Vec::new();
     collect_entries(paths, 0, share, &mut entries);
     if entries.len() > PART_ENTRIES_MAX {
         return vec![DiffPart::AllBut(Vec::new())];
     }
-    let mut runs: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
+    let mut runs: Vec<Vec<PartEntry>> = vec![Vec::new()];
     let mut filled = 0;
-    for (name, n) in entries {
+    for (entry, n) in entries {
         if filled >= share && runs.len() < parts {
             runs.push(Vec::new());
             filled = 0;
         }
-        runs.last_mut()
-            .expect("one run at least")
-            .push(name.to_vec());
+        runs.last_mut().expect("one run at least").push(entry);
         filled += n;
     }
     let last = runs.pop().unwrap_or_default();
     if runs.is_empty() || last.is_empty() {
         return vec![DiffPart::AllBut(Vec::new())];
     }
-    let others: Vec<Vec<u8>> = runs.iter().flatten().cloned().collect();
+    let others: Vec<PartEntry> = runs.iter().flatten().cloned().collect();
     let mut out: Vec<DiffPart> = runs.into_iter().map(DiffPart::Only).collect();
     out.push(DiffPart::AllBut(others));
     out
 }
 
-/// The entries of `run` (paths that share their first `depth` names), in
-/// order, with how many paths each holds: a folder holding more than
-/// `share` is given as its own entries instead.
-fn collect_entries<'a>(
-    run: &[&'a [u8]],
-    depth: usize,
-    share: usize,
-    out: &mut Vec<(&'a [u8], usize)>,
-) {
+/// The runs of `run` whose paths share their first `depth` names (the
+/// entries at that depth), in order.
+fn groups_at<'r, 'a>(run: &'r [&'a [u8]], depth: usize) -> Vec<(&'a [u8], &'r [&'a [u8]])> {
+    let mut groups = Vec::new();
     let mut start = 0;
     while start < run.len() {
         let name = entry_at(run[start], depth);
@@ -311,12 +334,58 @@ fn collect_entries<'a>(
         while end < run.len() && entry_at(run[end], depth) == name {
             end += 1;
         }
-        let group = &run[start..end];
+        groups.push((name, &run[start..end]));
+        start = end;
+    }
+    groups
+}
+
+/// The entries of `run` (paths that share their first `depth` names), in
+/// order, with how many paths each holds: a folder holding more than
+/// `share` is given as its own entries instead, or by the beginnings of
+/// its names when it holds many.
+fn collect_entries(run: &[&[u8]], depth: usize, share: usize, out: &mut Vec<(PartEntry, usize)>) {
+    for (name, group) in groups_at(run, depth) {
         let is_folder = group[0].len() > name.len();
-        if is_folder && group.len() > share && out.len() < PART_ENTRIES_MAX {
-            collect_entries(group, depth + 1, share, out);
+        if !is_folder || group.len() <= share || out.len() >= PART_ENTRIES_MAX {
+            out.push((PartEntry::Path(name.to_vec()), group.len()));
+        } else if groups_at(group, depth + 1).len() > FOLDER_ENTRIES_MAX {
+            collect_names(group, name.len() + 1, share, out);
         } else {
-            out.push((name, group.len()));
+            collect_entries(group, depth + 1, share, out);
+        }
+    }
+}
+
+/// The paths of `run` (which share their first `from` bytes, up to a
+/// folder's `/` or into a name) as entries of at most `share` paths each
+/// where the names allow: cut at each next byte, a subfolder whole.
+fn collect_names(run: &[&[u8]], from: usize, share: usize, out: &mut Vec<(PartEntry, usize)>) {
+    let prefix = &run[0][..from];
+    // A name pattern matches files of this folder only, not a subfolder's.
+    let files_only = || run.iter().all(|p| !p[from..].contains(&b'/'));
+    if run.len() <= share && prefix.last() != Some(&b'/') && files_only() {
+        out.push((PartEntry::NamesFrom(prefix.to_vec()), run.len()));
+        return;
+    }
+    let mut start = 0;
+    while start < run.len() {
+        let next = run[start].get(from).copied();
+        let mut end = start + 1;
+        while end < run.len() && run[end].get(from).copied() == next {
+            end += 1;
+        }
+        let group = &run[start..end];
+        match next {
+            // The file whose name is the prefix itself.
+            None => out.push((PartEntry::Path(prefix.to_vec()), group.len())),
+            // A subfolder: whole, as a path.
+            Some(b'/') => out.push((PartEntry::Path(prefix.to_vec()), group.len())),
+            Some(_) if out.len() >= PART_ENTRIES_MAX => out.push((
+                PartEntry::NamesFrom(group[0][..from + 1].to_vec()),
+                group.len(),
+            )),
+            Some(_) => collect_names(group, from + 1, share, out),
         }
         start = end;
     }
@@ -775,7 +844,7 @@ pub fn interrupted_move(old: &str, new: &str, now: Option<&str>) -> InterruptedM
 
 #[cfg(test)]
 mod tests {
-    use super::{DiffPart, diff_parts, split_raw_and_patch};
+    use super::{DiffPart, PartEntry, diff_parts, split_raw_and_patch};
 
     /// Real `git diff --patch-with-raw -z -M HEAD` (git 2.47) of a rename,
     /// an intent-to-add file and a name with a tab, cut at the first `diff`.
@@ -826,14 +895,22 @@ mod tests {
 
     /// Which part a path falls in, as git would match the pathspecs.
     fn owner(parts: &[DiffPart], path: &[u8]) -> Vec<usize> {
-        let under =
-            |name: &[u8]| path == name || (path.starts_with(name) && path[name.len()] == b'/');
+        // As git matches `literal` and `glob` pathspecs (`*` stops at `/`).
+        let matches = |e: &PartEntry| match e {
+            PartEntry::Path(name) => {
+                path == name.as_slice()
+                    || (path.starts_with(name) && path.get(name.len()) == Some(&b'/'))
+            }
+            PartEntry::NamesFrom(pre) => {
+                path.starts_with(pre) && !path[pre.len()..].contains(&b'/')
+            }
+        };
         parts
             .iter()
             .enumerate()
             .filter(|(_, part)| match part {
-                DiffPart::Only(n) => n.iter().any(|n| under(n)),
-                DiffPart::AllBut(n) => !n.iter().any(|n| under(n)),
+                DiffPart::Only(e) => e.iter().any(matches),
+                DiffPart::AllBut(e) => !e.iter().any(matches),
             })
             .map(|(i, _)| i)
             .collect()
@@ -868,9 +945,11 @@ mod tests {
         let DiffPart::Only(first) = &parts[0] else {
             panic!()
         };
-        assert!(
-            first[0].starts_with(b"docs") || first[0].starts_with(b"src/m"),
-            "{first:?}"
+        assert_eq!(first[0], PartEntry::Path(b"docs".to_vec()));
+        assert_eq!(
+            first[1],
+            PartEntry::Path(b"src/m0".to_vec()),
+            "src cut inside"
         );
         let sizes: Vec<usize> = (0..4)
             .map(|k| p.iter().filter(|x| owner(&parts, x) == [k]).count())
@@ -880,12 +959,54 @@ mod tests {
             "{sizes:?}"
         );
         assert_eq!(cut(&p[..900], 4), [DiffPart::AllBut(vec![])]);
-        // One folder of loose files cannot be cut in few pathspecs: one read.
-        let flat = paths(5_000, |_| "flat".into());
-        assert_eq!(cut(&flat, 2), [DiffPart::AllBut(vec![])]);
+    }
+
+    #[test]
+    fn one_folder_of_ten_thousand_files_is_cut_by_the_beginnings_of_their_names() {
+        let mut p: Vec<Vec<u8>> = (0..10_000)
+            .map(|i| format!("flat/f{i:05}").into_bytes())
+            .collect();
+        p.push(b"flat/sub/x".to_vec());
+        p.push(b"top.txt".to_vec());
+        p.sort();
+        let parts = cut(&p, 2);
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        let DiffPart::Only(first) = &parts[0] else {
+            panic!("{parts:?}")
+        };
+        assert!(
+            first.contains(&PartEntry::NamesFrom(b"flat/f00".to_vec())),
+            "{first:?}"
+        );
+        let sizes: Vec<usize> = (0..2)
+            .map(|k| p.iter().filter(|x| owner(&parts, x) == [k]).count())
+            .collect();
+        assert!(
+            sizes.iter().all(|n| (4_000..=6_000).contains(n)),
+            "{sizes:?}"
+        );
+        // Glob characters in a name are matched as themselves.
+        let spec = PartEntry::NamesFrom(b"f/a*[b]?\\".to_vec()).pathspec(false);
+        assert_eq!(spec, b":(top,glob)f/a\\*\\[b\\]\\?\\\\*");
     }
 
     proptest::proptest! {
+        #[test]
+        fn every_path_of_a_big_folder_falls_in_exactly_one_part(
+            names in proptest::collection::vec("[a-e0-2]{1,4}(/[a-b]{1,2})?", 100..2_000),
+            parts in 2usize..5,
+            unlisted in "f/[a-e0-2]{1,5}",
+        ) {
+            let mut p: Vec<Vec<u8>> = names.into_iter().map(|n| format!("f/{n}").into_bytes()).collect();
+            p.sort();
+            p.dedup();
+            let refs: Vec<&[u8]> = p.iter().map(Vec::as_slice).collect();
+            let cut = diff_parts(&refs, parts, 20);
+            for x in p.iter().chain([&unlisted.into_bytes()]) {
+                proptest::prop_assert_eq!(owner(&cut, x).len(), 1, "{:?} in {:?}", x, cut);
+            }
+        }
+
         #[test]
         fn every_path_and_every_path_nobody_listed_falls_in_exactly_one_part(
             names in proptest::collection::vec("[a-c]{1,2}(/[a-c]{1,2}){0,3}", 1..3_000),

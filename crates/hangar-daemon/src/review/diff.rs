@@ -22,7 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hangar_core::review::{
-    DiffFile, DiffPart, PATCH_PAGE_LINES, diff_parts, page_end, parse_diff, split_raw_and_patch,
+    DiffFile, DiffPart, PATCH_PAGE_LINES, PartEntry, diff_parts, page_end, parse_diff,
+    split_raw_and_patch,
 };
 use hangar_protocol::reply::DiffPage;
 
@@ -419,11 +420,11 @@ impl ChangeReader<'_> {
                         .any(|(j, o)| i != j && o.files.iter().any(target))
             });
             let loose = |f: &DiffFile| crossing && (source(f) || target(f));
-            let names: Vec<Vec<u8>> = reads
+            let names: Vec<PartEntry> = reads
                 .iter()
                 .flat_map(|r| r.files.iter().filter(|f| loose(f)))
                 .flat_map(|f| std::iter::once(&f.path).chain(&f.old_path))
-                .map(|p| p.as_bytes().to_vec())
+                .map(|p| PartEntry::Path(p.as_bytes().to_vec()))
                 .collect();
             if names.len() > LOOSE_FILES_MAX {
                 reads = self.read_parts(&[DiffPart::AllBut(Vec::new())])?;
@@ -804,6 +805,20 @@ mod tests {
     use crate::os::RealOs;
     use crate::review::tests::sh;
 
+    /// The first page of `dir`'s diff against `main`.
+    fn first_page(dir: &Path, scratch: &Path) -> DiffAsk {
+        DiffAsk {
+            dir: dir.to_owned(),
+            bases: vec!["main".into()],
+            stat: false,
+            from_file: 0,
+            tree: None,
+            merge_base: None,
+            scratch: scratch.to_owned(),
+            without_files: false,
+        }
+    }
+
     /// Two folders of 600 files each: enough paths to be read in two parts.
     fn repo(root: &Path) -> PathBuf {
         let dir = root.join("repo");
@@ -847,16 +862,7 @@ mod tests {
         std::fs::write(dir.join(".gitignore"), "*.log\n").unwrap();
 
         let scratch = tmp.path().join("scratch");
-        let ask = || DiffAsk {
-            dir: dir.clone(),
-            bases: vec!["main".into()],
-            stat: false,
-            from_file: 0,
-            tree: None,
-            merge_base: None,
-            scratch: scratch.clone(),
-            without_files: false,
-        };
+        let ask = || first_page(&dir, &scratch);
         // The page against the same change read by one git through the
         // same index, and `git diff -p` of it.
         let read_whole = || {
@@ -940,6 +946,61 @@ mod tests {
         assert_eq!(
             (kept.patch, kept.head, kept.files.len()),
             (page.patch, page.head, 0)
+        );
+    }
+
+    #[test]
+    fn one_folder_of_many_files_is_read_in_parts_by_name_and_git_matches_them_so() {
+        let tmp = tempfile::TempDir::new().unwrap();
+        let dir = tmp.path().join("repo");
+        let flat = dir.join("flat");
+        std::fs::create_dir_all(flat.join("sub")).unwrap();
+        for i in 0..1_200 {
+            std::fs::write(flat.join(format!("f{i:04}")), format!("{i}\n")).unwrap();
+        }
+        // Names a glob would read as patterns, and a subfolder's file.
+        for odd in ["f0[1]", "f0*", "f1?x", "f1\\y"] {
+            std::fs::write(flat.join(odd), "odd\n").unwrap();
+        }
+        std::fs::write(flat.join("sub/x"), "x\n").unwrap();
+        sh(&dir, &["init", "-q", "-b", "main"]);
+        sh(&dir, &["add", "."]);
+        sh(&dir, &["commit", "-q", "-m", "init"]);
+        for name in ["f0001", "f0[1]", "f0*", "f1?x", "f1\\y", "sub/x", "f1199"] {
+            std::fs::write(flat.join(name), "changed\n").unwrap();
+        }
+        sh(&dir, &["rm", "-q", "flat/f0600"]);
+
+        let scratch = tmp.path().join("scratch");
+        let page = diff(&RealOs, first_page(&dir, &scratch)).unwrap();
+        let kept = kept_index(&dir, &scratch);
+        let (top, kept) = locked_index(&RealOs, &dir, &kept).unwrap();
+        let env: [(&str, &OsStr); 1] = [("GIT_INDEX_FILE", kept.path.as_os_str())];
+        let paths = checkout_paths(&RealOs, &top, &env).unwrap();
+        let paths: Vec<&[u8]> = paths.iter().map(Vec::as_slice).collect();
+        let parts = diff_parts(&paths, 2, MIN_PATHS_PER_PART);
+        let DiffPart::Only(first) = &parts[0] else {
+            panic!("one part: {parts:?}")
+        };
+        assert!(
+            first.iter().any(|e| matches!(e, PartEntry::NamesFrom(_))),
+            "{parts:?}"
+        );
+        let git_p = patch(&RealOs, &top, &page.merge_base, None, &[], true, &env).unwrap();
+        assert_eq!(page.patch.as_deref(), Some(git_p.as_str()));
+        let changed: Vec<&str> = page.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            changed,
+            [
+                "flat/f0*",
+                "flat/f0001",
+                "flat/f0600",
+                "flat/f0[1]",
+                "flat/f1199",
+                "flat/f1?x",
+                "flat/f1\\y",
+                "flat/sub/x"
+            ]
         );
     }
 }

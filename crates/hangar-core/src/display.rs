@@ -153,7 +153,10 @@ pub fn pad(escaped: &str, cols: usize) -> String {
 /// raw one is the layout of a pretty document.
 pub fn json(doc: &str) -> Cow<'_, str> {
     let unsafe_in_json = |c: char| c != '\n' && is_terminal_unsafe(c);
-    if !doc.chars().any(unsafe_in_json) {
+    // Printable ASCII and newlines (most documents, and a megabyte of
+    // patch) are seen a byte at a time; anything else a character at a time.
+    let plain_ascii = |b: &u8| matches!(b, b' '..=b'~' | b'\n');
+    if doc.as_bytes().iter().all(plain_ascii) || !doc.chars().any(unsafe_in_json) {
         return Cow::Borrowed(doc);
     }
     let mut out = String::with_capacity(doc.len() + 16);

@@ -46,7 +46,13 @@ pub fn short_id(id: &str) -> String {
 /// Prints `value` as one JSON document whose strings hold no character a
 /// terminal would obey (`hangar_core::display::json`).
 pub fn print_json(value: &Value) {
-    let doc = serde_json::to_string_pretty(value).unwrap_or_default();
+    print_json_doc(value);
+}
+
+/// Prints a document whose fields are already in the order wanted, as
+/// [`print_json`] prints a value.
+pub fn print_json_doc<T: Serialize>(doc: &T) {
+    let doc = serde_json::to_string_pretty(doc).unwrap_or_default();
     println!("{}", display::json(&doc));
 }
 

@@ -157,16 +157,36 @@ impl Hangar {
         self.command(args).output().expect("run hangar")
     }
 
+    /// The last lines of the daemons' logs (the one `hangar daemon` keeps
+    /// and the fixture's foreground one): what a failed command's daemon
+    /// said, for the failure's message (the home is gone after the test).
+    pub fn daemon_logs_tail(&self) -> String {
+        let mut out = String::new();
+        for log in [
+            self.home.join("daemon.log"),
+            self.root.join("daemon-foreground.log"),
+        ] {
+            let Ok(text) = fs::read_to_string(&log) else {
+                continue;
+            };
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            out.push_str(&format!("--- last lines of {}:\n{tail}\n", log.display()));
+        }
+        out
+    }
+
     /// Runs `hangar ARGS`, asserts success, returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert!(
             out.status.success(),
-            "`hangar {}` failed ({}):\nstdout: {}\nstderr: {}",
+            "`hangar {}` failed ({}):\nstdout: {}\nstderr: {}\n{}",
             args.join(" "),
             out.status,
             String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&out.stderr),
+            self.daemon_logs_tail()
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }

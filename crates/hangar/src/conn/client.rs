@@ -76,8 +76,14 @@ impl Client {
                     link: None,
                     welcome: None,
                 };
-                c.hello()?;
-                Ok(Some(c))
+                match c.hello() {
+                    Ok(()) => Ok(Some(c)),
+                    // A daemon killed a moment ago still holds its socket
+                    // while its last threads exit: the connect lands in the
+                    // backlog and is reset unanswered. Nobody answers there.
+                    Err(e) if connection_lost(&e) => Ok(None),
+                    Err(e) => Err(e),
+                }
             }
             Err(_) => Ok(None),
         }
@@ -232,7 +238,8 @@ impl Client {
                 .read(&mut buf)
                 .context("lost the connection to the daemon")?;
             if n == 0 {
-                bail!("the daemon closed the connection");
+                let closed = std::io::ErrorKind::UnexpectedEof;
+                return Err(std::io::Error::new(closed, "the daemon closed the connection").into());
             }
             self.decoder.push(&buf[..n]);
         }
@@ -367,6 +374,47 @@ fn refusal(paths: &Paths, from: u64) -> Option<String> {
         .unwrap_or(0);
     let said = text[start..].trim();
     (!said.is_empty()).then(|| said.to_owned())
+}
+
+/// Whether `e` is the connection itself going away (reset, closed, a
+/// broken pipe), not anything the daemon said.
+fn connection_lost(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    e.downcast_ref::<DaemonError>().is_none()
+        && e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    ConnectionReset | BrokenPipe | UnexpectedEof | ConnectionAborted
+                )
+            })
+        })
+}
+
+#[cfg(test)]
+mod local_tests {
+    use super::*;
+
+    /// A daemon SIGKILLed a moment ago: its socket still takes a connect,
+    /// then the connection ends unanswered. Seen as no daemon, so a
+    /// command starts one instead of failing with "connection reset".
+    #[test]
+    fn a_socket_that_ends_our_connection_unanswered_is_no_daemon() {
+        let home = tempfile::TempDir::new().expect("home");
+        let paths = Paths::new(home.path().to_owned());
+        std::fs::create_dir_all(paths.socket().parent().expect("run dir")).expect("run dir");
+        let listener = std::os::unix::net::UnixListener::bind(paths.socket()).expect("bind");
+        let dying = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().expect("accept");
+            drop(conn);
+        });
+        let found = Client::connect_existing_local(&paths).expect("no error");
+        assert!(
+            found.is_none(),
+            "a dying daemon was taken for a running one"
+        );
+        dying.join().expect("the dying side");
+    }
 }
 
 #[cfg(test)]

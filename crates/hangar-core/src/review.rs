@@ -239,7 +239,7 @@ pub enum DiffPart {
 }
 
 /// One entry of a [`DiffPart`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum PartEntry {
     /// A file, or a folder with everything under it.
     Path(Vec<u8>),
@@ -300,6 +300,21 @@ pub fn diff_parts(paths: &[&[u8]], parts: usize, min_per_part: usize) -> Vec<Dif
     // Entries with how many paths each holds, in the paths' order.
     let mut entries: Vec<(PartEntry, usize)> = Vec::new();
     collect_entries(paths, 0, share, &mut entries);
+    // A name that is both a file and a folder (the index's file, a folder
+    // on disk) comes as two entries with one pathspec: one of them, or a
+    // path would fall in two parts.
+    let mut unique: Vec<(PartEntry, usize)> = Vec::with_capacity(entries.len());
+    let mut at: std::collections::HashMap<PartEntry, usize> = Default::default();
+    for (entry, n) in entries {
+        match at.get(&entry) {
+            Some(&i) => unique[i].1 += n,
+            None => {
+                at.insert(entry.clone(), unique.len());
+                unique.push((entry, n));
+            }
+        }
+    }
+    let entries = unique;
     if entries.len() > PART_ENTRIES_MAX {
         return vec![DiffPart::AllBut(Vec::new())];
     }

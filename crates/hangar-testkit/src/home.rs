@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::bins::{fake_agent_bin, hangar_bin};
 use crate::proc::{all_pids, arg_after, cmdline, environ, is_running, is_zombie, kill_all, ppid};
-use crate::wait::{DEADLINE, wait_until};
+use crate::wait::{DEADLINE, poll_for};
 
 /// One test's hangar: temp home, project folder, env, and the daemon it starts.
 pub struct Hangar {
@@ -432,8 +432,15 @@ impl Hangar {
         status
     }
 
-    pub fn wait_until(&self, what: &str, timeout: Duration, f: impl FnMut() -> bool) {
-        wait_until(what, timeout, f)
+    /// Polls `f` until it holds; on a timeout the failure carries the
+    /// daemons' log tails, which say why (a CI run shows nothing else).
+    pub fn wait_until(&self, what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+        if poll_for(timeout, || f().then_some(())).is_none() {
+            panic!(
+                "timed out after {timeout:?} waiting until {what}\n{}",
+                self.daemon_logs_tail()
+            );
+        }
     }
 
     /// Every process whose environment carries this fixture's `HANGAR_HOME`:

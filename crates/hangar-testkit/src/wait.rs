@@ -15,17 +15,24 @@ pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 /// Polls `check` until it yields a value and returns it; panics naming
 /// `what` after `timeout`. The pause between looks doubles from 5 ms up to
 /// 100 ms: quick when the condition comes at once, light when it is slow.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(what: &str, timeout: Duration, check: impl FnMut() -> Option<T>) -> T {
+    poll_for(timeout, check)
+        .unwrap_or_else(|| panic!("timed out after {timeout:?} waiting until {what}"))
+}
+
+/// Polls `check` until it yields a value, or `None` once `timeout` has
+/// passed: for a caller that adds what it knows to the failure (a
+/// daemon's log). Paced as `wait_for`.
+pub fn poll_for<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();
     let mut pause = Duration::from_millis(5);
     loop {
         if let Some(v) = check() {
-            return v;
+            return Some(v);
         }
-        assert!(
-            start.elapsed() < timeout,
-            "timed out after {timeout:?} waiting until {what}"
-        );
+        if start.elapsed() >= timeout {
+            return None;
+        }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(100));
     }

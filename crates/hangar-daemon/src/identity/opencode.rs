@@ -127,15 +127,13 @@ impl Identity {
             // when OpenCode records a prompt: nothing to look at before.
             let mut files = daemon.files.subscribe();
             files.watch(db.parent().map(Path::to_path_buf).into_iter().collect());
-            // What the last look saw: the database's files and the prompts
-            // typed. Reading the database opens (and closes) its `-shm` and
-            // `-wal` for writing, which the folder watch reports: a look at
-            // the same files and prompts would wake itself without end.
-            let mut looked: Option<(DatabaseStamp, usize)> = None;
+            let mut looks = Looks::default();
             let mut last_look: Option<tokio::time::Instant> = None;
             loop {
                 let exited = tokio::select! {
                     _ = files.changed(super::POLL) => false,
+                    // No change of the files may follow a look that failed.
+                    _ = tokio::time::sleep(super::POLL), if looks.failed => false,
                     _ = exit.wait_for(|e| e.is_some()) => true,
                 };
                 let current = daemon
@@ -156,10 +154,10 @@ impl Identity {
                 );
                 // One last look once the process is gone or replaced: a
                 // prompt sent just before a hibernate must still count.
-                if ending || looked.as_ref() != Some(&seen) {
+                if ending || looks.due(&seen) {
                     last_look = Some(tokio::time::Instant::now());
-                    daemon.match_opencode_once(&id, &db, started_ms).await;
-                    looked = Some(seen);
+                    let look = daemon.match_opencode_once(&id, &db, started_ms).await;
+                    looks.done(seen, look);
                 }
                 if ending {
                     return;
@@ -168,10 +166,15 @@ impl Identity {
         });
     }
 
-    async fn match_opencode_once(self: &Arc<Self>, id: &SessionId, db: &Path, started_ms: u64) {
+    async fn match_opencode_once(
+        self: &Arc<Self>,
+        id: &SessionId,
+        db: &Path,
+        started_ms: u64,
+    ) -> Look {
         let typed = self.typed.since(id, started_ms);
         if typed.is_empty() || !db.is_file() {
-            return;
+            return Look::Done;
         }
         let facts = self
             .sessions
@@ -179,7 +182,7 @@ impl Identity {
             .map(|(cwd, claimed)| (discovery::canonical_cwd(&cwd), claimed));
         let Some((cwd, claimed)) = facts else {
             self.typed.forget(id);
-            return;
+            return Look::Done;
         };
         let db = db.to_path_buf();
         let dir = cwd.clone();
@@ -195,12 +198,12 @@ impl Identity {
         let conversations = match read {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
-                tracing::debug!("cannot read opencode's database for {id}: {e}");
-                return;
+                tracing::info!("cannot read opencode's database for {id} (looking again): {e}");
+                return Look::Failed;
             }
             Err(e) => {
-                tracing::warn!("opencode database reader for {id} failed: {e}");
-                return;
+                tracing::warn!("opencode database reader for {id} failed (looking again): {e}");
+                return Look::Failed;
             }
         };
         let me = OwnSession {
@@ -211,7 +214,7 @@ impl Identity {
         };
         let Some(own) = own_conversation(&conversations, &me, &|c| claimed.iter().any(|h| h == c))
         else {
-            return;
+            return Look::Done;
         };
         let observed = Observation {
             id: own.id.clone(),
@@ -219,12 +222,62 @@ impl Identity {
             cwd: Some(own.directory.clone()),
         };
         self.record_provider_id(id, &observed, &cwd);
+        Look::Done
     }
+}
+
+/// When the watch reads the database again. Reading it opens (and closes)
+/// its `-shm` and `-wal` for writing, which the folder watch reports: a
+/// look at the same files and prompts would wake itself without end.
+#[derive(Default)]
+struct Looks {
+    /// What the last look saw: the database's files and the prompts typed.
+    seen: Option<(DatabaseStamp, usize)>,
+    /// The last look could not read the database (OpenCode mid-commit, a
+    /// lock held past the busy wait): the next one must, files changed or not.
+    failed: bool,
+}
+
+impl Looks {
+    fn due(&self, now: &(DatabaseStamp, usize)) -> bool {
+        self.failed || self.seen.as_ref() != Some(now)
+    }
+
+    fn done(&mut self, seen: (DatabaseStamp, usize), look: Look) {
+        self.failed = look == Look::Failed;
+        self.seen = Some(seen);
+    }
+}
+
+/// How one look at OpenCode's database went.
+#[derive(Debug, PartialEq, Eq)]
+enum Look {
+    /// Read (or nothing to look for).
+    Done,
+    /// The database could not be read; a later look must read it.
+    Failed,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_look_that_could_not_read_the_database_is_taken_again_with_nothing_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("opencode.db");
+        std::fs::write(&db, b"x").unwrap();
+        let stamp = || (DatabaseStamp::of(&db), 1);
+        let mut looks = Looks::default();
+        assert!(looks.due(&stamp()), "the first look is due");
+        looks.done(stamp(), Look::Failed);
+        assert!(looks.due(&stamp()), "a failed look is taken again");
+        looks.done(stamp(), Look::Done);
+        assert!(!looks.due(&stamp()), "the same files and prompts: no look");
+        assert!(looks.due(&(DatabaseStamp::of(&db), 2)), "a new prompt");
+        std::fs::write(&db, b"xy").unwrap();
+        assert!(looks.due(&stamp()), "the database changed");
+    }
 
     #[test]
     fn the_typed_log_keeps_recent_prompts_per_session() {

@@ -569,6 +569,10 @@ pub enum Request {
     Resize(Resize),
     /// On an attached connection: leave, the session keeps running.
     Detach,
+    /// From `hangar bridge --mux`: the daemon takes the bridge's stdin and
+    /// stdout (passed over the socket right after the reply) and speaks the
+    /// link's channels itself.
+    TakeLink,
     /// The screen of a session as text (no wake).
     Screen(Screen),
     /// A page of a session's history, by line number (no wake).
@@ -691,6 +695,7 @@ impl Request {
             Request::Attach(_) => "attach",
             Request::Resize(_) => "resize",
             Request::Detach => "detach",
+            Request::TakeLink => "take_link",
             Request::Screen(_) => "screen",
             Request::History(_) => "history",
             Request::Doctor(_) => "doctor",
@@ -769,6 +774,7 @@ impl Request {
             | Request::Shutdown
             | Request::Export
             | Request::Detach
+            | Request::TakeLink
             | Request::Workspace
             | Request::ResumeQueue
             | Request::Unknown(_) => Value::Object(Default::default()),
@@ -838,6 +844,7 @@ impl Request {
             "attach" => Request::Attach(b(id, k, body)?),
             "resize" => Request::Resize(b(id, k, body)?),
             "detach" => Request::Detach,
+            "take_link" => Request::TakeLink,
             "screen" => Request::Screen(b(id, k, body)?),
             "history" => Request::History(b(id, k, body)?),
             "doctor" => Request::Doctor(b(id, k, body)?),
@@ -989,6 +996,7 @@ mod tests {
                 title: "n".into(),
             }),
             Request::Shutdown,
+            Request::TakeLink,
             Request::Search(Search {
                 query: "needle".into(),
                 session: Some("ab".into()),

@@ -656,6 +656,12 @@ pub struct Detached {
     pub detached: bool,
 }
 
+/// `take_link`: the daemon waits for the link's descriptors.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkTaken {
+    pub send_descriptors: bool,
+}
+
 /// `shutdown`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Stopping {
@@ -707,6 +713,8 @@ pub mod kind {
         Import(msg::Import) -> Imported = Request::Import;
         Attach(msg::Attach) -> Attached = Request::Attach;
         Detach(()) -> Detached = |()| Request::Detach;
+        /// Followed by the link's file descriptors, sent by the bridge.
+        TakeLink(()) -> LinkTaken = |()| Request::TakeLink;
         Screen(msg::Screen) -> ScreenText = Request::Screen;
         History(msg::HistoryPage) -> HistoryLines = Request::History;
         Doctor(msg::Doctor) -> DoctorReport = Request::Doctor;

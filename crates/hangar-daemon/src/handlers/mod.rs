@@ -101,9 +101,11 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
             answer::<kind::EngineImageBuild>(engines::image_build(daemon, r).await)
         }
         Request::Hello(_) => Err(ApiError::new(codes::BAD_REQUEST, "already greeted")),
-        Request::Resize(_) | Request::Detach | Request::Attach(_) | Request::Shutdown => {
-            Err(ApiError::new(codes::BAD_REQUEST, "not valid here"))
-        }
+        Request::Resize(_)
+        | Request::Detach
+        | Request::Attach(_)
+        | Request::Shutdown
+        | Request::TakeLink => Err(ApiError::new(codes::BAD_REQUEST, "not valid here")),
         Request::Diff(r) => answer::<kind::Diff>(review::diff(daemon, r).await),
         Request::Review(r) => answer::<kind::Review>(review::review(daemon, r).await),
         Request::Finish(r) => answer::<kind::Finish>(review::finish(daemon, r).await),

@@ -6,13 +6,12 @@
 
 use std::sync::Arc;
 
-use hangar_protocol::frame::{self, Decoder, Frame, FrameError, MAX_CLIENT_FRAME};
+use hangar_protocol::frame::{Decoder, Frame, FrameError, MAX_CLIENT_FRAME};
 use hangar_protocol::message::{self as msg, PROTOCOL_VERSION, Reply, Request, codes};
 use hangar_protocol::reply;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::UnixStream;
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::net::unix::OwnedReadHalf;
 
 use super::attach::{Attached, start_attach};
 use super::attach_size::ClientSizes;
@@ -21,62 +20,36 @@ use crate::Daemon;
 use crate::errors::ApiError;
 use hangar_core::SessionId;
 
-/// Outgoing frames queued per connection before the writer pushes back.
-/// Output frames are batched up to `MAX_BATCH`, so this bounds what a client
-/// that stops reading costs (1 MiB); beyond it the session's own channel
-/// lags and the client is resynced with a redraw.
-const OUTGOING_QUEUE: usize = 16;
 /// A client must finish the hello handshake within this time of connecting.
 /// Without it, a client that connects and trickles bytes (or none) holds a
 /// task and its buffers forever; after the handshake a slow client costs
 /// only its own connection.
 pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-fn peer_is_us(stream: &UnixStream) -> bool {
-    let me = nix::unistd::geteuid().as_raw();
-    stream.peer_cred().is_ok_and(|c| c.uid() == me)
+/// How a connection's requests ended.
+pub(super) enum Ended<R> {
+    /// The client left (or broke the protocol).
+    Closed,
+    /// The client asked the daemon to stop; its reply is queued.
+    Shutdown,
+    /// A bridge hands over its link (`take_link`): its descriptors follow
+    /// on this socket.
+    TakeLink(R),
 }
 
-/// Serve one client. `scope` is the sandboxed session whose own socket the
-/// client came in on (`sandbox::callback`): then only that session's hooks
-/// and MCP calls are served.
-pub(super) async fn handle(
+/// The requests of one connection, read from `reader`, answered through
+/// `conn`, until the client leaves; attach, resize and detach are served
+/// here, every other request by `dispatch`. The daemon stops after a
+/// `shutdown`'s reply is written. A link's channels are served here too
+/// (`link.rs`), each its own connection.
+pub(super) async fn serve<R: AsyncRead + Unpin>(
     daemon: Arc<Daemon>,
     sizes: Arc<ClientSizes>,
-    stream: UnixStream,
+    mut reader: R,
+    conn: &Conn,
     scope: Option<SessionId>,
-) {
-    if !peer_is_us(&stream) {
-        let mut stream = stream;
-        let reply = Reply::err(
-            0,
-            codes::BAD_REQUEST,
-            "refused: the client runs as another user",
-        );
-        let _ = stream
-            .write_all(&frame::encode(frame::TAG_MESSAGE, &reply.encode()))
-            .await;
-        // Closing with the client's hello unread would reset the
-        // connection, and the client could see that instead of the
-        // refusal: read what it sends until it closes (briefly).
-        let _ = stream.shutdown().await;
-        let mut sink = [0u8; 4096];
-        let _ = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
-            while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
-        })
-        .await;
-        return;
-    }
-    let (mut reader, mut writer) = stream.into_split();
-    let (out, mut out_rx) = mpsc::channel::<Vec<u8>>(OUTGOING_QUEUE);
-    let writer_task = tokio::spawn(async move {
-        while let Some(bytes) = out_rx.recv().await {
-            if writer.write_all(&bytes).await.is_err() {
-                break;
-            }
-        }
-    });
-    let conn = Conn { out };
+    may_take_link: bool,
+) -> Ended<R> {
     let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
     let mut buf = vec![0u8; 64 * 1024];
     let mut greeted = false;
@@ -192,7 +165,7 @@ pub(super) async fn handle(
                     }
                     match request {
                         Request::Attach(a) => {
-                            match start_attach(&daemon, &sizes, &conn, id, a).await {
+                            match start_attach(&daemon, &sizes, conn, id, a).await {
                                 Ok(att) => {
                                     if let Some(old) = attached.replace(att) {
                                         old.release(&sizes).await;
@@ -227,12 +200,34 @@ pub(super) async fn handle(
                         Request::Shutdown => {
                             conn.reply(Reply::ok_typed(id, &reply::Stopping { stopping: true }))
                                 .await;
-                            // Shut down only after the reply is written (below):
-                            // the process exits when shutdown ends, and a reply
-                            // still queued then was lost ("the daemon closed the
-                            // connection").
+                            // The caller shuts down once the reply is written.
                             stop_daemon = true;
                             break 'conn;
+                        }
+                        Request::TakeLink if may_take_link => {
+                            if let Some(a) = attached.take() {
+                                a.release(&sizes).await;
+                            }
+                            let r = Reply::ok_typed(
+                                id,
+                                &reply::LinkTaken {
+                                    send_descriptors: true,
+                                },
+                            );
+                            if !conn.reply(r).await {
+                                break 'conn;
+                            }
+                            return Ended::TakeLink(reader);
+                        }
+                        Request::TakeLink => {
+                            let r = Reply::err(
+                                id,
+                                codes::BAD_REQUEST,
+                                "a link is handed over on the control socket only",
+                            );
+                            if !conn.reply(r).await {
+                                break 'conn;
+                            }
                         }
                         other => {
                             let reply = match crate::handlers::dispatch(&daemon, other).await {
@@ -267,12 +262,14 @@ pub(super) async fn handle(
     if let Some(a) = attached {
         a.release(&sizes).await;
     }
-    drop(conn);
-    let _ = writer_task.await;
     if stop_daemon {
-        daemon.shutdown().await;
+        return Ended::Shutdown;
     }
+    Ended::Closed
 }
+
+/// The bridge's socket, for its descriptors.
+pub(super) type BridgeSocket = OwnedReadHalf;
 
 pub(super) fn error_reply(id: u64, e: ApiError) -> Reply {
     Reply::err_with(id, e.code, e.message, e.detail)

@@ -7,15 +7,19 @@
 //! queue, and attached output goes through a broadcast channel that never
 //! blocks the session: a client that falls behind is resynced from the screen.
 //!
-//! `connection.rs` speaks the protocol of one client, `attach.rs` streams an
+//! `socket.rs` takes a client of the control socket, `connection.rs` speaks
+//! the protocol of one client, `attach.rs` streams an
 //! attached session, `attach_size.rs` keeps the size of a PTY several clients
-//! view at once. What a request does is in `dispatch` and the handlers.
+//! view at once, `link.rs` serves a far hangar's channels on the link a
+//! bridge hands over. What a request does is in `dispatch` and the handlers.
 
 pub mod attach;
 pub mod attach_size;
 mod conn;
 mod connection;
+mod link;
 mod settings;
+mod socket;
 
 use std::sync::Arc;
 
@@ -46,14 +50,14 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
                 let daemon = daemon.clone();
                 let sizes = sizes.clone();
                 tokio::spawn(async move {
-                    connection::handle(daemon, sizes, stream, Some(session)).await
+                    socket::handle(daemon, sizes, stream, Some(session)).await
                 });
             }
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let daemon = daemon.clone();
                     let sizes = sizes.clone();
-                    tokio::spawn(async move { connection::handle(daemon, sizes, stream, None).await });
+                    tokio::spawn(async move { socket::handle(daemon, sizes, stream, None).await });
                 }
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");

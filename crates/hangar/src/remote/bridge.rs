@@ -6,7 +6,11 @@
 //! own versioned frames, handshake included. With `--mux` (what a hangar of
 //! this release runs) stdio carries many daemon connections, one per
 //! channel (`hangar_protocol::mux`): the far hangar's every pane and command
-//! share one SSH connection. Nothing is listened on; who
+//! share one SSH connection. Then the bridge hands its stdin and stdout to
+//! the daemon (`take_link`), which reads and writes the link itself, and
+//! waits for the daemon to end it: a key and its echo cross no process but
+//! ssh's and the daemon's, as with tmux's server (it relays the channels
+//! itself only for a daemon too old to take them). Nothing is listened on; who
 //! may run this is SSH's business. The bridge only ever talks to a socket
 //! owned by its own user and served by its own user's process (the same
 //! check the daemon makes of its clients), so a socket planted in a shared
@@ -22,19 +26,102 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, bail};
 use hangar_protocol::frame::{Decoder, MAX_CLIENT_FRAME};
+use hangar_protocol::message::{Hello, PROTOCOL_VERSION, Request, codes};
 use hangar_protocol::mux::{MAX_CHUNK, MUX_VERSION, MuxFrame};
 use hangar_protocol::paths::Paths;
+use hangar_protocol::reply::kind;
 
-use crate::conn::{self, Client};
+use crate::api;
+use crate::conn::{self, Client, DaemonError};
 
 pub fn run(paths: &Paths, mux: bool) -> anyhow::Result<ExitCode> {
     // Starts the daemon if need be and proves it answers the handshake;
     // then a fresh connection is relayed, for the far client to greet.
     drop(Client::connect_local(paths)?);
-    if mux {
-        return relay_channels(paths);
+    if !mux {
+        return relay(checked_stream(paths)?);
     }
-    relay(checked_stream(paths)?)
+    let out: Out = Arc::new(Mutex::new(unbuffered_stdout()?));
+    if !send(&out, &MuxFrame::Ready(MUX_VERSION)) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    match hand_over_link(paths)? {
+        Some(daemon) => {
+            wait_until_closed(daemon);
+            Ok(ExitCode::SUCCESS)
+        }
+        None => relay_channels(paths, out),
+    }
+}
+
+/// Give this bridge's stdin and stdout to the daemon, which serves the
+/// link's channels from then on. `None`: a daemon from before `take_link`,
+/// for which this bridge relays them itself.
+fn hand_over_link(paths: &Paths) -> anyhow::Result<Option<UnixStream>> {
+    if !pipes_or_sockets() {
+        return Ok(None);
+    }
+    let stream = checked_stream(paths)?;
+    let socket = stream.try_clone()?;
+    let mut daemon = Client::from_stream(stream);
+    daemon
+        .request(Request::Hello(Hello {
+            protocol_version: PROTOCOL_VERSION,
+            client: format!("hangar-bridge {}", env!("CARGO_PKG_VERSION")),
+        }))
+        .context("the daemon refused the bridge's handshake")?;
+    if let Err(e) = api::ask::<kind::TakeLink>(&mut daemon, ()) {
+        let older = e
+            .downcast_ref::<DaemonError>()
+            .is_some_and(|d| d.0.code == codes::UNKNOWN_KIND);
+        return if older { Ok(None) } else { Err(e) };
+    }
+    send_link(&socket)?;
+    Ok(Some(socket))
+}
+
+/// Whether stdin and stdout are what ssh gives a command without a
+/// terminal (pipes, or sockets), which the daemon can serve; anything else
+/// (a terminal, a file) this bridge relays itself.
+fn pipes_or_sockets() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let kind = |fd: std::os::fd::BorrowedFd<'_>| {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let kind = file.metadata().ok()?.file_type();
+        Some(kind.is_fifo() || kind.is_socket())
+    };
+    kind(std::io::stdin().as_fd()) == Some(true) && kind(std::io::stdout().as_fd()) == Some(true)
+}
+
+/// fd 0 and fd 1, with one byte, in one message on the daemon's socket.
+fn send_link(socket: &UnixStream) -> anyhow::Result<()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    use std::os::fd::{AsRawFd, RawFd};
+    let link: [RawFd; 2] = [std::io::stdin().as_raw_fd(), std::io::stdout().as_raw_fd()];
+    sendmsg::<()>(
+        socket.as_raw_fd(),
+        &[std::io::IoSlice::new(b"L")],
+        &[ControlMessage::ScmRights(&link)],
+        MsgFlags::empty(),
+        None,
+    )
+    .context("cannot hand the link to the daemon")?;
+    Ok(())
+}
+
+/// The daemon closes the connection when the link ends (the far side left,
+/// ssh died) or when it exits; until then this process keeps ssh's session.
+fn wait_until_closed(mut daemon: UnixStream) {
+    let mut byte = [0u8; 1];
+    loop {
+        match daemon.read(&mut byte) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// A fresh connection to this user's own daemon, not greeted.
@@ -68,14 +155,11 @@ fn send(out: &Out, frame: &MuxFrame) -> bool {
     out.write_all(&bytes).is_ok()
 }
 
-/// `--mux`: each channel the far side opens is a connection to the daemon;
+/// `--mux` for a daemon that does not take links: each channel the far
+/// side opens is a connection to the daemon;
 /// its bytes go both ways untouched. A channel's reader runs on its own
 /// thread; this one reads stdin and writes to the daemon connections.
-fn relay_channels(paths: &Paths) -> anyhow::Result<ExitCode> {
-    let out: Out = Arc::new(Mutex::new(unbuffered_stdout()?));
-    if !send(&out, &MuxFrame::Ready(MUX_VERSION)) {
-        return Ok(ExitCode::SUCCESS);
-    }
+fn relay_channels(paths: &Paths, out: Out) -> anyhow::Result<ExitCode> {
     let mut daemons: HashMap<u32, UnixStream> = HashMap::new();
     let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
     let mut stdin = std::io::stdin().lock();

@@ -253,6 +253,82 @@ fn a_killed_ssh_link_leaves_the_remote_session_live_and_attach_reconnects_withou
     assert_eq!(p.remote.state_of(&id), "live");
 }
 
+/// What a process's descriptors are open on (`pipe:[N]`, `socket:[N]`,
+/// paths), by descriptor number.
+fn open_files(pid: i32) -> Vec<(String, String)> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.filter_map(|e| {
+                let e = e.ok()?;
+                let target = std::fs::read_link(e.path()).ok()?;
+                Some((
+                    e.file_name().to_string_lossy().into_owned(),
+                    target.to_string_lossy().into_owned(),
+                ))
+            })
+            .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `pid` has a descriptor open on `file`.
+fn holds(pid: i32, file: &str) -> bool {
+    open_files(pid).iter().any(|(_, f)| f == file)
+}
+
+#[test]
+fn the_remote_daemon_reads_and_writes_the_ssh_link_itself_and_a_killed_bridge_ends_it() {
+    let Some(p) = pair() else { return };
+    let id = p.remote.new_agent(&["--provider", "claude"]);
+    p.remote.wait_state(&id, "live");
+    let mut app = PtyApp::spawn(p.local.command(&["--host", "box", "attach", &id]), 24, 80);
+    app.wait_text("fake-agent claude session");
+
+    // The bridge sshd runs for the link, and what ssh gave it as stdin and
+    // stdout.
+    let mut bridge = 0;
+    p.local.wait_until("sshd runs the bridge", DEADLINE, || {
+        bridge = p
+            .sshd
+            .connection_pids()
+            .into_iter()
+            .find(|&pid| cmdline(pid).iter().any(|a| a == "bridge"))
+            .unwrap_or(0);
+        bridge != 0
+    });
+    let ends: Vec<String> = open_files(bridge)
+        .into_iter()
+        .filter(|(fd, _)| fd == "0" || fd == "1")
+        .map(|(_, f)| f)
+        .collect();
+    assert_eq!(ends.len(), 2, "the bridge's stdin and stdout: {ends:?}");
+    // The daemon holds both: keys and echo go between ssh and the daemon
+    // with no relay process between (as tmux's server writes to the ssh
+    // session's terminal itself).
+    let daemon = p.remote.daemon_pid();
+    p.local
+        .wait_until("the remote daemon holds the link", DEADLINE, || {
+            ends.iter().all(|f| holds(daemon, f))
+        });
+    app.write(b"through the daemon\r");
+    app.wait_text("answer: through the daemon");
+
+    // A killed bridge ends the link: the daemon lets go of ssh's pipes (no
+    // sshd session is kept open by it) and the attach reconnects.
+    kill(bridge);
+    p.local
+        .wait_until("the remote daemon let go of the link", DEADLINE, || {
+            !ends.iter().any(|f| holds(daemon, f))
+        });
+    wait_said(&p, &app, "reconnected to host \"box\"", 1);
+    app.write(b"after\r");
+    p.remote.wait_screen(&id, "answer: after");
+    app.write(b"\x02d");
+    assert_eq!(app.wait_exit(), Some(0));
+    assert_eq!(p.remote.state_of(&id), "live");
+    assert_eq!(p.remote.daemon_pid(), daemon, "the daemon stayed up");
+}
+
 #[test]
 fn a_wrong_key_an_unreachable_host_and_another_protocol_are_clear_errors() {
     let Some(p) = pair_with(|sshd, remote| {

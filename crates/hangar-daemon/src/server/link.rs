@@ -1,0 +1,292 @@
+//! A far hangar's link, served by the daemon itself.
+//!
+//! `hangar bridge --mux` is what ssh runs on this machine for a hangar on
+//! another one. It hands the daemon its stdin and stdout (`take_link`, then
+//! the two descriptors over the control socket) and waits; the daemon reads
+//! the link's channels (`hangar_protocol::mux`) and serves each as a client
+//! connection of its own. Until then every key and every screen update
+//! crossed the bridge process as well, one more process to wake each way:
+//! what kept key echo over ssh behind tmux's, whose server writes to the
+//! ssh session's terminal itself (issue 31).
+//!
+//! The link lives as long as both ends do: it ends when the far side closes
+//! it (or ssh dies: end of input, a broken pipe) and when the bridge's
+//! control connection closes (the bridge was killed), so a dead link never
+//! keeps an sshd session open.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hangar_protocol::frame::{Decoder, MAX_CLIENT_FRAME};
+use hangar_protocol::mux::{MAX_CHUNK, MuxFrame};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, Interest};
+
+use super::attach_size::ClientSizes;
+use super::conn::Conn;
+use super::connection::{BridgeSocket, Ended, serve};
+use crate::Daemon;
+
+/// What a channel's connection may have unread before the link waits for
+/// it (as a socket's buffer would hold).
+const CHANNEL_INPUT: usize = 256 * 1024;
+/// How long the bridge has to send its descriptors after the reply.
+const DESCRIPTORS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Receive the bridge's stdin and stdout and serve the link on them until
+/// either end closes. The bridge's control connection stays open all the
+/// while: its end (the bridge killed) ends the link.
+pub(super) async fn take_link(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, bridge: BridgeSocket) {
+    let fds = tokio::time::timeout(DESCRIPTORS_TIMEOUT, receive_descriptors(&bridge)).await;
+    let (input, output) = match fds {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(e)) => {
+            tracing::warn!("a bridge's link could not be taken: {e}");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!("a bridge asked to hand over its link and sent nothing");
+            return;
+        }
+    };
+    let mut link = match Link::new(input, output) {
+        Ok(link) => link,
+        Err(e) => {
+            tracing::warn!("a bridge's link could not be served: {e}");
+            return;
+        }
+    };
+    tokio::select! {
+        ended = link.serve(&daemon, &sizes) => {
+            if let Err(e) = ended {
+                tracing::info!("a far hangar's link ended: {e}");
+            }
+        }
+        _ = bridge_gone(&bridge) => tracing::debug!("a bridge left; its link ends"),
+    }
+}
+
+/// The bridge never writes after its descriptors: its socket turns
+/// readable when it closes.
+async fn bridge_gone(bridge: &BridgeSocket) {
+    let socket: &tokio::net::UnixStream = bridge.as_ref();
+    let mut byte = [0u8; 1];
+    loop {
+        if socket.readable().await.is_err() {
+            return;
+        }
+        match socket.try_read(&mut byte) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// The two descriptors of one message from the bridge (close-on-exec: no
+/// agent the daemon starts inherits them).
+async fn receive_descriptors(bridge: &BridgeSocket) -> io::Result<(OwnedFd, OwnedFd)> {
+    let socket: &tokio::net::UnixStream = bridge.as_ref();
+    loop {
+        socket.readable().await?;
+        match socket.try_io(Interest::READABLE, || recv_fds(socket)) {
+            Ok(fds) => return fds,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// One `recvmsg` of a byte and up to two descriptors. `Err(WouldBlock)`
+/// when nothing came yet; the inner result is what the message held.
+#[allow(unsafe_code)]
+fn recv_fds(socket: &tokio::net::UnixStream) -> io::Result<io::Result<(OwnedFd, OwnedFd)>> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+    let mut byte = [0u8; 1];
+    let mut iov = [io::IoSliceMut::new(&mut byte)];
+    let mut space = nix::cmsg_space!([RawFd; 2]);
+    let msg = recvmsg::<()>(
+        socket.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
+    )
+    .map_err(io::Error::from)?;
+    if msg.bytes == 0 {
+        return Ok(Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the bridge closed before sending its descriptors",
+        )));
+    }
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
+        if let ControlMessageOwned::ScmRights(raw) = cmsg {
+            for fd in raw {
+                // SAFETY: the kernel has just installed this descriptor in
+                // this process for this message; nothing else owns it.
+                fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
+            }
+        }
+    }
+    let mut fds = fds.into_iter();
+    Ok(match (fds.next(), fds.next(), fds.next()) {
+        (Some(input), Some(output), None) => Ok((input, output)),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the bridge sent other than two descriptors",
+        )),
+    })
+}
+
+/// The link's two ends: pipes (OpenSSH's sshd gives a command without a
+/// terminal pipes) or Unix sockets.
+struct Link {
+    input: Box<dyn AsyncRead + Unpin + Send>,
+    out: Arc<LinkOut>,
+}
+
+/// The link's output, shared by every channel: frames are written whole,
+/// one writer at a time.
+struct LinkOut(tokio::sync::Mutex<Box<dyn AsyncWrite + Unpin + Send>>);
+
+impl LinkOut {
+    async fn send(&self, frame: &MuxFrame) -> io::Result<()> {
+        let bytes = frame.encode();
+        let mut out = self.0.lock().await;
+        out.write_all(&bytes).await?;
+        out.flush().await
+    }
+}
+
+/// What the bridge passed: a pipe or a socket, else refused.
+fn is_pipe(fd: &OwnedFd) -> io::Result<bool> {
+    use nix::sys::stat::{SFlag, fstat};
+    let kind = SFlag::from_bits_truncate(fstat(fd.as_fd())?.st_mode) & SFlag::S_IFMT;
+    if kind == SFlag::S_IFIFO {
+        Ok(true)
+    } else if kind == SFlag::S_IFSOCK {
+        Ok(false)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the link is neither a pipe nor a socket",
+        ))
+    }
+}
+
+fn socket(fd: OwnedFd) -> io::Result<tokio::net::UnixStream> {
+    let socket = std::os::unix::net::UnixStream::from(fd);
+    socket.set_nonblocking(true)?;
+    tokio::net::UnixStream::from_std(socket)
+}
+
+impl Link {
+    fn new(input: OwnedFd, output: OwnedFd) -> io::Result<Link> {
+        use tokio::net::unix::pipe;
+        let input: Box<dyn AsyncRead + Unpin + Send> = if is_pipe(&input)? {
+            Box::new(pipe::Receiver::from_owned_fd(input)?)
+        } else {
+            Box::new(socket(input)?)
+        };
+        let output: Box<dyn AsyncWrite + Unpin + Send> = if is_pipe(&output)? {
+            Box::new(pipe::Sender::from_owned_fd(output)?)
+        } else {
+            Box::new(socket(output)?)
+        };
+        Ok(Link {
+            input,
+            out: Arc::new(LinkOut(tokio::sync::Mutex::new(output))),
+        })
+    }
+
+    /// Read frames until the far side ends the link. Dropping the channels'
+    /// inputs on the way out ends their connections (an attach released).
+    async fn serve(&mut self, daemon: &Arc<Daemon>, sizes: &Arc<ClientSizes>) -> io::Result<()> {
+        let mut channels: HashMap<u32, DuplexStream> = HashMap::new();
+        let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
+        let mut buf = vec![0u8; 128 * 1024];
+        loop {
+            let n = self.input.read(&mut buf).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            decoder.push(&buf[..n]);
+            loop {
+                let (tag, payload) = match decoder.next_raw() {
+                    Ok(Some(raw)) => raw,
+                    Ok(None) => break,
+                    Err(e) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("the far hangar sent a bad frame: {e}"),
+                        ));
+                    }
+                };
+                match MuxFrame::decode(tag, &payload) {
+                    Some(MuxFrame::Open(channel)) => {
+                        let input = self.open(daemon, sizes, channel);
+                        channels.insert(channel, input);
+                    }
+                    Some(MuxFrame::Data(channel, bytes)) => {
+                        let failed = match channels.get_mut(&channel) {
+                            Some(input) => input.write_all(&bytes).await.is_err(),
+                            None => false,
+                        };
+                        if failed {
+                            channels.remove(&channel);
+                        }
+                    }
+                    Some(MuxFrame::Close(channel, _)) => {
+                        channels.remove(&channel);
+                    }
+                    Some(MuxFrame::Ready(_) | MuxFrame::Unknown(_)) => {}
+                    None => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("the far hangar sent a short frame (tag {tag})"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// A new connection on `channel`: its requests come from the returned
+    /// input, its frames go onto the link as the channel's data, and its
+    /// end closes the channel.
+    fn open(&self, daemon: &Arc<Daemon>, sizes: &Arc<ClientSizes>, channel: u32) -> DuplexStream {
+        // Dropping `input` (the channel closed, the link ended) is the end
+        // of `requests`: the connection ends and releases its attach.
+        let (input, requests) = tokio::io::duplex(CHANNEL_INPUT);
+        let (conn, mut out_rx) = Conn::new();
+        let out = self.out.clone();
+        let writer = tokio::spawn(async move {
+            while let Some(bytes) = out_rx.recv().await {
+                for chunk in bytes.chunks(MAX_CHUNK) {
+                    if out
+                        .send(&MuxFrame::Data(channel, chunk.to_vec()))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+            let _ = out.send(&MuxFrame::Close(channel, String::new())).await;
+        });
+        let (daemon, sizes) = (daemon.clone(), sizes.clone());
+        tokio::spawn(async move {
+            let ended = serve(daemon.clone(), sizes, requests, &conn, None, false).await;
+            drop(conn);
+            let _ = writer.await;
+            if matches!(ended, Ended::Shutdown) {
+                daemon.shutdown().await;
+            }
+        });
+        input
+    }
+}

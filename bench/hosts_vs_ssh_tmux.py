@@ -13,8 +13,9 @@ reads; the measures are bench/attach_vs_tmux.py's:
 - echo latency: one key written to the client's terminal until the client
   shows it (key -> ssh -> sshd -> server -> PTY echo -> back), median, p95.
 
-hangar: `hangar --host bench attach ID`, i.e. `ssh -T ... hangar bridge`
-relaying the remote daemon's socket. tmux: `ssh -t bench-alias tmux attach`,
+hangar: `hangar --host bench attach ID`, i.e. `ssh -T ... hangar bridge
+--mux`, which hands ssh's stdin and stdout to the remote daemon (the daemon
+reads and writes the link itself). tmux: `ssh -t bench-alias tmux attach`,
 the usual way to reach a remote tmux.
 
 Usage: bench/hosts_vs_ssh_tmux.py [--hangar PATH] [--mb 10] [--keys 200] [--rounds N]

@@ -17,6 +17,8 @@
 # Each step's wall, user and sys CPU (GNU time) and the load average before
 # and after go to $WORK/<rev>-<round>-<step>.time; the cargo output (with
 # every test binary's "finished in") to the matching .log.
+# REV_BEFORE "-" times REV_AFTER alone (its figures beside a before side
+# measured earlier on the same machine).
 set -euo pipefail
 before=${1:?REV_BEFORE}
 after=${2:?REV_AFTER}
@@ -41,6 +43,7 @@ step() { # LABEL DIR NAME CMD...
 
 for round in $(seq 1 "$rounds"); do
     for rev in "$before" "$after"; do
+        [ "$rev" = - ] && continue
         label="$(git -C "$repo" rev-parse --short "$rev")-$round"
         dir="$work/$label"
         rm -rf "$dir"

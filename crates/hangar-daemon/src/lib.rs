@@ -8,7 +8,8 @@
 //! and exits with the workspace saved.
 
 // No unsafe code, but for the one `pre_exec` of a sandboxed launch
-// (`pty::spawn_real_pty`), allowed there alone.
+// (`pty::spawn_real_pty`) and the descriptors a bridge passes
+// (`server::link::recv_fds`), allowed there alone.
 #![deny(unsafe_code)]
 
 pub mod activity;

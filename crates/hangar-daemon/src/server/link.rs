@@ -290,3 +290,142 @@ impl Link {
         input
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_protocol::frame::{self, Frame};
+    use hangar_protocol::message::{Hello, PROTOCOL_VERSION, Request};
+    use std::io::{Read, Write};
+
+    use crate::on_a_fake_machine::with_sessions;
+
+    /// The far hangar's end of a link served on two pipes: what it writes
+    /// and what it reads, and the link's task.
+    struct Far {
+        to_daemon: std::io::PipeWriter,
+        from_daemon: std::io::PipeReader,
+        decoder: Decoder,
+        served: tokio::task::JoinHandle<io::Result<()>>,
+    }
+
+    impl Far {
+        fn start(daemon: Arc<Daemon>) -> Far {
+            let (input, to_daemon) = std::io::pipe().unwrap();
+            let (from_daemon, output) = std::io::pipe().unwrap();
+            let mut link = Link::new(input.into(), output.into()).unwrap();
+            let sizes = Arc::new(ClientSizes::default());
+            let served = tokio::spawn(async move { link.serve(&daemon, &sizes).await });
+            Far {
+                to_daemon,
+                from_daemon,
+                decoder: Decoder::new(MAX_CLIENT_FRAME),
+                served,
+            }
+        }
+
+        fn send(&mut self, frame: &MuxFrame) {
+            self.to_daemon.write_all(&frame.encode()).unwrap();
+        }
+
+        fn request(&mut self, channel: u32, id: u64, request: Request) {
+            let bytes = frame::encode(frame::TAG_MESSAGE, &request.encode(id));
+            self.send(&MuxFrame::Data(channel, bytes));
+        }
+
+        /// The next mux frame from the daemon (blocking: run off the runtime).
+        fn next(&mut self) -> MuxFrame {
+            let mut buf = [0u8; 64 * 1024];
+            loop {
+                if let Some((tag, payload)) = self.decoder.next_raw().unwrap() {
+                    return MuxFrame::decode(tag, &payload).expect("a whole mux frame");
+                }
+                let n = self.from_daemon.read(&mut buf).unwrap();
+                assert!(n > 0, "the daemon closed the link");
+                self.decoder.push(&buf[..n]);
+            }
+        }
+
+        /// The next reply on `channel`, as JSON.
+        fn reply(&mut self, channel: u32) -> serde_json::Value {
+            let mut inner = Decoder::new(MAX_CLIENT_FRAME);
+            loop {
+                match self.next() {
+                    MuxFrame::Data(c, bytes) if c == channel => inner.push(&bytes),
+                    other => panic!("expected data on channel {channel}, got {other:?}"),
+                }
+                if let Some(Frame::Message(m)) = inner.next_frame().unwrap() {
+                    return serde_json::from_slice(&m).unwrap();
+                }
+            }
+        }
+    }
+
+    fn hello() -> Request {
+        Request::Hello(Hello {
+            protocol_version: PROTOCOL_VERSION,
+            client: "test".into(),
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_channel_of_a_link_is_a_connection_of_its_own_and_its_close_is_answered() {
+        let machine = with_sessions(&[], &[]);
+        let mut far = Far::start(machine.daemon.clone());
+        far = tokio::task::spawn_blocking(move || {
+            far.send(&MuxFrame::Open(1));
+            far.send(&MuxFrame::Open(2));
+            // Channel 2 greets first: the channels do not wait on each other.
+            far.request(2, 1, hello());
+            assert_eq!(far.reply(2)["ok"], true);
+            far.request(1, 1, hello());
+            assert_eq!(far.reply(1)["ok"], true);
+            far.request(1, 2, Request::List);
+            let listed = far.reply(1);
+            assert_eq!(listed["id"], 2);
+            assert_eq!(listed["ok"], true, "{listed}");
+            // A request before the handshake is refused on that channel
+            // only, and its connection ends there.
+            far.send(&MuxFrame::Open(3));
+            far.request(3, 7, Request::List);
+            assert_eq!(far.reply(3)["ok"], false);
+            assert_eq!(far.next(), MuxFrame::Close(3, String::new()));
+            // Closing a channel ends its connection: the daemon says so.
+            far.send(&MuxFrame::Close(2, String::new()));
+            assert_eq!(far.next(), MuxFrame::Close(2, String::new()));
+            far
+        })
+        .await
+        .unwrap();
+        // The far side leaving ends the link, and the open channel with it.
+        drop(far.to_daemon);
+        far.served.await.unwrap().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_bad_frame_ends_the_link_with_a_reason_and_the_daemon_stays_up() {
+        let machine = with_sessions(&[], &[]);
+        let daemon = machine.daemon.clone();
+        let mut far = Far::start(daemon.clone());
+        // A frame header (length, then tag) announcing more than any
+        // client may send.
+        far.to_daemon
+            .write_all(&[0xff, 0xff, 0xff, 0xff, frame::TAG_MESSAGE])
+            .unwrap();
+        let ended = far.served.await.unwrap();
+        let e = ended.expect_err("a bad frame ends the link");
+        assert!(e.to_string().contains("bad frame"), "{e}");
+        // Another link is served as before.
+        let mut again = Far::start(daemon);
+        let again = tokio::task::spawn_blocking(move || {
+            again.send(&MuxFrame::Open(9));
+            again.request(9, 1, hello());
+            assert_eq!(again.reply(9)["ok"], true);
+            again
+        })
+        .await
+        .unwrap();
+        drop(again.to_daemon);
+        again.served.await.unwrap().unwrap();
+    }
+}

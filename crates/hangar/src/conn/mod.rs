@@ -75,3 +75,9 @@ pub fn local_stream(paths: &Paths) -> anyhow::Result<UnixStream> {
     let socket = paths.socket();
     UnixStream::connect(&socket).with_context(|| format!("cannot connect to {}", socket.display()))
 }
+
+/// Two connected Unix streams, for a test that plays the daemon on one.
+#[cfg(test)]
+pub fn stream_pair() -> (UnixStream, UnixStream) {
+    UnixStream::pair().expect("a socket pair")
+}

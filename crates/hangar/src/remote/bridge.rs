@@ -61,8 +61,17 @@ fn hand_over_link(paths: &Paths) -> anyhow::Result<Option<UnixStream>> {
     if !pipes_or_sockets() {
         return Ok(None);
     }
-    let stream = checked_stream(paths)?;
-    let socket = stream.try_clone()?;
+    let socket = checked_stream(paths)?;
+    if !daemon_takes_link(socket.try_clone()?)? {
+        return Ok(None);
+    }
+    send_link(&socket)?;
+    Ok(Some(socket))
+}
+
+/// Greet the daemon on `stream` and ask it to take the link; `false` from
+/// a daemon that does not know `take_link` (older than this bridge).
+fn daemon_takes_link(stream: UnixStream) -> anyhow::Result<bool> {
     let mut daemon = Client::from_stream(stream);
     daemon
         .request(Request::Hello(Hello {
@@ -70,14 +79,16 @@ fn hand_over_link(paths: &Paths) -> anyhow::Result<Option<UnixStream>> {
             client: format!("hangar-bridge {}", env!("CARGO_PKG_VERSION")),
         }))
         .context("the daemon refused the bridge's handshake")?;
-    if let Err(e) = api::ask::<kind::TakeLink>(&mut daemon, ()) {
-        let older = e
-            .downcast_ref::<DaemonError>()
-            .is_some_and(|d| d.0.code == codes::UNKNOWN_KIND);
-        return if older { Ok(None) } else { Err(e) };
+    match api::ask::<kind::TakeLink>(&mut daemon, ()) {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.downcast_ref::<DaemonError>()
+                .is_some_and(|d| d.0.code == codes::UNKNOWN_KIND) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e),
     }
-    send_link(&socket)?;
-    Ok(Some(socket))
 }
 
 /// Whether stdin and stdout are what ssh gives a command without a
@@ -311,5 +322,82 @@ fn relay(daemon: UnixStream) -> anyhow::Result<ExitCode> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e).context("lost the connection to the local daemon"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_protocol::frame::{self, Frame};
+    use hangar_protocol::message::Reply;
+
+    /// A daemon on the other end of `ours` that greets and then answers
+    /// `take_link` with `answer`.
+    fn fake_daemon(ours: UnixStream, answer: fn(u64) -> Reply) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let mut stream = ours;
+            let mut decoder = Decoder::new(MAX_CLIENT_FRAME);
+            let mut buf = [0u8; 4096];
+            loop {
+                let request = match decoder.next_frame().unwrap() {
+                    Some(Frame::Message(m)) => Request::decode(&m).unwrap(),
+                    Some(other) => panic!("unexpected frame {other:?}"),
+                    None => {
+                        let n = stream.read(&mut buf).unwrap();
+                        if n == 0 {
+                            return;
+                        }
+                        decoder.push(&buf[..n]);
+                        continue;
+                    }
+                };
+                let reply = match request {
+                    (id, Request::Hello(_)) => Reply::ok(
+                        id,
+                        serde_json::json!({"protocol_version": PROTOCOL_VERSION}),
+                    ),
+                    (id, Request::TakeLink) => answer(id),
+                    (id, other) => panic!("unexpected request {id} {other:?}"),
+                };
+                let bytes = frame::encode(frame::TAG_MESSAGE, &reply.encode());
+                stream.write_all(&bytes).unwrap();
+            }
+        })
+    }
+
+    #[test]
+    fn a_daemon_that_knows_take_link_is_handed_the_link() {
+        let (ours, theirs) = conn::stream_pair();
+        let daemon = fake_daemon(theirs, |id| {
+            Reply::ok(id, serde_json::json!({"send_descriptors": true}))
+        });
+        assert!(daemon_takes_link(ours).unwrap());
+        daemon.join().unwrap();
+    }
+
+    #[test]
+    fn an_older_daemon_gets_a_relaying_bridge_and_a_refusal_is_an_error() {
+        let (ours, theirs) = conn::stream_pair();
+        let daemon = fake_daemon(theirs, |id| {
+            Reply::err(
+                id,
+                codes::UNKNOWN_KIND,
+                "unknown request kind \"take_link\"",
+            )
+        });
+        assert!(!daemon_takes_link(ours).unwrap(), "older: relay");
+        daemon.join().unwrap();
+
+        let (ours, theirs) = conn::stream_pair();
+        let daemon = fake_daemon(theirs, |id| {
+            Reply::err(
+                id,
+                codes::BAD_REQUEST,
+                "a link is handed over on the control socket only",
+            )
+        });
+        let e = daemon_takes_link(ours).unwrap_err();
+        assert!(format!("{e:#}").contains("control socket only"), "{e:#}");
+        daemon.join().unwrap();
     }
 }

@@ -390,6 +390,15 @@ mod tests {
             far.request(3, 7, Request::List);
             assert_eq!(far.reply(3)["ok"], false);
             assert_eq!(far.next(), MuxFrame::Close(3, String::new()));
+            // A link is handed over on the control socket only, never on
+            // one of a link's own channels.
+            far.request(1, 3, Request::TakeLink);
+            let refused = far.reply(1);
+            assert_eq!(refused["ok"], false);
+            assert!(
+                refused.to_string().contains("control socket only"),
+                "{refused}"
+            );
             // Closing a channel ends its connection: the daemon says so.
             far.send(&MuxFrame::Close(2, String::new()));
             assert_eq!(far.next(), MuxFrame::Close(2, String::new()));

@@ -312,6 +312,16 @@ fn the_remote_daemon_reads_and_writes_the_ssh_link_itself_and_a_killed_bridge_en
         });
     app.write(b"through the daemon\r");
     app.wait_text("answer: through the daemon");
+    // ssh's pipes are the daemon's alone: an agent started after the link
+    // was taken does not inherit them (they would keep a dead link open).
+    let later = p.remote.new_agent(&["--provider", "claude"]);
+    p.remote.wait_state(&later, "live");
+    let agent = p.remote.pid_of(&later);
+    assert!(
+        !ends.iter().any(|f| holds(agent, f)),
+        "the agent holds the link: {:?}",
+        open_files(agent)
+    );
 
     // A killed bridge ends the link: the daemon lets go of ssh's pipes (no
     // sshd session is kept open by it) and the attach reconnects.

@@ -11,7 +11,7 @@ use hangar_protocol::message::{self as msg, PROTOCOL_VERSION, Reply, Request, co
 use hangar_protocol::reply;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::net::unix::OwnedReadHalf;
+use tokio::task::JoinHandle;
 
 use super::attach::{Attached, start_attach};
 use super::attach_size::ClientSizes;
@@ -268,8 +268,22 @@ pub(super) async fn serve<R: AsyncRead + Unpin>(
     Ended::Closed
 }
 
-/// The bridge's socket, for its descriptors.
-pub(super) type BridgeSocket = OwnedReadHalf;
+/// A connection's end: its way out closed, everything queued written, then
+/// the daemon stopped if the client asked. Only in that order: the process
+/// exits when shutdown ends, and a reply still queued then was lost ("the
+/// daemon closed the connection").
+pub(super) async fn close(
+    daemon: &Arc<Daemon>,
+    conn: Conn,
+    writer: JoinHandle<()>,
+    stop_daemon: bool,
+) {
+    drop(conn);
+    let _ = writer.await;
+    if stop_daemon {
+        daemon.shutdown().await;
+    }
+}
 
 pub(super) fn error_reply(id: u64, e: ApiError) -> Reply {
     Reply::err_with(id, e.code, e.message, e.detail)

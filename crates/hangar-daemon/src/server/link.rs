@@ -26,8 +26,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream
 
 use super::attach_size::ClientSizes;
 use super::conn::Conn;
-use super::connection::{BridgeSocket, Ended, serve};
+use super::connection::{Ended, close, serve};
 use crate::Daemon;
+
+/// The bridge's socket (its reading half), for its descriptors.
+pub(super) type BridgeSocket = tokio::net::unix::OwnedReadHalf;
 
 /// What a channel's connection may have unread before the link waits for
 /// it (as a socket's buffer would hold).
@@ -266,12 +269,15 @@ impl Link {
         let out = self.out.clone();
         let writer = tokio::spawn(async move {
             while let Some(bytes) = out_rx.recv().await {
-                for chunk in bytes.chunks(MAX_CHUNK) {
-                    if out
-                        .send(&MuxFrame::Data(channel, chunk.to_vec()))
-                        .await
-                        .is_err()
-                    {
+                // A frame of the connection is most often one chunk: it
+                // goes as it is, not copied.
+                let frames = if bytes.len() <= MAX_CHUNK {
+                    vec![bytes]
+                } else {
+                    bytes.chunks(MAX_CHUNK).map(<[u8]>::to_vec).collect()
+                };
+                for chunk in frames {
+                    if out.send(&MuxFrame::Data(channel, chunk)).await.is_err() {
                         return;
                     }
                 }
@@ -281,11 +287,7 @@ impl Link {
         let (daemon, sizes) = (daemon.clone(), sizes.clone());
         tokio::spawn(async move {
             let ended = serve(daemon.clone(), sizes, requests, &conn, None, false).await;
-            drop(conn);
-            let _ = writer.await;
-            if matches!(ended, Ended::Shutdown) {
-                daemon.shutdown().await;
-            }
+            close(&daemon, conn, writer, matches!(ended, Ended::Shutdown)).await;
         });
         input
     }

@@ -13,7 +13,7 @@ use tokio::net::UnixStream;
 
 use super::attach_size::ClientSizes;
 use super::conn::Conn;
-use super::connection::{Ended, HANDSHAKE_TIMEOUT, serve};
+use super::connection::{Ended, HANDSHAKE_TIMEOUT, close, serve};
 use crate::Daemon;
 
 fn peer_is_us(stream: &UnixStream) -> bool {
@@ -75,12 +75,5 @@ pub(super) async fn handle(
     if let Ended::TakeLink(reader) = ended {
         super::link::take_link(daemon.clone(), sizes, reader).await;
     }
-    drop(conn);
-    let _ = writer_task.await;
-    // Only after the reply is written: the process exits when shutdown
-    // ends, and a reply still queued then was lost ("the daemon closed the
-    // connection").
-    if stop_daemon {
-        daemon.shutdown().await;
-    }
+    close(&daemon, conn, writer_task, stop_daemon).await;
 }

@@ -365,39 +365,40 @@ mod tests {
         })
     }
 
+    /// `daemon_takes_link` against a fake daemon answering `take_link` with
+    /// `answer`.
+    fn asked(answer: fn(u64) -> Reply) -> anyhow::Result<bool> {
+        let (ours, theirs) = conn::stream_pair();
+        let daemon = fake_daemon(theirs, answer);
+        let taken = daemon_takes_link(ours);
+        daemon.join().unwrap();
+        taken
+    }
+
     #[test]
     fn a_daemon_that_knows_take_link_is_handed_the_link() {
-        let (ours, theirs) = conn::stream_pair();
-        let daemon = fake_daemon(theirs, |id| {
-            Reply::ok(id, serde_json::json!({"send_descriptors": true}))
-        });
-        assert!(daemon_takes_link(ours).unwrap());
-        daemon.join().unwrap();
+        let taken = asked(|id| Reply::ok(id, serde_json::json!({"send_descriptors": true})));
+        assert!(taken.unwrap());
     }
 
     #[test]
     fn an_older_daemon_gets_a_relaying_bridge_and_a_refusal_is_an_error() {
-        let (ours, theirs) = conn::stream_pair();
-        let daemon = fake_daemon(theirs, |id| {
+        let older = asked(|id| {
             Reply::err(
                 id,
                 codes::UNKNOWN_KIND,
                 "unknown request kind \"take_link\"",
             )
         });
-        assert!(!daemon_takes_link(ours).unwrap(), "older: relay");
-        daemon.join().unwrap();
-
-        let (ours, theirs) = conn::stream_pair();
-        let daemon = fake_daemon(theirs, |id| {
+        assert!(!older.unwrap(), "older: relay");
+        let refused = asked(|id| {
             Reply::err(
                 id,
                 codes::BAD_REQUEST,
                 "a link is handed over on the control socket only",
             )
         });
-        let e = daemon_takes_link(ours).unwrap_err();
+        let e = refused.unwrap_err();
         assert!(format!("{e:#}").contains("control socket only"), "{e:#}");
-        daemon.join().unwrap();
     }
 }

@@ -146,13 +146,20 @@ fn a_session_is_created_listed_sent_to_and_closed_on_the_remote_home_through_hos
     drop(p);
 }
 
+/// A live claude session on the remote home, attached from this one
+/// through host `box` (its screen shown).
+fn attached_through_box(p: &Pair) -> (String, PtyApp) {
+    let id = p.remote.new_agent(&["--provider", "claude"]);
+    p.remote.wait_state(&id, "live");
+    let app = PtyApp::spawn(p.local.command(&["--host", "box", "attach", &id]), 24, 80);
+    app.wait_text("fake-agent claude session");
+    (id, app)
+}
+
 #[test]
 fn attach_through_host_passes_keys_and_detaches_leaving_the_session_live() {
     let Some(p) = pair() else { return };
-    let id = p.remote.new_agent(&["--provider", "claude"]);
-    p.remote.wait_state(&id, "live");
-    let mut app = PtyApp::spawn(p.local.command(&["--host", "box", "attach", &id]), 24, 80);
-    app.wait_text("fake-agent claude session");
+    let (id, mut app) = attached_through_box(&p);
     app.write(b"over the link\r");
     app.wait_text("answer: over the link");
     app.write(b"\x02d");
@@ -199,10 +206,8 @@ fn wait_said(p: &Pair, app: &PtyApp, needle: &str, times: usize) {
 #[test]
 fn a_killed_ssh_link_leaves_the_remote_session_live_and_attach_reconnects_without_replaying() {
     let Some(p) = pair() else { return };
-    let id = p.remote.new_agent(&["--provider", "claude"]);
-    let agent = p.remote.wait_state(&id, "live")["pid"].clone();
-    let mut app = PtyApp::spawn(p.local.command(&["--host", "box", "attach", &id]), 24, 80);
-    app.wait_text("fake-agent claude session");
+    let (id, mut app) = attached_through_box(&p);
+    let agent = p.remote.session(&id)["pid"].clone();
     app.write(b"before\r");
     app.wait_text("answer: before");
 
@@ -279,10 +284,7 @@ fn holds(pid: i32, file: &str) -> bool {
 #[test]
 fn the_remote_daemon_reads_and_writes_the_ssh_link_itself_and_a_killed_bridge_ends_it() {
     let Some(p) = pair() else { return };
-    let id = p.remote.new_agent(&["--provider", "claude"]);
-    p.remote.wait_state(&id, "live");
-    let mut app = PtyApp::spawn(p.local.command(&["--host", "box", "attach", &id]), 24, 80);
-    app.wait_text("fake-agent claude session");
+    let (id, mut app) = attached_through_box(&p);
 
     // The bridge sshd runs for the link, and what ssh gave it as stdin and
     // stdout.

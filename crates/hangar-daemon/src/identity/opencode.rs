@@ -132,8 +132,9 @@ impl Identity {
             loop {
                 let exited = tokio::select! {
                     _ = files.changed(super::POLL) => false,
-                    // No change of the files may follow a look that failed.
-                    _ = tokio::time::sleep(super::POLL), if looks.failed => false,
+                    // No change of the files may follow a look that failed
+                    // or came too soon.
+                    _ = tokio::time::sleep(super::POLL), if looks.retrying() => false,
                     _ = exit.wait_for(|e| e.is_some()) => true,
                 };
                 let current = daemon
@@ -214,7 +215,7 @@ impl Identity {
         };
         let Some(own) = own_conversation(&conversations, &me, &|c| claimed.iter().any(|h| h == c))
         else {
-            return Look::Done;
+            return Look::Unmatched;
         };
         let observed = Observation {
             id: own.id.clone(),
@@ -236,15 +237,39 @@ struct Looks {
     /// The last look could not read the database (OpenCode mid-commit, a
     /// lock held past the busy wait): the next one must, files changed or not.
     failed: bool,
+    /// Looks in a row that read the database and found no conversation
+    /// holding this session's prompts yet, since its last prompt.
+    unmatched: u32,
 }
+
+/// How many looks on the timer an unmatched prompt gets (about 20 s at
+/// `POLL`). OpenCode's write of a prompt may land in the same clock tick
+/// and at the same file size as the write the last look saw (the stamp's
+/// time is the kernel's coarse one), so no change of the stamp is promised;
+/// bounded, so a prompt that never reached OpenCode costs nothing for long.
+const UNMATCHED_LOOKS: u32 = 30;
 
 impl Looks {
     fn due(&self, now: &(DatabaseStamp, usize)) -> bool {
-        self.failed || self.seen.as_ref() != Some(now)
+        self.retrying() || self.seen.as_ref() != Some(now)
+    }
+
+    /// Whether the next look is taken on the timer, the files changed or not.
+    fn retrying(&self) -> bool {
+        self.failed || (self.unmatched > 0 && self.unmatched < UNMATCHED_LOOKS)
     }
 
     fn done(&mut self, seen: (DatabaseStamp, usize), look: Look) {
+        let prompts_before = self.seen.as_ref().map(|(_, typed)| *typed);
+        if prompts_before != Some(seen.1) {
+            self.unmatched = 0;
+        }
         self.failed = look == Look::Failed;
+        self.unmatched = match look {
+            Look::Unmatched => self.unmatched.saturating_add(1),
+            Look::Done => 0,
+            Look::Failed => self.unmatched,
+        };
         self.seen = Some(seen);
     }
 }
@@ -256,6 +281,8 @@ enum Look {
     Done,
     /// The database could not be read; a later look must read it.
     Failed,
+    /// Read, and no conversation holds this session's prompts yet.
+    Unmatched,
 }
 
 #[cfg(test)]
@@ -277,6 +304,26 @@ mod tests {
         assert!(looks.due(&(DatabaseStamp::of(&db), 2)), "a new prompt");
         std::fs::write(&db, b"xy").unwrap();
         assert!(looks.due(&stamp()), "the database changed");
+    }
+
+    #[test]
+    fn a_look_that_found_no_conversation_is_taken_again_a_bounded_number_of_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("opencode.db");
+        std::fs::write(&db, b"x").unwrap();
+        let stamp = |prompts| (DatabaseStamp::of(&db), prompts);
+        let mut looks = Looks::default();
+        for _ in 1..UNMATCHED_LOOKS {
+            looks.done(stamp(1), Look::Unmatched);
+            assert!(looks.due(&stamp(1)), "nothing changed, taken again");
+        }
+        looks.done(stamp(1), Look::Unmatched);
+        assert!(!looks.due(&stamp(1)), "given up until something changes");
+        assert!(looks.due(&stamp(2)), "a new prompt");
+        looks.done(stamp(2), Look::Unmatched);
+        assert!(looks.retrying(), "a new prompt gets its own looks");
+        looks.done(stamp(2), Look::Done);
+        assert!(!looks.due(&stamp(2)), "found: no look until a change");
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod governor;
 pub mod hosts;
 pub mod import_merge;
 pub mod in_use;
+pub mod keys;
 pub mod ledger;
 pub mod lookup;
 pub mod model;

@@ -189,6 +189,16 @@ pub struct Attach {
     /// `history_end` in the reply); older clients never ask.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub history_events: bool,
+    /// The client's terminal is a terminal and it offers it: when the
+    /// reply says `send_terminal`, the client sends one byte carrying its
+    /// terminal's descriptor (SCM_RIGHTS), and the daemon reads its keys
+    /// and writes the session's output there itself, as tmux's server does
+    /// (no relay through the client: key echo as fast as tmux's). The
+    /// event `{"event": "terminal", "taken": bool}` says whether it did;
+    /// when not, the connection carries the terminal's bytes as before.
+    /// Older daemons ignore it and never say `send_terminal`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub terminal: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -648,6 +648,10 @@ pub struct Attached {
     pub detach_key: String,
     #[serde(default)]
     pub history_end: Option<u64>,
+    /// The daemon waits for the terminal the client offered (`terminal`
+    /// in the request): one byte with its descriptor comes next.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub send_terminal: bool,
 }
 
 /// `detach`.

@@ -3,6 +3,12 @@
 //! Raw mode in, bytes through unchanged (bracketed paste included), the
 //! server's screen first and the live stream after. A detach key (default
 //! `Ctrl-b d`) leaves with the terminal restored and the session running.
+//!
+//! On this machine the daemon takes the terminal itself (as tmux's server
+//! does): it reads the keys and writes the output, and this process only
+//! sends resizes and waits for the end. Elsewhere (another host, a daemon
+//! that declines, stdin or stdout not the terminal) this process relays
+//! the terminal's bytes over the connection.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -15,74 +21,11 @@ use hangar_protocol::message as msg;
 
 use crate::api;
 use crate::conn::{Client, Incoming, Target};
-use crate::keys::{DetachKey, PassThroughFilter};
+use hangar_core::keys::{DetachFilter, DetachKey};
 
 /// Modes a session may have switched on that must not leak into the shell.
 const RESET_TERMINAL: &[u8] =
     b"\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1l\x1b>\x1b[0m\x1b[?25h";
-
-/// Splits keyboard input into bytes for the session and a detach request.
-/// The prefix is found by the TUI's pass-through filter, so a prefix byte
-/// inside a bracketed paste is pasted text, never the start of a detach.
-#[derive(Debug)]
-pub struct InputFilter {
-    key: DetachKey,
-    prefix: PassThroughFilter,
-    pending_prefix: bool,
-}
-
-impl InputFilter {
-    pub fn new(key: DetachKey) -> Self {
-        InputFilter {
-            key,
-            prefix: PassThroughFilter::new(key.prefix),
-            pending_prefix: false,
-        }
-    }
-
-    /// The start of a sequence a read cut off waits for its rest.
-    pub fn pending(&self) -> bool {
-        self.prefix.pending()
-    }
-
-    /// No byte came for the escape time: the bytes held go to the session.
-    pub fn flush(&mut self) -> Vec<u8> {
-        self.prefix.flush()
-    }
-
-    /// Returns the bytes to forward and whether the user asked to detach.
-    pub fn feed(&mut self, input: &[u8]) -> (Vec<u8>, bool) {
-        let mut out = Vec::with_capacity(input.len());
-        let mut rest = input.to_vec();
-        loop {
-            if self.pending_prefix {
-                let Some(&b) = rest.first() else {
-                    return (out, false);
-                };
-                self.pending_prefix = false;
-                if b == self.key.key {
-                    return (out, true);
-                }
-                // Prefix twice sends one literal prefix; anything else passes
-                // both (the key itself goes through the filter: it may start
-                // a paste).
-                out.push(self.key.prefix);
-                if b == self.key.prefix {
-                    rest.remove(0);
-                }
-            }
-            let split = self.prefix.feed(&rest);
-            out.extend_from_slice(&split.forward);
-            match split.left {
-                None => return (out, false),
-                Some(after) => {
-                    self.pending_prefix = true;
-                    rest = after;
-                }
-            }
-        }
-    }
-}
 
 struct RawMode;
 
@@ -104,7 +47,8 @@ impl Drop for RawMode {
 
 pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    let (mut client, reply) = open(target, id, (cols, rows))?;
+    let offer_terminal = target.host.is_none() && stdin_and_stdout_are_one_terminal();
+    let (mut client, reply) = open(target, id, (cols, rows), offer_terminal)?;
     let session = reply.id;
     let key = DetachKey::parse(&reply.detach_key);
     eprintln!(
@@ -112,7 +56,12 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
         session.get(..8).unwrap_or(&session),
         key.describe()
     );
+    // Raw before the terminal is handed over: the daemon writes the screen
+    // the moment it has it.
     let raw = RawMode::enable()?;
+    if reply.send_terminal && hand_over_terminal(&mut client)? {
+        return attached_by_the_daemon(client, &session, (cols, rows), raw);
+    }
     // The input thread's way to the daemon; None while a link to another
     // host is down, and then typing is dropped, never queued: a key sent
     // once is never sent again by a reconnect.
@@ -137,7 +86,7 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
                     *w = None;
                 }
             };
-            let mut filter = InputFilter::new(key);
+            let mut filter = DetachFilter::new(key);
             let mut stdin = std::io::stdin();
             let mut buf = [0u8; 4096];
             loop {
@@ -146,7 +95,7 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
                 }
                 // Bytes a read cut off wait the escape time for their rest.
                 let wait = if filter.pending() {
-                    crate::keys::ESCAPE_TIME
+                    hangar_core::keys::ESCAPE_TIME
                 } else {
                     Duration::from_millis(100)
                 };
@@ -244,16 +193,7 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
     }
     done.store(true, Ordering::Relaxed);
     drop(raw);
-    match ended {
-        Some(code) => eprintln!(
-            "\r\n[hangar] session {} exited (code {code})",
-            session.get(..8).unwrap_or(&session)
-        ),
-        None => eprintln!(
-            "\r\n[hangar] detached from {}; it keeps running",
-            session.get(..8).unwrap_or(&session)
-        ),
-    }
+    say_how_it_ended(&session, ended);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -262,6 +202,7 @@ fn open(
     target: &Target,
     id: &str,
     (cols, rows): (u16, u16),
+    terminal: bool,
 ) -> anyhow::Result<(Client, hangar_protocol::reply::Attached)> {
     let mut client = target.connect()?;
     let reply = api::attach(
@@ -272,9 +213,115 @@ fn open(
             rows,
             history: None,
             history_events: false,
+            terminal,
         },
     )?;
     Ok((client, reply))
+}
+
+/// Whether fd 0 and fd 1 are the same terminal (the one the daemon may
+/// take); a redirected stdin or stdout keeps the relay.
+fn stdin_and_stdout_are_one_terminal() -> bool {
+    use std::io::IsTerminal;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let terminal = |fd: std::os::fd::BorrowedFd<'_>| {
+        if !fd.is_terminal() {
+            return None;
+        }
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        file.metadata().ok().map(|m| m.rdev())
+    };
+    let input = terminal(std::io::stdin().as_fd());
+    input.is_some() && input == terminal(std::io::stdout().as_fd())
+}
+
+/// Send the daemon this terminal and wait for its word: `true` when it
+/// took it, `false` when this process is to relay after all.
+fn hand_over_terminal(client: &mut Client) -> anyhow::Result<bool> {
+    use std::os::fd::AsRawFd;
+    client.send_descriptors(&[std::io::stdin().as_raw_fd()])?;
+    loop {
+        match client.read()? {
+            Incoming::Event(e) if e["event"] == "terminal" => {
+                return Ok(e["taken"] == true);
+            }
+            Incoming::Data(d) => {
+                // Not sent before the daemon's word; written if ever.
+                let mut out = std::io::stdout();
+                out.write_all(&d)?;
+                out.flush()?;
+            }
+            Incoming::Event(_) | Incoming::Reply(_) => {}
+        }
+    }
+}
+
+/// The daemon reads and writes the terminal: this process passes on size
+/// changes, asks to detach when the daemon saw the detach key, and waits
+/// for the detach or the session's exit.
+fn attached_by_the_daemon(
+    client: Client,
+    session: &str,
+    (cols, rows): (u16, u16),
+    raw: RawMode,
+) -> anyhow::Result<ExitCode> {
+    let writer = Arc::new(Mutex::new(client.writer()?));
+    let done = Arc::new(AtomicBool::new(false));
+    {
+        let (writer, done) = (writer.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut last = (cols, rows);
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if let Ok(now) = crossterm::terminal::size()
+                    && now != last
+                {
+                    last = now;
+                    let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
+                    if api::send_resize(&mut w, now.0, now.1).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+    let mut client = client;
+    let ended = loop {
+        match client.read() {
+            Ok(Incoming::Event(e)) if e["event"] == "exited" => {
+                break Some(e["code"].as_i64().unwrap_or(-1));
+            }
+            Ok(Incoming::Event(e)) if e["event"] == "detach_asked" => {
+                let mut w = writer.lock().unwrap_or_else(|e| e.into_inner());
+                if api::send_detach(&mut w).is_err() {
+                    break None;
+                }
+            }
+            Ok(Incoming::Reply(r)) if r.body.get("detached").is_some() => break None,
+            Ok(Incoming::Data(d)) => {
+                let mut out = std::io::stdout();
+                out.write_all(&d)?;
+                out.flush()?;
+            }
+            Ok(_) => {}
+            // The daemon is gone: so is whatever it was writing.
+            Err(_) => break Some(-1),
+        }
+    };
+    done.store(true, Ordering::Relaxed);
+    drop(raw);
+    say_how_it_ended(session, ended);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The last line: the session exited, or it keeps running.
+fn say_how_it_ended(session: &str, ended: Option<i64>) {
+    let short = session.get(..8).unwrap_or(session);
+    match ended {
+        Some(code) => eprintln!("\r\n[hangar] session {short} exited (code {code})"),
+        None => eprintln!("\r\n[hangar] detached from {short}; it keeps running"),
+    }
 }
 
 enum Reconnect {
@@ -303,7 +350,7 @@ fn reconnect(
         }
         pause = (pause * 2).min(Duration::from_secs(5));
         let now = *size.lock().unwrap_or_else(|e| e.into_inner());
-        match open(target, session, now) {
+        match open(target, session, now, false) {
             Ok((c, _)) => return Reconnect::Attached(c),
             Err(e) => {
                 if let Some(d) = e.downcast_ref::<crate::conn::DaemonError>() {
@@ -321,55 +368,4 @@ pub(crate) fn poll_stdin(timeout: Duration) -> bool {
     let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
     let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
     poll(&mut fds, timeout).is_ok_and(|n| n > 0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_detach_key_is_ctrl_b_d() {
-        let k = DetachKey::parse("C-b d");
-        assert_eq!(
-            k,
-            DetachKey {
-                prefix: 0x02,
-                key: b'd'
-            }
-        );
-        assert_eq!(k.describe(), "Ctrl-b d");
-    }
-
-    #[test]
-    fn prefix_then_detach_key_detaches_and_forwards_what_came_before() {
-        let mut f = InputFilter::new(DetachKey::parse("C-b d"));
-        assert_eq!(f.feed(b"ls\x02d"), (b"ls".to_vec(), true));
-    }
-
-    #[test]
-    fn a_prefix_split_across_reads_still_detaches() {
-        let mut f = InputFilter::new(DetachKey::parse("C-b d"));
-        assert_eq!(f.feed(b"\x02"), (vec![], false));
-        assert_eq!(f.feed(b"d"), (vec![], true));
-    }
-
-    #[test]
-    fn a_prefix_inside_a_bracketed_paste_is_pasted_and_never_detaches() {
-        let mut f = InputFilter::new(DetachKey::parse("C-b d"));
-        assert_eq!(
-            f.feed(b"\x1b[200~a\x02d"),
-            (b"\x1b[200~a\x02d".to_vec(), false)
-        );
-        // Still inside the paste in the next read; after it, keys count again.
-        assert_eq!(
-            f.feed(b"\x02d\x1b[201~\x02d"),
-            (b"\x02d\x1b[201~".to_vec(), true)
-        );
-    }
-
-    #[test]
-    fn prefix_twice_sends_one_literal_prefix_and_other_keys_pass() {
-        let mut f = InputFilter::new(DetachKey::parse("C-b d"));
-        assert_eq!(f.feed(b"\x02\x02x\x02c"), (b"\x02x\x02c".to_vec(), false));
-    }
 }

@@ -25,7 +25,6 @@ mod human;
 mod identity;
 mod import;
 mod journal;
-mod keys;
 mod mcp;
 mod remote;
 mod review;

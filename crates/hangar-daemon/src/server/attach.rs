@@ -14,9 +14,12 @@ use tokio::sync::broadcast;
 
 use super::attach_size::{ClientId, ClientSizes};
 use super::conn::Conn;
+use super::descriptors;
+use super::terminal::Terminal;
 use crate::Daemon;
 use crate::errors::ApiError;
 use crate::sessions::RunState;
+use hangar_core::keys::{DetachFilter, DetachKey, ESCAPE_TIME};
 
 pub(super) struct Attached {
     pub(super) session: hangar_core::SessionId,
@@ -24,6 +27,8 @@ pub(super) struct Attached {
     pub(super) client: ClientId,
     pub(super) live: Arc<crate::pty::LiveProcess>,
     forwarder: tokio::task::JoinHandle<()>,
+    /// Reads the person's keys when the daemon holds their terminal.
+    keys: Option<tokio::task::JoinHandle<()>>,
     /// Counts this client as viewing the session: no notifications about it.
     _viewer: crate::activity::ViewerGuard,
 }
@@ -34,6 +39,9 @@ impl Attached {
     /// the PTY too large for a small one).
     pub(super) async fn release(self, sizes: &ClientSizes) {
         self.forwarder.abort();
+        if let Some(keys) = &self.keys {
+            keys.abort();
+        }
         if let Some((rows, cols)) = sizes.set(&self.session, self.client, None)
             && self.live.exited().is_none()
         {
@@ -48,6 +56,8 @@ pub(super) async fn start_attach(
     conn: &Conn,
     id: u64,
     req: msg::Attach,
+    // The control socket, when the client may hand over its terminal on it.
+    terminal_socket: Option<&tokio::net::UnixStream>,
 ) -> Result<Attached, ApiError> {
     let session = daemon.sessions.resolve(&req.session)?;
     // Counted as viewed before it wakes, so the budget check of any wake
@@ -74,25 +84,47 @@ pub(super) async fn start_attach(
     // what is printed in between is in `rx`, after the screen.
     let history = req.history.map(|n| n as usize);
     let (snapshot, history_end, rx) = live.snapshot_and_subscribe(history);
+    let terminal_socket = terminal_socket.filter(|_| req.terminal);
     conn.reply(Reply::ok_typed(
         id,
         &reply::Attached {
             id: session.to_string(),
-            detach_key,
+            detach_key: detach_key.clone(),
             history_end: Some(history_end),
+            send_terminal: terminal_socket.is_some(),
         },
     ))
     .await;
-    conn.data(&snapshot).await;
+    let terminal = match terminal_socket {
+        Some(socket) => take_terminal(socket, conn).await,
+        None => None,
+    };
+    let out = Output {
+        conn: Conn {
+            out: conn.out.clone(),
+        },
+        terminal: terminal.clone(),
+    };
+    out.data(&snapshot).await;
+    let keys = terminal.map(|terminal| {
+        tokio::spawn(read_keys(
+            daemon.clone(),
+            terminal,
+            live.clone(),
+            session.clone(),
+            DetachKey::parse(&detach_key),
+            Conn {
+                out: conn.out.clone(),
+            },
+        ))
+    });
     let notices = daemon
         .config
         .notify
         .osc
         .then(|| daemon.activity.osc_notifications());
     let forwarder = tokio::spawn(forward_output(
-        Conn {
-            out: conn.out.clone(),
-        },
+        out,
         live.clone(),
         rx,
         (session.clone(), notices),
@@ -105,8 +137,101 @@ pub(super) async fn start_attach(
         client,
         live,
         forwarder,
+        keys,
         _viewer: viewer,
     })
+}
+
+/// Where an attached session's output goes: the client's terminal when the
+/// daemon holds it, else the client's connection. Events always go on the
+/// connection.
+struct Output {
+    conn: Conn,
+    terminal: Option<Arc<Terminal>>,
+}
+
+impl Output {
+    async fn data(&self, bytes: &[u8]) -> bool {
+        match &self.terminal {
+            Some(terminal) => terminal.write_all(bytes).await.is_ok(),
+            None => self.conn.data(bytes).await,
+        }
+    }
+}
+
+/// Receive the terminal the client offered and say on the connection
+/// whether the daemon took it (`{"event": "terminal", "taken": ...}`);
+/// when not, the client relays its terminal's bytes as before.
+async fn take_terminal(socket: &tokio::net::UnixStream, conn: &Conn) -> Option<Arc<Terminal>> {
+    let taken = descriptors::receive::<1>(socket)
+        .await
+        .and_then(|[fd]| Terminal::open(fd));
+    match taken {
+        Ok(terminal) => conn
+            .event(json!({"event": "terminal", "taken": true}))
+            .await
+            .then(|| Arc::new(terminal)),
+        Err(e) => {
+            tracing::info!("an attaching client's terminal was not taken: {e}");
+            conn.event(json!({"event": "terminal", "taken": false, "reason": e.to_string()}))
+                .await;
+            None
+        }
+    }
+}
+
+/// The person's keys, from their terminal to the session, until they press
+/// the detach key (said on the connection as `{"event": "detach_asked"}`:
+/// the client then detaches as ever) or the terminal hangs up. A sequence a
+/// read cut off (an escape, a paste marker) waits the escape time for its
+/// rest, as in the client.
+async fn read_keys(
+    daemon: Arc<Daemon>,
+    terminal: Arc<Terminal>,
+    live: Arc<crate::pty::LiveProcess>,
+    session: hangar_core::SessionId,
+    key: DetachKey,
+    conn: Conn,
+) {
+    let mut filter = DetachFilter::new(key);
+    let mut buf = [0u8; 4096];
+    loop {
+        let read = if filter.pending() {
+            match tokio::time::timeout(ESCAPE_TIME, terminal.read(&mut buf)).await {
+                Ok(read) => read,
+                Err(_quiet) => {
+                    let held = filter.flush();
+                    if let Err(e) = live.write(&held).await {
+                        tracing::debug!("input to attached session failed: {e}");
+                    }
+                    continue;
+                }
+            }
+        } else {
+            terminal.read(&mut buf).await
+        };
+        let n = match read {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e) => {
+                tracing::debug!("an attached terminal could not be read: {e}");
+                return;
+            }
+        };
+        let (bytes, detach) = filter.feed(&buf[..n]);
+        if !bytes.is_empty() {
+            if let Err(e) = live.write(&bytes).await {
+                tracing::debug!("input to attached session failed: {e}");
+            }
+            // A person typing: the session is in use (throttled).
+            daemon.governor.touch_used(&session, true);
+            daemon.usage.person_typed(&session);
+        }
+        if detach {
+            conn.event(json!({"event": "detach_asked"})).await;
+            return;
+        }
+    }
 }
 
 /// Notification escapes about other sessions, for the client viewing one.
@@ -116,7 +241,7 @@ type Notices = (
 );
 
 async fn forward_output(
-    conn: Conn,
+    out: Output,
     live: Arc<crate::pty::LiveProcess>,
     mut rx: broadcast::Receiver<bytes::Bytes>,
     (viewing, mut notices): Notices,
@@ -129,7 +254,7 @@ async fn forward_output(
                 // The terminal shows its own notification (OSC 9 / 777).
                 if let Some((about, bytes)) = notice
                     && about != viewing
-                    && !conn.data(&bytes).await
+                    && !out.data(&bytes).await
                 {
                     return;
                 }
@@ -149,30 +274,30 @@ async fn forward_output(
                         None => (take_queued(bytes, &mut rx), None),
                     };
                     let end = match queued {
-                        Queued::Behind => match resync(&conn, &live, &mut rx).await {
+                        Queued::Behind => match resync(&out, &live, &mut rx).await {
                             Some(end) => Some(end),
                             None => return,
                         },
                         Queued::Output(queued) => {
-                            if !send_batches(&conn, &queued).await {
+                            if !send_batches(&out, &queued).await {
                                 return;
                             }
                             end
                         }
                     };
                     if let (Some(events), Some(end)) = (&mut events, end)
-                        && !events.send(&conn, end).await
+                        && !events.send(&out.conn, end).await
                     {
                         return;
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Too slow to keep up: redraw from the screen state.
-                    let Some(end) = resync(&conn, &live, &mut rx).await else {
+                    let Some(end) = resync(&out, &live, &mut rx).await else {
                         return;
                     };
                     if let Some(events) = &mut events
-                        && !events.send(&conn, end).await
+                        && !events.send(&out.conn, end).await
                     {
                         return;
                     }
@@ -182,20 +307,22 @@ async fn forward_output(
             _ = async { exit.wait_for(|e| e.is_some()).await.map(|_| ()) } => {
                 // Let the last output drain before saying it ended.
                 while let Ok(bytes) = rx.try_recv() {
-                    if !conn.data(&bytes).await {
+                    if !out.data(&bytes).await {
                         return;
                     }
                 }
                 if let Some(events) = &mut events {
                     let ((), end) = live.take_with_history_end(|| ());
-                    events.send(&conn, end).await;
+                    events.send(&out.conn, end).await;
                 }
                 break;
             }
         }
     }
     let code = live.exited();
-    conn.event(json!({"event": "exited", "code": code})).await;
+    out.conn
+        .event(json!({"event": "exited", "code": code}))
+        .await;
 }
 
 /// Output a client may be behind (printed, not yet handed to its
@@ -211,13 +338,13 @@ const RESYNC_BYTES: usize = 256 * 1024;
 /// ends at that screen: the lines the client missed went to history without
 /// passing through it.
 async fn resync(
-    conn: &Conn,
+    out: &Output,
     live: &crate::pty::LiveProcess,
     rx: &mut broadcast::Receiver<bytes::Bytes>,
 ) -> Option<u64> {
     let (redraw, history_end, fresh) = live.snapshot_and_subscribe(None);
     *rx = fresh;
-    conn.data(&redraw).await.then_some(history_end)
+    out.data(&redraw).await.then_some(history_end)
 }
 
 /// For a client that asked (`history_events`): the history's end after the
@@ -269,9 +396,9 @@ fn take_queued(first: bytes::Bytes, rx: &mut broadcast::Receiver<bytes::Bytes>) 
 }
 
 /// Send `queued` in frames of at most `MAX_BATCH` bytes.
-async fn send_batches(conn: &Conn, queued: &[u8]) -> bool {
+async fn send_batches(out: &Output, queued: &[u8]) -> bool {
     for batch in queued.chunks(MAX_BATCH) {
-        if !conn.data(batch).await {
+        if !out.data(batch).await {
             return false;
         }
     }

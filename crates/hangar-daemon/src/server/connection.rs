@@ -37,12 +37,32 @@ pub(super) enum Ended<R> {
     TakeLink(R),
 }
 
+/// What a connection's requests are read from: the control socket, on
+/// which a client may also hand over descriptors (its terminal), or a far
+/// hangar's channel, which carries bytes only.
+pub(super) trait ClientReader: AsyncRead + Unpin {
+    /// The socket a client's descriptors come on, if they can.
+    fn socket(&self) -> Option<&tokio::net::UnixStream>;
+}
+
+impl ClientReader for tokio::net::unix::OwnedReadHalf {
+    fn socket(&self) -> Option<&tokio::net::UnixStream> {
+        Some(self.as_ref())
+    }
+}
+
+impl ClientReader for tokio::io::DuplexStream {
+    fn socket(&self) -> Option<&tokio::net::UnixStream> {
+        None
+    }
+}
+
 /// The requests of one connection, read from `reader`, answered through
 /// `conn`, until the client leaves; attach, resize and detach are served
 /// here, every other request by `dispatch`. The daemon stops after a
 /// `shutdown`'s reply is written. A link's channels are served here too
 /// (`link.rs`), each its own connection.
-pub(super) async fn serve<R: AsyncRead + Unpin>(
+pub(super) async fn serve<R: ClientReader>(
     daemon: Arc<Daemon>,
     sizes: Arc<ClientSizes>,
     mut reader: R,
@@ -165,7 +185,11 @@ pub(super) async fn serve<R: AsyncRead + Unpin>(
                     }
                     match request {
                         Request::Attach(a) => {
-                            match start_attach(&daemon, &sizes, conn, id, a).await {
+                            // Only the person's own clients (not a sandboxed
+                            // agent's socket) may hand over a terminal.
+                            let terminal_socket = reader.socket().filter(|_| scope.is_none());
+                            match start_attach(&daemon, &sizes, conn, id, a, terminal_socket).await
+                            {
                                 Ok(att) => {
                                     if let Some(old) = attached.replace(att) {
                                         old.release(&sizes).await;

@@ -18,15 +18,15 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
-use std::time::Duration;
 
 use hangar_protocol::frame::{Decoder, MAX_CLIENT_FRAME};
 use hangar_protocol::mux::{MAX_CHUNK, MuxFrame};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, Interest};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
 
 use super::attach_size::ClientSizes;
 use super::conn::Conn;
 use super::connection::{Ended, close, serve};
+use super::descriptors;
 use crate::Daemon;
 
 /// The bridge's socket (its reading half), for its descriptors.
@@ -35,22 +35,15 @@ pub(super) type BridgeSocket = tokio::net::unix::OwnedReadHalf;
 /// What a channel's connection may have unread before the link waits for
 /// it (as a socket's buffer would hold).
 const CHANNEL_INPUT: usize = 256 * 1024;
-/// How long the bridge has to send its descriptors after the reply.
-const DESCRIPTORS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Receive the bridge's stdin and stdout and serve the link on them until
 /// either end closes. The bridge's control connection stays open all the
 /// while: its end (the bridge killed) ends the link.
 pub(super) async fn take_link(daemon: Arc<Daemon>, sizes: Arc<ClientSizes>, bridge: BridgeSocket) {
-    let fds = tokio::time::timeout(DESCRIPTORS_TIMEOUT, receive_descriptors(&bridge)).await;
-    let (input, output) = match fds {
-        Ok(Ok(pair)) => pair,
-        Ok(Err(e)) => {
+    let [input, output] = match descriptors::receive(bridge.as_ref()).await {
+        Ok(fds) => fds,
+        Err(e) => {
             tracing::warn!("a bridge's link could not be taken: {e}");
-            return;
-        }
-        Err(_) => {
-            tracing::warn!("a bridge asked to hand over its link and sent nothing");
             return;
         }
     };
@@ -87,62 +80,6 @@ async fn bridge_gone(bridge: &BridgeSocket) {
             Err(_) => return,
         }
     }
-}
-
-/// The two descriptors of one message from the bridge (close-on-exec: no
-/// agent the daemon starts inherits them).
-async fn receive_descriptors(bridge: &BridgeSocket) -> io::Result<(OwnedFd, OwnedFd)> {
-    let socket: &tokio::net::UnixStream = bridge.as_ref();
-    loop {
-        socket.readable().await?;
-        match socket.try_io(Interest::READABLE, || recv_fds(socket)) {
-            Ok(fds) => return fds,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// One `recvmsg` of a byte and up to two descriptors. `Err(WouldBlock)`
-/// when nothing came yet; the inner result is what the message held.
-#[allow(unsafe_code)]
-fn recv_fds(socket: &tokio::net::UnixStream) -> io::Result<io::Result<(OwnedFd, OwnedFd)>> {
-    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
-    use std::os::fd::{AsRawFd, FromRawFd, RawFd};
-    let mut byte = [0u8; 1];
-    let mut iov = [io::IoSliceMut::new(&mut byte)];
-    let mut space = nix::cmsg_space!([RawFd; 2]);
-    let msg = recvmsg::<()>(
-        socket.as_raw_fd(),
-        &mut iov,
-        Some(&mut space),
-        MsgFlags::MSG_CMSG_CLOEXEC | MsgFlags::MSG_DONTWAIT,
-    )
-    .map_err(io::Error::from)?;
-    if msg.bytes == 0 {
-        return Ok(Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the bridge closed before sending its descriptors",
-        )));
-    }
-    let mut fds: Vec<OwnedFd> = Vec::new();
-    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
-        if let ControlMessageOwned::ScmRights(raw) = cmsg {
-            for fd in raw {
-                // SAFETY: the kernel has just installed this descriptor in
-                // this process for this message; nothing else owns it.
-                fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
-            }
-        }
-    }
-    let mut fds = fds.into_iter();
-    Ok(match (fds.next(), fds.next(), fds.next()) {
-        (Some(input), Some(output), None) => Ok((input, output)),
-        _ => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "the bridge sent other than two descriptors",
-        )),
-    })
 }
 
 /// The link's two ends: pipes (OpenSSH's sshd gives a command without a

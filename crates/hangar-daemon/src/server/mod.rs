@@ -17,9 +17,11 @@ pub mod attach;
 pub mod attach_size;
 mod conn;
 mod connection;
+mod descriptors;
 mod link;
 mod settings;
 mod socket;
+mod terminal;
 
 use std::sync::Arc;
 

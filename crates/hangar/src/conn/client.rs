@@ -3,6 +3,7 @@
 //! its reply.
 
 use std::io::{Read, Write};
+use std::os::fd::RawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -305,6 +306,31 @@ impl Client {
     pub fn try_clone_stream(&self) -> anyhow::Result<UnixStream> {
         Ok(self.stream.try_clone()?)
     }
+
+    /// Hand this machine's daemon `fds` (a terminal), when its reply asked
+    /// for them; a connection to another host carries bytes only.
+    pub fn send_descriptors(&self, fds: &[RawFd]) -> anyhow::Result<()> {
+        if self.link.is_some() {
+            bail!("descriptors cannot be handed to another host's daemon");
+        }
+        send_descriptors(&self.stream, fds)
+    }
+}
+
+/// `fds` with one byte, in one message on a connection to this machine's
+/// daemon (SCM_RIGHTS), which reads them after its reply asked for them.
+pub fn send_descriptors(stream: &UnixStream, fds: &[RawFd]) -> anyhow::Result<()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    use std::os::fd::AsRawFd;
+    sendmsg::<()>(
+        stream.as_raw_fd(),
+        &[std::io::IoSlice::new(b"D")],
+        &[ControlMessage::ScmRights(fds)],
+        MsgFlags::empty(),
+        None,
+    )
+    .context("cannot hand descriptors to the daemon")?;
+    Ok(())
 }
 
 /// Start `hangar daemon` detached from this terminal, logging to the home's

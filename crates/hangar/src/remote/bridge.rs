@@ -107,18 +107,9 @@ fn pipes_or_sockets() -> bool {
 
 /// fd 0 and fd 1, with one byte, in one message on the daemon's socket.
 fn send_link(socket: &UnixStream) -> anyhow::Result<()> {
-    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
     use std::os::fd::{AsRawFd, RawFd};
     let link: [RawFd; 2] = [std::io::stdin().as_raw_fd(), std::io::stdout().as_raw_fd()];
-    sendmsg::<()>(
-        socket.as_raw_fd(),
-        &[std::io::IoSlice::new(b"L")],
-        &[ControlMessage::ScmRights(&link)],
-        MsgFlags::empty(),
-        None,
-    )
-    .context("cannot hand the link to the daemon")?;
-    Ok(())
+    conn::client::send_descriptors(socket, &link).context("cannot hand the link to the daemon")
 }
 
 /// The daemon closes the connection when the link ends (the far side left,

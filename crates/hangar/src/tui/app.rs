@@ -17,7 +17,6 @@ use hangar_protocol::view::SessionView;
 use hangar_terminal::MouseMode;
 
 use crate::conn::Target;
-use crate::keys::{self, Decoder, Key, Mouse, MouseKind, PassThroughFilter};
 use crate::tui::clipboard;
 use crate::tui::control::{Command, Outcome, Snapshot};
 use crate::tui::copy::{CopyAction, CopyMode, Pos};
@@ -28,6 +27,7 @@ use crate::tui::pane::{Pane, PaneEvent, PaneStatus};
 use crate::tui::pane_mouse;
 use crate::tui::search::{SearchAction, SearchDialog};
 use crate::tui::usage_view::UsageDialog;
+use hangar_core::keys::{self, Decoder, Key, Mouse, MouseKind, PassThroughFilter};
 
 /// Providers offered by the new-agent dialog; `auto` lets the daemon pick.
 pub const PROVIDERS: &[&str] = &["auto", "claude", "codex", "opencode", "shell"];
@@ -341,7 +341,7 @@ impl App {
             ..
         } = &event
         {
-            let prefix = crate::keys::DetachKey::parse(spec).prefix;
+            let prefix = hangar_core::keys::DetachKey::parse(spec).prefix;
             if prefix != self.prefix && !self.passthrough {
                 self.prefix = prefix;
             }

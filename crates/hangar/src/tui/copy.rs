@@ -9,7 +9,7 @@
 //! terminal. A search goes through every line back to the first, which a
 //! pane reads from the daemon a page at a time.
 
-use crate::keys::Key;
+use hangar_core::keys::Key;
 
 /// What copy mode reads a pane through.
 pub trait PaneLines {

@@ -24,8 +24,8 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::keys::Key;
 use crate::tui::widgets;
+use hangar_core::keys::Key;
 
 /// Rows of the box that are not list or patch rows: the heading line and
 /// the key line.

@@ -35,9 +35,9 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::{cursor, event, execute, terminal};
 
 use crate::conn::Target;
-use crate::keys;
 use crate::tui::app::App;
 use crate::tui::events::Event;
+use hangar_core::keys;
 
 /// Redraw at least this often (ages in the side list, terminal resizes).
 const TICK: Duration = Duration::from_millis(100);

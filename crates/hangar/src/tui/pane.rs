@@ -394,7 +394,7 @@ impl Pane {
         if self.status != PaneStatus::Live || bytes.is_empty() {
             return;
         }
-        let bytes = crate::keys::adapt_for_pane(
+        let bytes = hangar_core::keys::adapt_for_pane(
             bytes,
             self.term.application_cursor(),
             self.term.bracketed_paste(),
@@ -515,6 +515,7 @@ fn read_pane(
             rows,
             history: None,
             history_events: true,
+            terminal: false,
         },
     ) {
         Ok(reply) => {

@@ -18,7 +18,7 @@
 
 use hangar_terminal::{MouseEncoding as MouseProtocolEncoding, MouseMode as MouseProtocolMode};
 
-use crate::keys::Mouse;
+use hangar_core::keys::Mouse;
 
 /// The motion bit of a mouse button code.
 const MOTION: u16 = 32;
@@ -141,7 +141,7 @@ pub fn wheel_arrows(m: &Mouse) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::MouseKind;
+    use hangar_core::keys::MouseKind;
 
     fn ev(button: u16, released: bool) -> Mouse {
         Mouse {

@@ -16,8 +16,8 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::keys::Key;
 use crate::tui::widgets;
+use hangar_core::keys::Key;
 
 /// Columns a session's title takes in a result row.
 const TITLE_COLS: usize = 20;

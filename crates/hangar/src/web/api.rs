@@ -396,6 +396,7 @@ async fn press(app: &App, session: String, bytes: Vec<u8>) -> Response {
                 rows: 0,
                 history: None,
                 history_events: false,
+                terminal: false,
             })
             .await?;
         link.writer.send_data(&bytes).await?;

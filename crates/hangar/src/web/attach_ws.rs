@@ -74,6 +74,7 @@ pub async fn attach(
             rows,
             history: None,
             history_events: true,
+            terminal: false,
         })
         .await
     {

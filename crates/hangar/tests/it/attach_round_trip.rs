@@ -93,6 +93,95 @@ fn typing_hello_shows_the_answer_and_detaching_restores_the_terminal_with_the_se
     assert_eq!(h.pid_of(&a), pid, "detaching must not restart the session");
 }
 
+/// The daemon's descriptors open on `terminal` (a `/dev/pts/N`), with the
+/// flags of each one's open file (`/proc/PID/fdinfo`).
+fn daemon_fds_on(h: &Hangar, terminal: &str) -> Vec<u32> {
+    let pid = h.daemon_pid();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter(|e| std::fs::read_link(e.path()).is_ok_and(|t| t.to_str() == Some(terminal)))
+        .filter_map(|e| fd_flags(pid, &e.file_name().to_string_lossy()))
+        .collect()
+}
+
+/// The flags of `pid`'s descriptor `fd` (octal in fdinfo).
+fn fd_flags(pid: i32, fd: &str) -> Option<u32> {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
+    let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+    u32::from_str_radix(flags.trim(), 8).ok()
+}
+
+/// Bytes `pid` has written with write(2) and its kin so far.
+fn bytes_written(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|l| l.strip_prefix("wchar:"))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// As tmux's server does, the daemon reads an attached terminal's keys and
+/// writes the session's output to it itself: `hangar attach` relays
+/// neither (key echo without a process hop, issue 31). It does so on an
+/// open file of its own, so its non-blocking mode never reaches the
+/// person's shell, and it lets go of the terminal on detach.
+#[test]
+fn the_daemon_reads_and_writes_an_attached_terminal_itself_on_a_file_of_its_own() {
+    const O_NONBLOCK: u32 = 0o4000;
+    let h = Hangar::new();
+    start(&h);
+    let a = h.new_pane();
+    let mut app = attach(&h, &a, 24, 80);
+    let client = app.pid();
+    let terminal = std::fs::read_link(format!("/proc/{client}/fd/0"))
+        .expect("the client's terminal")
+        .display()
+        .to_string();
+    assert!(terminal.starts_with("/dev/pts/"), "{terminal}");
+    wait_until("the daemon holds the client's terminal", DEADLINE, || {
+        !daemon_fds_on(&h, &terminal).is_empty()
+    });
+    assert!(
+        daemon_fds_on(&h, &terminal)
+            .iter()
+            .all(|f| f & O_NONBLOCK != 0),
+        "the daemon's terminal is non-blocking"
+    );
+    let client_flags = fd_flags(client, "0").expect("the client's fd 0");
+    assert_eq!(
+        client_flags & O_NONBLOCK,
+        0,
+        "the shell's open file of the terminal stays blocking"
+    );
+
+    // Twenty lines typed, echoed and answered: none of it passes through
+    // the client (a relay writes every key to the daemon and every byte of
+    // output to the terminal).
+    let before = bytes_written(client);
+    for n in 0..20 {
+        app.write(format!("hello {n:02}\r").as_bytes());
+        app.wait_text(&format!("answer: hello {n:02}"));
+    }
+    let written = bytes_written(client) - before;
+    assert!(
+        written < 64,
+        "the client wrote {written} bytes while 20 lines were typed and answered: it relays"
+    );
+
+    detach(&mut app);
+    assert!(app.is_cooked(), "detach leaves the terminal cooked");
+    app.wait_text("keeps running");
+    wait_until("the daemon lets go of the terminal", DEADLINE, || {
+        daemon_fds_on(&h, &terminal).is_empty()
+    });
+    assert_eq!(h.state_of(&a), "live");
+}
+
 #[test]
 fn reattaching_shows_the_screen_that_was_on_display_before_detaching() {
     let h = Hangar::new();

@@ -4,8 +4,10 @@
 //!
 //! The TUI reads stdin itself instead of using crossterm's event reader so
 //! that pass-through forwards exactly the bytes the user typed (bracketed
-//! paste included); only command mode needs keys decoded. `hangar attach`
-//! splits its input with the same paste-aware filter.
+//! paste included); only command mode needs keys decoded. An attached
+//! terminal's input (read by the daemon when it holds the terminal, else by
+//! `hangar attach`) is split with the same paste-aware filter
+//! (`DetachFilter`).
 
 /// The default prefix key: Ctrl-b, as in tmux (`[attach] detach_key`
 /// changes it).
@@ -39,6 +41,69 @@ impl DetachKey {
 
     pub fn describe(&self) -> String {
         format!("Ctrl-{} {}", (self.prefix | 0x60) as char, self.key as char)
+    }
+}
+
+/// Splits keyboard input into bytes for the session and a detach request.
+/// The prefix is found by the TUI's pass-through filter, so a prefix byte
+/// inside a bracketed paste is pasted text, never the start of a detach.
+#[derive(Debug)]
+pub struct DetachFilter {
+    key: DetachKey,
+    prefix: PassThroughFilter,
+    pending_prefix: bool,
+}
+
+impl DetachFilter {
+    pub fn new(key: DetachKey) -> Self {
+        DetachFilter {
+            key,
+            prefix: PassThroughFilter::new(key.prefix),
+            pending_prefix: false,
+        }
+    }
+
+    /// The start of a sequence a read cut off waits for its rest.
+    pub fn pending(&self) -> bool {
+        self.prefix.pending()
+    }
+
+    /// No byte came for the escape time: the bytes held go to the session.
+    pub fn flush(&mut self) -> Vec<u8> {
+        self.prefix.flush()
+    }
+
+    /// Returns the bytes to forward and whether the user asked to detach.
+    pub fn feed(&mut self, input: &[u8]) -> (Vec<u8>, bool) {
+        let mut out = Vec::with_capacity(input.len());
+        let mut rest = input.to_vec();
+        loop {
+            if self.pending_prefix {
+                let Some(&b) = rest.first() else {
+                    return (out, false);
+                };
+                self.pending_prefix = false;
+                if b == self.key.key {
+                    return (out, true);
+                }
+                // Prefix twice sends one literal prefix; anything else passes
+                // both (the key itself goes through the filter: it may start
+                // a paste).
+                out.push(self.key.prefix);
+                if b == self.key.prefix {
+                    rest.remove(0);
+                }
+            }
+            let split = self.prefix.feed(&rest);
+            out.extend_from_slice(&split.forward);
+            match split.left {
+                None => return (out, false),
+                Some(after) => {
+                    self.pending_prefix = true;
+                    rest = after;
+                }
+            }
+        }
     }
 }
 
@@ -520,6 +585,52 @@ pub fn adapt_for_pane(bytes: &[u8], application_cursor: bool, bracketed_paste: b
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_default_detach_key_is_ctrl_b_d() {
+        let k = DetachKey::parse("C-b d");
+        assert_eq!(
+            k,
+            DetachKey {
+                prefix: 0x02,
+                key: b'd'
+            }
+        );
+        assert_eq!(k.describe(), "Ctrl-b d");
+    }
+
+    #[test]
+    fn prefix_then_detach_key_detaches_and_forwards_what_came_before() {
+        let mut f = DetachFilter::new(DetachKey::parse("C-b d"));
+        assert_eq!(f.feed(b"ls\x02d"), (b"ls".to_vec(), true));
+    }
+
+    #[test]
+    fn a_prefix_split_across_reads_still_detaches() {
+        let mut f = DetachFilter::new(DetachKey::parse("C-b d"));
+        assert_eq!(f.feed(b"\x02"), (vec![], false));
+        assert_eq!(f.feed(b"d"), (vec![], true));
+    }
+
+    #[test]
+    fn a_prefix_inside_a_bracketed_paste_is_pasted_and_never_detaches() {
+        let mut f = DetachFilter::new(DetachKey::parse("C-b d"));
+        assert_eq!(
+            f.feed(b"\x1b[200~a\x02d"),
+            (b"\x1b[200~a\x02d".to_vec(), false)
+        );
+        // Still inside the paste in the next read; after it, keys count again.
+        assert_eq!(
+            f.feed(b"\x02d\x1b[201~\x02d"),
+            (b"\x02d\x1b[201~".to_vec(), true)
+        );
+    }
+
+    #[test]
+    fn prefix_twice_sends_one_literal_prefix_and_other_keys_pass() {
+        let mut f = DetachFilter::new(DetachKey::parse("C-b d"));
+        assert_eq!(f.feed(b"\x02\x02x\x02c"), (b"\x02x\x02c".to_vec(), false));
+    }
 
     #[test]
     fn letters_arrows_and_controls_decode_to_keys() {

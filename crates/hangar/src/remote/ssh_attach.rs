@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io::{IsTerminal, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ExitCode, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -51,7 +51,7 @@ pub fn wanted() -> bool {
 /// exit code is returned) or the person detaches while it is down.
 pub fn run(paths: &Paths, host: &Host, session: &str) -> anyhow::Result<ExitCode> {
     let key = local_detach_key(paths);
-    let marker = Marker::new()?;
+    let marker = Marker::new(paths)?;
     // Raw from the start to the end: ssh keeps the mode it finds and puts
     // it back, a killed ssh leaves its own raw mode, and the guard puts
     // back the mode the person had.
@@ -216,37 +216,21 @@ impl Drop for RawMode {
 }
 
 /// A file ssh's `LocalCommand` creates once it has logged in: afterwards,
-/// whether that ssh reached the host. In a folder of this process's own,
-/// made here (mode 0700), so no one else can plant it.
+/// whether that ssh reached the host. In this home's private run folder
+/// (0700: no one else can plant it), named by this process, so even an
+/// attach that was killed leaves at most one, which the next process of
+/// that id replaces.
 struct Marker {
-    dir: PathBuf,
     file: PathBuf,
 }
 
 impl Marker {
-    fn new() -> anyhow::Result<Marker> {
-        use std::os::unix::fs::DirBuilderExt;
-        let base = std::env::temp_dir();
-        let mut last = None;
-        for attempt in 0..100u32 {
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0);
-            let dir = base.join(format!(
-                "hangar-attach-{}-{stamp:x}-{attempt}",
-                std::process::id()
-            ));
-            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-                Ok(()) => {
-                    let file = dir.join("connected");
-                    return Ok(Marker { dir, file });
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.map_or_else(|| anyhow::anyhow!("no attempt made"), anyhow::Error::from))
-            .with_context(|| format!("cannot make a folder in {}", base.display()))
+    fn new(paths: &Paths) -> anyhow::Result<Marker> {
+        let dir = paths.run_dir();
+        hangar_protocol::paths::ensure_private_dir(&dir)
+            .with_context(|| format!("cannot make {}", dir.display()))?;
+        let file = dir.join(format!("attach-{}.connected", std::process::id()));
+        Ok(Marker { file })
     }
 
     fn text(&self) -> String {
@@ -254,7 +238,7 @@ impl Marker {
     }
 
     fn exists(&self) -> bool {
-        Path::new(&self.file).exists()
+        self.file.exists()
     }
 
     fn clear(&self) {
@@ -264,6 +248,6 @@ impl Marker {
 
 impl Drop for Marker {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.clear();
     }
 }

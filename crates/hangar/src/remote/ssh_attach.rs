@@ -118,7 +118,7 @@ pub fn run(paths: &Paths, host: &Host, session: &str) -> anyhow::Result<ExitCode
             let _ = out.flush();
             eprintln!(
                 "\r\n[hangar] detached from {}; it keeps running on host {:?}",
-                session.get(..8).unwrap_or(session),
+                hangar_core::display::name(session.get(..8).unwrap_or(session)),
                 host.name
             );
             return Ok(ExitCode::SUCCESS);

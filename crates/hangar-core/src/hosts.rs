@@ -5,7 +5,8 @@
 //! config, agent and known hosts); these rules only say which arguments it
 //! gets. The remote side runs `hangar bridge`, which relays that machine's
 //! daemon socket over stdio, so the frames on the wire are the same
-//! versioned protocol a local client speaks.
+//! versioned protocol a local client speaks; an attach in a terminal runs
+//! the remote `hangar attach` under `ssh -t` instead, as tmux is reached.
 
 use serde::Deserialize;
 use thiserror::Error;
@@ -137,12 +138,98 @@ pub fn remote_command(host: &HostConfig, args: &[String]) -> String {
 /// (a TUI or a script cannot answer one), a bounded connect, and keepalives
 /// so a dead link is noticed in seconds.
 pub fn ssh_args(host: &HostConfig, local_home: Option<&str>, args: &[String]) -> Vec<String> {
+    let mut out = ssh_options(host, local_home, "-T");
+    out.push("--".into());
+    out.push(host.ssh.trim().to_owned());
+    out.push(remote_command(host, args));
+    out
+}
+
+/// Every argument `ssh` gets for `hangar attach SESSION` in this terminal:
+/// the options of [`ssh_args`] but `-t`, so ssh owns the terminal and the
+/// remote attach runs under the server's pty, as `ssh -t host tmux attach`
+/// does (no local process relays a key). No escape character there either:
+/// hangar's own detach key leaves. `on_connect`, when given, is a command
+/// this machine's shell runs once ssh has logged in, before any of the
+/// session's output ([`on_connect_command`]).
+///
+/// The session is untrusted text (a title, a typo, anything): it stays one
+/// word for the remote shell and comes after `--`, so the remote hangar
+/// never reads it as an option.
+pub fn ssh_attach_args(
+    host: &HostConfig,
+    local_home: Option<&str>,
+    session: &str,
+    on_connect: Option<&str>,
+) -> Vec<String> {
+    let mut out = ssh_options(host, local_home, "-t");
+    if let Some(command) = on_connect {
+        out.push("-o".into());
+        out.push("PermitLocalCommand=yes".into());
+        out.push("-o".into());
+        // ssh expands `%` tokens in a LocalCommand: `%%` is one `%`.
+        out.push(format!("LocalCommand={}", command.replace('%', "%%")));
+    }
+    out.push("--".into());
+    out.push(host.ssh.trim().to_owned());
+    let args = ["attach".to_owned(), "--".to_owned(), session.to_owned()];
+    out.push(remote_command(host, &args));
+    out
+}
+
+/// The local command ssh runs once logged in (`LocalCommand`) for an
+/// attach: it creates `marker`, which tells the attach afterwards that this
+/// ssh did reach the host (an exit 255 then is a dropped connection, not an
+/// unreachable host), and prints `announce` before the session's screen.
+/// Written for any login shell (sh, bash, zsh, fish, csh): quoted words,
+/// `;`, no redirection.
+pub fn on_connect_command(marker: &str, announce: Option<&str>) -> String {
+    let mut command = format!("touch {}", quote(marker));
+    if let Some(text) = announce {
+        command.push_str(&format!("; printf '%s\\r\\n' {}", quote(text)));
+    }
+    command
+}
+
+/// What an attach through ssh does once its `ssh -t` has ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttachSshEnd {
+    /// The remote attach ended (detached, the session exited, or it said
+    /// why not): its exit code is the attach's.
+    Exit(i32),
+    /// The connection dropped after it was up (ssh's own 255, or ssh was
+    /// killed): the session runs on there; say so and attach again.
+    Dropped,
+    /// The first ssh never reached the host: an error, ssh said why.
+    Unreachable,
+    /// Attaching again did not reach the host yet: try again, quietly.
+    StillDown,
+}
+
+/// Decides what an ended `ssh -t ... attach` means. `code` is ssh's exit
+/// code (None: killed by a signal), `connected` whether it logged in (its
+/// `on_connect` ran), `reconnecting` whether this was an attempt to attach
+/// again after a drop. 255 is ssh's own failure; any other code is the
+/// remote attach's.
+pub fn attach_ssh_end(code: Option<i32>, connected: bool, reconnecting: bool) -> AttachSshEnd {
+    match code {
+        Some(c) if c != 255 => AttachSshEnd::Exit(c),
+        _ if connected => AttachSshEnd::Dropped,
+        _ if reconnecting => AttachSshEnd::StillDown,
+        Some(_) => AttachSshEnd::Unreachable,
+        // Killed before it logged in: as good as dropped, try again.
+        None => AttachSshEnd::Dropped,
+    }
+}
+
+/// The options every ssh to `host` gets, `tty` (`-T` or `-t`) first.
+fn ssh_options(host: &HostConfig, local_home: Option<&str>, tty: &str) -> Vec<String> {
     let timeout = host
         .connect_timeout_secs
         .unwrap_or(DEFAULT_CONNECT_TIMEOUT_SECS)
         .max(1);
     let mut out: Vec<String> = [
-        "-T",
+        tty,
         "-e",
         "none",
         "-x",
@@ -177,9 +264,6 @@ pub fn ssh_args(host: &HostConfig, local_home: Option<&str>, args: &[String]) ->
         out.push("-o".into());
         out.push("IdentitiesOnly=yes".into());
     }
-    out.push("--".into());
-    out.push(host.ssh.trim().to_owned());
-    out.push(remote_command(host, args));
     out
 }
 
@@ -279,6 +363,103 @@ mod tests {
         assert!(joined.contains("-i /home/me/.ssh/box -o IdentitiesOnly=yes"));
         // The destination comes after `--`, so it can never be an option.
         assert_eq!(&args[args.len() - 3..], ["--", "me@box", "hangar bridge"]);
+    }
+
+    #[test]
+    fn an_attach_in_a_terminal_is_ssh_t_with_the_same_options_and_the_remote_attach() {
+        let mut h = host("me@box");
+        h.port = Some(2222);
+        h.identity_file = Some("~/.ssh/box".into());
+        h.connect_timeout_secs = Some(3);
+        h.hangar = Some("~/bin/hangar".into());
+        h.home = Some("~/.hangar".into());
+        let args = ssh_attach_args(&h, Some("/home/me"), "3f2a", None);
+        let joined = args.join(" ");
+        // A terminal for the remote attach; no escape character (hangar's
+        // detach key leaves), never a prompt, keepalives, the same port and
+        // key as the link.
+        assert!(
+            joined.starts_with("-t -e none -x -a -o BatchMode=yes"),
+            "{joined}"
+        );
+        assert!(!args.iter().any(|a| a == "-T"));
+        assert!(joined.contains("-o ServerAliveInterval=5 -o ServerAliveCountMax=3"));
+        assert!(joined.contains("-o ConnectTimeout=3"));
+        assert!(joined.contains("-p 2222"));
+        assert!(joined.contains("-i /home/me/.ssh/box -o IdentitiesOnly=yes"));
+        assert!(!joined.contains("LocalCommand"));
+        assert_eq!(
+            &args[args.len() - 3..],
+            [
+                "--",
+                "me@box",
+                "env HANGAR_HOME=\"$HOME\"/.hangar ~/bin/hangar attach -- 3f2a"
+            ]
+        );
+        // Everything before the destination is what the link gets, but -t.
+        let link = ssh_args(&h, Some("/home/me"), &["bridge".into()]);
+        assert_eq!(args[1..args.len() - 3], link[1..link.len() - 3]);
+    }
+
+    #[test]
+    fn an_untrusted_session_id_stays_one_argument_of_the_remote_attach() {
+        let h = host("box");
+        for (id, word) in [
+            ("x; rm -rf ~", "'x; rm -rf ~'"),
+            ("$(touch /tmp/p)", "'$(touch /tmp/p)'"),
+            ("`id`", "'`id`'"),
+            ("it's", r"'it'\''s'"),
+            ("a\nb", "'a\nb'"),
+            ("--help", "--help"),
+            ("", "''"),
+        ] {
+            let args = ssh_attach_args(&h, None, id, None);
+            let command = args.last().expect("a remote command");
+            // After `--`: the remote hangar reads `--help` as a session.
+            assert_eq!(command, &format!("hangar attach -- {word}"), "{id:?}");
+        }
+    }
+
+    #[test]
+    fn the_on_connect_command_is_one_local_command_with_percent_kept() {
+        let command = on_connect_command(
+            "/tmp/hangar ssh/m-1",
+            Some("[hangar] reconnected to host \"box\" (100%)"),
+        );
+        assert_eq!(
+            command,
+            "touch '/tmp/hangar ssh/m-1'; printf '%s\\r\\n' '[hangar] reconnected to host \"box\" (100%)'"
+        );
+        assert_eq!(on_connect_command("/tmp/m", None), "touch /tmp/m");
+        let args = ssh_attach_args(&host("box"), None, "x", Some(&command));
+        let at = args
+            .iter()
+            .position(|a| a.starts_with("LocalCommand="))
+            .expect("a LocalCommand");
+        assert_eq!(args[at - 3..at], ["-o", "PermitLocalCommand=yes", "-o"]);
+        // ssh's own `%` tokens: every `%` of the command is doubled.
+        assert_eq!(
+            args[at],
+            "LocalCommand=touch '/tmp/hangar ssh/m-1'; printf '%%s\\r\\n' '[hangar] reconnected to host \"box\" (100%%)'"
+        );
+        assert!(at < args.iter().position(|a| a == "--").expect("--"));
+    }
+
+    #[test]
+    fn an_attach_ssh_reconnects_only_after_a_drop_and_returns_the_remote_code() {
+        use AttachSshEnd::*;
+        // The remote attach's own ends: detached, exited, no such session.
+        assert_eq!(attach_ssh_end(Some(0), true, false), Exit(0));
+        assert_eq!(attach_ssh_end(Some(1), true, true), Exit(1));
+        assert_eq!(attach_ssh_end(Some(127), true, false), Exit(127));
+        // ssh's 255 or a killed ssh after it logged in: the link dropped.
+        assert_eq!(attach_ssh_end(Some(255), true, false), Dropped);
+        assert_eq!(attach_ssh_end(None, true, true), Dropped);
+        assert_eq!(attach_ssh_end(None, false, false), Dropped);
+        // Never logged in: the first time an error, later a quiet retry.
+        assert_eq!(attach_ssh_end(Some(255), false, false), Unreachable);
+        assert_eq!(attach_ssh_end(Some(255), false, true), StillDown);
+        assert_eq!(attach_ssh_end(None, false, true), StillDown);
     }
 
     #[test]

@@ -532,7 +532,8 @@ enum Routed {
 /// Where this command runs, decided once for the whole process. Without a
 /// host, here. With one, every connection goes to that host, except for the
 /// commands that read the far home's files, which run the remote `hangar`
-/// itself (their exit code is returned). The daemon, the bridge and the
+/// itself (their exit code is returned), as does an attach in a terminal
+/// (under `ssh -t`). The daemon, the bridge and the
 /// agents' callbacks always run here: an agent inherits `HANGAR_HOST` from
 /// whoever started its daemon, and its hooks belong to this machine.
 fn route(paths: &Paths, host: Option<&str>, command: Option<&Command>) -> anyhow::Result<Routed> {
@@ -567,6 +568,14 @@ fn route(paths: &Paths, host: Option<&str>, command: Option<&Command>) -> anyhow
         )
     ) {
         return conn::ssh::exec(&host).map(Routed::RanThere);
+    }
+    // An attach in a terminal is ssh's, as tmux's is: `ssh -t` runs the
+    // remote attach, with no relay here. Without a terminal it goes over
+    // the link.
+    if let Some(Command::Attach { id }) = command
+        && crate::remote::ssh_attach::wanted()
+    {
+        return crate::remote::ssh_attach::run(paths, &host, id).map(Routed::RanThere);
     }
     Ok(Routed::Here(here.with_host(Some(host))))
 }

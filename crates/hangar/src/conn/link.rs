@@ -1,4 +1,4 @@
-//! A configured host, the `ssh` command that reaches it, and the running
+//! A configured host, the `ssh` commands that reach it, and the running
 //! `ssh` under a link to it: kept with the link so its stderr can explain a
 //! failure, and reaped when the link closes.
 
@@ -20,6 +20,21 @@ pub(super) fn ssh_command(host: &Host, args: &[String]) -> Command {
     let home = std::env::var("HOME").ok();
     let mut cmd = Command::new("ssh");
     cmd.args(rules::ssh_args(&host.config, home.as_deref(), args));
+    cmd
+}
+
+/// `ssh -t` running the remote `hangar attach SESSION` in this terminal
+/// (stdio inherited: ssh owns the terminal), `on_connect` run here once it
+/// has logged in.
+pub fn attach_command(host: &Host, session: &str, on_connect: Option<&str>) -> Command {
+    let home = std::env::var("HOME").ok();
+    let mut cmd = Command::new("ssh");
+    cmd.args(rules::ssh_attach_args(
+        &host.config,
+        home.as_deref(),
+        session,
+        on_connect,
+    ));
     cmd
 }
 

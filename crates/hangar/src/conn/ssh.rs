@@ -4,7 +4,8 @@
 //! The link is `ssh -T ... hangar bridge --mux`, one per host for the whole
 //! process (`mux`); each connection is a channel on it, and to every caller
 //! (a command, attach, the TUI) a Unix stream like the local one, carrying
-//! the same versioned frames.
+//! the same versioned frames. An attach in a terminal is not a connection
+//! but `ssh -t` running the remote `hangar attach` (`attach_command`).
 
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
@@ -17,7 +18,7 @@ use super::client::{Client, DaemonError};
 use super::link::ssh_command;
 use super::mux;
 
-pub use super::link::Host;
+pub use super::link::{Host, attach_command};
 
 /// How `ssh` reaches `host`, for messages.
 pub fn describe(host: &Host) -> String {

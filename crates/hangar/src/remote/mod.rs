@@ -7,10 +7,13 @@
 //! few commands that read the remote home's files rather than the socket
 //! (`journal`, `capture`, `shutdown`), or name that machine's folders
 //! (`new`, `tab new`), run the remote `hangar` itself over the same ssh, so
-//! their output is exactly what that machine prints.
+//! their output is exactly what that machine prints. An attach in a
+//! terminal runs the remote `hangar attach` under `ssh -t` (`ssh_attach`),
+//! so ssh owns the terminal as it does for tmux.
 
 pub mod bridge;
 pub mod hosts_command;
+pub mod ssh_attach;
 
 use std::collections::BTreeMap;
 

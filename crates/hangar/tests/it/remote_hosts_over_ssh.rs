@@ -2,8 +2,10 @@
 //! real OpenSSH server on loopback (see `support/sshd.rs`). The "remote"
 //! machine is a second hangar home on this one, reached only through
 //! `ssh ... hangar bridge`: a session is created, listed, sent to, screened,
-//! attached (keys through, detach) and closed there; a killed SSH link
-//! leaves it running and attach reconnects without replaying typing; a
+//! attached (keys through, detach) and closed there; an attach in a
+//! terminal is one `ssh -t` running the remote attach, as tmux is reached;
+//! a killed SSH link leaves it running and attach reconnects without
+//! replaying typing; a
 //! wrong key, an unreachable host and a hangar of another protocol version
 //! are clear errors; the bridge refuses a socket it does not own.
 //!
@@ -170,6 +172,103 @@ fn attach_through_host_passes_keys_and_detaches_leaving_the_session_live() {
     p.remote.wait_screen(&id, "answer: over the link");
 }
 
+/// The `ssh -t` an attach in a terminal runs, once it runs and is the only
+/// ssh under it: its pid, its arguments checked (a terminal for the remote
+/// `hangar attach -- ID`, not the link's `-T ... bridge --mux`).
+fn the_attach_ssh(p: &Pair, app: &PtyApp, id: &str) -> i32 {
+    let mut found = Vec::new();
+    p.local.wait_until("attach runs one ssh", DEADLINE, || {
+        found = ssh_children(app.pid());
+        found.len() == 1
+    });
+    let argv = cmdline(found[0]);
+    assert!(argv.iter().any(|a| a == "-t"), "ssh without -t: {argv:?}");
+    assert!(!argv.iter().any(|a| a == "-T"), "{argv:?}");
+    let remote = argv.last().expect("a remote command");
+    assert!(
+        remote.ends_with(&format!("hangar attach -- {id}")),
+        "the remote command is not attach: {argv:?}"
+    );
+    found[0]
+}
+
+#[test]
+fn attach_through_host_in_a_terminal_is_one_ssh_t_running_the_remote_attach() {
+    let Some(p) = pair() else { return };
+    let (id, mut app) = attached_through_box(&p);
+    // One ssh, with a terminal, running `hangar attach` there; no link (no
+    // bridge) anywhere: the keys go from ssh to the remote attach.
+    let ssh = the_attach_ssh(&p, &app, &id);
+    let remote: Vec<Vec<String>> = p.sshd.connection_pids().into_iter().map(cmdline).collect();
+    assert!(
+        remote.iter().any(|argv| argv.iter().any(|a| a == "attach")),
+        "sshd runs the remote attach: {remote:?}"
+    );
+    assert!(
+        !remote.iter().any(|argv| argv.iter().any(|a| a == "bridge")),
+        "no link: {remote:?}"
+    );
+
+    app.write(b"typed into ssh\r");
+    app.wait_text("answer: typed into ssh");
+    p.remote.wait_screen(&id, "answer: typed into ssh");
+    assert_eq!(ssh_children(app.pid()), vec![ssh], "still the one ssh");
+
+    app.write(b"\x02d");
+    app.wait_text("keeps running");
+    assert_eq!(app.wait_exit(), Some(0));
+    assert!(app.is_cooked(), "detach must restore the terminal");
+    assert_eq!(p.remote.state_of(&id), "live");
+    p.local
+        .wait_until("the ssh ended", DEADLINE, || !is_running(ssh));
+}
+
+#[test]
+fn an_attach_in_a_terminal_to_an_unknown_id_or_an_unreachable_host_ends_with_why() {
+    let Some(p) = pair_with(|sshd, _| {
+        format!(
+            "[hosts.nowhere]\nssh = \"{}@127.0.0.1\"\nport = {}\nconnect_timeout_secs = 3\n",
+            sshd.user,
+            sshd::closed_port()
+        )
+    }) else {
+        return;
+    };
+    // A session id is untrusted text: the remote shell hands it to the
+    // remote hangar as one word, which says there is no such session.
+    let planted = p.remote.root.join("planted");
+    let id = format!("x; touch {}", planted.display());
+    let mut app = PtyApp::spawn(p.local.command(&["--host", "box", "attach", &id]), 24, 80);
+    app.wait_text("no session");
+    assert_eq!(app.wait_exit(), Some(1), "the remote attach's code");
+    assert!(
+        String::from_utf8_lossy(&app.raw_output()).contains(&format!("no session {id:?}")),
+        "{}",
+        String::from_utf8_lossy(&app.raw_output())
+    );
+    assert!(!planted.exists(), "the id ran as a command");
+    assert!(app.is_cooked());
+    assert!(
+        !String::from_utf8_lossy(&app.raw_output()).contains("lost the connection"),
+        "an ended remote attach is not a drop"
+    );
+
+    // A host that never answers is an error at once, with ssh's words,
+    // not a reconnect loop.
+    let mut app = PtyApp::spawn(
+        p.local.command(&["--host", "nowhere", "attach", "x"]),
+        24,
+        80,
+    );
+    app.wait_for("why attach ended", |t| {
+        t.contains("cannot reach host \"nowhere\"") && t.contains("Connection refused")
+    });
+    assert_eq!(app.wait_exit(), Some(1));
+    let said = String::from_utf8_lossy(&app.raw_output()).into_owned();
+    assert!(!said.contains("reconnecting"), "{said}");
+    assert!(app.is_cooked());
+}
+
 /// The `ssh` processes a local hangar process started.
 fn ssh_children(pid: i32) -> Vec<i32> {
     descendants_of(pid)
@@ -211,15 +310,10 @@ fn a_killed_ssh_link_leaves_the_remote_session_live_and_attach_reconnects_withou
     app.write(b"before\r");
     app.wait_text("answer: before");
 
-    // Kill the ssh client under the attach.
-    let mut links = Vec::new();
-    p.local.wait_until("attach runs ssh", DEADLINE, || {
-        links = ssh_children(app.pid());
-        !links.is_empty()
-    });
-    for pid in &links {
-        kill(*pid);
-    }
+    // Kill the ssh client under the attach: the `ssh -t` that owns the
+    // terminal.
+    let ssh = the_attach_ssh(&p, &app, &id);
+    kill(ssh);
     // Read from the raw output: the screen the daemon sends on reattach
     // repaints the terminal over these lines.
     wait_said(&p, &app, "lost the connection to host \"box\"", 1);
@@ -227,6 +321,21 @@ fn a_killed_ssh_link_leaves_the_remote_session_live_and_attach_reconnects_withou
     assert_eq!(p.remote.session(&id)["pid"], agent);
     assert_eq!(p.remote.state_of(&id), "live");
     wait_said(&p, &app, "reconnected to host \"box\"", 1);
+    // A new ssh -t, and the session's screen drawn again after the words.
+    let again = the_attach_ssh(&p, &app, &id);
+    assert_ne!(again, ssh, "a new ssh, not the killed one");
+    p.local.wait_until(
+        "the screen comes back after the reconnect",
+        DEADLINE,
+        || {
+            let raw = String::from_utf8_lossy(&app.raw_output()).into_owned();
+            raw.rsplit("reconnected to host")
+                .next()
+                .is_some_and(|after| after.contains("answer: before"))
+        },
+    );
+    app.write(b"between\r");
+    p.remote.wait_screen(&id, "answer: between");
 
     // Now the sshd side of the new link: kill its per-connection process.
     let before = p.sshd.connection_pids();
@@ -243,11 +352,13 @@ fn a_killed_ssh_link_leaves_the_remote_session_live_and_attach_reconnects_withou
     app.write(b"after\r");
     p.remote.wait_screen(&id, "answer: after");
     let screen = p.remote.screen(&id);
-    assert_eq!(
-        screen.matches("answer: before").count(),
-        1,
-        "typing was replayed:\n{screen}"
-    );
+    for typed in ["answer: before", "answer: between"] {
+        assert_eq!(
+            screen.matches(typed).count(),
+            1,
+            "typing was replayed:\n{screen}"
+        );
+    }
     assert_eq!(
         screen.matches("answer: after").count(),
         1,
@@ -255,6 +366,107 @@ fn a_killed_ssh_link_leaves_the_remote_session_live_and_attach_reconnects_withou
     );
     app.write(b"\x02d");
     assert_eq!(app.wait_exit(), Some(0));
+    assert_eq!(p.remote.state_of(&id), "live");
+}
+
+#[test]
+fn while_the_host_is_down_typing_is_dropped_and_the_detach_key_leaves() {
+    let Some(p) = pair() else { return };
+    // An ssh that fails as for a host that went away once `down` exists,
+    // counting its tries; first on this attach's PATH.
+    let dir = p.local.root.join("flaky-ssh");
+    std::fs::create_dir_all(&dir).expect("flaky-ssh");
+    let (down, tries) = (dir.join("down"), dir.join("tries"));
+    let flaky = dir.join("ssh");
+    std::fs::write(
+        &flaky,
+        format!(
+            "#!/bin/sh
+if [ -e '{down}' ]; then
+  echo try >> '{tries}'
+               echo 'ssh: connect to host box-alias: Connection refused' >&2
+  exit 255
+fi
+             exec '{real}' \"$@\"
+",
+            down = down.display(),
+            tries = tries.display(),
+            real = p.sshd.bin.join("ssh").display(),
+        ),
+    )
+    .expect("flaky ssh");
+    std::fs::set_permissions(&flaky, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let id = p.remote.new_agent(&["--provider", "claude"]);
+    p.remote.wait_state(&id, "live");
+    let mut attach = p.local.command(&["--host", "box", "attach", &id]);
+    attach.env(
+        "PATH",
+        format!(
+            "{}:{}",
+            dir.display(),
+            p.local.env_var("PATH").unwrap_or_default()
+        ),
+    );
+    let mut app = PtyApp::spawn(attach, 24, 80);
+    app.wait_text("fake-agent claude session");
+    let ssh = the_attach_ssh(&p, &app, &id);
+    app.write(b"before\r");
+    p.remote.wait_screen(&id, "answer: before");
+
+    std::fs::write(&down, "").expect("down");
+    kill(ssh);
+    wait_said(&p, &app, "lost the connection to host \"box\"", 1);
+    let tried = || {
+        std::fs::read_to_string(&tries)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    p.local
+        .wait_until("attach tried the host again twice", DEADLINE, || {
+            tried() >= 2
+        });
+    // Typed while the host is down: dropped, never queued for later. A try
+    // after the typing means a wait read it (the waits come between tries).
+    app.write(b"while down\r");
+    let seen = tried();
+    p.local
+        .wait_until("attach tried once more", DEADLINE, || tried() > seen);
+    std::fs::remove_file(&down).expect("up again");
+    wait_said(&p, &app, "reconnected to host \"box\"", 1);
+    let ssh = the_attach_ssh(&p, &app, &id);
+    app.write(b"after\r");
+    p.remote.wait_screen(&id, "answer: after");
+    let screen = p.remote.screen(&id);
+    assert!(
+        !screen.contains("while down"),
+        "typing was queued:\n{screen}"
+    );
+    assert_eq!(screen.matches("answer: before").count(), 1, "{screen}");
+    assert_eq!(screen.matches("answer: after").count(), 1, "{screen}");
+
+    // Down again: the detach key leaves while it is.
+    std::fs::write(&down, "").expect("down");
+    kill(ssh);
+    wait_said(&p, &app, "lost the connection to host \"box\"", 2);
+    let seen = tried();
+    p.local
+        .wait_until("attach tries the host again", DEADLINE, || tried() > seen);
+    app.write(b"\x02d");
+    app.wait_text("keeps running");
+    assert_eq!(app.wait_exit(), Some(0));
+    assert!(app.is_cooked(), "leaving must restore the terminal");
+    let raw = String::from_utf8_lossy(&app.raw_output()).into_owned();
+    assert_eq!(
+        raw.matches("lost the connection").count(),
+        2,
+        "the tries while down are quiet:\n{raw}"
+    );
+    assert_eq!(raw.matches("reconnected to host").count(), 1, "{raw}");
+    assert!(
+        !raw.contains("Connection refused"),
+        "ssh's words while down: {raw}"
+    );
     assert_eq!(p.remote.state_of(&id), "live");
 }
 
@@ -281,10 +493,34 @@ fn holds(pid: i32, file: &str) -> bool {
     open_files(pid).iter().any(|(_, f)| f == file)
 }
 
+/// A live claude session on the remote home, attached from this one
+/// through host `box` over the shared link: attach's stdout is a pipe (to
+/// `cat`, on to the terminal), so it relays over `hangar bridge --mux`
+/// instead of handing the terminal to `ssh -t`.
+fn attached_over_the_link(p: &Pair) -> (String, PtyApp) {
+    let id = p.remote.new_agent(&["--provider", "claude"]);
+    p.remote.wait_state(&id, "live");
+    let attach = p.local.command(&["--host", "box", "attach", &id]);
+    let mut piped = std::process::Command::new("/bin/sh");
+    piped
+        .arg("-c")
+        .arg("\"$0\" \"$@\" | cat")
+        .arg(attach.get_program())
+        .args(attach.get_args())
+        .env_clear()
+        .envs(attach.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))));
+    if let Some(dir) = attach.get_current_dir() {
+        piped.current_dir(dir);
+    }
+    let app = PtyApp::spawn(piped, 24, 80);
+    app.wait_text("fake-agent claude session");
+    (id, app)
+}
+
 #[test]
 fn the_remote_daemon_reads_and_writes_the_ssh_link_itself_and_a_killed_bridge_ends_it() {
     let Some(p) = pair() else { return };
-    let (id, mut app) = attached_through_box(&p);
+    let (id, mut app) = attached_over_the_link(&p);
 
     // The bridge sshd runs for the link, and what ssh gave it as stdin and
     // stdout.
@@ -336,6 +572,8 @@ fn the_remote_daemon_reads_and_writes_the_ssh_link_itself_and_a_killed_bridge_en
     app.write(b"after\r");
     p.remote.wait_screen(&id, "answer: after");
     app.write(b"\x02d");
+    // (The exit code is cat's: attach says it detached.)
+    wait_said(&p, &app, "keeps running", 1);
     assert_eq!(app.wait_exit(), Some(0));
     assert_eq!(p.remote.state_of(&id), "live");
     assert_eq!(p.remote.daemon_pid(), daemon, "the daemon stayed up");

@@ -22,9 +22,9 @@ use anyhow::{Context, bail};
 use hangar_core::hosts::{self as rules, AttachSshEnd};
 use hangar_protocol::paths::Paths;
 
-use crate::attach::{InputFilter, poll_stdin};
+use crate::attach::poll_stdin;
 use crate::conn::ssh::{self, Host};
-use crate::keys::DetachKey;
+use hangar_core::keys::{DetachFilter, DetachKey};
 
 /// The first pause before attaching again, doubled up to [`MAX_PAUSE`]
 /// (as the link's attach does).
@@ -58,7 +58,7 @@ pub fn run(paths: &Paths, host: &Host, session: &str) -> anyhow::Result<ExitCode
     let raw = RawMode::enable()?;
     let mut reconnecting = false;
     let mut pause = FIRST_PAUSE;
-    let mut filter = InputFilter::new(key);
+    let mut filter = DetachFilter::new(key);
     loop {
         marker.clear();
         let announce =
@@ -107,7 +107,7 @@ pub fn run(paths: &Paths, host: &Host, session: &str) -> anyhow::Result<ExitCode
                 reconnecting = true;
                 pause = FIRST_PAUSE;
                 // Whatever was half-typed before the drop is not a prefix.
-                filter = InputFilter::new(key);
+                filter = DetachFilter::new(key);
             }
             AttachSshEnd::StillDown => {}
         }
@@ -175,7 +175,7 @@ fn run_ssh(host: &Host, session: &str, on_connect: &str) -> anyhow::Result<(Exit
 /// Reads the terminal for `pause` while no ssh runs: typing is dropped
 /// (the session is not there to take it), the detach key ends the wait.
 /// True when the person asked to leave, or the terminal is gone.
-fn detach_asked_within(pause: Duration, filter: &mut InputFilter) -> anyhow::Result<bool> {
+fn detach_asked_within(pause: Duration, filter: &mut DetachFilter) -> anyhow::Result<bool> {
     // Unbuffered: `Stdin` would read ahead bytes that poll then misses.
     let mut terminal: File = std::io::stdin().as_fd().try_clone_to_owned()?.into();
     let until = Instant::now() + pause;

@@ -13,10 +13,12 @@ reads; the measures are bench/attach_vs_tmux.py's:
 - echo latency: one key written to the client's terminal until the client
   shows it (key -> ssh -> sshd -> server -> PTY echo -> back), median, p95.
 
-hangar: `hangar --host bench attach ID`, i.e. `ssh -T ... hangar bridge
---mux`, which hands ssh's stdin and stdout to the remote daemon (the daemon
-reads and writes the link itself). tmux: `ssh -t bench-alias tmux attach`,
-the usual way to reach a remote tmux.
+hangar: `hangar --host bench attach ID`, which in a terminal is `ssh -t ...
+hangar attach -- ID` (since session 16; before, the shared link `ssh -T ...
+hangar bridge --mux` relayed by the local attach), the remote attach handing
+sshd's terminal to the remote daemon, which reads and writes it itself.
+tmux: `ssh -t bench-alias tmux attach`, the usual way to reach a remote
+tmux, whose client hands the terminal to its server the same way.
 
 Usage: bench/hosts_vs_ssh_tmux.py [--hangar PATH] [--mb 10] [--keys 200] [--rounds N]
 Needs: cargo build --release -p hangar; openssh-server, openssh-client, tmux;

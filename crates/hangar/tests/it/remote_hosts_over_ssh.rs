@@ -208,6 +208,24 @@ fn attach_through_host_in_a_terminal_is_one_ssh_t_running_the_remote_attach() {
         !remote.iter().any(|argv| argv.iter().any(|a| a == "bridge")),
         "no link: {remote:?}"
     );
+    // The remote attach hands sshd's terminal to the remote daemon, which
+    // reads and writes it itself: tmux's path over ssh, no relay process.
+    let remote_attach = p
+        .sshd
+        .connection_pids()
+        .into_iter()
+        .find(|&pid| cmdline(pid).iter().any(|a| a == "attach"))
+        .expect("the remote attach");
+    let terminal = std::fs::read_link(format!("/proc/{remote_attach}/fd/0"))
+        .expect("the remote attach's terminal")
+        .display()
+        .to_string();
+    let remote_daemon = p.remote.daemon_pid();
+    p.local.wait_until(
+        "the remote daemon holds sshd's terminal",
+        DEADLINE,
+        || fd_targets(remote_daemon).contains(&terminal),
+    );
 
     app.write(b"typed into ssh\r");
     app.wait_text("answer: typed into ssh");

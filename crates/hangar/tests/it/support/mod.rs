@@ -20,7 +20,8 @@ pub use hangar_testkit::home::{Hangar, user_entries};
 // The whole /proc toolbox, used or not by the tests of the moment.
 #[allow(unused_imports)]
 pub use hangar_testkit::proc::{
-    all_pids, arg_after, children_of, cmdline, descendants_of, environ, exists, is_running,
+    all_pids, arg_after, children_of, cmdline, descendants_of, environ, exists, fd_targets,
+    is_running,
     is_zombie, open_fds, pgid, ppid, proc_state, processes_in_group, rss_kib, start_secs,
     uptime_secs,
 };

@@ -99,9 +99,51 @@ fn last_reading(
     })
 }
 
-/// Activity from a claude transcript's last entries.
+/// The activity of the newest entry `classify` recognises by its own
+/// timestamp, not by its place in the file (a later line wins a tie, and an
+/// entry without a timestamp counts as no older than the one before it).
+/// Claude Code 2.1.197 on a loaded machine appended a turn's answer and
+/// `turn_duration` before the prompt's own `user` entry (observed): read by
+/// position, the session stayed `working` after its turn ended.
+fn newest_reading(
+    lines: &[String],
+    complete: bool,
+    fallback_ms: u64,
+    classify: impl Fn(&Value) -> Option<Activity>,
+) -> Option<Reading> {
+    // (the entry's time for ordering, its reading)
+    let mut newest: Option<(u64, Reading)> = None;
+    for line in lines {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let Some(activity) = classify(&v) else {
+            continue;
+        };
+        let stamped = timestamp_ms(&v);
+        let order = match (stamped, &newest) {
+            (Some(t), _) => t,
+            (None, Some((t, _))) => *t,
+            (None, None) => 0,
+        };
+        if newest.as_ref().is_none_or(|(t, _)| order >= *t) {
+            let reading = Reading {
+                activity,
+                at_ms: stamped.unwrap_or(fallback_ms),
+            };
+            newest = Some((order, reading));
+        }
+    }
+    match newest {
+        Some((_, r)) => Some(r),
+        // Only start records: as `last_reading` says.
+        None => last_reading(lines, complete, fallback_ms, |_| None),
+    }
+}
+
+/// Activity from a claude transcript's newest entries.
 pub fn claude_reading(lines: &[String], complete: bool, fallback_ms: u64) -> Option<Reading> {
-    last_reading(lines, complete, fallback_ms, |v| {
+    newest_reading(lines, complete, fallback_ms, |v| {
         if v.get("isMeta").and_then(Value::as_bool) == Some(true) {
             return None;
         }
@@ -331,6 +373,24 @@ mod tests {
         let r = claude_reading(&l, true, 7).unwrap();
         assert_eq!(r.activity, Activity::Working);
         assert_eq!(r.at_ms, 1_735_787_045_678);
+    }
+
+    /// Regression: the hooks-off `/clear` test under load found the
+    /// session `working` after its answer, so `/clear` went unconfirmed.
+    #[test]
+    fn a_claude_prompt_entry_appended_after_its_answer_does_not_reopen_the_turn() {
+        // The order Claude Code 2.1.197 wrote on a loaded machine (observed;
+        // the entries cut to the fields read here).
+        let l = lines(&[
+            r#"{"type":"assistant","message":{"content":[{"text":"ANSWER(before clear)","type":"text"}],"stop_reason":"end_turn"},"timestamp":"2026-12-04T17:26:17.848Z"}"#,
+            r#"{"type":"system","subtype":"turn_duration","isMeta":false,"timestamp":"2026-12-04T17:26:17.863Z"}"#,
+            r#"{"type":"file-history-snapshot","messageId":"m","isSnapshotUpdate":false}"#,
+            r#"{"type":"user","message":{"role":"user","content":"before clear"},"timestamp":"2026-12-04T17:26:17.152Z"}"#,
+            r#"{"type":"attachment","timestamp":"2026-12-04T17:26:17.152Z"}"#,
+        ]);
+        let r = claude_reading(&l, true, 0).unwrap();
+        assert_eq!(r.activity, Activity::Idle);
+        assert_eq!(r.at_ms, 1_796_405_177_848);
     }
 
     #[test]

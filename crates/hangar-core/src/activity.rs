@@ -74,13 +74,7 @@ pub const INPUT_ALONE_MS: u64 = 5000;
 ///    a streaming entry as its last word. Output going quiet never does.
 pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
     let ranked = [r.transcript, r.proxy, r.hooks, r.screen];
-    let turn_start = ranked
-        .iter()
-        .flatten()
-        .filter(|x| x.activity == Activity::Working)
-        .map(|x| x.at_ms)
-        .chain(r.input_ms)
-        .max();
+    let turn_start = turn_start(r);
     let current: Vec<Reading> = ranked
         .iter()
         .flatten()
@@ -111,6 +105,56 @@ pub fn combine(r: &Readings, now_ms: u64) -> Option<Reading> {
         return Some(*w);
     }
     Some(best)
+}
+
+/// When the latest turn started: the newest `working` reading or typed input.
+fn turn_start(r: &Readings) -> Option<u64> {
+    [r.transcript, r.proxy, r.hooks, r.screen]
+        .iter()
+        .flatten()
+        .filter(|x| x.activity == Activity::Working)
+        .map(|x| x.at_ms)
+        .chain(r.input_ms)
+        .max()
+}
+
+/// Where an agent's turn is, for a prompt about to be typed into it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// No turn runs: a prompt typed now starts one, which can be watched for.
+    Over,
+    /// The transcript shows the answer, but the agent's `Stop` hook has not
+    /// reported yet: it is still running its end-of-turn hooks, and a prompt
+    /// typed now is queued behind them.
+    Ending,
+    /// Mid-turn or waiting for the person: a prompt typed now is queued or
+    /// answers a question, and starts no turn of its own.
+    Busy,
+}
+
+/// Where the turn is by the sources' latest readings, not by the debounced
+/// state (which keeps saying `working` for a second or more after a turn
+/// ended: a `/clear` typed right after an answer was then never confirmed,
+/// so a lost Enter left it in the input box). `stop_hooks` says the agent
+/// reports its turns' ends by a hook (claude running hangar's hooks): then
+/// the turn is over only at a `Stop` (or `StopFailure`) reported since the
+/// turn began, as claude takes a prompt as a turn of its own only once its
+/// stop hooks are done.
+pub fn turn_end(r: &Readings, now_ms: u64, stop_hooks: bool) -> TurnEnd {
+    match combine(r, now_ms) {
+        Some(x) if x.activity.is_busy() => TurnEnd::Busy,
+        Some(x) if x.activity == Activity::Idle && stop_hooks => {
+            let stopped = r.hooks.is_some_and(|h| {
+                h.activity == Activity::Idle && turn_start(r).is_none_or(|t| h.at_ms >= t)
+            });
+            if stopped {
+                TurnEnd::Over
+            } else {
+                TurnEnd::Ending
+            }
+        }
+        _ => TurnEnd::Over,
+    }
 }
 
 /// When `combine`'s answer for `r` can change with no new reading: the
@@ -220,6 +264,61 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(combine(&r, 25), at(Activity::Working, 20));
+    }
+
+    /// Regression: CI's `claude_clear_is_followed_with_hooks_on` typed
+    /// `/clear` just after an answer, while the debounced state still said
+    /// working; it was sent with one unconfirmed Enter and never taken.
+    #[test]
+    fn a_turn_is_over_for_a_prompt_once_its_answer_and_stop_hook_are_in() {
+        // Prompt typed at 10, its hook at 11; the transcript shows the
+        // answer at 20, the Stop hook reports at 21.
+        let answered = Readings {
+            transcript: at(Activity::Idle, 20),
+            hooks: at(Activity::Working, 11),
+            input_ms: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(turn_end(&answered, 20, true), TurnEnd::Ending);
+        assert_eq!(turn_end(&answered, 20, false), TurnEnd::Over);
+        let stopped = Readings {
+            hooks: at(Activity::Idle, 21),
+            ..answered
+        };
+        assert_eq!(turn_end(&stopped, 21, true), TurnEnd::Over);
+        // The Stop alone ends the turn even before the transcript has the answer.
+        let stop_first = Readings {
+            transcript: at(Activity::Working, 12),
+            ..stopped
+        };
+        assert_eq!(turn_end(&stop_first, 21, true), TurnEnd::Over);
+    }
+
+    #[test]
+    fn a_turn_is_not_over_for_a_prompt_while_it_runs_or_asks() {
+        let running = Readings {
+            transcript: at(Activity::Working, 12),
+            hooks: at(Activity::Working, 11),
+            input_ms: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(turn_end(&running, 13, true), TurnEnd::Busy);
+        assert_eq!(turn_end(&running, 13, false), TurnEnd::Busy);
+        let asking = Readings {
+            transcript: at(Activity::Waiting, 14),
+            ..running
+        };
+        assert_eq!(turn_end(&asking, 15, true), TurnEnd::Busy);
+        // The Stop of the turn before a new prompt does not end this one.
+        let stale_stop = Readings {
+            transcript: at(Activity::Idle, 30),
+            hooks: at(Activity::Idle, 5),
+            input_ms: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(turn_end(&stale_stop, 31, true), TurnEnd::Ending);
+        // Nothing known at all: nothing runs.
+        assert_eq!(turn_end(&Readings::default(), 0, true), TurnEnd::Over);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use hangar_protocol::message::codes;
 use hangar_protocol::reply;
 use serde_json::json;
 
-use crate::activity::Monitor;
+use crate::activity::{Monitor, TurnEnd};
 use crate::errors::ApiError;
 use crate::identity::Identity;
 use crate::os::Clock;
@@ -36,6 +36,10 @@ const ATTEMPT_WAITS: [Duration; 3] = [
     Duration::from_millis(3000),
     Duration::from_millis(5000),
 ];
+
+/// The most a prompt waits for a turn that is ending (its answer written,
+/// its Stop hook not reported yet) before it is typed as a queued one.
+const TURN_END_WAIT: Duration = Duration::from_millis(10_000);
 
 /// The most the screen is waited on to show pasted text before the Enter.
 const ECHO_WAIT: Duration = Duration::from_millis(1000);
@@ -116,7 +120,7 @@ impl Delivery {
         // Only a prompt typed into an agent ready for one starts a turn
         // hangar can watch for; anything else (a bare Enter too) is typed
         // and Entered once.
-        let before = if enter && !text.trim().is_empty() && self.expects_turn(&id) {
+        let before = if enter && !text.trim().is_empty() && self.expects_turn(&id).await {
             self.before_prompt(&id).await
         } else {
             None
@@ -190,13 +194,31 @@ impl Delivery {
     /// Whether a prompt typed into `id` now should start a turn that can be
     /// watched for: a claude or codex session that is not mid-turn or
     /// waiting on the person (text typed then answers a question or is
-    /// queued, and starts no turn of its own).
-    pub(crate) fn expects_turn(&self, id: &SessionId) -> bool {
+    /// queued, and starts no turn of its own). Judged by the latest
+    /// readings, not the debounced state: a prompt sent just after an
+    /// answer must still be confirmed, or an Enter claude drops is never
+    /// pressed again (CI's `/clear` that stayed in the input box). A turn
+    /// whose answer is in but whose Stop hook has not reported yet is
+    /// waited for (bounded): claude would queue the prompt until then.
+    pub(crate) async fn expects_turn(&self, id: &SessionId) -> bool {
         let provider = self.sessions.provider_of(id);
         if !provider.as_ref().is_some_and(turns::is_readable_provider) {
             return false;
         }
-        !self.monitor.is_busy(id)
+        let deadline = tokio::time::Instant::now() + TURN_END_WAIT;
+        loop {
+            let monitor = self.monitor.clone();
+            let at = id.clone();
+            let end = tokio::task::spawn_blocking(move || monitor.turn_end_now(&at))
+                .await
+                .unwrap_or(TurnEnd::Busy);
+            match end {
+                TurnEnd::Over => return true,
+                TurnEnd::Busy => return false,
+                TurnEnd::Ending if tokio::time::Instant::now() >= deadline => return false,
+                TurnEnd::Ending => tokio::time::sleep(POLL).await,
+            }
+        }
     }
 
     /// The facts before a prompt is typed into `id`.

@@ -23,7 +23,7 @@ pub mod notify;
 pub mod sources;
 pub mod tracker;
 
-pub use hangar_core::activity::{Activity, INPUT_ALONE_MS, Reading, Readings, combine};
+pub use hangar_core::activity::{Activity, INPUT_ALONE_MS, Reading, Readings, TurnEnd, combine};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -322,6 +322,23 @@ fn transcript_root(meta: &hangar_core::SessionMeta) -> Option<PathBuf> {
         meta,
         &hangar_providers::transcript::discovery::env_var,
     )
+}
+
+/// What `meta`'s transcript says now, read afresh (on hangar's clock);
+/// `None` unless `enabled`.
+fn transcript_now(meta: &SessionMeta, enabled: bool) -> Option<Reading> {
+    let root = transcript_root(meta).filter(|_| enabled)?;
+    TranscriptWatch::default()
+        .read(
+            &meta.provider,
+            &root,
+            &meta.cwd,
+            meta.provider_session.as_ref().map(|p| p.id.as_str()),
+        )
+        .map(|r| Reading {
+            at_ms: hangar_clock::from_wall_ms(r.at_ms),
+            ..r
+        })
 }
 
 /// The activity subsystem: watches each live session's sources, commits
@@ -837,6 +854,47 @@ impl Monitor {
         self.activity_of(id).0.is_busy()
     }
 
+    /// Where `id`'s turn is for a prompt about to be typed into it
+    /// (`hangar_core::activity::turn_end`). The debounced state answers
+    /// when it is not busy; while it says busy, the latest hook, proxy,
+    /// screen and input readings and the transcript read afresh decide, as
+    /// a turn that just ended still reads busy for a second or more. Reads
+    /// a file: call it off the async threads.
+    pub fn turn_end_now(&self, id: &SessionId) -> TurnEnd {
+        if !self.is_busy(id) {
+            return TurnEnd::Over;
+        }
+        let Some(meta) = self.sessions.meta(id) else {
+            return TurnEnd::Over;
+        };
+        let (hooks, proxy, input_ms) = match self.activity.entries().get(id) {
+            Some(e) => (e.hooks, e.proxy.reading(), e.input_ms),
+            None => (None, None, None),
+        };
+        let now = self.clock.now_ms();
+        let screen = self
+            .sessions
+            .process(id)
+            .filter(|_| self.settings.enabled(Source::Screen))
+            .filter(|live| {
+                hangar_providers::screen::permission_prompt_open(&meta.provider, &live.text())
+            })
+            .map(|_| Reading {
+                activity: Activity::Waiting,
+                at_ms: now,
+            });
+        let readings = Readings {
+            transcript: transcript_now(&meta, self.settings.enabled(Source::Transcript)),
+            proxy,
+            hooks,
+            screen,
+            input_ms,
+        };
+        // A claude whose hooks reached hangar reports its turns' ends by them.
+        let stop_hooks = hooks.is_some() && hangar_providers::adapter(&meta.provider).takes_hooks();
+        hangar_core::activity::turn_end(&readings, now, stop_hooks)
+    }
+
     /// Only for runtimes that are gone for good (closed sessions).
     pub fn forget_activity(&self, id: &SessionId) {
         self.activity.forget(id);
@@ -855,20 +913,7 @@ struct StopReadings {
 
 impl StopReadings {
     fn with_transcript_read(mut self) -> StopReadings {
-        self.readings.transcript = match transcript_root(&self.meta) {
-            Some(root) if self.keeps_transcript => TranscriptWatch::default()
-                .read(
-                    &self.meta.provider,
-                    &root,
-                    &self.meta.cwd,
-                    self.meta.provider_session.as_ref().map(|p| p.id.as_str()),
-                )
-                .map(|r| Reading {
-                    at_ms: hangar_clock::from_wall_ms(r.at_ms),
-                    ..r
-                }),
-            _ => None,
-        };
+        self.readings.transcript = transcript_now(&self.meta, self.keeps_transcript);
         self
     }
 

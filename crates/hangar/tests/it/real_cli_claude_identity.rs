@@ -96,17 +96,17 @@ fn clear_is_followed(hooks_off: bool) {
     rc.wait_ready(&id);
     rc.ask(&id, "before clear");
     let before = rc.wait_provider_id(&id);
-    rc.hangar.ok(&["send", &id, "/clear"]);
-    let mut after = None;
-    support::wait_until(
-        "the session follows /clear to a new id",
-        REAL_DEADLINE,
-        || {
-            after = rc.hangar.provider_id(&id).0.filter(|p| *p != before);
-            after.is_some()
-        },
-    );
-    let after = after.expect("found once the wait ends");
+    let sent = rc.hangar.json(&["send", &id, "/clear"]);
+    let after = support::poll_for(REAL_DEADLINE, || {
+        rc.hangar.provider_id(&id).0.filter(|p| *p != before)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the session never followed /clear to a new id (still {before}); send said {sent}\nscreen:\n{}\n{}",
+            String::from_utf8_lossy(&rc.hangar.run(&["screen", &id]).stdout),
+            rc.hangar.daemon_logs_tail()
+        )
+    });
     rc.wait_ready(&id);
     // After /clear the model's last user message leads with claude's
     // local-command caveat, so the turn is found by its text anywhere.

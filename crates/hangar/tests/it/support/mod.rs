@@ -25,4 +25,4 @@ pub use hangar_testkit::proc::{
     is_zombie, open_fds, pgid, ppid, proc_state, processes_in_group, rss_kib, start_secs,
     uptime_secs,
 };
-pub use hangar_testkit::wait::{DEADLINE, wait_for, wait_until};
+pub use hangar_testkit::wait::{DEADLINE, poll_for, wait_for, wait_until};

@@ -221,11 +221,10 @@ fn attach_through_host_in_a_terminal_is_one_ssh_t_running_the_remote_attach() {
         .display()
         .to_string();
     let remote_daemon = p.remote.daemon_pid();
-    p.local.wait_until(
-        "the remote daemon holds sshd's terminal",
-        DEADLINE,
-        || fd_targets(remote_daemon).contains(&terminal),
-    );
+    p.local
+        .wait_until("the remote daemon holds sshd's terminal", DEADLINE, || {
+            fd_targets(remote_daemon).contains(&terminal)
+        });
 
     app.write(b"typed into ssh\r");
     app.wait_text("answer: typed into ssh");

@@ -21,8 +21,7 @@ pub use hangar_testkit::home::{Hangar, user_entries};
 #[allow(unused_imports)]
 pub use hangar_testkit::proc::{
     all_pids, arg_after, children_of, cmdline, descendants_of, environ, exists, fd_targets,
-    is_running,
-    is_zombie, open_fds, pgid, ppid, proc_state, processes_in_group, rss_kib, start_secs,
-    uptime_secs,
+    is_running, is_zombie, open_fds, pgid, ppid, proc_state, processes_in_group, rss_kib,
+    start_secs, uptime_secs,
 };
 pub use hangar_testkit::wait::{DEADLINE, poll_for, wait_for, wait_until};

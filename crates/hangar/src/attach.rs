@@ -27,21 +27,27 @@ use hangar_core::keys::{DetachFilter, DetachKey};
 const RESET_TERMINAL: &[u8] =
     b"\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1l\x1b>\x1b[0m\x1b[?25h";
 
-struct RawMode;
+/// This terminal in raw mode until dropped; then cooked again, and with
+/// `reset_modes` the session's modes switched off.
+pub(crate) struct RawMode {
+    reset_modes: bool,
+}
 
 impl RawMode {
-    fn enable() -> anyhow::Result<RawMode> {
+    pub(crate) fn enable(reset_modes: bool) -> anyhow::Result<RawMode> {
         crossterm::terminal::enable_raw_mode().context("cannot put the terminal in raw mode")?;
-        Ok(RawMode)
+        Ok(RawMode { reset_modes })
     }
 }
 
 impl Drop for RawMode {
     fn drop(&mut self) {
         let _ = crossterm::terminal::disable_raw_mode();
-        let mut out = std::io::stdout();
-        let _ = out.write_all(RESET_TERMINAL);
-        let _ = out.flush();
+        if self.reset_modes {
+            let mut out = std::io::stdout();
+            let _ = out.write_all(RESET_TERMINAL);
+            let _ = out.flush();
+        }
     }
 }
 
@@ -58,7 +64,7 @@ pub fn attach(target: &Target, id: &str) -> anyhow::Result<ExitCode> {
     );
     // Raw before the terminal is handed over: the daemon writes the screen
     // the moment it has it.
-    let raw = RawMode::enable()?;
+    let raw = RawMode::enable(true)?;
     if reply.send_terminal && hand_over_terminal(&mut client)? {
         return attached_by_the_daemon(client, &session, (cols, rows), raw);
     }

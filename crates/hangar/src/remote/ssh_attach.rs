@@ -22,7 +22,7 @@ use anyhow::{Context, bail};
 use hangar_core::hosts::{self as rules, AttachSshEnd};
 use hangar_protocol::paths::Paths;
 
-use crate::attach::poll_stdin;
+use crate::attach::{RawMode, poll_stdin};
 use crate::conn::ssh::{self, Host};
 use hangar_core::keys::{DetachFilter, DetachKey};
 
@@ -55,7 +55,7 @@ pub fn run(paths: &Paths, host: &Host, session: &str) -> anyhow::Result<ExitCode
     // Raw from the start to the end: ssh keeps the mode it finds and puts
     // it back, a killed ssh leaves its own raw mode, and the guard puts
     // back the mode the person had.
-    let raw = RawMode::enable()?;
+    let raw = RawMode::enable(false)?;
     let mut reconnecting = false;
     let mut pause = FIRST_PAUSE;
     let mut filter = DetachFilter::new(key);
@@ -196,22 +196,6 @@ fn detach_asked_within(pause: Duration, filter: &mut DetachFilter) -> anyhow::Re
                 }
             }
         }
-    }
-}
-
-/// This terminal in raw mode until dropped.
-struct RawMode;
-
-impl RawMode {
-    fn enable() -> anyhow::Result<RawMode> {
-        crossterm::terminal::enable_raw_mode().context("cannot put the terminal in raw mode")?;
-        Ok(RawMode)
-    }
-}
-
-impl Drop for RawMode {
-    fn drop(&mut self) {
-        let _ = crossterm::terminal::disable_raw_mode();
     }
 }
 

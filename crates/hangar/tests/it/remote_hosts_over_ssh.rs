@@ -240,15 +240,18 @@ fn attach_through_host_in_a_terminal_is_one_ssh_t_running_the_remote_attach() {
         .wait_until("the ssh ended", DEADLINE, || !is_running(ssh));
 }
 
+/// A host `nowhere` whose port nothing listens on.
+fn nowhere_host(sshd: &Sshd) -> String {
+    format!(
+        "[hosts.nowhere]\nssh = \"{}@127.0.0.1\"\nport = {}\nconnect_timeout_secs = 3\n",
+        sshd.user,
+        sshd::closed_port()
+    )
+}
+
 #[test]
 fn an_attach_in_a_terminal_to_an_unknown_id_or_an_unreachable_host_ends_with_why() {
-    let Some(p) = pair_with(|sshd, _| {
-        format!(
-            "[hosts.nowhere]\nssh = \"{}@127.0.0.1\"\nport = {}\nconnect_timeout_secs = 3\n",
-            sshd.user,
-            sshd::closed_port()
-        )
-    }) else {
+    let Some(p) = pair_with(|sshd, _| nowhere_host(sshd)) else {
         return;
     };
     // A session id is untrusted text: the remote shell hands it to the
@@ -758,13 +761,7 @@ fn the_bridge_refuses_a_socket_it_does_not_own() {
 #[test]
 fn the_tui_shows_every_host_switches_between_them_survives_a_dropped_link_and_an_unreachable_one_blocks_nothing()
  {
-    let Some(p) = pair_with(|sshd, _| {
-        format!(
-            "[hosts.nowhere]\nssh = \"{}@127.0.0.1\"\nport = {}\nconnect_timeout_secs = 3\n",
-            sshd.user,
-            sshd::closed_port()
-        )
-    }) else {
+    let Some(p) = pair_with(|sshd, _| nowhere_host(sshd)) else {
         return;
     };
     let far = p

@@ -24,7 +24,7 @@ use crate::conn::{Client, Incoming, Target};
 use hangar_core::keys::{DetachFilter, DetachKey};
 
 /// Modes a session may have switched on that must not leak into the shell.
-const RESET_TERMINAL: &[u8] =
+pub(crate) const RESET_TERMINAL: &[u8] =
     b"\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1l\x1b>\x1b[0m\x1b[?25h";
 
 /// This terminal in raw mode until dropped; then cooked again, and with

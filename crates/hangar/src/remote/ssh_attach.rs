@@ -22,7 +22,7 @@ use anyhow::{Context, bail};
 use hangar_core::hosts::{self as rules, AttachSshEnd};
 use hangar_protocol::paths::Paths;
 
-use crate::attach::{RawMode, poll_stdin};
+use crate::attach::{RESET_TERMINAL, RawMode, poll_stdin};
 use crate::conn::ssh::{self, Host};
 use hangar_core::keys::{DetachFilter, DetachKey};
 
@@ -33,11 +33,6 @@ const MAX_PAUSE: Duration = Duration::from_secs(5);
 
 /// The most of ssh's stderr kept for a message.
 const STDERR_KEPT: usize = 16 * 1024;
-
-/// Modes the remote session may have switched on, left set when the
-/// connection dropped under it (the same bytes attach.rs resets).
-const RESET_TERMINAL: &[u8] =
-    b"\x1b[?1049l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1l\x1b>\x1b[0m\x1b[?25h";
 
 /// Whether an attach goes through `ssh -t`: only when this process has a
 /// terminal on both sides to hand to ssh. Otherwise (a pipe, a script) the
@@ -113,6 +108,8 @@ pub fn run(paths: &Paths, host: &Host, session: &str) -> anyhow::Result<ExitCode
         }
         if detach_asked_within(pause, &mut filter)? {
             drop(raw);
+            // The modes the remote session switched on, left set when the
+            // connection dropped under it.
             let mut out = std::io::stdout();
             let _ = out.write_all(RESET_TERMINAL);
             let _ = out.flush();

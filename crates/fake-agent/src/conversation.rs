@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::args::Style;
 use crate::ballast::Ballast;
 use crate::event::{Event, StartRecord};
 use crate::hooks::Hooks;
@@ -136,7 +137,12 @@ impl Conversation {
                     return Ok(Ending { code });
                 }
                 Input::Clear => {
-                    self.record(Event::User(&line))?;
+                    // Claude Code 2.1.197 leaves the old transcript as it was
+                    // and writes the command in the new one (`clear`); the
+                    // other styles keep the line in the old one.
+                    if self.start.style != Style::Claude {
+                        self.record(Event::User(&line))?;
+                    }
                     // As Claude Code 2.1.197: SessionEnd for the old id, then
                     // SessionStart for the new one, both with the prompt id.
                     self.session_end("clear");
@@ -407,6 +413,11 @@ impl Conversation {
         };
         next.lead_lines(false)?;
         next.record(Event::Start(&start))?;
+        // Written at once, not with the next prompt, and ending with the
+        // `local_command` entry hangar reads as "idle": as Claude Code
+        // 2.1.197 did (crates/hangar/tests/it/real_cli_support/OBSERVED.md,
+        // "`/clear` in Claude Code 2.1.197").
+        next.local_command("clear")?;
         *shared = next;
         if let Some(r) = self.session_record.as_ref() {
             // Claude Code names the new conversation at once; a failed write

@@ -177,6 +177,28 @@ impl Transcript {
         self.write_lines(lines)
     }
 
+    /// Claude Code's entries for its local command `/<name>`, run without a
+    /// turn (`claude_lines::local_command`). Other styles write nothing here.
+    pub fn local_command(&mut self, name: &str) -> anyhow::Result<()> {
+        if self.style != Style::Claude || self.closed {
+            return Ok(());
+        }
+        let timestamp = UtcTime::now().rfc3339();
+        let ids: [String; 3] = std::array::from_fn(|_| uuid::Uuid::new_v4().to_string());
+        let ctx = LineContext {
+            session_id: &self.session_id,
+            cwd: &self.cwd,
+            timestamp: &timestamp,
+            uuid: &ids[0],
+            parent_uuid: self.last_uuid.as_deref(),
+            model: &self.model,
+        };
+        let lines = claude_lines::local_command(name, &ctx, [&ids[0], &ids[1], &ids[2]]);
+        let [_, _, end] = ids;
+        self.last_uuid = Some(end);
+        self.write_lines(lines)
+    }
+
     /// A claude fork: `copied` (the forked conversation's lines, already
     /// rewritten to this session) goes into the file made at the first
     /// prompt, after its lead lines and before everything since.

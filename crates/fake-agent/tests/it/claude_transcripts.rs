@@ -168,31 +168,43 @@ fn uuid_version(id: &str) -> Option<char> {
     ok.then(|| id.chars().nth(14)).flatten()
 }
 
-#[test]
-fn clear_rotates_to_a_new_session_with_its_own_transcript() {
-    let setup = Setup::new();
-    let mut agent = setup.start(&["--session-id", ID]);
-    agent.send("/clear");
-    let out = agent.wait_for_output("cleared: new session ");
-    let new_id = out
-        .split("cleared: new session ")
+/// The new id the screen names after `/clear`.
+fn cleared_to(out: &str) -> String {
+    out.split("cleared: new session ")
         .nth(1)
         .unwrap()
         .lines()
         .next()
         .unwrap()
-        .to_string();
+        .to_string()
+}
+
+#[test]
+fn clear_rotates_to_a_new_session_with_its_own_transcript() {
+    let setup = Setup::new();
+    let mut agent = setup.start(&["--session-id", ID]);
+    agent.send("before clear");
+    agent.wait_for_output("answer: before clear");
+    let old_before = std::fs::read(setup.claude_transcript(ID)).unwrap();
+    agent.send("/clear");
+    let new_id = cleared_to(&agent.wait_for_output("cleared: new session "));
     assert_ne!(new_id, ID);
     agent.send("after clear");
     agent.wait_for_output("answer: after clear");
 
-    let old = entries(&setup.claude_transcript(ID));
-    assert_eq!(old.last().unwrap()["message"]["content"], "/clear");
+    // As Claude Code 2.1.197's, the old transcript is left as it was.
+    assert_eq!(
+        std::fs::read(setup.claude_transcript(ID)).unwrap(),
+        old_before
+    );
     let new = entries(&setup.claude_transcript(&new_id));
     assert_eq!(new[0]["subtype"], "fake-agent-start");
     assert_eq!(new[0]["resumed"], false);
     assert_eq!(new[0]["sessionId"], new_id.as_str());
-    assert_eq!(assistant_text(&new[2]), Some("answer: after clear"));
+    assert_eq!(
+        assistant_text(new.last().unwrap()),
+        Some("answer: after clear")
+    );
     // As in Claude Code, nothing links the new transcript to the old id
     // (the fake's start record keeps only the process's own argv).
     for line in &new {
@@ -205,6 +217,81 @@ fn clear_rotates_to_a_new_session_with_its_own_transcript() {
     assert_eq!(raw[0]["type"], "mode");
     assert!(raw[0].get("cwd").is_none());
     assert_eq!(raw[1]["subtype"], "fake-agent-start");
+}
+
+/// Claude Code 2.1.197's entries for `/clear` (crates/hangar/tests/it/
+/// real_cli_support/OBSERVED.md): without the closing `local_command`
+/// entry hangar read a cleared claude as working until its next turn.
+#[test]
+fn clear_writes_claude_codes_local_command_entries_at_once_ending_in_local_command() {
+    let setup = Setup::new();
+    let mut agent = setup.start(&["--session-id", ID]);
+    agent.wait_for_output("> ");
+    agent.send("/clear");
+    // Written before the screen says so, with no prompt after it.
+    let new_id = cleared_to(&agent.wait_for_output("cleared: new session "));
+    let raw = read_jsonl(&setup.claude_transcript(&new_id));
+
+    let kinds: Vec<(&str, &str)> = raw
+        .iter()
+        .map(|l| {
+            (
+                l["type"].as_str().unwrap(),
+                l["subtype"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("mode", ""),
+            // The fake's own start record, as after every start.
+            ("system", "fake-agent-start"),
+            ("file-history-snapshot", ""),
+            ("user", ""),
+            ("user", ""),
+            ("system", "local_command"),
+        ],
+        "{raw:#?}"
+    );
+    let [_, start, snapshot, caveat, command, end] = &raw[..] else {
+        unreachable!("six lines, checked above")
+    };
+    assert_eq!(snapshot["messageId"], command["uuid"]);
+    assert_eq!(caveat["isMeta"], true);
+    assert!(
+        caveat["message"]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("<local-command-caveat>Caveat: "),
+        "{caveat}"
+    );
+    assert_ne!(command["isMeta"], true);
+    assert!(
+        command["message"]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("<command-name>/clear</command-name>"),
+        "{command}"
+    );
+    assert_eq!(end["isMeta"], false);
+    assert_eq!(
+        end["content"],
+        "<local-command-stdout></local-command-stdout>"
+    );
+    // One chain, each entry of the new session, in the agent's folder.
+    assert_eq!(caveat["parentUuid"], start["uuid"]);
+    assert_eq!(command["parentUuid"], caveat["uuid"]);
+    assert_eq!(end["parentUuid"], command["uuid"]);
+    for entry in [caveat, command, end] {
+        assert_eq!(entry["sessionId"], new_id.as_str());
+        assert_eq!(entry["cwd"], setup.cwd.to_str().unwrap());
+        assert!(
+            entry["timestamp"]
+                .as_str()
+                .is_some_and(|t| t.ends_with('Z'))
+        );
+    }
 }
 
 #[test]

@@ -273,3 +273,54 @@ fn a_hibernated_sessions_activity_is_read_from_its_transcript_without_waking_it(
         "reading activity must not start the agent"
     );
 }
+
+/// Regression: Claude Code 2.1.197 ends a `/clear` with a `system`/
+/// `local_command` transcript entry and no answer (real_cli_support/
+/// OBSERVED.md); read without it, a cleared claude stayed `working` until
+/// its next turn and a prompt sent meanwhile went unconfirmed.
+#[test]
+fn a_clear_sent_to_claude_is_confirmed_and_its_new_conversation_reads_idle() {
+    let h = Hangar::new();
+    with_config(&h, "[activity]\ndebounce_ms = 200\n");
+    let a = agent(&h);
+    send(&h, &a, "before clear");
+    h.wait_screen(&a, "answer: before clear");
+    wait_activity(&h, &a, "idle");
+    let before = h.wait_transcript_id(&a);
+
+    let sent_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let sent = h.json(&["send", &a, "/clear"]);
+    assert_eq!(sent["confirmed"], true, "{sent}");
+    let screen = h.wait_screen(&a, "cleared: new session ");
+    let new = screen
+        .lines()
+        .find_map(|l| l.split("cleared: new session ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the clear line is on screen")
+        .to_owned();
+    assert_ne!(new, before);
+
+    // The send itself made the session `working`; the new conversation's
+    // transcript must bring it back to idle.
+    let mut last = Value::Null;
+    let settled = poll_for(DEADLINE, || {
+        last = h.session(&a);
+        (last["provider_session_id"] == new.as_str() && last["activity"] == "idle")
+            .then(|| last.clone())
+    });
+    let row = settled.unwrap_or_else(|| {
+        panic!(
+            "the cleared session never read idle in its new conversation {new}; last row {last}\n\
+             its transcript:\n{}\nscreen:\n{}",
+            fs::read_to_string(h.claude_transcript(&h.work, &new)).unwrap_or_default(),
+            h.screen(&a)
+        )
+    });
+    assert!(
+        row["activity_since"].as_u64().is_some_and(|t| t >= sent_at),
+        "idle since before the /clear: {row}"
+    );
+}

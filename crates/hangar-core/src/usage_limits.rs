@@ -472,6 +472,25 @@ pub enum ResetVerdict {
     Unknown,
 }
 
+/// The reset of the windows that are used up (100 % or more), the latest
+/// when several are.
+pub fn exhausted_reset(windows: &[Window]) -> Option<i64> {
+    windows
+        .iter()
+        .filter(|w| w.used_percent.is_some_and(|u| u >= 100.0))
+        .filter_map(|w| w.resets_at)
+        .max()
+}
+
+/// The reset of a refusal an agent's records name (`named`), else the
+/// reset of the window they last showed used up, while it is still ahead:
+/// Codex writes that window's `token_count` just before the refusal, and a
+/// look at its rollout can fall between the two lines. `None` leaves it to
+/// the refusal's words, which name at best a minute.
+pub fn refusal_reset(named: Option<i64>, last_exhausted: Option<i64>, now_ms: i64) -> Option<i64> {
+    named.or(last_exhausted.filter(|&r| r > now_ms))
+}
+
 pub fn judge_reset(resets_at: Option<i64>, now_ms: i64) -> ResetVerdict {
     match resets_at {
         None => ResetVerdict::Unknown,
@@ -656,6 +675,30 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_without_its_own_reset_takes_the_used_up_windows_while_it_is_ahead() {
+        let window = |used: f64, resets_at: i64| Window {
+            kind: "primary".to_owned(),
+            used_percent: Some(used),
+            resets_at: Some(resets_at),
+            status: None,
+        };
+        let windows = [
+            window(10.0, 9_000),
+            window(100.0, 5_000),
+            window(100.0, 7_000),
+        ];
+        assert_eq!(exhausted_reset(&windows), Some(7_000));
+        assert_eq!(exhausted_reset(&windows[..1]), None);
+        // Named by the refusal's own records: that one.
+        assert_eq!(refusal_reset(Some(6_000), Some(7_000), 1_000), Some(6_000));
+        // Not named (the window came in an earlier look): the window's.
+        assert_eq!(refusal_reset(None, Some(7_000), 1_000), Some(7_000));
+        // A window that reset already says nothing of this refusal.
+        assert_eq!(refusal_reset(None, Some(7_000), 7_000), None);
+        assert_eq!(refusal_reset(None, None, 1_000), None);
+    }
     use proptest::prelude::*;
 
     fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -279,6 +279,7 @@ impl Daemon {
             sessions: sessions.clone(),
             read: Default::default(),
             stored: Default::default(),
+            exhausted: Default::default(),
         });
         let screen_words = Arc::new(usage::screen_words::ScreenWords {
             transcripts: transcripts.clone(),

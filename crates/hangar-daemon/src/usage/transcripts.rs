@@ -40,6 +40,9 @@ pub struct Transcripts {
     pub read: Mutex<HashMap<String, (PathBuf, u64)>>,
     /// Per OpenCode session: the newest message update read.
     pub stored: Mutex<HashMap<String, i64>>,
+    /// Per session: the reset of the window its records last showed used
+    /// up, for a refusal read in a later look than that window.
+    pub exhausted: Mutex<HashMap<String, i64>>,
 }
 
 impl Transcripts {
@@ -158,9 +161,24 @@ impl Transcripts {
                     tokens,
                     agent_cost_usd,
                 } => self.record(id, provider, key, model, at_ms, tokens, agent_cost_usd),
-                UsageFact::Windows(windows) => self.ledger.agent_windows(id, provider, &windows),
+                UsageFact::Windows(windows) => {
+                    if let Some(reset) = usage_limits::exhausted_reset(&windows) {
+                        self.exhausted
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(id.to_string(), reset);
+                    }
+                    self.ledger.agent_windows(id, provider, &windows);
+                }
                 UsageFact::Limited { .. } if first_look => {}
                 UsageFact::Limited { resets_at, text } => {
+                    let last_exhausted = self
+                        .exhausted
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(id.as_str())
+                        .copied();
+                    let resets_at = usage_limits::refusal_reset(resets_at, last_exhausted, now);
                     let resets_at = resets_at.or_else(|| {
                         let reset = usage_limits::parse_limit_text(&text)
                             .unwrap_or(usage_limits::ResetText::Unknown);

@@ -27,7 +27,7 @@
 //! `input_tokens` counts the cached part too; the ledger's `input` does not.
 
 use hangar_core::usage::{OWN_KEY_PREFIX, Tokens};
-use hangar_core::usage_limits::{Window, codex_window_kind, parse_rfc3339_ms};
+use hangar_core::usage_limits::{self, Window, codex_window_kind, parse_rfc3339_ms};
 use serde_json::Value;
 
 use crate::adapter::UsageFact;
@@ -88,12 +88,7 @@ pub fn rollout_usage(lines: &[String]) -> Vec<UsageFact> {
                 }
                 let windows = windows(&payload["rate_limits"], at_ms);
                 if !windows.is_empty() {
-                    if let Some(reset) = windows
-                        .iter()
-                        .filter(|w| w.used_percent.is_some_and(|u| u >= 100.0))
-                        .filter_map(|w| w.resets_at)
-                        .max()
-                    {
+                    if let Some(reset) = usage_limits::exhausted_reset(&windows) {
                         exhausted_reset = Some(reset);
                     }
                     out.push(UsageFact::Windows(windows));

@@ -45,12 +45,8 @@ fn sandboxed_world(extra_config: &str) -> Option<RealCli> {
         return None;
     }
     let mut rc = RealCli::start()?;
-    // A real CLI starting inside bwrap while the suite's other tests load
-    // the machine may print nothing for longer than the default 30 s: the
-    // tests are about what it does, not how fast.
     rc.hangar_config(&format!(
-        "[restore]\nspawn_timeout_secs = 120\n\n\
-         [proxy]\nallow_hosts = [\"127.0.0.2\"]\nextra_ca_file = \"{}\"\n{extra_config}",
+        "[proxy]\nallow_hosts = [\"127.0.0.2\"]\nextra_ca_file = \"{}\"\n{extra_config}",
         rc.api.ca_file().display()
     ));
     rc.hangar.set_env("ANTHROPIC_BASE_URL", rc.api.https_url());

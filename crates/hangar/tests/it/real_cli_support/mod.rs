@@ -313,6 +313,7 @@ impl RealCli {
             opencode_cost: Default::default(),
             opencode_extra: Default::default(),
         };
+        rc.hangar_config("");
         rc.write_codex_config();
         rc.write_opencode_config();
         rc.trust(&rc.hangar.work.clone());
@@ -459,9 +460,19 @@ impl RealCli {
         .expect("write claude settings");
     }
 
-    /// Writes hangar's `config.toml`.
+    /// Writes hangar's `config.toml`: `text`, after a `[restore]` that
+    /// gives a CLI 120 s to print its first output unless `text` has its
+    /// own. A real CLI starting while the suite's other tests load the
+    /// machine (opencode, or any CLI inside bwrap) may print nothing for
+    /// longer than the default 30 s: these tests are about what the CLIs
+    /// do, not how fast they start.
     pub fn hangar_config(&self, text: &str) {
-        self.hangar.write_config(text);
+        if text.contains("[restore]") {
+            self.hangar.write_config(text);
+        } else {
+            self.hangar
+                .write_config(&format!("[restore]\nspawn_timeout_secs = 120\n\n{text}"));
+        }
     }
 
     /// A command running `program` as a person would in their own terminal:

@@ -30,4 +30,4 @@ pub mod sqlite;
 pub mod wait;
 
 pub use home::Hangar;
-pub use wait::{DEADLINE, wait_for, wait_until};
+pub use wait::{DEADLINE, poll_for, wait_for, wait_until};

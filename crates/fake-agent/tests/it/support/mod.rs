@@ -12,6 +12,7 @@ use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -111,12 +112,16 @@ pub struct Agent {
     stdin: Option<ChildStdin>,
     stdout: Arc<Mutex<String>>,
     stderr: Arc<Mutex<String>>,
+    /// Set by each reader at the end of its pipe.
+    drained: Vec<Arc<AtomicBool>>,
     reaped: bool,
 }
 
-fn drain(mut from: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+/// What `from` says, read in the background, and whether its end was read.
+fn drain(mut from: impl Read + Send + 'static) -> (Arc<Mutex<String>>, Arc<AtomicBool>) {
     let text = Arc::new(Mutex::new(String::new()));
-    let sink = Arc::clone(&text);
+    let done = Arc::new(AtomicBool::new(false));
+    let (sink, end) = (Arc::clone(&text), Arc::clone(&done));
     std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         while let Ok(n) = from.read(&mut buf) {
@@ -127,8 +132,9 @@ fn drain(mut from: impl Read + Send + 'static) -> Arc<Mutex<String>> {
                 .unwrap()
                 .push_str(&String::from_utf8_lossy(&buf[..n]));
         }
+        end.store(true, Ordering::SeqCst);
     });
-    text
+    (text, done)
 }
 
 impl Agent {
@@ -136,20 +142,34 @@ impl Agent {
         let mut child = cmd.spawn().expect("start hangar-fake-agent");
         // Drop the command now: it holds the parent's copy of a PTY slave, if any.
         drop(cmd);
-        let stdout = match child.stdout.take() {
-            Some(o) => drain(o),
+        let mut drained = Vec::new();
+        let mut read = |pipe: Option<Box<dyn Read + Send>>| match pipe {
+            Some(p) => {
+                let (text, done) = drain(p);
+                drained.push(done);
+                text
+            }
             None => Arc::default(),
         };
-        let stderr = match child.stderr.take() {
-            Some(e) => drain(e),
-            None => Arc::default(),
-        };
+        let stdout = read(
+            child
+                .stdout
+                .take()
+                .map(|o| Box::new(o) as Box<dyn Read + Send>),
+        );
+        let stderr = read(
+            child
+                .stderr
+                .take()
+                .map(|e| Box::new(e) as Box<dyn Read + Send>),
+        );
         let stdin = child.stdin.take();
         Agent {
             child,
             stdin,
             stdout,
             stderr,
+            drained,
             reaped: false,
         }
     }
@@ -206,8 +226,19 @@ impl Agent {
         status
     }
 
+    /// Waits for the agent's exit, then for the last of what it wrote: its
+    /// pipes' readers may be behind the exit (a test that read stderr at
+    /// once found it empty under load). A pipe a child of the agent keeps
+    /// open is not waited on past the deadline.
     pub fn wait_exit(&mut self) -> ExitStatus {
-        wait_until("the agent exits", || self.try_status())
+        let status = wait_until("the agent exits", || self.try_status());
+        hangar_testkit::poll_for(DEADLINE, || {
+            self.drained
+                .iter()
+                .all(|d| d.load(Ordering::SeqCst))
+                .then_some(())
+        });
+        status
     }
 }
 

@@ -92,7 +92,13 @@ impl Identity {
 
     /// Watch a freshly spawned agent's transcripts for as long as `live` is
     /// its process; record the provider session id they show.
-    pub fn watch_identity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
+    /// `started_ms`: the wall clock just before the process was spawned.
+    pub fn watch_identity(
+        self: &Arc<Self>,
+        id: SessionId,
+        live: Arc<LiveProcess>,
+        started_ms: u64,
+    ) {
         let Some(meta) = self.sessions.meta(&id) else {
             return;
         };
@@ -101,7 +107,6 @@ impl Identity {
             return;
         };
         // Transcript folders are named by the wall clock of the agent.
-        let started_ms = self.os.wall_ms();
         let daemon = self.clone();
         tokio::spawn(async move {
             // Which ids other sessions hold is a fact about every session:

@@ -25,7 +25,7 @@ use crate::pty::LiveProcess;
 /// Prompts kept per session for matching; older ones are dropped.
 const KEPT_PROMPTS: usize = 16;
 
-/// The prompts hangar typed into each session, with when (ms).
+/// The prompts hangar typed into each session, with when (wall clock ms).
 #[derive(Default)]
 pub struct TypedLog {
     by_session: Mutex<HashMap<SessionId, Vec<(u64, String)>>>,
@@ -87,14 +87,22 @@ impl Identity {
             .provider_of(id)
             .is_some_and(|p| hangar_providers::adapter(&p).conversation_in_database());
         if is_opencode {
-            self.typed.note(id, text, self.os.now_ms());
+            self.typed.note(id, text, self.os.wall_ms());
         }
     }
 
     /// For an opencode session: while `live` is its process, match the
     /// conversations in OpenCode's database against the prompts hangar
     /// typed, and record the session's own one.
-    pub fn watch_opencode_identity(self: &Arc<Self>, id: SessionId, live: Arc<LiveProcess>) {
+    /// `started_ms`: the wall clock just before the process was spawned
+    /// (OpenCode's `time_created` is its wall clock; a `--fork` writes its
+    /// copy at once, maybe before this watch starts).
+    pub fn watch_opencode_identity(
+        self: &Arc<Self>,
+        id: SessionId,
+        live: Arc<LiveProcess>,
+        started_ms: u64,
+    ) {
         let is_opencode = self
             .sessions
             .provider_of(&id)
@@ -116,7 +124,6 @@ impl Identity {
                 None => return,
             },
         };
-        let started_ms = self.os.now_ms();
         let daemon = self.clone();
         tokio::spawn(async move {
             // A pane forked from a start's first look waits for every

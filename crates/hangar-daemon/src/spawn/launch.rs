@@ -218,6 +218,9 @@ impl Spawner {
             session: id.to_string(),
             resumed,
         });
+        // Taken before the spawn: an agent may write its conversation's first
+        // record (an OpenCode `--fork` copy) before the watches below start.
+        let spawned_ms = self.os.wall_ms();
         let live = LiveProcess::spawn(self.os.as_ref(), request).map_err(|e| {
             SpawnFailure::new(
                 FailureKind::SpawnError,
@@ -231,9 +234,10 @@ impl Spawner {
         self.sessions
             .attach_process(id, live.clone(), start_time, resumed);
         self.watch_exit(id.clone(), live.clone());
-        self.identity.watch_identity(id.clone(), live.clone());
         self.identity
-            .watch_opencode_identity(id.clone(), live.clone());
+            .watch_identity(id.clone(), live.clone(), spawned_ms);
+        self.identity
+            .watch_opencode_identity(id.clone(), live.clone(), spawned_ms);
         self.monitor.watch_activity(id.clone(), live.clone());
         if let Some(g) = proxy_grant {
             self.grants.hold_grant_until_exit(g, live.exit_watch());

@@ -41,6 +41,12 @@ pub struct LimitSpec {
     /// The reset this many seconds after the request (default 3600).
     #[serde(default)]
     pub resets_in_secs: Option<i64>,
+    /// The limit opens at the rule's first refusal and lasts this many
+    /// seconds: every refusal names that one reset, and the rule answers
+    /// after it, as with `resets_at`. For a test whose request may reach
+    /// the fake late under load (a `resets_at` could pass before it comes).
+    #[serde(default)]
+    pub lasts_secs: Option<i64>,
     /// Which window is exhausted: `five_hour` (default) or `seven_day`.
     #[serde(default)]
     pub claim: Option<String>,

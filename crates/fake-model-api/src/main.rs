@@ -76,6 +76,8 @@ struct Server {
     next: AtomicU64,
     /// How often each script rule has fired (by index).
     fired: Mutex<HashMap<usize, u64>>,
+    /// The reset of each `lasts_secs` limit that has opened (by index).
+    opened: Mutex<HashMap<usize, i64>>,
 }
 
 fn main() {
@@ -110,6 +112,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         log: Mutex::new(log),
         next: AtomicU64::new(1),
         fired: Mutex::new(HashMap::new()),
+        opened: Mutex::new(HashMap::new()),
     });
     let http = TcpListener::bind(args.http).with_context(|| format!("bind {}", args.http))?;
     let http_port = http.local_addr()?.port();
@@ -287,14 +290,21 @@ fn answer<S: Read + Write>(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
-            let plan = script::plan(
+            let mut opened = server.opened.lock().unwrap_or_else(|e| e.into_inner());
+            let s = script::with_opened_limits(s, &opened);
+            let now = limits::now_secs();
+            let mut plan = script::plan(
                 &s,
                 api,
                 &turn,
                 &offered,
                 &|i| fired.get(&i).copied().unwrap_or(0),
-                limits::now_secs(),
+                now,
             );
+            if let Some((rule, reset)) = script::open_limit(&mut plan, now) {
+                opened.insert(rule, reset);
+            }
+            drop(opened);
             if let Some(i) = plan.rule {
                 *server
                     .fired

@@ -18,13 +18,16 @@
 //! epoch seconds, `"claim": "seven_day"`) refuses as the provider does at a
 //! usage limit, and a limit with a `resets_at` refuses only until then (as
 //! the provider answers again once the window resets: a CLI's continuation
-//! after the reset is answered, whatever it resends); the top-level `"windows": {"five_hour": 0.4, "seven_day":
+//! after the reset is answered, whatever it resends; `"lasts_secs": 10`
+//! is such a limit whose window opens at its first refusal); the top-level `"windows": {"five_hour": 0.4, "seven_day":
 //! 0.2}` sets what every allowed reply's rate-limit headers say (see
 //! `limits.rs`). A `tool` rule only fires when the request offers a tool of
 //! that name (a CLI's side requests, such as title generation, offer none).
 //! With no rule, the model answers `ANSWER(<first line of the prompt>)`, and
 //! after a tool result `TOOL-DONE(<first line of the result>)`, so a test can
 //! tell the model's words from its own typing on the screen.
+
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -148,6 +151,36 @@ pub struct Plan {
     pub rule: Option<usize>,
     /// A refusal at a usage limit (the reply is then a 429 failure).
     pub limit: Option<crate::limits::LimitSpec>,
+}
+
+/// The script with every `lasts_secs` limit that has opened (`opened`:
+/// rule index to its reset, epoch seconds) fixed as a `resets_at`, so that
+/// [`plan`] refuses until then and answers after it.
+pub fn with_opened_limits(mut script: Script, opened: &HashMap<usize, i64>) -> Script {
+    for (i, rule) in script.rules.iter_mut().enumerate() {
+        if let Some(limit) = rule.limit.as_mut()
+            && limit.resets_at.is_none()
+            && limit.lasts_secs.is_some()
+            && let Some(reset) = opened.get(&i)
+        {
+            limit.resets_at = Some(*reset);
+        }
+    }
+    script
+}
+
+/// After [`plan`]: a `lasts_secs` limit refusing for the first time opens
+/// at `now`; its reset is set in the plan and returned with the rule's
+/// index, for [`with_opened_limits`] to keep.
+pub fn open_limit(plan: &mut Plan, now: i64) -> Option<(usize, i64)> {
+    let rule = plan.rule?;
+    let limit = plan.limit.as_mut()?;
+    if limit.resets_at.is_some() {
+        return None;
+    }
+    let reset = now + limit.lasts_secs?;
+    limit.resets_at = Some(reset);
+    Some((rule, reset))
 }
 
 /// Picks the reply: the first rule that matches (and has not used up its
@@ -401,6 +434,36 @@ mod tests {
         let tools =
             json!({"tools": [{"name": "a"}, {"type": "function", "function": {"name": "b"}}]});
         assert_eq!(offered_tools(&tools), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn a_limit_that_lasts_opens_at_its_first_refusal_and_answers_after_it() {
+        let script: Script = serde_json::from_value(
+            json!({"rules": [{"when": "over", "limit": {"lasts_secs": 10}}]}),
+        )
+        .unwrap();
+        let turn = UserTurn::Text("over the limit".into());
+        let mut opened = HashMap::new();
+        let mut ask = |now: i64| {
+            let s = with_opened_limits(script.clone(), &opened);
+            let mut p = plan(&s, Api::Chat, &turn, &[], &never, now);
+            if let Some((i, reset)) = open_limit(&mut p, now) {
+                opened.insert(i, reset);
+            }
+            p
+        };
+        // However late the first request comes, it is refused, the window
+        // opening then; later refusals name the same reset.
+        let first = ask(5000);
+        assert!(matches!(
+            first.reply,
+            Reply::Fail(Failure { status: 429, .. })
+        ));
+        assert_eq!(first.limit.and_then(|l| l.resets_at), Some(5010));
+        let again = ask(5004);
+        assert_eq!(again.limit.and_then(|l| l.resets_at), Some(5010));
+        let after = ask(5010);
+        assert_eq!(after.reply, Reply::Text("ANSWER(over the limit)".into()));
     }
 
     #[test]

@@ -15,17 +15,8 @@
 use crate::real_cli_support;
 use crate::support;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use real_cli_support::{REAL_DEADLINE, RealCli};
 use serde_json::{Value, json};
-
-fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs() as i64
-}
 
 /// A real-CLI world (its daemon not started yet) whose daemon reads the agents' records, continues a
 /// limited session as soon as its limit resets, and records the proxied
@@ -113,12 +104,16 @@ fn continuation_typed(rc: &RealCli, id: &str) {
 }
 
 /// The `n` of the request the fake refused at the limit.
-fn refused_request(rc: &RealCli, api: &str) -> u64 {
-    rc.api.wait_request("the refusal", |r| {
+/// The fake's first refusal at a limit on `api`: its request number and
+/// the reset it named (epoch seconds).
+fn refused_request(rc: &RealCli, api: &str) -> (u64, i64) {
+    let r = rc.api.wait_request("the refusal", |r| {
         r["api"] == api && r["reply"]["fail"] == 429
-    })["n"]
-        .as_u64()
-        .unwrap_or(0)
+    });
+    (
+        r["n"].as_u64().unwrap_or(0),
+        r["limit"]["resets_at"].as_i64().unwrap_or(0),
+    )
 }
 
 #[test]
@@ -132,9 +127,10 @@ fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_carries_on_
     let id = rc.hangar.new_agent(&["--provider", "claude"]);
     rc.wait_ready(&id);
     rc.ask(&id, "before the limit");
-    let reset = now_secs() + 10;
+    // The window opens at the refusal, however late under load the
+    // request comes.
     rc.api.script(json!({"rules": [
-        {"api": "anthropic", "when": "over the limit", "limit": {"resets_at": reset}}
+        {"api": "anthropic", "when": "over the limit", "limit": {"lasts_secs": 10}}
     ]}));
     rc.submit(&id, "over the limit");
     // What Claude Code 2.1.197 prints at a 429 with
@@ -150,12 +146,12 @@ fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_carries_on_
             row["limit"]["source"] == "proxy"
         },
     );
+    let (refused, reset) = refused_request(&rc, "anthropic");
     assert_eq!(row["limit"]["resets_at"], json!(reset * 1000), "{row}");
     // After the reset hangar types `continue` once, and the answer is drawn.
     // Claude Code sends the refused prompt again with it, in one user
     // message; the fake refuses only until the limit's reset, as the
     // provider does, so that request is answered.
-    let refused = refused_request(&rc, "anthropic");
     let answer = carries_on_after_the_reset(&rc, &id, refused);
     assert!(answer["body"].to_string().contains("continue"), "{answer}");
     support::wait_until("the limit is over", REAL_DEADLINE, || {
@@ -196,10 +192,9 @@ fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
     assert_eq!(five["used_percent"], json!(10.0), "{codex}");
 
     // At the limit: the fake refuses as Codex's backend does, the reset a
-    // few seconds ahead.
-    let reset = now_secs() + 8;
+    // few seconds after the refusal.
     rc.api.script(json!({"rules": [
-        {"api": "responses", "when": "over the limit", "times": 1, "limit": {"resets_at": reset}}
+        {"api": "responses", "when": "over the limit", "times": 1, "limit": {"lasts_secs": 8}}
     ]}));
     rc.submit(&id, "over the limit");
     let mut row = Value::Null;
@@ -211,6 +206,7 @@ fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
             row["limit"]["source"] == "transcript"
         },
     );
+    let (refused, reset) = refused_request(&rc, "responses");
     assert_eq!(
         row["limit"]["resets_at"],
         json!(reset * 1000),
@@ -221,7 +217,6 @@ fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
         row["activity"] == "limited" || row["limit"].is_null()
     });
 
-    let refused = refused_request(&rc, "responses");
     carries_on_after_the_reset(&rc, &id, refused);
     support::wait_until("the limit is over", REAL_DEADLINE, || {
         rc.hangar.session(&id)["limit"].is_null()
@@ -470,9 +465,10 @@ fn opencode_refused_with_retry_after_is_limited_until_then_and_carries_on_by_its
     let id = rc.hangar.new_agent(&["--provider", "opencode"]);
     rc.wait_ready(&id);
     rc.ask(&id, "before the limit");
-    let reset = now_secs() + 10;
+    // The window opens at the refusal, however late under load the
+    // request comes.
     rc.api.script(json!({"rules": [
-        {"api": "chat", "when": "over the limit", "limit": {"resets_at": reset}}
+        {"api": "chat", "when": "over the limit", "limit": {"lasts_secs": 10}}
     ]}));
     rc.submit(&id, "over the limit");
     let mut row = Value::Null;
@@ -485,6 +481,7 @@ fn opencode_refused_with_retry_after_is_limited_until_then_and_carries_on_by_its
         },
     );
     assert_eq!(row["limit"]["kind"], "retry_after", "{row}");
+    let (refused, reset) = refused_request(&rc, "chat");
     // `retry-after` is whole seconds from the refusal: the reset within a
     // second or two of the fake's.
     let got = row["limit"]["resets_at"].as_i64().unwrap_or(0);
@@ -496,7 +493,6 @@ fn opencode_refused_with_retry_after_is_limited_until_then_and_carries_on_by_its
     // OpenCode 1.18.33 retries by itself after `retry-after`; the fake
     // answers once the limit has reset, the answer is drawn and the limit
     // is over, with nothing typed by hangar.
-    let refused = refused_request(&rc, "chat");
     let answer = rc
         .api
         .wait_request("OpenCode's retry after the reset was answered", |r| {

@@ -11,6 +11,7 @@
 //! - [`git`]: real git repositories made in a test's folder;
 //! - [`sqlite`]: reading a SQLite file's b-tree pages and tearing one;
 //! - [`fake_api`]: a running `hangar-fake-model-api`;
+//! - [`io`]: reads a signal does not cut short;
 //! - [`http`]: reading one HTTP/1.1 request, for the small stand-in APIs
 //!   tests serve themselves;
 //! - [`pty`]: a program in a real pseudo-terminal, its screen read back
@@ -24,6 +25,7 @@ pub mod fake_api;
 pub mod git;
 pub mod home;
 pub mod http;
+pub mod io;
 pub mod proc;
 pub mod pty;
 pub mod sqlite;

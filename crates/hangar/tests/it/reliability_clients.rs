@@ -8,7 +8,7 @@
 use crate::reliability_support;
 use crate::support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -233,7 +233,7 @@ fn garbage_on_the_socket_gets_errors_and_never_takes_the_daemon_down() {
         }
         let _ = s.write_all(&bytes);
         let mut reply = [0u8; 256];
-        if matches!(s.read(&mut reply), Ok(n) if n > 0) {
+        if matches!(hangar_testkit::io::read_some(&mut s, &mut reply), Ok(n) if n > 0) {
             answered += 1;
         }
         assert!(is_running(daemon), "round {round}: the daemon died");
@@ -294,7 +294,7 @@ fn a_client_that_sends_one_byte_per_second_blocks_nobody_and_is_dropped_at_the_h
         .expect("timeout");
     let mut buf = [0u8; 16];
     let dropped = loop {
-        match trickler.read(&mut buf) {
+        match hangar_testkit::io::read_some(&mut trickler, &mut buf) {
             Ok(0) => break true,
             Ok(_) => continue,
             Err(_) => break false,

@@ -8,7 +8,7 @@
 
 #![allow(dead_code)] // each reliability test binary uses a different part
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
@@ -121,7 +121,7 @@ impl RawClient {
             if let Some(f) = self.decoder.next_frame().map_err(std::io::Error::other)? {
                 return Ok(f);
             }
-            let n = self.stream.read(&mut buf)?;
+            let n = hangar_testkit::io::read_some(&mut self.stream, &mut buf)?;
             if n == 0 {
                 return Err(std::io::ErrorKind::UnexpectedEof.into());
             }

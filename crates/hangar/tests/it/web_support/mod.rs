@@ -202,7 +202,7 @@ pub fn read_response(stream: &mut impl Read) -> Response {
     let mut raw = Vec::new();
     let mut buf = [0u8; 16 * 1024];
     let (head_end, status, headers) = loop {
-        let n = stream.read(&mut buf).unwrap_or(0);
+        let n = hangar_testkit::io::read_some(stream, &mut buf).unwrap_or(0);
         if n == 0 && raw.is_empty() {
             panic!("the server closed without a response");
         }
@@ -232,7 +232,7 @@ pub fn read_response(stream: &mut impl Read) -> Response {
     let mut body = raw[head_end..].to_vec();
     if let Some(len) = find("content-length").and_then(|l| l.parse::<usize>().ok()) {
         while body.len() < len {
-            let n = stream.read(&mut buf).unwrap_or(0);
+            let n = hangar_testkit::io::read_some(stream, &mut buf).unwrap_or(0);
             if n == 0 {
                 break;
             }
@@ -241,7 +241,7 @@ pub fn read_response(stream: &mut impl Read) -> Response {
         body.truncate(len);
     } else if status != 101 && status != 304 {
         loop {
-            let n = stream.read(&mut buf).unwrap_or(0);
+            let n = hangar_testkit::io::read_some(stream, &mut buf).unwrap_or(0);
             if n == 0 {
                 break;
             }
@@ -607,7 +607,8 @@ impl WsClient {
             if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break i + 4;
             }
-            let n = stream.read(&mut chunk).expect("handshake reply");
+            let n =
+                hangar_testkit::io::read_some(&mut stream, &mut chunk).expect("handshake reply");
             assert!(n > 0, "closed during the handshake");
             buf.extend_from_slice(&chunk[..n]);
         };
@@ -650,7 +651,8 @@ impl WsClient {
     fn fill(&mut self, n: usize) {
         let mut chunk = [0u8; 65536];
         while self.buf.len() < n {
-            let got = self.stream.read(&mut chunk).expect("read frame");
+            let got =
+                hangar_testkit::io::read_some(&mut self.stream, &mut chunk).expect("read frame");
             assert!(got > 0, "the server closed the WebSocket");
             self.buf.extend_from_slice(&chunk[..got]);
         }

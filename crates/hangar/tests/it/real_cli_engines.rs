@@ -122,7 +122,11 @@ fn live_after_restart(rc: &RealCli, id: &str) -> serde_json::Value {
         }
         assert!(
             std::time::Instant::now() < end,
-            "session {id} is not live after the restart: {row}"
+            "session {id} is not live after the restart: state {} reason {} exit {}\n{}\nrow: {row}",
+            row["state"],
+            row["reason"],
+            row["exit_code"],
+            rc.hangar.daemon_logs_tail()
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }

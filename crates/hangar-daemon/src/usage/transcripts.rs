@@ -78,6 +78,16 @@ impl Transcripts {
                 _ => {}
             }
         }
+        self.forget_closed();
+    }
+
+    /// A closed session's read positions and last used-up window go with it
+    /// (a hibernated one's are kept: it reads on from there when woken).
+    fn forget_closed(&self) {
+        let open = |id: &String| self.sessions.contains(&SessionId::from(id.as_str()));
+        lock(&self.read).retain(|id, _| open(id));
+        lock(&self.stored).retain(|id, _| open(id));
+        lock(&self.exhausted).retain(|id, _| open(id));
     }
 
     /// The complete lines of `path` written since the last look, and
@@ -86,7 +96,7 @@ impl Transcripts {
         let mut f = std::fs::File::open(path).ok()?;
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         let (start, first_look) = {
-            let read = self.read.lock().unwrap_or_else(|p| p.into_inner());
+            let read = lock(&self.read);
             match read.get(id.as_str()) {
                 // A file cut shorter (or another file): read it again.
                 Some((p, off)) if p == path && *off <= len => (*off, false),
@@ -102,10 +112,7 @@ impl Transcripts {
         }
         // Complete lines only: a half-written last line waits.
         let end = bytes.iter().rposition(|b| *b == b'\n')?;
-        self.read
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.to_string(), (path.clone(), start + end as u64 + 1));
+        lock(&self.read).insert(id.to_string(), (path.clone(), start + end as u64 + 1));
         let lines = String::from_utf8_lossy(&bytes[..=end])
             .lines()
             .map(str::to_owned)
@@ -128,20 +135,11 @@ impl Transcripts {
 
     /// OpenCode's database: the messages updated since the last look.
     fn read_stored(&self, id: &SessionId, provider: &Provider, conversation: &str) {
-        let since = self
-            .stored
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id.as_str())
-            .copied()
-            .unwrap_or(0);
+        let since = lock(&self.stored).get(id.as_str()).copied().unwrap_or(0);
         let var = hangar_providers::transcript::discovery::env_var;
         match adapter(provider).stored_usage(conversation, since, &var) {
             Ok(Some((facts, newest))) => {
-                self.stored
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(id.to_string(), newest);
+                lock(&self.stored).insert(id.to_string(), newest);
                 self.take_facts(id, provider.name(), facts, since == 0);
             }
             Ok(None) => {}
@@ -163,21 +161,13 @@ impl Transcripts {
                 } => self.record(id, provider, key, model, at_ms, tokens, agent_cost_usd),
                 UsageFact::Windows(windows) => {
                     if let Some(reset) = usage_limits::exhausted_reset(&windows) {
-                        self.exhausted
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(id.to_string(), reset);
+                        lock(&self.exhausted).insert(id.to_string(), reset);
                     }
                     self.ledger.agent_windows(id, provider, &windows);
                 }
                 UsageFact::Limited { .. } if first_look => {}
                 UsageFact::Limited { resets_at, text } => {
-                    let last_exhausted = self
-                        .exhausted
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(id.as_str())
-                        .copied();
+                    let last_exhausted = lock(&self.exhausted).get(id.as_str()).copied();
                     let resets_at = usage_limits::refusal_reset(resets_at, last_exhausted, now);
                     let resets_at = resets_at.or_else(|| {
                         let reset = usage_limits::parse_limit_text(&text)
@@ -251,4 +241,34 @@ fn rate_limit_line(line: &str) -> Option<usage_limits::ResetText> {
         .collect::<Vec<_>>()
         .join(" ");
     Some(usage_limits::parse_limit_text(&text).unwrap_or(usage_limits::ResetText::Unknown))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::on_a_fake_machine::with_sessions;
+
+    #[test]
+    fn a_closed_session_s_read_positions_are_forgotten_and_a_hibernated_one_s_kept() {
+        let m = with_sessions(&["pane"], &["parked"]);
+        let t = &m.daemon.transcripts;
+        for id in ["pane", "parked", "closed"] {
+            super::lock(&t.read).insert(id.to_owned(), ("/t.jsonl".into(), 10));
+            super::lock(&t.stored).insert(id.to_owned(), 1);
+            super::lock(&t.exhausted).insert(id.to_owned(), 2);
+        }
+        t.look();
+        for map in [
+            super::lock(&t.read).keys().cloned().collect::<Vec<_>>(),
+            super::lock(&t.stored).keys().cloned().collect(),
+            super::lock(&t.exhausted).keys().cloned().collect(),
+        ] {
+            let mut ids = map;
+            ids.sort();
+            assert_eq!(ids, ["pane", "parked"]);
+        }
+    }
 }

@@ -147,6 +147,33 @@ impl PtyApp {
             .collect()
     }
 
+    /// The screen's rows once they stayed the same for `quiet`: a frame
+    /// still being written is never taken (a TUI's frame can reach the
+    /// reader in pieces; a snapshot once caught the help overlay half
+    /// drawn). A TUI writes on every tick even when nothing changed, so
+    /// the screen is compared, not the bytes. Panics after the deadline
+    /// if it never holds still.
+    pub fn settled_rows(&self, quiet: Duration) -> Vec<String> {
+        let deadline = Instant::now() + DEADLINE;
+        let mut seen = self.rows();
+        let mut since = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = self.rows();
+            if now != seen {
+                seen = now;
+                since = Instant::now();
+            } else if since.elapsed() >= quiet {
+                return seen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen never held still for {quiet:?}\n--- screen ---\n{}",
+                seen.join("\n")
+            );
+        }
+    }
+
     pub fn with_screen<T>(&self, f: impl FnOnce(&vt100::Screen) -> T) -> T {
         f(self.parser.lock().unwrap().screen())
     }

@@ -132,6 +132,8 @@ pub fn run(target: &Target) -> anyhow::Result<ExitCode> {
         };
         loop {
             match stdin.read(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                // The terminal is gone: nothing more can be typed.
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
                     if !send(Event::Input(buf[..n].to_vec())) {

@@ -83,7 +83,13 @@ fn ctrl_b_d_opens_the_diff_and_comments_reach_the_agent_as_one_prompt_naming_fil
     app.wait_for("the heading names the file and hunk", |_| {
         heading(&app).contains("notes.txt · modified · file 2/2 · hunk 1/1 · line 5")
     });
-    insta::assert_snapshot!("notes_hunk", mask(&app.rows().join("\n")));
+    insta::assert_snapshot!(
+        "notes_hunk",
+        mask(
+            &app.settled_rows(std::time::Duration::from_millis(150))
+                .join("\n")
+        )
+    );
     // Down to the added line 8 (three context lines, the removed one).
     for _ in 0..5 {
         app.write(b"j");

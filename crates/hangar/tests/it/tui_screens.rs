@@ -23,8 +23,12 @@ fn tui(h: &Hangar) -> PtyApp {
     PtyApp::spawn(h.command(&[]), ROWS, COLS)
 }
 
+/// The screen once the TUI's output paused (a whole frame), masked.
 fn screen(app: &PtyApp) -> String {
-    mask(&app.rows().join("\n"))
+    mask(
+        &app.settled_rows(std::time::Duration::from_millis(150))
+            .join("\n"),
+    )
 }
 
 fn banners(text: &str) -> usize {

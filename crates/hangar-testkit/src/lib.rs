@@ -15,7 +15,9 @@
 //! - [`http`]: reading one HTTP/1.1 request, for the small stand-in APIs
 //!   tests serve themselves;
 //! - [`pty`]: a program in a real pseudo-terminal, its screen read back
-//!   through vt100.
+//!   through vt100;
+//! - [`required`]: a test this machine cannot run says so, and fails under
+//!   CI.
 //!
 //! Nothing here is global: every helper is per fixture, so tests run in
 //! parallel in one process.
@@ -28,6 +30,7 @@ pub mod http;
 pub mod io;
 pub mod proc;
 pub mod pty;
+pub mod required;
 pub mod sqlite;
 pub mod wait;
 

@@ -88,12 +88,21 @@ pub struct SideEntry {
     pub kind: SideKind,
 }
 
+/// Input that came before the first snapshot, in order.
+enum HeldInput {
+    Bytes(Vec<u8>),
+    /// The escape time passed here with no byte.
+    Quiet,
+}
+
 /// A new agent on its way to its pane, which will get the keyboard.
 struct NewPaneTyping {
     /// Its id, once the daemon answered.
     session: Option<String>,
     /// What was typed before its pane was live: the pane's, then.
     early: Vec<u8>,
+    /// A new agent (not an existing pane still being attached).
+    fresh: bool,
 }
 
 pub struct App {
@@ -102,6 +111,10 @@ pub struct App {
     commands: Sender<Command>,
     pub snap: Snapshot,
     pub have_snapshot: bool,
+    /// Keys typed before the first snapshot: held, not lost. Handled
+    /// before it, an Enter had no pane to type into and did nothing (the
+    /// TUI tests pressed it again; a person would have too).
+    held_input: Option<Vec<HeldInput>>,
     pub views: HashMap<String, SessionView>,
     pub panes: HashMap<String, Pane>,
     next_generation: u64,
@@ -162,6 +175,7 @@ impl App {
             commands,
             snap: Snapshot::default(),
             have_snapshot: false,
+            held_input: Some(Vec::new()),
             views: HashMap::new(),
             panes: HashMap::new(),
             next_generation: 1,
@@ -289,6 +303,7 @@ impl App {
             .collect();
         self.snap = snap;
         self.have_snapshot = true;
+        self.release_held_input();
         let n = self.side_entries().len();
         if self.side_selected >= n {
             self.side_selected = n.saturating_sub(1);
@@ -310,13 +325,19 @@ impl App {
         let focused = self.focus().is_some_and(|f| f.as_str() == id);
         match self.panes.get(&id).map(|p| &p.status) {
             Some(PaneStatus::Live) if focused => {
+                let fresh = self.new_typing.as_ref().is_some_and(|w| w.fresh);
                 let early = self.new_typing.take().map(|w| w.early).unwrap_or_default();
                 if let Some(p) = self.panes.get_mut(&id) {
                     p.type_bytes(&early);
                 }
+                let what = if fresh {
+                    "the new agent".to_owned()
+                } else {
+                    self.describe(&SessionId::new(&id))
+                };
                 self.message = Some((
                     format!(
-                        "typing into the new agent: {} goes back to commands",
+                        "typing into {what}: {} goes back to commands",
                         self.prefix_name()
                     ),
                     false,
@@ -419,9 +440,8 @@ impl App {
                     Err(e) if e.code == codes::UNKNOWN_KIND => Err(crate::search::older_daemon()),
                     Err(e) => Err(e.message),
                 };
-                if let SearchAction::Ask(query) = d.answered(&asked.query, reply) {
-                    self.ask_search(query);
-                }
+                let next = d.answered(&asked.query, reply);
+                self.search_action(next);
             }
             return;
         }
@@ -589,7 +609,45 @@ impl App {
     // ---- input ----
 
     pub fn handle_input(&mut self, bytes: &[u8]) {
+        if let Some(held) = self.held_input.as_mut() {
+            held.push(HeldInput::Bytes(bytes.to_vec()));
+            return;
+        }
         self.input(bytes.to_vec(), false);
+    }
+
+    /// The escape time passed with no byte (the input thread's
+    /// `InputQuiet`).
+    pub fn input_quiet(&mut self) {
+        if let Some(held) = self.held_input.as_mut() {
+            held.push(HeldInput::Quiet);
+            return;
+        }
+        if self.input_pending() {
+            self.flush_input()
+        }
+    }
+
+    /// The daemon cannot be reached: said on screen, and keys are handled
+    /// as they come (`q` still quits).
+    pub fn lost_daemon(&mut self, why: String) {
+        self.daemon_lost = Some(why);
+        self.release_held_input();
+    }
+
+    /// The workspace is known (or the daemon cannot be reached): keys typed
+    /// before are handled now, in order, each escape time where it fell.
+    fn release_held_input(&mut self) {
+        for held in self.held_input.take().unwrap_or_default() {
+            match held {
+                HeldInput::Bytes(bytes) => self.input(bytes, false),
+                HeldInput::Quiet => {
+                    if self.input_pending() {
+                        self.flush_input()
+                    }
+                }
+            }
+        }
     }
 
     /// Input that waits for the rest of a key (an escape sequence or a
@@ -1153,7 +1211,29 @@ impl App {
             Some(PaneStatus::Failed(_) | PaneStatus::Lost(_) | PaneStatus::Exited(_)) => {
                 self.retry_focused()
             }
-            _ => {}
+            // Still being attached (a hibernated agent waking): typing
+            // starts now and what is typed is kept for the pane until it is
+            // live, as for a new agent. Dropping the Enter left a person
+            // pressing it again (and the TUI tests did).
+            Some(PaneStatus::Connecting { .. }) => {
+                self.new_typing = Some(NewPaneTyping {
+                    session: Some(focus.to_string()),
+                    early: Vec::new(),
+                    fresh: false,
+                });
+                self.passthrough = true;
+                self.filter = PassThroughFilter::new(self.prefix);
+                self.message = Some((
+                    format!(
+                        "{} is starting: what you type goes to it once it is live; {} goes back to commands",
+                        self.describe(&focus),
+                        self.prefix_name()
+                    ),
+                    false,
+                ));
+                self.settle_new_typing();
+            }
+            None => {}
         }
     }
 
@@ -1339,6 +1419,17 @@ impl App {
         self.send(request, "search");
     }
 
+    fn search_action(&mut self, action: SearchAction) {
+        match action {
+            SearchAction::None => {}
+            SearchAction::Ask(query) => self.ask_search(query),
+            SearchAction::Jump(session) => {
+                self.dialog = None;
+                self.go_to_session(&SessionId::new(&session));
+            }
+        }
+    }
+
     /// Where a search result leads: a pane is focused (its tab made
     /// active); a parked or buried session is selected in its tab's side
     /// list, where `u` brings it back. Nothing is woken here.
@@ -1489,6 +1580,7 @@ impl App {
                     self.new_typing = Some(NewPaneTyping {
                         session: None,
                         early: Vec::new(),
+                        fresh: true,
                     });
                     self.passthrough = true;
                     self.filter = PassThroughFilter::new(self.prefix);
@@ -1517,14 +1609,10 @@ impl App {
                 }
                 _ => {}
             },
-            Dialog::Search(d) => match d.key(key) {
-                SearchAction::None => {}
-                SearchAction::Ask(query) => self.ask_search(query),
-                SearchAction::Jump(session) => {
-                    self.dialog = None;
-                    self.go_to_session(&SessionId::new(&session));
-                }
-            },
+            Dialog::Search(d) => {
+                let next = d.key(key);
+                self.search_action(next);
+            }
             Dialog::Diff(_) => {}
             Dialog::Usage(d) => {
                 if key == Key::Char('r') {

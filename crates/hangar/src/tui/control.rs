@@ -74,8 +74,11 @@ fn reconnect_into(target: &Target, slot: &mut Option<Client>, events: &Sender<Ev
 }
 
 fn run(target: Target, mut client: Client, commands: Receiver<Command>, events: Sender<Event>) {
+    // The first snapshot at once: the TUI holds keys until it knows the
+    // workspace, and it waited a whole poll for it before.
+    let mut wait = Duration::ZERO;
     loop {
-        match commands.recv_timeout(POLL_EVERY) {
+        match commands.recv_timeout(wait) {
             Ok(command) => {
                 let result = match api::call(&mut client, command.request.clone()) {
                     Ok(v) => Ok(v),
@@ -95,6 +98,7 @@ fn run(target: Target, mut client: Client, commands: Receiver<Command>, events: 
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
+        wait = POLL_EVERY;
         match snapshot(&mut client) {
             Ok(s) => {
                 if events.send(Event::Snapshot(Box::new(s))).is_err() {

@@ -234,14 +234,10 @@ fn run_view(
 fn handle(app: &mut App, event: Event) {
     match event {
         Event::Input(bytes) => app.handle_input(&bytes),
-        Event::InputQuiet => {
-            if app.input_pending() {
-                app.flush_input()
-            }
-        }
+        Event::InputQuiet => app.input_quiet(),
         Event::Snapshot(s) => app.apply_snapshot(*s),
         Event::Done(outcome) => app.apply_outcome(*outcome),
-        Event::DaemonLost(e) => app.daemon_lost = Some(e),
+        Event::DaemonLost(e) => app.lost_daemon(e),
         Event::Host { name, row } => {
             if let Some(bar) = &mut app.host_bar {
                 bar.update(&name, &row);

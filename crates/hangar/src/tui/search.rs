@@ -35,6 +35,11 @@ pub struct SearchDialog {
     /// would queue behind the others; the text typed meanwhile is asked
     /// when the answer comes.
     in_flight: bool,
+    /// Enter was pressed before the answer to the query typed had come: it
+    /// chooses the first match of that answer when it comes (a person who
+    /// types a word and Enter at once means its first match), and is
+    /// forgotten when the query changes.
+    enter_waits: bool,
 }
 
 /// What a key asks the app to do.
@@ -52,10 +57,12 @@ impl SearchDialog {
         match key {
             Key::Char(c) => {
                 self.query.push(c);
+                self.enter_waits = false;
                 self.ask()
             }
             Key::Backspace => {
                 self.query.pop();
+                self.enter_waits = false;
                 self.ask()
             }
             Key::Up | Key::Ctrl('p') => {
@@ -70,7 +77,12 @@ impl SearchDialog {
             }
             Key::Enter => match self.matches().get(self.selected) {
                 Some(m) => SearchAction::Jump(m.session.clone()),
-                None => SearchAction::None,
+                None => {
+                    // Dropped without a word, an Enter typed a moment too
+                    // soon looked like a TUI that ignores keys.
+                    self.enter_waits = self.awaits_answer();
+                    SearchAction::None
+                }
             },
             _ => SearchAction::None,
         }
@@ -96,6 +108,7 @@ impl SearchDialog {
         if query != self.query {
             return self.ask();
         }
+        let enter = std::mem::take(&mut self.enter_waits);
         match reply {
             Ok(view) => {
                 self.shown = Some((query.to_owned(), view));
@@ -107,7 +120,21 @@ impl SearchDialog {
                 self.shown = None;
             }
         }
-        SearchAction::None
+        match self.matches().first() {
+            Some(m) if enter => SearchAction::Jump(m.session.clone()),
+            _ => SearchAction::None,
+        }
+    }
+
+    /// An answer to the query typed now is on its way (asked, or to be
+    /// asked when the one in flight comes back).
+    fn awaits_answer(&self) -> bool {
+        self.in_flight && !self.query.trim().is_empty()
+    }
+
+    /// An Enter is waiting for the answer (said on the status line).
+    pub fn enter_waits(&self) -> bool {
+        self.enter_waits
     }
 
     fn matches(&self) -> &[SearchMatchView] {
@@ -189,6 +216,10 @@ pub fn draw(frame: &mut Frame, d: &SearchDialog, area: Rect) {
             ),
             Style::new().fg(Color::DarkGray),
         ),
+        _ if d.enter_waits() => Span::styled(
+            " searching… (Enter goes to the first match when it comes)",
+            Style::new().fg(Color::DarkGray),
+        ),
         _ => Span::styled(" searching…", Style::new().fg(Color::DarkGray)),
     };
     lines.push(Line::from(status));
@@ -250,7 +281,9 @@ mod tests {
             "what is typed now is asked once the first answer comes"
         );
         assert_eq!(d.key(Key::Enter), SearchAction::None, "a stale reply");
+        assert!(d.enter_waits(), "the Enter waits for abc's answer");
         assert_eq!(d.key(Key::Backspace), SearchAction::None, "still waiting");
+        assert!(!d.enter_waits(), "a changed query forgets it");
         assert_eq!(
             d.answered("abc", Ok(view(&["stale"]))),
             SearchAction::Ask("ab".into())
@@ -267,5 +300,48 @@ mod tests {
         assert_eq!(d.key(Key::Backspace), SearchAction::Ask("a".into()));
         assert_eq!(d.key(Key::Enter), SearchAction::None, "ab's list is gone");
         assert_eq!(d.key(Key::Backspace), SearchAction::None, "nothing to ask");
+    }
+
+    #[test]
+    fn an_enter_typed_before_the_answer_goes_to_its_first_match_when_it_comes() {
+        let mut d = SearchDialog::default();
+        for c in "okapi".chars() {
+            d.key(Key::Char(c));
+        }
+        assert_eq!(d.key(Key::Enter), SearchAction::None, "no answer yet");
+        assert!(d.enter_waits());
+        assert_eq!(
+            d.answered("o", Ok(view(&["stale"]))),
+            SearchAction::Ask("okapi".into()),
+            "an older query's answer does not take the Enter"
+        );
+        assert!(d.enter_waits(), "still waiting for okapi's answer");
+        assert_eq!(
+            d.answered("okapi", Ok(view(&["s1", "s2"]))),
+            SearchAction::Jump("s1".into())
+        );
+        assert!(!d.enter_waits());
+    }
+
+    #[test]
+    fn an_early_enter_whose_answer_has_no_match_leaves_the_dialog_open() {
+        let mut d = SearchDialog::default();
+        d.key(Key::Char('x'));
+        d.key(Key::Enter);
+        assert_eq!(d.answered("x", Ok(view(&[]))), SearchAction::None);
+        assert!(!d.enter_waits(), "used up");
+        assert_eq!(d.key(Key::Char('y')), SearchAction::Ask("xy".into()));
+        assert_eq!(
+            d.answered("xy", Ok(view(&["s"]))),
+            SearchAction::None,
+            "an Enter is never carried to another query's answer"
+        );
+    }
+
+    #[test]
+    fn an_enter_with_nothing_asked_waits_for_nothing() {
+        let mut d = SearchDialog::default();
+        assert_eq!(d.key(Key::Enter), SearchAction::None);
+        assert!(!d.enter_waits());
     }
 }

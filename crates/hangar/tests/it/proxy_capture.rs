@@ -196,7 +196,10 @@ fn a_name_of_this_machine() -> Option<(String, std::net::IpAddr)> {
 #[test]
 fn a_host_off_the_allow_list_is_tunnelled_untouched_and_not_captured() {
     let Some((name, ip)) = a_name_of_this_machine() else {
-        eprintln!("SKIPPED: this machine's host name does not resolve to an address of its own");
+        hangar_testkit::required::missing(
+            "a_host_off_the_allow_list_is_tunnelled_untouched_and_not_captured",
+            "this machine's host name does not resolve to an address of its own",
+        );
         return;
     };
     let h0 = Hangar::new();

@@ -721,7 +721,10 @@ fn a_wrong_key_an_unreachable_host_and_another_protocol_are_clear_errors() {
 fn the_bridge_refuses_a_socket_it_does_not_own() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED: giving a socket to another user needs root");
+        hangar_testkit::required::missing(
+            module_path!(),
+            "giving a socket to another user needs root",
+        );
         return;
     }
     let h = Hangar::new();

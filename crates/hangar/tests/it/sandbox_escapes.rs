@@ -22,11 +22,10 @@ fn have_bwrap() -> bool {
     let found = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file()));
     if !found {
-        assert!(
-            std::env::var("HANGAR_ENGINES_REQUIRED").as_deref() != Ok("1"),
-            "bwrap is not installed and HANGAR_ENGINES_REQUIRED=1: install the Debian package bubblewrap"
+        hangar_testkit::required::missing(
+            "sandbox_escapes",
+            "bwrap is not installed (Debian package bubblewrap)",
         );
-        eprintln!("sandbox_escapes: skipped: bwrap is not installed (Debian package bubblewrap)");
     }
     found
 }

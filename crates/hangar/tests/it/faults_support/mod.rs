@@ -188,7 +188,7 @@ impl Drop for ReadOnlyBind {
 
 /// The one line a test prints when this machine cannot run it.
 pub fn skip(test: &str, why: &str) {
-    eprintln!("SKIPPED [{test}]: {why}");
+    hangar_testkit::required::missing(test, why);
 }
 
 /// Runs `cmd` to completion but kills it after `bound`; returns its output

@@ -212,8 +212,8 @@ fn install_one(npm: &Path, cache: &Path, cli: Cli) -> Result<PathBuf, String> {
 /// Says once, on the terminal itself, that the suite is skipped, or fails
 /// when the suite is required.
 fn skip(why: &str) {
-    if std::env::var("HANGAR_REAL_CLI_REQUIRED").is_ok_and(|v| v == "1") {
-        panic!("real-cli conformance required (HANGAR_REAL_CLI_REQUIRED=1) but: {why}");
+    if hangar_testkit::required::required() {
+        panic!("real-cli conformance required (HANGAR_TESTS_REQUIRED=1) but: {why}");
     }
     static SAID: OnceLock<()> = OnceLock::new();
     SAID.get_or_init(|| {

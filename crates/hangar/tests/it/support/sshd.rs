@@ -36,8 +36,11 @@ pub fn available() -> bool {
             .status()
             .is_ok_and(|s| s.success());
     if !have {
-        eprintln!(
-            "SKIPPED: OpenSSH is not installed ({SSHD} or ssh missing: apt-get install openssh-server openssh-client)"
+        hangar_testkit::required::missing(
+            "sshd",
+            &format!(
+                "OpenSSH is not installed ({SSHD} or ssh missing: apt-get install openssh-server openssh-client)"
+            ),
         );
     }
     have

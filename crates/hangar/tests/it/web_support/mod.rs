@@ -305,8 +305,9 @@ macro_rules! browser_or_skip {
         match web_support::browser_binaries() {
             Some(b) => b,
             None => {
-                eprintln!(
-                    "skipped: chromium or chromedriver not on PATH (apt-get install chromium chromium-driver)"
+                hangar_testkit::required::missing(
+                    module_path!(),
+                    "chromium or chromedriver not on PATH (apt-get install chromium chromium-driver)",
                 );
                 return;
             }

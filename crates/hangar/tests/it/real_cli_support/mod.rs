@@ -535,19 +535,21 @@ impl RealCli {
     }
 
     /// Types `text` into a ready session and returns the model request of
-    /// that turn; presses Enter again when the turn does not reach the
-    /// model (see `ask`).
+    /// that turn.
+    ///
+    /// Enter is never pressed again here (issue 44): `hangar send` exits 0
+    /// only once it saw the turn start (or says, `confirmed: false`, that it
+    /// cannot see this session's turns), and a turn it called delivered
+    /// must reach the model. Pressing Enter again here hid exactly the case
+    /// delivery exists to catch.
     pub fn submit(&self, id: &str, text: &str) -> Value {
-        self.hangar.ok(&["send", id, text]);
-        for _ in 0..4 {
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(20) {
-                if let Some(r) = self.api.requests().into_iter().find(|r| r["turn"] == text) {
-                    return r;
-                }
-                std::thread::sleep(Duration::from_millis(200));
+        let sent = self.hangar.json(&["send", id, text]);
+        let start = Instant::now();
+        while start.elapsed() < REAL_DEADLINE {
+            if let Some(r) = self.api.requests().into_iter().find(|r| r["turn"] == text) {
+                return r;
             }
-            self.hangar.ok(&["send", id, ""]);
+            std::thread::sleep(Duration::from_millis(200));
         }
         let seen: Vec<String> = self
             .api
@@ -561,7 +563,8 @@ impl RealCli {
             })
             .collect();
         panic!(
-            "the turn {text:?} of session {id} never reached the model; requests: {seen:#?}\nscreen:\n{}",
+            "`hangar send` answered {sent} but the turn {text:?} of session {id} never reached the \
+             model within {REAL_DEADLINE:?}; requests: {seen:#?}\nscreen:\n{}",
             String::from_utf8_lossy(&self.hangar.run(&["screen", id]).stdout)
         );
     }
@@ -592,40 +595,26 @@ impl RealCli {
     }
 
     /// Types `text` into a ready session and waits for the model's answer
-    /// (the fake's default reply, `ANSWER(<text>)`) on its screen.
-    ///
-    /// A freshly drawn claude sometimes drops the Enter of a paste (issue 16
-    /// defect 6, tested on its own elsewhere): when the turn has not reached
-    /// the model after a while, Enter is pressed again, as a person would.
+    /// (the fake's default reply, `ANSWER(<text>)`) on its screen; Enter is
+    /// pressed once, by `hangar send` (see `submit`).
     pub fn ask(&self, id: &str, text: &str) -> String {
         self.submit(id, text);
         let answer = format!("ANSWER({text})");
-        for _ in 0..4 {
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(20) {
-                if self.api.requests().iter().any(|r| r["turn"] == text) {
-                    let screen = self.wait_screen(id, &answer);
-                    if self.hangar.session(id)["provider"] == "claude" {
-                        // Claude Code writes its transcript after drawing
-                        // the answer; a test that stops it sooner tests
-                        // the machine's load, not hangar.
-                        support::wait_until(
-                            "claude's transcript holds the answer",
-                            REAL_DEADLINE,
-                            || {
-                                self.claude_transcripts().iter().any(|p| {
-                                    fs::read_to_string(p).is_ok_and(|t| t.contains(&answer))
-                                })
-                            },
-                        );
-                    }
-                    return screen;
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            self.hangar.ok(&["send", id, ""]);
+        let screen = self.wait_screen(id, &answer);
+        if self.hangar.session(id)["provider"] == "claude" {
+            // Claude Code writes its transcript after drawing the answer; a
+            // test that stops it sooner tests the machine's load, not hangar.
+            support::wait_until(
+                "claude's transcript holds the answer",
+                REAL_DEADLINE,
+                || {
+                    self.claude_transcripts()
+                        .iter()
+                        .any(|p| fs::read_to_string(p).is_ok_and(|t| t.contains(&answer)))
+                },
+            );
         }
-        self.wait_screen(id, &format!("ANSWER({text})"))
+        screen
     }
 
     /// Waits until `id` has a durable provider id (from its transcript, a

@@ -2,7 +2,8 @@
 //! merges what each source says about it.
 //!
 //! A session is `working` on a turn, `waiting` for the person (a question, a
-//! permission prompt), `idle` (turn finished, ready for input) or `unknown`.
+//! permission prompt), `idle` (turn finished, ready for input) or `unknown`;
+//! a session a usage limit stopped shows `limited` above all of them (`shown`).
 //! The daemon reads the sources (the transcript, the capture proxy, the
 //! provider's hooks, the screen, typed input) and passes their readings and
 //! the time here; `combine` answers, and `activity_debounce` keeps the answer
@@ -178,6 +179,44 @@ pub fn offline_activity(transcript: Reading) -> Reading {
     }
 }
 
+/// What a session's row says it is doing (`ls`, the TUI, the web page):
+/// its agent's activity, or `limited`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shown {
+    Agent(Activity),
+    Limited,
+}
+
+impl Shown {
+    pub fn name(self) -> &'static str {
+        match self {
+            Shown::Agent(a) => a.name(),
+            Shown::Limited => "limited",
+        }
+    }
+}
+
+/// A usage limit that stands: the provider refused the session, no
+/// continuation was typed and no request was allowed since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StandingLimit {
+    /// Epoch ms; `None` when the reset is unknown.
+    pub resets_at: Option<i64>,
+}
+
+/// The activity precedence: a limited session reads `limited` whatever its
+/// agent seems to do until the reset passes (or, with `limit` gone, a turn
+/// succeeded or the continuation was typed). A CLI that retries by itself
+/// at a refusal (claude, codex) keeps a request in flight and would read
+/// `working` for the whole limit; a turn that cannot get through is not
+/// work. An unknown reset stays `limited` until a person or a reply ends it.
+pub fn shown(agent: Activity, limit: Option<StandingLimit>, now_ms: i64) -> Shown {
+    match limit {
+        Some(l) if l.resets_at.is_none_or(|t| now_ms < t) => Shown::Limited,
+        _ => Shown::Agent(agent),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,6 +389,29 @@ mod tests {
         assert_eq!(offline_activity(r), at(Activity::Idle, 7).unwrap());
         let w = at(Activity::Waiting, 9).unwrap();
         assert_eq!(offline_activity(w), w);
+    }
+
+    #[test]
+    fn a_limited_session_reads_limited_whatever_its_agent_does_until_the_reset() {
+        let limit = Some(StandingLimit {
+            resets_at: Some(1_000),
+        });
+        for agent in [
+            Activity::Working,
+            Activity::Waiting,
+            Activity::Idle,
+            Activity::Unknown,
+        ] {
+            assert_eq!(shown(agent, limit, 999), Shown::Limited, "{agent:?}");
+            // Once the reset passed, the account may be used: the agent's own.
+            assert_eq!(shown(agent, limit, 1_000), Shown::Agent(agent));
+            // A turn that succeeded (or the continuation) ended the limit.
+            assert_eq!(shown(agent, None, 0), Shown::Agent(agent));
+            let unknown = Some(StandingLimit { resets_at: None });
+            assert_eq!(shown(agent, unknown, i64::MAX), Shown::Limited);
+        }
+        assert_eq!(Shown::Limited.name(), "limited");
+        assert_eq!(Shown::Agent(Activity::Working).name(), "working");
     }
 
     #[test]

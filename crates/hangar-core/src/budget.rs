@@ -93,6 +93,43 @@ pub fn check_budget(
     }
 }
 
+/// The most a spent budget lets the turn the agent is on run before it
+/// hibernates the session: the turn spends on, so it is not waited on
+/// without end.
+pub const TURN_WAIT_MS: u64 = 10 * 60 * 1000;
+/// The most a spent budget waits while the agent waits for a person (a
+/// permission prompt, a question): the person has this long to see the
+/// notice; an answer would start more spending the budget cannot pay.
+pub const PERSON_WAIT_MS: u64 = 60 * 1000;
+
+/// What a session whose budget is spent does now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BudgetStop {
+    /// Let the turn finish (or the person answer); look again.
+    Wait,
+    /// Hibernate it now.
+    Hibernate,
+}
+
+/// A spent budget's session, `waited_ms` after the budget was found spent:
+/// it hibernates between turns at once, mid-turn after at most
+/// [`TURN_WAIT_MS`], and waiting for a person after at most
+/// [`PERSON_WAIT_MS`] (an over-budget agent at a permission prompt must
+/// not keep its process, and its account's spending open, for ever).
+pub fn budget_stop(activity: crate::activity::Activity, waited_ms: u64) -> BudgetStop {
+    use crate::activity::Activity;
+    let bound = match activity {
+        Activity::Working => TURN_WAIT_MS,
+        Activity::Waiting => PERSON_WAIT_MS,
+        Activity::Idle | Activity::Unknown => 0,
+    };
+    if waited_ms < bound {
+        BudgetStop::Wait
+    } else {
+        BudgetStop::Hibernate
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +164,34 @@ mod tests {
             },
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_spent_budget_hibernates_between_turns_at_once_and_busy_sessions_after_a_bounded_wait() {
+        use crate::activity::Activity;
+        assert_eq!(budget_stop(Activity::Idle, 0), BudgetStop::Hibernate);
+        assert_eq!(budget_stop(Activity::Unknown, 0), BudgetStop::Hibernate);
+        assert_eq!(budget_stop(Activity::Working, 0), BudgetStop::Wait);
+        assert_eq!(
+            budget_stop(Activity::Working, TURN_WAIT_MS - 1),
+            BudgetStop::Wait
+        );
+        assert_eq!(
+            budget_stop(Activity::Working, TURN_WAIT_MS),
+            BudgetStop::Hibernate
+        );
+        // Regression: an over-budget agent at a permission prompt waited for
+        // ever (issue 44); the person gets a bounded while to see the notice.
+        assert_eq!(budget_stop(Activity::Waiting, 0), BudgetStop::Wait);
+        assert_eq!(
+            budget_stop(Activity::Waiting, PERSON_WAIT_MS),
+            BudgetStop::Hibernate
+        );
+        assert_eq!(
+            budget_stop(Activity::Waiting, TURN_WAIT_MS - 1),
+            BudgetStop::Hibernate,
+            "a person's while is shorter than a turn's"
+        );
     }
 
     #[test]

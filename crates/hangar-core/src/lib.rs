@@ -11,6 +11,7 @@
 
 pub mod activity;
 pub mod activity_debounce;
+pub mod auto_prompt;
 pub mod budget;
 pub mod claude_slug;
 pub mod cli_versions;

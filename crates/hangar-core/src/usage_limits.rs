@@ -551,6 +551,9 @@ pub struct ContinueFacts {
     pub wake_to_continue: bool,
     /// Already continued once for this limit.
     pub already_continued: bool,
+    /// The session's cost budget (or the day's) is spent: nothing more is
+    /// typed into it on hangar's own.
+    pub budget_spent: bool,
 }
 
 /// What to do about a limited session now.
@@ -576,6 +579,9 @@ pub fn decide_continue(f: &ContinueFacts) -> ContinueDecision {
     }
     if !f.auto_continue {
         return ContinueDecision::StandDown("auto-continue is off");
+    }
+    if f.budget_spent {
+        return ContinueDecision::StandDown("the cost budget is spent");
     }
     if !f.stopped_mid_task {
         return ContinueDecision::StandDown("the limit did not stop a task");
@@ -897,6 +903,7 @@ mod tests {
             hibernated: false,
             wake_to_continue: false,
             already_continued: false,
+            budget_spent: false,
         }
     }
 
@@ -932,6 +939,14 @@ mod tests {
             decide_continue(&idle),
             ContinueDecision::StandDown(_)
         ));
+        let spent = ContinueFacts {
+            budget_spent: true,
+            ..facts()
+        };
+        assert_eq!(
+            decide_continue(&spent),
+            ContinueDecision::StandDown("the cost budget is spent")
+        );
         let twice = ContinueFacts {
             already_continued: true,
             ..facts()

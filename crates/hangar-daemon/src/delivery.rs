@@ -103,6 +103,25 @@ impl Delivery {
         text: &str,
         enter: bool,
     ) -> Result<reply::Sent, ApiError> {
+        let typed = self
+            .send_checked(id, text, enter, || Ok::<(), std::convert::Infallible>(()))
+            .await?;
+        Ok(typed.unwrap_or_else(|never| match never {}))
+    }
+
+    /// `send` for an automatic prompt (a goal's turn, a limit's
+    /// continuation): `check` runs once this prompt holds the session's
+    /// typing and its turn was waited on, right before the first key goes
+    /// out; when it refuses, nothing is typed and its refusal is returned
+    /// (the inner `Err`). Without this, a goal stopped or a limit that came
+    /// while a turn settled still got its prompt typed (issue 44).
+    pub async fn send_checked<E>(
+        &self,
+        id: &SessionId,
+        text: &str,
+        enter: bool,
+        check: impl FnOnce() -> Result<(), E>,
+    ) -> Result<Result<reply::Sent, E>, ApiError> {
         let id = id.clone();
         let live = self.sessions.process(&id).ok_or_else(|| {
             ApiError::new(
@@ -126,6 +145,10 @@ impl Delivery {
             None
         };
         let screen_before = live.text();
+        // No await between this look and the first key.
+        if let Err(refused) = check() {
+            return Ok(Err(refused));
+        }
         if live.bracketed_paste() {
             let mut bytes = b"\x1b[200~".to_vec();
             bytes.extend_from_slice(text.as_bytes());
@@ -183,12 +206,12 @@ impl Delivery {
             Some(Submitted::Unconfirmed) => (Some(false), Some(1)),
             None => (None, enter.then_some(1)),
         };
-        Ok(reply::Sent {
+        Ok(Ok(reply::Sent {
             id: id.to_string(),
             sent: text.len(),
             confirmed,
             enters,
-        })
+        }))
     }
 
     /// Whether a prompt typed into `id` now should start a turn that can be

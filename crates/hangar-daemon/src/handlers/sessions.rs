@@ -9,6 +9,7 @@
 
 use std::path::Path;
 
+use hangar_core::activity::StandingLimit;
 use hangar_core::{Direction, Provider, SessionId, SessionMeta};
 use hangar_protocol::message::{self as msg, codes};
 use hangar_protocol::reply;
@@ -204,9 +205,18 @@ pub fn list(daemon: &Daemon) -> Vec<SessionView> {
             row.activity_since = (since > 0).then_some(since);
             row.limit = daemon.usage.limit_view(&row.id);
             row.goal = daemon.goals.view_of(&row.id);
-            // Limited, unless it is working (a person typed, or it carries on).
-            if row.limit.is_some() && !matches!(row.activity.as_str(), "working" | "waiting") {
-                row.activity = "limited".to_owned();
+            // Limited above whatever the agent's own retries look like
+            // (`hangar_core::activity::shown`).
+            let standing = row.limit.as_ref().map(|l| StandingLimit {
+                resets_at: l.resets_at,
+            });
+            let shown = hangar_core::activity::shown(activity, standing, daemon.usage.now());
+            row.activity = shown.name().to_owned();
+            if row.state == "hibernated" && row.reason.is_none() {
+                row.reason = daemon
+                    .usage
+                    .budget_hibernated_why(&row.id)
+                    .map(|why| format!("hibernated: its cost budget is spent ({why})"));
             }
             row
         })

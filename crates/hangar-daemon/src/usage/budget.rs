@@ -2,8 +2,9 @@
 //! spending since local midnight) and a session's own `--max-cost` (all it
 //! spent). The rules are `hangar_core::budget`'s; this looks after each
 //! request the ledger recorded, tells the person at 80 %, and at 100 % stops
-//! the session's goal, lets the turn it is on finish, then hibernates it
-//! (journal `hibernate` with reason `budget`).
+//! the session's goal, lets the turn it is on finish (for a bounded while,
+//! shorter when the agent waits for a person), then hibernates it (journal
+//! `hibernate` with reason `budget`, and the person is told).
 //!
 //! It must never count unpriced usage as zero (an unpriced request under a
 //! budget spends it), never act twice on one spent budget, and never hold
@@ -14,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hangar_core::SessionId;
-use hangar_core::budget::{BudgetError, BudgetLevel, budget_level, check_budget};
+use hangar_core::budget::{
+    BudgetError, BudgetLevel, BudgetStop, budget_level, budget_stop, check_budget,
+};
 use hangar_core::usage::PriceTable;
 
 use super::Ledger;
@@ -45,7 +48,7 @@ pub struct Budgets {
 }
 
 /// Local midnight of the day `now_ms` is in (epoch ms).
-fn local_midnight(now_ms: i64) -> i64 {
+pub(super) fn local_midnight(now_ms: i64) -> i64 {
     let offset = super::local_offset_ms(now_ms);
     let day = 86_400_000;
     (now_ms + offset).div_euclid(day) * day - offset
@@ -106,6 +109,8 @@ impl Budgets {
         let key = format!("session:{id}");
         lock(&self.warned).remove(&key);
         lock(&self.spent).remove(&key);
+        self.ledger.note_budget_spent(id, None);
+        self.ledger.note_budget_hibernated(id, None);
     }
 
     /// Run until the daemon stops: look after each recorded request.
@@ -133,7 +138,7 @@ impl Budgets {
     }
 
     /// One look at every budget; returns the sessions to stop, with why.
-    fn look(&self) -> Vec<(SessionId, String)> {
+    pub(super) fn look(&self) -> Vec<(SessionId, String)> {
         let now = self.ledger.now();
         let mut out = Vec::new();
         let prices = self.ledger.prices();
@@ -152,6 +157,7 @@ impl Budgets {
                 }
                 BudgetLevel::Spent { why } => {
                     if lock(&self.spent).insert(key) {
+                        self.ledger.note_day_budget_spent(since, &why);
                         self.ledger
                             .tell_fleet(&format!("the day's cost budget is spent ({why})"));
                         let mut ids: Vec<String> = sums.iter().map(|s| s.session.clone()).collect();
@@ -181,6 +187,7 @@ impl Budgets {
                 }
                 BudgetLevel::Spent { why } => {
                     if lock(&self.spent).insert(key) {
+                        self.ledger.note_budget_spent(&id, Some(&why));
                         out.push((sid, why));
                     }
                 }
@@ -189,9 +196,12 @@ impl Budgets {
         out
     }
 
-    /// The budget of `id` is spent: its goal stops now, the turn it is on
-    /// finishes, then it hibernates.
-    async fn spend(&self, id: SessionId, why: String) {
+    /// The budget of `id` is spent: its goal stops now (and nothing more
+    /// is typed into it on hangar's own), the turn it is on may finish, then
+    /// it hibernates; mid-turn or waiting for a person, after a bounded wait
+    /// (`hangar_core::budget::budget_stop`). The person is told either way,
+    /// and when it cannot be hibernated, why.
+    pub(crate) async fn spend(&self, id: SessionId, why: String) {
         if self.sessions.meta(&id).is_none() {
             return;
         }
@@ -206,21 +216,48 @@ impl Budgets {
             &format!("stops: its cost budget is spent ({why})"),
         );
         let mut down = self.shutdown.watch();
-        while self.sessions.process(&id).is_some() && self.monitor.is_busy(&id) {
+        let spent_at = tokio::time::Instant::now();
+        loop {
+            if self.sessions.process(&id).is_none() {
+                return;
+            }
+            let (activity, _) = self.monitor.activity_of(&id);
+            let waited = u64::try_from(spent_at.elapsed().as_millis()).unwrap_or(u64::MAX);
+            if budget_stop(activity, waited) == BudgetStop::Hibernate {
+                if activity.is_busy() {
+                    tracing::info!(
+                        "{id} is still {} {waited} ms after its budget was spent; hibernating it",
+                        activity.name()
+                    );
+                }
+                break;
+            }
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                 _ = down.wait_for(|s| *s) => return,
             }
         }
-        if self.sessions.process(&id).is_none() {
-            return;
-        }
         match self.spawner.hibernate_session(&id).await {
-            Ok(()) => self.journal.record(Event::Hibernate {
-                session: id.to_string(),
-                reason: HibernateReason::Budget,
-            }),
-            Err(e) => tracing::warn!("cannot hibernate {id} at its budget: {}", e.message),
+            Ok(()) => {
+                self.ledger.note_budget_hibernated(id.as_str(), Some(&why));
+                self.journal.record(Event::Hibernate {
+                    session: id.to_string(),
+                    reason: HibernateReason::Budget,
+                });
+                self.ledger
+                    .tell(&id, "budget", "is hibernated: its cost budget is spent");
+            }
+            Err(e) => {
+                tracing::warn!("cannot hibernate {id} at its budget: {}", e.message);
+                self.ledger.tell(
+                    &id,
+                    "budget",
+                    &format!(
+                        "spent its cost budget but cannot be hibernated: {}",
+                        e.message
+                    ),
+                );
+            }
         }
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_core::SessionId;
+use hangar_core::auto_prompt::{AutoPrompt, StandDown};
 use hangar_core::usage_limits::{ContinueDecision, ContinueFacts, decide_continue};
 
 use super::Ledger;
@@ -85,6 +86,7 @@ impl Continuation {
                 hibernated: !live,
                 wake_to_continue: config.wake_to_continue,
                 already_continued: limit.continued,
+                budget_spent: self.ledger.budget_spent_why(&id).is_some(),
             };
             match decide_continue(&facts) {
                 ContinueDecision::WaitUntil(t) => {
@@ -105,9 +107,10 @@ impl Continuation {
                     }
                     let this = self.clone();
                     let prompt = config.continue_prompt.clone();
-                    tokio::spawn(
-                        async move { this.type_continuation(sid, wake_first, prompt).await },
-                    );
+                    let since = limit.since_ms;
+                    tokio::spawn(async move {
+                        this.type_continuation(sid, since, wake_first, prompt).await
+                    });
                 }
             }
         }
@@ -118,8 +121,9 @@ impl Continuation {
                 continue;
             }
             waiting = true;
-            if !self.ledger.may_use_account(&id) {
-                // Looked at again when the limit changes, or at the reset.
+            if !self.ledger.may_use_account(&id) || self.ledger.budget_spent_why(&id).is_some() {
+                // Looked at again when the limit changes, or at the reset;
+                // a spent budget holds it until a person raises it.
                 continue;
             }
             let live = self.sessions.process(&sid).is_some();
@@ -153,10 +157,18 @@ impl Continuation {
                 return;
             }
         }
-        match self.delivery.send(&id, &prompt, true).await {
-            Ok(_) => self
+        let check = || {
+            self.ledger
+                .may_type(id.as_str(), AutoPrompt::QueuedPrompt, 0)
+        };
+        match self.delivery.send_checked(&id, &prompt, true, check).await {
+            Ok(Ok(_)) => self
                 .ledger
                 .continued(&id, true, Some("a queued prompt".to_owned())),
+            Ok(Err(why)) => {
+                tracing::info!("a queued prompt for {id} waits: {}", why.reason());
+                self.ledger.requeue_prompt(id.as_str(), prompt);
+            }
             Err(e) => tracing::warn!("cannot type a queued prompt into {id}: {}", e.message),
         }
     }
@@ -188,7 +200,27 @@ impl Continuation {
         tracing::warn!("{id}'s limit question is still on screen");
     }
 
-    async fn type_continuation(&self, id: SessionId, wake_first: bool, prompt: String) {
+    /// Type the continuation of `id`'s limit that began at `since_ms`,
+    /// already marked continued. What the decision depended on is looked
+    /// at again before the wake, before the limit question is closed and,
+    /// inside the step that types, right before the keys: a limit, a spent
+    /// budget, a person's typing or the switch turned off meanwhile stand
+    /// it down (rules 13 and 15), and the limit stands again for the
+    /// scheduler to decide anew (and journal why).
+    pub(crate) async fn type_continuation(
+        &self,
+        id: SessionId,
+        since_ms: i64,
+        wake_first: bool,
+        prompt: String,
+    ) {
+        let check = || {
+            self.ledger
+                .may_type(id.as_str(), AutoPrompt::LimitContinuation, since_ms)
+        };
+        if let Err(why) = check() {
+            return self.stood_down(&id, since_ms, why);
+        }
         if wake_first {
             match self.governor.wake_as(&id, Caller::Restore).await {
                 Ok(crate::sessions::RunState::Live) => {}
@@ -208,14 +240,26 @@ impl Continuation {
                 }
             }
         }
+        if let Err(why) = check() {
+            return self.stood_down(&id, since_ms, why);
+        }
         self.close_limit_question(&id).await;
-        match self.delivery.send(&id, &prompt, true).await {
-            Ok(_) => self.ledger.continued(&id, true, None),
+        match self.delivery.send_checked(&id, &prompt, true, check).await {
+            Ok(Ok(_)) => self.ledger.continued(&id, true, None),
+            Ok(Err(why)) => self.stood_down(&id, since_ms, why),
             Err(e) => {
                 tracing::warn!("cannot type the continuation into {id}: {}", e.message);
                 self.ledger
                     .continued(&id, false, Some("typing failed".to_owned()));
             }
         }
+    }
+
+    fn stood_down(&self, id: &SessionId, since_ms: i64, why: StandDown) {
+        tracing::info!(
+            "{id}: the limit's continuation is not typed: {}",
+            why.reason()
+        );
+        self.ledger.unmark_continued(id.as_str(), since_ms);
     }
 }

@@ -9,13 +9,16 @@
 //! `activity::Hub::turn_ends`),
 //! never from quiet output alone. It must never type into a session a
 //! person typed into since hangar's last prompt, nor while its account is
-//! limited (rule 13), and never after the goal ended. The goal is kept with
-//! the session's usage state, so a restart keeps it.
+//! limited (rule 13), and never after the goal ended: all of it is looked at
+//! again inside the step that types (`auto_prompt::may_type`), as a turn is
+//! waited on to settle first. The goal is kept with the session's usage
+//! state, so a restart keeps it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use hangar_core::SessionId;
+use hangar_core::auto_prompt::{AutoPrompt, StandDown};
 use hangar_core::goal::{self, Goal, GoalStep, QuietFacts, TurnFacts};
 use hangar_protocol::message::codes;
 use hangar_protocol::view::GoalView;
@@ -229,13 +232,17 @@ impl Goals {
         let GoalStep::Type(prompt) = step else {
             return;
         };
+        // The prompt this step decided: a goal prompted again since (or a
+        // new goal) makes it stale.
+        let Some(prompted_ms) = self.ledger.goal_of(id.as_str()).map(|g| g.prompted_ms) else {
+            return;
+        };
         let this = self.clone();
         let id = id.clone();
         tokio::spawn(async move {
             // The end of a turn (a Stop hook) comes before the activity
             // settles on idle; typed then, the prompt could not be
             // confirmed (and an Enter can be lost, REAL_CLIS.md).
-            let typed_since = this.ledger.goal_of(id.as_str()).map(|g| g.prompted_ms);
             let deadline = tokio::time::Instant::now() + SETTLE_WAIT;
             while this.monitor.is_busy(&id) && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -244,38 +251,55 @@ impl Goals {
                 tracing::info!("goal of {id}: the session is not live; the continuation waits");
                 return;
             }
-            // A person who typed meanwhile has the session: never over them.
-            if let Some(since) = typed_since
-                && this.ledger.person_typed_since(id.as_str(), since)
-            {
-                let facts = TurnFacts {
-                    now_ms: this.ledger.now(),
-                    person_typed_since_prompt: true,
-                    limited: false,
-                };
-                this.ledger.update_goal(id.as_str(), |slot| {
-                    if let Some(g) = slot.as_mut() {
-                        goal::on_turn_end(g, &facts);
+            // Everything the decision depended on is looked at again inside
+            // the step that types, right before the keys (rules 13 and 15).
+            let check = || {
+                this.ledger.may_type(
+                    id.as_str(),
+                    AutoPrompt::GoalTurn { prompted_ms },
+                    prompted_ms,
+                )
+            };
+            match this.delivery.send_checked(&id, &prompt, true, check).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(why)) => this.stood_down(&id, why),
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot type the goal's continuation into {id}: {}",
+                        e.message
+                    );
+                    let g = this.ledger.update_goal(id.as_str(), |slot| {
+                        slot.as_mut().filter(|g| !g.state.ended()).map(|g| {
+                            goal::on_failure(g, "typing_failed");
+                            g.clone()
+                        })
+                    });
+                    if let Some(g) = g {
+                        this.ended(&id, &g);
                     }
-                });
-                return;
-            }
-            if let Err(e) = this.delivery.send(&id, &prompt, true).await {
-                tracing::warn!(
-                    "cannot type the goal's continuation into {id}: {}",
-                    e.message
-                );
-                let g = this.ledger.update_goal(id.as_str(), |slot| {
-                    slot.as_mut().filter(|g| !g.state.ended()).map(|g| {
-                        goal::on_failure(g, "typing_failed");
-                        g.clone()
-                    })
-                });
-                if let Some(g) = g {
-                    this.ended(&id, &g);
                 }
             }
         });
+    }
+
+    /// A goal's prompt was not typed: what changed since the decision
+    /// pauses or stops the goal (`goal::on_stand_down`), and the journal
+    /// says so.
+    fn stood_down(&self, id: &SessionId, why: StandDown) {
+        tracing::info!(
+            "goal of {id}: the continuation is not typed: {}",
+            why.reason()
+        );
+        let changed = self.ledger.update_goal(id.as_str(), |slot| {
+            let g = slot.as_mut()?;
+            let before = g.clone();
+            goal::on_stand_down(g, why);
+            (*g != before).then(|| g.clone())
+        });
+        if let Some(g) = changed {
+            self.ended(id, &g);
+        }
+        self.changed.notify_one();
     }
 
     /// Ends of turns the transcripts saw (Codex, OpenCode; Claude without

@@ -12,6 +12,8 @@
 pub mod budget;
 pub mod continuation;
 pub mod goals;
+#[cfg(test)]
+mod races;
 pub mod screen_words;
 pub mod transcripts;
 
@@ -20,6 +22,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use hangar_core::SessionId;
+use hangar_core::auto_prompt::{AutoPrompt, GoalNow, StandDown, TypingFacts};
 use hangar_core::usage::{Price, PriceTable, Tokens, UsageRecord, UsageSource};
 use hangar_core::usage_limits::{
     self, Api, ResetVerdict, SessionLimit, UsageSessionState, judge_reset,
@@ -132,6 +135,13 @@ pub struct Ledger {
     accounts: Mutex<HashMap<String, String>>,
     /// Limits whose standing down was already journaled (session, since).
     stood_down: Mutex<HashSet<(String, i64)>>,
+    /// Sessions whose own cost budget is spent, with why (`budget::Budgets`
+    /// sets them; an automatic prompt checks them at the moment of typing).
+    budget_spent: Mutex<HashMap<String, String>>,
+    /// The local midnight of the day whose fleet budget is spent, with why.
+    day_budget_spent: Mutex<Option<(i64, String)>>,
+    /// Sessions a spent budget hibernated, with why: `ls` says so.
+    budget_hibernated: Mutex<HashMap<String, String>>,
     /// Wakes the continuation scheduler when a limit changes.
     pub(crate) changed: tokio::sync::Notify,
     /// Wakes the budget checker after a request was recorded.
@@ -188,6 +198,9 @@ impl Ledger {
             person_input: Mutex::new(HashMap::new()),
             accounts: Mutex::new(HashMap::new()),
             stood_down: Mutex::new(HashSet::new()),
+            budget_spent: Mutex::new(HashMap::new()),
+            day_budget_spent: Mutex::new(None),
+            budget_hibernated: Mutex::new(HashMap::new()),
             changed: tokio::sync::Notify::new(),
             budget_check: tokio::sync::Notify::new(),
             reports,
@@ -417,6 +430,91 @@ impl Ledger {
             .collect()
     }
 
+    /// `id`'s own cost budget is spent (`why`), or with `None` set again.
+    pub(crate) fn note_budget_spent(&self, id: &str, why: Option<&str>) {
+        let mut spent = lock(&self.budget_spent);
+        match why {
+            Some(why) => spent.insert(id.to_owned(), why.to_owned()),
+            None => spent.remove(id),
+        };
+    }
+
+    /// A spent budget hibernated `id` (`why`), or with `None` set again.
+    pub(crate) fn note_budget_hibernated(&self, id: &str, why: Option<&str>) {
+        let mut hibernated = lock(&self.budget_hibernated);
+        match why {
+            Some(why) => hibernated.insert(id.to_owned(), why.to_owned()),
+            None => hibernated.remove(id),
+        };
+    }
+
+    /// Why a spent budget hibernated `id`, if it did.
+    pub fn budget_hibernated_why(&self, id: &str) -> Option<String> {
+        lock(&self.budget_hibernated).get(id).cloned()
+    }
+
+    /// The fleet's budget for the day starting at local midnight `since`
+    /// is spent.
+    pub(crate) fn note_day_budget_spent(&self, since: i64, why: &str) {
+        *lock(&self.day_budget_spent) = Some((since, why.to_owned()));
+    }
+
+    /// Why no more may be spent by `id` today: its own budget, or the day's
+    /// fleet budget (until local midnight).
+    pub fn budget_spent_why(&self, id: &str) -> Option<String> {
+        if let Some(why) = lock(&self.budget_spent).get(id) {
+            return Some(why.clone());
+        }
+        let today = budget::local_midnight(self.now());
+        lock(&self.day_budget_spent)
+            .as_ref()
+            .filter(|(since, _)| *since == today)
+            .map(|(_, why)| format!("the day's budget: {why}"))
+    }
+
+    /// The check at the moment of typing an automatic prompt into `id`
+    /// (`hangar_core::auto_prompt::may_type`), on the facts as they are
+    /// now. `person_since_ms` is what a person's typing is compared with
+    /// (the goal's last prompt, the limit's start).
+    pub(crate) fn may_type(
+        &self,
+        id: &str,
+        prompt: AutoPrompt,
+        person_since_ms: i64,
+    ) -> Result<(), StandDown> {
+        let now = self.now();
+        let (goal, limit_stands, account_usable, auto_continue) = {
+            let states = lock(&self.states);
+            let state = states.get(id);
+            let goal = state.and_then(|s| s.goal.as_ref()).map(|g| GoalNow {
+                state: g.state,
+                prompted_ms: g.prompted_ms,
+            });
+            let standing = state
+                .and_then(|s| s.limit.as_ref())
+                .filter(|l| !l.continued);
+            let account_usable = standing.is_none_or(|l| {
+                usage_limits::account_may_be_used(l.resets_at, l.resets_at.is_none(), now)
+            });
+            (
+                goal,
+                standing.is_some(),
+                account_usable,
+                self.auto_continue(id, &states),
+            )
+        };
+        let facts = TypingFacts {
+            prompt,
+            goal,
+            limit_stands,
+            account_usable,
+            budget_spent: self.budget_spent_why(id).is_some(),
+            person_typed_since: self.person_typed_since(id, person_since_ms),
+            auto_continue,
+        };
+        hangar_core::auto_prompt::may_type(&facts)
+    }
+
     /// Tell the person something about the whole fleet (the notify
     /// commands and desktop notification, as for a session).
     pub(crate) fn tell_fleet(&self, what: &str) {
@@ -583,6 +681,8 @@ impl Ledger {
 
     /// A closed session's limit and switch are forgotten.
     pub fn forget(&self, id: &str) {
+        lock(&self.budget_spent).remove(id);
+        lock(&self.budget_hibernated).remove(id);
         if lock(&self.states).remove(id).is_some() {
             self.with_store("forget a closed session's limit", |s| {
                 s.save_session(id, None)
@@ -620,6 +720,28 @@ impl Ledger {
         });
         self.activity.bump_changes();
         true
+    }
+
+    /// Undo `mark_continued`: the continuation was not typed after all
+    /// (the check at the moment of typing stood it down), so the limit
+    /// stands again and the scheduler decides anew.
+    pub(crate) fn unmark_continued(&self, id: &str, since_ms: i64) {
+        let snapshot = {
+            let mut states = lock(&self.states);
+            let Some(state) = states.get_mut(id) else {
+                return;
+            };
+            match state.limit.as_mut() {
+                Some(l) if l.since_ms == since_ms && l.continued => l.continued = false,
+                _ => return,
+            }
+            state.clone()
+        };
+        self.with_store("keep a limit standing", |s| {
+            s.save_session(id, Some(&snapshot))
+        });
+        self.activity.bump_changes();
+        self.changed.notify_one();
     }
 
     /// Journal a continuation that stands down, once per limit.
@@ -719,6 +841,19 @@ impl Ledger {
         });
         self.changed.notify_one();
         Ok(resets_at)
+    }
+
+    /// Put back a queued prompt that was taken but not typed, first in line.
+    pub(crate) fn requeue_prompt(&self, id: &str, prompt: String) {
+        let snapshot = {
+            let mut states = lock(&self.states);
+            let state = states.entry(id.to_owned()).or_default();
+            state.queued_prompts.insert(0, prompt);
+            state.clone()
+        };
+        self.with_store("keep a queued prompt", |s| {
+            s.save_session(id, Some(&snapshot))
+        });
     }
 
     /// Sessions holding queued prompts.

@@ -103,6 +103,35 @@ fn continuation_typed(rc: &RealCli, id: &str) {
     assert_eq!(events[0]["typed"], true, "{events:?}");
 }
 
+/// Session `id`'s row once it is limited (its `limit.source` is
+/// `source`), and the check issue 44 added: while the reset has not passed,
+/// its `activity` is `limited`, whatever the CLI's own retries look like
+/// (claude and codex retry, and the proxy sees a request in flight). The
+/// time is taken after `ls` answered, so a row read before the reset is
+/// never excused.
+fn limited_row(rc: &RealCli, id: &str, source: &str) -> Value {
+    let mut row = Value::Null;
+    support::wait_until(
+        &format!("the {source}'s refusal limits the session"),
+        REAL_DEADLINE,
+        || {
+            row = rc.hangar.session(id);
+            row["limit"]["source"] == source
+        },
+    );
+    let read_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let before_reset = row["limit"]["resets_at"]
+        .as_i64()
+        .is_none_or(|reset| read_ms < reset);
+    if before_reset {
+        assert_eq!(row["activity"], "limited", "{row}");
+    }
+    row
+}
+
 /// The `n` of the request the fake refused at the limit.
 /// The fake's first refusal at a limit on `api`: its request number and
 /// the reset it named (epoch seconds).
@@ -137,15 +166,7 @@ fn claude_refused_at_a_limit_is_limited_until_the_header_s_reset_and_carries_on_
     // `anthropic-ratelimit-unified-status: rejected` (seen running it in
     // tmux against the fake API): no reset named.
     rc.wait_screen(&id, "Request rejected (429)");
-    let mut row = Value::Null;
-    support::wait_until(
-        "the proxy's refusal limits the session",
-        REAL_DEADLINE,
-        || {
-            row = rc.hangar.session(&id);
-            row["limit"]["source"] == "proxy"
-        },
-    );
+    let row = limited_row(&rc, &id, "proxy");
     let (refused, reset) = refused_request(&rc, "anthropic");
     assert_eq!(row["limit"]["resets_at"], json!(reset * 1000), "{row}");
     // After the reset hangar types `continue` once, and the answer is drawn.
@@ -197,25 +218,13 @@ fn codex_s_rollout_feeds_the_ledger_and_its_limit_carries_on_after_the_reset() {
         {"api": "responses", "when": "over the limit", "times": 1, "limit": {"lasts_secs": 8}}
     ]}));
     rc.submit(&id, "over the limit");
-    let mut row = Value::Null;
-    support::wait_until(
-        "the rollout's refusal limits the session",
-        REAL_DEADLINE,
-        || {
-            row = rc.hangar.session(&id);
-            row["limit"]["source"] == "transcript"
-        },
-    );
+    let row = limited_row(&rc, &id, "transcript");
     let (refused, reset) = refused_request(&rc, "responses");
     assert_eq!(
         row["limit"]["resets_at"],
         json!(reset * 1000),
         "the reset of the refusal's exhausted window: {row}"
     );
-    support::wait_until("the turn the refusal ended is over", REAL_DEADLINE, || {
-        row = rc.hangar.session(&id);
-        row["activity"] == "limited" || row["limit"].is_null()
-    });
 
     carries_on_after_the_reset(&rc, &id, refused);
     support::wait_until("the limit is over", REAL_DEADLINE, || {
@@ -471,15 +480,7 @@ fn opencode_refused_with_retry_after_is_limited_until_then_and_carries_on_by_its
         {"api": "chat", "when": "over the limit", "limit": {"lasts_secs": 10}}
     ]}));
     rc.submit(&id, "over the limit");
-    let mut row = Value::Null;
-    support::wait_until(
-        "the proxy's refusal limits the session",
-        REAL_DEADLINE,
-        || {
-            row = rc.hangar.session(&id);
-            row["limit"]["source"] == "proxy"
-        },
-    );
+    let row = limited_row(&rc, &id, "proxy");
     assert_eq!(row["limit"]["kind"], "retry_after", "{row}");
     let (refused, reset) = refused_request(&rc, "chat");
     // `retry-after` is whole seconds from the refusal: the reset within a

@@ -25,6 +25,7 @@ pub mod governor;
 pub mod hosts;
 pub mod import_merge;
 pub mod in_use;
+pub mod input_box;
 pub mod keys;
 pub mod ledger;
 pub mod lookup;

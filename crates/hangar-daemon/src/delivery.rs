@@ -58,9 +58,9 @@ pub enum Submitted {
     /// Nothing here can see this session's turns (no transcript, no hooks):
     /// one Enter was pressed and nothing more is known.
     Unconfirmed,
-    /// No turn started after every Enter: the text is most likely still in
-    /// the agent's input box.
-    NotDelivered { enters: usize },
+    /// No turn started after every Enter pressed: `in_input` says whether
+    /// the text was still in the agent's input box at the end.
+    NotDelivered { enters: usize, in_input: bool },
 }
 
 /// The facts taken just before typing, that a turn start is compared with.
@@ -170,7 +170,9 @@ impl Delivery {
                     // The time is taken before the first Enter, so the
                     // agent's reply is never older.
                     let submitted = self
-                        .submit(&id, &live, before, |at| self.monitor.note_input(&id, at))
+                        .submit(&id, &live, text, before, |at| {
+                            self.monitor.note_input(&id, at)
+                        })
                         .await
                         .map_err(write)?;
                     delivery = Some(submitted);
@@ -189,17 +191,34 @@ impl Delivery {
             tracing::warn!("cannot store the last use of {id}: {}", e.message);
         }
         let (confirmed, enters) = match delivery {
-            Some(Submitted::NotDelivered { enters }) => {
+            Some(Submitted::NotDelivered { enters, in_input }) => {
+                // What the person would see: the screen's last lines, as
+                // text (an agent's words, escaped where they are printed).
+                let screen = live.text();
+                let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+                let bottom = lines[lines.len().saturating_sub(6)..].join("\n");
+                let where_it_is = if in_input {
+                    "it is still in its input box"
+                } else {
+                    "it left the input box, but the agent recorded no turn"
+                };
                 let mut err = ApiError::new(
                     codes::FAILED,
                     format!(
-                        "the prompt was typed into {} but no turn started after {enters} Enters; \
-                         it is probably still in its input box. `hangar attach {}` shows it",
+                        "the prompt was typed into {} but no turn started after {enters} Enter{}; \
+                         {where_it_is}. `hangar attach {}` shows it. The screen ends with:\n{bottom}",
                         id.short(),
+                        if enters == 1 { "" } else { "s" },
                         id.short()
                     ),
                 );
-                err.detail = json!({"id": id.to_string(), "delivered": false, "enters": enters});
+                err.detail = json!({
+                    "id": id.to_string(),
+                    "delivered": false,
+                    "enters": enters,
+                    "in_input": in_input,
+                    "screen": bottom,
+                });
                 return Err(err);
             }
             Some(Submitted::Confirmed { enters }) => (Some(true), Some(enters)),
@@ -268,24 +287,37 @@ impl Delivery {
     }
 
     /// Press Enter until a turn start shows, at most `ATTEMPT_WAITS.len()`
-    /// times. `on_enter` runs after the first Enter with its time.
+    /// times, and again only while `text` is still in the agent's input box
+    /// (`hangar_core::input_box`): once it left the box the agent took it,
+    /// and the rest of the waits only look for its turn (issue 44: a prompt
+    /// never reaches the model twice). `on_enter` runs after the first
+    /// Enter with its time.
     pub(crate) async fn submit(
         &self,
         id: &SessionId,
         live: &LiveProcess,
+        text: &str,
         before: &Before,
         mut on_enter: impl FnMut(u64),
     ) -> std::io::Result<Submitted> {
+        let mut enters = 0;
         for (n, wait) in ATTEMPT_WAITS.iter().enumerate() {
-            let at = self.clock.now_ms();
-            live.write(b"\r").await?;
-            if n == 0 {
-                on_enter(at);
+            if n == 0 || hangar_core::input_box::still_in_input(&live.text(), text) {
+                let at = self.clock.now_ms();
+                live.write(b"\r").await?;
+                enters += 1;
+                if n == 0 {
+                    on_enter(at);
+                }
+            } else {
+                tracing::info!(
+                    "session {id}: the prompt left the input box; waiting for its turn, no Enter"
+                );
             }
             let deadline = tokio::time::Instant::now() + *wait;
             loop {
                 if self.turn_started(id, live, before).await {
-                    return Ok(Submitted::Confirmed { enters: n + 1 });
+                    return Ok(Submitted::Confirmed { enters });
                 }
                 if tokio::time::Instant::now() >= deadline {
                     break;
@@ -296,13 +328,13 @@ impl Delivery {
                 return Ok(Submitted::Unconfirmed);
             }
             tracing::info!(
-                "session {id}: no turn started {} ms after Enter {}; pressing it again",
+                "session {id}: no turn started {} ms after Enter {enters}",
                 wait.as_millis(),
-                n + 1
             );
         }
         Ok(Submitted::NotDelivered {
-            enters: ATTEMPT_WAITS.len(),
+            enters,
+            in_input: hangar_core::input_box::still_in_input(&live.text(), text),
         })
     }
 

@@ -1,6 +1,6 @@
 //! `[proxy]` in config.toml: the proxy's own section. The daemon's
 //! config.rs reads it as one field and hands it to `Proxy::new` by value;
-//! its keys are the ones README.md documents (config.toml's `[proxy]`)
+//! its keys are the ones docs/src/proxy.md documents (config.toml's `[proxy]`)
 //! and must never be renamed.
 
 use std::path::PathBuf;

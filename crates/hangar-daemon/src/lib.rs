@@ -15,6 +15,8 @@
 pub mod activity;
 pub mod cli_probe;
 pub mod config;
+#[cfg(test)]
+mod config_reference;
 pub mod delivery;
 pub mod engines;
 pub mod errors;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProxyConfig {
-    /// Capture claude and codex sessions' API traffic (`hangar new
+    /// Capture claude, codex and OpenCode sessions' API traffic (`hangar new
     /// --no-capture` turns it off for one session).
     #[serde(default = "yes")]
     pub enabled: bool,

@@ -21,6 +21,8 @@ mod activity;
 mod attach;
 mod capture;
 mod cli;
+#[cfg(test)]
+mod docs_reference;
 mod human;
 mod identity;
 mod import;

@@ -855,6 +855,16 @@ pub(crate) mod on_a_fake_machine {
     }
 }
 
+/// The settings a config.toml text makes, as `Debug` text: what
+/// config_reference.rs compares (only lib.rs and a few read the whole
+/// `Config`, `.ci/shape`).
+#[cfg(test)]
+fn settings_of_config_text(text: &str) -> Result<String, String> {
+    toml::from_str::<config::Config>(text)
+        .map(|c| format!("{c:?}"))
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,16 +10,12 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use clap::CommandFactory;
-
-use crate::cli::Cli;
-
 /// The command that rewrites the generated pages.
 const UPDATE: &str = "HANGAR_UPDATE_DOCS=1 cargo test -p hangar --bin hangar docs_reference";
 
 /// The CLI reference as markdown.
 pub fn cli_markdown() -> String {
-    let mut root = Cli::command();
+    let mut root = crate::command_tree();
     root.build();
     let mut out = String::from(
         "<!-- Generated from the clap command tree (crates/hangar/src/cli.rs) by\n     \
@@ -312,7 +308,7 @@ mod tests {
         ] {
             assert!(page.contains(visible), "missing {visible}");
         }
-        let root = Cli::command();
+        let root = crate::command_tree();
         for hidden in root.get_subcommands().filter(|s| s.is_hide_set()) {
             let heading = format!("## `hangar {}`", hidden.get_name());
             assert!(!page.contains(&heading), "hidden command shown: {heading}");

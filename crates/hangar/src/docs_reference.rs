@@ -345,6 +345,24 @@ mod tests {
     }
 
     #[test]
+    fn every_page_of_the_manual_is_in_its_summary() {
+        let src = repository().join("docs/src");
+        let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap_or_default();
+        let listed = relative_links(&summary);
+        let missing: Vec<String> = manual_files()
+            .into_iter()
+            .filter_map(|file| {
+                let page = file.strip_prefix(&src).ok()?.to_str()?.to_owned();
+                (page != "SUMMARY.md" && !listed.contains(&page)).then_some(page)
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "pages not in docs/src/SUMMARY.md: {missing:?}"
+        );
+    }
+
+    #[test]
     fn a_link_checker_reads_links_outside_code_and_skips_web_addresses() {
         let text = "see [a](a.md#x) and [b](https://e.org/b.md) [c](../c.rs) [e](#top)\n```\n[d](d.md)\n```\n";
         assert_eq!(relative_links(text), vec!["a.md", "../c.rs"]);

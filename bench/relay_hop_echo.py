@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What one relay process costs a key's echo (issue 31 item 5; BENCHMARKS.md,
+"""What one relay process costs a key's echo (issue 31 item 5; docs/src/benchmarks-history.md,
 "Key echo over a host"). Three clients of the same kind of /bin/sh session,
 120x40, alternated in one run, bench/attach_vs_tmux.py's echo loop:
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Key echo through ssh alone, no multiplexer: how much of a key's round trip
-over a host is the transport (issue 31 item 5; BENCHMARKS.md, "Key echo over
+over a host is the transport (issue 31 item 5; docs/src/benchmarks-history.md, "Key echo over
 a host"). The same loopback sshd as bench/hosts_vs_ssh_tmux.py; `cat` on the
 far side sends each byte back:
 

@@ -26,7 +26,7 @@ pub struct Knobs {
     /// `FAKE_AGENT_SWALLOW_ENTERS=N`: the Enter of the first N non-blank
     /// lines is lost, the text staying in the input line until the next
     /// Enter, as a freshly drawn claude sometimes loses the Enter of a
-    /// pasted prompt (2 in about 30 first sends, see REAL_CLIS.md).
+    /// pasted prompt (2 in about 30 first sends, see docs/src/cli-facts.md).
     pub swallow_enters: u64,
     /// `FAKE_AGENT_DRAIN_ON_EXIT_MS=N`: transcript lines are queued, and on
     /// SIGTERM or SIGHUP the fake takes N ms to write them before it exits:

@@ -11,7 +11,7 @@
 //!   "rate_limit_error","message":"This request would exceed your account's
 //!   rate limit. Please try again later."}}` with `x-should-retry: false`:
 //!   observed with Claude Code 2.1.197 against the real API
-//!   (/work/shared/REAL_CLIS.md, "At a usage limit"); `retry-after` is in
+//!   (docs/src/cli-facts.md, "At a usage limit"); `retry-after` is in
 //!   Anthropic's published "Rate limits" page (response headers table).
 //! - OpenAI Codex: `x-codex-{primary,secondary}-{used-percent,window-minutes,
 //!   reset-at}` are the names `parse_rate_limit_for_limit` reads in
@@ -22,7 +22,7 @@
 //!   deserialises (`codex-rs/core/src/client.rs`, `api-client/src/error.rs`
 //!   `UsageLimitReached { plan_type, resets_at }`).
 //! - OpenCode (chat completions): no quota headers; only `retry-after`
-//!   (REAL_CLIS.md), with an OpenAI-style error body.
+//!   (docs/src/cli-facts.md), with an OpenAI-style error body.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -2,7 +2,7 @@
 //! transcripts of that folder live (`$CLAUDE_CONFIG_DIR/projects/<slug>/`).
 //!
 //! The rule, as Claude Code 2.1.197 applies it (observed with the published
-//! binary, see `shared/REAL_CLIS.md`): every UTF-16 code unit of the path that
+//! binary, see `docs/src/cli-facts.md`): every UTF-16 code unit of the path that
 //! is not an ASCII letter or digit becomes `-` (so `é` is one `-` and an emoji,
 //! two units, is two); a slug longer than 200 characters is cut to 200 and
 //! gets `-` and the base-36 absolute value of a Java-style 32-bit string hash

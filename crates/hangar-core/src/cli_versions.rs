@@ -4,7 +4,7 @@
 //! `Adapter::tested_version`).
 //!
 //! The conformance suite (`crates/hangar/tests/it/real_cli_*.rs`) runs
-//! those exact versions; README.md names them. A newer CLI may still work,
+//! those exact versions; docs/src/testing.md names them. A newer CLI may still work,
 //! but these CLIs change weekly, so a person is told which version was
 //! tested.
 //! Output shapes were read from the real CLIs: `claude --version` prints

@@ -25,6 +25,7 @@ pub struct HostConfig {
     /// What `ssh` is given as the destination: `user@host`, `host`, or an
     /// alias from `~/.ssh/config`.
     pub ssh: String,
+    /// The SSH port (`ssh -p`; default: ssh's own, from `~/.ssh/config`).
     #[serde(default)]
     pub port: Option<u16>,
     /// A private key file (`ssh -i`); `~/` is this machine's home.

@@ -70,7 +70,7 @@ pub struct StateFolder {
     pub value: &'static str,
 }
 
-/// The binds of a CLI's state `folders` (its adapter's; REAL_CLIS.md):
+/// The binds of a CLI's state `folders` (its adapter's; docs/src/cli-facts.md):
 /// `session_dir` is the session's folder under `HANGAR_HOME`; `home` the
 /// `$HOME` path inside.
 pub fn state_binds(folders: &[StateFolder], session_dir: &str, home: &str) -> Vec<StateBind> {

@@ -181,12 +181,18 @@ pub fn key_for_own_record(own: &UsageRecord, nearby: &[UsageRecord]) -> String {
 /// USD per million tokens of one model, with where the figure comes from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Price {
+    /// USD per million input tokens.
     pub input: f64,
+    /// USD per million output tokens.
     pub output: f64,
+    /// USD per million tokens written to the prompt cache.
     pub cache_write: f64,
+    /// USD per million tokens read from the prompt cache.
     pub cache_read: f64,
+    /// When the price was read (shown with it; not used in sums).
     #[serde(default)]
     pub date: Option<String>,
+    /// Where the price was read (a URL, say; not used in sums).
     #[serde(default)]
     pub source: Option<String>,
 }
@@ -548,7 +554,7 @@ mod tests {
     #[test]
     fn synthetic_error_lines_and_lines_cut_in_half_carry_no_usage() {
         // The line Claude Code 2.1.197 writes at a usage limit
-        // (REAL_CLIS.md): model <synthetic>, zero usage.
+        // (docs/src/cli-facts.md): model <synthetic>, zero usage.
         let synthetic = r#"{"type":"assistant","message":{"id":"x","model":"<synthetic>","usage":{"input_tokens":0,"output_tokens":0}},"error":"rate_limit","isApiErrorMessage":true,"apiErrorStatus":429}"#;
         assert_eq!(claude_transcript_usage(synthetic), None);
         let whole = r#"{"type":"assistant","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":1,"output_tokens":2}}}"#;

@@ -3,7 +3,7 @@
 //! and when hangar may type the continuation prompt.
 //!
 //! Pure: the daemon hands in headers, bodies, screen text and clocks. Names
-//! come from the real sources (REAL_CLIS.md "At a usage limit"; openai/codex
+//! come from the real sources (docs/src/cli-facts.md "At a usage limit"; openai/codex
 //! `codex-rs/codex-api/src/rate_limits.rs`). It must never call a transient
 //! refusal (a 429 without unified headers, a 529 `overloaded_error`) a usage
 //! limit, never trust a reset more than 30 days ahead, and never let a
@@ -320,7 +320,7 @@ pub enum ResetText {
 }
 
 /// Whether `text` (a screen line, a transcript message) says the account hit
-/// a usage limit, and the reset it names. The forms known (REAL_CLIS.md):
+/// a usage limit, and the reset it names. The forms known (docs/src/cli-facts.md):
 /// `You've hit your limit · resets 4pm (Europe/Berlin)`, `5-hour limit
 /// reached ∙ resets 5:30am`, `Claude usage limit reached. Your limit will
 /// reset at 12am.`, Codex's `You've hit your usage limit. ... try again at

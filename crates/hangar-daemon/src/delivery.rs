@@ -1,7 +1,7 @@
 //! Submitting a typed prompt and making sure the agent took it.
 //!
 //! A pasted prompt followed by Enter was left unsubmitted by a freshly drawn
-//! claude 2 times in about 30 first sends (REAL_CLIS.md): the Enter is lost
+//! claude 2 times in about 30 first sends (docs/src/cli-facts.md): the Enter is lost
 //! and the text sits in the input box. So an Enter is never assumed to have
 //! worked: after it, hangar looks for the start of a turn (the session's own
 //! `UserPromptSubmit` hook, a new prompt in its transcript, a new provider id

@@ -15,6 +15,8 @@
 pub mod activity;
 pub mod cli_probe;
 pub mod config;
+#[cfg(test)]
+mod config_reference;
 pub mod delivery;
 pub mod engines;
 pub mod errors;
@@ -851,6 +853,16 @@ pub(crate) mod on_a_fake_machine {
         let daemon = Arc::new(Daemon::new(paths, config, os.clone(), sessions));
         FakeMachine { daemon, os, home }
     }
+}
+
+/// The settings a config.toml text makes, as `Debug` text: what
+/// config_reference.rs compares (only lib.rs and a few read the whole
+/// `Config`, `.ci/shape`).
+#[cfg(test)]
+fn settings_of_config_text(text: &str) -> Result<String, String> {
+    toml::from_str::<config::Config>(text)
+        .map(|c| format!("{c:?}"))
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

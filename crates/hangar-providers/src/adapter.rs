@@ -222,7 +222,7 @@ pub trait Adapter: Sync {
         None
     }
 
-    /// The newest version of the CLI the conformance suite ran (README.md
+    /// The newest version of the CLI the conformance suite ran (docs/src/testing.md
     /// names them; `crates/hangar/tests/it/real_cli_*.rs` run them).
     fn tested_version(&self) -> Option<Version> {
         None

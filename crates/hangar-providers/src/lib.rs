@@ -40,7 +40,7 @@
 //!    own sandbox's line in `hangar ls`, and what a sandboxed session's
 //!    state folders hold of it (`sandbox_state`, `sandbox_settings`,
 //!    `sandbox_trust`). Learn each fact from the real CLI
-//!    (REAL_CLIS.md: run it against the fake model API) and test it in the
+//!    (docs/src/cli-facts.md: run it against the fake model API) and test it in the
 //!    folder.
 //! 2. The registration: its `Provider` variant and name in
 //!    `hangar_core::model` (`Provider::name`, `FromStr`, `AGENT_CLIS`), and

@@ -1,6 +1,6 @@
 //! `[proxy]` in config.toml: the proxy's own section. The daemon's
 //! config.rs reads it as one field and hands it to `Proxy::new` by value;
-//! its keys are the ones README.md documents (config.toml's `[proxy]`)
+//! its keys are the ones docs/src/proxy.md documents (config.toml's `[proxy]`)
 //! and must never be renamed.
 
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use serde::Deserialize;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProxyConfig {
-    /// Capture claude and codex sessions' API traffic (`hangar new
+    /// Capture claude, codex and OpenCode sessions' API traffic (`hangar new
     /// --no-capture` turns it off for one session).
     #[serde(default = "yes")]
     pub enabled: bool,

@@ -1,5 +1,5 @@
 //! Importing Agent Code's `workspace.json` into hangar's model, in every shape
-//! Agent Code has written (see `/work/shared/AGENT_CODE_FORMAT.md`, read from
+//! Agent Code has written (see `docs/src/agent-code-format.md`, read from
 //! Agent Code's own source, Juliusolsson05/agent-code):
 //!
 //! - envelopes: v1 `{"workspace": PAYLOAD}` (`src/main/storage/workspaceFile.ts`

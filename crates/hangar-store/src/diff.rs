@@ -30,7 +30,7 @@ pub(crate) trait Fingerprint {
 /// seed drawn at random for the process so a record cannot be crafted to
 /// collide with another. Over records of many small fields std's SipHash was
 /// 43% of a save's CPU; with this a save of 10,000 sessions costs the daemon
-/// 1.75-2.25 ms instead of 5.75-6.0 (BENCHMARKS.md).
+/// 1.75-2.25 ms instead of 5.75-6.0 (docs/src/benchmarks-history.md).
 static FINGERPRINTS: LazyLock<foldhash::quality::RandomState> = LazyLock::new(Default::default);
 
 fn hash_of(value: &impl Hash) -> u64 {

@@ -108,7 +108,7 @@ CREATE TABLE IF NOT EXISTS usage_sessions (
 
 /// Migration 3: `hangar usage`'s sums per session and model read from an
 /// index alone, already in their order (no table lookups, no sort): 4x
-/// faster over 100,000 requests (BENCHMARKS.md, issue 29).
+/// faster over 100,000 requests (docs/src/benchmarks-history.md, issue 29).
 const MIGRATION_3: &str = "
 CREATE INDEX IF NOT EXISTS usage_requests_sums ON usage_requests
     (session, provider, model, at_ms, input, output, cache_write, cache_read);

@@ -9,7 +9,7 @@
 //!
 //! Run: `cargo bench -p hangar-terminal --bench engines` (HANGAR_BENCH_MB
 //! sets the size of the output, default 100; `-- plain_lines` runs only the
-//! second group). Figures are in BENCHMARKS.md.
+//! second group). Figures are in BENCHMARKS.md and docs/src/benchmarks-history.md.
 
 use std::hint::black_box;
 use std::num::NonZeroU16;

@@ -12,7 +12,7 @@
 //! one allocation per line: a program printing plain lines scrolls one line
 //! into history for every line it prints, and each line paid an allocation,
 //! a shrinking reallocation and later a free, plus the allocator's own
-//! bytes per line (BENCHMARKS.md, issue 20). A block is freed once its last
+//! bytes per line (docs/src/benchmarks-history.md, issue 20). A block is freed once its last
 //! line is dropped.
 
 use std::collections::VecDeque;

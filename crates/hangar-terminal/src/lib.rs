@@ -9,7 +9,7 @@
 //! [`Terminal::restore`]).
 //!
 //! The screen is alacritty's `Term` (parsing ~3x faster than `vt100`; see
-//! BENCHMARKS.md); the history is this crate's own, kept as SGR-coloured text
+//! docs/src/benchmarks-history.md); the history is this crate's own, kept as SGR-coloured text
 //! and capped in bytes, so memory stays bounded whatever a program prints.
 //! A flood of plain lines skips alacritty ([`plain`]): the queries take
 //! `&mut self` because they first give it the lines it has not seen yet.

@@ -6,7 +6,7 @@
 //! printable ASCII and `\r\n` (the tty's onlcr), the cursor at column 0 of the
 //! bottom row. Parsing each line into the grid and then encoding the row it
 //! scrolls off into history cost about as much as tmux's whole server
-//! (BENCHMARKS.md, issue 20). Here, while the terminal is in the "simple
+//! (docs/src/benchmarks-history.md, issue 20). Here, while the terminal is in the "simple
 //! state" ([`PlainRun::can_start`]), each complete row of a "simple line"
 //! (`0x20..=0x7e`, then `\r\n`) is kept in a ring of the last `rows - 1`
 //! rows, and the row still being printed is kept too (a 4 KiB read of a PTY

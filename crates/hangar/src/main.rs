@@ -21,6 +21,8 @@ mod activity;
 mod attach;
 mod capture;
 mod cli;
+#[cfg(test)]
+mod docs_reference;
 mod human;
 mod identity;
 mod import;
@@ -38,6 +40,13 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
+
+/// The whole command tree, for the CLI reference (docs_reference.rs; only
+/// main.rs names cli.rs's commands, `.ci/shape`).
+#[cfg(test)]
+fn command_tree() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
 
 /// Whether the command prints its report and exits: those may die of a
 /// reader that went away (`hangar ls | head -3`), as Unix tools do. The

@@ -1,5 +1,5 @@
 //! The fake follows Claude Code 2.1.197 at the edges hangar reads, each fact
-//! as observed with the published binary (shared/REAL_CLIS.md): the
+//! as observed with the published binary (docs/src/cli-facts.md): the
 //! per-process record `sessions/<pid>.json`, the hook payloads, the project
 //! folder slug of odd folder names, and a lost Enter (the knob that lets
 //! hangar's fast tests see it).

@@ -401,7 +401,7 @@ fn opencode_style_writes_claude_shaped_lines_to_its_own_directory() {
 
 /// Real OpenCode 1.18.33 keeps its conversations in SQLite, creates one with
 /// the first prompt, and refuses `--session` for an unknown id
-/// (REAL_CLIS.md, OpenCode).
+/// (docs/src/cli-facts.md, OpenCode).
 #[test]
 fn opencode_style_keeps_its_conversations_in_sqlite_and_refuses_an_unknown_session() {
     let setup = Setup::new();

@@ -1,4 +1,4 @@
-//! The codex style's shared background server, as REAL_CLIS.md says real
+//! The codex style's shared background server, as docs/src/cli-facts.md says real
 //! codex 0.171.0 behaves: without `--no-daemon` it starts `app-server
 //! --managed-daemon` in a session and process group of its own, one per
 //! `CODEX_HOME`, which outlives the TUI; with `--no-daemon` it starts none.

@@ -51,6 +51,8 @@ impl EngineKind {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineConfig {
+    /// What runs the containers: the Docker Engine API (Docker, or Podman's
+    /// compatible service) or a Kubernetes API server.
     pub kind: EngineKind,
     /// The engine's API socket (a path, or `unix://PATH`). Default: Docker's
     /// `/var/run/docker.sock`; Podman's `$XDG_RUNTIME_DIR/podman/podman.sock`,

@@ -13,7 +13,7 @@ use super::docker;
 /// The Debian release the images are made from.
 const SUITE: &str = "bookworm";
 
-/// The npm package of each agent CLI (the packages REAL_CLIS.md names).
+/// The npm package of each agent CLI (the packages docs/src/cli-facts.md names).
 fn npm_package(provider: &str) -> Option<&'static str> {
     hangar_providers::adapter(&hangar_core::Provider::from_name(provider)).npm_package()
 }

@@ -38,7 +38,7 @@ use crate::os::Clock;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
-    /// Give claude and codex sessions the orchestration MCP server.
+    /// Give claude, codex and OpenCode sessions the orchestration MCP server.
     #[serde(default = "yes")]
     pub enabled: bool,
     /// When a person hibernates a parent, also hibernate its idle children.

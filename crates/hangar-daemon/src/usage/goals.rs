@@ -242,7 +242,7 @@ impl Goals {
         tokio::spawn(async move {
             // The end of a turn (a Stop hook) comes before the activity
             // settles on idle; typed then, the prompt could not be
-            // confirmed (and an Enter can be lost, REAL_CLIS.md).
+            // confirmed (and an Enter can be lost, docs/src/cli-facts.md).
             let deadline = tokio::time::Instant::now() + SETTLE_WAIT;
             while this.monitor.is_busy(&id) && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(100)).await;

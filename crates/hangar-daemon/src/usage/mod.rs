@@ -68,6 +68,7 @@ pub struct LimitsConfig {
     /// the limit resets.
     #[serde(default = "yes")]
     pub auto_continue: bool,
+    /// What is typed to carry on after a limit.
     #[serde(default = "default_prompt")]
     pub continue_prompt: String,
     /// Seconds after the reset (plus up to 30 s of jitter per session).

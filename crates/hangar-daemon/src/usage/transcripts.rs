@@ -13,7 +13,7 @@
 //! rollout's `token_count`, an OpenCode message) under a key of its own,
 //! which the ledger folds into the proxy's row of the same request. A
 //! synthetic error line (`"error":"rate_limit"`, `isApiErrorMessage`,
-//! REAL_CLIS.md) or a Codex `usage_limit_exceeded` written after hangar
+//! docs/src/cli-facts.md) or a Codex `usage_limit_exceeded` written after hangar
 //! first looked makes the session limited; history before that is never
 //! acted on. A Codex rollout's `rate_limits` are the account's windows.
 

@@ -2,7 +2,7 @@
 //! under its config folder, one JSON entry a line (`sessionId` on most
 //! entries, `cwd` from the first conversational one on; `user` and
 //! `assistant` entries hold the messages). Shapes read from Claude Code
-//! 2.1.197's own files (REAL_CLIS.md).
+//! 2.1.197's own files (docs/src/cli-facts.md).
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! under `CODEX_HOME`, dated by the LOCAL day; the `session_meta` entry's
 //! payload names the thread and folder, `response_item`s hold the messages
 //! and `event_msg`s the turn's events. Shapes read from codex 0.171.0's own
-//! files (REAL_CLIS.md).
+//! files (docs/src/cli-facts.md).
 
 use std::collections::HashMap;
 use std::fs;

@@ -1,7 +1,7 @@
 //! The Agent Code import on files in every shape Agent Code has written.
 //!
 //! The fixtures (tests/fixtures/agent-code, written by gen_fixtures.py) follow
-//! AGENT_CODE_FORMAT.md and Agent Code's own source; SOURCES.md there names
+//! docs/src/agent-code-format.md and Agent Code's own source; SOURCES.md there names
 //! the source file of each part. These tests replace the ones of the first
 //! importer, whose fixture invented a format Agent Code never wrote.
 

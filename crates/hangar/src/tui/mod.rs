@@ -12,7 +12,7 @@ mod control;
 mod copy;
 mod diff_view;
 mod events;
-mod help;
+pub(crate) mod help;
 mod hosts;
 mod layout;
 mod pane;

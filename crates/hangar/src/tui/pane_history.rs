@@ -6,7 +6,7 @@
 //! A pane does not keep a second copy: it keeps the pages it showed lately
 //! ([`KEPT_PAGES`]) and asks for the others by number when copy mode, the
 //! wheel or a search reaches them. Nine panes of 10,000 wide lines held
-//! hundreds of MB in the TUI's own parsers (BENCHMARKS.md, session 5).
+//! hundreds of MB in the TUI's own parsers (docs/src/benchmarks-history.md, session 5).
 //!
 //! The pane's screen's top row is line [`PaneHistory::end`]: the attach reply
 //! names the end at the screen it sends, and the daemon's `history` event

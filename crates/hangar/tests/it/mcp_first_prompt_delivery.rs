@@ -1,6 +1,6 @@
 //! `create_agent`'s first prompt and a lost Enter (issue 16, defect 6): a
 //! freshly drawn claude sometimes leaves a pasted prompt unsubmitted (seen
-//! with the real Claude Code 2.1.197, REAL_CLIS.md; the fake loses the
+//! with the real Claude Code 2.1.197, docs/src/cli-facts.md; the fake loses the
 //! first `FAKE_AGENT_SWALLOW_ENTERS` Enters the same way). The child's first
 //! prompt must then be submitted by pressing Enter again, typed once; and a
 //! prompt that never starts a turn is reported as not delivered, never

@@ -269,7 +269,7 @@ fn a_claude_run_by_a_person_in_the_same_folder_is_never_adopted() {
         record.is_file()
     });
     // Typed, then Entered until claude takes it (a freshly drawn claude may
-    // lose an Enter, see REAL_CLIS.md); typed again if it was not drawn yet.
+    // lose an Enter, see docs/src/cli-facts.md); typed again if it was not drawn yet.
     let start = std::time::Instant::now();
     let mut tries = 0u64;
     let took = |rc: &RealCli| {

@@ -276,7 +276,7 @@ fn limit_words_on_an_agent_s_screen_make_it_limited_with_their_reset_or_an_unkno
     let before = now_secs() * 1000;
     // The fake agent answers `answer: <prompt>`: the words end up on its
     // screen as a CLI's would (the form Claude Code prints for a
-    // subscription, REAL_CLIS.md "At a usage limit").
+    // subscription, docs/src/cli-facts.md "At a usage limit").
     h.ok(&["send", &id, "You've hit your limit · resets 4pm (UTC)"]);
     let row = wait_limited(&h, &id);
     let limit = &row["limit"];
@@ -456,7 +456,7 @@ fn a_claude_transcript_feeds_the_ledger_once_per_message_and_its_rate_limit_line
     // claude-haiku-4-5: $1 input, $5 output per million (prices.json).
     assert_eq!(s["cost_usd"], json!(6.0), "{s}");
 
-    // The synthetic line Claude Code writes at a limit (REAL_CLIS.md).
+    // The synthetic line Claude Code writes at a limit (docs/src/cli-facts.md).
     append(
         &path,
         &format!(

@@ -22,7 +22,7 @@
 //! (default: `real-cli-cache` in the cargo target folder), under a lock
 //! file, so parallel test binaries share one install.
 //!
-//! Each CLI's offline configuration follows /work/shared/REAL_CLIS.md
+//! Each CLI's offline configuration follows docs/src/cli-facts.md
 //! ("Running them offline"), which records what was observed running these
 //! versions: claude's `.claude.json` with the approved key and trusted
 //! folders, codex's `config.toml` with a `fake` provider and trusted
@@ -49,7 +49,7 @@ use serde_json::{Value, json};
 
 use crate::support::{self, Hangar};
 
-/// The versions hangar is tested with (README.md says the same).
+/// The versions hangar is tested with (docs/src/testing.md says the same).
 pub const CLAUDE: Cli = Cli {
     package: "@anthropic-ai/claude-code",
     version: "2.1.197",
@@ -281,7 +281,7 @@ impl RealCli {
             ("HANGAR_CLAUDE_BIN", clis.claude.clone().into()),
             ("HANGAR_CODEX_BIN", clis.codex.clone().into()),
             ("HANGAR_OPENCODE_BIN", clis.opencode.clone().into()),
-            // Claude Code, offline (REAL_CLIS.md).
+            // Claude Code, offline (docs/src/cli-facts.md).
             ("ANTHROPIC_BASE_URL", api.http_url().into()),
             ("ANTHROPIC_API_KEY", ANTHROPIC_KEY.into()),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
@@ -401,7 +401,7 @@ impl RealCli {
 
     fn write_codex_config(&self) {
         let mut text = format!(
-            "# Written by the real-CLI harness, as REAL_CLIS.md says codex runs offline.\n\
+            "# Written by the real-CLI harness, as docs/src/cli-facts.md says codex runs offline.\n\
              model = \"fake-model\"\n\
              model_provider = \"fake\"\n\n\
              [model_providers.fake]\n\

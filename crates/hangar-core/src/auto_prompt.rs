@@ -11,7 +11,7 @@
 //!
 //! Pure: no clock, no I/O.
 
-use crate::goal::GoalState;
+use crate::goal::{self, Goal, GoalState};
 
 /// What kind of automatic prompt is about to be typed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +122,22 @@ pub fn may_type(f: &TypingFacts) -> Result<(), StandDown> {
         return Err(StandDown::ContinueOff);
     }
     Ok(())
+}
+
+/// A goal's prompt was stood down: a limit pauses the goal (it resumes
+/// after the limit's continuation turn), a person pauses it until they
+/// leave the session alone, a spent budget stops it; a goal already ended,
+/// paused or prompted again since is left as it is.
+pub fn on_stand_down(g: &mut Goal, why: StandDown) {
+    match why {
+        StandDown::Limited => goal::on_failure(g, "rate_limit"),
+        StandDown::PersonTyped => goal::on_person(g),
+        StandDown::BudgetSpent => goal::on_budget(g),
+        StandDown::GoalEnded
+        | StandDown::GoalPaused
+        | StandDown::GoalReplaced
+        | StandDown::ContinueOff => {}
+    }
 }
 
 #[cfg(test)]
@@ -266,6 +282,43 @@ mod tests {
             ..goal_turn()
         };
         assert_eq!(may_type(&goal), Ok(()));
+    }
+
+    #[test]
+    fn a_goal_prompt_stood_down_pauses_for_a_limit_or_a_person_and_stops_for_a_budget() {
+        use crate::goal::PauseCause;
+        let fresh = || Goal::new("make the tests pass", Some(5), 1_000).unwrap();
+        let mut g = fresh();
+        on_stand_down(&mut g, StandDown::Limited);
+        assert_eq!(
+            (g.state, g.pause),
+            (GoalState::Paused, Some(PauseCause::Limited))
+        );
+        let mut g = fresh();
+        on_stand_down(&mut g, StandDown::PersonTyped);
+        assert_eq!(
+            (g.state, g.pause),
+            (GoalState::Paused, Some(PauseCause::Person))
+        );
+        let mut g = fresh();
+        on_stand_down(&mut g, StandDown::BudgetSpent);
+        assert_eq!(g.state, GoalState::Stopped);
+        // A goal a person stopped stays stopped, with their reason.
+        let mut g = fresh();
+        goal::on_stop(&mut g);
+        let before = g.clone();
+        for why in [
+            StandDown::Limited,
+            StandDown::PersonTyped,
+            StandDown::BudgetSpent,
+        ] {
+            on_stand_down(&mut g, why);
+            assert_eq!(g, before);
+        }
+        // A stale prompt leaves the goal as the newer decision made it.
+        let mut g = fresh();
+        on_stand_down(&mut g, StandDown::GoalReplaced);
+        assert_eq!(g, fresh());
     }
 
     proptest! {

@@ -284,26 +284,11 @@ pub fn on_budget(goal: &mut Goal) {
     }
 }
 
-/// A goal's prompt was not typed: the check at the moment of typing
-/// (`auto_prompt::may_type`) stood it down. A limit pauses the goal (it
-/// resumes after the limit's continuation turn), a person pauses it until
-/// they leave the session alone, a spent budget stops it; a goal already
-/// ended, paused or prompted again since is left as it is.
-pub fn on_stand_down(goal: &mut Goal, why: crate::auto_prompt::StandDown) {
-    use crate::auto_prompt::StandDown;
-    if goal.state.ended() {
-        return;
-    }
-    match why {
-        StandDown::Limited => goal.pause_for(PauseCause::Limited, "the provider's usage limit"),
-        StandDown::PersonTyped => {
-            goal.pause_for(PauseCause::Person, "a person typed into the session")
-        }
-        StandDown::BudgetSpent => on_budget(goal),
-        StandDown::GoalEnded
-        | StandDown::GoalPaused
-        | StandDown::GoalReplaced
-        | StandDown::ContinueOff => {}
+/// A person typed into the session after hangar's prompt was decided and
+/// before it went out: the goal waits for them to leave it alone.
+pub fn on_person(goal: &mut Goal) {
+    if !goal.state.ended() {
+        goal.pause_for(PauseCause::Person, "a person typed into the session");
     }
 }
 
@@ -354,36 +339,6 @@ mod tests {
             now_ms: now,
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn a_prompt_stood_down_at_typing_pauses_for_a_limit_or_a_person_and_stops_for_a_budget() {
-        use crate::auto_prompt::StandDown;
-        let mut g = goal(5);
-        on_stand_down(&mut g, StandDown::Limited);
-        assert_eq!(
-            (g.state, g.pause),
-            (GoalState::Paused, Some(PauseCause::Limited))
-        );
-        let mut g = goal(5);
-        on_stand_down(&mut g, StandDown::PersonTyped);
-        assert_eq!(
-            (g.state, g.pause),
-            (GoalState::Paused, Some(PauseCause::Person))
-        );
-        let mut g = goal(5);
-        on_stand_down(&mut g, StandDown::BudgetSpent);
-        assert_eq!(g.state, GoalState::Stopped);
-        // A goal a person stopped stays stopped, with their reason.
-        let mut g = goal(5);
-        on_stop(&mut g);
-        let before = g.clone();
-        on_stand_down(&mut g, StandDown::Limited);
-        assert_eq!(g, before);
-        // A stale prompt leaves the goal as the newer decision made it.
-        let mut g = goal(5);
-        on_stand_down(&mut g, StandDown::GoalReplaced);
-        assert_eq!(g, goal(5));
     }
 
     #[test]

@@ -53,7 +53,8 @@ pub struct SessionView {
     #[serde(default)]
     pub usage: Option<UsageView>,
     /// What the agent is doing: `working`, `waiting` (for the person),
-    /// `idle` (turn finished) or `unknown`.
+    /// `idle` (turn finished) or `unknown`; `limited` above them all while a
+    /// usage limit stands and its reset has not passed.
     #[serde(default = "unknown_activity")]
     pub activity: String,
     /// When it entered that state, in ms since the epoch.

@@ -283,7 +283,7 @@ impl Goals {
     }
 
     /// A goal's prompt was not typed: what changed since the decision
-    /// pauses or stops the goal (`goal::on_stand_down`), and the journal
+    /// pauses or stops the goal (`auto_prompt::on_stand_down`), and the journal
     /// says so.
     fn stood_down(&self, id: &SessionId, why: StandDown) {
         tracing::info!(
@@ -293,7 +293,7 @@ impl Goals {
         let changed = self.ledger.update_goal(id.as_str(), |slot| {
             let g = slot.as_mut()?;
             let before = g.clone();
-            goal::on_stand_down(g, why);
+            hangar_core::auto_prompt::on_stand_down(g, why);
             (*g != before).then(|| g.clone())
         });
         if let Some(g) = changed {

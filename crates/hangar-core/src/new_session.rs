@@ -73,7 +73,8 @@ pub fn new_session_title(given: Option<&str>, provider: &Provider) -> String {
 }
 
 /// The provider `new` runs when none is named: the first agent CLI, in the
-/// order of `Provider::AGENT_CLIS` (claude, codex, opencode), whose program `is_installed` says is
+/// order of `Provider::AGENT_CLIS` (claude, codex, opencode, gemini, pi, qwen, copilot, crush,
+/// kilo, aider, kimi), whose program `is_installed` says is
 /// found; else the shell, so hangar is useful on a machine with no agent
 /// CLI at all.
 pub fn default_provider(is_installed: impl Fn(&Provider) -> bool) -> Provider {

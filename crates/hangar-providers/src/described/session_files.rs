@@ -177,13 +177,16 @@ pub fn turn_activity(rule: &SessionFiles, text: &str) -> Activity {
         .unwrap_or(Activity::Unknown)
 }
 
-/// Whether a conversation `id` is recorded under `root`.
+/// Whether a conversation `id` is recorded under `root` so that the CLI
+/// resumes it: a file holding its id and, where turns are described, one
+/// of them (Gemini CLI 0.61 writes the file at start but resumes only one
+/// holding a message: `hasResumableContent`).
 pub fn conversation_recorded(rule: &SessionFiles, root: &Path, id: &str) -> bool {
     matching_files(root, &rule.glob).iter().any(|p| {
-        std::fs::read_to_string(p)
-            .ok()
-            .and_then(|text| read_found(rule, &text, 0))
-            .is_some_and(|f| f.id == id)
+        std::fs::read_to_string(p).ok().is_some_and(|text| {
+            read_found(rule, &text, 0).is_some_and(|f| f.id == id)
+                && (rule.turns.is_none() || turn_activity(rule, &text) != Activity::Unknown)
+        })
     })
 }
 
@@ -245,14 +248,27 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let chats = root.path().join("tmp/abc/chats");
         std::fs::create_dir_all(&chats).unwrap();
-        std::fs::write(chats.join("session-1-aa.json"), r#"{"sessionId":"aa"}"#).unwrap();
+        std::fs::write(
+            chats.join("session-1-aa.json"),
+            r#"{"sessionId":"aa","messages":[{"type":"user","content":"hi"}]}"#,
+        )
+        .unwrap();
+        std::fs::write(chats.join("session-2-cc.json"), r#"{"sessionId":"cc"}"#).unwrap();
         std::fs::write(chats.join("other.json"), "{}").unwrap();
         std::fs::create_dir_all(root.path().join("tmp/abc/deeper/chats")).unwrap();
         let found = matching_files(root.path(), "tmp/*/chats/session-*.json");
-        assert_eq!(found, [chats.join("session-1-aa.json")]);
+        assert_eq!(
+            found,
+            [
+                chats.join("session-1-aa.json"),
+                chats.join("session-2-cc.json")
+            ]
+        );
         let rule = rule(FileFormat::Json);
         assert!(conversation_recorded(&rule, root.path(), "aa"));
         assert!(!conversation_recorded(&rule, root.path(), "bb"));
+        // A file holding the id but no turn yet is not resumable.
+        assert!(!conversation_recorded(&rule, root.path(), "cc"));
         assert!(wildcard("a*b*c", "axxbyyc"));
         assert!(!wildcard("a*b*c", "axxc"));
         assert!(!wildcard("ab*ba", "aba"));

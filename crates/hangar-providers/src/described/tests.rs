@@ -242,7 +242,8 @@ fn each_minted_cli_starts_fresh_with_the_id_hangar_chose_and_resumes_by_it() {
     std::fs::create_dir_all(&gemini_chats).unwrap();
     std::fs::write(
         gemini_chats.join("session-2026-12-07T16-00-r-1.jsonl"),
-        "{\"sessionId\":\"r-1\",\"startTime\":\"2026-12-07T16:00:00Z\"}\n",
+        "{\"sessionId\":\"r-1\",\"startTime\":\"2026-12-07T16:00:00Z\"}\n\
+         {\"type\":\"user\",\"content\":[{\"text\":\"hi\"}]}\n",
     )
     .unwrap();
     let qwen_chats = state.path().join("q/projects/-w/chats");
@@ -282,9 +283,17 @@ fn each_minted_cli_starts_fresh_with_the_id_hangar_chose_and_resumes_by_it() {
 
 #[test]
 fn a_minted_conversation_the_cli_never_recorded_starts_again_under_its_id() {
-    // Gemini's --resume refuses an id it does not have; the session was
-    // stopped before its first prompt reached the CLI.
+    // Gemini's --resume refuses an id it does not have, or whose file holds
+    // no message yet; the session was stopped before its first prompt
+    // reached the CLI.
     let home = tempfile::tempdir().unwrap();
+    let chats = home.path().join(".gemini/tmp/p1/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    std::fs::write(
+        chats.join("session-2026-12-07T16-00-never-us.jsonl"),
+        "{\"sessionId\":\"never-used\",\"startTime\":\"2026-12-07T16:00:00Z\"}\n",
+    )
+    .unwrap();
     let h = home.path().display().to_string();
     let spec = launched_with(
         &meta(Provider::Gemini, Some("never-used")),

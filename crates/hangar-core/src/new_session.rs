@@ -185,4 +185,26 @@ mod tests {
         );
         assert_eq!(default_provider(|_| false), Provider::Shell);
     }
+
+    #[test]
+    fn the_file_described_clis_follow_the_three_in_their_documented_order() {
+        let order: Vec<&str> = Provider::AGENT_CLIS.iter().map(|p| p.name()).collect();
+        assert_eq!(
+            order,
+            [
+                "claude", "codex", "opencode", "gemini", "pi", "qwen", "copilot", "crush", "kilo",
+                "aider", "kimi"
+            ]
+        );
+        assert_eq!(
+            default_provider(|p| matches!(p, Provider::Kimi | Provider::Gemini)),
+            Provider::Gemini
+        );
+        assert_eq!(default_provider(|p| *p == Provider::Aider), Provider::Aider);
+        // Each name reads back as its provider, and is an agent.
+        for p in Provider::AGENT_CLIS {
+            assert_eq!(Provider::from_name(p.name()), p);
+            assert!(p.is_agent());
+        }
+    }
 }

@@ -190,6 +190,31 @@ pub fn conversation_recorded(rule: &SessionFiles, root: &Path, id: &str) -> bool
     })
 }
 
+/// Every conversation recorded under `root` in a file changed at or after
+/// `since_ms`: the candidates the daemon's identity watch hands to
+/// `found_identity::prove`. A file that names no start is taken as started
+/// when it was created; where the file system cannot say, at 0, which no
+/// proof accepts (its modification time would let an older outside
+/// conversation, written to again, pass as new).
+pub fn candidates(rule: &SessionFiles, root: &Path, since_ms: u64) -> Vec<FoundFile> {
+    let ms = |t: std::io::Result<std::time::SystemTime>| {
+        t.ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| u64::try_from(d.as_millis()).ok())
+    };
+    matching_files(root, &rule.glob)
+        .into_iter()
+        .filter_map(|p| {
+            let meta = std::fs::metadata(&p).ok()?;
+            if ms(meta.modified())? < since_ms {
+                return None;
+            }
+            let text = std::fs::read_to_string(&p).ok()?;
+            read_found(rule, &text, ms(meta.created()).unwrap_or(0))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,6 +294,12 @@ mod tests {
         assert!(!conversation_recorded(&rule, root.path(), "bb"));
         // A file holding the id but no turn yet is not resumable.
         assert!(!conversation_recorded(&rule, root.path(), "cc"));
+        let all = candidates(&rule, root.path(), 0);
+        assert_eq!(
+            all.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(),
+            ["aa", "cc"]
+        );
+        assert!(candidates(&rule, root.path(), u64::MAX).is_empty());
         assert!(wildcard("a*b*c", "axxbyyc"));
         assert!(!wildcard("a*b*c", "axxc"));
         assert!(!wildcard("ab*ba", "aba"));

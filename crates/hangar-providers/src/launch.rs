@@ -167,8 +167,8 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
             program,
             args: start_args.args,
             env: described.env.clone(),
-            // A minted conversation started again under its id (the CLI had
-            // not recorded it) is a fresh start, not a resume.
+            // A minted conversation the CLI had not recorded is started
+            // fresh under a new id: not a resume.
             resumed: resume.is_some() && start_args.minted.is_none(),
             minted: start_args.minted,
         });

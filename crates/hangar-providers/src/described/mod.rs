@@ -196,8 +196,11 @@ fn filled(args: &[String], values: &BTreeMap<&str, String>) -> Vec<String> {
 /// `dangerous_args` when dangerous, then its resume of `start.resume`, or a
 /// fresh start (with an id hangar mints, for a `minted` CLI). A minted
 /// conversation the CLI has not recorded yet (no prompt reached it before
-/// the session stopped) is started again under the same id, since the
-/// CLI's resume refuses an id it does not have.
+/// the session stopped) is started fresh under a new id: the CLI's resume
+/// refuses it, and so may its fresh start under the old id (Gemini CLI
+/// 0.61: "Session ID ... already exists" for a file holding only its
+/// header). Nothing is lost: it held no turn. A CLI whose resume is its
+/// fresh start (the same arguments) is always resumed.
 pub fn session_args(
     c: &ProviderConfig,
     start: &Start<'_>,
@@ -215,9 +218,10 @@ pub fn session_args(
         _ => None,
     };
     match (start.resume, minted_args) {
-        (Some(id), Some(fresh)) if !recorded(c, start, id) => {
+        (Some(id), Some(fresh)) if *fresh != c.resume_args && !recorded(c, start, id) => {
+            let id = mint();
             out.args
-                .extend(filled(fresh, &values(start, &[("id", id)])));
+                .extend(filled(fresh, &values(start, &[("id", &id)])));
             out.minted = Some(ProviderSessionId::new(id, IdSource::ResumeRequest));
         }
         (Some(id), _) => {

@@ -180,7 +180,7 @@ pub fn turn_activity(rule: &SessionFiles, text: &str) -> Activity {
 /// Whether a conversation `id` is recorded under `root` so that the CLI
 /// resumes it: a file holding its id and, where turns are described, one
 /// of them (Gemini CLI 0.61 writes the file at start but resumes only one
-/// holding a message: `hasResumableContent`).
+/// holding a message: `hasResumableContent`; docs/clis/gemini.md).
 pub fn conversation_recorded(rule: &SessionFiles, root: &Path, id: &str) -> bool {
     matching_files(root, &rule.glob).iter().any(|p| {
         std::fs::read_to_string(p).ok().is_some_and(|text| {

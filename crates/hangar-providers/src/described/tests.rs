@@ -282,7 +282,7 @@ fn each_minted_cli_starts_fresh_with_the_id_hangar_chose_and_resumes_by_it() {
 }
 
 #[test]
-fn a_minted_conversation_the_cli_never_recorded_starts_again_under_its_id() {
+fn a_minted_conversation_the_cli_never_recorded_starts_fresh_under_a_new_id() {
     // Gemini's --resume refuses an id it does not have, or whose file holds
     // no message yet; the session was stopped before its first prompt
     // reached the CLI.
@@ -302,9 +302,20 @@ fn a_minted_conversation_the_cli_never_recorded_starts_again_under_its_id() {
         None,
         &[("GEMINI_CLI_HOME", &h)],
     );
-    assert_eq!(spec.args, ["--session-id", "never-used"]);
+    assert_eq!(spec.args, ["--session-id", "minted-uuid"]);
     assert!(!spec.resumed);
-    assert_eq!(spec.minted.map(|m| m.id).as_deref(), Some("never-used"));
+    assert_eq!(spec.minted.map(|m| m.id).as_deref(), Some("minted-uuid"));
+    // Copilot's one flag starts and resumes: its id is always resumed,
+    // recorded or not.
+    let spec = launched_with(
+        &meta(Provider::Copilot, Some("never-used")),
+        &ProvidersConfig::default(),
+        false,
+        None,
+        &[("COPILOT_HOME", &h)],
+    );
+    assert_eq!(spec.args, ["--session-id", "never-used"]);
+    assert!(spec.resumed);
 }
 
 #[test]

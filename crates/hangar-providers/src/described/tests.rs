@@ -472,4 +472,9 @@ fn a_shipped_clis_screen_waiting_patterns_open_a_prompt() {
         &Provider::Pi,
         screen
     ));
+    let aider = "Add file to the chat? (Y)es/(N)o/(D)on't ask again [Yes]:";
+    assert!(crate::screen::permission_prompt_open(
+        &Provider::Aider,
+        aider
+    ));
 }

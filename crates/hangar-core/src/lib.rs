@@ -20,6 +20,7 @@ pub mod engine;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod fork;
+pub mod found_identity;
 pub mod goal;
 pub mod governor;
 pub mod hosts;

@@ -47,6 +47,16 @@ pub enum Provider {
     Claude,
     Codex,
     Opencode,
+    /// The CLIs hangar knows from a description file shipped in
+    /// hangar-providers (`clis/<name>.toml`, issue 45).
+    Gemini,
+    Pi,
+    Qwen,
+    Copilot,
+    Crush,
+    Kilo,
+    Aider,
+    Kimi,
     Shell,
     Custom(String),
 }
@@ -57,13 +67,35 @@ impl Provider {
     /// here, in `name` and `from_name`, and as an adapter in hangar-providers
     /// (its crate docs: "Adding a CLI"); these are the only places in
     /// hangar-core that name one (`.ci/shape`).
-    pub const AGENT_CLIS: [Provider; 3] = [Provider::Claude, Provider::Codex, Provider::Opencode];
+    /// The file-described CLIs follow the three with adapters of their own,
+    /// in the order issue 45 lists them.
+    pub const AGENT_CLIS: [Provider; 11] = [
+        Provider::Claude,
+        Provider::Codex,
+        Provider::Opencode,
+        Provider::Gemini,
+        Provider::Pi,
+        Provider::Qwen,
+        Provider::Copilot,
+        Provider::Crush,
+        Provider::Kilo,
+        Provider::Aider,
+        Provider::Kimi,
+    ];
 
     pub fn name(&self) -> &str {
         match self {
             Provider::Claude => "claude",
             Provider::Codex => "codex",
             Provider::Opencode => "opencode",
+            Provider::Gemini => "gemini",
+            Provider::Pi => "pi",
+            Provider::Qwen => "qwen",
+            Provider::Copilot => "copilot",
+            Provider::Crush => "crush",
+            Provider::Kilo => "kilo",
+            Provider::Aider => "aider",
+            Provider::Kimi => "kimi",
             Provider::Shell => "shell",
             Provider::Custom(name) => name,
         }
@@ -74,6 +106,14 @@ impl Provider {
             "claude" => Provider::Claude,
             "codex" => Provider::Codex,
             "opencode" => Provider::Opencode,
+            "gemini" => Provider::Gemini,
+            "pi" => Provider::Pi,
+            "qwen" => Provider::Qwen,
+            "copilot" => Provider::Copilot,
+            "crush" => Provider::Crush,
+            "kilo" => Provider::Kilo,
+            "aider" => Provider::Aider,
+            "kimi" => Provider::Kimi,
             "shell" | "terminal" => Provider::Shell,
             other => Provider::Custom(other.to_owned()),
         }

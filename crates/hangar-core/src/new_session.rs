@@ -73,7 +73,8 @@ pub fn new_session_title(given: Option<&str>, provider: &Provider) -> String {
 }
 
 /// The provider `new` runs when none is named: the first agent CLI, in the
-/// order of `Provider::AGENT_CLIS` (claude, codex, opencode), whose program `is_installed` says is
+/// order of `Provider::AGENT_CLIS` (claude, codex, opencode, gemini, pi, qwen, copilot, crush,
+/// kilo, aider, kimi), whose program `is_installed` says is
 /// found; else the shell, so hangar is useful on a machine with no agent
 /// CLI at all.
 pub fn default_provider(is_installed: impl Fn(&Provider) -> bool) -> Provider {
@@ -183,5 +184,27 @@ mod tests {
             Provider::Codex
         );
         assert_eq!(default_provider(|_| false), Provider::Shell);
+    }
+
+    #[test]
+    fn the_file_described_clis_follow_the_three_in_their_documented_order() {
+        let order: Vec<&str> = Provider::AGENT_CLIS.iter().map(|p| p.name()).collect();
+        assert_eq!(
+            order,
+            [
+                "claude", "codex", "opencode", "gemini", "pi", "qwen", "copilot", "crush", "kilo",
+                "aider", "kimi"
+            ]
+        );
+        assert_eq!(
+            default_provider(|p| matches!(p, Provider::Kimi | Provider::Gemini)),
+            Provider::Gemini
+        );
+        assert_eq!(default_provider(|p| *p == Provider::Aider), Provider::Aider);
+        // Each name reads back as its provider, and is an agent.
+        for p in Provider::AGENT_CLIS {
+            assert_eq!(Provider::from_name(p.name()), p);
+            assert!(p.is_agent());
+        }
     }
 }

@@ -222,6 +222,11 @@ pub trait Adapter: Sync {
         None
     }
 
+    /// The version in the output of its `--version`.
+    fn version_in(&self, output: &str) -> Option<Version> {
+        hangar_core::cli_versions::parse_version(output)
+    }
+
     /// The newest version of the CLI the conformance suite ran (docs/src/testing.md
     /// names them; `crates/hangar/tests/it/real_cli_*.rs` run them).
     fn tested_version(&self) -> Option<Version> {
@@ -444,6 +449,14 @@ pub fn adapter(provider: &Provider) -> &'static dyn Adapter {
         Provider::Claude => &crate::claude::adapter::Claude,
         Provider::Codex => &crate::codex::adapter::Codex,
         Provider::Opencode => &crate::opencode::adapter::Opencode,
+        Provider::Gemini
+        | Provider::Pi
+        | Provider::Qwen
+        | Provider::Copilot
+        | Provider::Crush
+        | Provider::Kilo
+        | Provider::Aider
+        | Provider::Kimi => crate::described::shipped_adapter(provider),
         Provider::Shell | Provider::Custom(_) => &crate::shell::adapter::Plain,
     }
 }

@@ -40,11 +40,11 @@ impl CliFacts {
     /// The facts in a CLI's `--version` output and, when `reads_help`, its
     /// `--help` output (`None` otherwise).
     pub fn from_outputs(provider: &Provider, version: &str, help: Option<&str>) -> CliFacts {
+        let adapter = crate::adapter::adapter(provider);
         let mut facts = CliFacts {
-            version: cli_versions::parse_version(version),
+            version: adapter.version_in(version),
             no_daemon: false,
         };
-        let adapter = crate::adapter::adapter(provider);
         if let Some(help) = help.filter(|_| adapter.reads_help()) {
             adapter.help_facts(help, &mut facts);
         }

@@ -97,7 +97,12 @@ pub fn resolve_program(provider: &Provider, env: &LaunchEnv<'_>) -> Result<PathB
                 " (from SHELL)".to_owned(),
             ),
             Provider::Custom(name) => return Err(LaunchError::UnknownProvider(name.clone())),
-            other => (other.name().to_owned(), " on PATH".to_owned()),
+            other => (
+                crate::described::shipped(other.name())
+                    .and_then(|d| d.config.program.clone())
+                    .unwrap_or_else(|| other.name().to_owned()),
+                " on PATH".to_owned(),
+            ),
         },
     };
     find_program(&name, (env.var)("PATH").as_deref()).ok_or(LaunchError::ProgramNotFound {
@@ -129,9 +134,45 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
     }
     let program = resolve_program(&meta.provider, env)?;
     let resume = meta.durable_provider_id().map(str::to_owned);
-    let mut args = Vec::new();
-    let mut minted = None;
     let custom = env.providers.get(meta.provider.name());
+    // A CLI described in a file (shipped, or `[providers.NAME]` of a custom
+    // one): its description says the arguments.
+    if let Some(described) = crate::described::description(&meta.provider, env.providers) {
+        let state = crate::described::state_folder(&described, env.var);
+        let start = crate::described::Start {
+            resume: resume.as_deref(),
+            dangerous: env.dangerous,
+            cwd: &meta.cwd,
+            state: state.as_deref(),
+        };
+        if let Some(from) = env.fork_from
+            && let Some(fork) = crate::described::fork_args(
+                &described,
+                from,
+                resume.as_deref().filter(|own| *own != from),
+                &start,
+                env.mint,
+            )
+        {
+            return Ok(LaunchSpec {
+                program,
+                args: fork.args,
+                env: described.env.clone(),
+                resumed: true,
+                minted: fork.minted,
+            });
+        }
+        let start_args = crate::described::session_args(&described, &start, env.mint);
+        return Ok(LaunchSpec {
+            program,
+            args: start_args.args,
+            env: described.env.clone(),
+            // A minted conversation the CLI had not recorded is started
+            // fresh under a new id: not a resume.
+            resumed: resume.is_some() && start_args.minted.is_none(),
+            minted: start_args.minted,
+        });
+    }
     if let Some(from) = env.fork_from
         && let Some(fork) = crate::adapter::adapter(&meta.provider).fork_args(
             from,
@@ -150,36 +191,19 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
             minted: fork.minted,
         });
     }
-    match &meta.provider {
-        Provider::Custom(_) => {
-            if let Some(c) = custom {
-                args.extend(c.args.iter().cloned());
-                if env.dangerous {
-                    args.extend(c.dangerous_args.iter().cloned());
-                }
-                if let Some(id) = &resume {
-                    args.extend(c.resume_args.iter().map(|a| a.replace("{id}", id)));
-                }
-            }
-        }
-        known => {
-            let start = crate::adapter::adapter(known).session_args(
-                resume.as_deref(),
-                env.dangerous,
-                meta.sandbox.is_some(),
-                env.mint,
-            );
-            args = start.args;
-            minted = start.minted;
-        }
-    }
+    let start = crate::adapter::adapter(&meta.provider).session_args(
+        resume.as_deref(),
+        env.dangerous,
+        meta.sandbox.is_some(),
+        env.mint,
+    );
     let env_vars = custom.map(|c| c.env.clone()).unwrap_or_default();
     Ok(LaunchSpec {
         program,
-        args,
+        args: start.args,
         env: env_vars,
         resumed: resume.is_some(),
-        minted,
+        minted: start.minted,
     })
 }
 

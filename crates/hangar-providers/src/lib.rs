@@ -22,7 +22,14 @@
 //!
 //! # Adding a CLI
 //!
-//! Adding a fourth agent CLI is one folder and one registration:
+//! Most CLIs are data: a description file (`described`; `clis/<name>.toml`
+//! built in, or `[providers.NAME]` in config.toml, with the same keys) says
+//! how to start, resume and fork it, how its conversation's id is known,
+//! its state folder and session files, its activity, its MCP server and its
+//! version. A shipped file is registered with its `Provider` variant and
+//! name in `hangar_core::model` and its line in `described::SHIPPED`.
+//!
+//! A CLI whose behaviour a file cannot say gets a folder and a registration:
 //!
 //! 1. `src/<cli>/` with `mod.rs` and `adapter.rs`: a unit struct that
 //!    implements [`Adapter`]. Every method has the answer of a CLI that
@@ -59,6 +66,7 @@ pub mod claude;
 pub mod cli_facts;
 pub mod codex;
 pub mod config;
+pub mod described;
 pub mod failure_reason;
 pub mod fork;
 pub mod launch;

@@ -44,7 +44,9 @@ pub enum Command {
     Shutdown,
     /// Start a new session (an agent or a shell) in a pane, or parked.
     New {
-        /// claude, codex, opencode, shell, or a custom provider from config.
+        /// claude, codex, opencode, gemini, pi, qwen, copilot, crush, kilo, aider, kimi,
+        /// shell, or a custom provider from config. Without it: the first of those
+        /// agent CLIs, in that order, whose program is found, else the shell.
         #[arg(long)]
         provider: Option<String>,
         /// The folder it runs in (default: the tab's folder, else this one).

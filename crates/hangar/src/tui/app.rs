@@ -29,8 +29,13 @@ use crate::tui::search::{SearchAction, SearchDialog};
 use crate::tui::usage_view::UsageDialog;
 use hangar_core::keys::{self, Decoder, Key, Mouse, MouseKind, PassThroughFilter};
 
-/// Providers offered by the new-agent dialog; `auto` lets the daemon pick.
-pub const PROVIDERS: &[&str] = &["auto", "claude", "codex", "opencode", "shell"];
+/// Providers offered by the new-agent dialog; `auto` lets the daemon pick
+/// (the first agent CLI found, in `Provider::AGENT_CLIS`' order), then every
+/// agent CLI in that order, then the shell.
+pub const PROVIDERS: &[&str] = &[
+    "auto", "claude", "codex", "opencode", "gemini", "pi", "qwen", "copilot", "crush", "kilo",
+    "aider", "kimi", "shell",
+];
 
 /// The new-agent dialog's fields, in Tab order.
 pub const FIELD_PROVIDER: usize = 0;

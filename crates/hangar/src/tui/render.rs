@@ -585,6 +585,19 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
     widgets::popup(frame, r, " keys (Esc closes) ", lines);
 }
 
+/// How many provider names the new-agent dialog shows at once.
+const PROVIDER_WINDOW: usize = 6;
+
+/// The indices of a list of `len` names shown around the chosen one
+/// (`width` of them), the chosen one always among them.
+fn provider_window(len: usize, chosen: usize, width: usize) -> std::ops::Range<usize> {
+    if len <= width {
+        return 0..len;
+    }
+    let start = chosen.saturating_sub(width / 2).min(len - width);
+    start..start + width
+}
+
 fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
     let (title, lines) = match dialog {
         Dialog::NewAgent {
@@ -608,7 +621,16 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
                 None => "in this tab",
             };
             let mut providers = vec![Span::raw(" provider: ")];
+            // Thirteen names do not fit a dialog: the chosen one and its
+            // neighbours, with an ellipsis where the list goes on.
+            let shown_providers = provider_window(PROVIDERS.len(), *provider, PROVIDER_WINDOW);
+            if shown_providers.start > 0 {
+                providers.push(Span::raw(" …"));
+            }
             for (i, p) in PROVIDERS.iter().enumerate() {
+                if !shown_providers.contains(&i) {
+                    continue;
+                }
                 providers.push(Span::styled(
                     format!(" {p} "),
                     if i == *provider {
@@ -617,6 +639,9 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
                         Style::new()
                     },
                 ));
+            }
+            if shown_providers.end < PROVIDERS.len() {
+                providers.push(Span::raw("… "));
             }
             let mark = |f: usize| if *field == f { ">" } else { " " };
             providers.insert(0, Span::raw(mark(FIELD_PROVIDER)));
@@ -712,5 +737,28 @@ mod tests {
         assert_eq!(age(70_000, 10_000), "1m");
         assert_eq!(age(5_000, 1_000), "4s");
         assert_eq!(age(3 * 86_400_000, 1), "2d");
+    }
+
+    #[test]
+    fn the_new_agent_dialog_offers_every_agent_cli_in_the_default_order() {
+        let agents: Vec<&str> = hangar_core::Provider::AGENT_CLIS
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        assert_eq!(PROVIDERS[0], "auto");
+        assert_eq!(&PROVIDERS[1..PROVIDERS.len() - 1], agents.as_slice());
+        assert_eq!(PROVIDERS[PROVIDERS.len() - 1], "shell");
+    }
+
+    #[test]
+    fn the_provider_window_always_holds_the_chosen_one() {
+        for chosen in 0..13 {
+            let w = provider_window(13, chosen, 6);
+            assert_eq!(w.len(), 6);
+            assert!(w.contains(&chosen), "{chosen}: {w:?}");
+        }
+        assert_eq!(provider_window(13, 0, 6), 0..6);
+        assert_eq!(provider_window(13, 12, 6), 7..13);
+        assert_eq!(provider_window(4, 3, 6), 0..4);
     }
 }

@@ -66,6 +66,18 @@ const SECTIONS: &[SectionDoc] = &[
             ("auth_patterns", Unset("`[governor] auth_patterns`")),
             ("auth_exit_codes", Unset("`[governor] auth_exit_codes`")),
             ("sandbox", Toml("false")),
+            ("package", Unset("the shipped file's, else none")),
+            (
+                "id",
+                Unset("the shipped file's, else none: only a held id resumes"),
+            ),
+            ("fork_args", Unset("the shipped file's, else none: no fork")),
+            ("state", Unset("the shipped file's, else none")),
+            ("session_files", Unset("the shipped file's, else none")),
+            ("activity", Unset("the shipped file's, else none")),
+            ("limit_patterns", Unset("the shipped file's, else none")),
+            ("mcp", Unset("the shipped file's, else none: no MCP server")),
+            ("version", Unset("the shipped file's, else none")),
         ],
     },
     SectionDoc {
@@ -369,6 +381,14 @@ fn toml_type(rust: &str) -> String {
         "Source" => "string (`transcript`, `proxy`, `hooks`, `screen`)",
         "EngineKind" => "string (`docker`, `podman`, `kubernetes`)",
         "Price" => "table",
+        // A CLI described in a file (hangar-providers' `described`): its
+        // tables, each documented on docs/src/providers.md.
+        "IdRule" => "table (`how` = `minted`, `found` or `listed`; see the providers page)",
+        "StateFolder" => "table (`var`, `under_var`, `default`)",
+        "SessionFiles" => "table (`glob`, `format`, and JSON pointers)",
+        "Activity" => "table (`hooks`, `screen`)",
+        "McpRule" => "table (`args`)",
+        "VersionProbe" => "table (`args`, `pattern`, `tested`)",
         other => panic!("no TOML name for the Rust type `{other}`: add it to toml_type"),
     }
     .to_owned()

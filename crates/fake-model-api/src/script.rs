@@ -353,11 +353,24 @@ pub fn user_turn(api: Api, body: &Value) -> UserTurn {
             };
             match last["role"].as_str() {
                 Some("tool") => UserTurn::ToolResult(content_text(&last["content"])),
-                Some("user") => UserTurn::Text(content_text(&last["content"])),
+                Some("user") => UserTurn::Text(without_datetime(content_text(&last["content"]))),
                 _ => UserTurn::Unknown,
             }
         }
         Api::Gemini => gemini_user_turn(body),
+    }
+}
+
+/// GitHub Copilot CLI 1.0.102 starts each prompt with
+/// `<current_datetime>...</current_datetime>\n\n` (observed); the prompt is
+/// what follows.
+fn without_datetime(text: String) -> String {
+    match text
+        .strip_prefix("<current_datetime>")
+        .and_then(|rest| rest.split_once("</current_datetime>"))
+    {
+        Some((_, prompt)) => prompt.trim_start().to_owned(),
+        None => text,
     }
 }
 
@@ -480,6 +493,13 @@ mod tests {
         );
         let c = json!({"messages": [{"role": "user", "content": "hi"}]});
         assert_eq!(user_turn(Api::Chat, &c), UserTurn::Text("hi".into()));
+        // Copilot CLI 1.0.102's prompt, as it sent it.
+        let copilot = json!({"messages": [{"role": "user", "content":
+            "<current_datetime>2026-12-07T17:09:48.238+00:00</current_datetime>\n\nhello copilot"}]});
+        assert_eq!(
+            user_turn(Api::Chat, &copilot),
+            UserTurn::Text("hello copilot".into())
+        );
         let tools =
             json!({"tools": [{"name": "a"}, {"type": "function", "function": {"name": "b"}}]});
         assert_eq!(offered_tools(&tools), vec!["a", "b"]);

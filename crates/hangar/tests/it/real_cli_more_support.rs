@@ -93,7 +93,12 @@ pub fn install(cli: NpmCli) -> Result<PathBuf, String> {
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("{} does not run: {e}", bin.display()))?;
-    let shown = String::from_utf8_lossy(&version.stdout);
+    // Pi prints its version on stderr.
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&version.stdout),
+        String::from_utf8_lossy(&version.stderr)
+    );
     if !shown.contains(cli.version) {
         return Err(format!(
             "{} --version printed {:?}, not {}",

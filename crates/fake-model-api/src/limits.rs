@@ -23,6 +23,14 @@
 //!   `UsageLimitReached { plan_type, resets_at }`).
 //! - OpenCode (chat completions): no quota headers; only `retry-after`
 //!   (docs/src/cli-facts.md), with an OpenAI-style error body.
+//! - Gemini: no quota headers; a 429 `RESOURCE_EXHAUSTED` whose `details`
+//!   carry a `google.rpc.QuotaFailure` (`violations[].quotaId`) and a
+//!   `google.rpc.RetryInfo` (`retryDelay: "<n>s"`). That is what Gemini
+//!   CLI 0.61.0's `classifyGoogleError` reads
+//!   (`bundle/chunk-JDPZ4CE3.js` line 307283): a `quotaId` with
+//!   `PerDay` is terminal ("You have exhausted your daily quota on this
+//!   model."), else a `retryDelay` over 300 s is terminal and a shorter one
+//!   is retried after that delay.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -168,8 +176,8 @@ pub fn window_headers(api: Api, w: &Windows, now: i64) -> Vec<(&'static str, Str
             ),
             ("x-codex-secondary-reset-at", r7.to_string()),
         ],
-        // OpenCode reads no quota headers.
-        Api::Chat => Vec::new(),
+        // OpenCode reads no quota headers; Gemini's API sends none.
+        Api::Chat | Api::Gemini => Vec::new(),
     }
 }
 
@@ -255,6 +263,26 @@ pub fn refusal(api: Api, spec: &LimitSpec, w: &Windows, now: i64) -> Refusal {
                 resets_at,
             }
         }
+        Api::Gemini => {
+            let quota_id = if weekly {
+                "GenerateRequestsPerDayPerProjectPerModel"
+            } else {
+                "GenerateRequestsPerMinutePerProjectPerModel"
+            };
+            Refusal {
+                status: 429,
+                headers: Vec::new(),
+                body: json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+                    "message": format!("You exceeded your current quota, please check your plan and billing details. Please retry in {resets_in}s."),
+                    "details": [
+                        {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                         "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                                         "quotaId": quota_id}]},
+                        {"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                         "retryDelay": format!("{resets_in}s")}]}}),
+                resets_at,
+            }
+        }
         Api::Chat => Refusal {
             status: 429,
             headers: vec![("retry-after", resets_in.to_string())],
@@ -334,5 +362,51 @@ mod tests {
         let c = window_headers(Api::Responses, &w, 0);
         assert_eq!(header(&c, "x-codex-primary-window-minutes"), Some("300"));
         assert!(window_headers(Api::Chat, &w, 0).is_empty());
+        assert!(window_headers(Api::Gemini, &w, 0).is_empty());
+    }
+
+    #[test]
+    fn a_gemini_refusal_is_resource_exhausted_with_quota_failure_and_retry_info() {
+        let spec = LimitSpec {
+            resets_in_secs: Some(30),
+            ..Default::default()
+        };
+        let r = refusal(Api::Gemini, &spec, &Windows::default(), 1000);
+        assert_eq!(r.status, 429);
+        assert_eq!(r.resets_at, 1030);
+        assert_eq!(r.body["error"]["status"], "RESOURCE_EXHAUSTED");
+        let details = r.body["error"]["details"].as_array().unwrap();
+        let retry = details
+            .iter()
+            .find(|d| d["@type"] == "type.googleapis.com/google.rpc.RetryInfo")
+            .unwrap();
+        assert_eq!(retry["retryDelay"], "30s");
+        let quota = details
+            .iter()
+            .find(|d| d["@type"] == "type.googleapis.com/google.rpc.QuotaFailure")
+            .unwrap();
+        // A short window is per-minute (Gemini CLI retries after the delay) ...
+        assert!(
+            !quota["violations"][0]["quotaId"]
+                .as_str()
+                .unwrap()
+                .contains("PerDay")
+        );
+        // ... the weekly claim is a daily quota (terminal in Gemini CLI).
+        let weekly = refusal(
+            Api::Gemini,
+            &LimitSpec {
+                claim: Some("seven_day".into()),
+                ..spec
+            },
+            &Windows::default(),
+            1000,
+        );
+        assert!(
+            weekly.body["error"]["details"][0]["violations"][0]["quotaId"]
+                .as_str()
+                .unwrap()
+                .contains("PerDay")
+        );
     }
 }

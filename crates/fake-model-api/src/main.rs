@@ -1,10 +1,13 @@
 //! `hangar-fake-model-api`: a scripted model API on loopback, for running the
-//! real agent CLIs (Claude Code, Codex, OpenCode) offline in tests.
+//! real agent CLIs (Claude Code, Codex, OpenCode, Gemini CLI, Qwen Code, Pi,
+//! ...) offline in tests.
 //!
 //! It answers Anthropic Messages (`POST /v1/messages`), OpenAI Responses
-//! (`POST /v1/responses`) and chat completions (`POST /v1/chat/completions`)
-//! as server-sent event streams (or whole bodies when a request does not
-//! stream), `HEAD /` (Claude Code's reachability check) and model lists,
+//! (`POST /v1/responses`), chat completions (`POST /v1/chat/completions`)
+//! and Gemini (`POST .../models/<model>:generateContent` and
+//! `:streamGenerateContent?alt=sse`, `:countTokens`) as server-sent event
+//! streams (or whole bodies when a request does not stream), `HEAD /`
+//! (Claude Code's reachability check) and model lists,
 //! over HTTP and, with `--https`, over TLS with a CA it makes at start.
 //! What it says is decided by `<state dir>/script.json` (see `script.rs`);
 //! every request it gets is appended to `<state dir>/requests.jsonl`, so a
@@ -19,6 +22,7 @@
 mod http;
 mod limits;
 mod script;
+mod structured;
 mod tls;
 mod wire;
 
@@ -42,7 +46,7 @@ use crate::wire::{Ids, Usage};
 #[derive(Parser, Debug)]
 #[command(
     name = "hangar-fake-model-api",
-    about = "A scripted fake of the Anthropic and OpenAI model APIs on loopback (for tests)."
+    about = "A scripted fake of the Anthropic, OpenAI and Gemini model APIs on loopback (for tests)."
 )]
 struct Args {
     /// Folder for ports.json, ca.pem, requests.jsonl and script.json.
@@ -211,9 +215,16 @@ fn api_of(req: &Request) -> Option<Api> {
         Some(Api::Responses)
     } else if path.ends_with("/chat/completions") {
         Some(Api::Chat)
+    } else if path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent") {
+        Some(Api::Gemini)
     } else {
         None
     }
+}
+
+/// A Gemini API path (`/v1beta/...`, `/v1alpha/...`).
+fn is_gemini_path(path: &str) -> bool {
+    path.contains("/v1beta/") || path.contains("/v1alpha/")
 }
 
 fn read_script(dir: &Path) -> Result<Script, String> {
@@ -254,6 +265,18 @@ fn answer<S: Read + Write>(
             (200, Value::Null)
         } else if req.method == "GET" && (path == "/" || path.is_empty()) {
             (200, json!({"ok": true}))
+        } else if req.method == "GET" && is_gemini_path(path) && path.contains("/models") {
+            // Gemini's model list (`models.list`) and one model (`models.get`).
+            let model = json!({"name": "models/fake-model", "displayName": "Fake model",
+                "inputTokenLimit": 1_048_576, "outputTokenLimit": 65_536,
+                "supportedGenerationMethods": ["generateContent", "countTokens"]});
+            if path.trim_end_matches('/').ends_with("/models") {
+                (200, json!({"models": [model]}))
+            } else {
+                (200, model)
+            }
+        } else if req.method == "POST" && path.ends_with(":countTokens") {
+            (200, json!({"totalTokens": (req.body.len() / 4).max(1)}))
         } else if req.method == "GET" && path.trim_end_matches('/').ends_with("/models") {
             (
                 200,
@@ -281,8 +304,19 @@ fn answer<S: Read + Write>(
     let parsed = &record["body"];
     let turn = script::user_turn(api, parsed);
     let offered = script::offered_tools(parsed);
-    let model = parsed["model"].as_str().unwrap_or("fake-model").to_owned();
-    let stream = parsed["stream"].as_bool().unwrap_or(false);
+    // Gemini names the model, and whether it streams, in the path.
+    let (model, stream) = match api {
+        Api::Gemini => (
+            wire::gemini_model(req.path())
+                .unwrap_or("fake-model")
+                .to_owned(),
+            req.path().ends_with(":streamGenerateContent"),
+        ),
+        _ => (
+            parsed["model"].as_str().unwrap_or("fake-model").to_owned(),
+            parsed["stream"].as_bool().unwrap_or(false),
+        ),
+    };
     let plan = match read_script(&server.state_dir) {
         Ok(s) => {
             let fired = server
@@ -305,6 +339,17 @@ fn answer<S: Read + Write>(
                 opened.insert(rule, reset);
             }
             drop(opened);
+            if let Some(schema) = structured::requested_schema(parsed)
+                && !matches!(plan.reply, Reply::Fail(_))
+            {
+                plan = script::Plan {
+                    reply: Reply::Text(structured::smallest_instance(schema).to_string()),
+                    delay_ms: 0,
+                    stall_ms: 0,
+                    rule: None,
+                    limit: None,
+                };
+            }
             if let Some(i) = plan.rule {
                 *server
                     .fired

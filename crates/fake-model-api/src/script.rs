@@ -13,7 +13,7 @@
 //!
 //! The first rule that matches a request decides its reply. `when` is a
 //! substring of the request's last user text (absent: any request); `api`
-//! limits a rule to `anthropic`, `responses` or `chat`; `times` limits how
+//! limits a rule to `anthropic`, `responses`, `chat` or `gemini`; `times` limits how
 //! often it fires. `{"limit": {"resets_in_secs": 5}}` (or `"resets_at"`
 //! epoch seconds, `"claim": "seven_day"`) refuses as the provider does at a
 //! usage limit, and a limit with a `resets_at` refuses only until then (as
@@ -40,8 +40,12 @@ pub enum Api {
     Anthropic,
     /// OpenAI Responses (`/v1/responses`), used by Codex.
     Responses,
-    /// OpenAI chat completions (`/v1/chat/completions`), used by OpenCode.
+    /// OpenAI chat completions (`/v1/chat/completions`), used by OpenCode,
+    /// Qwen Code, Kilo, Crush, Aider and Kimi CLI.
     Chat,
+    /// Gemini `models/{model}:generateContent` and
+    /// `:streamGenerateContent?alt=sse`, used by Gemini CLI.
+    Gemini,
 }
 
 impl Api {
@@ -50,6 +54,7 @@ impl Api {
             Api::Anthropic => "anthropic",
             Api::Responses => "responses",
             Api::Chat => "chat",
+            Api::Gemini => "gemini",
         }
     }
 }
@@ -273,8 +278,13 @@ fn content_text(content: &Value) -> String {
                     (!p["content"].is_null()).then(|| content_text(&p["content"]))
                 }),
             })
-            // Claude Code adds its own context blocks to a user turn.
-            .filter(|t| !t.trim_start().starts_with("<system-reminder>"))
+            // Claude Code adds its own context blocks to a user turn, and
+            // Gemini CLI 0.61.0 puts a `<session_context>` part before the
+            // first prompt (observed in its first streamGenerateContent).
+            .filter(|t| {
+                let t = t.trim_start();
+                !t.starts_with("<system-reminder>") && !t.starts_with("<session_context>")
+            })
             .find(|t| !t.trim().is_empty())
             .unwrap_or_default(),
         _ => String::new(),
@@ -343,30 +353,82 @@ pub fn user_turn(api: Api, body: &Value) -> UserTurn {
             };
             match last["role"].as_str() {
                 Some("tool") => UserTurn::ToolResult(content_text(&last["content"])),
-                Some("user") => UserTurn::Text(content_text(&last["content"])),
+                Some("user") => UserTurn::Text(without_datetime(content_text(&last["content"]))),
                 _ => UserTurn::Unknown,
             }
         }
+        Api::Gemini => gemini_user_turn(body),
     }
 }
 
-/// The names of the tools a request offers the model, in any of the three
-/// APIs' shapes.
+/// GitHub Copilot CLI 1.0.102 starts each prompt with
+/// `<current_datetime>...</current_datetime>\n\n` (observed); the prompt is
+/// what follows.
+fn without_datetime(text: String) -> String {
+    match text
+        .strip_prefix("<current_datetime>")
+        .and_then(|rest| rest.split_once("</current_datetime>"))
+    {
+        Some((_, prompt)) => prompt.trim_start().to_owned(),
+        None => text,
+    }
+}
+
+/// Gemini's last user turn: `contents[].parts[]` holds `text` parts, or
+/// `functionResponse {name, response}` parts after a tool call (a tool's
+/// output is in `response.output`, or `response.error` when it failed, as
+/// Gemini CLI's `convertToFunctionResponse` sends it).
+fn gemini_user_turn(body: &Value) -> UserTurn {
+    let Some(last) = body["contents"].as_array().and_then(|c| c.last()) else {
+        return UserTurn::Unknown;
+    };
+    if last["role"] != "user" {
+        return UserTurn::Unknown;
+    }
+    let parts = last["parts"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if let Some(result) = parts.iter().find_map(|p| p.get("functionResponse")) {
+        let response = &result["response"];
+        let text = ["output", "error", "content"]
+            .iter()
+            .find_map(|k| response[k].as_str().map(str::to_owned))
+            .unwrap_or_else(|| response.to_string());
+        // Gemini CLI 0.61.0 wraps a shell tool's output in
+        // `<untrusted_context>` lines (observed after `run_shell_command`).
+        let inner = text
+            .trim()
+            .strip_prefix("<untrusted_context>")
+            .and_then(|t| t.strip_suffix("</untrusted_context>"))
+            .map_or(text.as_str(), str::trim);
+        return UserTurn::ToolResult(inner.to_owned());
+    }
+    match content_text(&last["parts"]) {
+        t if t.trim().is_empty() => UserTurn::Unknown,
+        t => UserTurn::Text(t),
+    }
+}
+
+/// The names of the tools a request offers the model, in any of the four
+/// APIs' shapes (Gemini nests them: `tools[].functionDeclarations[].name`).
 pub fn offered_tools(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| {
-                    t["name"]
-                        .as_str()
-                        .or_else(|| t["function"]["name"].as_str())
-                        .map(str::to_owned)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    let Some(tools) = body["tools"].as_array() else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for t in tools {
+        if let Some(declarations) = t["functionDeclarations"].as_array() {
+            names.extend(
+                declarations
+                    .iter()
+                    .filter_map(|d| d["name"].as_str().map(str::to_owned)),
+            );
+        } else if let Some(name) = t["name"]
+            .as_str()
+            .or_else(|| t["function"]["name"].as_str())
+        {
+            names.push(name.to_owned());
+        }
+    }
+    names
 }
 
 #[cfg(test)]
@@ -431,9 +493,65 @@ mod tests {
         );
         let c = json!({"messages": [{"role": "user", "content": "hi"}]});
         assert_eq!(user_turn(Api::Chat, &c), UserTurn::Text("hi".into()));
+        // Copilot CLI 1.0.102's prompt, as it sent it.
+        let copilot = json!({"messages": [{"role": "user", "content":
+            "<current_datetime>2026-12-07T17:09:48.238+00:00</current_datetime>\n\nhello copilot"}]});
+        assert_eq!(
+            user_turn(Api::Chat, &copilot),
+            UserTurn::Text("hello copilot".into())
+        );
         let tools =
             json!({"tools": [{"name": "a"}, {"type": "function", "function": {"name": "b"}}]});
         assert_eq!(offered_tools(&tools), vec!["a", "b"]);
+        let g = json!({"contents": [
+            {"role": "user", "parts": [{"text": "hi"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"id": "c", "name": "ls",
+                "response": {"output": "a.txt\nb.txt"}}}]}
+        ]});
+        assert_eq!(
+            user_turn(Api::Gemini, &g),
+            UserTurn::ToolResult("a.txt\nb.txt".into())
+        );
+        let shell = json!({"contents": [{"role": "user", "parts": [{"functionResponse": {
+            "name": "run_shell_command", "response": {"output":
+            "<untrusted_context>\nOutput: (empty)\nProcess Group PGID: 22877\n</untrusted_context>"}}}]}]});
+        let turn = user_turn(Api::Gemini, &shell);
+        assert_eq!(
+            plan(&Script::default(), Api::Gemini, &turn, &[], &never, 0).reply,
+            Reply::Text("TOOL-DONE(Output: (empty))".into())
+        );
+    }
+
+    #[test]
+    fn a_gemini_prompt_is_the_last_user_contents_text_and_its_tools_are_nested() {
+        // Gemini CLI 0.61.0's first turn: its session context, then the
+        // prompt, as two parts of one user content.
+        let first = json!({"contents": [{"role": "user", "parts": [
+            {"text": "<session_context>\nThis is the Gemini CLI. We are setting up the context"},
+            {"text": "hello gemini"}]}]});
+        assert_eq!(
+            user_turn(Api::Gemini, &first),
+            UserTurn::Text("hello gemini".into())
+        );
+        let body = json!({
+            "contents": [
+                {"role": "user", "parts": [{"text": "<session_context>\nThis is the Gemini CLI."}, {"text": "hi"}]},
+                {"role": "model", "parts": [{"text": "Got it."}]},
+                {"role": "user", "parts": [{"text": "what is 2+2\nthanks"}]}
+            ],
+            "tools": [{"functionDeclarations": [{"name": "read_file"}, {"name": "mcp_hangar_list"}]}]
+        });
+        let turn = user_turn(Api::Gemini, &body);
+        assert_eq!(turn, UserTurn::Text("what is 2+2\nthanks".into()));
+        assert_eq!(
+            offered_tools(&body),
+            vec!["read_file".to_owned(), "mcp_hangar_list".to_owned()]
+        );
+        let p = plan(&Script::default(), Api::Gemini, &turn, &[], &never, 0);
+        assert_eq!(p.reply, Reply::Text("ANSWER(what is 2+2)".into()));
+        let model_last = json!({"contents": [{"role": "model", "parts": [{"text": "x"}]}]});
+        assert_eq!(user_turn(Api::Gemini, &model_last), UserTurn::Unknown);
     }
 
     #[test]

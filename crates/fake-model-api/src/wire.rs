@@ -1,12 +1,20 @@
-//! The three APIs' answers as the CLIs expect them on the wire: Anthropic
-//! Messages events, OpenAI Responses events and chat-completion chunks
-//! (streamed as server-sent events), their whole-body forms for requests
-//! that do not stream, and their error bodies.
+//! The four APIs' answers as the CLIs expect them on the wire: Anthropic
+//! Messages events, OpenAI Responses events, chat-completion chunks and
+//! Gemini `GenerateContentResponse` chunks (streamed as server-sent events),
+//! their whole-body forms for requests that do not stream, and their error
+//! bodies.
 //!
 //! The event names and fields follow the providers' published streaming
 //! references (Anthropic "Streaming Messages", OpenAI "Responses streaming
 //! events" and "Chat completion chunk object"); only the fields the CLIs
-//! read are filled in.
+//! read are filled in. Gemini's follow what `@google/genai` reads, as
+//! bundled in `@google/gemini-cli` 0.61.0 (`bundle/chunk-JDPZ4CE3.js`, the
+//! chunk `gemini.js` loads): each SSE event is one `data: <JSON>` line
+//! ended by a blank line (its `responseLineRE`, line 267375); a response is
+//! `{candidates: [{content: {role: "model", parts}, finishReason, index}],
+//! usageMetadata: {promptTokenCount, candidatesTokenCount,
+//! totalTokenCount}, modelVersion, responseId}`; an error is `{error:
+//! {code, message, status, details}}`.
 
 use serde_json::{Value, json};
 
@@ -88,7 +96,88 @@ pub fn stream_events(api: Api, reply: &Reply, model: &str, ids: &Ids, usage: Usa
         Api::Anthropic => anthropic_events(reply, model, ids, usage),
         Api::Responses => responses_events(reply, model, ids, usage),
         Api::Chat => chat_events(reply, model, ids, usage),
+        Api::Gemini => gemini_events(reply, model, ids, usage),
     }
+}
+
+/// The model a Gemini request names in its path
+/// (`/v1beta/models/<model>:streamGenerateContent`), if any.
+pub fn gemini_model(path: &str) -> Option<&str> {
+    let after = path.rsplit_once("/models/")?.1;
+    let model = after.split(':').next()?;
+    (!model.is_empty()).then_some(model)
+}
+
+fn gemini_usage(usage: Usage) -> Value {
+    json!({"promptTokenCount": usage.input, "candidatesTokenCount": usage.output,
+           "totalTokenCount": usage.input + usage.output})
+}
+
+fn gemini_response(
+    parts: Value,
+    finish: Option<&str>,
+    model: &str,
+    ids: &Ids,
+    usage: Option<Usage>,
+) -> Value {
+    let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+    if let Some(f) = finish {
+        candidate["finishReason"] = json!(f);
+    }
+    let mut response = json!({"candidates": [candidate], "modelVersion": model,
+                              "responseId": format!("resp_fake{:06}", ids.n)});
+    if let Some(u) = usage {
+        response["usageMetadata"] = gemini_usage(u);
+    }
+    response
+}
+
+fn gemini_parts(reply: &Reply, ids: &Ids) -> Value {
+    match reply {
+        Reply::Text(text) => json!([{"text": text}]),
+        Reply::Tool(t) => {
+            json!([{"functionCall": {"id": ids.call(), "name": t.name, "args": t.input}}])
+        }
+        Reply::Fail(_) => json!([]),
+    }
+}
+
+/// Gemini streams whole `GenerateContentResponse`s: text in pieces, a tool
+/// call as one `functionCall` part; the last chunk carries `finishReason`
+/// (`STOP` for both: Gemini has no tool-use stop reason) and the usage.
+fn gemini_events(reply: &Reply, model: &str, ids: &Ids, usage: Usage) -> Vec<String> {
+    let mut ev = Vec::new();
+    let last_parts = match reply {
+        Reply::Text(text) => {
+            let mut p = pieces(text);
+            let last = p.pop().unwrap_or_default();
+            for piece in p {
+                ev.push(gemini_sse(&gemini_response(
+                    json!([{"text": piece}]),
+                    None,
+                    model,
+                    ids,
+                    None,
+                )));
+            }
+            json!([{"text": last}])
+        }
+        other => gemini_parts(other, ids),
+    };
+    ev.push(gemini_sse(&gemini_response(
+        last_parts,
+        Some("STOP"),
+        model,
+        ids,
+        Some(usage),
+    )));
+    ev
+}
+
+/// Gemini's SSE framing: `data:` lines with CRLF, no event names (as the
+/// real API sends them; `responseLineRE` accepts `\r\n\r\n` or `\n\n`).
+fn gemini_sse(data: &Value) -> String {
+    format!("data: {data}\r\n\r\n")
 }
 
 fn anthropic_events(reply: &Reply, model: &str, ids: &Ids, usage: Usage) -> Vec<String> {
@@ -328,6 +417,13 @@ pub fn whole_body(api: Api, reply: &Reply, model: &str, ids: &Ids, usage: Usage)
                    "usage": {"prompt_tokens": usage.input, "completion_tokens": usage.output,
                              "total_tokens": usage.input + usage.output}})
         }
+        Api::Gemini => gemini_response(
+            gemini_parts(reply, ids),
+            Some("STOP"),
+            model,
+            ids,
+            Some(usage),
+        ),
     }
 }
 
@@ -348,6 +444,23 @@ pub fn error_body(api: Api, failure: &Failure) -> Value {
         Api::Responses | Api::Chat => json!({"error": {"message": failure.message,
             "type": if failure.status == 401 { "invalid_request_error" } else { "server_error" },
             "code": null, "param": null}}),
+        Api::Gemini => json!({"error": {"code": failure.status, "message": failure.message,
+            "status": google_status(failure.status), "details": []}}),
+    }
+}
+
+/// The `google.rpc.Code` name Google's APIs pair with an HTTP status.
+pub fn google_status(status: u16) -> &'static str {
+    match status {
+        400 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        429 => "RESOURCE_EXHAUSTED",
+        499 => "CANCELLED",
+        503 => "UNAVAILABLE",
+        504 => "DEADLINE_EXCEEDED",
+        _ => "INTERNAL",
     }
 }
 
@@ -421,5 +534,83 @@ mod tests {
                 .any(|e| e.contains("\"finish_reason\":\"tool_calls\""))
         );
         assert_eq!(c.last().unwrap(), "data: [DONE]\n\n");
+        let g = stream_events(Api::Gemini, &t, "m", &Ids { n: 2 }, u);
+        let last = data_of(g.last().unwrap());
+        let call = &last["candidates"][0]["content"]["parts"][0]["functionCall"];
+        assert_eq!(call["name"], "mcp__hangar__list_agents");
+        assert_eq!(call["args"]["x"], 1);
+        assert_eq!(last["candidates"][0]["finishReason"], "STOP");
+    }
+
+    #[test]
+    fn a_gemini_stream_is_crlf_framed_chunks_whose_last_carries_finish_and_usage() {
+        let usage = Usage {
+            input: 7,
+            output: 4,
+        };
+        let ev = stream_events(
+            Api::Gemini,
+            &Reply::Text("one two three four five".into()),
+            "gemini-2.5-pro",
+            &Ids { n: 3 },
+            usage,
+        );
+        assert!(ev.len() > 1, "several chunks: {ev:?}");
+        // The framing @google/genai's responseLineRE splits on.
+        assert!(
+            ev.iter()
+                .all(|e| e.starts_with("data: ") && e.ends_with("\r\n\r\n"))
+        );
+        let chunks: Vec<Value> = ev.iter().map(|e| data_of(e)).collect();
+        let text: String = chunks
+            .iter()
+            .map(|c| {
+                c["candidates"][0]["content"]["parts"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(text, "one two three four five");
+        assert!(
+            chunks[..chunks.len() - 1]
+                .iter()
+                .all(|c| c["candidates"][0]["finishReason"].is_null()
+                    && c["usageMetadata"].is_null())
+        );
+        let last = chunks.last().unwrap();
+        assert_eq!(last["candidates"][0]["finishReason"], "STOP");
+        assert_eq!(last["candidates"][0]["content"]["role"], "model");
+        assert_eq!(last["usageMetadata"]["promptTokenCount"], 7);
+        assert_eq!(last["usageMetadata"]["candidatesTokenCount"], 4);
+        assert_eq!(last["usageMetadata"]["totalTokenCount"], 11);
+        let whole = whole_body(
+            Api::Gemini,
+            &Reply::Text("hi".into()),
+            "m",
+            &Ids { n: 4 },
+            usage,
+        );
+        assert_eq!(whole["candidates"][0]["content"]["parts"][0]["text"], "hi");
+        assert_eq!(whole["usageMetadata"]["totalTokenCount"], 11);
+    }
+
+    #[test]
+    fn gemini_names_its_model_in_the_path_and_errors_with_a_google_status() {
+        assert_eq!(
+            gemini_model("/v1beta/models/gemini-2.5-flash:streamGenerateContent"),
+            Some("gemini-2.5-flash")
+        );
+        assert_eq!(gemini_model("/v1beta/models/:generateContent"), None);
+        assert_eq!(gemini_model("/v1/chat/completions"), None);
+        let e = error_body(
+            Api::Gemini,
+            &Failure {
+                status: 401,
+                message: "no".into(),
+            },
+        );
+        assert_eq!(e["error"]["code"], 401);
+        assert_eq!(e["error"]["status"], "UNAUTHENTICATED");
     }
 }

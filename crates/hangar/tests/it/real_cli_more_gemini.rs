@@ -1,0 +1,110 @@
+//! Real-CLI conformance, Gemini CLI 0.61.0 as a hangar custom provider,
+//! offline against the fake API's Gemini endpoints (docs/clis/gemini.md):
+//! it answers through `streamGenerateContent?alt=sse`, its model router's
+//! JSON side request is answered, and it records the session under the id
+//! hangar gave it with `--session-id`.
+
+use std::fs;
+
+use serde_json::json;
+
+use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, write_json};
+
+const GEMINI: NpmCli = NpmCli {
+    package: "@google/gemini-cli",
+    version: "0.61.0",
+    bin: "gemini",
+};
+
+/// The id hangar passes (Gemini CLI takes any new UUID with `--session-id`).
+const SESSION_ID: &str = "0d7f3a52-6b1e-4c8e-9a7d-2f4b8c1e5a90";
+
+#[test]
+fn gemini_cli_answers_through_the_fake_gemini_api_under_the_session_id_it_was_given() {
+    let Some(bin) = installed_or_skip(GEMINI) else {
+        return;
+    };
+    let mut world = World::start();
+    let gemini_home = world.hangar.root.join("gemini-home");
+    let state = gemini_home.join(".gemini");
+    // Without these two files the TUI stops at the auth and trust dialogs;
+    // session cleanup off, or a resumed conversation can be deleted.
+    write_json(
+        &state.join("settings.json"),
+        &json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                "general": {"sessionRetention": {"enabled": false}}}),
+    );
+    write_json(
+        &state.join("trustedFolders.json"),
+        &json!({ world.hangar.work.display().to_string(): "TRUST_FOLDER" }),
+    );
+    world.hangar.set_env("GEMINI_CLI_HOME", gemini_home.clone());
+    world
+        .hangar
+        .set_env("GOOGLE_GEMINI_BASE_URL", world.api.http_url());
+    world.hangar.set_env("GEMINI_API_KEY", "fake-gemini-key");
+    world.hangar.write_config(&format!(
+        "[providers.gemini-as-custom]\nprogram = \"{}\"\nargs = [\"--session-id\", \"{SESSION_ID}\"]\n",
+        bin.display()
+    ));
+    world.hangar.start_daemon();
+    let id = world.hangar.new_agent(&["--provider", "gemini-as-custom"]);
+    world.wait_screen(&id, "Type your message");
+
+    world.hangar.ok(&["send", &id, "hello gemini"]);
+    // The model router's `generateContent` carries the same turn first;
+    // the turn itself streams.
+    let turn = world
+        .api
+        .wait_request("the turn \"hello gemini\" streamed", |r| {
+            r["turn"] == "hello gemini"
+                && r["target"]
+                    .as_str()
+                    .is_some_and(|t| t.ends_with(":streamGenerateContent?alt=sse"))
+        });
+    assert_eq!(turn["api"], "gemini", "the turn went elsewhere: {turn}");
+    assert_eq!(turn["headers"]["x-goog-api-key"], "fake-gemini-key");
+    world.wait_screen(&id, "ANSWER(hello gemini)");
+
+    // The model router asked for JSON and got a value of its schema, so it
+    // did not retry (a text answer made it retry until the turn gave up).
+    let router: Vec<_> = world
+        .api
+        .requests()
+        .into_iter()
+        .filter(|r| !r["body"]["generationConfig"]["responseJsonSchema"].is_null())
+        .collect();
+    for r in &router {
+        let text = r["reply"]["text"].as_str().unwrap_or("");
+        assert!(
+            serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v.is_object()),
+            "a JSON side request got {text:?}"
+        );
+    }
+
+    // The session file is named by the id's first 8 characters and its
+    // first line names the whole id.
+    let chats: Vec<_> = fs::read_dir(state.join("tmp"))
+        .expect("Gemini CLI's tmp folder")
+        .flatten()
+        .flat_map(|project| {
+            fs::read_dir(project.path().join("chats"))
+                .into_iter()
+                .flatten()
+        })
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let ours = chats
+        .iter()
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(&format!("-{}.jsonl", &SESSION_ID[..8])))
+        })
+        .unwrap_or_else(|| panic!("no session file for {SESSION_ID} among {chats:?}"));
+    let first = fs::read_to_string(ours).expect("read the session file");
+    let header: serde_json::Value =
+        serde_json::from_str(first.lines().next().unwrap_or("")).expect("a JSON first line");
+    assert_eq!(header["sessionId"], SESSION_ID);
+}

@@ -25,6 +25,7 @@ pub mod hosts;
 pub mod import_merge;
 pub mod in_use;
 pub mod keys;
+pub mod launch_plan;
 pub mod ledger;
 pub mod lookup;
 pub mod model;

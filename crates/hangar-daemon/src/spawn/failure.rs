@@ -21,3 +21,21 @@ impl SpawnFailure {
         }
     }
 }
+
+impl From<hangar_core::launch_plan::LaunchRefusal> for SpawnFailure {
+    fn from(refusal: hangar_core::launch_plan::LaunchRefusal) -> SpawnFailure {
+        use hangar_core::launch_plan::RefusalKind;
+        SpawnFailure {
+            kind: match refusal.kind {
+                RefusalKind::ResumeRefused => FailureKind::Other,
+                RefusalKind::ProgramMissing => FailureKind::ProgramMissing,
+                RefusalKind::FolderMissing => FailureKind::CwdMissing,
+                RefusalKind::ExitedDuringStart => FailureKind::ExitedDuringStart,
+                RefusalKind::AuthFailure => FailureKind::AuthFailure,
+                RefusalKind::Timeout => FailureKind::Timeout,
+            },
+            message: refusal.message,
+            exit_code: refusal.exit_code,
+        }
+    }
+}

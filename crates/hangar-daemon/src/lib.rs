@@ -27,6 +27,7 @@ pub mod identity;
 pub mod journal;
 pub mod orchestration;
 pub mod os;
+pub mod places;
 pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
@@ -115,6 +116,11 @@ pub struct Daemon {
     shutdown: Shutdown,
     /// The container engines sessions run on (`[engines.NAME]`).
     pub engines: Arc<engines::Engines>,
+    /// The sandbox's settings and what it learned of this machine; each
+    /// sandboxed session's socket back to the daemon (issue 32).
+    pub sandbox: Arc<sandbox::Sandbox>,
+    /// Where sessions run: this machine, the sandbox, an engine (issue 43).
+    pub places: Arc<places::Places>,
 }
 
 impl Daemon {
@@ -191,8 +197,17 @@ impl Daemon {
             paths.home.clone(),
             config.section(|c| &c.engines),
         ));
+        let sandbox = Arc::new(sandbox::Sandbox::new(
+            paths.home.clone(),
+            config.section(|c| &c.sandbox),
+        ));
+        let places = Arc::new(places::Places::new(
+            os.clone(),
+            sandbox.clone(),
+            engines.clone(),
+        ));
         let spawner = Arc::new(spawn::Spawner {
-            engines: engines.clone(),
+            places: places.clone(),
             paths: paths.clone(),
             sessions: sessions.clone(),
             journal: journal.clone(),
@@ -208,10 +223,6 @@ impl Daemon {
             restore: config.section(|c| &c.restore),
             mcp: config.section(|c| &c.mcp),
             terminal: config.section(|c| &c.terminal),
-            sandbox: Arc::new(sandbox::Sandbox::new(
-                paths.home.clone(),
-                config.section(|c| &c.sandbox),
-            )),
             delivery: delivery.clone(),
         });
         let governor = Arc::new(governor::Governor {
@@ -222,6 +233,7 @@ impl Daemon {
             activity: activity.clone(),
             monitor: monitor.clone(),
             spawner: spawner.clone(),
+            places: places.clone(),
             worktrees: worktrees.clone(),
             orchestration: orchestration.clone(),
             mcp: config.section(|c| &c.mcp),
@@ -316,6 +328,8 @@ impl Daemon {
             transcripts,
             shutdown,
             engines,
+            sandbox,
+            places,
         }
     }
 

@@ -83,9 +83,6 @@ pub struct Places {
     local: LocalPlace,
     sandbox: SandboxPlace,
     engine: EnginePlace,
-    /// Tests put one place in for all (`FakePlace`).
-    #[cfg(test)]
-    pub(crate) only: Option<Arc<dyn Place>>,
 }
 
 impl Places {
@@ -98,17 +95,11 @@ impl Places {
             local: LocalPlace::new(os.clone()),
             sandbox: SandboxPlace::new(os.clone(), sandbox.clone()),
             engine: EnginePlace::new(os, sandbox, engines),
-            #[cfg(test)]
-            only: None,
         }
     }
 
     /// The place of a kind.
     pub fn place(&self, kind: &PlaceKind) -> &dyn Place {
-        #[cfg(test)]
-        if let Some(only) = &self.only {
-            return only.as_ref();
-        }
         match kind {
             PlaceKind::Local => &self.local,
             PlaceKind::Sandbox => &self.sandbox,

@@ -32,12 +32,8 @@ impl Place for SandboxPlace {
                 .sandbox
                 .wrap(launch.meta, launch.request, launch.grant)
                 .await?;
-            let started = start_in_pty(
-                self.os.as_ref(),
-                launch.meta,
-                wrapped.request,
-                launch.begin,
-            )?;
+            let started =
+                start_in_pty(self.os.as_ref(), launch.meta, wrapped.request, launch.begin)?;
             crate::sandbox::hold_until_exit(wrapped.held, started.live.exit_watch());
             Ok(started)
         })

@@ -9,18 +9,20 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use hangar_core::SessionId;
 use hangar_core::launch_plan::{
-    self, EarlyExit, FolderCheck, LaunchCommand, LaunchFacts, PlaceKind, ProxyGrantFacts,
-    StartFacts, StartVerdict,
+    self, EarlyExit, FolderCheck, LaunchCommand, LaunchFacts, ProxyGrantFacts, StartFacts,
+    StartVerdict,
 };
 
 use super::start_slot::StartSlot;
 use super::{SpawnFailure, Spawner};
 use crate::journal::{Event, FailureKind};
-use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, LiveProcess, SpawnRequest};
+use crate::places::{Launch, Started};
+use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, SpawnRequest};
 use hangar_providers::launch::{LaunchEnv, launch_spec};
 
 impl Spawner {
@@ -59,44 +61,30 @@ impl Spawner {
             terminal: self.terminal.get().model(),
             resume,
         };
-        let (request, sandbox_held) = match &plan.place {
-            // A session bound to an engine runs there or not at all
-            // (DESIGN.md rule 14): the launch becomes the exec bridge, or
-            // fails with the engine's words. Its container gets the
-            // sandbox's walls (`Sandbox::walls`).
-            PlaceKind::Engine { .. } => self
-                .engines
-                .wrap_launch(meta, request, &self.sandbox, proxy_grant.as_ref())
-                .await
-                .map_err(|e| SpawnFailure::new(FailureKind::SpawnError, e.to_string()))?,
-            // A sandboxed session runs inside its walls or not at all (issue 32).
-            PlaceKind::Sandbox => {
-                let w = self
-                    .sandbox
-                    .wrap(meta, request, proxy_grant.as_ref())
-                    .await?;
-                (w.request, w.held)
-            }
-            PlaceKind::Local => (request, Default::default()),
+        // Its place puts up its walls (a sandbox, a container) and starts it
+        // there, or fails: never a process without them (DESIGN.md rule 14).
+        // The clock is read just before the spawn: an agent may write its
+        // conversation's first record (an OpenCode `--fork` copy) before
+        // the watches below start.
+        let spawned_at = AtomicU64::new(0);
+        let begin = || {
+            self.journal.record(Event::SpawnBegin {
+                session: id.to_string(),
+                resumed: plan.resumed,
+            });
+            spawned_at.store(self.os.wall_ms(), Ordering::Relaxed);
         };
-        let program = request.program.display().to_string();
-        self.journal.record(Event::SpawnBegin {
-            session: id.to_string(),
-            resumed: plan.resumed,
-        });
-        // Taken before the spawn: an agent may write its conversation's first
-        // record (an OpenCode `--fork` copy) before the watches below start.
-        let spawned_ms = self.os.wall_ms();
-        let live = LiveProcess::spawn(self.os.as_ref(), request).map_err(|e| {
-            SpawnFailure::new(
-                FailureKind::SpawnError,
-                format!(
-                    "cannot start {} (title {:?}): {program}: {e}",
-                    id.short(),
-                    meta.title
-                ),
-            )
-        })?;
+        let Started { live, program } = self
+            .places
+            .place(&plan.place)
+            .start(Launch {
+                meta,
+                request,
+                grant: proxy_grant.as_ref(),
+                begin: &begin,
+            })
+            .await?;
+        let spawned_ms = spawned_at.load(Ordering::Relaxed);
         let start_time = self.os.start_time(live.pid).unwrap_or(0);
         self.sessions
             .attach_process(id, live.clone(), start_time, plan.resumed);
@@ -109,7 +97,6 @@ impl Spawner {
         if let Some(g) = proxy_grant {
             self.grants.hold_grant_until_exit(g, live.exit_watch());
         }
-        crate::sandbox::hold_until_exit(sandbox_held, live.exit_watch());
 
         let mut first = live.first_output_watch();
         let mut exit = live.exit_watch();

@@ -49,8 +49,9 @@ use queue::WakeQueue;
 
 /// Brings sessions to life and ends their processes.
 pub struct Spawner {
-    /// The container engines a session bound to one runs on.
-    pub(crate) engines: Arc<crate::engines::Engines>,
+    /// Where a session's process runs: this machine, the sandbox, an
+    /// engine (issue 43).
+    pub(crate) places: Arc<crate::places::Places>,
     pub(crate) paths: Paths,
     pub(crate) sessions: Arc<Sessions>,
     pub(crate) journal: Arc<Journal>,
@@ -68,8 +69,6 @@ pub struct Spawner {
     pub(crate) restore: Section<RestoreConfig>,
     pub(crate) mcp: Section<McpConfig>,
     pub(crate) terminal: Section<TerminalConfig>,
-    /// Sandboxed sessions' walls (issue 32).
-    pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// Types a fork's handoff prompt once it runs (issue 30).
     pub(crate) delivery: Arc<crate::delivery::Delivery>,
 }

@@ -119,10 +119,10 @@ impl Spawner {
             self.sessions
                 .keep_stopped_screen(id, &screen, self.os.now_ms());
         }
-        // A container is stopped (kept with its volume) even when its agent
-        // had already exited.
-        if let Some(meta) = self.sessions.meta(id).filter(|m| m.engine.is_some()) {
-            self.engines.stop(&meta).await;
+        // What its place keeps stops (a container, kept with its volume)
+        // even when its agent had already exited.
+        if let Some(meta) = self.sessions.meta(id) {
+            self.places.of(&meta).stop(&meta).await;
         }
         Ok(())
     }

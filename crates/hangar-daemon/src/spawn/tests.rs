@@ -105,6 +105,37 @@ async fn a_program_that_cannot_start_leaves_its_session_failed_with_the_reason()
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_session_bound_to_an_engine_never_starts_on_this_machine_when_its_engine_refuses() {
+    // The engine is not in config.toml: its place says so, and nothing runs
+    // in a local PTY instead (DESIGN.md rule 14).
+    let m = crate::on_a_fake_machine::build(
+        &["a"],
+        &[],
+        |_| {},
+        |meta| {
+            meta.engine = Some(hangar_core::engine::EngineBinding {
+                name: "farm".into(),
+                image: None,
+            })
+        },
+    );
+    let state = m.daemon.spawner.wake_as(&id("a"), Caller::Cli).await;
+    let RunState::Failed(reason) = state.unwrap() else {
+        panic!("not failed");
+    };
+    assert!(
+        reason.contains("engine farm is not in config.toml"),
+        "{reason}"
+    );
+    assert!(m.os.spawned().is_empty(), "nothing started on this machine");
+    let meta = m.daemon.sessions.meta(&id("a")).unwrap();
+    assert_eq!(
+        m.daemon.places.inspect(&meta).engine.map(|e| e.name),
+        Some("farm".to_owned())
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_stop_asks_the_group_to_end_and_kills_only_what_outlives_the_grace() {
     let m = with_sessions(&["a", "b"], &[]);
     m.os.script(

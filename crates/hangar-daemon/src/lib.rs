@@ -25,6 +25,7 @@ pub mod handlers;
 pub mod home_watch;
 pub mod identity;
 pub mod journal;
+pub mod lifecycle;
 pub mod orchestration;
 pub mod os;
 pub mod places;
@@ -206,6 +207,31 @@ impl Daemon {
             sandbox.clone(),
             engines.clone(),
         ));
+        // What happens to a session's process, announced by the spawner;
+        // the subsystems that follow a session's life listen.
+        let lifecycle = Arc::new(lifecycle::Lifecycle::default());
+        {
+            let (identity, monitor, delivery) =
+                (identity.clone(), monitor.clone(), delivery.clone());
+            lifecycle.listen(move |event| match event {
+                lifecycle::LifecycleEvent::Started {
+                    session,
+                    live,
+                    spawned_ms,
+                } => {
+                    identity.watch_identity(session.clone(), live.clone(), *spawned_ms);
+                    identity.watch_opencode_identity(session.clone(), live.clone(), *spawned_ms);
+                    monitor.watch_activity(session.clone(), live.clone());
+                }
+                lifecycle::LifecycleEvent::Stopping { session, live } => {
+                    identity.note_identity_before_stop(session, live)
+                }
+                lifecycle::LifecycleEvent::Woke { session } => {
+                    delivery.deliver_pending_handoff(session)
+                }
+                _ => {}
+            });
+        }
         let spawner = Arc::new(spawn::Spawner {
             places: places.clone(),
             paths: paths.clone(),
@@ -213,17 +239,16 @@ impl Daemon {
             journal: journal.clone(),
             os: os.clone(),
             queue: queue.clone(),
-            identity: identity.clone(),
             monitor: monitor.clone(),
             cli_probe: cli_probe.clone(),
             grants,
             orchestration: orchestration.clone(),
-            governor: governor_config.clone(),
+            start_rules: governor_config.start_rules(),
             providers: config.section(|c| &c.providers),
             restore: config.section(|c| &c.restore),
             mcp: config.section(|c| &c.mcp),
             terminal: config.section(|c| &c.terminal),
-            delivery: delivery.clone(),
+            lifecycle,
         });
         let governor = Arc::new(governor::Governor {
             paths: paths.clone(),

@@ -21,6 +21,7 @@ use hangar_core::launch_plan::{
 use super::start_slot::StartSlot;
 use super::{SpawnFailure, Spawner};
 use crate::journal::{Event, FailureKind};
+use crate::lifecycle::LifecycleEvent;
 use crate::places::{Launch, Started};
 use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, SpawnRequest};
 use hangar_providers::launch::{LaunchEnv, launch_spec};
@@ -89,11 +90,12 @@ impl Spawner {
         self.sessions
             .attach_process(id, live.clone(), start_time, plan.resumed);
         self.watch_exit(id.clone(), live.clone());
-        self.identity
-            .watch_identity(id.clone(), live.clone(), spawned_ms);
-        self.identity
-            .watch_opencode_identity(id.clone(), live.clone(), spawned_ms);
-        self.monitor.watch_activity(id.clone(), live.clone());
+        // Identity's and activity's watchers start here (lib.rs listens).
+        self.lifecycle.announce(LifecycleEvent::Started {
+            session: id.clone(),
+            live: live.clone(),
+            spawned_ms,
+        });
         if let Some(g) = proxy_grant {
             self.grants.hold_grant_until_exit(g, live.exit_watch());
         }
@@ -122,8 +124,7 @@ impl Spawner {
             EarlyExit {
                 code,
                 last_line: live.last_line().unwrap_or_default(),
-                auth_failure: crate::governor::looks_like_auth_failure(
-                    &self.governor,
+                auth_failure: self.start_rules.looks_like_auth_failure(
                     self.providers.get(),
                     &meta.provider,
                     &screen,

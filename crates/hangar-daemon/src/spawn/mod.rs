@@ -7,15 +7,19 @@
 //! behind the authentication breaker.
 //!
 //! All of it is the `Spawner`'s: it wakes without looking at the budget
-//! (the governor, a layer up, makes room after a wake), and it is built
-//! from the leaves a launch needs: the session owner, the journal, the OS,
-//! the wake queue, identity and activity watchers, the CLI probe, proxy
-//! grants and orchestration's tokens, `[governor]`'s breaker and
-//! authentication rules (fixed at start) and the reloadable sections a
-//! spawn reads when it begins.
+//! (the governor, a layer up, makes room after a wake). Every decision of a
+//! start is `hangar_core::launch_plan`'s; where the process runs is its
+//! place's (`crate::places`); what happened to a session is announced on
+//! `crate::lifecycle`, where identity's and activity's watchers and a
+//! fork's handoff prompt listen, so this module imports none of them. It
+//! is built from what a launch needs: the session owner, the journal, the
+//! OS, the wake queue, the activity monitor (hook settings, a stop's wait
+//! for the transcript), the CLI probe, proxy grants and orchestration's
+//! tokens, `[governor]`'s breaker and authentication rules (`StartRules`,
+//! fixed at start) and the reloadable sections a spawn reads when it
+//! begins.
 
 mod failure;
-mod handoff;
 mod launch;
 pub mod queue;
 pub mod restore;
@@ -27,7 +31,7 @@ mod tests;
 mod wake;
 
 pub use failure::SpawnFailure;
-pub use settings::RestoreConfig;
+pub use settings::{RestoreConfig, StartRules};
 
 use std::sync::Arc;
 
@@ -36,8 +40,6 @@ use hangar_providers::ProvidersConfig;
 use crate::Paths;
 use crate::activity::Monitor;
 use crate::cli_probe::CliProbe;
-use crate::governor::GovernorConfig;
-use crate::identity::Identity;
 use crate::journal::Journal;
 use crate::orchestration::{McpConfig, Orchestration};
 use crate::os::Os;
@@ -57,18 +59,18 @@ pub struct Spawner {
     pub(crate) journal: Arc<Journal>,
     pub(crate) os: Arc<dyn Os>,
     pub(crate) queue: Arc<WakeQueue>,
-    pub(crate) identity: Arc<Identity>,
     pub(crate) monitor: Arc<Monitor>,
     pub(crate) cli_probe: Arc<CliProbe>,
     pub(crate) grants: Arc<ProxyGrants>,
     /// MCP tokens minted at each spawn.
     pub(crate) orchestration: Arc<Orchestration>,
     /// `[governor]` as at start: the breaker and what an auth failure is.
-    pub(crate) governor: GovernorConfig,
+    pub(crate) start_rules: StartRules,
     pub(crate) providers: Section<ProvidersConfig>,
     pub(crate) restore: Section<RestoreConfig>,
     pub(crate) mcp: Section<McpConfig>,
     pub(crate) terminal: Section<TerminalConfig>,
-    /// Types a fork's handoff prompt once it runs (issue 30).
-    pub(crate) delivery: Arc<crate::delivery::Delivery>,
+    /// Where what happens to a session is announced (identity's and
+    /// activity's watchers, a fork's handoff prompt listen).
+    pub(crate) lifecycle: Arc<crate::lifecycle::Lifecycle>,
 }

@@ -39,6 +39,7 @@ pub mod server;
 pub mod sessions;
 pub mod shutdown;
 pub mod spawn;
+pub mod spawn_failure;
 pub mod strays;
 pub mod tmux_adoption;
 pub mod transfer;
@@ -242,11 +243,13 @@ impl Daemon {
             monitor: monitor.clone(),
             cli_probe: cli_probe.clone(),
             grants,
-            orchestration: orchestration.clone(),
+            mcp: Arc::new(orchestration::McpForLaunches {
+                orchestration: orchestration.clone(),
+                mcp: config.section(|c| &c.mcp),
+            }),
             start_rules: governor_config.start_rules(),
             providers: config.section(|c| &c.providers),
             restore: config.section(|c| &c.restore),
-            mcp: config.section(|c| &c.mcp),
             terminal: config.section(|c| &c.terminal),
             lifecycle,
         });

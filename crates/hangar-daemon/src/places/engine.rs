@@ -16,7 +16,7 @@ use crate::engines::Engines;
 use crate::journal::FailureKind;
 use crate::os::Os;
 use crate::sandbox::Sandbox;
-use crate::spawn::SpawnFailure;
+use crate::spawn_failure::SpawnFailure;
 
 pub struct EnginePlace {
     os: Arc<dyn Os>,

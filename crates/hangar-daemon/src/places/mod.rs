@@ -27,7 +27,7 @@ use crate::engines::Engines;
 use crate::journal::FailureKind;
 use crate::os::Os;
 use crate::pty::{LiveProcess, SpawnRequest};
-use crate::spawn::SpawnFailure;
+use crate::spawn_failure::SpawnFailure;
 
 pub use engine::EnginePlace;
 pub use local::LocalPlace;

@@ -11,7 +11,7 @@ use hangar_core::SessionMeta;
 use super::{Inspection, Launch, Place, Started, start_in_pty};
 use crate::os::Os;
 use crate::sandbox::Sandbox;
-use crate::spawn::SpawnFailure;
+use crate::spawn_failure::SpawnFailure;
 
 pub struct SandboxPlace {
     os: Arc<dyn Os>,

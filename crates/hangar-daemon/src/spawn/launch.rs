@@ -18,12 +18,13 @@ use hangar_core::launch_plan::{
     StartVerdict,
 };
 
+use super::Spawner;
 use super::start_slot::StartSlot;
-use super::{SpawnFailure, Spawner};
 use crate::journal::{Event, FailureKind};
 use crate::lifecycle::LifecycleEvent;
 use crate::places::{Launch, Started};
 use crate::pty::{DEFAULT_COLS, DEFAULT_ROWS, SpawnRequest};
+use crate::spawn_failure::SpawnFailure;
 use hangar_providers::launch::{LaunchEnv, launch_spec};
 
 impl Spawner {
@@ -212,9 +213,7 @@ impl Spawner {
         let command = match launch_spec(&meta, &env) {
             _ if resume_refusal.is_some() => Err(String::new()),
             Ok(spec) => {
-                let spec = self
-                    .orchestration
-                    .with_orchestration_mcp(&meta, spec, self.mcp.get());
+                let spec = self.mcp.with_mcp(&meta, spec);
                 let spec = hangar_providers::launch::with_cli_facts(
                     spec,
                     &meta.provider,

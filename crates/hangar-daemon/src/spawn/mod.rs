@@ -19,7 +19,6 @@
 //! fixed at start) and the reloadable sections a spawn reads when it
 //! begins.
 
-mod failure;
 mod launch;
 pub mod queue;
 pub mod restore;
@@ -30,24 +29,32 @@ mod stop;
 mod tests;
 mod wake;
 
-pub use failure::SpawnFailure;
 pub use settings::{RestoreConfig, StartRules};
 
 use std::sync::Arc;
 
+use hangar_core::SessionMeta;
 use hangar_providers::ProvidersConfig;
+use hangar_providers::launch::LaunchSpec;
 
 use crate::Paths;
 use crate::activity::Monitor;
 use crate::cli_probe::CliProbe;
 use crate::journal::Journal;
-use crate::orchestration::{McpConfig, Orchestration};
 use crate::os::Os;
 use crate::proxy_observer::ProxyGrants;
 use crate::pty::TerminalConfig;
 use crate::section::Section;
 use crate::sessions::Sessions;
 use queue::WakeQueue;
+
+/// What a launch asks of orchestration: the session's MCP server added to
+/// its command (a token minted, its config written) when `[mcp]` and the
+/// session allow it. `orchestration` implements it, so the spawner imports
+/// nothing of the layer that wakes through it.
+pub trait LaunchMcp: Send + Sync {
+    fn with_mcp(&self, meta: &SessionMeta, spec: LaunchSpec) -> LaunchSpec;
+}
 
 /// Brings sessions to life and ends their processes.
 pub struct Spawner {
@@ -62,13 +69,13 @@ pub struct Spawner {
     pub(crate) monitor: Arc<Monitor>,
     pub(crate) cli_probe: Arc<CliProbe>,
     pub(crate) grants: Arc<ProxyGrants>,
-    /// MCP tokens minted at each spawn.
-    pub(crate) orchestration: Arc<Orchestration>,
+    /// The orchestration MCP server a launch gets (a token minted at each
+    /// spawn), with `[mcp]` as it is then.
+    pub(crate) mcp: Arc<dyn LaunchMcp>,
     /// `[governor]` as at start: the breaker and what an auth failure is.
     pub(crate) start_rules: StartRules,
     pub(crate) providers: Section<ProvidersConfig>,
     pub(crate) restore: Section<RestoreConfig>,
-    pub(crate) mcp: Section<McpConfig>,
     pub(crate) terminal: Section<TerminalConfig>,
     /// Where what happens to a session is announced (identity's and
     /// activity's watchers, a fork's handoff prompt listen).

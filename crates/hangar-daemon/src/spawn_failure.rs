@@ -1,5 +1,5 @@
-//! Why a spawn failed (a leaf: the proxy's grants and the launch both make
-//! one).
+//! Why a spawn failed (a leaf: the proxy's grants, the sandbox, the
+//! places and the launch all make one, and none of them imports `spawn`).
 
 use crate::journal::FailureKind;
 

@@ -243,3 +243,57 @@ async fn restore_starts_only_the_panes_a_few_at_a_time_and_keeps_a_failed_one() 
         RunState::Hibernated
     );
 }
+
+/// What the spawner announced, by name and session.
+fn heard(m: &FakeMachine) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    use crate::lifecycle::LifecycleEvent as E;
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = heard.clone();
+    m.daemon.spawner.lifecycle.listen(move |e| {
+        let line = match e {
+            E::Started { session, .. } => format!("started {session}"),
+            E::Woke { session } => format!("woke {session}"),
+            E::Stopping { session, .. } => format!("stopping {session}"),
+            E::Hibernated { session } => format!("hibernated {session}"),
+            E::Exited { session, code } => format!("exited {session} {code}"),
+            E::Failed { session } => format!("failed {session}"),
+        };
+        log.lock().unwrap().push(line);
+    });
+    heard
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_spawner_announces_a_sessions_start_wake_stop_hibernate_exit_and_failed_start() {
+    let m = with_sessions(&["a", "b", "c"], &[]);
+    m.os.script(
+        "c",
+        FakeProgram {
+            fails_to_start: Some("permission denied".into()),
+            ..FakeProgram::default()
+        },
+    );
+    let heard = heard(&m);
+    for s in ["a", "b", "c"] {
+        m.daemon.spawner.wake_as(&id(s), Caller::Cli).await.unwrap();
+    }
+    m.daemon.spawner.hibernate_session(&id("a")).await.unwrap();
+    m.os.exit(pid_of(&m, "b"), 7);
+    until("b is exited", || {
+        m.daemon.sessions.run_state(&id("b")) == RunState::Exited(7)
+    })
+    .await;
+    assert_eq!(
+        *heard.lock().unwrap(),
+        [
+            "started a",
+            "woke a",
+            "started b",
+            "woke b",
+            "failed c",
+            "stopping a",
+            "hibernated a",
+            "exited b 7"
+        ]
+    );
+}

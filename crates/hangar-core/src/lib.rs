@@ -28,6 +28,7 @@ pub mod import_merge;
 pub mod in_use;
 pub mod input_box;
 pub mod keys;
+pub mod launch_plan;
 pub mod ledger;
 pub mod lookup;
 pub mod model;

@@ -97,6 +97,30 @@ impl Delivery {
     /// `enter`, submit it and make sure a turn started: `hangar send`'s
     /// answer. A prompt typed but never submitted is an error whose detail
     /// says `"delivered": false`.
+    /// A fork into another CLI starts with its handoff prompt (issue 30):
+    /// typed once the new agent runs, whichever wake starts it (the fork
+    /// itself, a parked fork's first wake, a restore), off the wake's path.
+    /// At most once: the prompt is taken out of the session's record and
+    /// saved before it is typed, so a restart never types it again.
+    pub fn deliver_pending_handoff(self: &Arc<Self>, id: &SessionId) {
+        let text = match self.sessions.take_pending_prompt(id) {
+            Ok(Some(text)) => text,
+            Ok(None) => return,
+            Err(e) => {
+                // Kept in the record: the next wake tries again.
+                tracing::warn!(session = %id, "cannot record the handoff prompt as sent: {}", e.message);
+                return;
+            }
+        };
+        let delivery = self.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            if let Err(e) = delivery.send(&id, &text, true).await {
+                tracing::warn!(session = %id, "the handoff prompt was not delivered: {}", e.message);
+            }
+        });
+    }
+
     pub async fn send(
         &self,
         id: &SessionId,

@@ -350,14 +350,10 @@ impl Governor {
             .zip(self.sessions.worktrees_of(ids))
             .filter_map(|(id, w)| Some((id, w?)))
             .collect();
-        let on_engines: Vec<_> = ids
-            .iter()
-            .filter_map(|id| self.sessions.meta(id))
-            .filter(|m| m.engine.is_some())
-            .collect();
+        let metas: Vec<_> = ids.iter().filter_map(|id| self.sessions.meta(id)).collect();
         self.stop_and_remove(ids).await?;
-        // Their containers and volumes go with them.
-        self.spawner.engines.remove(&on_engines).await;
+        // What their places made goes with them (containers and volumes).
+        self.places.remove(&metas).await;
         for id in ids {
             self.journal.record(Event::Close {
                 session: id.to_string(),

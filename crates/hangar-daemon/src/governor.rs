@@ -76,6 +76,8 @@ pub struct Governor {
     pub(crate) activity: Arc<Hub>,
     pub(crate) monitor: Arc<Monitor>,
     pub(crate) spawner: Arc<Spawner>,
+    /// Where sessions run: a close removes what their places made.
+    pub(crate) places: Arc<crate::places::Places>,
     pub(crate) worktrees: Arc<Worktrees>,
     /// Tombstones of closed orchestration children.
     pub(crate) orchestration: Arc<Orchestration>,

@@ -27,8 +27,10 @@ pub mod handlers;
 pub mod home_watch;
 pub mod identity;
 pub mod journal;
+pub mod lifecycle;
 pub mod orchestration;
 pub mod os;
+pub mod places;
 pub mod proxy_observer;
 pub mod pty;
 pub mod reload;
@@ -39,6 +41,7 @@ pub mod server;
 pub mod sessions;
 pub mod shutdown;
 pub mod spawn;
+pub mod spawn_failure;
 pub mod strays;
 pub mod tmux_adoption;
 pub mod transfer;
@@ -117,6 +120,11 @@ pub struct Daemon {
     shutdown: Shutdown,
     /// The container engines sessions run on (`[engines.NAME]`).
     pub engines: Arc<engines::Engines>,
+    /// The sandbox's settings and what it learned of this machine; each
+    /// sandboxed session's socket back to the daemon (issue 32).
+    pub sandbox: Arc<sandbox::Sandbox>,
+    /// Where sessions run: this machine, the sandbox, an engine (issue 43).
+    pub places: Arc<places::Places>,
 }
 
 impl Daemon {
@@ -193,28 +201,59 @@ impl Daemon {
             paths.home.clone(),
             config.section(|c| &c.engines),
         ));
+        let sandbox = Arc::new(sandbox::Sandbox::new(
+            paths.home.clone(),
+            config.section(|c| &c.sandbox),
+        ));
+        let places = Arc::new(places::Places::new(
+            os.clone(),
+            sandbox.clone(),
+            engines.clone(),
+        ));
+        // What happens to a session's process, announced by the spawner;
+        // the subsystems that follow a session's life listen.
+        let lifecycle = Arc::new(lifecycle::Lifecycle::default());
+        {
+            let (identity, monitor, delivery) =
+                (identity.clone(), monitor.clone(), delivery.clone());
+            lifecycle.listen(move |event| match event {
+                lifecycle::LifecycleEvent::Started {
+                    session,
+                    live,
+                    spawned_ms,
+                } => {
+                    identity.watch_identity(session.clone(), live.clone(), *spawned_ms);
+                    identity.watch_opencode_identity(session.clone(), live.clone(), *spawned_ms);
+                    monitor.watch_activity(session.clone(), live.clone());
+                }
+                lifecycle::LifecycleEvent::Stopping { session, live } => {
+                    identity.note_identity_before_stop(session, live)
+                }
+                lifecycle::LifecycleEvent::Woke { session } => {
+                    delivery.deliver_pending_handoff(session)
+                }
+                _ => {}
+            });
+        }
         let spawner = Arc::new(spawn::Spawner {
-            engines: engines.clone(),
+            places: places.clone(),
             paths: paths.clone(),
             sessions: sessions.clone(),
             journal: journal.clone(),
             os: os.clone(),
             queue: queue.clone(),
-            identity: identity.clone(),
             monitor: monitor.clone(),
             cli_probe: cli_probe.clone(),
             grants,
-            orchestration: orchestration.clone(),
-            governor: governor_config.clone(),
+            mcp: Arc::new(orchestration::McpForLaunches {
+                orchestration: orchestration.clone(),
+                mcp: config.section(|c| &c.mcp),
+            }),
+            start_rules: governor_config.start_rules(),
             providers: config.section(|c| &c.providers),
             restore: config.section(|c| &c.restore),
-            mcp: config.section(|c| &c.mcp),
             terminal: config.section(|c| &c.terminal),
-            sandbox: Arc::new(sandbox::Sandbox::new(
-                paths.home.clone(),
-                config.section(|c| &c.sandbox),
-            )),
-            delivery: delivery.clone(),
+            lifecycle,
         });
         let governor = Arc::new(governor::Governor {
             paths: paths.clone(),
@@ -224,6 +263,7 @@ impl Daemon {
             activity: activity.clone(),
             monitor: monitor.clone(),
             spawner: spawner.clone(),
+            places: places.clone(),
             worktrees: worktrees.clone(),
             orchestration: orchestration.clone(),
             mcp: config.section(|c| &c.mcp),
@@ -318,6 +358,8 @@ impl Daemon {
             transcripts,
             shutdown,
             engines,
+            sandbox,
+            places,
         }
     }
 

@@ -15,7 +15,7 @@ use crate::activity::sources::proxy::Signal;
 use crate::identity::Identity;
 use crate::journal::FailureKind;
 use crate::sessions::Sessions;
-use crate::spawn::SpawnFailure;
+use crate::spawn_failure::SpawnFailure;
 
 /// What the daemon does with what the proxy sees.
 struct DaemonProxyObserver {

@@ -950,21 +950,6 @@ impl Worktrees {
     }
 }
 
-/// The reason a session whose worktree folder is gone cannot start.
-pub fn missing_worktree_reason(meta: &hangar_core::SessionMeta) -> Option<String> {
-    let info = meta.worktree.as_ref()?;
-    Some(format!(
-        "cannot start {} (title {:?}): its worktree {} (branch {}) was deleted by hand; hangar does not recreate it elsewhere. Restore it with `git -C {} worktree add {} {}`, or close the session",
-        meta.id.short(),
-        meta.title,
-        info.path,
-        info.branch,
-        info.repo_root,
-        info.path,
-        info.branch
-    ))
-}
-
 /// `[worktree]`: where `hangar new --worktree` puts worktrees and what runs
 /// in a new one before its agent starts.
 #[derive(Clone, Debug, Deserialize)]

@@ -259,29 +259,9 @@ pub fn with_cli_facts(
     }
 }
 
-/// The `NO_PROXY` an agent gets: what the daemon was given, plus the
-/// loopback names and addresses, so an agent's local traffic (a local
-/// model server, codex's own loopback port) never goes through hangar's
-/// proxy, and never fails with 407 once that session's proxy credentials
-/// are revoked. A host the proxy is told to capture (`captured`, its
-/// `[proxy] allow_hosts`) is left out: a local model gateway such as
-/// LiteLLM on `localhost:4000` is captured when the list names it.
-pub fn no_proxy_with_loopback(existing: Option<&str>, captured: &[String]) -> String {
-    let is_captured = |e: &str| captured.iter().any(|c| c.eq_ignore_ascii_case(e));
-    let mut entries: Vec<String> = existing
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|e| !e.is_empty() && !is_captured(e))
-        .map(str::to_owned)
-        .collect();
-    for loopback in ["127.0.0.1", "localhost", "::1"] {
-        if !is_captured(loopback) && !entries.iter().any(|e| e.eq_ignore_ascii_case(loopback)) {
-            entries.push(loopback.to_owned());
-        }
-    }
-    entries.join(",")
-}
+/// The `NO_PROXY` an agent gets: a rule of the launch plan
+/// (`hangar_core::launch_plan`), kept here for the adapters' callers.
+pub use hangar_core::launch_plan::no_proxy_with_loopback;
 
 /// A TOML basic string.
 pub(crate) fn toml_string(s: &str) -> String {

@@ -17,14 +17,9 @@ pub fn looks_like_auth_failure(
     screen: &str,
     code: i32,
 ) -> bool {
-    let patterns = governor.auth_patterns();
-    let global = hangar_providers::auth_failure::AuthRules {
-        patterns: &patterns,
-        exit_codes: &governor.auth_exit_codes,
-    };
-    hangar_providers::auth_failure::looks_like_auth_failure(
-        providers, global, provider, screen, code,
-    )
+    governor
+        .start_rules()
+        .looks_like_auth_failure(providers, provider, screen, code)
 }
 
 /// The resource governor: the live budget, the wake queue, eviction.
@@ -106,6 +101,15 @@ impl GovernorConfig {
             max_running: self.wake_concurrency.max(1),
             spacing_ms: self.wake_spacing_ms,
             breaker_threshold: self.breaker_threshold.max(1),
+        }
+    }
+
+    /// What the spawner takes of it: the breaker and the auth rules.
+    pub fn start_rules(&self) -> crate::spawn::StartRules {
+        crate::spawn::StartRules {
+            breaker_threshold: self.breaker_threshold,
+            auth_patterns: self.auth_patterns(),
+            auth_exit_codes: self.auth_exit_codes.clone(),
         }
     }
 

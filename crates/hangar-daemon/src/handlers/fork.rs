@@ -116,7 +116,7 @@ pub async fn fork(daemon: &Daemon, req: msg::Fork) -> Result<Forked, ApiError> {
     let staged = match parent.sandbox.as_deref() {
         Some(dir) if !origin.handoff => {
             // Dropped on any failure below, which removes the copy.
-            let staged = StagedState(daemon.spawner.sandbox.staging_folder());
+            let staged = StagedState(daemon.sandbox.staging_folder());
             let (from, to, provider) = (
                 PathBuf::from(dir),
                 staged.0.clone(),
@@ -167,7 +167,7 @@ pub async fn fork(daemon: &Daemon, req: msg::Fork) -> Result<Forked, ApiError> {
             p.apply(meta);
         }
         if walled {
-            meta.sandbox = Some(daemon.spawner.sandbox.folder_for(&meta.id));
+            meta.sandbox = Some(daemon.sandbox.folder_for(&meta.id));
         }
         meta.engine = engine.clone();
         // The fork's work is compared with what its parent's was.
@@ -184,7 +184,7 @@ pub async fn fork(daemon: &Daemon, req: msg::Fork) -> Result<Forked, ApiError> {
         }
     };
     if let Some(staged) = staged {
-        let own = PathBuf::from(daemon.spawner.sandbox.folder_for(&id));
+        let own = PathBuf::from(daemon.sandbox.folder_for(&id));
         staged.move_to(&own).map_err(|why| {
             ApiError::internal(format!(
                 "fork {} was made but its CLI state could not be put in place: {why}; \

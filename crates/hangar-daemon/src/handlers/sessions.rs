@@ -67,7 +67,7 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
         }
     };
     let direction = parse_direction(req.direction.as_deref())?;
-    let sandboxed = daemon.spawner.sandbox.wanted(
+    let sandboxed = daemon.sandbox.wanted(
         req.sandbox,
         config
             .providers
@@ -153,7 +153,7 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
                 // Its own state folder (and its own socket back to hangar
                 // for its hooks and MCP server, made at each start); an
                 // engine's container gets the same (`Sandbox::walls`).
-                meta.sandbox = Some(daemon.spawner.sandbox.folder_for(&meta.id));
+                meta.sandbox = Some(daemon.sandbox.folder_for(&meta.id));
             }
             meta.git_base = git_base.clone();
             meta.engine = engine.clone();
@@ -187,10 +187,14 @@ pub fn list(daemon: &Daemon) -> Vec<SessionView> {
         .into_iter()
         .map(|mut row| {
             row.usage = daemon.proxy.usage_view(&row.id);
-            row.sandbox = daemon
+            // Where it runs: its sandbox's walls, its engine.
+            let place = daemon
                 .sessions
                 .meta(&SessionId::from(row.id.as_str()))
-                .and_then(|m| daemon.spawner.sandbox.view(&m));
+                .map(|m| daemon.places.inspect(&m))
+                .unwrap_or_default();
+            row.sandbox = place.sandbox;
+            row.engine = place.engine;
             row
         })
         .collect();

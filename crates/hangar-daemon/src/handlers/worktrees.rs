@@ -20,7 +20,6 @@ use crate::worktree::{Record, Registry, blocking, cached_status, inspect, remove
 /// worktree every few seconds.
 pub async fn list(daemon: &Arc<Daemon>) -> Vec<SessionView> {
     let rows = crate::handlers::sessions::list(daemon);
-    let rows = crate::handlers::engines::with_engines(daemon, rows);
     let ids: Vec<(usize, SessionId)> = rows
         .iter()
         .enumerate()

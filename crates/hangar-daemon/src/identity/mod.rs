@@ -12,7 +12,6 @@
 //! `Identity` is built with the session owner alone; OpenCode's typed-prompt
 //! log (`opencode.rs`) lives in it too.
 
-pub mod open_files;
 pub mod opencode;
 
 use std::sync::Arc;

@@ -219,3 +219,17 @@ impl Orchestration {
         with_mcp(spec, &meta.provider, &server)
     }
 }
+
+/// The MCP server each launch gets (`spawn::LaunchMcp`), with `[mcp]` as
+/// it is at that start.
+pub struct McpForLaunches {
+    pub orchestration: Arc<Orchestration>,
+    pub mcp: crate::section::Section<McpConfig>,
+}
+
+impl crate::spawn::LaunchMcp for McpForLaunches {
+    fn with_mcp(&self, meta: &SessionMeta, spec: LaunchSpec) -> LaunchSpec {
+        self.orchestration
+            .with_orchestration_mcp(meta, spec, self.mcp.get())
+    }
+}

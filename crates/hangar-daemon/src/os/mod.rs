@@ -11,6 +11,7 @@
 
 mod fake;
 mod git;
+mod open_files;
 mod real;
 
 use std::collections::BTreeSet;

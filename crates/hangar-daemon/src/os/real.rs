@@ -42,7 +42,7 @@ impl ProcessControl for RealOs {
     }
 
     fn process_tree(&self, pid: u32) -> Vec<u32> {
-        crate::identity::open_files::process_tree(pid)
+        super::open_files::process_tree(pid)
     }
 
     fn resident_bytes(&self, pid: u32) -> Option<u64> {
@@ -93,7 +93,7 @@ impl ProcessControl for RealOs {
         pid: u32,
         root: &std::path::Path,
     ) -> std::collections::BTreeSet<std::path::PathBuf> {
-        crate::identity::open_files::open_under(pid, root)
+        super::open_files::open_under(pid, root)
     }
 
     fn group_of(&self, pid: u32) -> Option<u32> {

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use crate::journal::FailureKind;
 use crate::pty::SpawnRequest;
 use crate::section::Section;
-use crate::spawn::SpawnFailure;
+use crate::spawn_failure::SpawnFailure;
 
 pub use forward::Forwarder;
 

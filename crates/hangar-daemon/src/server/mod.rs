@@ -40,7 +40,7 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener) {
     let sizes = Arc::new(ClientSizes::default());
     // Sandboxed sessions' own sockets (`sandbox::callback`), confined to
     // their session.
-    let mut callbacks = daemon.spawner.sandbox.callbacks.take_receiver();
+    let mut callbacks = daemon.sandbox.callbacks.take_receiver();
     loop {
         tokio::select! {
             Some((session, stream)) = async {

@@ -1,7 +1,44 @@
 //! `[restore]`: how a start's restore paces its agents. A leaf the spawner
 //! holds a `Section` of and config.rs assembles, so neither reaches back.
 
+use hangar_core::Provider;
+use hangar_providers::ProvidersConfig;
 use serde::Deserialize;
+
+/// What the spawner takes of `[governor]`, fixed at start: the breaker's
+/// threshold and what a failed start's authentication failure looks like.
+/// lib.rs hands it over (`GovernorConfig::start_rules`), so the spawner
+/// never imports the governor that sits above it.
+#[derive(Clone, Debug)]
+pub struct StartRules {
+    /// Consecutive auth-like failures that pause the wake queue.
+    pub breaker_threshold: u32,
+    /// Output patterns (case-insensitive) of an authentication failure.
+    pub auth_patterns: Vec<String>,
+    /// Exit codes of an authentication failure.
+    pub auth_exit_codes: Vec<i32>,
+}
+
+impl StartRules {
+    /// Whether a failed start looks like an expired or missing login
+    /// (`hangar_providers::auth_failure`), by `[providers.NAME]` and these
+    /// rules.
+    pub fn looks_like_auth_failure(
+        &self,
+        providers: &ProvidersConfig,
+        provider: &Provider,
+        screen: &str,
+        code: i32,
+    ) -> bool {
+        let global = hangar_providers::auth_failure::AuthRules {
+            patterns: &self.auth_patterns,
+            exit_codes: &self.auth_exit_codes,
+        };
+        hangar_providers::auth_failure::looks_like_auth_failure(
+            providers, global, provider, screen, code,
+        )
+    }
+}
 
 /// `[restore]`.
 #[derive(Clone, Debug, Deserialize)]

@@ -11,6 +11,7 @@ use hangar_core::SessionId;
 use super::Spawner;
 use crate::errors::ApiError;
 use crate::journal::Event;
+use crate::lifecycle::LifecycleEvent;
 use crate::pty::LiveProcess;
 
 /// How long a process group gets between SIGTERM and SIGKILL.
@@ -47,6 +48,9 @@ impl Spawner {
                     session: id.to_string(),
                     code,
                 });
+                daemon
+                    .lifecycle
+                    .announce(LifecycleEvent::Exited { session: id, code });
             }
         });
     }
@@ -114,16 +118,22 @@ impl Spawner {
         let live = self.sessions.take_process(id);
         if let Some(live) = live {
             let screen = live.formatted();
-            self.identity.note_identity_before_stop(id, &live);
+            self.lifecycle.announce(LifecycleEvent::Stopping {
+                session: id.clone(),
+                live: live.clone(),
+            });
             self.stop_process(&live).await;
             self.sessions
                 .keep_stopped_screen(id, &screen, self.os.now_ms());
         }
-        // A container is stopped (kept with its volume) even when its agent
-        // had already exited.
-        if let Some(meta) = self.sessions.meta(id).filter(|m| m.engine.is_some()) {
-            self.engines.stop(&meta).await;
+        // What its place keeps stops (a container, kept with its volume)
+        // even when its agent had already exited.
+        if let Some(meta) = self.sessions.meta(id) {
+            self.places.of(&meta).stop(&meta).await;
         }
+        self.lifecycle.announce(LifecycleEvent::Hibernated {
+            session: id.clone(),
+        });
         Ok(())
     }
 }

@@ -105,6 +105,37 @@ async fn a_program_that_cannot_start_leaves_its_session_failed_with_the_reason()
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_session_bound_to_an_engine_never_starts_on_this_machine_when_its_engine_refuses() {
+    // The engine is not in config.toml: its place says so, and nothing runs
+    // in a local PTY instead (DESIGN.md rule 14).
+    let m = crate::on_a_fake_machine::build(
+        &["a"],
+        &[],
+        |_| {},
+        |meta| {
+            meta.engine = Some(hangar_core::engine::EngineBinding {
+                name: "farm".into(),
+                image: None,
+            })
+        },
+    );
+    let state = m.daemon.spawner.wake_as(&id("a"), Caller::Cli).await;
+    let RunState::Failed(reason) = state.unwrap() else {
+        panic!("not failed");
+    };
+    assert!(
+        reason.contains("engine farm is not in config.toml"),
+        "{reason}"
+    );
+    assert!(m.os.spawned().is_empty(), "nothing started on this machine");
+    let meta = m.daemon.sessions.meta(&id("a")).unwrap();
+    assert_eq!(
+        m.daemon.places.inspect(&meta).engine.map(|e| e.name),
+        Some("farm".to_owned())
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_stop_asks_the_group_to_end_and_kills_only_what_outlives_the_grace() {
     let m = with_sessions(&["a", "b"], &[]);
     m.os.script(
@@ -210,5 +241,59 @@ async fn restore_starts_only_the_panes_a_few_at_a_time_and_keeps_a_failed_one() 
     assert_eq!(
         m.daemon.sessions.run_state(&id("parked")),
         RunState::Hibernated
+    );
+}
+
+/// What the spawner announced, by name and session.
+fn heard(m: &FakeMachine) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    use crate::lifecycle::LifecycleEvent as E;
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = heard.clone();
+    m.daemon.spawner.lifecycle.listen(move |e| {
+        let line = match e {
+            E::Started { session, .. } => format!("started {session}"),
+            E::Woke { session } => format!("woke {session}"),
+            E::Stopping { session, .. } => format!("stopping {session}"),
+            E::Hibernated { session } => format!("hibernated {session}"),
+            E::Exited { session, code } => format!("exited {session} {code}"),
+            E::Failed { session } => format!("failed {session}"),
+        };
+        log.lock().unwrap().push(line);
+    });
+    heard
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_spawner_announces_a_sessions_start_wake_stop_hibernate_exit_and_failed_start() {
+    let m = with_sessions(&["a", "b", "c"], &[]);
+    m.os.script(
+        "c",
+        FakeProgram {
+            fails_to_start: Some("permission denied".into()),
+            ..FakeProgram::default()
+        },
+    );
+    let heard = heard(&m);
+    for s in ["a", "b", "c"] {
+        m.daemon.spawner.wake_as(&id(s), Caller::Cli).await.unwrap();
+    }
+    m.daemon.spawner.hibernate_session(&id("a")).await.unwrap();
+    m.os.exit(pid_of(&m, "b"), 7);
+    until("b is exited", || {
+        m.daemon.sessions.run_state(&id("b")) == RunState::Exited(7)
+    })
+    .await;
+    assert_eq!(
+        *heard.lock().unwrap(),
+        [
+            "started a",
+            "woke a",
+            "started b",
+            "woke b",
+            "failed c",
+            "stopping a",
+            "hibernated a",
+            "exited b 7"
+        ]
     );
 }

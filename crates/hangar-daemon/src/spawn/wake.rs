@@ -14,6 +14,7 @@ use hangar_protocol::message::codes;
 use super::Spawner;
 use crate::errors::ApiError;
 use crate::journal::{Caller, Event, FailureKind};
+use crate::lifecycle::LifecycleEvent;
 use crate::sessions::{RunState, WakeLooked};
 use crate::spawn::start_slot::StartSlot;
 
@@ -88,8 +89,15 @@ impl Spawner {
             ok: state == RunState::Live,
             joined: false,
         });
-        if state == RunState::Live {
-            self.deliver_pending_handoff(id);
+        // A fork's handoff prompt is typed once it runs (lib.rs listens).
+        match state {
+            RunState::Live => self.lifecycle.announce(LifecycleEvent::Woke {
+                session: id.clone(),
+            }),
+            RunState::Failed(_) => self.lifecycle.announce(LifecycleEvent::Failed {
+                session: id.clone(),
+            }),
+            _ => {}
         }
         Ok(state)
     }
@@ -118,7 +126,7 @@ impl Spawner {
         let mut outcome = self.try_spawn(id, start_slot).await;
         let auth = matches!(&outcome, Err(f) if f.kind == FailureKind::AuthFailure);
         if self.queue.finish(slot, auth) {
-            let failures = self.governor.breaker_threshold;
+            let failures = self.start_rules.breaker_threshold;
             tracing::warn!("{failures} consecutive authentication failures: wake queue paused");
             self.journal.record(Event::BreakerTrip { failures });
             if let Err(f) = &mut outcome {

@@ -18,26 +18,30 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use serde::Deserialize;
 
-/// An inspect's answer, as much of it as hangar reads.
+/// An inspect's answer, as much of it as hangar reads (the API's names are
+/// PascalCase).
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
 pub struct Inspected {
-    #[serde(rename = "State", default)]
+    #[serde(default)]
     state: Option<InspectState>,
-    #[serde(rename = "Config", default)]
+    #[serde(default)]
     config: Option<InspectConfig>,
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
 struct InspectState {
-    #[serde(rename = "Status", default)]
+    #[serde(default)]
     status: Option<String>,
-    #[serde(rename = "Running", default)]
+    #[serde(default)]
     running: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
 struct InspectConfig {
-    #[serde(rename = "Labels", default)]
+    #[serde(default)]
     labels: Option<HashMap<String, String>>,
 }
 
@@ -62,12 +66,13 @@ impl Inspected {
 
 /// One row of a listing, as much of it as hangar reads.
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
 pub struct Listed {
-    #[serde(rename = "Id", default)]
+    #[serde(default)]
     pub id: String,
-    #[serde(rename = "Labels", default)]
+    #[serde(default)]
     labels: Option<HashMap<String, String>>,
-    #[serde(rename = "State", default)]
+    #[serde(default)]
     state: Option<String>,
 }
 

@@ -192,6 +192,58 @@ pub fn image_missing(status: u16, message: &str) -> bool {
     status == 404 || message.to_ascii_lowercase().contains("no such image")
 }
 
+/// What a container's state word (`State.Status` of an inspect, `State`
+/// of a listing) says, as hangar acts on it. Read as a plain word, never
+/// through a closed list: Podman 4.3 answers Docker's API with words
+/// Docker never uses (`stopped` and `stopping` while a container stops,
+/// `initialized`, `unknown`; podman's `libpod/define/containerstate.go`),
+/// and an engine may add more.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ContainerState {
+    /// Its processes run (`running`, Docker's `restarting`).
+    Running,
+    /// Its processes are frozen (`paused`): there, but no agent can run.
+    Paused,
+    /// On its way down (Podman's `stopping`, `removing`): a start now is
+    /// refused until the stop ends.
+    Stopping,
+    /// Nothing runs in it (`created`, `configured`, `initialized`,
+    /// `stopped`, `exited`, `dead`).
+    NotRunning,
+    /// A word no engine documents (Podman's own `unknown` among them):
+    /// taken as not running, and the caller says so in the log.
+    Unknown(String),
+}
+
+impl ContainerState {
+    /// Read a state word; `running` is the inspect's `State.Running`, used
+    /// only when there is no word (an engine older than the `Status` field).
+    pub fn read(word: Option<&str>, running: Option<bool>) -> ContainerState {
+        let Some(word) = word.map(str::trim).filter(|w| !w.is_empty()) else {
+            return match running {
+                Some(true) => ContainerState::Running,
+                Some(false) => ContainerState::NotRunning,
+                None => ContainerState::Unknown(String::new()),
+            };
+        };
+        match word.to_ascii_lowercase().as_str() {
+            "running" | "restarting" => ContainerState::Running,
+            "paused" => ContainerState::Paused,
+            "stopping" | "removing" => ContainerState::Stopping,
+            "created" | "configured" | "initialized" | "stopped" | "exited" | "dead" => {
+                ContainerState::NotRunning
+            }
+            _ => ContainerState::Unknown(word.to_owned()),
+        }
+    }
+
+    /// Whether an agent's processes may be in it (a leftover of a killed
+    /// daemon that must be stopped): running or frozen.
+    pub fn holds_processes(&self) -> bool {
+        matches!(self, ContainerState::Running | ContainerState::Paused)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,5 +355,37 @@ mod tests {
         };
         assert_eq!(default.image(Some("local/b")), Some("local/b"));
         assert_eq!(default.image(None), None);
+    }
+
+    #[test]
+    fn every_state_word_docker_and_podman_use_is_read_as_what_it_means() {
+        use ContainerState as S;
+        let read = |w: &str| ContainerState::read(Some(w), None);
+        assert_eq!(read("running"), S::Running);
+        assert_eq!(read("restarting"), S::Running);
+        assert_eq!(read("paused"), S::Paused);
+        // Podman 4.3 while a container stops: never an error.
+        assert_eq!(read("stopping"), S::Stopping);
+        assert_eq!(read("stopped"), S::NotRunning);
+        assert_eq!(read("removing"), S::Stopping);
+        for word in [
+            "created",
+            "configured",
+            "initialized",
+            "exited",
+            "dead",
+            "Exited",
+        ] {
+            assert_eq!(read(word), S::NotRunning, "{word}");
+        }
+        assert_eq!(read("unknown"), S::Unknown("unknown".into()));
+        assert_eq!(read("hibernating"), S::Unknown("hibernating".into()));
+        assert!(!read("hibernating").holds_processes());
+        assert!(read("running").holds_processes() && read("paused").holds_processes());
+        assert!(!read("stopping").holds_processes() && !read("stopped").holds_processes());
+        // No word: the Running flag decides.
+        assert_eq!(ContainerState::read(None, Some(true)), S::Running);
+        assert_eq!(ContainerState::read(Some(""), Some(false)), S::NotRunning);
+        assert_eq!(ContainerState::read(None, None), S::Unknown(String::new()));
     }
 }

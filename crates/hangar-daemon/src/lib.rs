@@ -8,8 +8,9 @@
 //! and exits with the workspace saved.
 
 // No unsafe code, but for the one `pre_exec` of a sandboxed launch
-// (`pty::spawn_real_pty`) and the descriptors a bridge passes
-// (`server::link::recv_fds`), allowed there alone.
+// (`pty::spawn_real_pty`), the one that ties hangar's own Podman service
+// to the daemon's life (`engines::podman_service`) and the descriptors a
+// bridge passes (`server::link::recv_fds`), allowed there alone.
 #![deny(unsafe_code)]
 
 pub mod activity;
@@ -387,6 +388,9 @@ impl Daemon {
             (id.clone(), screen)
         });
         let screens = futures::future::join_all(stops).await;
+        // The sessions' containers are stopped (their bridges asked through
+        // it): the Podman services hangar started end with the daemon.
+        self.engines.end_services().await;
         let now = self.os.now_ms();
         for (id, screen) in screens {
             self.sessions.keep_stopped_screen(&id, &screen, now);

@@ -36,7 +36,15 @@ pub const SPEC_VAR: &str = "HANGAR_ENGINE_EXEC";
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Target {
     /// A Docker or Podman container, through the engine's API socket.
-    Docker { socket: String, container: String },
+    Docker {
+        socket: String,
+        container: String,
+        /// The engine is Podman: when its API is gone (the service hangar
+        /// runs ends with a killed daemon, at the same moment as this
+        /// bridge's hangup), `podman stop` stops the container instead.
+        #[serde(default)]
+        podman: bool,
+    },
     /// A container of a pod, through the API server.
     Kubernetes {
         access: super::kubernetes::Access,
@@ -110,7 +118,11 @@ pub fn main(terminal: Terminal) -> i32 {
 
 async fn run(spec: &ExecSpec, terminal: &Terminal) -> Result<i32, String> {
     match &spec.target {
-        Target::Docker { socket, container } => run_docker(spec, socket, container, terminal).await,
+        Target::Docker {
+            socket,
+            container,
+            podman,
+        } => run_docker(spec, socket, container, *podman, terminal).await,
         Target::Kubernetes {
             access,
             namespace,
@@ -138,6 +150,7 @@ async fn run_docker(
     spec: &ExecSpec,
     socket: &str,
     container: &str,
+    podman: bool,
     terminal: &Terminal,
 ) -> Result<i32, String> {
     let docker = Docker::connect_with_unix(socket, 3600, bollard::API_DEFAULT_VERSION)
@@ -197,7 +210,13 @@ async fn run_docker(
     let mut stdout = tokio::io::stdout();
     let mut buf = vec![0u8; 4096];
     let mut stdin_open = true;
-    let mut stopping = false;
+    let mut stopping: Option<tokio::task::JoinHandle<()>> = None;
+    let stop = StopOrder {
+        docker: &docker,
+        container,
+        timeout_secs: spec.stop_timeout_secs,
+        podman,
+    };
     loop {
         tokio::select! {
             chunk = output.next() => match chunk {
@@ -207,7 +226,7 @@ async fn run_docker(
                     if stdout.write_all(&out.into_bytes()).await.is_err()
                         || stdout.flush().await.is_err()
                     {
-                        stop_container(&docker, container, spec, &mut stopping);
+                        stop.ask(&mut stopping);
                     }
                 }
                 Some(Err(e)) => {
@@ -225,42 +244,89 @@ async fn run_docker(
                 }
             },
             _ = winch.recv() => resize(docker.clone(), exec.clone()).await,
-            _ = term.recv() => stop_container(&docker, container, spec, &mut stopping),
-            _ = hup.recv() => stop_container(&docker, container, spec, &mut stopping),
+            _ = term.recv() => stop.ask(&mut stopping),
+            _ = hup.recv() => stop.ask(&mut stopping),
         }
     }
-    Ok(exit_code(&docker, &exec).await)
+    let code = exit_code(&docker, &exec).await;
+    // The exec's stream also ends when the engine's API goes away (hangar's
+    // own Podman service dies with a killed daemon, at the moment this
+    // bridge gets its hangup, and the stream's end may be seen first): an
+    // agent whose end the engine cannot confirm is stopped, and a stop asked
+    // for is carried out before the bridge exits, or the agent would run on
+    // with nobody watching it.
+    if code.is_none() {
+        stop.ask(&mut stopping);
+    }
+    if let Some(asked) = stopping {
+        let bound = Duration::from_secs(u64::from(spec.stop_timeout_secs) + 15);
+        if tokio::time::timeout(bound, asked).await.is_err() {
+            tracing::debug!("stop {container}: not done within {} s", bound.as_secs());
+        }
+    }
+    Ok(code.unwrap_or(128 + libc::SIGTERM))
 }
 
-/// Ask the engine (once) to stop the container: its keep-alive asks the
-/// agent to end, then the container stops.
-fn stop_container(docker: &Docker, container: &str, spec: &ExecSpec, stopping: &mut bool) {
-    if std::mem::replace(stopping, true) {
-        return;
-    }
-    let docker = docker.clone();
-    let name = container.to_owned();
-    let t = i32::try_from(spec.stop_timeout_secs).unwrap_or(i32::MAX);
-    tokio::spawn(async move {
-        let options = StopContainerOptionsBuilder::new().t(t).build();
-        if let Err(e) = docker.stop_container(&name, Some(options)).await {
+/// How the bridge stops its container.
+struct StopOrder<'a> {
+    docker: &'a Docker,
+    container: &'a str,
+    timeout_secs: u32,
+    podman: bool,
+}
+
+impl StopOrder<'_> {
+    /// Ask the engine (once) to stop the container: its keep-alive asks the
+    /// agent to end, then the container stops. A Podman whose API is gone is
+    /// asked through its own program.
+    fn ask(&self, stopping: &mut Option<tokio::task::JoinHandle<()>>) {
+        if stopping.is_some() {
+            return;
+        }
+        let docker = self.docker.clone();
+        let name = self.container.to_owned();
+        let secs = self.timeout_secs;
+        let podman = self.podman;
+        *stopping = Some(tokio::spawn(async move {
+            let t = i32::try_from(secs).unwrap_or(i32::MAX);
+            let options = StopContainerOptionsBuilder::new().t(t).build();
+            let Err(e) = docker.stop_container(&name, Some(options)).await else {
+                return;
+            };
             tracing::debug!("stop {name}: {e}");
-        }
-    });
+            if !podman {
+                return;
+            }
+            let ran = tokio::process::Command::new("podman")
+                .args(["stop", "--time", &secs.to_string(), &name])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .await;
+            if let Err(e) = ran {
+                tracing::debug!("podman stop {name}: {e}");
+            }
+        }));
+    }
 }
 
-/// The agent's exit code as the engine recorded it; the engine may take a
-/// moment to record it after the stream ends.
-async fn exit_code(docker: &Docker, exec: &str) -> i32 {
+/// The agent's exit code as the engine recorded it (it may take a moment
+/// to record it after the stream ends); `None` when the engine cannot say
+/// (its API is gone, the exec was removed with its container, or it still
+/// says running).
+async fn exit_code(docker: &Docker, exec: &str) -> Option<i32> {
     for _ in 0..40 {
         match docker.inspect_exec(exec).await {
             Ok(r) if r.running != Some(true) => {
-                return r.exit_code.and_then(|c| i32::try_from(c).ok()).unwrap_or(0);
+                return Some(r.exit_code.and_then(|c| i32::try_from(c).ok()).unwrap_or(0));
             }
             Ok(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            // The container was removed with its exec: it was ended.
-            Err(_) => return 128 + libc::SIGTERM,
+            Err(e) => {
+                tracing::debug!("exec {exec}: {e}");
+                return None;
+            }
         }
     }
-    128 + libc::SIGTERM
+    None
 }

@@ -4,8 +4,10 @@
 //! ```toml
 //! [engines.pod]
 //! kind = "podman"                       # or "docker", "kubernetes"
-//! socket = "/run/podman/podman.sock"    # the Docker Engine API socket
-//! image = "localhost/hangar-claude"     # never pulled: built or named
+//! socket = "/run/podman/podman.sock"    # the Docker Engine API socket; for
+//!                                       # podman without it, hangar runs its own
+//! image = "localhost/hangar-claude"     # never pulled; default: what
+//!                                       # `hangar engine image build` made
 //! runtime = "runc"                      # HostConfig.Runtime, when the default is refused
 //! ulimits = { nofile = 20000, nproc = 32768 }
 //! network = "none"                      # the container's network mode
@@ -55,8 +57,9 @@ pub struct EngineConfig {
     /// compatible service) or a Kubernetes API server.
     pub kind: EngineKind,
     /// The engine's API socket (a path, or `unix://PATH`). Default: Docker's
-    /// `/var/run/docker.sock`; Podman's `$XDG_RUNTIME_DIR/podman/podman.sock`,
-    /// or `/run/podman/podman.sock` for root.
+    /// `/var/run/docker.sock`; for Podman, hangar starts `podman system
+    /// service` itself on a socket of its own under `HANGAR_HOME`
+    /// (`engines/NAME/podman.sock`) and ends it with the daemon.
     #[serde(default)]
     pub socket: Option<String>,
     /// The image sessions run unless `hangar new --image` names another.
@@ -130,17 +133,15 @@ fn default_stop_secs() -> u32 {
 }
 
 impl EngineConfig {
-    /// The socket path to connect to.
-    pub fn socket_path(&self) -> String {
+    /// The socket path to connect to; `None` for a Podman engine with no
+    /// `socket`, whose service hangar runs itself (`podman_service.rs`).
+    pub fn socket_path(&self) -> Option<String> {
         if let Some(s) = &self.socket {
-            return s.strip_prefix("unix://").unwrap_or(s).to_owned();
+            return Some(s.strip_prefix("unix://").unwrap_or(s).to_owned());
         }
         match self.kind {
-            EngineKind::Podman => match std::env::var("XDG_RUNTIME_DIR") {
-                Ok(dir) if !dir.is_empty() && !is_root() => format!("{dir}/podman/podman.sock"),
-                _ => "/run/podman/podman.sock".to_owned(),
-            },
-            _ => "/var/run/docker.sock".to_owned(),
+            EngineKind::Podman => None,
+            _ => Some("/var/run/docker.sock".to_owned()),
         }
     }
 
@@ -148,10 +149,6 @@ impl EngineConfig {
     pub fn network_mode(&self) -> &str {
         self.network.as_deref().unwrap_or("none")
     }
-}
-
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
 }
 
 #[cfg(test)]
@@ -171,10 +168,21 @@ mod tests {
         .unwrap();
         let pod = &c["pod"];
         assert_eq!(pod.kind, EngineKind::Podman);
-        assert_eq!(pod.socket_path(), "/tmp/p.sock");
+        assert_eq!(pod.socket_path().as_deref(), Some("/tmp/p.sock"));
         assert_eq!(pod.network_mode(), "none");
         assert_eq!(pod.home, "/root");
         assert_eq!(pod.ulimits["nofile"], 20000);
+    }
+
+    #[test]
+    fn a_podman_engine_without_a_socket_is_hangars_own_service() {
+        let c: EnginesConfig =
+            toml::from_str("[pod]\nkind = \"podman\"\n[d]\nkind = \"docker\"\n").unwrap();
+        assert_eq!(c["pod"].socket_path(), None);
+        assert_eq!(
+            c["d"].socket_path().as_deref(),
+            Some("/var/run/docker.sock")
+        );
     }
 
     #[test]

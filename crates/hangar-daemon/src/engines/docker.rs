@@ -14,19 +14,29 @@ use bollard::Docker;
 use bollard::errors::Error as BollardError;
 use bollard::models::{ContainerCreateBody, HostConfig, ResourcesUlimits, VolumeCreateRequest};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, InspectContainerOptions,
-    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, RemoveVolumeOptionsBuilder,
-    StopContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, RemoveContainerOptionsBuilder,
+    RemoveVolumeOptionsBuilder, StopContainerOptionsBuilder,
 };
 use futures::StreamExt;
-use hangar_core::engine::{self, HOME_LABEL};
+use hangar_core::engine::{self, ContainerState, HOME_LABEL};
 
 use super::EngineError;
 use super::config::EngineConfig;
+use super::container_state;
 
 /// How long one call to the engine may take before it counts as a refusal
 /// (a start never hangs on an engine that stopped answering).
 const API_TIMEOUT_SECS: u64 = 60;
+const API_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(API_TIMEOUT_SECS);
+
+/// A connection to one Docker or Podman engine: bollard's client, and the
+/// socket itself for the reads bollard's types cannot hold
+/// (`container_state.rs`).
+#[derive(Clone)]
+pub struct Engine {
+    pub docker: Docker,
+    pub socket: String,
+}
 
 /// The keep-alive the container runs as its main process: on a stop it asks
 /// every other process (the agent) to end, gives them a moment, and exits,
@@ -34,17 +44,21 @@ const API_TIMEOUT_SECS: u64 = 60;
 const KEEPALIVE: &str = "trap 'kill -TERM -1 2>/dev/null; sleep 1; exit 0' TERM INT; \
      while :; do sleep 3600 & wait $!; done";
 
-/// A connection to engine `name`.
-pub fn connect(name: &str, cfg: &EngineConfig) -> Result<Docker, EngineError> {
-    let socket = cfg.socket_path();
-    if !std::path::Path::new(&socket).exists() {
+/// A connection to engine `name` through `socket` (its configured one, or
+/// the Podman service hangar started for it).
+pub fn connect(name: &str, cfg: &EngineConfig, socket: &str) -> Result<Engine, EngineError> {
+    if !std::path::Path::new(socket).exists() {
         return Err(EngineError(format!(
-            "engine {name}: its socket {socket} does not exist (is the {} service running? for Podman: `podman system service --time=0 unix://{socket}`)",
+            "engine {name}: its socket {socket} does not exist (is the {} service running? for Podman: `podman system service --time=0 unix://{socket}`, or leave `socket` out and hangar starts one)",
             cfg.kind.name()
         )));
     }
-    Docker::connect_with_unix(&socket, API_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
-        .map_err(|e| EngineError(format!("engine {name}: cannot connect to {socket}: {e}")))
+    let docker = Docker::connect_with_unix(socket, API_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+        .map_err(|e| EngineError(format!("engine {name}: cannot connect to {socket}: {e}")))?;
+    Ok(Engine {
+        docker,
+        socket: socket.to_owned(),
+    })
 }
 
 /// The engine's own words for an error.
@@ -129,11 +143,14 @@ impl ContainerSpec<'_> {
 
 /// The session's container, made when missing and started when not
 /// running. A container of that name made by another hangar home is never
-/// touched: that is an error.
+/// touched: that is an error. Its state is read as a plain word
+/// (`container_state.rs`): whatever the engine calls it, a container that
+/// does not run is started, never a failed start.
 pub async fn ensure_container(
-    docker: &Docker,
+    engine: &Engine,
     spec: &ContainerSpec<'_>,
 ) -> Result<(), EngineError> {
+    let docker = &engine.docker;
     let name = engine::container_name(spec.session);
     let refused = |what: &str, e: &BollardError| {
         EngineError(format!(
@@ -142,21 +159,23 @@ pub async fn ensure_container(
             message(e)
         ))
     };
-    let running = match docker
-        .inspect_container(&name, None::<InspectContainerOptions>)
+    let found = container_state::inspect(&engine.socket, &name, API_TIMEOUT)
         .await
-    {
-        Ok(found) => {
-            let labels = found.config.as_ref().and_then(|c| c.labels.as_ref());
-            let home = labels.and_then(|l| l.get(HOME_LABEL));
-            if home.map(String::as_str) != Some(spec.home_hash) {
+        .map_err(|e| {
+            EngineError(format!(
+                "engine {}: cannot look at container {name}: {e}",
+                spec.engine
+            ))
+        })?;
+    let state = match found {
+        Some(found) => {
+            if found.label(HOME_LABEL) != Some(spec.home_hash) {
                 return Err(EngineError(format!(
                     "engine {}: a container named {name} exists that this hangar home did not make; it is left alone",
                     spec.engine
                 )));
             }
-            let made_with = labels.and_then(|l| l.get(MOUNTS_LABEL));
-            if made_with.map(String::as_str) != Some(spec.mounts_hash().as_str()) {
+            if found.label(MOUNTS_LABEL) != Some(spec.mounts_hash().as_str()) {
                 // Made with other mounts: made again (the agent's home
                 // volume and its state folder are kept).
                 let options = RemoveContainerOptionsBuilder::new().force(true).build();
@@ -166,20 +185,33 @@ pub async fn ensure_container(
                     Err(e) => return Err(refused("remove", &e)),
                 }
                 create(docker, spec, &name).await?;
-                false
+                ContainerState::NotRunning
             } else {
-                found.state.and_then(|s| s.running).unwrap_or(false)
+                found.state()
             }
         }
-        Err(e) if not_found(&e) => {
+        None => {
             create(docker, spec, &name).await?;
-            false
+            ContainerState::NotRunning
         }
-        Err(e) => return Err(refused("look at", &e)),
     };
-    if !running && let Err(first) = docker.start_container(&name, None).await {
+    match state {
+        ContainerState::Running => return Ok(()),
+        // A stop under way (a hibernate a moment ago, or the bridge of a
+        // daemon that died): a start is refused until it ends.
+        ContainerState::Stopping => {
+            wait_stopped(engine, &name, spec.cfg.stop_timeout_secs).await;
+        }
+        ContainerState::Unknown(word) => tracing::warn!(
+            "engine {}: container {name} is in a state hangar does not know ({word:?}); taken as not running",
+            spec.engine
+        ),
+        ContainerState::Paused | ContainerState::NotRunning => {}
+    }
+    if let Err(first) = docker.start_container(&name, None).await {
         // Still stopping (a bridge of a daemon that died asked for the stop
-        // a moment ago): let the stop finish, then start it once more.
+        // a moment ago), or paused: let a stop finish, then start it once
+        // more.
         tracing::debug!("start {name}: {}; stopping it first", message(&first));
         stop(docker, &name, spec.cfg.stop_timeout_secs).await?;
         docker
@@ -188,6 +220,22 @@ pub async fn ensure_container(
             .map_err(|e| refused("start", &e))?;
     }
     Ok(())
+}
+
+/// Wait (a bounded time: the stop's own timeout and a margin) until
+/// container `name` is no longer stopping; a read that fails ends the wait
+/// (the start that follows says what is wrong).
+async fn wait_stopped(engine: &Engine, name: &str, stop_timeout_secs: u32) {
+    let until = tokio::time::Instant::now()
+        + std::time::Duration::from_secs(u64::from(stop_timeout_secs) + 10);
+    while tokio::time::Instant::now() < until {
+        match container_state::inspect(&engine.socket, name, API_TIMEOUT).await {
+            Ok(Some(found)) if found.state() == ContainerState::Stopping => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            _ => return,
+        }
+    }
 }
 
 async fn create(docker: &Docker, spec: &ContainerSpec<'_>, name: &str) -> Result<(), EngineError> {
@@ -320,33 +368,25 @@ pub struct Found {
     /// The engine's id of the container.
     pub id: String,
     pub labels: Vec<(String, String)>,
-    pub running: bool,
+    pub state: ContainerState,
 }
 
-/// Every container labelled with this home's hash (running or not).
-pub async fn list_own(docker: &Docker, home_hash: &str) -> Result<Vec<Found>, EngineError> {
-    let mut filters = HashMap::new();
-    filters.insert("label", vec![format!("{HOME_LABEL}={home_hash}")]);
-    let options = ListContainersOptionsBuilder::new()
-        .all(true)
-        .filters(&filters)
-        .build();
-    let found = docker
-        .list_containers(Some(options))
-        .await
-        .map_err(|e| EngineError(format!("cannot list containers: {}", message(&e))))?;
+/// Every container labelled with this home's hash (running or not), read
+/// with hangar's own types (`container_state.rs`).
+pub async fn list_own(engine: &Engine, home_hash: &str) -> Result<Vec<Found>, EngineError> {
+    let found = container_state::list_labelled(
+        &engine.socket,
+        &format!("{HOME_LABEL}={home_hash}"),
+        API_TIMEOUT,
+    )
+    .await
+    .map_err(|e| EngineError(format!("cannot list containers: {e}")))?;
     Ok(found
         .into_iter()
         .map(|c| Found {
-            id: c.id.unwrap_or_default(),
-            labels: c.labels.unwrap_or_default().into_iter().collect(),
-            running: c.state.is_some_and(|s| {
-                matches!(
-                    s,
-                    bollard::models::ContainerSummaryStateEnum::RUNNING
-                        | bollard::models::ContainerSummaryStateEnum::RESTARTING
-                )
-            }),
+            labels: c.labels(),
+            state: c.state(),
+            id: c.id,
         })
         .collect())
 }

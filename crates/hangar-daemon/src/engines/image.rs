@@ -163,14 +163,15 @@ pub async fn build(
     home: &Path,
     engine: &str,
     cfg: &EngineConfig,
+    socket: &str,
     provider: Option<&str>,
 ) -> Result<hangar_protocol::reply::ImageBuilt, EngineError> {
     let provider = provider.unwrap_or("shell");
     let image = image_name(engine, cfg, provider);
     // Connect first: no minute of mmdebstrap for an engine that is not there.
-    let client = docker::connect(engine, cfg)?;
+    let client = docker::connect(engine, cfg, socket)?.docker;
     let dir = home.join("engines");
-    std::fs::create_dir_all(&dir)
+    hangar_protocol::paths::ensure_private_dir(&dir)
         .map_err(|e| EngineError(format!("cannot create {}: {e}", dir.display())))?;
     let run = uuid::Uuid::new_v4();
     let out = dir.join(format!("rootfs-{run}.tar"));

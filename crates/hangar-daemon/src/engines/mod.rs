@@ -18,11 +18,14 @@
 //! it no longer has, never another home's.
 
 pub mod bridge;
+mod built_images;
 mod config;
+mod container_state;
 mod docker;
 mod image;
 mod kube_exec;
 mod kubernetes;
+mod podman_service;
 
 use std::path::PathBuf;
 
@@ -46,16 +49,53 @@ pub struct Engines {
     home: PathBuf,
     home_hash: String,
     config: Section<EnginesConfig>,
+    /// The Podman services hangar runs for engines with no `socket`.
+    services: podman_service::Services,
+    /// The images `hangar engine image build` made, per engine and provider.
+    built: built_images::BuiltImages,
 }
 
 impl Engines {
     pub fn new(home: PathBuf, config: Section<EnginesConfig>) -> Engines {
         let home_hash = rules::home_hash(&home.display().to_string());
         Engines {
+            services: podman_service::Services::new(home.clone()),
+            built: built_images::BuiltImages::load(&home),
             home,
             home_hash,
             config,
         }
+    }
+
+    /// The API socket of Docker or Podman engine `name`: its `socket`, else
+    /// (Podman) the service hangar runs for it, started now when needed.
+    async fn socket(&self, name: &str, cfg: &EngineConfig) -> Result<String, EngineError> {
+        match cfg.socket_path() {
+            Some(socket) => Ok(socket),
+            None => self.services.socket(name).await,
+        }
+    }
+
+    /// End the Podman services hangar started (the daemon's shutdown, after
+    /// its sessions' stops).
+    pub async fn end_services(&self) {
+        self.services.end_all().await;
+    }
+
+    /// The image a session of `meta` runs on engine `name`: its own
+    /// (`--image`), else the engine's `image`, else the one `hangar engine
+    /// image build` made there for its provider.
+    fn image_of(
+        &self,
+        meta: &SessionMeta,
+        name: &str,
+        cfg: Option<&EngineConfig>,
+    ) -> Option<String> {
+        let binding = meta.engine.as_ref()?;
+        binding
+            .image(cfg.and_then(|c| c.image.as_deref()))
+            .map(str::to_owned)
+            .or_else(|| self.built.get(name, meta.provider.name()))
     }
 
     /// The `hangar.home` label of everything this home makes.
@@ -87,9 +127,7 @@ impl Engines {
             kind: cfg.map(|c| c.kind.name().to_owned()),
             container: (!kubernetes).then(|| name.clone()),
             pod: kubernetes.then_some(name),
-            image: binding
-                .image(cfg.and_then(|c| c.image.as_deref()))
-                .map(str::to_owned),
+            image: self.image_of(meta, &binding.name, cfg),
         })
     }
 
@@ -111,11 +149,13 @@ impl Engines {
         };
         let name = binding.name.as_str();
         let cfg = self.engine(name)?;
-        let image = binding.image(cfg.image.as_deref()).ok_or_else(|| {
+        let image = self.image_of(meta, name, Some(cfg)).ok_or_else(|| {
+            let provider = meta.provider.name();
             EngineError(format!(
-                "engine {name} has no image: set image = \"...\" in [engines.{name}] or pass --image"
+                "engine {name} has no image for {provider}: build one with `hangar engine image build {name} --provider {provider}`, set image = \"...\" in [engines.{name}] or pass --image"
             ))
         })?;
+        let image = image.as_str();
         let cwd = request.cwd.display().to_string();
         let program = cfg
             .programs
@@ -187,10 +227,11 @@ impl Engines {
                 container: kubernetes::CONTAINER.to_owned(),
             }
         } else {
-            let docker = docker::connect(name, cfg)?;
-            docker::ensure_image(&docker, name, image).await?;
+            let socket = self.socket(name, cfg).await?;
+            let engine = docker::connect(name, cfg, &socket)?;
+            docker::ensure_image(&engine.docker, name, image).await?;
             docker::ensure_container(
-                &docker,
+                &engine,
                 &docker::ContainerSpec {
                     engine: name,
                     cfg,
@@ -203,8 +244,9 @@ impl Engines {
             )
             .await?;
             bridge::Target::Docker {
-                socket: cfg.socket_path(),
+                socket,
                 container: rules::container_name(meta.id.as_str()),
+                podman: cfg.kind == EngineKind::Podman,
             }
         };
         let spec = bridge::ExecSpec {
@@ -242,8 +284,8 @@ impl Engines {
         let Some(binding) = &meta.engine else { return };
         let name = rules::container_name(meta.id.as_str());
         let result = match self.connect_quietly(&binding.name).await {
-            Some((Client::Docker(docker), cfg)) => {
-                docker::stop(&docker, &name, cfg.stop_timeout_secs).await
+            Some((Client::Docker(engine), cfg)) => {
+                docker::stop(&engine.docker, &name, cfg.stop_timeout_secs).await
             }
             Some((Client::Kubernetes(cluster), cfg)) => {
                 kubernetes::delete_pod(&cluster, &name, cfg.stop_timeout_secs).await
@@ -262,8 +304,8 @@ impl Engines {
                 continue;
             };
             let result = match self.connect_quietly(&binding.name).await {
-                Some((Client::Docker(docker), _)) => {
-                    docker::remove(&docker, meta.id.as_str()).await
+                Some((Client::Docker(engine), _)) => {
+                    docker::remove(&engine.docker, meta.id.as_str()).await
                 }
                 Some((Client::Kubernetes(cluster), _)) => {
                     kubernetes::remove(&cluster, meta.id.as_str()).await
@@ -282,7 +324,10 @@ impl Engines {
             EngineKind::Kubernetes => kubernetes::connect(name, cfg)
                 .await
                 .map(|c| Client::Kubernetes(Box::new(c))),
-            _ => docker::connect(name, cfg).map(Client::Docker),
+            _ => match self.socket(name, cfg).await {
+                Ok(socket) => docker::connect(name, cfg, &socket).map(Client::Docker),
+                Err(e) => Err(e),
+            },
         };
         match client {
             Ok(c) => Some((c, cfg)),
@@ -294,12 +339,16 @@ impl Engines {
     }
 
     /// The engines a start looks for leftovers on: every Kubernetes one,
-    /// and every Docker or Podman one whose socket is there.
+    /// every Docker or Podman one whose socket is there, and every Podman
+    /// one hangar runs the service of (started for the look: a killed
+    /// predecessor's containers outlive its service).
     async fn reachable(&self) -> Vec<(&'static str, Client, &'static EngineConfig)> {
         let mut out = Vec::new();
         for (name, cfg) in self.config.get() {
             if cfg.kind != EngineKind::Kubernetes
-                && !std::path::Path::new(&cfg.socket_path()).exists()
+                && cfg
+                    .socket_path()
+                    .is_some_and(|s| !std::path::Path::new(&s).exists())
             {
                 continue;
             }
@@ -318,9 +367,9 @@ impl Engines {
     pub async fn stop_leftovers(&self) {
         for (name, client, cfg) in self.reachable().await {
             let found = match &client {
-                Client::Docker(docker) => docker::list_own(docker, &self.home_hash)
+                Client::Docker(engine) => docker::list_own(engine, &self.home_hash)
                     .await
-                    .map(|f| f.into_iter().map(|c| (c.id, c.labels, c.running)).collect()),
+                    .map(|f| f.into_iter().map(|c| found_container(name, c)).collect()),
                 Client::Kubernetes(cluster) => kubernetes::list_pods(cluster, &self.home_hash)
                     .await
                     .map(|f| {
@@ -346,8 +395,8 @@ impl Engines {
                 let client = &client;
                 async move {
                     let result = match client {
-                        Client::Docker(docker) => {
-                            docker::stop(docker, &target, cfg.stop_timeout_secs).await
+                        Client::Docker(engine) => {
+                            docker::stop(&engine.docker, &target, cfg.stop_timeout_secs).await
                         }
                         Client::Kubernetes(cluster) => {
                             kubernetes::delete_pod(cluster, &target, cfg.stop_timeout_secs).await
@@ -369,9 +418,9 @@ impl Engines {
         let mut removed = 0;
         for (name, client, _) in self.reachable().await {
             let found = match &client {
-                Client::Docker(docker) => docker::list_own(docker, &self.home_hash)
+                Client::Docker(engine) => docker::list_own(engine, &self.home_hash)
                     .await
-                    .map(|f| f.into_iter().map(|c| (c.id, c.labels, c.running)).collect()),
+                    .map(|f| f.into_iter().map(|c| found_container(name, c)).collect()),
                 // A hibernated session has a claim and no pod: look at both.
                 Client::Kubernetes(cluster) => {
                     match (
@@ -403,7 +452,9 @@ impl Engines {
                     continue;
                 };
                 let result = match &client {
-                    Client::Docker(docker) => docker::remove_container(docker, &id, &session).await,
+                    Client::Docker(engine) => {
+                        docker::remove_container(&engine.docker, &id, &session).await
+                    }
                     Client::Kubernetes(cluster) => {
                         if !done.insert(session.clone()) {
                             continue;
@@ -434,7 +485,19 @@ impl Engines {
                  (or push it to a registry the cluster reaches), then set image = \"...\""
             )));
         }
-        image::build(&self.home, name, cfg, provider).await
+        let socket = self.socket(name, cfg).await?;
+        let built = image::build(&self.home, name, cfg, &socket, provider).await?;
+        // That engine's default for these providers from now on (config's
+        // `image` still wins).
+        let providers = built_images::providers_of(provider);
+        if let Err(e) = self.built.record(name, &providers, &built.image) {
+            tracing::warn!(
+                "engine {name}: built {} but cannot record it as the default image of {}: {e}",
+                built.image,
+                providers.join(", ")
+            );
+        }
+        Ok(built)
     }
 }
 
@@ -449,8 +512,101 @@ fn session_of(labels: &[(String, String)]) -> Option<String> {
 /// it runs.
 type FoundObject = (String, Vec<(String, String)>, bool);
 
+/// A listed container as a leftover check reads it: a state word no engine
+/// documents is taken as not running, and said.
+fn found_container(engine: &str, c: docker::Found) -> FoundObject {
+    if let rules::ContainerState::Unknown(word) = &c.state {
+        tracing::warn!(
+            "engine {engine}: container {} is in a state hangar does not know ({word:?}); taken as not running",
+            c.id
+        );
+    }
+    let running = c.state.holds_processes();
+    (c.id, c.labels, running)
+}
+
 /// A connection to one engine (a cluster's client is large: boxed).
 enum Client {
-    Docker(bollard::Docker),
+    Docker(docker::Engine),
     Kubernetes(Box<kubernetes::Cluster>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hangar_core::engine::EngineBinding;
+    use hangar_core::{Provider, SessionId};
+
+    fn engines_with(home: &std::path::Path, config: &str) -> (Engines, &'static EnginesConfig) {
+        let config: &'static EnginesConfig =
+            Box::leak(Box::new(toml::from_str(config).expect("config")));
+        (
+            Engines::new(home.to_owned(), Section::new(move || config)),
+            config,
+        )
+    }
+
+    fn on_pod(provider: &str, image: Option<&str>) -> SessionMeta {
+        let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::from_name(provider), "/w");
+        meta.engine = Some(EngineBinding {
+            name: "pod".into(),
+            image: image.map(str::to_owned),
+        });
+        meta
+    }
+
+    #[test]
+    fn a_built_image_is_the_engines_default_for_its_provider_until_config_names_one() {
+        let home = tempfile::TempDir::new().expect("home");
+        let (engines, config) = engines_with(home.path(), "[pod]\nkind = \"podman\"\n");
+        let claude = on_pod("claude", None);
+        assert_eq!(engines.image_of(&claude, "pod", config.get("pod")), None);
+
+        engines
+            .built
+            .record(
+                "pod",
+                &built_images::providers_of(Some("claude@2.1.197")),
+                "localhost/hangar-pod-claude-2.1.197",
+            )
+            .expect("record");
+        assert_eq!(
+            engines
+                .image_of(&claude, "pod", config.get("pod"))
+                .as_deref(),
+            Some("localhost/hangar-pod-claude-2.1.197")
+        );
+        assert_eq!(
+            engines.view(&claude).and_then(|v| v.image).as_deref(),
+            Some("localhost/hangar-pod-claude-2.1.197"),
+            "ls shows it"
+        );
+        // Another provider has no image of its own.
+        let codex = on_pod("codex", None);
+        assert_eq!(engines.image_of(&codex, "pod", config.get("pod")), None);
+        // The next daemon reads it back.
+        let (again, _) = engines_with(home.path(), "[pod]\nkind = \"podman\"\n");
+        assert_eq!(
+            again.image_of(&claude, "pod", config.get("pod")).as_deref(),
+            Some("localhost/hangar-pod-claude-2.1.197")
+        );
+        // config.toml's `image` says otherwise, and `--image` over both.
+        let (named, named_config) = engines_with(
+            home.path(),
+            "[pod]\nkind = \"podman\"\nimage = \"localhost/mine\"\n",
+        );
+        assert_eq!(
+            named
+                .image_of(&claude, "pod", named_config.get("pod"))
+                .as_deref(),
+            Some("localhost/mine")
+        );
+        let own = on_pod("claude", Some("localhost/for-this-one"));
+        assert_eq!(
+            named
+                .image_of(&own, "pod", named_config.get("pod"))
+                .as_deref(),
+            Some("localhost/for-this-one")
+        );
+    }
 }

@@ -680,3 +680,247 @@ fn a_fork_of_an_agent_in_a_container_runs_on_the_same_engine_and_forks_its_conve
         !exists("container", &container)
     });
 }
+
+/// Container `name`'s state word as Podman's API says it, read with one
+/// raw request on the engine's socket (the `podman` program takes a tenth
+/// of a second or more per look, a stop about a second).
+fn api_state(socket: &Path, name: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).ok()?;
+    // HTTP/1.0: the answer is the whole body, then the connection ends.
+    write!(
+        stream,
+        "GET /containers/{name}/json HTTP/1.0\r\nHost: localhost\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let body = answer.split_once("\r\n\r\n")?.1;
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    v["State"]["Status"].as_str().map(str::to_owned)
+}
+
+/// Wait until session `id` is in one of `states`; a `failed` row on the way
+/// fails the test at once with its reason (an engine state read as an error
+/// is what these tests are about).
+fn wait_state_never_failed(h: &Hangar, id: &str, states: &[&str]) -> serde_json::Value {
+    let start = std::time::Instant::now();
+    loop {
+        let row = h.session(id);
+        assert_ne!(
+            row["state"],
+            "failed",
+            "session {id} failed: {row}\n{}",
+            h.daemon_logs_tail()
+        );
+        if states.iter().any(|s| row["state"] == *s) {
+            return row;
+        }
+        assert!(
+            start.elapsed() < ENGINE_DEADLINE,
+            "timed out waiting until {id} is one of {states:?}: {row}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Issue 44: Podman 4.3 says `stopped` (then `exited`) for a moment after a
+/// stop returns, a word bollard's enum did not know, so a wake right after
+/// a hibernate failed the session ("cannot look at container ...: unknown
+/// variant `stopped`"). Three hibernate-and-wake rounds, each wake sent
+/// the moment the hibernate returned: every one live and resumed.
+#[test]
+fn a_wake_right_after_a_hibernate_starts_the_container_again_and_resumes() {
+    if !engines_here("a_wake_right_after_a_hibernate_starts_the_container_again_and_resumes") {
+        return;
+    }
+    let (_service, _sweep, h) = engine_fixture();
+    let id = h.json(&["new", "--engine", "pod"])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let row = wait_state_never_failed(&h, &id, &["live"]);
+    h.wait_screen(&id, "fake-agent claude session");
+    let psid = row["provider_session_id"]
+        .as_str()
+        .expect("a provider id")
+        .to_owned();
+    let container = format!("hangar-{id}");
+    for round in 1..=3 {
+        h.ok(&["hibernate", &id]);
+        h.ok(&["wake", &id]);
+        let woke = wait_state_never_failed(&h, &id, &["live"]);
+        assert_eq!(woke["provider_session_id"], psid.as_str(), "round {round}");
+        let resumed = format!("session {psid} (resumed)");
+        h.wait_until(
+            "the agent resumed its conversation",
+            ENGINE_DEADLINE,
+            || h.screen(&id).contains(&resumed),
+        );
+        h.ok(&["send", &id, &format!("round-{round}")]);
+        h.wait_screen(&id, &format!("answer: round-{round}"));
+        assert_eq!(agents_of(&id).len(), 1, "one agent in round {round}");
+        assert_eq!(container_status(&container), "running", "round {round}");
+    }
+}
+
+/// Issue 44: the daemon SIGKILLed while its session's container stops (a
+/// hibernate under way, Podman saying `stopping`): the next start reads the
+/// container's state whatever Podman calls it, and the session comes back
+/// live and resumed (never `failed`), with one agent.
+#[test]
+fn a_daemon_killed_during_a_containers_stop_restores_the_session_resumed() {
+    if !engines_here("a_daemon_killed_during_a_containers_stop_restores_the_session_resumed") {
+        return;
+    }
+    let (service, _sweep, h) = engine_fixture();
+    let id = h.json(&["new", "--engine", "pod"])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let row = wait_state_never_failed(&h, &id, &["live"]);
+    h.wait_screen(&id, "fake-agent claude session");
+    h.ok(&["send", &id, "before the stop"]);
+    h.wait_screen(&id, "answer: before the stop");
+    let psid = row["provider_session_id"]
+        .as_str()
+        .expect("a provider id")
+        .to_owned();
+    let container = format!("hangar-{id}");
+    assert_eq!(
+        api_state(&service.socket, &container).as_deref(),
+        Some("running")
+    );
+
+    let mut hibernate = h
+        .command(&["hibernate", &id])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start hangar hibernate");
+    let mut seen: Vec<String> = Vec::new();
+    wait_until("the container is stopping", ENGINE_DEADLINE, || {
+        let now = api_state(&service.socket, &container);
+        if let Some(s) = &now
+            && seen.last() != Some(s)
+        {
+            seen.push(s.clone());
+        }
+        now.is_some_and(|s| s != "running")
+    });
+    let daemon = h.daemon_pid();
+    // SAFETY: a plain kill of a pid this test's fixture started.
+    unsafe { libc::kill(daemon, libc::SIGKILL) };
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("stopping"),
+        "the daemon was killed during the stop: {seen:?}"
+    );
+    wait_until("the daemon is gone", DEADLINE, || !is_running(daemon));
+    let _ = hibernate.wait();
+
+    h.ok(&["ls"]);
+    let row = wait_state_never_failed(&h, &id, &["live", "hibernated"]);
+    if row["state"] == "hibernated" {
+        h.ok(&["wake", &id]);
+        wait_state_never_failed(&h, &id, &["live"]);
+    }
+    h.wait_screen(&id, &format!("session {psid} (resumed)"));
+    assert_eq!(agents_of(&id).len(), 1, "one agent after the restart");
+    assert_eq!(container_status(&container), "running");
+}
+
+/// The `podman system service` processes serving `socket`, from /proc.
+fn services_on(socket: &Path) -> Vec<i32> {
+    let listen = format!("unix://{}", socket.display());
+    all_pids()
+        .into_iter()
+        .filter(|&p| is_running(p))
+        .filter(|&p| {
+            let c = cmdline(p);
+            c.first().is_some_and(|a| a.ends_with("podman"))
+                && c.iter().any(|a| a == "service")
+                && c.iter().any(|a| a == &listen)
+        })
+        .collect()
+}
+
+/// Issue 44: `kind = "podman"` with no `socket`: hangar starts `podman
+/// system service` itself on a socket of its own in a private folder under
+/// HANGAR_HOME, the session runs through it, and it ends with the daemon:
+/// after `hangar shutdown`, and after a SIGKILL of the daemon too (counted
+/// from /proc).
+#[test]
+fn a_podman_engine_without_a_socket_runs_hangars_own_service_and_ends_it_with_the_daemon() {
+    if !engines_here(
+        "a_podman_engine_without_a_socket_runs_hangars_own_service_and_ends_it_with_the_daemon",
+    ) {
+        return;
+    }
+    // The fixture makes sure the test image is there (its own service).
+    let (_service, _sweep, h) = engine_fixture();
+    if h.daemon_pid_opt().is_some() {
+        h.shutdown();
+    }
+    let config = engine_config(Path::new("unused"), "");
+    let config: String = config
+        .lines()
+        .filter(|l| !l.starts_with("socket = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    h.write_config(&config);
+    let socket = h.home.join("engines").join("pod").join("podman.sock");
+
+    let id = h.json(&["new", "--engine", "pod"])["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    wait_state_never_failed(&h, &id, &["live"]);
+    h.wait_screen(&id, "fake-agent claude session");
+    h.ok(&["send", &id, "through hangars own podman"]);
+    h.wait_screen(&id, "answer: through hangars own podman");
+    let services = services_on(&socket);
+    assert_eq!(services.len(), 1, "one service: {services:?}");
+    let daemon = h.daemon_pid();
+    assert_eq!(ppid(services[0]), Some(daemon), "the daemon's own child");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let folder = socket.parent().expect("its folder");
+        let mode = std::fs::metadata(folder)
+            .expect("folder")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "{} is private", folder.display());
+    }
+
+    // A shutdown ends it.
+    h.shutdown();
+    wait_until("the service ended with the daemon", DEADLINE, || {
+        services_on(&socket).is_empty()
+    });
+
+    // The next start runs a new one and restores the pane through it; a
+    // SIGKILL of that daemon takes it along too.
+    h.ok(&["ls"]);
+    wait_state_never_failed(&h, &id, &["live"]);
+    h.wait_screen(&id, "fake-agent claude session");
+    assert_eq!(services_on(&socket).len(), 1, "one service again");
+    let daemon = h.daemon_pid();
+    // SAFETY: a plain kill of a pid this test's fixture started.
+    unsafe { libc::kill(daemon, libc::SIGKILL) };
+    wait_until("the daemon is gone", DEADLINE, || !is_running(daemon));
+    wait_until("the service ended with the killed daemon", DEADLINE, || {
+        services_on(&socket).is_empty()
+    });
+    // Its container is stopped by the bridge's hangup as before; the next
+    // start restores it once more.
+    wait_until("the old agent is gone", ENGINE_DEADLINE, || {
+        agents_of(&id).is_empty()
+    });
+    h.ok(&["ls"]);
+    wait_state_never_failed(&h, &id, &["live"]);
+    h.shutdown();
+    wait_until("no service is left", DEADLINE, || {
+        services_on(&socket).is_empty()
+    });
+}

@@ -432,23 +432,31 @@ async fn delete_pod(
             .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_u64())
             .unwrap_or(30)
     };
-    let (pod, groups) = {
+    let (pod, groups, first) = {
         let mut c = s.cluster.lock().unwrap_or_else(|p| p.into_inner());
         let groups = c.execs_running.get(&name).cloned().unwrap_or_default();
         let Some(pod) = c.pods.get_mut(&name) else {
             return not_found("pods", &name);
         };
-        if pod["metadata"]["deletionTimestamp"].is_null() {
+        let first = pod["metadata"]["deletionTimestamp"].is_null();
+        if first {
             pod["metadata"]["deletionTimestamp"] = json!("2026-12-03T00:00:00Z");
             pod["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
         }
-        (pod.clone(), groups)
+        (pod.clone(), groups, first)
     };
+    // A second delete of a pod already going starts no second countdown
+    // (the first one ends it): one keyed by the name alone would outlive
+    // the pod and kill and remove a new pod made under the same name.
+    if !first {
+        return axum::Json(pod).into_response();
+    }
     // The kubelet: SIGTERM, the grace period, SIGKILL, then the object goes.
     for g in &groups {
         // SAFETY: a kill of a process group this fake started.
         unsafe { libc::kill(-*g, libc::SIGTERM) };
     }
+    let uid = pod["metadata"]["uid"].clone();
     let s2 = s.clone();
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(grace);
@@ -471,8 +479,14 @@ async fn delete_pod(
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let mut c = s2.cluster.lock().unwrap_or_else(|p| p.into_inner());
-        c.pods.remove(&name);
-        c.execs_running.remove(&name);
+        // The object this countdown is for, not a new one of the same name.
+        if c.pods
+            .get(&name)
+            .is_some_and(|p| p["metadata"]["uid"] == uid)
+        {
+            c.pods.remove(&name);
+            c.execs_running.remove(&name);
+        }
     });
     axum::Json(pod).into_response()
 }

@@ -261,7 +261,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let c = Config::load(&dir.path().join("config.toml")).unwrap();
         assert_eq!(c.restore.concurrency, 4);
-        assert_eq!(c.restore.spawn_timeout_secs, 30);
+        assert_eq!(c.restore.spawn_timeout_secs, 120);
     }
 
     #[test]

@@ -89,7 +89,7 @@ const SECTIONS: &[SectionDoc] = &[
         fields: fields_of::<crate::spawn::RestoreConfig>,
         defaults: &[
             ("concurrency", Toml("4")),
-            ("spawn_timeout_secs", Toml("30")),
+            ("spawn_timeout_secs", Toml("120")),
             ("settle_ms", Toml("300")),
         ],
     },

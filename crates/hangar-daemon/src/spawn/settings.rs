@@ -77,8 +77,13 @@ impl Default for RestoreConfig {
 fn default_concurrency() -> usize {
     4
 }
+/// Two minutes: a CLI shows its first output within about 2 s with every
+/// core busy (bench/cli_first_output.py), but on a machine loaded with many
+/// node processes and disk work an OpenCode wake took over 30 s and Kilo's
+/// first start 40 s; a false `failed` costs a person more than a hung agent
+/// noticed later (issue 44 part 7; BENCHMARKS.md).
 fn default_timeout() -> u64 {
-    30
+    120
 }
 fn default_settle_ms() -> u64 {
     300

@@ -12,7 +12,7 @@
 //!
 //! The fake's kubelet runs each exec in bubblewrap (the pod's volumes at
 //! their paths, a pid namespace of its own): without `bwrap` each test says
-//! so in one line and passes, unless `HANGAR_ENGINES_REQUIRED=1`.
+//! so in one line and passes, unless `HANGAR_TESTS_REQUIRED=1`.
 
 use crate::kube_support;
 use crate::pty_screen;
@@ -43,11 +43,7 @@ fn kubelet_here(test: &str) -> bool {
         return true;
     }
     let why = "bwrap not installed (Debian: apt-get install bubblewrap)";
-    assert!(
-        std::env::var("HANGAR_ENGINES_REQUIRED").as_deref() != Ok("1"),
-        "HANGAR_ENGINES_REQUIRED=1 but {why}"
-    );
-    eprintln!("engines_kubernetes::{test}: skipped: {why}");
+    hangar_testkit::required::missing(&format!("engines_kubernetes::{test}"), &why);
     false
 }
 

@@ -14,7 +14,7 @@
 //!
 //! Needs podman, runc and mmdebstrap (Debian packages; `.ci/run` installs
 //! them). Without them each test says so in one line and passes, unless
-//! `HANGAR_ENGINES_REQUIRED=1` (set by `.ci/run`), where it fails.
+//! `HANGAR_TESTS_REQUIRED=1` (set by `.ci/run`), where it fails.
 //! Podman here needs `--runtime runc` and lowered ulimits (crun and the
 //! default limits are refused on this project's machines), hence the
 //! engine's `runtime` and `ulimits`.
@@ -60,11 +60,7 @@ pub(crate) fn engines_here(test: &str) -> bool {
         "{} not installed (Debian: apt-get install podman runc mmdebstrap uidmap)",
         missing.join(", ")
     );
-    assert!(
-        std::env::var("HANGAR_ENGINES_REQUIRED").as_deref() != Ok("1"),
-        "HANGAR_ENGINES_REQUIRED=1 but {why}"
-    );
-    eprintln!("engines_podman::{test}: skipped: {why}");
+    hangar_testkit::required::missing(&format!("engines_podman::{test}"), &why);
     false
 }
 

@@ -16,8 +16,7 @@
 //! model and never the agent.
 //!
 //! Skipped with one line when podman, runc, mmdebstrap, npm or the registry
-//! is missing, unless required (`HANGAR_ENGINES_REQUIRED=1`,
-//! `HANGAR_REAL_CLI_REQUIRED=1`). The image is built once per machine and
+//! is missing, unless required (`HANGAR_TESTS_REQUIRED=1`). The image is built once per machine and
 //! kept (about two minutes here: the two CLIs installed with this machine's
 //! npm, a Debian root with Debian's nodejs from mmdebstrap, the CLIs copied
 //! in, the root imported).

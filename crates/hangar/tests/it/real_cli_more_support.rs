@@ -8,7 +8,7 @@
 //!
 //! Like `real_cli_support`, a CLI that cannot be installed here (no npm, no
 //! registry) skips with one line on the terminal, and fails instead under
-//! `HANGAR_REAL_CLI_REQUIRED=1` (CI).
+//! `HANGAR_TESTS_REQUIRED=1` (CI).
 
 #![allow(dead_code)] // each CLI's module uses a part
 
@@ -119,13 +119,13 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// The installed program, or `None` after saying why (a failure under
-/// `HANGAR_REAL_CLI_REQUIRED=1`).
+/// `HANGAR_TESTS_REQUIRED=1`).
 pub fn installed_or_skip(cli: NpmCli) -> Option<PathBuf> {
     match install(cli) {
         Ok(bin) => Some(bin),
         Err(why) => {
-            if std::env::var("HANGAR_REAL_CLI_REQUIRED").is_ok_and(|v| v == "1") {
-                panic!("real-cli conformance required (HANGAR_REAL_CLI_REQUIRED=1) but: {why}");
+            if hangar_testkit::required::required() {
+                panic!("real-cli conformance required (HANGAR_TESTS_REQUIRED=1) but: {why}");
             }
             // Straight to fd 2: the test harness captures eprintln!.
             let _ = writeln!(

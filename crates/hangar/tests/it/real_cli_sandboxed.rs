@@ -13,7 +13,7 @@
 //! CLI's own sandbox is off and `hangar ls` says so.
 //!
 //! Skipped with one line when bwrap, npm or the registry is missing, unless
-//! required (`HANGAR_ENGINES_REQUIRED=1`, `HANGAR_REAL_CLI_REQUIRED=1`).
+//! required (`HANGAR_TESTS_REQUIRED=1`).
 
 use crate::real_cli_support;
 use crate::support;

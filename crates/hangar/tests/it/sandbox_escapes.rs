@@ -5,7 +5,7 @@
 //! the test can tell (TIOCSTI, a write, a read).
 //!
 //! A machine without `bwrap` skips the suite with one line, unless
-//! `HANGAR_ENGINES_REQUIRED=1` (CI sets it in .ci/run).
+//! `HANGAR_TESTS_REQUIRED=1` (CI sets it in .ci/run).
 
 use crate::proxy_support;
 use crate::support;

@@ -81,6 +81,7 @@ mod real_cli_claude_hibernate;
 mod real_cli_claude_identity;
 mod real_cli_codex_identity;
 mod real_cli_codex_processes;
+mod real_cli_delivery_under_load;
 mod real_cli_engines;
 mod real_cli_fork;
 mod real_cli_goals;

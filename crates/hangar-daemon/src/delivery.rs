@@ -375,6 +375,13 @@ impl Delivery {
             // `/clear` (or a resume picker) moved it to another conversation.
             return true;
         }
+        if meta.engine.is_some() {
+            // Its hooks and transcript are inside its container: the one
+            // record hangar has is its requests through the proxy. (Not
+            // used where the agent's own record can be read: a side request
+            // after the last turn would pass for the new one.)
+            return self.monitor.model_request_since(id, before.since_ms) == Some(true);
+        }
         let mark = before.mark.clone();
         tokio::task::spawn_blocking(move || turns::prompted_since(&meta, &mark))
             .await
@@ -387,9 +394,10 @@ impl Delivery {
         let Some(meta) = self.sessions.meta(id) else {
             return false;
         };
-        // On an engine, its hooks and transcript are inside the container.
+        // On an engine, its hooks and transcript are inside the container;
+        // its requests through the proxy are seen once it made one.
         if meta.engine.is_some() {
-            return false;
+            return self.monitor.model_request_since(id, 0).is_some();
         }
         // A sandboxed claude's hooks reach hangar too (its own socket).
         if hangar_providers::adapter(&meta.provider).takes_hooks() && self.monitor.hooks_installed()

@@ -528,6 +528,17 @@ impl Monitor {
 
     /// Whether the agent's `UserPromptSubmit` hook reported a turn start at
     /// or after `since_ms` (a prompt being delivered, see `delivery`).
+    /// Whether the session's process sent a request to its model through
+    /// the proxy at or after `since_ms` (`None`: none of its requests was
+    /// ever seen, so this cannot tell).
+    pub fn model_request_since(&self, id: &SessionId, since_ms: u64) -> Option<bool> {
+        let entries = self.activity.entries();
+        let proxy = &entries.get(id)?.proxy;
+        proxy
+            .seen_any()
+            .then(|| proxy.request_started_since(since_ms))
+    }
+
     pub fn prompt_submitted_since(&self, id: &SessionId, since_ms: u64) -> bool {
         self.activity
             .entries()

@@ -39,6 +39,9 @@ pub struct ProxyState {
     started_ms: u64,
     /// What the last finished request said.
     last: Option<Reading>,
+    /// When the newest request started (a turn start for delivery where
+    /// nothing else of the agent can be seen: an engine's container).
+    newest_start_ms: Option<u64>,
 }
 
 impl ProxyState {
@@ -49,6 +52,7 @@ impl ProxyState {
                     self.started_ms = now_ms;
                 }
                 self.in_flight += 1;
+                self.newest_start_ms = Some(now_ms);
             }
             Signal::RequestFinished { stop_reason } => {
                 self.in_flight = self.in_flight.saturating_sub(1);
@@ -60,6 +64,16 @@ impl ProxyState {
                 }
             }
         }
+    }
+
+    /// Whether a request to the model started at or after `since_ms`.
+    pub fn request_started_since(&self, since_ms: u64) -> bool {
+        self.newest_start_ms.is_some_and(|at| at >= since_ms)
+    }
+
+    /// Whether any request of this process went through the proxy.
+    pub fn seen_any(&self) -> bool {
+        self.newest_start_ms.is_some()
     }
 
     pub fn reading(&self) -> Option<Reading> {
@@ -76,6 +90,24 @@ impl ProxyState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_newest_request_start_is_kept_for_delivery() {
+        let mut s = ProxyState::default();
+        assert!(!s.seen_any());
+        s.apply(&Signal::RequestStarted, 10);
+        s.apply(
+            &Signal::RequestFinished {
+                stop_reason: Some("end_turn".into()),
+            },
+            15,
+        );
+        assert!(s.seen_any());
+        assert!(s.request_started_since(10));
+        assert!(!s.request_started_since(11), "a request before the prompt");
+        s.apply(&Signal::RequestStarted, 30);
+        assert!(s.request_started_since(20));
+    }
 
     #[test]
     fn a_request_in_flight_is_working_and_its_end_turn_is_idle() {

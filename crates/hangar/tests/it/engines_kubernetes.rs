@@ -43,7 +43,7 @@ fn kubelet_here(test: &str) -> bool {
         return true;
     }
     let why = "bwrap not installed (Debian: apt-get install bubblewrap)";
-    hangar_testkit::required::missing(&format!("engines_kubernetes::{test}"), &why);
+    hangar_testkit::required::missing(&format!("engines_kubernetes::{test}"), why);
     false
 }
 

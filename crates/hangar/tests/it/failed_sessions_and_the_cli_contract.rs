@@ -61,12 +61,13 @@ fn a_missing_program_names_config_toml_and_wake_starts_it_once_config_names_it()
 
 #[test]
 fn a_provider_added_to_config_toml_can_be_used_after_reload_and_a_broken_file_changes_nothing() {
+    // A name no shipped CLI file has (aider is one since issue 45).
     let h = Hangar::new();
     h.ok(&["status"]);
-    let err = h.fail(&["new", "--provider", "aider"]);
-    assert!(err.contains("providers.aider"), "{err}");
+    let err = h.fail(&["new", "--provider", "mytool"]);
+    assert!(err.contains("providers.mytool"), "{err}");
 
-    h.write_config("[providers.aider\n");
+    h.write_config("[providers.mytool\n");
     let err = h.fail(&["reload"]);
     assert!(
         err.contains("config.toml") && err.contains("keeps the settings it has"),
@@ -75,16 +76,16 @@ fn a_provider_added_to_config_toml_can_be_used_after_reload_and_a_broken_file_ch
     h.ok(&["status"]);
 
     h.write_config(&format!(
-        "[providers.aider]\nprogram = \"{}\"\nargs = [\"--model\", \"aider-model\"]\n",
+        "[providers.mytool]\nprogram = \"{}\"\nargs = [\"--model\", \"mytool-model\"]\n",
         fake()
     ));
     let reply = h.json(&["reload"]);
     assert_eq!(reply["config"]["changed"], true, "{reply}");
-    let id = h.new_agent(&["--provider", "aider"]);
+    let id = h.new_agent(&["--provider", "mytool"]);
     let pid = h.wait_state(&id, "live")["pid"].as_i64().unwrap() as i32;
     assert_eq!(
         arg_after(&cmdline(pid), "--model").as_deref(),
-        Some("aider-model")
+        Some("mytool-model")
     );
 }
 

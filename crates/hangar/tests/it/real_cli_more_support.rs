@@ -176,6 +176,29 @@ impl World {
         }
     }
 
+    /// Waits until the screen shows `needle` and then stays the same for
+    /// `quiet`: a CLI that draws its input box before it finished starting
+    /// (Gemini CLI 0.61 under load) drops what is typed meanwhile, and a
+    /// custom provider's send cannot see that (`confirmed: false`).
+    pub fn wait_screen_settled(&self, id: &str, needle: &str, quiet: std::time::Duration) {
+        let mut last = self.wait_screen(id, needle);
+        let mut since = Instant::now();
+        let start = Instant::now();
+        while since.elapsed() < quiet {
+            assert!(
+                start.elapsed() < REAL_DEADLINE,
+                "session {id}'s screen never held still for {quiet:?}:\n{last}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let now =
+                String::from_utf8_lossy(&self.hangar.run(&["screen", id]).stdout).into_owned();
+            if now != last {
+                last = now;
+                since = Instant::now();
+            }
+        }
+    }
+
     /// The first request the fake API got whose turn is `text`.
     pub fn wait_turn(&self, text: &str) -> Value {
         self.api

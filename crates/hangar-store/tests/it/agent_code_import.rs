@@ -325,21 +325,19 @@ fn the_v3_stage_file_shows_only_the_focused_lane_and_parks_every_other_project_m
     assert_eq!(laned, expected);
     assert_eq!(ws.dispatch.lanes.len(), 5, "the lanes are kept as pointers");
 
-    // Values later builds added: grok and pi run as custom providers,
-    // runtime-start and provider-follow ids are durable.
+    // Values later builds added: grok runs as a custom provider, pi as the
+    // CLI hangar ships a description of (issue 45); runtime-start and
+    // provider-follow ids are durable.
     assert_eq!(
         ws.sessions[&sid("v3-grok")].provider,
         Provider::Custom("grok".into())
     );
-    assert_eq!(
-        ws.sessions[&sid("v3-pi")].provider,
-        Provider::Custom("pi".into())
-    );
+    assert_eq!(ws.sessions[&sid("v3-pi")].provider, Provider::Pi);
     let providers: Vec<&str> = kept_of(&r, "provider")
         .iter()
         .map(|k| k.id.as_str())
         .collect();
-    assert_eq!(providers, ["grok", "pi"]);
+    assert_eq!(providers, ["grok"], "pi needs no [providers.pi] of its own");
     assert!(
         ws.sessions[&sid("v3-worker")]
             .durable_provider_id()

@@ -38,6 +38,7 @@ pub mod orchestration;
 pub mod ownership;
 pub mod patch;
 pub mod placement;
+pub mod prompt_match;
 pub mod prune;
 pub mod reload_plan;
 pub mod restore_plan;

@@ -68,6 +68,8 @@ pub struct Before {
     mark: TurnMark,
     provider_id: Option<String>,
     since_ms: u64,
+    /// The prompt about to be typed.
+    typed: String,
 }
 
 /// Typing into sessions and confirming the turns it starts.
@@ -164,7 +166,7 @@ impl Delivery {
         // hangar can watch for; anything else (a bare Enter too) is typed
         // and Entered once.
         let before = if enter && !text.trim().is_empty() && self.expects_turn(&id).await {
-            self.before_prompt(&id).await
+            self.before_prompt(&id, text).await
         } else {
             None
         };
@@ -288,7 +290,7 @@ impl Delivery {
     }
 
     /// The facts before a prompt is typed into `id`.
-    pub(crate) async fn before_prompt(&self, id: &SessionId) -> Option<Before> {
+    pub(crate) async fn before_prompt(&self, id: &SessionId, typed: &str) -> Option<Before> {
         let meta = self.sessions.meta(id)?;
         let provider_id = meta.durable_provider_id().map(str::to_owned);
         let mark = tokio::task::spawn_blocking(move || turns::mark(&meta))
@@ -298,6 +300,7 @@ impl Delivery {
             mark,
             provider_id,
             since_ms: self.clock.now_ms(),
+            typed: typed.to_owned(),
         })
     }
 
@@ -377,10 +380,13 @@ impl Delivery {
         }
         if meta.engine.is_some() {
             // Its hooks and transcript are inside its container: the one
-            // record hangar has is its requests through the proxy. (Not
-            // used where the agent's own record can be read: a side request
-            // after the last turn would pass for the new one.)
-            return self.monitor.model_request_since(id, before.since_ms) == Some(true);
+            // record hangar has is its requests through the proxy, and only
+            // one carrying the prompt is its turn (a CLI's own requests as
+            // it wakes are not).
+            return self
+                .monitor
+                .prompt_sent_to_model_since(id, before.since_ms, &before.typed)
+                == Some(true);
         }
         let mark = before.mark.clone();
         tokio::task::spawn_blocking(move || turns::prompted_since(&meta, &mark))
@@ -397,7 +403,7 @@ impl Delivery {
         // On an engine, its hooks and transcript are inside the container;
         // its requests through the proxy are seen once it made one.
         if meta.engine.is_some() {
-            return self.monitor.model_request_since(id, 0).is_some();
+            return self.monitor.model_requests_seen(id);
         }
         // A sandboxed claude's hooks reach hangar too (its own socket).
         if hangar_providers::adapter(&meta.provider).takes_hooks() && self.monitor.hooks_installed()

@@ -30,8 +30,9 @@ struct DaemonProxyObserver {
 }
 
 impl ProxyObserver for DaemonProxyObserver {
-    fn exchange_started(&self, session: &str) {
-        self.activity.proxy_signal(session, Signal::RequestStarted);
+    fn exchange_started(&self, session: &str, prompts: Vec<String>) {
+        self.activity
+            .proxy_signal(session, Signal::RequestStarted { prompts });
     }
 
     fn exchange_finished(&self, session: &str, stop_reason: Option<String>) {

@@ -23,8 +23,12 @@ pub struct InFlight {
 }
 
 impl InFlight {
-    pub fn start(observer: &Arc<dyn ProxyObserver>, session: &str) -> InFlight {
-        observer.exchange_started(session);
+    pub fn start(
+        observer: &Arc<dyn ProxyObserver>,
+        session: &str,
+        prompts: Vec<String>,
+    ) -> InFlight {
+        observer.exchange_started(session, prompts);
         InFlight {
             observer: observer.clone(),
             session: session.to_owned(),

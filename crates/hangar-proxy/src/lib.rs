@@ -30,6 +30,7 @@ pub mod config;
 pub mod confine;
 pub mod in_flight;
 pub mod observer;
+pub mod prompt_texts;
 pub mod relay;
 pub mod usage;
 pub mod usage_replay;

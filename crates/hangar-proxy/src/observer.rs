@@ -10,8 +10,10 @@
 /// Told about every recorded exchange of a session.
 pub trait ProxyObserver: Send + Sync + 'static {
     /// A recorded request of `session` was received and is about to go
-    /// upstream: the agent is working.
-    fn exchange_started(&self, session: &str);
+    /// upstream: the agent is working. `prompts` are the fingerprints of
+    /// the texts in its trailing user messages
+    /// (`prompt_texts::trailing_user_prints`).
+    fn exchange_started(&self, session: &str, prompts: Vec<String>);
 
     /// That request's response ended (or was cut off, or never came).
     /// `stop_reason` is the provider's own word for how the turn stopped
@@ -64,7 +66,7 @@ pub fn ledger_header(name: &str) -> bool {
 /// A channel that hears of provider session ids only (exchanges are not
 /// reported): what a caller needs that only records ids.
 impl ProxyObserver for tokio::sync::mpsc::UnboundedSender<(String, String)> {
-    fn exchange_started(&self, _session: &str) {}
+    fn exchange_started(&self, _session: &str, _prompts: Vec<String>) {}
 
     fn exchange_finished(&self, _session: &str, _stop_reason: Option<String>) {}
 
@@ -78,8 +80,8 @@ impl ProxyObserver for tokio::sync::mpsc::UnboundedSender<(String, String)> {
 }
 
 impl<T: ProxyObserver + ?Sized> ProxyObserver for std::sync::Arc<T> {
-    fn exchange_started(&self, session: &str) {
-        (**self).exchange_started(session)
+    fn exchange_started(&self, session: &str, prompts: Vec<String>) {
+        (**self).exchange_started(session, prompts)
     }
 
     fn exchange_finished(&self, session: &str, stop_reason: Option<String>) {

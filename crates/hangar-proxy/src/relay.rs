@@ -33,6 +33,7 @@ use crate::capture::{self, Sink};
 use crate::confine::Confinement;
 use crate::in_flight::InFlight;
 use crate::observer::ProxyObserver;
+use crate::prompt_texts;
 use crate::usage::{self, TurnMeter, Usage};
 
 pub type ProxyBody = BoxBody<Bytes, hyper::Error>;
@@ -356,9 +357,6 @@ async fn exchange(
     let begun = Instant::now();
     let at_ms = i64::try_from(hangar_clock::now_ms()).unwrap_or(i64::MAX);
     let n = shared.exchanges.fetch_add(1, Ordering::Relaxed) + 1;
-    // A request in flight means the agent is working; reported as finished
-    // when this guard drops, on every path out.
-    let in_flight = record.then(|| InFlight::start(&shared.observer, session));
     let (mut parts, body) = req.into_parts();
     let account = record.then(|| account_of(&parts.headers)).flatten();
     // Request bodies are small and sent whole; only responses stream.
@@ -366,6 +364,15 @@ async fn exchange(
         Ok(b) => b.to_bytes(),
         Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("hangar proxy: {e}")),
     };
+    // A request in flight means the agent is working; reported as finished
+    // when this guard drops, on every path out.
+    let in_flight = record.then(|| {
+        InFlight::start(
+            &shared.observer,
+            session,
+            prompt_texts::trailing_user_prints(&body),
+        )
+    });
     let path = parts
         .uri
         .path_and_query()

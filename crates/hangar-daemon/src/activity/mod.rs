@@ -529,14 +529,27 @@ impl Monitor {
     /// Whether the agent's `UserPromptSubmit` hook reported a turn start at
     /// or after `since_ms` (a prompt being delivered, see `delivery`).
     /// Whether the session's process sent a request to its model through
-    /// the proxy at or after `since_ms` (`None`: none of its requests was
-    /// ever seen, so this cannot tell).
-    pub fn model_request_since(&self, id: &SessionId, since_ms: u64) -> Option<bool> {
+    /// the proxy at or after `since_ms` that carries the prompt `typed`
+    /// (`None`: none of its requests was ever seen, so this cannot tell).
+    pub fn prompt_sent_to_model_since(
+        &self,
+        id: &SessionId,
+        since_ms: u64,
+        typed: &str,
+    ) -> Option<bool> {
         let entries = self.activity.entries();
         let proxy = &entries.get(id)?.proxy;
         proxy
             .seen_any()
-            .then(|| proxy.request_started_since(since_ms))
+            .then(|| proxy.prompt_carried_since(since_ms, typed))
+    }
+
+    /// Whether any request of the session's process went through the proxy.
+    pub fn model_requests_seen(&self, id: &SessionId) -> bool {
+        self.activity
+            .entries()
+            .get(id)
+            .is_some_and(|e| e.proxy.seen_any())
     }
 
     pub fn prompt_submitted_since(&self, id: &SessionId, since_ms: u64) -> bool {

@@ -322,9 +322,12 @@ async fn a_limited_session_reads_limited_while_its_cli_retries_until_the_reset()
     let reset = m.daemon.usage.now() + 60_000;
     m.daemon.usage.limited(&a, limit_until(&m, Some(reset)));
     // The CLI retries by itself: a request in flight through the proxy.
-    m.daemon
-        .monitor
-        .activity_signal("a", crate::activity::sources::proxy::Signal::RequestStarted);
+    m.daemon.monitor.activity_signal(
+        "a",
+        crate::activity::sources::proxy::Signal::RequestStarted {
+            prompts: Vec::new(),
+        },
+    );
     until("the agent reads working", || {
         m.daemon.monitor.activity_of(&a).0 == crate::activity::Activity::Working
     })

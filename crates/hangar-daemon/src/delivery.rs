@@ -37,6 +37,13 @@ const ATTEMPT_WAITS: [Duration; 3] = [
     Duration::from_millis(5000),
 ];
 
+/// How long after its first Enter a prompt that left the input box is
+/// given to show its turn: no Enter is pressed any more, so waiting costs
+/// nothing but the caller's time, and on a loaded machine a CLI's hook or
+/// transcript write can come well after the Enters' 10 s (CI at load 17).
+/// Within the contract's minute for a delivered prompt to reach the model.
+const TAKEN_WAIT: Duration = Duration::from_millis(45_000);
+
 /// The most a prompt waits for a turn that is ending (its answer written,
 /// its Stop hook not reported yet) before it is typed as a queued one.
 const TURN_END_WAIT: Duration = Duration::from_millis(10_000);
@@ -316,9 +323,9 @@ impl Delivery {
     /// Press Enter until a turn start shows, at most `ATTEMPT_WAITS.len()`
     /// times, and again only while `text` is still in the agent's input box
     /// (`hangar_core::input_box`): once it left the box the agent took it,
-    /// and the rest of the waits only look for its turn (issue 44: a prompt
-    /// never reaches the model twice). `on_enter` runs after the first
-    /// Enter with its time.
+    /// and the rest of the waits, up to `TAKEN_WAIT` after the first Enter,
+    /// only look for its turn (issue 44: a prompt never reaches the model
+    /// twice). `on_enter` runs after the first Enter with its time.
     pub(crate) async fn submit(
         &self,
         id: &SessionId,
@@ -328,6 +335,7 @@ impl Delivery {
         mut on_enter: impl FnMut(u64),
     ) -> std::io::Result<Submitted> {
         let mut enters = 0;
+        let first_enter = tokio::time::Instant::now();
         for (n, wait) in ATTEMPT_WAITS.iter().enumerate() {
             if n == 0 || hangar_core::input_box::still_in_input(&live.text(), text) {
                 let at = self.clock.now_ms();
@@ -358,6 +366,16 @@ impl Delivery {
                 "session {id}: no turn started {} ms after Enter {enters}",
                 wait.as_millis(),
             );
+        }
+        if !hangar_core::input_box::still_in_input(&live.text(), text) {
+            tracing::info!("session {id}: the prompt left the input box; waiting for its turn");
+            let deadline = first_enter + TAKEN_WAIT;
+            while tokio::time::Instant::now() < deadline {
+                if self.turn_started(id, live, before).await {
+                    return Ok(Submitted::Confirmed { enters });
+                }
+                tokio::time::sleep(POLL).await;
+            }
         }
         Ok(Submitted::NotDelivered {
             enters,
@@ -487,5 +505,70 @@ mod tests {
             .unwrap_err();
         assert!(err.message.contains("is not running"), "{}", err.message);
         assert!(m.os.spawned().is_empty());
+    }
+
+    /// A machine with a claude session `a` live (its program prints and
+    /// echoes nothing: what hangar types never shows in an input box).
+    async fn live_claude() -> (FakeMachine, SessionId, u32) {
+        let m = crate::on_a_fake_machine::build(
+            &["a"],
+            &[],
+            |c| {
+                let claude = hangar_providers::ProviderConfig {
+                    program: Some("/bin/sh".into()),
+                    ..Default::default()
+                };
+                c.providers.insert("claude".into(), claude);
+            },
+            |m| m.provider = hangar_core::Provider::Claude,
+        );
+        let a = SessionId::from("a");
+        let state = m.daemon.spawner.wake_as(&a, Caller::Cli).await;
+        assert_eq!(state.unwrap(), RunState::Live);
+        let pid = m.daemon.sessions.process(&a).unwrap().pid;
+        (m, a, pid)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_prompt_that_left_the_box_is_confirmed_by_a_turn_start_after_the_enters_waits() {
+        // On a loaded machine claude's hook came after the Enters' 10 s
+        // (CI at load 17): the prompt had left the box, nothing was pressed
+        // again, and the send must still say delivered when the turn shows.
+        let (m, a, pid) = live_claude().await;
+        let (os, monitor, id) = (m.os.clone(), m.daemon.monitor.clone(), a.clone());
+        tokio::spawn(async move {
+            until("the Enter is typed", || os.typed(pid).ends_with(b"\r")).await;
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            monitor.record_hook(
+                &id,
+                hangar_providers::claude::hooks::HookEvent::UserPromptSubmit,
+            );
+        });
+        let reply = m.daemon.delivery.send(&a, "run it", true).await.unwrap();
+        assert_eq!(reply.confirmed, Some(true), "{reply:?}");
+        assert_eq!(
+            reply.enters,
+            Some(1),
+            "no Enter once the prompt left the box"
+        );
+        assert_eq!(m.os.typed(pid), b"run it\r");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_prompt_that_left_the_box_and_never_started_a_turn_is_not_delivered() {
+        let (m, a, pid) = live_claude().await;
+        let err = m
+            .daemon
+            .delivery
+            .send(&a, "run it", true)
+            .await
+            .unwrap_err();
+        assert!(
+            err.message.contains("left the input box"),
+            "{}",
+            err.message
+        );
+        assert_eq!(err.detail["delivered"], false);
+        assert_eq!(m.os.typed(pid), b"run it\r", "one Enter, never another");
     }
 }

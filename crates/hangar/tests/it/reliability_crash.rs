@@ -70,8 +70,11 @@ fn stream_changes(
     exp: &mut Expected,
     counter: &mut usize,
     stop: &AtomicBool,
+    connected: &AtomicBool,
 ) -> InFlight {
-    let Ok(mut c) = RawClient::connect(socket) else {
+    let client = RawClient::connect(socket);
+    connected.store(true, Ordering::Relaxed);
+    let Ok(mut c) = client else {
         return InFlight::Nothing;
     };
     while !stop.load(Ordering::Relaxed) {
@@ -230,16 +233,33 @@ fn every_acknowledged_change_survives_sigkill_of_the_daemon_at_random_points() {
     for kill in 0..kills {
         let daemon = h.daemon_pid();
         let stop = Arc::new(AtomicBool::new(false));
-        // The killer: a random delay, then SIGKILL, from another thread so
-        // the kill lands anywhere inside a request.
+        let connected = Arc::new(AtomicBool::new(false));
+        // The killer: a random delay once the client is connected, then
+        // SIGKILL, from another thread so the kill lands anywhere inside a
+        // request. Counted from the connection, not from before it: on a
+        // loaded machine the handshake alone outlasted many delays, and too
+        // few changes were acknowledged to mean anything (RELIABILITY.md).
         let delay = Duration::from_millis(5 + rng.below(120));
+        let killer_sees = connected.clone();
         let killer = std::thread::spawn(move || {
+            let waiting = Instant::now();
+            while !killer_sees.load(Ordering::Relaxed) && waiting.elapsed() < DEADLINE {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             std::thread::sleep(delay);
             // SAFETY: kill has no memory effects; `daemon` is our child.
             unsafe { libc::kill(daemon, libc::SIGKILL) };
         });
         let before = exp.acknowledged;
-        let skip = stream_changes(&socket, &main_tab, &mut rng, &mut exp, &mut counter, &stop);
+        let skip = stream_changes(
+            &socket,
+            &main_tab,
+            &mut rng,
+            &mut exp,
+            &mut counter,
+            &stop,
+            &connected,
+        );
         stop.store(true, Ordering::Relaxed);
         killer.join().expect("killer thread");
         wait_until("the killed daemon is gone", DEADLINE, || {

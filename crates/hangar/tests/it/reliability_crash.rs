@@ -14,7 +14,7 @@ use crate::support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hangar_core::{SessionId, TabId, Workspace};
@@ -61,6 +61,35 @@ enum InFlight {
     Tab(String),
 }
 
+/// How the stream of changes goes, for the killer to aim by.
+#[derive(Default)]
+struct Pace {
+    connected: AtomicBool,
+    acknowledged: AtomicUsize,
+    /// How long the last acknowledged change took, in microseconds.
+    last_change_us: AtomicU64,
+}
+
+impl Pace {
+    fn acknowledged(&self, took: Duration) {
+        self.last_change_us
+            .store(took.as_micros() as u64, Ordering::Relaxed);
+        self.acknowledged.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Waits (bounded) until the client is connected and `changes` were
+    /// acknowledged.
+    fn wait_for(&self, changes: usize) {
+        let waiting = Instant::now();
+        while (!self.connected.load(Ordering::Relaxed)
+            || self.acknowledged.load(Ordering::Relaxed) < changes)
+            && waiting.elapsed() < DEADLINE
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
 /// Streams changes until the connection breaks. Returns the change that was
 /// sent but not acknowledged, if any.
 fn stream_changes(
@@ -70,14 +99,15 @@ fn stream_changes(
     exp: &mut Expected,
     counter: &mut usize,
     stop: &AtomicBool,
-    connected: &AtomicBool,
+    pace: &Pace,
 ) -> InFlight {
     let client = RawClient::connect(socket);
-    connected.store(true, Ordering::Relaxed);
+    pace.connected.store(true, Ordering::Relaxed);
     let Ok(mut c) = client else {
         return InFlight::Nothing;
     };
     while !stop.load(Ordering::Relaxed) {
+        let sent = Instant::now();
         *counter += 1;
         let n = *counter;
         let roll = rng.below(100);
@@ -136,7 +166,10 @@ fn stream_changes(
             (InFlight::Tab(id), r.map(|_| ()))
         };
         match result {
-            Ok(()) => exp.acknowledged += 1,
+            Ok(()) => {
+                exp.acknowledged += 1;
+                pace.acknowledged(sent.elapsed());
+            }
             Err(RawError::Io(_)) => return in_flight,
             Err(RawError::Daemon(code, msg)) => {
                 // Nothing above should be refused; a refusal is a bug.
@@ -233,19 +266,29 @@ fn every_acknowledged_change_survives_sigkill_of_the_daemon_at_random_points() {
     for kill in 0..kills {
         let daemon = h.daemon_pid();
         let stop = Arc::new(AtomicBool::new(false));
-        let connected = Arc::new(AtomicBool::new(false));
-        // The killer: a random delay once the client is connected, then
-        // SIGKILL, from another thread so the kill lands anywhere inside a
-        // request. Counted from the connection, not from before it: on a
-        // loaded machine the handshake alone outlasted many delays, and too
-        // few changes were acknowledged to mean anything (RELIABILITY.md).
-        let delay = Duration::from_millis(5 + rng.below(120));
-        let killer_sees = connected.clone();
+        let pace = Arc::new(Pace::default());
+        // The killer, from another thread so the kill lands anywhere inside
+        // a request: after 0 to 3 acknowledged changes, a random part of one
+        // change's time (up to one and a half), or for a kill before any
+        // acknowledgement 5-125 ms after the connection. Aimed by the
+        // daemon's own pace, not by fixed delays: on a loaded machine one
+        // change outlasted every fixed delay and too few changes were
+        // acknowledged to mean anything (RELIABILITY.md).
+        let after_changes = rng.below(4) as usize;
+        let fraction = rng.below(1500);
+        let first_delay = Duration::from_millis(5 + rng.below(120));
+        let killer_sees = pace.clone();
         let killer = std::thread::spawn(move || {
-            let waiting = Instant::now();
-            while !killer_sees.load(Ordering::Relaxed) && waiting.elapsed() < DEADLINE {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            killer_sees.wait_for(after_changes);
+            let delay = if after_changes == 0 {
+                first_delay
+            } else {
+                let change = killer_sees
+                    .last_change_us
+                    .load(Ordering::Relaxed)
+                    .max(5_000);
+                Duration::from_micros(change * fraction / 1000)
+            };
             std::thread::sleep(delay);
             // SAFETY: kill has no memory effects; `daemon` is our child.
             unsafe { libc::kill(daemon, libc::SIGKILL) };
@@ -258,7 +301,7 @@ fn every_acknowledged_change_survives_sigkill_of_the_daemon_at_random_points() {
             &mut exp,
             &mut counter,
             &stop,
-            &connected,
+            &pace,
         );
         stop.store(true, Ordering::Relaxed);
         killer.join().expect("killer thread");

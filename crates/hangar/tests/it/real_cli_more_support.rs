@@ -14,109 +14,18 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
 use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::real_cli_support::{FakeApi, REAL_DEADLINE, cache_dir};
+use crate::real_cli_support::{FakeApi, REAL_DEADLINE};
 use crate::support::Hangar;
 
 /// A pinned npm package and the program it installs.
-#[derive(Clone, Copy, Debug)]
-pub struct NpmCli {
-    pub package: &'static str,
-    pub version: &'static str,
-    pub bin: &'static str,
-}
-
-/// Installs `cli` (once per cache, under a lock of its own), or says why not.
-pub fn install(cli: NpmCli) -> Result<PathBuf, String> {
-    let npm = find_on_path("npm").ok_or("npm is not on PATH (install Node.js and npm)")?;
-    let cache = cache_dir();
-    fs::create_dir_all(&cache).map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
-    let prefix = cache.join(format!(
-        "{}@{}",
-        cli.package.replace(['/', '@'], "_"),
-        cli.version
-    ));
-    let lock = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(cache.join(format!(".install-{}.lock", cli.bin)))
-        .map_err(|e| format!("cannot open the install lock: {e}"))?;
-    // SAFETY: flock on an fd we own; released when `lock` is dropped.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(format!(
-            "cannot lock the install: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    let bin = prefix.join("node_modules").join(".bin").join(cli.bin);
-    let done = prefix.join(".installed");
-    if done.is_file() && bin.exists() {
-        return Ok(bin);
-    }
-    fs::create_dir_all(&prefix).map_err(|e| format!("cannot create {}: {e}", prefix.display()))?;
-    let spec = format!("{}@{}", cli.package, cli.version);
-    let out = Command::new(npm)
-        .args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--no-save",
-            "--loglevel=error",
-            "--prefix",
-        ])
-        .arg(&prefix)
-        .arg(&spec)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run npm: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        return Err(format!(
-            "`npm install {spec}` failed ({}): {last}",
-            out.status
-        ));
-    }
-    let version = Command::new(&bin)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("{} does not run: {e}", bin.display()))?;
-    // Pi prints its version on stderr.
-    let shown = format!(
-        "{}{}",
-        String::from_utf8_lossy(&version.stdout),
-        String::from_utf8_lossy(&version.stderr)
-    );
-    if !shown.contains(cli.version) {
-        return Err(format!(
-            "{} --version printed {:?}, not {}",
-            bin.display(),
-            shown.trim(),
-            cli.version
-        ));
-    }
-    fs::write(&done, &spec).map_err(|e| format!("cannot mark the install done: {e}"))?;
-    Ok(bin)
-}
-
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
+pub use crate::real_cli_support::Cli as NpmCli;
+use crate::real_cli_support::install;
 
 /// The installed program, or `None` after saying why (a failure under
 /// `HANGAR_TESTS_REQUIRED=1`).

@@ -116,30 +116,10 @@ pub fn cache_dir() -> PathBuf {
 }
 
 fn install_all() -> Result<Installed, String> {
-    let npm = support_find("npm").ok_or("npm is not on PATH (install Node.js and npm)")?;
-    let cache = cache_dir();
-    fs::create_dir_all(&cache).map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
-    let lock = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(cache.join(".install.lock"))
-        .map_err(|e| format!("cannot open the install lock: {e}"))?;
-    // SAFETY: flock on an fd we own; released when `lock` is dropped.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(format!(
-            "cannot lock the install: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    let claude = install_one(&npm, &cache, CLAUDE)?;
-    let codex = install_one(&npm, &cache, CODEX)?;
-    let opencode = install_one(&npm, &cache, OPENCODE)?;
-    drop(lock);
     Ok(Installed {
-        claude,
-        codex,
-        opencode,
+        claude: install(CLAUDE)?,
+        codex: install(CODEX)?,
+        opencode: install(OPENCODE)?,
     })
 }
 
@@ -150,21 +130,77 @@ fn support_find(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// `npm install` of one pinned package into its own prefix, unless a
-/// finished install is already there. Called under the install lock.
-fn install_one(npm: &Path, cache: &Path, cli: Cli) -> Result<PathBuf, String> {
+/// Whether the suite runs the registry's newest version of every CLI
+/// instead of the pinned one (`HANGAR_REAL_CLI_LATEST=1`: CI's second leg,
+/// issue 46).
+pub fn latest_wanted() -> bool {
+    std::env::var_os("HANGAR_REAL_CLI_LATEST").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The version of `cli` this run installs: the pinned one, or the
+/// registry's `latest` (asked once per package and run).
+pub fn version_of(cli: Cli) -> Result<String, String> {
+    if !latest_wanted() {
+        return Ok(cli.version.to_owned());
+    }
+    static ASKED: std::sync::Mutex<Vec<(&'static str, String)>> = std::sync::Mutex::new(Vec::new());
+    let mut asked = ASKED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, v)) = asked.iter().find(|(p, _)| *p == cli.package) {
+        return Ok(v.clone());
+    }
+    let npm = support_find("npm").ok_or("npm is not on PATH (install Node.js and npm)")?;
+    let out = Command::new(npm)
+        .args(["view", cli.package, "version"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run npm: {e}"))?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if !out.status.success() || version.is_empty() {
+        return Err(format!(
+            "`npm view {} version` did not answer ({}): {}",
+            cli.package,
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    asked.push((cli.package, version.clone()));
+    Ok(version)
+}
+
+/// `npm install` of one package, at the version this run wants
+/// (`version_of`), into its own prefix in the cache, unless a finished
+/// install is already there; under a lock of its own, so test binaries
+/// running at once install each package once.
+pub fn install(cli: Cli) -> Result<PathBuf, String> {
+    let npm = support_find("npm").ok_or("npm is not on PATH (install Node.js and npm)")?;
+    let cache = cache_dir();
+    fs::create_dir_all(&cache).map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+    let version = version_of(cli)?;
     let prefix = cache.join(format!(
         "{}@{}",
         cli.package.replace(['/', '@'], "_"),
-        cli.version
+        version
     ));
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(cache.join(format!(".install-{}.lock", cli.bin)))
+        .map_err(|e| format!("cannot open the install lock: {e}"))?;
+    // SAFETY: flock on an fd we own; released when `lock` is dropped.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(format!(
+            "cannot lock the install: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
     let bin = prefix.join("node_modules").join(".bin").join(cli.bin);
     let done = prefix.join(".installed");
     if done.is_file() && bin.exists() {
         return Ok(bin);
     }
     fs::create_dir_all(&prefix).map_err(|e| format!("cannot create {}: {e}", prefix.display()))?;
-    let spec = format!("{}@{}", cli.package, cli.version);
+    let spec = format!("{}@{version}", cli.package);
     let out = Command::new(npm)
         .args([
             "install",
@@ -191,18 +227,22 @@ fn install_one(npm: &Path, cache: &Path, cli: Cli) -> Result<PathBuf, String> {
             out.status
         ));
     }
-    let version = Command::new(&bin)
+    let shown = Command::new(&bin)
         .arg("--version")
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("{} does not run: {e}", bin.display()))?;
-    let shown = String::from_utf8_lossy(&version.stdout);
-    if !shown.contains(cli.version) {
+    // Pi prints its version on stderr.
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&shown.stdout),
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    if !shown.contains(&version) {
         return Err(format!(
-            "{} --version printed {:?}, not {}",
+            "{} --version printed {:?}, not {version}",
             bin.display(),
             shown.trim(),
-            cli.version
         ));
     }
     fs::write(&done, &spec).map_err(|e| format!("cannot mark the install done: {e}"))?;
@@ -489,13 +529,16 @@ impl RealCli {
             .as_str()
             .unwrap_or("")
             .to_owned();
-        let marker = match provider.as_str() {
-            "claude" => "? for shortcuts",
-            "codex" => "? for shortcuts",
-            "opencode" => "ctrl+p commands",
-            _ => "",
+        // Claude Code 2.1.197 shows "? for shortcuts" under its box; 2.1.33x
+        // starts in auto mode and shows "auto mode on (shift+tab to cycle)"
+        // there instead (observed with 2.1.337, issue 46).
+        let markers: &[&str] = match provider.as_str() {
+            "claude" => &["? for shortcuts", "(shift+tab to cycle)"],
+            "codex" => &["? for shortcuts"],
+            "opencode" => &["ctrl+p commands"],
+            _ => &[""],
         };
-        self.wait_screen(id, marker)
+        self.wait_screen_any(id, markers, REAL_DEADLINE)
     }
 
     /// Waits until `needle` is on session `id`'s screen (real-CLI deadline).
@@ -504,16 +547,21 @@ impl RealCli {
     }
 
     pub fn wait_screen_for(&self, id: &str, needle: &str, timeout: Duration) -> String {
+        self.wait_screen_any(id, &[needle], timeout)
+    }
+
+    /// Waits until one of `needles` is on session `id`'s screen.
+    pub fn wait_screen_any(&self, id: &str, needles: &[&str], timeout: Duration) -> String {
         let start = Instant::now();
         loop {
             let out = self.hangar.run(&["screen", id]);
             let last = String::from_utf8_lossy(&out.stdout).into_owned();
-            if last.contains(needle) {
+            if needles.iter().any(|n| last.contains(n)) {
                 return last;
             }
             assert!(
                 start.elapsed() < timeout,
-                "timed out after {timeout:?} waiting until session {id}'s screen shows {needle:?}; screen:\n{last}\nfake API requests (api, turn): {:?}\nsession: {}\nclaude transcripts: {:?}",
+                "timed out after {timeout:?} waiting until session {id}'s screen shows one of {needles:?}; screen:\n{last}\nfake API requests (api, turn): {:?}\nsession: {}\nclaude transcripts: {:?}",
                 self.api
                     .requests()
                     .iter()

@@ -280,6 +280,7 @@ impl Daemon {
             governor: governor.clone(),
             spawner: spawner.clone(),
             monitor: monitor.clone(),
+            limits: usage.clone(),
             delivery: delivery.clone(),
             providers: config.section(|c| &c.providers),
             mcp: config.section(|c| &c.mcp),

@@ -341,6 +341,24 @@ fn transcript_now(meta: &SessionMeta, enabled: bool) -> Option<Reading> {
         })
 }
 
+/// Where the limits that stand are known (the usage ledger): what a
+/// session's activity is shown as goes through `shown_name`, so `ls`,
+/// `hangar wait` and MCP's `list_agents` agree that a limited session reads
+/// `limited` (`hangar_core::activity::shown`) without activity or
+/// orchestration reaching into usage.
+pub trait StandingLimits: Send + Sync {
+    /// The limit standing for session `id`, if any.
+    fn standing(&self, id: &str) -> Option<hangar_core::activity::StandingLimit>;
+    /// The clock the limits' resets are read by, ms since the epoch.
+    fn now_ms(&self) -> i64;
+}
+
+/// What session `id`'s activity `agent` is shown as, a limit that stands
+/// above it.
+pub fn shown_name(agent: Activity, limits: &dyn StandingLimits, id: &str) -> &'static str {
+    hangar_core::activity::shown(agent, limits.standing(id), limits.now_ms()).name()
+}
+
 /// The activity subsystem: watches each live session's sources, commits
 /// their combined reading to the `Hub`, and answers what a session is doing.
 pub struct Monitor {

@@ -12,7 +12,7 @@ use hangar_protocol::reply::{ActivityRow, HookRecorded, Waited};
 use hangar_providers::claude::hooks::HookEvent;
 
 use crate::Daemon;
-use crate::activity::Until;
+use crate::activity::{Until, shown_name};
 use crate::errors::ApiError;
 
 /// `hangar wait`.
@@ -41,8 +41,8 @@ pub async fn wait(
         sessions: views
             .into_iter()
             .map(|v| ActivityRow {
+                activity: shown_name(v.activity, daemon.usage.as_ref(), &v.id).to_owned(),
                 id: v.id,
-                activity: v.activity.name().to_owned(),
                 activity_since: v.activity_since,
             })
             .collect(),

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use hangar_core::activity::StandingLimit;
+use crate::activity::shown_name;
 use hangar_core::{Direction, Provider, SessionId, SessionMeta};
 use hangar_protocol::message::{self as msg, codes};
 use hangar_protocol::reply;
@@ -205,17 +205,11 @@ pub fn list(daemon: &Daemon) -> Vec<SessionView> {
             let (activity, since) = daemon
                 .monitor
                 .activity_of(&SessionId::from(row.id.as_str()));
-            row.activity = activity.name().to_owned();
             row.activity_since = (since > 0).then_some(since);
             row.limit = daemon.usage.limit_view(&row.id);
             row.goal = daemon.goals.view_of(&row.id);
-            // Limited above whatever the agent's own retries look like
-            // (`hangar_core::activity::shown`).
-            let standing = row.limit.as_ref().map(|l| StandingLimit {
-                resets_at: l.resets_at,
-            });
-            let shown = hangar_core::activity::shown(activity, standing, daemon.usage.now());
-            row.activity = shown.name().to_owned();
+            // Limited above whatever the agent's own retries look like.
+            row.activity = shown_name(activity, daemon.usage.as_ref(), &row.id).to_owned();
             if row.state == "hibernated" && row.reason.is_none() {
                 row.reason = daemon
                     .usage

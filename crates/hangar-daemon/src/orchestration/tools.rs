@@ -221,7 +221,8 @@ enum Target {
     Mine(SessionId),
 }
 
-/// A status an agent sees: live, working, waiting, hibernated, failed.
+/// A status an agent sees: live, working, waiting, hibernated, failed
+/// (`limited` is put above it by `AgentTools::view`).
 fn status_name(state: &RunState, activity: Activity) -> &'static str {
     agent_status(agent_process(state), activity)
 }
@@ -290,6 +291,8 @@ pub struct AgentTools {
     pub(crate) governor: Arc<Governor>,
     pub(crate) spawner: Arc<Spawner>,
     pub(crate) monitor: Arc<Monitor>,
+    /// The limits that stand: a limited agent is listed `limited`.
+    pub(crate) limits: Arc<dyn crate::activity::StandingLimits>,
     pub(crate) delivery: Arc<Delivery>,
     pub(crate) providers: Section<ProvidersConfig>,
     pub(crate) mcp: Section<McpConfig>,
@@ -479,8 +482,17 @@ impl AgentTools {
             .collect()
     }
 
-    fn view(s: &Snapshot, activity: Activity) -> Value {
+    fn view(&self, s: &Snapshot, activity: Activity) -> Value {
         let rel = &s.meta.relationships;
+        let limited = matches!(s.state, RunState::Live | RunState::Spawning)
+            && crate::activity::shown_name(activity, self.limits.as_ref(), s.meta.id.as_str())
+                == "limited";
+        // A limited agent's CLI retries by itself and would read working.
+        let status = if limited {
+            "limited"
+        } else {
+            status_name(&s.state, activity)
+        };
         json!({
             "id": s.meta.id.to_string(),
             "title": s.meta.title,
@@ -488,7 +500,7 @@ impl AgentTools {
             "run": rel.run,
             "parent": rel.orchestration_parent.as_ref().map(|p| p.to_string()),
             "provider": s.meta.provider.name(),
-            "status": status_name(&s.state, activity),
+            "status": status,
             "placement": s.placement.as_ref().map(|p| p.name()),
             "provider_session_id": s.meta.provider_session.as_ref().map(|p| p.id.clone()),
             "reason": reason_of(&s.state),
@@ -700,7 +712,7 @@ impl AgentTools {
         let mut agents: Vec<Value> = snaps
             .iter()
             .zip(activities)
-            .map(|(s, a)| Self::view(s, a))
+            .map(|(s, a)| self.view(s, a))
             .collect();
         agents.extend(
             self.my_tombstones(caller)

@@ -156,6 +156,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+impl crate::activity::StandingLimits for Ledger {
+    fn standing(&self, id: &str) -> Option<hangar_core::activity::StandingLimit> {
+        self.limit_view(id)
+            .map(|l| hangar_core::activity::StandingLimit {
+                resets_at: l.resets_at,
+            })
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.now()
+    }
+}
+
 impl Ledger {
     /// The daemon's clock now, in ms since the epoch.
     pub(crate) fn now(&self) -> i64 {

@@ -28,8 +28,19 @@ const CONTINUATION: &[u8] = b"Continue with the goal";
 /// the launch looks the program up first: any that exists does), its
 /// activity committed at once.
 async fn live_claude() -> (FakeMachine, SessionId, u32) {
+    live_claude_made_by(None).await
+}
+
+/// `live_claude`, the agent of session `parent` when given (a pane of its
+/// own that is not started).
+async fn live_claude_made_by(parent: Option<&str>) -> (FakeMachine, SessionId, u32) {
+    let panes: &[&str] = if parent.is_some() {
+        &["lead", "a"]
+    } else {
+        &["a"]
+    };
     let m = build(
-        &["a"],
+        panes,
         &[],
         |c| {
             c.activity.debounce_ms = 0;
@@ -39,7 +50,15 @@ async fn live_claude() -> (FakeMachine, SessionId, u32) {
             };
             c.providers.insert("claude".into(), claude);
         },
-        |m| m.provider = Provider::Claude,
+        |m| {
+            if m.id.as_str() == "a" {
+                m.provider = Provider::Claude;
+                if let Some(parent) = parent {
+                    m.relationships.orchestration_parent = Some(SessionId::from(parent));
+                    m.relationships.orchestration_root = Some(SessionId::from(parent));
+                }
+            }
+        },
     );
     let a = SessionId::from("a");
     let state = m.daemon.governor.wake_as(&a, Caller::Cli).await.unwrap();
@@ -312,7 +331,7 @@ async fn a_budget_spent_while_the_agent_waits_for_a_person_hibernates_it_after_a
 
 #[tokio::test(start_paused = true)]
 async fn a_limited_session_reads_limited_while_its_cli_retries_until_the_reset() {
-    let (m, a, _pid) = live_claude().await;
+    let (m, a, _pid) = live_claude_made_by(Some("lead")).await;
     let row = |m: &FakeMachine| {
         crate::handlers::sessions::list(&m.daemon)
             .into_iter()
@@ -333,10 +352,42 @@ async fn a_limited_session_reads_limited_while_its_cli_retries_until_the_reset()
     })
     .await;
     assert_eq!(row(&m).activity, "limited");
+    // `hangar wait` and MCP's `list_agents` (for the agent that made it)
+    // say the same as `ls`.
+    let waited = |m: &FakeMachine| {
+        let m = m.daemon.clone();
+        async move {
+            crate::handlers::activity::wait(&m, &["a".to_owned()], "any", Some(0))
+                .await
+                .unwrap()
+                .sessions[0]
+                .activity
+                .clone()
+        }
+    };
+    assert_eq!(waited(&m).await, "limited");
+    let lead = SessionId::from("lead");
+    let listed = |m: &FakeMachine| {
+        let (m, lead) = (m.daemon.clone(), lead.clone());
+        async move {
+            let reply = m
+                .agents
+                .tool_list(&lead, serde_json::json!({}))
+                .await
+                .unwrap();
+            reply["agents"][0]["status"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{reply}"))
+                .to_owned()
+        }
+    };
+    assert_eq!(listed(&m).await, "limited");
     // Until the reset passes: then the account may be used and the row
     // says what the agent does (its limit still shows until it carries on).
     m.os.advance(Duration::from_secs(61));
     let after = row(&m);
     assert_eq!(after.activity, "working", "{after:?}");
     assert!(after.limit.is_some());
+    assert_eq!(waited(&m).await, "working");
+    assert_eq!(listed(&m).await, "working");
 }

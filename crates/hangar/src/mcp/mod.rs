@@ -115,7 +115,8 @@ impl HangarMcp {
 
     #[tool(
         description = "List your agents (and closed ones for 24 h) with their status: live, \
-        working, waiting, hibernated, failed or closed. Wakes nobody."
+        working, waiting, limited (its account refused it until a reset), hibernated, failed or \
+        closed. Wakes nobody."
     )]
     async fn list_agents(
         &self,

@@ -324,6 +324,7 @@ impl Daemon {
             read: Default::default(),
             stored: Default::default(),
             exhausted: Default::default(),
+            models: Default::default(),
         });
         let screen_words = Arc::new(usage::screen_words::ScreenWords {
             transcripts: transcripts.clone(),

@@ -62,6 +62,10 @@ pub enum UsageFact {
         /// `cost`); `None` when it says nothing or 0 (see `UsageRecord`).
         agent_cost_usd: Option<f64>,
     },
+    /// The model the requests that follow are made to (Codex's
+    /// `turn_context`): a record read in a later look than its turn's start
+    /// still names its model.
+    Model(String),
     /// The account's limit windows as the CLI last heard them.
     Windows(Vec<Window>),
     /// The provider refused a request for a usage limit: the reset when a

@@ -43,6 +43,10 @@ pub struct Transcripts {
     /// Per session: the reset of the window its records last showed used
     /// up, for a refusal read in a later look than that window.
     pub exhausted: Mutex<HashMap<String, i64>>,
+    /// Per session: the model its records last named, for a request read
+    /// in a later look than its turn's start (a look can fall between
+    /// Codex's `turn_context` and its `token_usage_record`).
+    pub models: Mutex<HashMap<String, String>>,
 }
 
 impl Transcripts {
@@ -88,6 +92,7 @@ impl Transcripts {
         lock(&self.read).retain(|id, _| open(id));
         lock(&self.stored).retain(|id, _| open(id));
         lock(&self.exhausted).retain(|id, _| open(id));
+        lock(&self.models).retain(|id, _| open(id));
     }
 
     /// The complete lines of `path` written since the last look, and
@@ -152,13 +157,19 @@ impl Transcripts {
         let now = self.ledger.now();
         for fact in facts {
             match fact {
+                UsageFact::Model(model) => {
+                    lock(&self.models).insert(id.to_string(), model);
+                }
                 UsageFact::Request {
                     key,
                     model,
                     at_ms,
                     tokens,
                     agent_cost_usd,
-                } => self.record(id, provider, key, model, at_ms, tokens, agent_cost_usd),
+                } => {
+                    let model = model.or_else(|| lock(&self.models).get(id.as_str()).cloned());
+                    self.record(id, provider, key, model, at_ms, tokens, agent_cost_usd)
+                }
                 UsageFact::Windows(windows) => {
                     if let Some(reset) = usage_limits::exhausted_reset(&windows) {
                         lock(&self.exhausted).insert(id.to_string(), reset);
@@ -250,6 +261,39 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use crate::on_a_fake_machine::with_sessions;
+    use hangar_core::SessionId;
+    use hangar_providers::adapter::UsageFact;
+
+    #[tokio::test]
+    async fn a_request_read_a_look_after_its_turns_model_is_counted_under_that_model() {
+        // CI's codex usage test: a look fell between Codex's `turn_context`
+        // and its `token_usage_record`, and the request was counted with
+        // no model.
+        let m = with_sessions(&["a"], &[]);
+        m.daemon.usage.start();
+        let (t, a) = (&m.daemon.transcripts, SessionId::from("a"));
+        t.take_facts(
+            &a,
+            "codex",
+            vec![UsageFact::Model("fake-model".into())],
+            false,
+        );
+        let request = UsageFact::Request {
+            key: "resp_1".into(),
+            model: None,
+            at_ms: Some(m.daemon.usage.now()),
+            tokens: hangar_core::usage::Tokens {
+                input: 10,
+                output: 3,
+                ..Default::default()
+            },
+            agent_cost_usd: None,
+        };
+        t.take_facts(&a, "codex", vec![request], false);
+        let facts = m.daemon.usage.report(0, Some("a")).unwrap();
+        let models: Vec<_> = facts.sums.iter().map(|s| s.model.clone()).collect();
+        assert_eq!(models, [Some("fake-model".to_owned())]);
+    }
 
     #[test]
     fn a_closed_session_s_read_positions_are_forgotten_and_a_hibernated_one_s_kept() {
@@ -259,12 +303,14 @@ mod tests {
             super::lock(&t.read).insert(id.to_owned(), ("/t.jsonl".into(), 10));
             super::lock(&t.stored).insert(id.to_owned(), 1);
             super::lock(&t.exhausted).insert(id.to_owned(), 2);
+            super::lock(&t.models).insert(id.to_owned(), "m".to_owned());
         }
         t.look();
         for map in [
             super::lock(&t.read).keys().cloned().collect::<Vec<_>>(),
             super::lock(&t.stored).keys().cloned().collect(),
             super::lock(&t.exhausted).keys().cloned().collect(),
+            super::lock(&t.models).keys().cloned().collect(),
         ] {
             let mut ids = map;
             ids.sort();

@@ -53,6 +53,7 @@ pub fn rollout_usage(lines: &[String]) -> Vec<UsageFact> {
             (Some("turn_context"), _) => {
                 if let Some(m) = payload["model"].as_str() {
                     model = Some(m.to_owned());
+                    out.push(UsageFact::Model(m.to_owned()));
                 }
             }
             (Some("token_usage_record"), _) => {
@@ -188,6 +189,7 @@ mod tests {
         assert_eq!(
             facts,
             vec![
+                UsageFact::Model("fake-model".into()),
                 UsageFact::Request {
                     key: "resp_fake000001".into(),
                     model: Some("fake-model".into()),
@@ -229,8 +231,9 @@ mod tests {
             .replace(r#""resets_at":1796312125"#, r#""resets_in_seconds":600"#);
         let facts = rollout_usage(&[ANSWERED[0].to_owned(), line]);
         let at = parse_rfc3339_ms("2026-12-03T10:35:25.669Z").unwrap();
+        assert_eq!(facts[0], UsageFact::Model("fake-model".into()));
         assert_eq!(
-            facts[0],
+            facts[1],
             UsageFact::Request {
                 key: "agent:codex:2026-12-03T10:35:25.669Z:10254".into(),
                 model: Some("fake-model".into()),
@@ -244,10 +247,25 @@ mod tests {
                 agent_cost_usd: None,
             }
         );
-        let UsageFact::Windows(w) = &facts[1] else {
+        let UsageFact::Windows(w) = &facts[2] else {
             panic!("{facts:?}")
         };
         assert_eq!(w[0].resets_at, Some(at + 600_000));
+    }
+
+    #[test]
+    fn a_record_read_after_its_turn_context_names_no_model_itself() {
+        // A look that fell between the two lines: the model is the daemon's
+        // to carry from the earlier look (`UsageFact::Model`).
+        let later = rollout_usage(&lines(&ANSWERED[1..]));
+        let UsageFact::Request { model, .. } = &later[0] else {
+            panic!("{later:?}")
+        };
+        assert_eq!(*model, None);
+        assert_eq!(
+            rollout_usage(&lines(&ANSWERED[..1])),
+            vec![UsageFact::Model("fake-model".into())]
+        );
     }
 
     #[test]

@@ -327,14 +327,9 @@ fn answer<S: Read + Write>(
             let mut opened = server.opened.lock().unwrap_or_else(|e| e.into_inner());
             let s = script::with_opened_limits(s, &opened);
             let now = limits::now_secs();
-            let mut plan = script::plan(
-                &s,
-                api,
-                &turn,
-                &offered,
-                &|i| fired.get(&i).copied().unwrap_or(0),
-                now,
-            );
+            let fired_of = |i: usize| fired.get(&i).copied().unwrap_or(0);
+            let mut plan = script::through_tool_search(&s, api, &turn, parsed, &offered, &fired_of)
+                .unwrap_or_else(|| script::plan(&s, api, &turn, &offered, &fired_of, now));
             if let Some((rule, reset)) = script::open_limit(&mut plan, now) {
                 opened.insert(rule, reset);
             }

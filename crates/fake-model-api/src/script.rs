@@ -253,6 +253,90 @@ pub fn plan(
     }
 }
 
+/// The tool Claude Code 2.1.33x loads on demand: it offers MCP tools by
+/// name only ("The following deferred tools are now available via
+/// ToolSearch ... Use ToolSearch with query \"select:<name>[,<name>...]\"",
+/// in a message of the request), and a model calls this tool first to get
+/// their schemas (seen running 2.1.337 against this fake with an MCP
+/// server, 2026-12-07; `ENABLE_TOOL_SEARCH=false` turns it off).
+pub const TOOL_SEARCH: &str = "ToolSearch";
+
+/// A tool rule reached through Claude Code's tool search, as a model does:
+/// when the rule's tool is only deferred (named in the request, not
+/// offered) and `ToolSearch` is offered, the reply loads it first
+/// (`select:<name>`, counted as no firing); the request that carries that
+/// search's result then gets the rule's call. `None` when no tool rule
+/// needs the search (`plan` decides).
+pub fn through_tool_search(
+    script: &Script,
+    api: Api,
+    turn: &UserTurn,
+    body: &Value,
+    offered_tools: &[String],
+    fired: &dyn Fn(usize) -> u64,
+) -> Option<Plan> {
+    if api != Api::Anthropic {
+        return None;
+    }
+    let loaded = loaded_by_tool_search(body);
+    for (i, rule) in script.rules.iter().enumerate() {
+        if rule.api.is_some_and(|a| a != api) || rule.times.is_some_and(|t| fired(i) >= t) {
+            continue;
+        }
+        let Some(tool) = &rule.tool else {
+            continue;
+        };
+        if matches!(turn, UserTurn::ToolResult(_)) && loaded.contains(&tool.name) {
+            return Some(Plan {
+                reply: Reply::Tool(tool.clone()),
+                delay_ms: rule.delay_ms,
+                stall_ms: rule.stall_ms,
+                rule: Some(i),
+                limit: None,
+            });
+        }
+        let wanted = rule
+            .when
+            .as_ref()
+            .is_none_or(|w| turn.text().contains(w.as_str()));
+        let deferred = !offered_tools.contains(&tool.name)
+            && offered_tools.iter().any(|n| n == TOOL_SEARCH)
+            && body["messages"].to_string().contains(&tool.name);
+        if wanted && deferred {
+            return Some(Plan {
+                reply: Reply::Tool(ToolCall {
+                    name: TOOL_SEARCH.to_owned(),
+                    input: serde_json::json!({ "query": format!("select:{}", tool.name) }),
+                }),
+                delay_ms: 0,
+                stall_ms: 0,
+                rule: None,
+                limit: None,
+            });
+        }
+    }
+    None
+}
+
+/// The tools a `ToolSearch` call in the request's last assistant message
+/// selected (`select:a,b`).
+fn loaded_by_tool_search(body: &Value) -> Vec<String> {
+    let Some(messages) = body["messages"].as_array() else {
+        return Vec::new();
+    };
+    let Some(last) = messages.iter().rev().find(|m| m["role"] == "assistant") else {
+        return Vec::new();
+    };
+    last["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["type"] == "tool_use" && p["name"] == TOOL_SEARCH)
+        .filter_map(|p| p["input"]["query"].as_str()?.strip_prefix("select:"))
+        .flat_map(|names| names.split(',').map(|n| n.trim().to_owned()))
+        .collect()
+}
+
 fn default_reply(turn: &UserTurn) -> Reply {
     let first_line = |t: &str| -> String {
         let line = t.trim().lines().next().unwrap_or("").trim();
@@ -435,6 +519,79 @@ pub fn offered_tools(body: &Value) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Claude Code 2.1.337's request shapes with an MCP tool deferred (its
+    /// name in a message, `ToolSearch` offered), cut to what is read here.
+    fn deferred_request(messages: Value, offered: &[&str]) -> (Value, Vec<String>) {
+        let body = json!({"messages": messages});
+        (body, offered.iter().map(|s| (*s).to_owned()).collect())
+    }
+
+    #[test]
+    fn a_deferred_tool_is_loaded_through_tool_search_then_called() {
+        let script: Script = serde_json::from_value(json!({"rules": [
+            {"when": "make a child", "tool": {"name": "mcp__hangar__create_agent", "input": {"title": "x"}}}
+        ]}))
+        .unwrap();
+        let none = |_| 0;
+        let (body, offered) = deferred_request(
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "make a child"},
+                {"type": "text", "text": "deferred tools ...\nmcp__hangar__create_agent\n"}]}]),
+            &["Bash", "ToolSearch"],
+        );
+        let turn = user_turn(Api::Anthropic, &body);
+        let step = through_tool_search(&script, Api::Anthropic, &turn, &body, &offered, &none)
+            .expect("a search first");
+        assert_eq!(
+            step.reply,
+            Reply::Tool(ToolCall {
+                name: "ToolSearch".into(),
+                input: json!({"query": "select:mcp__hangar__create_agent"})
+            })
+        );
+        assert_eq!(step.rule, None, "the search is no firing of the rule");
+        let (body, offered) = deferred_request(
+            json!([
+                {"role": "user", "content": "make a child"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ToolSearch",
+                    "input": {"query": "select:mcp__hangar__create_agent"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": []}]}
+            ]),
+            &["Bash", "ToolSearch", "mcp__hangar__create_agent"],
+        );
+        let turn = user_turn(Api::Anthropic, &body);
+        let call = through_tool_search(&script, Api::Anthropic, &turn, &body, &offered, &none)
+            .expect("the call once loaded");
+        assert_eq!(call.rule, Some(0));
+        let Reply::Tool(t) = call.reply else {
+            panic!("{:?}", call.reply)
+        };
+        assert_eq!(t.name, "mcp__hangar__create_agent");
+    }
+
+    #[test]
+    fn an_offered_tool_or_a_request_without_tool_search_is_left_to_plan() {
+        let script: Script = serde_json::from_value(json!({"rules": [
+            {"tool": {"name": "mcp__hangar__create_agent"}}
+        ]}))
+        .unwrap();
+        let none = |_| 0;
+        for offered in [
+            &["ToolSearch", "mcp__hangar__create_agent"][..],
+            &["Bash"][..],
+        ] {
+            let (body, offered) = deferred_request(
+                json!([{"role": "user", "content": "mcp__hangar__create_agent please"}]),
+                offered,
+            );
+            let turn = user_turn(Api::Anthropic, &body);
+            assert_eq!(
+                through_tool_search(&script, Api::Anthropic, &turn, &body, &offered, &none),
+                None
+            );
+        }
+    }
 
     fn never(_: usize) -> u64 {
         0

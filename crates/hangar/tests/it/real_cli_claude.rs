@@ -1,4 +1,5 @@
-//! Real-CLI conformance, Claude Code 2.1.197 run by hangar:
+//! Real-CLI conformance, Claude Code 2.1.197 (and the registry's latest with
+//! `HANGAR_REAL_CLI_LATEST=1`) run by hangar:
 //! - hangar's MCP server is connected (its tools are offered to the model),
 //!   a real `tool_use` of `mcp__hangar__create_agent` asks permission first
 //!   (the session is `waiting` meanwhile) and, once allowed, creates a child;
@@ -26,29 +27,17 @@ fn claude_gets_hangars_mcp_tools_and_a_real_tool_call_waits_for_permission_then_
     rc.hangar.start_daemon();
     let parent = rc.hangar.new_agent(&["--provider", "claude"]);
     rc.wait_ready(&parent);
+    let before = rc.api.requests().len();
     let asked = rc.submit(&parent, "make a child");
-    assert_eq!(
-        asked["reply"]["tool"],
-        CREATE,
-        "the model was not offered hangar's create_agent: {:?}",
-        asked["body"]["tools"]
-            .as_array()
-            .map(|t| t.iter().map(|t| t["name"].clone()).collect::<Vec<_>>())
-    );
-    let offered: Vec<String> = asked["body"]["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .filter(|n| n.starts_with("mcp__hangar__"))
-        .collect();
+    let offered = RealCli::hangar_tools_named(&asked);
     assert!(
         offered.len() >= 5,
         "claude offered too few of hangar's MCP tools: {offered:?}"
     );
+    rc.wait_tool_call(CREATE, before);
     // Claude asks before running an MCP tool; meanwhile the session waits
     // on its person.
-    rc.wait_screen(&parent, "Do you want to proceed?");
+    rc.wait_tool_question(&parent);
     support::wait_until("the parent is waiting", REAL_DEADLINE, || {
         rc.hangar.session(&parent)["activity"] == "waiting"
     });

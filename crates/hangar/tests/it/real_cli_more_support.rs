@@ -31,7 +31,10 @@ use crate::real_cli_support::install;
 /// `HANGAR_TESTS_REQUIRED=1`).
 pub fn installed_or_skip(cli: NpmCli) -> Option<PathBuf> {
     match install(cli) {
-        Ok(bin) => Some(bin),
+        Ok(bin) => {
+            crate::real_cli_support::say_versions(&[cli]);
+            Some(bin)
+        }
         Err(why) => {
             if hangar_testkit::required::required() {
                 panic!("real-cli conformance required (HANGAR_TESTS_REQUIRED=1) but: {why}");

@@ -187,12 +187,10 @@ fn a_sandboxed_real_claudes_hooks_and_mcp_tools_reach_hangar_from_inside() {
     assert!(rc.hangar.provider_id(&id).0.is_some());
 
     // An MCP tool call: claude was offered hangar's tools and one works.
-    let asked = rc.submit(&id, "make a child");
-    assert_eq!(
-        asked["reply"]["tool"], CREATE,
-        "hangar's MCP tools were not offered"
-    );
-    rc.wait_screen(&id, "Do you want to proceed?");
+    let before = rc.api.requests().len();
+    rc.submit(&id, "make a child");
+    rc.wait_tool_call(CREATE, before);
+    rc.wait_tool_question(&id);
     rc.hangar.ok(&["send", &id, ""]);
     let mut child = Value::Null;
     support::wait_until("the tool call created a child", REAL_DEADLINE, || {
@@ -211,7 +209,7 @@ fn a_sandboxed_real_claudes_hooks_and_mcp_tools_reach_hangar_from_inside() {
 
     // A child in a folder outside its own is refused.
     rc.submit(&id, "escape");
-    rc.wait_screen(&id, "Do you want to proceed?");
+    rc.wait_tool_question(&id);
     rc.hangar.ok(&["send", &id, ""]);
     support::wait_until("the refusal went back to the model", REAL_DEADLINE, || {
         rc.api.requests().iter().any(|r| {

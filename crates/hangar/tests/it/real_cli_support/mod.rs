@@ -167,6 +167,24 @@ pub fn version_of(cli: Cli) -> Result<String, String> {
     Ok(version)
 }
 
+/// Names the versions this test runs (captured, so shown with a failure):
+/// a break in the registry's latest says which version broke (issue 46).
+pub fn say_versions(clis: &[Cli]) {
+    let versions: Vec<String> = clis
+        .iter()
+        .map(|c| {
+            let v = version_of(*c).unwrap_or_else(|e| e);
+            format!("{} {v}", c.bin)
+        })
+        .collect();
+    let which = if latest_wanted() {
+        "the registry's latest"
+    } else {
+        "pinned"
+    };
+    eprintln!("real CLIs ({which}): {}", versions.join(", "));
+}
+
 /// `npm install` of one package, at the version this run wants
 /// (`version_of`), into its own prefix in the cache, unless a finished
 /// install is already there; under a lock of its own, so test binaries
@@ -302,6 +320,7 @@ impl RealCli {
                 return None;
             }
         };
+        say_versions(&[CLAUDE, CODEX, OPENCODE]);
         let mut hangar = Hangar::with_env(extra);
         let api = FakeApi::start(&hangar.root.join("fake-api"));
         let xdg = hangar.root.join("xdg");
@@ -607,6 +626,79 @@ impl RealCli {
              model within {REAL_DEADLINE:?}; requests: {seen:#?}\nscreen:\n{}",
             String::from_utf8_lossy(&self.hangar.run(&["screen", id]).stdout)
         );
+    }
+
+    /// The model request whose reply calls `tool`, among those after the
+    /// first `after` requests. Claude Code 2.1.197 offers MCP tools in the
+    /// prompt's own request; 2.1.33x names them as deferred and the fake,
+    /// as a model does, loads the tool through `ToolSearch` first, so the
+    /// call comes a request later (issue 46).
+    pub fn wait_tool_call(&self, tool: &str, after: usize) -> Value {
+        let start = Instant::now();
+        loop {
+            let requests = self.api.requests();
+            if let Some(r) = requests
+                .iter()
+                .skip(after)
+                .find(|r| r["reply"]["tool"] == tool)
+            {
+                return r.clone();
+            }
+            assert!(
+                start.elapsed() < REAL_DEADLINE,
+                "no request's reply called {tool} within {REAL_DEADLINE:?}; replies: {:?}",
+                requests
+                    .iter()
+                    .skip(after)
+                    .map(|r| r["reply"].clone())
+                    .collect::<Vec<_>>()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Waits until claude asks before running a tool, and returns with
+    /// its "Do you want to proceed?" on screen. Claude Code 2.1.33x in its
+    /// default auto mode, behind an API that is not Anthropic's (here the
+    /// fake), first says "Auto mode can't check actions in this session"
+    /// and offers "Enter to stay in auto mode" (approving each action that
+    /// needs the check by hand): that Enter is the person's choice made
+    /// here, and the question for the tool follows (issue 46).
+    pub fn wait_tool_question(&self, id: &str) {
+        let asked = self.wait_screen_any(
+            id,
+            &["Do you want to proceed?", "Enter to stay in auto mode"],
+            REAL_DEADLINE,
+        );
+        if !asked.contains("Do you want to proceed?") {
+            self.hangar.ok(&["send", id, ""]);
+            self.wait_screen(id, "Do you want to proceed?");
+        }
+    }
+
+    /// Every hangar MCP tool a request offers the model or names as
+    /// deferred (Claude Code 2.1.33x lists deferred tools by name in a
+    /// message: "The following deferred tools are now available via
+    /// ToolSearch ...").
+    pub fn hangar_tools_named(request: &Value) -> Vec<String> {
+        let mut names: Vec<String> = request["body"]["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .filter(|n| n.starts_with("mcp__hangar__"))
+            .collect();
+        let text = request["body"]["messages"].to_string();
+        for (at, _) in text.match_indices("mcp__hangar__") {
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
     }
 
     /// Every file under `$CLAUDE_CONFIG_DIR/projects`, and under each

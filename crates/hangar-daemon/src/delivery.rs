@@ -276,8 +276,11 @@ impl Delivery {
     /// whose answer is in but whose Stop hook has not reported yet is
     /// waited for (bounded): claude would queue the prompt until then.
     pub(crate) async fn expects_turn(&self, id: &SessionId) -> bool {
-        let provider = self.sessions.provider_of(id);
-        if !provider.as_ref().is_some_and(turns::is_readable_provider) {
+        let readable = match self.sessions.meta(id) {
+            Some(meta) => turns::is_readable_provider(&meta.provider) || keeps_turns_stored(&meta),
+            None => false,
+        };
+        if !readable {
             return false;
         }
         let deadline = tokio::time::Instant::now() + TURN_END_WAIT;
@@ -406,6 +409,16 @@ impl Delivery {
                 .prompt_sent_to_model_since(id, before.since_ms, &before.typed)
                 == Some(true);
         }
+        if keeps_turns_stored(&meta) {
+            // Any message of its conversation since the prompt: OpenCode
+            // writes the prompt, then each step, into its database.
+            let since = before.since_ms;
+            return tokio::task::spawn_blocking(move || {
+                stored_turn_ms(&meta).is_some_and(|at| at >= since)
+            })
+            .await
+            .unwrap_or(false);
+        }
         let mark = before.mark.clone();
         tokio::task::spawn_blocking(move || turns::prompted_since(&meta, &mark))
             .await
@@ -423,6 +436,11 @@ impl Delivery {
         if meta.engine.is_some() {
             return self.monitor.model_requests_seen(id);
         }
+        if keeps_turns_stored(&meta) {
+            return tokio::task::spawn_blocking(move || stored_turn_ms(&meta).is_some())
+                .await
+                .unwrap_or(false);
+        }
         // A sandboxed claude's hooks reach hangar too (its own socket).
         if hangar_providers::adapter(&meta.provider).takes_hooks() && self.monitor.hooks_installed()
         {
@@ -432,6 +450,32 @@ impl Delivery {
             .await
             .unwrap_or(false)
     }
+}
+
+/// Whether `meta`'s agent keeps its turns in a database of its own that
+/// hangar reads (OpenCode; `Adapter::stored_reading`) for a conversation
+/// already known. A sandboxed one's database is inside its sandbox.
+fn keeps_turns_stored(meta: &hangar_core::SessionMeta) -> bool {
+    meta.sandbox.is_none()
+        && meta.provider_session.is_some()
+        && hangar_providers::adapter(&meta.provider)
+            .stored_folder(&hangar_providers::transcript::discovery::env_var)
+            .is_some()
+}
+
+/// When `meta`'s conversation last moved in the agent's database (its
+/// newest message's time, on the daemon's clock); `None` when it cannot be
+/// read or holds no message yet.
+fn stored_turn_ms(meta: &hangar_core::SessionMeta) -> Option<u64> {
+    let conversation = &meta.provider_session.as_ref()?.id;
+    let reading = hangar_providers::adapter(&meta.provider)
+        .stored_reading(
+            conversation,
+            &hangar_providers::transcript::discovery::env_var,
+        )
+        .inspect_err(|e| tracing::debug!("session {}: {e}", meta.id))
+        .ok()??;
+    Some(hangar_clock::from_wall_ms(reading.at_ms))
 }
 
 #[cfg(test)]

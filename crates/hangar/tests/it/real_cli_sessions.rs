@@ -73,7 +73,11 @@ fn answers_and_resumes_its_own_conversation(provider: &str, api: &str) {
         "the woken {provider} was not started with `{flag} {psid}`: {all_args:?}"
     );
     rc.wait_ready(&id);
-    rc.ask(&id, &format!("second {provider} question"));
+    // Its conversation is known: hangar sees the turn start (claude's hook
+    // or transcript, codex's rollout, OpenCode's database) and says so.
+    let (sent, _) = rc.submit_sent(&id, &format!("second {provider} question"));
+    assert_eq!(sent["confirmed"], true, "{provider}: {sent}");
+    rc.wait_screen(&id, &format!("ANSWER(second {provider} question)"));
     let second = rc
         .api
         .wait_request("the second turn reached the model", |r| {

@@ -602,11 +602,16 @@ impl RealCli {
     /// must reach the model. Pressing Enter again here hid exactly the case
     /// delivery exists to catch.
     pub fn submit(&self, id: &str, text: &str) -> Value {
+        self.submit_sent(id, text).1
+    }
+
+    /// `submit`, returning `hangar send`'s reply too.
+    pub fn submit_sent(&self, id: &str, text: &str) -> (Value, Value) {
         let sent = self.hangar.json(&["send", id, text]);
         let start = Instant::now();
         while start.elapsed() < REAL_DEADLINE {
             if let Some(r) = self.api.requests().into_iter().find(|r| r["turn"] == text) {
-                return r;
+                return (sent, r);
             }
             std::thread::sleep(Duration::from_millis(200));
         }

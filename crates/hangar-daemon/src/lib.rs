@@ -272,6 +272,7 @@ impl Daemon {
             shutdown: shutdown.clone(),
             budget: Default::default(),
             usage: usage.clone(),
+            memory: Default::default(),
         });
         let agents = Arc::new(orchestration::AgentTools {
             sessions: sessions.clone(),

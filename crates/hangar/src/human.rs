@@ -304,7 +304,7 @@ pub fn status(v: &StatusView) {
     let b = &v.budget;
     let q = &v.wake_queue;
     println!(
-        "budget   {} live of {}, {} MiB of {}{}",
+        "budget   {} live of {}, {} MiB of {} (resident {} MiB){}{}",
         b.live,
         b.max_live
             .map(|m| m.to_string())
@@ -313,6 +313,11 @@ pub fn status(v: &StatusView) {
         b.max_memory_bytes
             .map(|m| format!("{} MiB", m / (1024 * 1024)))
             .unwrap_or_else(|| "unlimited".into()),
+        b.resident_bytes / (1024 * 1024),
+        match b.waiting_for_memory.len() {
+            0 => String::new(),
+            n => format!("; {n} wake(s) waiting for memory"),
+        },
         match &b.reason {
             Some(reason) => format!("; {}", text(reason)),
             None => String::new(),

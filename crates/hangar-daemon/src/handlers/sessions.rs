@@ -222,6 +222,10 @@ pub fn list(daemon: &Daemon) -> Vec<SessionView> {
                     .budget_hibernated_why(&row.id)
                     .map(|why| format!("hibernated: its cost budget is spent ({why})"));
             }
+            if row.reason.is_none() {
+                let id = SessionId::from(row.id.as_str());
+                row.reason = daemon.governor.memory_note(&id, &row.state);
+            }
             row
         })
         .collect()

@@ -255,11 +255,26 @@
     }
   }
 
+  // The live agents' memory against the budget, in the bar.
+  function renderMemory(budget) {
+    const m = $("memory");
+    if (!budget) return;
+    const mib = (b) => Math.floor(b / (1024 * 1024));
+    let text = "mem " + mib(budget.memory_bytes) +
+      (budget.max_memory_bytes ? "/" + mib(budget.max_memory_bytes) : "") + " MiB";
+    const waiting = Array.isArray(budget.waiting_for_memory) ? budget.waiting_for_memory.length : 0;
+    if (waiting > 0) text += ", " + waiting + " waiting";
+    m.textContent = text;
+    m.classList.toggle("over", !!budget.over_budget || waiting > 0);
+    m.hidden = false;
+  }
+
   function update(snapshot) {
     const sessions = Array.isArray(snapshot.sessions) ? snapshot.sessions : [];
     notifyTransitions(sessions);
     state.sessions = sessions;
     state.tabs = Array.isArray(snapshot.tabs) ? snapshot.tabs : [];
+    renderMemory(snapshot.budget);
     renderList();
     refreshUsage();
     if (state.current) renderSession();

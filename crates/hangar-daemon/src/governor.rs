@@ -38,7 +38,7 @@ use crate::sessions::{RunState, Sessions};
 use crate::shutdown::Shutdown;
 use crate::spawn::Spawner;
 use crate::worktree::Worktrees;
-pub use memory::{FleetMemory, READ_GAP_MS, tree_memory};
+pub use memory::{FleetMemory, Held, READ_GAP_MS, tree_memory};
 pub use settings::{GovernorConfig, looks_like_auth_failure};
 
 /// The last budget check, for `status`.
@@ -127,6 +127,21 @@ impl Governor {
         Ok(state)
     }
 
+    /// [`Governor::wake_as`] for a prompt: `id` is kept from the budget
+    /// (neither another wake's room nor the budget's check takes it) until
+    /// the returned hold is dropped, which the caller does once the prompt
+    /// is typed. Without it a wake admitted next could hibernate the agent
+    /// woken a moment before, idle still, and the prompt found it gone.
+    pub async fn wake_to_prompt(
+        &self,
+        id: &SessionId,
+        caller: Caller,
+    ) -> Result<(RunState, Held<'_>), ApiError> {
+        let held = self.memory.hold(id);
+        let state = self.wake_as(id, caller).await?;
+        Ok((state, held))
+    }
+
     /// Refuse what an agent asks of `id` (a wake, a prompt) while its
     /// provider account is limited: never hammer a limited account. A person
     /// is never refused (they see the limit and decide).
@@ -168,9 +183,10 @@ impl Governor {
             id: id.clone(),
         };
         let mut fleet = self.activity.changes();
-        let protect = BTreeSet::from([id.clone()]);
         loop {
             let deciding = self.memory.deciding.lock().await;
+            let mut protect = self.memory.held();
+            protect.insert(id.clone());
             let (mut facts, _) = self.live_facts(true);
             let expected = expected_wake_bytes(self.memory.remembered(id), &facts);
             // Wakes admitted a moment ago hold at least what they were
@@ -333,7 +349,9 @@ impl Governor {
     pub async fn enforce_budget_now(&self, protect: &BTreeSet<SessionId>) -> BudgetDecision {
         let budget = self.config.budget();
         let (facts, trees) = self.live_facts(false);
-        let decision = enforce_budget(&facts, budget, protect);
+        let mut protect = protect.clone();
+        protect.extend(self.memory.held());
+        let decision = enforce_budget(&facts, budget, &protect);
         let memory: u64 = facts.iter().map(|f| f.memory_bytes).sum();
         let remaining: ProcessMemory = trees
             .iter()
@@ -605,6 +623,30 @@ mod tests {
         assert!(m.daemon.governor.waiting_for_memory().is_empty());
         let mid = ls_reason(&m, "mid").unwrap_or_default();
         assert!(mid.contains("to make room for new"), "{mid}");
+    }
+
+    /// Regression: a send's wake was admitted, then the next wake's
+    /// admission took that agent (idle still, least recently used) before
+    /// the prompt was typed, and the send failed with "session is not
+    /// running" (bench/memory_budget.py, 20 agents under a budget).
+    #[tokio::test(start_paused = true)]
+    async fn an_agent_woken_for_a_prompt_is_not_taken_for_room_before_the_prompt_is_typed() {
+        let m = fleet_within(&["pane"], &["old", "mid", "new"], None, Some(1000));
+        wake_in_turn(&m, &["old", "mid"]).await;
+        for s in ["old", "mid"] {
+            m.os.set_memory(pid_of(&m, s), 450 * MIB, 450 * MIB);
+        }
+        let (state, held) = m
+            .daemon
+            .governor
+            .wake_to_prompt(&id("old"), Caller::Send)
+            .await
+            .unwrap();
+        assert_eq!(state, RunState::Live);
+        wake_in_turn(&m, &["new"]).await;
+        assert_eq!(live(&m), ["new", "old"], "mid went, not the held old");
+        drop(held);
+        assert!(m.daemon.governor.memory.held().is_empty());
     }
 
     #[tokio::test(start_paused = true)]

@@ -57,7 +57,31 @@ struct Inner {
     admitted: HashMap<SessionId, u64>,
     /// Wakes waiting in the queue for room, with why.
     waiting: BTreeMap<SessionId, String>,
+    /// Sessions woken to be given a prompt, until it is typed (how many
+    /// such wakes hold each): the budget must not take one in between (the
+    /// prompt would find it gone: "session is not running").
+    held: HashMap<SessionId, usize>,
     notes: HashMap<SessionId, Note>,
+}
+
+/// A session kept from the budget while a prompt is on its way to it
+/// ([`FleetMemory::hold`]); dropping it lets the budget take the session
+/// again (its turn has begun by then: a busy agent is not taken either).
+pub struct Held<'a> {
+    memory: &'a FleetMemory,
+    id: SessionId,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let mut inner = self.memory.inner();
+        if let Some(n) = inner.held.get_mut(&self.id) {
+            *n -= 1;
+            if *n == 0 {
+                inner.held.remove(&self.id);
+            }
+        }
+    }
 }
 
 /// The governor's memory readings and its wake admission's bookkeeping.
@@ -155,6 +179,20 @@ impl FleetMemory {
     /// counts from now on.
     pub fn settled(&self, id: &SessionId) {
         self.inner().admitted.remove(id);
+    }
+
+    /// Keep `id` from the budget until the returned hold is dropped.
+    pub fn hold(&self, id: &SessionId) -> Held<'_> {
+        *self.inner().held.entry(id.clone()).or_default() += 1;
+        Held {
+            memory: self,
+            id: id.clone(),
+        }
+    }
+
+    /// The sessions held from the budget now.
+    pub fn held(&self) -> std::collections::BTreeSet<SessionId> {
+        self.inner().held.keys().cloned().collect()
     }
 
     /// `id`'s wake waits for room, for `why`.
@@ -260,5 +298,17 @@ mod tests {
         assert!(meter.measure(&os, &[], false).is_empty());
         assert_eq!(os.memory_reads(), reads, "no live agent, no reading");
         assert_eq!(meter.remembered(&a), Some(250));
+    }
+
+    #[test]
+    fn a_session_is_held_from_the_budget_until_its_last_hold_is_dropped() {
+        let memory = FleetMemory::default();
+        let a = SessionId::from("a");
+        let first = memory.hold(&a);
+        let second = memory.hold(&a);
+        drop(first);
+        assert_eq!(memory.held(), [a.clone()].into(), "one hold is left");
+        drop(second);
+        assert!(memory.held().is_empty());
     }
 }

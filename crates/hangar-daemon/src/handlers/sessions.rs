@@ -239,7 +239,8 @@ pub async fn send(daemon: &Daemon, req: msg::Send) -> Result<reply::Sent, ApiErr
     let id = daemon.sessions.resolve(&req.session)?;
     // A person's words: a limit's continuation stands down after them.
     daemon.usage.person_typed(&id);
-    let state = daemon.governor.wake_as(&id, Caller::Send).await?;
+    // Held from the budget until the prompt is typed.
+    let (state, _held) = daemon.governor.wake_to_prompt(&id, Caller::Send).await?;
     if let RunState::Failed(reason) = state {
         return Err(ApiError::new(codes::FAILED, reason));
     }

@@ -143,9 +143,10 @@ impl Continuation {
     /// An agent's prompt held while the account was limited, now that it
     /// may be used again.
     async fn deliver_queued(&self, id: SessionId, prompt: String) {
-        match self.governor.wake_as(&id, Caller::Agent).await {
-            Ok(crate::sessions::RunState::Live) => {}
-            Ok(other) => {
+        // Held from the budget until the prompt is typed.
+        let _held = match self.governor.wake_to_prompt(&id, Caller::Agent).await {
+            Ok((crate::sessions::RunState::Live, held)) => held,
+            Ok((other, _)) => {
                 tracing::warn!(
                     "a queued prompt for {id} is dropped: it is {}",
                     other.name()
@@ -156,7 +157,7 @@ impl Continuation {
                 tracing::warn!("a queued prompt for {id} is dropped: {}", e.message);
                 return;
             }
-        }
+        };
         let check = || {
             self.ledger
                 .may_type(id.as_str(), AutoPrompt::QueuedPrompt, 0)

@@ -217,6 +217,15 @@ const SECTIONS: &[SectionDoc] = &[
         ],
     },
     SectionDoc {
+        title: "[accounts.NAME]",
+        table: "accounts.x",
+        base: "provider = \"claude\"",
+        source: include_str!("../../hangar-core/src/accounts.rs"),
+        type_name: "AccountConfig",
+        fields: fields_of::<hangar_core::accounts::AccountConfig>,
+        defaults: &[("provider", Required), ("env", Toml("{}"))],
+    },
+    SectionDoc {
         title: "[terminal]",
         table: "terminal",
         base: "",

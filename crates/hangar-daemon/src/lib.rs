@@ -252,6 +252,7 @@ impl Daemon {
             }),
             start_rules: governor_config.start_rules(),
             providers: config.section(|c| &c.providers),
+            accounts: config.section(|c| &c.accounts),
             restore: config.section(|c| &c.restore),
             terminal: config.section(|c| &c.terminal),
             lifecycle,

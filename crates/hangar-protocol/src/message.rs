@@ -78,6 +78,9 @@ pub struct NewSession {
     /// Run it in hangar's sandbox (`hangar new --sandbox`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sandbox: bool,
+    /// Run it under `[accounts.NAME]` (`hangar new --account`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 /// `hangar engine image build NAME [--provider P]`: build an image for

@@ -82,6 +82,10 @@ pub struct SessionView {
     /// its parent's conversation.
     #[serde(default)]
     pub handoff: bool,
+    /// The `[accounts.NAME]` it runs under (`hangar new --account`), null
+    /// for the provider's own login. Only the name: never its credential.
+    #[serde(default)]
+    pub account: Option<String>,
 }
 
 /// A session's usage limit in `hangar ls --json`.

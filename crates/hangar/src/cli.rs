@@ -97,6 +97,10 @@ pub enum Command {
         /// credential inside (needs bubblewrap).
         #[arg(long)]
         sandbox: bool,
+        /// Run it under this provider account (`[accounts.NAME]` in
+        /// config.toml): its credential instead of the provider's own login.
+        #[arg(long, value_name = "NAME")]
+        account: Option<String>,
     },
     /// List every session.
     Ls,
@@ -643,6 +647,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             engine,
             image,
             sandbox,
+            account,
         } => {
             let cwd = cwd.map(|c| abs(&c)).transpose()?;
             let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
@@ -665,6 +670,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     engine,
                     image,
                     sandbox,
+                    account,
                 },
             )?;
             if no_auto_continue || max_cost.is_some() {

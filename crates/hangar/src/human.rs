@@ -236,10 +236,15 @@ pub fn sessions(rows: &Vec<SessionView>) {
             (state, Some("fresh")) if state == "live" => "live fresh".into(),
             (state, _) => state,
         };
+        // Its account beside its provider: `claude@work`.
+        let provider = match &r.account {
+            Some(account) => format!("{}@{}", text(&r.provider), text(account)),
+            None => text(&r.provider).into_owned(),
+        };
         println!(
             "{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {} {}",
             short_id(&r.id),
-            text(&r.provider),
+            provider,
             state,
             text(&r.activity),
             text(&r.placement),
@@ -248,8 +253,10 @@ pub fn sessions(rows: &Vec<SessionView>) {
             title_cell(&title, 20),
             text(&r.cwd)
         );
+        // Why it failed, or what a budget did to it (hibernated to make
+        // room, a wake waiting for memory, a spent cost budget).
         if let Some(reason) = &r.reason
-            && r.state == "failed"
+            && r.state != "exited"
         {
             println!("          reason: {}", text(reason));
         }

@@ -66,6 +66,14 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
             provider
         }
     };
+    let account = match req.account.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(name) => {
+            hangar_core::accounts::account_for(&config.accounts, name, &provider)
+                .map_err(|e| ApiError::invalid(e.to_string()))?;
+            Some(name.to_owned())
+        }
+    };
     let direction = parse_direction(req.direction.as_deref())?;
     let sandboxed = daemon.sandbox.wanted(
         req.sandbox,
@@ -157,6 +165,7 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
             }
             meta.git_base = git_base.clone();
             meta.engine = engine.clone();
+            meta.account = account.clone();
         };
         match daemon.sessions.add_session(&new, &cwd, finish)? {
             Added::Session(id) => break id,
@@ -280,5 +289,87 @@ pub(super) fn needs_confirmation(message: String, cascade: &[SessionId]) -> ApiE
         code: codes::NEEDS_CONFIRMATION,
         message,
         detail: json!({"would_close": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>()}),
+    }
+}
+
+#[cfg(test)]
+mod account_tests {
+    use super::*;
+    use crate::on_a_fake_machine::build;
+
+    /// A machine whose config has two claude accounts and a codex one,
+    /// and claude found (any program that exists: the fake OS runs none).
+    fn machine() -> crate::on_a_fake_machine::FakeMachine {
+        build(
+            &[],
+            &[],
+            |c| {
+                let account =
+                    |provider: &str, key: &str, value: &str| hangar_core::accounts::AccountConfig {
+                        provider: provider.into(),
+                        env: [(key.to_owned(), value.to_owned())].into(),
+                    };
+                c.accounts.insert(
+                    "work".into(),
+                    account("claude", "ANTHROPIC_API_KEY", "sk-work-1"),
+                );
+                c.accounts.insert(
+                    "openai".into(),
+                    account("codex", "OPENAI_API_KEY", "sk-oa-2"),
+                );
+                let claude = hangar_providers::ProviderConfig {
+                    program: Some("/bin/sh".into()),
+                    ..Default::default()
+                };
+                c.providers.insert("claude".into(), claude);
+            },
+            |_| {},
+        )
+    }
+
+    fn new_claude(m: &crate::on_a_fake_machine::FakeMachine, account: &str) -> msg::NewSession {
+        msg::NewSession {
+            provider: Some("claude".into()),
+            cwd: Some(m.home.path().display().to_string()),
+            account: Some(account.into()),
+            no_mcp: true,
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_runs_under_its_account_and_ls_names_the_account_never_its_credential() {
+        let m = machine();
+        let created = new(&m.daemon, new_claude(&m, "work")).await.unwrap();
+        assert_eq!(created.state, "live");
+        let spawned = m.os.spawned();
+        let env = &spawned.last().unwrap().env;
+        assert!(
+            env.contains(&("ANTHROPIC_API_KEY".into(), "sk-work-1".into())),
+            "the account's credential reaches its agent"
+        );
+        let rows = list(&m.daemon);
+        let row = rows.iter().find(|r| r.id == created.id).unwrap();
+        assert_eq!(row.account.as_deref(), Some("work"));
+        let shown = serde_json::to_string(&rows).unwrap();
+        assert!(!shown.contains("sk-work-1"), "{shown}");
+        let journal =
+            std::fs::read_to_string(m.home.path().join("journal.jsonl")).unwrap_or_default();
+        assert!(!journal.contains("sk-work-1"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unknown_account_or_another_providers_is_refused_and_nothing_starts() {
+        let m = machine();
+        let unknown = new(&m.daemon, new_claude(&m, "nope")).await.unwrap_err();
+        assert!(
+            unknown.message.contains("no account \"nope\""),
+            "{}",
+            unknown.message
+        );
+        let other = new(&m.daemon, new_claude(&m, "openai")).await.unwrap_err();
+        assert!(other.message.contains("is for codex"), "{}", other.message);
+        assert!(!other.message.contains("sk-oa-2"));
+        assert!(m.os.spawned().is_empty());
     }
 }

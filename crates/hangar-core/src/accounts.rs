@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::launch_plan::HANGAR_OWN_VARS;
@@ -122,6 +122,53 @@ pub fn failover_account(
         .cloned()
 }
 
+/// The usage of the sessions run under one `[accounts.NAME]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NamedAccountUsage {
+    pub name: String,
+    pub provider: String,
+    pub sessions: u64,
+    pub requests: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The priced sessions' cost at list prices.
+    pub cost_usd: f64,
+    /// Sessions whose cost is unknown (a model with no price), left out of
+    /// `cost_usd`.
+    pub unpriced_sessions: u64,
+}
+
+/// `usage` summed per account a session runs under (`account_of` names a
+/// session's account, `None` for the provider's own login, which is not
+/// summed here), in account name order.
+pub fn usage_per_account(
+    sessions: &[crate::usage::SessionUsage],
+    account_of: impl Fn(&str) -> Option<String>,
+) -> Vec<NamedAccountUsage> {
+    let mut by_name: BTreeMap<String, NamedAccountUsage> = BTreeMap::new();
+    for s in sessions {
+        let Some(name) = account_of(&s.id) else {
+            continue;
+        };
+        let a = by_name
+            .entry(name.clone())
+            .or_insert_with(|| NamedAccountUsage {
+                name,
+                provider: s.provider.clone(),
+                ..Default::default()
+            });
+        a.sessions += 1;
+        a.requests += s.requests;
+        a.input_tokens += s.input_tokens;
+        a.output_tokens += s.output_tokens;
+        match s.cost_usd {
+            Some(c) => a.cost_usd += c,
+            None => a.unpriced_sessions += 1,
+        }
+    }
+    by_name.into_values().collect()
+}
+
 /// Whether a session may be moved to another account now: never mid-turn,
 /// never while it waits for a person, never while a person types into it.
 pub fn may_move_now(busy: bool, waiting: bool, person_typing: bool) -> bool {
@@ -195,6 +242,45 @@ mod tests {
             None,
             "no other codex account"
         );
+    }
+
+    #[test]
+    fn usage_is_summed_per_account_and_a_session_on_its_own_login_is_not_counted() {
+        let session = |id: &str, requests: u64, cost: Option<f64>| crate::usage::SessionUsage {
+            id: id.into(),
+            title: String::new(),
+            provider: "claude".into(),
+            models: vec![],
+            requests,
+            input_tokens: requests * 10,
+            output_tokens: requests,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            cost_usd: cost,
+            priced: cost.is_some(),
+            cost_from: vec![],
+            agent_cost_usd: None,
+        };
+        let sessions = [
+            session("a", 2, Some(0.5)),
+            session("b", 3, None),
+            session("c", 1, Some(0.25)),
+            session("own", 9, Some(9.0)),
+        ];
+        let account_of = |id: &str| match id {
+            "a" | "b" => Some("work".to_owned()),
+            "c" => Some("home".to_owned()),
+            _ => None,
+        };
+        let per = usage_per_account(&sessions, account_of);
+        let names: Vec<&str> = per.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["home", "work"]);
+        let work = &per[1];
+        assert_eq!(
+            (work.sessions, work.requests, work.input_tokens),
+            (2, 5, 50)
+        );
+        assert_eq!((work.cost_usd, work.unpriced_sessions), (0.5, 1));
     }
 
     #[test]

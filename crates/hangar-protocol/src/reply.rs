@@ -609,6 +609,9 @@ pub struct UsageReport {
     pub since: i64,
     pub sessions: Vec<hangar_core::usage::SessionUsage>,
     pub accounts: Vec<AccountUsage>,
+    /// Usage summed per `[accounts.NAME]` the sessions run under.
+    #[serde(default)]
+    pub named_accounts: Vec<hangar_core::accounts::NamedAccountUsage>,
     pub total: hangar_core::usage::UsageTotal,
     /// What the cost figures are.
     pub note: String,

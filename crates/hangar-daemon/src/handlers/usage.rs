@@ -73,10 +73,17 @@ pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<UsageReport, ApiEr
             },
         )
         .collect();
+    let named_accounts = hangar_core::accounts::usage_per_account(&sessions, |id| {
+        daemon
+            .sessions
+            .meta(&hangar_core::SessionId::from(id))
+            .and_then(|m| m.account)
+    });
     Ok(UsageReport {
         since: req.since_ms,
         sessions,
         accounts,
+        named_accounts,
         total,
         note: COST_NOTE.to_owned(),
     })

@@ -142,6 +142,71 @@ impl Governor {
         Ok((state, held))
     }
 
+    /// Carry `id` on under the account `to` (`hangar limit ID --failover
+    /// ACCOUNT`): an account of its provider that no session of it finds
+    /// limited now (rule 13 holds for each account), and only while no
+    /// turn runs, it waits for no one and no person is attached
+    /// (`hangar_core::accounts::may_move_now`). A live agent is hibernated
+    /// and woken again under `to`: the same pane, the same conversation
+    /// (resumed by its provider session id). The move is journalled by
+    /// name and the limit it stood under is forgotten (its old account's).
+    pub async fn move_to_account(&self, id: &SessionId, to: &str) -> Result<RunState, ApiError> {
+        let meta = self
+            .sessions
+            .meta(id)
+            .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+        {
+            let accounts = self.spawner.accounts.get();
+            hangar_core::accounts::account_for(accounts, to, &meta.provider)
+                .map_err(|e| ApiError::invalid(e.to_string()))?;
+        }
+        if meta.account.as_deref() == Some(to) {
+            return Ok(self.sessions.run_state(id));
+        }
+        let limited_on_to = self
+            .usage
+            .limited_sessions()
+            .into_iter()
+            .filter_map(|(other, _)| self.sessions.meta(&SessionId::from(other.as_str())))
+            .any(|m| m.account.as_deref() == Some(to));
+        if limited_on_to {
+            return Err(ApiError::new(
+                hangar_protocol::message::codes::LIMITED,
+                format!(
+                    "account {to:?} is limited too: a session under it stands at a usage limit"
+                ),
+            ));
+        }
+        let (activity, _) = self.monitor.activity_of(id);
+        let attached = self.activity.viewers(id) > 0;
+        if !hangar_core::accounts::may_move_now(
+            activity == Activity::Working,
+            activity == Activity::Waiting,
+            attached,
+        ) {
+            let why = self.in_use(id).unwrap_or("in use");
+            return Err(ApiError::invalid(format!(
+                "session {} cannot move to account {to:?} now: it is {why}; try again when it is idle",
+                id.short()
+            )));
+        }
+        let was_running = self.sessions.run_state(id).is_running();
+        if was_running {
+            self.spawner.hibernate_session(id).await?;
+        }
+        self.sessions.set_account(id, Some(to.to_owned()))?;
+        self.journal.record(Event::AccountMove {
+            session: id.to_string(),
+            from: meta.account.clone(),
+            to: to.to_owned(),
+        });
+        self.usage.moved_account(id);
+        if !was_running {
+            return Ok(self.sessions.run_state(id));
+        }
+        self.wake_as(id, Caller::Cli).await
+    }
+
     /// Refuse what an agent asks of `id` (a wake, a prompt) while its
     /// provider account is limited: never hammer a limited account. A person
     /// is never refused (they see the limit and decide).

@@ -655,6 +655,10 @@ pub struct LimitSet {
     /// The session's own cost budget in USD (`--max-cost`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+    /// Move the session to this `[accounts.NAME]` now (`--failover`): its
+    /// conversation carries on in the same pane under that account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<String>,
 }
 
 /// `hangar goal ID TEXT [--max-turns N]`, `hangar goal ID --stop`.

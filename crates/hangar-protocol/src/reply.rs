@@ -625,6 +625,10 @@ pub struct LimitState {
     /// The session's own cost budget (`--max-cost`), null without one.
     pub max_cost_usd: Option<f64>,
     pub limit: Option<LimitView>,
+    /// The `[accounts.NAME]` it runs under, null for the provider's own
+    /// login.
+    #[serde(default)]
+    pub account: Option<String>,
 }
 
 /// `goal`: the session's goal after the change (null without one).

@@ -348,6 +348,11 @@ pub enum Command {
         /// Set the session's own cost budget in USD.
         #[arg(long, value_name = "USD")]
         max_cost: Option<f64>,
+        /// Carry the session on under this account (`[accounts.NAME]` of
+        /// its provider) now, in the same pane and conversation; refused
+        /// mid-turn, while it waits for you or while you are attached.
+        #[arg(long, value_name = "ACCOUNT")]
+        failover: Option<String>,
     },
     /// Keep a session's agent on a goal across turns: hangar types it, then
     /// a short continuation at each end of turn, until the agent calls the
@@ -681,6 +686,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         session: id.clone(),
                         auto_continue: no_auto_continue.then_some(false),
                         max_cost_usd: max_cost,
+                        failover: None,
                     },
                 );
                 if let Err(e) = set {
@@ -1073,6 +1079,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             id,
             continue_,
             max_cost,
+            failover,
         } => {
             let mut c = target.connect()?;
             let v = api::limit(
@@ -1081,6 +1088,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     session: id,
                     auto_continue: continue_.map(|o| o == "on"),
                     max_cost_usd: max_cost,
+                    failover,
                 },
             )?;
             print(json, &v, crate::usage::human_limit);

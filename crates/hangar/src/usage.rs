@@ -184,6 +184,9 @@ pub fn human_limit(v: &LimitState) {
         "auto-continue is {}",
         if v.auto_continue { "on" } else { "off" }
     );
+    if let Some(account) = &v.account {
+        println!("account {}", display::name(account));
+    }
 }
 
 /// `goal 3/20 running` (and why it is paused or stopped), for `ls` and

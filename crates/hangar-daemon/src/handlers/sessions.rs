@@ -317,6 +317,10 @@ mod account_tests {
                     "openai".into(),
                     account("codex", "OPENAI_API_KEY", "sk-oa-2"),
                 );
+                c.accounts.insert(
+                    "home".into(),
+                    account("claude", "ANTHROPIC_API_KEY", "sk-home-3"),
+                );
                 let claude = hangar_providers::ProviderConfig {
                     program: Some("/bin/sh".into()),
                     ..Default::default()
@@ -371,5 +375,68 @@ mod account_tests {
         assert!(other.message.contains("is for codex"), "{}", other.message);
         assert!(!other.message.contains("sk-oa-2"));
         assert!(m.os.spawned().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_to_another_account_restarts_the_agent_under_it_and_is_journalled_by_name() {
+        let m = machine();
+        let created = new(&m.daemon, new_claude(&m, "work")).await.unwrap();
+        let id = SessionId::from(created.id.as_str());
+        let before = m.os.spawned().len();
+        let state = m
+            .daemon
+            .governor
+            .move_to_account(&id, "home")
+            .await
+            .unwrap();
+        assert_eq!(state, RunState::Live);
+        let spawned = m.os.spawned();
+        assert_eq!(spawned.len(), before + 1, "one new process, under home");
+        let env = &spawned.last().unwrap().env;
+        assert!(env.contains(&("ANTHROPIC_API_KEY".into(), "sk-home-3".into())));
+        let row = list(&m.daemon)
+            .into_iter()
+            .find(|r| r.id == created.id)
+            .unwrap();
+        assert_eq!(row.account.as_deref(), Some("home"));
+        let journal = std::fs::read_to_string(m.home.path().join("journal.jsonl")).unwrap();
+        assert!(
+            journal.contains("\"event\":\"account-move\"") && journal.contains("\"to\":\"home\""),
+            "{journal}"
+        );
+        assert!(!journal.contains("sk-"), "no credential in the journal");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_is_refused_while_a_person_is_attached_or_to_another_providers_account() {
+        let m = machine();
+        let created = new(&m.daemon, new_claude(&m, "work")).await.unwrap();
+        let id = SessionId::from(created.id.as_str());
+        let other = m
+            .daemon
+            .governor
+            .move_to_account(&id, "openai")
+            .await
+            .unwrap_err();
+        assert!(other.message.contains("is for codex"), "{}", other.message);
+        let watching = m.daemon.activity.view(&id);
+        let attached = m
+            .daemon
+            .governor
+            .move_to_account(&id, "home")
+            .await
+            .unwrap_err();
+        assert!(
+            attached.message.contains("attached"),
+            "{}",
+            attached.message
+        );
+        drop(watching);
+        let spawned = m.os.spawned().len();
+        assert_eq!(spawned, 1, "nothing restarted");
+        assert_eq!(
+            m.daemon.sessions.meta(&id).unwrap().account.as_deref(),
+            Some("work")
+        );
     }
 }

@@ -581,6 +581,12 @@ impl Ledger {
         self.changed.notify_one();
     }
 
+    /// `id` moved to another account: the limit it stood under was its old
+    /// account's, and no longer holds it back.
+    pub fn moved_account(&self, id: &SessionId) {
+        self.allowed(id);
+    }
+
     /// An allowed reply: the account is usable, `id`'s limit is over.
     fn allowed(&self, id: &SessionId) {
         let snapshot = {

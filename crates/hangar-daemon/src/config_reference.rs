@@ -276,6 +276,7 @@ const SECTIONS: &[SectionDoc] = &[
             ("continue_delay_secs", Toml("60")),
             ("wake_to_continue", Toml("false")),
             ("continue_jitter_secs", Toml("30")),
+            ("failover", Toml("false")),
         ],
     },
     SectionDoc {

@@ -295,6 +295,7 @@ impl Daemon {
             delivery: delivery.clone(),
             governor: governor.clone(),
             shutdown: shutdown.clone(),
+            moving: Default::default(),
         });
         let goals = Arc::new(usage::goals::Goals {
             ledger: usage.clone(),

@@ -300,10 +300,17 @@ mod account_tests {
     /// A machine whose config has two claude accounts and a codex one,
     /// and claude found (any program that exists: the fake OS runs none).
     fn machine() -> crate::on_a_fake_machine::FakeMachine {
+        machine_with(|_| {})
+    }
+
+    fn machine_with(
+        more: impl FnOnce(&mut crate::config::Config),
+    ) -> crate::on_a_fake_machine::FakeMachine {
         build(
             &[],
             &[],
             |c| {
+                more(c);
                 let account =
                     |provider: &str, key: &str, value: &str| hangar_core::accounts::AccountConfig {
                         provider: provider.into(),
@@ -438,5 +445,44 @@ mod account_tests {
             m.daemon.sessions.meta(&id).unwrap().account.as_deref(),
             Some("work")
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_failover_a_limited_session_carries_on_under_the_other_account_with_its_continuation()
+     {
+        let m = machine_with(|c| c.limits.failover = true);
+        let created = new(&m.daemon, new_claude(&m, "work")).await.unwrap();
+        let id = SessionId::from(created.id.as_str());
+        let now = m.daemon.usage.now();
+        m.daemon.usage.limited(
+            &id,
+            hangar_core::usage_limits::SessionLimit {
+                kind: "five_hour".to_owned(),
+                resets_at: Some(now + 3_600_000),
+                source: "proxy".to_owned(),
+                since_ms: now,
+                continue_at: None,
+                stopped_mid_task: true,
+                continued: false,
+                account: None,
+            },
+        );
+        let continuation = tokio::spawn(m.daemon.continuation.clone().run());
+        crate::on_a_fake_machine::until("it runs under home", || {
+            m.daemon.sessions.meta(&id).unwrap().account.as_deref() == Some("home")
+                && m.os.spawned().len() == 2
+                && m.daemon.sessions.run_state(&id) == RunState::Live
+        })
+        .await;
+        let pid = m.os.spawned().last().unwrap().pid;
+        crate::on_a_fake_machine::until("the continuation is typed under home", || {
+            m.os.typed(pid).windows(8).any(|w| w == b"continue")
+        })
+        .await;
+        assert!(
+            m.daemon.usage.limit_view(id.as_str()).is_none(),
+            "the old account's limit no longer holds it"
+        );
+        continuation.abort();
     }
 }

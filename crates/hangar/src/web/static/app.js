@@ -101,9 +101,14 @@
     }
     a.appendChild(badges);
     const where = s.placement === "pane" ? "" : " · " + s.placement;
-    a.appendChild(el("span", "sub", s.provider + " · " + short(s.id) + where + " · " + s.cwd));
+    a.appendChild(el("span", "sub", providerOf(s) + " · " + short(s.id) + where + " · " + s.cwd));
     li.appendChild(a);
     return li;
+  }
+
+  // The provider, and the account it runs under (`claude@work`).
+  function providerOf(s) {
+    return s.account ? s.provider + "@" + s.account : s.provider;
   }
 
   function renderList() {
@@ -224,7 +229,7 @@
     const st = $("s-state");
     st.textContent = s.state + (s.placement === "pane" ? "" : " · " + s.placement);
     st.className = "badge " + s.state;
-    $("s-provider").textContent = s.provider;
+    $("s-provider").textContent = providerOf(s);
     $("s-cwd").textContent = s.cwd;
     $("s-waiting").hidden = s.activity !== "waiting";
     const running = s.state === "live" || s.state === "spawning";

@@ -549,7 +549,14 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         };
         frame.render_widget(Paragraph::new(hint), r);
     }
-    if let Some(b) = &app.snap.budget {
+    // Only under a memory budget: the figure against it is what a person
+    // acts on (`hangar status` gives it always).
+    if let Some(b) = app
+        .snap
+        .budget
+        .as_ref()
+        .filter(|b| b.max_memory_bytes.is_some())
+    {
         let text = format!(" mem {} ", fleet_memory_short(b));
         let mw = text.chars().count() as u16;
         if area.width > w + mw + 40 {
@@ -569,7 +576,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
 }
 
 /// The live agents' memory against the budget, short enough for the
-/// status line: `820/1500 MiB`, `820 MiB` without a budget, and how many
+/// status line: `820/1500 MiB` (`820 MiB` without a budget), and how many
 /// wakes wait for room.
 fn fleet_memory_short(b: &hangar_protocol::view::BudgetView) -> String {
     let mib = |bytes: u64| bytes / (1024 * 1024);

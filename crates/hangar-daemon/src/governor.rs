@@ -1,15 +1,19 @@
 //! The resource governor's loop: measure hangar's own live sessions' process
-//! trees in `/proc` (only while a budget is set), ask
-//! `hangar_core::governor` what to hibernate (and `hangar_core::in_use` who
-//! is in use), and do it; evict stale parked records when a TTL is
-//! configured.
+//! trees in `/proc` (their proportional set size, only while a budget is
+//! set: `governor/memory.rs`), ask `hangar_core::governor` what to hibernate
+//! (and `hangar_core::in_use` who is in use), and do it; evict stale parked
+//! records when a TTL is configured.
 //!
-//! It never touches a session that is visible, attached, pinned, mid-turn
-//! or waiting for the user; when nothing qualifies it reports "over budget" in `status`
-//! and leaves the fleet alone.
+//! It never touches a session that is visible, attached, pinned, mid-turn,
+//! waiting for the user or woken for a prompt not typed yet; when nothing
+//! qualifies it reports "over budget" in `status` and leaves the fleet
+//! alone.
 //!
-//! The `Governor` sits on the `Spawner`: its `wake_as` is the spawner's wake
-//! followed by making room, and it hibernates through the spawner. Eviction
+//! The `Governor` sits on the `Spawner`: its `wake_as` admits a wake under
+//! the memory budget (room made first, or a wait in the queue), then is the
+//! spawner's wake followed by making room, and it hibernates through the
+//! spawner. A session's move to another account (`move_to_account`) is its
+//! too: a hibernate and a wake. Eviction
 //! and close-idle (eviction.rs) and the close path every closer shares are
 //! its methods too. It gets `[governor]` by value when built (machinery:
 //! its interval, budget and TTL never change while it runs).

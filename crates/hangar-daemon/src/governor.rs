@@ -252,11 +252,14 @@ impl Governor {
             id: id.clone(),
         };
         let mut fleet = self.activity.changes();
+        // The first look reads the fleet anew; a wake that waits looks again
+        // at each change of the fleet, on readings at most READ_GAP_MS old.
+        let mut fresh = true;
         loop {
             let deciding = self.memory.deciding.lock().await;
             let mut protect = self.memory.held();
             protect.insert(id.clone());
-            let (mut facts, _) = self.live_facts(true);
+            let (mut facts, _) = self.live_facts(std::mem::take(&mut fresh));
             let expected = expected_wake_bytes(self.memory.remembered(id), &facts);
             // Wakes admitted a moment ago hold at least what they were
             // admitted for until they are read at it: a fresh process reads

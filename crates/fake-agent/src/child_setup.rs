@@ -1,7 +1,8 @@
 //! What a child of the fake must do between fork and exec: the one place
 //! this crate needs `unsafe` (`CommandExt::pre_exec`), and the one raw
 //! `ioctl` no safe crate wraps (TIOCSTI). The crate is
-//! `#![deny(unsafe_code)]`; only the two functions here are allowed it.
+//! `#![deny(unsafe_code)]`; only the two functions here (and the `mmap` of
+//! `shared_pages.rs`) are allowed it.
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;

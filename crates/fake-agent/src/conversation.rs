@@ -226,6 +226,19 @@ impl Conversation {
                     self.ballast.add(mb);
                     self.answer(out, &format!("allocated {mb}"))?;
                 }
+                Input::Grow { mb, ms } => {
+                    self.record(Event::User(&line))?;
+                    say(out, "working...");
+                    // Ten steps: the tree grows while the turn runs, as a
+                    // tool run's memory does, not all at once.
+                    let steps = 10usize;
+                    for step in 0..steps {
+                        self.ballast
+                            .add(mb / steps + usize::from(step < mb % steps));
+                        std::thread::sleep(Duration::from_millis(ms / steps as u64));
+                    }
+                    self.answer(out, &format!("grew {mb}"))?;
+                }
             }
             if parsed.is_turn() {
                 let _ = out.flush();

@@ -25,6 +25,13 @@ pub enum Input<'a> {
     Crash(i32),
     SpawnChild,
     Alloc(usize),
+    /// `grow <mb> <ms>`: a turn that works for `ms` while it takes `mb` MiB
+    /// more, and holds it after, as an agent's heap keeps what a tool run's
+    /// output made it take.
+    Grow {
+        mb: usize,
+        ms: u64,
+    },
     /// `tiocsti <text>`: an escape attempt (hangar's sandbox tests): push
     /// `<text>` into the terminal's input with `ioctl(TIOCSTI)`, as a
     /// hostile agent would to type a command after it exits.
@@ -64,6 +71,12 @@ pub fn parse(line: &str) -> Input<'_> {
         ("tiocsti", text) if !text.is_empty() => Some(Input::Tiocsti(text)),
         ("crash", code) => code.parse().ok().map(Input::Crash),
         ("alloc", mb) => mb.parse().ok().map(Input::Alloc),
+        ("grow", args) => args.split_once(char::is_whitespace).and_then(|(mb, ms)| {
+            Some(Input::Grow {
+                mb: mb.parse().ok()?,
+                ms: ms.trim().parse().ok()?,
+            })
+        }),
         ("ask", text) if !text.is_empty() => Some(Input::Ask(text)),
         ("permission", tool) if !tool.is_empty() => Some(Input::Permission(tool)),
         ("permission-screen-only", tool) if !tool.is_empty() => {
@@ -122,6 +135,8 @@ mod tests {
         assert_eq!(parse("spawn-child"), Input::SpawnChild);
         assert_eq!(parse("tiocsti echo x"), Input::Tiocsti("echo x"));
         assert_eq!(parse("alloc 16"), Input::Alloc(16));
+        assert_eq!(parse("grow 64 2000"), Input::Grow { mb: 64, ms: 2000 });
+        assert!(parse("grow 64 2000").is_turn());
         assert_eq!(
             parse("api https://localhost:1/v1/messages hello there"),
             Input::Api {
@@ -136,6 +151,7 @@ mod tests {
         assert_eq!(parse("slow soon hi"), Input::Prompt("slow soon hi"));
         assert_eq!(parse("crash"), Input::Prompt("crash"));
         assert_eq!(parse("alloc lots"), Input::Prompt("alloc lots"));
+        assert_eq!(parse("grow 64"), Input::Prompt("grow 64"));
         assert_eq!(parse("exit now"), Input::Prompt("exit now"));
         assert_eq!(parse("ask"), Input::Prompt("ask"));
         assert_eq!(parse("api localhost hi"), Input::Prompt("api localhost hi"));

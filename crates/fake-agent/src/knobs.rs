@@ -15,6 +15,10 @@ pub enum Failure {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Knobs {
     pub alloc_mb: Option<usize>,
+    /// `FAKE_AGENT_SHARED_FILE=<path>`: map the file shared and read every
+    /// page at start (`shared_pages.rs`): pages every fake mapping it
+    /// shares, as agents share their runtime's.
+    pub shared_file: Option<std::path::PathBuf>,
     pub fail: Option<Failure>,
     pub start_delay_ms: Option<u64>,
     pub ignore_sigterm: bool,
@@ -63,6 +67,7 @@ pub fn read(get: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
     };
     Ok(Knobs {
         alloc_mb: number("FAKE_AGENT_ALLOC_MB")?.map(|n| n as usize),
+        shared_file: get("FAKE_AGENT_SHARED_FILE").map(std::path::PathBuf::from),
         fail,
         start_delay_ms: number("FAKE_AGENT_START_DELAY_MS")?,
         swallow_enters: number("FAKE_AGENT_SWALLOW_ENTERS")?.unwrap_or(0),
@@ -113,12 +118,14 @@ mod tests {
             ("FAKE_AGENT_SWALLOW_ENTERS", "2"),
             ("FAKE_AGENT_DRAIN_ON_EXIT_MS", "4500"),
             ("FAKE_AGENT_TRANSCRIPT_LAG_MS", "1500"),
+            ("FAKE_AGENT_SHARED_FILE", "/tmp/runtime"),
         ])
         .unwrap();
         assert_eq!(
             k,
             Knobs {
                 alloc_mb: Some(64),
+                shared_file: Some("/tmp/runtime".into()),
                 fail: Some(Failure::Exit(7)),
                 start_delay_ms: Some(250),
                 ignore_sigterm: true,

@@ -25,6 +25,7 @@ mod input;
 mod knobs;
 mod opencode_db;
 mod session_record;
+mod shared_pages;
 mod signals;
 mod terminal;
 mod timestamp;
@@ -144,6 +145,10 @@ fn run(
     let mut ballast = Ballast::default();
     if let Some(mb) = knobs.alloc_mb {
         ballast.add(mb);
+    }
+    if let Some(path) = &knobs.shared_file {
+        shared_pages::map_and_touch(path)
+            .map_err(|e| anyhow::anyhow!("FAKE_AGENT_SHARED_FILE {}: {e}", path.display()))?;
     }
 
     let cwd = std::env::current_dir()

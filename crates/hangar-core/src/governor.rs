@@ -34,7 +34,8 @@ pub struct LiveFacts {
     pub busy: bool,
     /// Waiting on the user (a permission prompt or a question).
     pub waiting: bool,
-    /// Resident memory of its whole process tree.
+    /// Memory of its whole process tree: the proportional set size (a page
+    /// shared with other processes counts its share only).
     pub memory_bytes: u64,
 }
 
@@ -94,6 +95,83 @@ pub fn enforce_budget(
         ));
     }
     decision
+}
+
+/// What a wake may do under a memory budget (`admit_wake`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WakeAdmission {
+    /// Start it, after hibernating these (least recently used first) to
+    /// make room.
+    Admit { hibernate: Vec<SessionId> },
+    /// It does not fit and hibernating every agent the budget may take
+    /// would not free enough: it waits in the wake queue; `reason` says so
+    /// in `ls`.
+    Wait { reason: String },
+}
+
+/// Whether waking a session that will hold about `waking_bytes` keeps the
+/// fleet (`live`) within `max_memory_bytes`, and what must be hibernated
+/// first if it does not: the same choice as [`enforce_budget`] (the least
+/// recently used agent nobody sees, holds, pinned, or that is not mid-turn
+/// or waiting for a person; never one in `protect`).
+///
+/// An agent bigger than the whole budget counts as the budget: it runs
+/// once the rest of the fleet has made way, never waits forever. Nothing
+/// is hibernated for a wake that would have to wait anyway.
+pub fn admit_wake(
+    live: &[LiveFacts],
+    max_memory_bytes: Option<u64>,
+    waking_bytes: u64,
+    protect: &BTreeSet<SessionId>,
+) -> WakeAdmission {
+    let Some(max) = max_memory_bytes else {
+        return WakeAdmission::Admit {
+            hibernate: Vec::new(),
+        };
+    };
+    let need = waking_bytes.min(max);
+    let fleet: u64 = live.iter().map(|l| l.memory_bytes).sum();
+    let mut memory = fleet;
+    let mut candidates: Vec<&LiveFacts> = live
+        .iter()
+        .filter(|l| l.evictable() && !protect.contains(&l.id))
+        .collect();
+    candidates.sort_by(|a, b| {
+        a.last_active_ms
+            .cmp(&b.last_active_ms)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    let mut hibernate = Vec::new();
+    for c in candidates {
+        if memory + need <= max {
+            break;
+        }
+        hibernate.push(c.id.clone());
+        memory = memory.saturating_sub(c.memory_bytes);
+    }
+    if memory + need <= max {
+        return WakeAdmission::Admit { hibernate };
+    }
+    let mib = |b: u64| b / (1024 * 1024);
+    WakeAdmission::Wait {
+        reason: format!(
+            "waiting for memory: the fleet holds {} MiB of the {} MiB budget and this agent needs about {} MiB; \
+             the rest is visible, attached, pinned, working or waiting for a person",
+            mib(fleet),
+            mib(max),
+            mib(waking_bytes),
+        ),
+    }
+}
+
+/// The memory a session about to wake will hold: what it held when last
+/// measured live, else the average of the live agents now (a fresh agent
+/// of an average fleet), else nothing known (0).
+pub fn expected_wake_bytes(remembered: Option<u64>, live: &[LiveFacts]) -> u64 {
+    remembered.unwrap_or_else(|| {
+        let total: u64 = live.iter().map(|l| l.memory_bytes).sum();
+        total.checked_div(live.len() as u64).unwrap_or(0)
+    })
 }
 
 /// Parked records untouched for longer than `older_than_ms` at `now_ms`, in
@@ -364,6 +442,73 @@ mod tests {
             d.hibernate,
             vec![SessionId::from("a"), SessionId::from("b")]
         );
+    }
+
+    fn sized(id: &str, last: u64, bytes: u64) -> LiveFacts {
+        LiveFacts {
+            memory_bytes: bytes,
+            ..facts(id, last)
+        }
+    }
+
+    fn admit(hibernate: &[&str]) -> WakeAdmission {
+        WakeAdmission::Admit {
+            hibernate: hibernate.iter().map(|s| SessionId::from(*s)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_wake_that_fits_the_memory_budget_is_admitted_as_it_is() {
+        let live = vec![sized("a", 1, 400), sized("b", 2, 400)];
+        let none = BTreeSet::new();
+        assert_eq!(admit_wake(&live, Some(1200), 400, &none), admit(&[]));
+        assert_eq!(admit_wake(&live, None, 1 << 40, &none), admit(&[]));
+    }
+
+    #[test]
+    fn a_wake_over_the_memory_budget_hibernates_the_least_recently_used_idle_agents_first() {
+        let mut live = vec![
+            sized("old", 1, 300),
+            sized("older-but-working", 0, 300),
+            sized("mid", 2, 300),
+            sized("new", 3, 300),
+        ];
+        live[1].busy = true;
+        let d = admit_wake(&live, Some(1300), 700, &BTreeSet::new());
+        assert_eq!(d, admit(&["old", "mid"]), "900 + 700 fits 1300 after two");
+    }
+
+    #[test]
+    fn a_wake_that_cannot_fit_waits_and_hibernates_nothing() {
+        let mut live = vec![sized("idle", 1, 300), sized("held", 2, 900)];
+        live[1].waiting = true;
+        let d = admit_wake(&live, Some(1000), 400, &BTreeSet::new());
+        let WakeAdmission::Wait { reason } = d else {
+            panic!("admitted: {d:?}");
+        };
+        assert!(reason.starts_with("waiting for memory"), "{reason}");
+        // Once the held agent's turn is over it may go, and the wake fits.
+        live[1].waiting = false;
+        assert_eq!(
+            admit_wake(&live, Some(1000), 400, &BTreeSet::new()),
+            admit(&["idle", "held"])
+        );
+    }
+
+    #[test]
+    fn an_agent_bigger_than_the_whole_budget_runs_once_the_fleet_made_way() {
+        let live = vec![sized("a", 1, 100)];
+        let none = BTreeSet::new();
+        assert_eq!(admit_wake(&live, Some(1000), 5000, &none), admit(&["a"]));
+        assert_eq!(admit_wake(&[], Some(1000), 5000, &none), admit(&[]));
+    }
+
+    #[test]
+    fn a_wake_is_expected_to_hold_what_it_held_before_else_the_fleets_average() {
+        let live = vec![sized("a", 1, 100), sized("b", 2, 300)];
+        assert_eq!(expected_wake_bytes(Some(50), &live), 50);
+        assert_eq!(expected_wake_bytes(None, &live), 200);
+        assert_eq!(expected_wake_bytes(None, &[]), 0);
     }
 
     #[test]

@@ -87,6 +87,11 @@ pub struct LaunchFacts {
     /// `[restore] spawn_timeout_secs` and `settle_ms`.
     pub spawn_timeout_secs: u64,
     pub settle_ms: u64,
+    /// What the session's `[accounts.NAME]` adds to its environment, or why
+    /// that account cannot be used (`hangar_core::accounts`); `None` when it
+    /// runs under the provider's own login.
+    #[serde(default)]
+    pub account: Option<Result<Vec<(String, String)>, String>>,
 }
 
 /// Where a session's process runs: on this machine's PTY, inside the
@@ -134,6 +139,8 @@ pub enum RefusalKind {
     ExitedDuringStart,
     AuthFailure,
     Timeout,
+    /// Its `[accounts.NAME]` is gone from config.toml or no longer fits.
+    AccountUnusable,
 }
 
 /// A start refused or failed: its kind and what to tell the person.
@@ -250,8 +257,20 @@ pub fn plan(facts: &LaunchFacts) -> Result<LaunchPlan, LaunchRefusal> {
         });
         return Err(LaunchRefusal::new(RefusalKind::FolderMissing, reason));
     }
+    let account_env = match &facts.account {
+        None => &[][..],
+        Some(Ok(env)) => &env[..],
+        Some(Err(why)) => {
+            return Err(LaunchRefusal::new(
+                RefusalKind::AccountUnusable,
+                format!("{}: {why}", cannot_start(meta)),
+            ));
+        }
+    };
     let is_hangars = |(k, _): &&(String, String)| !HANGAR_OWN_VARS.contains(&k.as_str());
     let mut env: Vec<(String, String)> = command.env.iter().filter(is_hangars).cloned().collect();
+    // The account's credential after the adapter's: the account's wins.
+    env.extend(account_env.iter().filter(is_hangars).cloned());
     env.push(("TERM".into(), "xterm-256color".into()));
     env.push(("HANGAR_SESSION_ID".into(), meta.id.to_string()));
     env.push(("HANGAR_HOME".into(), facts.home.clone()));
@@ -407,6 +426,7 @@ mod tests {
             inherited_no_proxy: None,
             spawn_timeout_secs: 30,
             settle_ms: 300,
+            account: None,
         }
     }
 
@@ -454,6 +474,26 @@ mod tests {
                 settle_ms: Some(300),
                 silence_fails: true
             }
+        );
+    }
+
+    #[test]
+    fn an_accounts_variables_win_over_the_adapters_and_a_gone_account_refuses_the_start() {
+        let mut f = facts(meta(Provider::Claude));
+        f.account = Some(Ok(vec![
+            ("CLAUDE_CONFIG_DIR".into(), "/accounts/work".into()),
+            ("ANTHROPIC_API_KEY".into(), "sk-work".into()),
+        ]));
+        let plan = plan(&f).unwrap();
+        assert_eq!(env_of(&plan, "CLAUDE_CONFIG_DIR"), Some("/accounts/work"));
+        assert_eq!(env_of(&plan, "ANTHROPIC_API_KEY"), Some("sk-work"));
+        f.account = Some(Err("no account \"work\"".into()));
+        let refused = super::plan(&f).unwrap_err();
+        assert_eq!(refused.kind, RefusalKind::AccountUnusable);
+        assert!(
+            refused.message.contains("no account"),
+            "{}",
+            refused.message
         );
     }
 

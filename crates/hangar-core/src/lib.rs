@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod accounts;
 pub mod activity;
 pub mod activity_debounce;
 pub mod auto_prompt;

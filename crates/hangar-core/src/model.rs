@@ -299,6 +299,10 @@ pub struct SessionMeta {
     /// carries that conversation on (`crate::fork`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkOrigin>,
+    /// The `[accounts.NAME]` it runs under (`hangar new --account`); `None`:
+    /// the provider's own login.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 fn default_true() -> bool {
@@ -328,6 +332,7 @@ impl SessionMeta {
             engine: None,
             sandbox: None,
             forked_from: None,
+            account: None,
         }
     }
 

@@ -75,6 +75,10 @@ pub struct Config {
     /// `[sandbox]`: the walls around sandboxed sessions (issue 32).
     #[serde(default)]
     pub sandbox: crate::sandbox::SandboxConfig,
+    /// `[accounts.NAME]`: provider accounts a session may run under
+    /// (`hangar new --account`, issue 47).
+    #[serde(default)]
+    pub accounts: hangar_core::accounts::AccountsConfig,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -217,6 +217,15 @@ const SECTIONS: &[SectionDoc] = &[
         ],
     },
     SectionDoc {
+        title: "[accounts.NAME]",
+        table: "accounts.x",
+        base: "provider = \"claude\"",
+        source: include_str!("../../hangar-core/src/accounts.rs"),
+        type_name: "AccountConfig",
+        fields: fields_of::<hangar_core::accounts::AccountConfig>,
+        defaults: &[("provider", Required), ("env", Toml("{}"))],
+    },
+    SectionDoc {
         title: "[terminal]",
         table: "terminal",
         base: "",
@@ -267,6 +276,7 @@ const SECTIONS: &[SectionDoc] = &[
             ("continue_delay_secs", Toml("60")),
             ("wake_to_continue", Toml("false")),
             ("continue_jitter_secs", Toml("30")),
+            ("failover", Toml("false")),
         ],
     },
     SectionDoc {

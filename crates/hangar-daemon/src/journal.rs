@@ -204,6 +204,14 @@ pub enum Event {
         strategy: String,
         refs: serde_json::Value,
     },
+    /// A session was moved to another `[accounts.NAME]` (`hangar limit ID
+    /// --failover ACCOUNT`): the names only, never a credential.
+    AccountMove {
+        session: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<String>,
+        to: String,
+    },
     /// An event kind from a newer hangar (when reading).
     #[serde(other)]
     Unknown,

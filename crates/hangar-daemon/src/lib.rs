@@ -252,6 +252,7 @@ impl Daemon {
             }),
             start_rules: governor_config.start_rules(),
             providers: config.section(|c| &c.providers),
+            accounts: config.section(|c| &c.accounts),
             restore: config.section(|c| &c.restore),
             terminal: config.section(|c| &c.terminal),
             lifecycle,
@@ -272,6 +273,7 @@ impl Daemon {
             shutdown: shutdown.clone(),
             budget: Default::default(),
             usage: usage.clone(),
+            memory: Default::default(),
         });
         let agents = Arc::new(orchestration::AgentTools {
             sessions: sessions.clone(),
@@ -294,6 +296,7 @@ impl Daemon {
             delivery: delivery.clone(),
             governor: governor.clone(),
             shutdown: shutdown.clone(),
+            moving: Default::default(),
         });
         let goals = Arc::new(usage::goals::Goals {
             ledger: usage.clone(),

@@ -27,7 +27,7 @@ impl From<hangar_core::launch_plan::LaunchRefusal> for SpawnFailure {
         use hangar_core::launch_plan::RefusalKind;
         SpawnFailure {
             kind: match refusal.kind {
-                RefusalKind::ResumeRefused => FailureKind::Other,
+                RefusalKind::ResumeRefused | RefusalKind::AccountUnusable => FailureKind::Other,
                 RefusalKind::ProgramMissing => FailureKind::ProgramMissing,
                 RefusalKind::FolderMissing => FailureKind::CwdMissing,
                 RefusalKind::ExitedDuringStart => FailureKind::ExitedDuringStart,

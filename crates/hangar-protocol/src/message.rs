@@ -78,6 +78,9 @@ pub struct NewSession {
     /// Run it in hangar's sandbox (`hangar new --sandbox`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sandbox: bool,
+    /// Run it under `[accounts.NAME]` (`hangar new --account`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 /// `hangar engine image build NAME [--provider P]`: build an image for
@@ -652,6 +655,10 @@ pub struct LimitSet {
     /// The session's own cost budget in USD (`--max-cost`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+    /// Move the session to this `[accounts.NAME]` now (`--failover`): its
+    /// conversation carries on in the same pane under that account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<String>,
 }
 
 /// `hangar goal ID TEXT [--max-turns N]`, `hangar goal ID --stop`.

@@ -609,6 +609,9 @@ pub struct UsageReport {
     pub since: i64,
     pub sessions: Vec<hangar_core::usage::SessionUsage>,
     pub accounts: Vec<AccountUsage>,
+    /// Usage summed per `[accounts.NAME]` the sessions run under.
+    #[serde(default)]
+    pub named_accounts: Vec<hangar_core::accounts::NamedAccountUsage>,
     pub total: hangar_core::usage::UsageTotal,
     /// What the cost figures are.
     pub note: String,
@@ -622,6 +625,10 @@ pub struct LimitState {
     /// The session's own cost budget (`--max-cost`), null without one.
     pub max_cost_usd: Option<f64>,
     pub limit: Option<LimitView>,
+    /// The `[accounts.NAME]` it runs under, null for the provider's own
+    /// login.
+    #[serde(default)]
+    pub account: Option<String>,
 }
 
 /// `goal`: the session's goal after the change (null without one).

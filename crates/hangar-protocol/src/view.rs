@@ -82,6 +82,10 @@ pub struct SessionView {
     /// its parent's conversation.
     #[serde(default)]
     pub handoff: bool,
+    /// The `[accounts.NAME]` it runs under (`hangar new --account`), null
+    /// for the provider's own login. Only the name: never its credential.
+    #[serde(default)]
+    pub account: Option<String>,
 }
 
 /// A session's usage limit in `hangar ls --json`.
@@ -299,8 +303,18 @@ pub struct BudgetView {
     pub max_memory_bytes: Option<u64>,
     /// Live agent sessions at the last check.
     pub live: usize,
-    /// Resident memory of their process trees at the last check.
+    /// Memory of their process trees at the last check: the proportional
+    /// set size (`/proc/PID/smaps_rollup`), a page shared by many processes
+    /// counted once across the fleet; what `max_memory_bytes` is held to.
     pub memory_bytes: u64,
+    /// The same trees' resident memory, a shared page counted once per
+    /// process that maps it (the older, overstated figure).
+    #[serde(default)]
+    pub resident_bytes: u64,
+    /// Sessions whose wake waits in the queue for room within the memory
+    /// budget.
+    #[serde(default)]
+    pub waiting_for_memory: Vec<String>,
     #[serde(default)]
     pub over_budget: bool,
     #[serde(default)]

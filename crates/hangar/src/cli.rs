@@ -97,6 +97,10 @@ pub enum Command {
         /// credential inside (needs bubblewrap).
         #[arg(long)]
         sandbox: bool,
+        /// Run it under this provider account (`[accounts.NAME]` in
+        /// config.toml): its credential instead of the provider's own login.
+        #[arg(long, value_name = "NAME")]
+        account: Option<String>,
     },
     /// List every session.
     Ls,
@@ -344,6 +348,11 @@ pub enum Command {
         /// Set the session's own cost budget in USD.
         #[arg(long, value_name = "USD")]
         max_cost: Option<f64>,
+        /// Carry the session on under this account (`[accounts.NAME]` of
+        /// its provider) now, in the same pane and conversation; refused
+        /// mid-turn, while it waits for you or while you are attached.
+        #[arg(long, value_name = "ACCOUNT")]
+        failover: Option<String>,
     },
     /// Keep a session's agent on a goal across turns: hangar types it, then
     /// a short continuation at each end of turn, until the agent calls the
@@ -643,6 +652,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             engine,
             image,
             sandbox,
+            account,
         } => {
             let cwd = cwd.map(|c| abs(&c)).transpose()?;
             let fallback_cwd = Some(abs(&std::env::current_dir()?)?);
@@ -665,6 +675,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     engine,
                     image,
                     sandbox,
+                    account,
                 },
             )?;
             if no_auto_continue || max_cost.is_some() {
@@ -675,6 +686,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         session: id.clone(),
                         auto_continue: no_auto_continue.then_some(false),
                         max_cost_usd: max_cost,
+                        failover: None,
                     },
                 );
                 if let Err(e) = set {
@@ -1067,6 +1079,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             id,
             continue_,
             max_cost,
+            failover,
         } => {
             let mut c = target.connect()?;
             let v = api::limit(
@@ -1075,6 +1088,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     session: id,
                     auto_continue: continue_.map(|o| o == "on"),
                     max_cost_usd: max_cost,
+                    failover,
                 },
             )?;
             print(json, &v, crate::usage::human_limit);

@@ -236,10 +236,15 @@ pub fn sessions(rows: &Vec<SessionView>) {
             (state, Some("fresh")) if state == "live" => "live fresh".into(),
             (state, _) => state,
         };
+        // Its account beside its provider: `claude@work`.
+        let provider = match &r.account {
+            Some(account) => format!("{}@{}", text(&r.provider), text(account)),
+            None => text(&r.provider).into_owned(),
+        };
         println!(
             "{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {} {}",
             short_id(&r.id),
-            text(&r.provider),
+            provider,
             state,
             text(&r.activity),
             text(&r.placement),
@@ -248,8 +253,10 @@ pub fn sessions(rows: &Vec<SessionView>) {
             title_cell(&title, 20),
             text(&r.cwd)
         );
+        // Why it failed, or what a budget did to it (hibernated to make
+        // room, a wake waiting for memory, a spent cost budget).
         if let Some(reason) = &r.reason
-            && r.state == "failed"
+            && r.state != "exited"
         {
             println!("          reason: {}", text(reason));
         }
@@ -304,7 +311,7 @@ pub fn status(v: &StatusView) {
     let b = &v.budget;
     let q = &v.wake_queue;
     println!(
-        "budget   {} live of {}, {} MiB of {}{}",
+        "budget   {} live of {}, {} MiB of {} (resident {} MiB){}{}",
         b.live,
         b.max_live
             .map(|m| m.to_string())
@@ -313,6 +320,11 @@ pub fn status(v: &StatusView) {
         b.max_memory_bytes
             .map(|m| format!("{} MiB", m / (1024 * 1024)))
             .unwrap_or_else(|| "unlimited".into()),
+        b.resident_bytes / (1024 * 1024),
+        match b.waiting_for_memory.len() {
+            0 => String::new(),
+            n => format!("; {n} wake(s) waiting for memory"),
+        },
         match &b.reason {
             Some(reason) => format!("; {}", text(reason)),
             None => String::new(),

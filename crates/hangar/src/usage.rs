@@ -155,6 +155,22 @@ pub fn human(v: &UsageReport) {
             },
         );
     }
+    for a in &v.named_accounts {
+        println!(
+            "[accounts.{}] ({}): {} session(s), {} requests, {} input and {} output tokens, {}{}",
+            display::name(&a.name),
+            display::name(&a.provider),
+            a.sessions,
+            a.requests,
+            a.input_tokens,
+            a.output_tokens,
+            cost(Some(a.cost_usd)),
+            match a.unpriced_sessions {
+                0 => String::new(),
+                n => format!(" ({n} unpriced session(s))"),
+            },
+        );
+    }
     println!("{}", display::name(&v.note));
 }
 
@@ -168,6 +184,9 @@ pub fn human_limit(v: &LimitState) {
         "auto-continue is {}",
         if v.auto_continue { "on" } else { "off" }
     );
+    if let Some(account) = &v.account {
+        println!("account {}", display::name(account));
+    }
 }
 
 /// `goal 3/20 running` (and why it is paused or stopped), for `ls` and

@@ -29,7 +29,11 @@ pub struct GovernorConfig {
     /// Most live agent sessions at once (unlimited when absent).
     #[serde(default)]
     pub max_live: Option<usize>,
-    /// Most resident memory of all agent process trees, in MiB.
+    /// Most memory of all live agents' process trees, in MiB, as their
+    /// proportional set size (a page shared by many processes counted once
+    /// across the fleet). A wake that would go over it first hibernates the
+    /// least recently used idle agent not in a pane, or waits until there
+    /// is room.
     #[serde(default)]
     pub max_memory_mb: Option<u64>,
     /// Wakes running at once.

@@ -95,7 +95,7 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         }
         Request::Hook(r) => answer::<kind::Hook>(activity::hook(daemon, &r)),
         Request::Usage(r) => answer::<kind::Usage>(usage::usage(daemon, r)),
-        Request::Limit(r) => answer::<kind::Limit>(usage::limit(daemon, r)),
+        Request::Limit(r) => answer::<kind::Limit>(usage::limit(daemon, r).await),
         Request::Goal(r) => answer::<kind::Goal>(usage::goal(daemon, r).await),
         Request::EngineImageBuild(r) => {
             answer::<kind::EngineImageBuild>(engines::image_build(daemon, r).await)

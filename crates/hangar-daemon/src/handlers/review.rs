@@ -74,7 +74,8 @@ pub(crate) async fn prompt_agent(
     if daemon.monitor.is_busy(id) {
         return Err(busy());
     }
-    let state = daemon.governor.wake_as(id, Caller::Send).await?;
+    // Held from the budget until the prompt is typed.
+    let (state, _held) = daemon.governor.wake_to_prompt(id, Caller::Send).await?;
     if let RunState::Failed(reason) = state {
         return Err(ApiError::new(codes::FAILED, reason));
     }

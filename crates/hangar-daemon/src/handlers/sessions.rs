@@ -66,6 +66,14 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
             provider
         }
     };
+    let account = match req.account.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(name) => {
+            hangar_core::accounts::account_for(&config.accounts, name, &provider)
+                .map_err(|e| ApiError::invalid(e.to_string()))?;
+            Some(name.to_owned())
+        }
+    };
     let direction = parse_direction(req.direction.as_deref())?;
     let sandboxed = daemon.sandbox.wanted(
         req.sandbox,
@@ -157,6 +165,7 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
             }
             meta.git_base = git_base.clone();
             meta.engine = engine.clone();
+            meta.account = account.clone();
         };
         match daemon.sessions.add_session(&new, &cwd, finish)? {
             Added::Session(id) => break id,
@@ -216,6 +225,10 @@ pub fn list(daemon: &Daemon) -> Vec<SessionView> {
                     .budget_hibernated_why(&row.id)
                     .map(|why| format!("hibernated: its cost budget is spent ({why})"));
             }
+            if row.reason.is_none() {
+                let id = SessionId::from(row.id.as_str());
+                row.reason = daemon.governor.memory_note(&id, &row.state);
+            }
             row
         })
         .collect()
@@ -229,7 +242,8 @@ pub async fn send(daemon: &Daemon, req: msg::Send) -> Result<reply::Sent, ApiErr
     let id = daemon.sessions.resolve(&req.session)?;
     // A person's words: a limit's continuation stands down after them.
     daemon.usage.person_typed(&id);
-    let state = daemon.governor.wake_as(&id, Caller::Send).await?;
+    // Held from the budget until the prompt is typed.
+    let (state, _held) = daemon.governor.wake_to_prompt(&id, Caller::Send).await?;
     if let RunState::Failed(reason) = state {
         return Err(ApiError::new(codes::FAILED, reason));
     }
@@ -269,5 +283,200 @@ pub(super) fn needs_confirmation(message: String, cascade: &[SessionId]) -> ApiE
         code: codes::NEEDS_CONFIRMATION,
         message,
         detail: json!({"would_close": cascade.iter().map(|s| s.to_string()).collect::<Vec<_>>()}),
+    }
+}
+
+#[cfg(test)]
+mod account_tests {
+    use super::*;
+    use crate::on_a_fake_machine::build;
+
+    /// A machine whose config has two claude accounts and a codex one,
+    /// and claude found (any program that exists: the fake OS runs none).
+    fn machine() -> crate::on_a_fake_machine::FakeMachine {
+        machine_with(|_| {})
+    }
+
+    fn machine_with(
+        more: impl FnOnce(&mut crate::config::Config),
+    ) -> crate::on_a_fake_machine::FakeMachine {
+        build(
+            &[],
+            &[],
+            |c| {
+                more(c);
+                let account =
+                    |provider: &str, key: &str, value: &str| hangar_core::accounts::AccountConfig {
+                        provider: provider.into(),
+                        env: [(key.to_owned(), value.to_owned())].into(),
+                    };
+                c.accounts.insert(
+                    "work".into(),
+                    account("claude", "ANTHROPIC_API_KEY", "sk-work-1"),
+                );
+                c.accounts.insert(
+                    "openai".into(),
+                    account("codex", "OPENAI_API_KEY", "sk-oa-2"),
+                );
+                c.accounts.insert(
+                    "home".into(),
+                    account("claude", "ANTHROPIC_API_KEY", "sk-home-3"),
+                );
+                let claude = hangar_providers::ProviderConfig {
+                    program: Some("/bin/sh".into()),
+                    ..Default::default()
+                };
+                c.providers.insert("claude".into(), claude);
+            },
+            |_| {},
+        )
+    }
+
+    fn new_claude(m: &crate::on_a_fake_machine::FakeMachine, account: &str) -> msg::NewSession {
+        msg::NewSession {
+            provider: Some("claude".into()),
+            cwd: Some(m.home.path().display().to_string()),
+            account: Some(account.into()),
+            no_mcp: true,
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_runs_under_its_account_and_ls_names_the_account_never_its_credential() {
+        let m = machine();
+        let created = new(&m.daemon, new_claude(&m, "work")).await.unwrap();
+        assert_eq!(created.state, "live");
+        let spawned = m.os.spawned();
+        let env = &spawned.last().unwrap().env;
+        assert!(
+            env.contains(&("ANTHROPIC_API_KEY".into(), "sk-work-1".into())),
+            "the account's credential reaches its agent"
+        );
+        let rows = list(&m.daemon);
+        let row = rows.iter().find(|r| r.id == created.id).unwrap();
+        assert_eq!(row.account.as_deref(), Some("work"));
+        let shown = serde_json::to_string(&rows).unwrap();
+        assert!(!shown.contains("sk-work-1"), "{shown}");
+        let journal =
+            std::fs::read_to_string(m.home.path().join("journal.jsonl")).unwrap_or_default();
+        assert!(!journal.contains("sk-work-1"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unknown_account_or_another_providers_is_refused_and_nothing_starts() {
+        let m = machine();
+        let unknown = new(&m.daemon, new_claude(&m, "nope")).await.unwrap_err();
+        assert!(
+            unknown.message.contains("no account \"nope\""),
+            "{}",
+            unknown.message
+        );
+        let other = new(&m.daemon, new_claude(&m, "openai")).await.unwrap_err();
+        assert!(other.message.contains("is for codex"), "{}", other.message);
+        assert!(!other.message.contains("sk-oa-2"));
+        assert!(m.os.spawned().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_to_another_account_restarts_the_agent_under_it_and_is_journalled_by_name() {
+        let m = machine();
+        let created = new(&m.daemon, new_claude(&m, "work")).await.unwrap();
+        let id = SessionId::from(created.id.as_str());
+        let before = m.os.spawned().len();
+        let state = m
+            .daemon
+            .governor
+            .move_to_account(&id, "home")
+            .await
+            .unwrap();
+        assert_eq!(state, RunState::Live);
+        let spawned = m.os.spawned();
+        assert_eq!(spawned.len(), before + 1, "one new process, under home");
+        let env = &spawned.last().unwrap().env;
+        assert!(env.contains(&("ANTHROPIC_API_KEY".into(), "sk-home-3".into())));
+        let row = list(&m.daemon)
+            .into_iter()
+            .find(|r| r.id == created.id)
+            .unwrap();
+        assert_eq!(row.account.as_deref(), Some("home"));
+        let journal = std::fs::read_to_string(m.home.path().join("journal.jsonl")).unwrap();
+        assert!(
+            journal.contains("\"event\":\"account-move\"") && journal.contains("\"to\":\"home\""),
+            "{journal}"
+        );
+        assert!(!journal.contains("sk-"), "no credential in the journal");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_is_refused_while_a_person_is_attached_or_to_another_providers_account() {
+        let m = machine();
+        let created = new(&m.daemon, new_claude(&m, "work")).await.unwrap();
+        let id = SessionId::from(created.id.as_str());
+        let other = m
+            .daemon
+            .governor
+            .move_to_account(&id, "openai")
+            .await
+            .unwrap_err();
+        assert!(other.message.contains("is for codex"), "{}", other.message);
+        let watching = m.daemon.activity.view(&id);
+        let attached = m
+            .daemon
+            .governor
+            .move_to_account(&id, "home")
+            .await
+            .unwrap_err();
+        assert!(
+            attached.message.contains("attached"),
+            "{}",
+            attached.message
+        );
+        drop(watching);
+        let spawned = m.os.spawned().len();
+        assert_eq!(spawned, 1, "nothing restarted");
+        assert_eq!(
+            m.daemon.sessions.meta(&id).unwrap().account.as_deref(),
+            Some("work")
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_failover_a_limited_session_carries_on_under_the_other_account_with_its_continuation()
+     {
+        let m = machine_with(|c| c.limits.failover = true);
+        let created = new(&m.daemon, new_claude(&m, "work")).await.unwrap();
+        let id = SessionId::from(created.id.as_str());
+        let now = m.daemon.usage.now();
+        m.daemon.usage.limited(
+            &id,
+            hangar_core::usage_limits::SessionLimit {
+                kind: "five_hour".to_owned(),
+                resets_at: Some(now + 3_600_000),
+                source: "proxy".to_owned(),
+                since_ms: now,
+                continue_at: None,
+                stopped_mid_task: true,
+                continued: false,
+                account: None,
+            },
+        );
+        let continuation = tokio::spawn(m.daemon.continuation.clone().run());
+        crate::on_a_fake_machine::until("it runs under home", || {
+            m.daemon.sessions.meta(&id).unwrap().account.as_deref() == Some("home")
+                && m.os.spawned().len() == 2
+                && m.daemon.sessions.run_state(&id) == RunState::Live
+        })
+        .await;
+        let pid = m.os.spawned().last().unwrap().pid;
+        crate::on_a_fake_machine::until("the continuation is typed under home", || {
+            m.os.typed(pid).windows(8).any(|w| w == b"continue")
+        })
+        .await;
+        assert!(
+            m.daemon.usage.limit_view(id.as_str()).is_none(),
+            "the old account's limit no longer holds it"
+        );
+        continuation.abort();
     }
 }

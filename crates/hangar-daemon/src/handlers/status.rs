@@ -12,7 +12,7 @@ use crate::sessions::ScreenSource;
 
 pub fn status(daemon: &Daemon) -> StatusView {
     let config = daemon.config.snapshot();
-    let memory_bytes = daemon.governor.fleet_memory();
+    let memory = daemon.governor.fleet_memory();
     let last_check = daemon.governor.budget_status();
     let facts = daemon.sessions.status_facts();
     hangar_protocol::view::StatusView {
@@ -29,7 +29,9 @@ pub fn status(daemon: &Daemon) -> StatusView {
             max_live: config.governor.max_live,
             max_memory_bytes: config.governor.budget().max_memory_bytes,
             live: daemon.sessions.budget_live_count(),
-            memory_bytes,
+            memory_bytes: memory.proportional,
+            resident_bytes: memory.resident,
+            waiting_for_memory: daemon.governor.waiting_for_memory(),
             over_budget: last_check.over_budget,
             reason: last_check.reason,
         },

@@ -73,17 +73,27 @@ pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<UsageReport, ApiEr
             },
         )
         .collect();
+    let named_accounts = hangar_core::accounts::usage_per_account(&sessions, |id| {
+        daemon
+            .sessions
+            .meta(&hangar_core::SessionId::from(id))
+            .and_then(|m| m.account)
+    });
     Ok(UsageReport {
         since: req.since_ms,
         sessions,
         accounts,
+        named_accounts,
         total,
         note: COST_NOTE.to_owned(),
     })
 }
 
-pub fn limit(daemon: &Arc<Daemon>, req: LimitSet) -> Result<LimitState, ApiError> {
+pub async fn limit(daemon: &Arc<Daemon>, req: LimitSet) -> Result<LimitState, ApiError> {
     let id = daemon.sessions.resolve(&req.session)?;
+    if let Some(to) = req.failover.as_deref().map(str::trim) {
+        daemon.governor.move_to_account(&id, to).await?;
+    }
     if let Some(max) = req.max_cost_usd {
         daemon
             .budgets
@@ -98,6 +108,7 @@ pub fn limit(daemon: &Arc<Daemon>, req: LimitSet) -> Result<LimitState, ApiError
         auto_continue: daemon.usage.auto_continue_of(id.as_str()),
         max_cost_usd: daemon.usage.session_budget(id.as_str()),
         limit: daemon.usage.limit_view(id.as_str()),
+        account: daemon.sessions.meta(&id).and_then(|m| m.account),
     })
 }
 

@@ -519,7 +519,8 @@ impl AgentTools {
         self.orchestration.turns().insert(id.clone(), mark);
         // An agent's prompt never goes to a limited account (rule 13).
         self.governor.refuse_if_limited(id)?;
-        let state = self.governor.wake_as(id, Caller::Send).await?;
+        // Held from the budget until the prompt is typed.
+        let (state, _held) = self.governor.wake_to_prompt(id, Caller::Send).await?;
         if let RunState::Failed(reason) = state {
             return Err(ApiError::new(codes::FAILED, reason));
         }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, WriteHalf};
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::{Clock, FakeGit, Git, ProcessControl};
+use super::{Clock, FakeGit, Git, ProcessControl, ProcessMemory};
 use crate::pty::{ExitCode, Pty, SpawnRequest, Spawned, TerminalInput};
 
 /// A made-up process: its group, start time, parent, resident memory and
@@ -25,7 +25,7 @@ struct FakeProcess {
     pgid: u32,
     start_time: u64,
     parent: Option<u32>,
-    resident: u64,
+    memory: ProcessMemory,
     env: Vec<String>,
     open_files: Vec<PathBuf>,
 }
@@ -95,6 +95,7 @@ struct Machine {
     /// Every byte typed into each started program.
     typed: HashMap<u32, Vec<u8>>,
     next_pid: u32,
+    memory_reads: u64,
 }
 
 impl Machine {
@@ -204,12 +205,34 @@ impl FakeOs {
         );
     }
 
-    /// Process `pid`'s parent and resident memory (it must exist).
+    /// Process `pid`'s parent and memory, none of it shared (it must
+    /// exist).
     pub fn set_process(&self, pid: u32, parent: Option<u32>, resident_bytes: u64) {
         if let Some(p) = self.machine().processes.get_mut(&pid) {
             p.parent = parent;
-            p.resident = resident_bytes;
+            p.memory = ProcessMemory {
+                proportional: resident_bytes,
+                resident: resident_bytes,
+            };
         }
+    }
+
+    /// Process `pid` holds `proportional` bytes as its share and `resident`
+    /// with every shared page counted whole (it must exist): a started
+    /// program grows as its turn runs.
+    pub fn set_memory(&self, pid: u32, proportional: u64, resident: u64) {
+        if let Some(p) = self.machine().processes.get_mut(&pid) {
+            p.memory = ProcessMemory {
+                proportional,
+                resident,
+            };
+        }
+    }
+
+    /// How many times a process's memory was read (the governor reads
+    /// only every few seconds).
+    pub fn memory_reads(&self) -> u64 {
+        self.machine().memory_reads
     }
 
     /// Process `pid`'s environment (it must exist).
@@ -313,8 +336,10 @@ impl ProcessControl for FakeOs {
         tree
     }
 
-    fn resident_bytes(&self, pid: u32) -> Option<u64> {
-        self.machine().processes.get(&pid).map(|p| p.resident)
+    fn memory(&self, pid: u32) -> Option<ProcessMemory> {
+        let mut machine = self.machine();
+        machine.memory_reads += 1;
+        machine.processes.get(&pid).map(|p| p.memory)
     }
 
     fn signal_process(&self, pid: u32, signal: i32) -> bool {

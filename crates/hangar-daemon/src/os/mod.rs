@@ -20,7 +20,7 @@ use std::path::PathBuf;
 pub use crate::pty::Pty;
 pub use fake::{FakeOs, FakeProgram};
 pub use git::{FakeGit, Git, GitCall, GitOutput, run_real_git};
-pub use real::{RealOs, now_ms, parse_start_time, wall_ms};
+pub use real::{RealOs, now_ms, parse_smaps_rollup, parse_start_time, wall_ms};
 
 /// Process-group control and process facts.
 pub trait ProcessControl: Send + Sync {
@@ -32,9 +32,10 @@ pub trait ProcessControl: Send + Sync {
     fn start_time(&self, pid: u32) -> Option<u64>;
     /// `pid` and every process below it (empty for pid 0).
     fn process_tree(&self, pid: u32) -> Vec<u32>;
-    /// The process's resident memory in bytes, `None` when it does not
-    /// exist.
-    fn resident_bytes(&self, pid: u32) -> Option<u64>;
+    /// The process's memory: its proportional set size (each page it shares
+    /// divided among its sharers) and its resident set, `None` when it does
+    /// not exist.
+    fn memory(&self, pid: u32) -> Option<ProcessMemory>;
     /// Send `signal` to process `pid` alone. `false` when it is gone.
     fn signal_process(&self, pid: u32, signal: i32) -> bool;
     /// Every process's pid.
@@ -47,6 +48,33 @@ pub trait ProcessControl: Send + Sync {
     /// The files under `root` that `pid` or a process below it holds open
     /// (`/proc/<pid>/fd`), as the kernel names them (symlinks resolved).
     fn open_files_under(&self, pid: u32, root: &std::path::Path) -> BTreeSet<PathBuf>;
+}
+
+/// One process's memory, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessMemory {
+    /// Proportional set size (`Pss` of `/proc/<pid>/smaps_rollup`): a page
+    /// shared by n processes counts 1/n in each, so a fleet's sum counts it
+    /// once.
+    pub proportional: u64,
+    /// Resident set size: a shared page counts whole in every process.
+    pub resident: u64,
+}
+
+impl std::ops::Add for ProcessMemory {
+    type Output = ProcessMemory;
+    fn add(self, other: ProcessMemory) -> ProcessMemory {
+        ProcessMemory {
+            proportional: self.proportional + other.proportional,
+            resident: self.resident + other.resident,
+        }
+    }
+}
+
+impl std::iter::Sum for ProcessMemory {
+    fn sum<I: Iterator<Item = ProcessMemory>>(iter: I) -> ProcessMemory {
+        iter.fold(ProcessMemory::default(), |a, b| a + b)
+    }
 }
 
 /// The daemon's two clocks.

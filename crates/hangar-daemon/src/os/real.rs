@@ -5,8 +5,39 @@
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
-use super::{Clock, Git, GitOutput, ProcessControl};
+use super::{Clock, Git, GitOutput, ProcessControl, ProcessMemory};
 use crate::pty::{Pty, SpawnRequest, Spawned};
+
+/// The `Rss` and `Pss` lines of a `/proc/<pid>/smaps_rollup` (in kB there),
+/// in bytes; `None` when either is missing.
+pub fn parse_smaps_rollup(text: &str) -> Option<ProcessMemory> {
+    let field = |name: &str| -> Option<u64> {
+        let line = text.lines().find_map(|l| l.strip_prefix(name))?;
+        let kb: u64 = line.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kb * 1024)
+    };
+    Some(ProcessMemory {
+        proportional: field("Pss:")?,
+        resident: field("Rss:")?,
+    })
+}
+
+/// The process's resident memory in bytes from `/proc/<pid>/statm`.
+fn resident_bytes(pid: u32) -> Option<u64> {
+    // Field 2 of `/proc/<pid>/statm`: resident pages.
+    let pages: u64 = std::fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .and_then(|p| u64::try_from(p).ok())
+        .unwrap_or(4096);
+    Some(pages * page)
+}
 
 /// The real operating system.
 #[derive(Clone, Copy, Debug, Default)]
@@ -45,20 +76,21 @@ impl ProcessControl for RealOs {
         super::open_files::process_tree(pid)
     }
 
-    fn resident_bytes(&self, pid: u32) -> Option<u64> {
-        // Field 2 of `/proc/<pid>/statm`: resident pages.
-        let pages: u64 = std::fs::read_to_string(format!("/proc/{pid}/statm"))
-            .ok()?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()?;
-        let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-            .ok()
-            .flatten()
-            .and_then(|p| u64::try_from(p).ok())
-            .unwrap_or(4096);
-        Some(pages * page)
+    fn memory(&self, pid: u32) -> Option<ProcessMemory> {
+        // One read gives both figures; the kernel walks the page tables
+        // for it, which is why the governor reads it only every few seconds.
+        if let Ok(rollup) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            && let Some(memory) = parse_smaps_rollup(&rollup)
+        {
+            return Some(memory);
+        }
+        // A kernel before 4.14 has no smaps_rollup: resident memory stands
+        // for both (shared pages then count once per process).
+        let resident = resident_bytes(pid)?;
+        Some(ProcessMemory {
+            proportional: resident,
+            resident,
+        })
     }
 
     fn signal_process(&self, pid: u32, signal: i32) -> bool {
@@ -155,6 +187,25 @@ mod tests {
     fn start_time_is_read_past_a_command_name_with_spaces() {
         let stat = "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(parse_start_time(stat), Some(987654));
+    }
+
+    #[test]
+    fn a_rollup_gives_proportional_and_resident_bytes_and_a_partial_one_nothing() {
+        let rollup = "56486c548000-7ffde425b000 ---p 00000000 00:00 0  [rollup]\n\
+                      Rss:                1732 kB\n\
+                      Pss:                 346 kB\n\
+                      Pss_Dirty:           112 kB\n";
+        let memory = parse_smaps_rollup(rollup).unwrap();
+        assert_eq!(memory.proportional, 346 * 1024, "Pss, not Pss_Dirty");
+        assert_eq!(memory.resident, 1732 * 1024);
+        assert_eq!(parse_smaps_rollup("Rss: 1732 kB\n"), None);
+    }
+
+    #[test]
+    fn our_own_memory_is_read_and_our_share_is_at_most_our_resident_set() {
+        let memory = RealOs.memory(std::process::id()).unwrap();
+        assert!(memory.proportional > 0);
+        assert!(memory.proportional <= memory.resident, "{memory:?}");
     }
 
     #[test]

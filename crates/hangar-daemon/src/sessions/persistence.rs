@@ -46,6 +46,17 @@ impl Sessions {
         }
     }
 
+    /// `id` runs under `account` from its next start on (`None`: the
+    /// provider's own login); stored at once.
+    pub fn set_account(&self, id: &SessionId, account: Option<String>) -> Result<(), ApiError> {
+        let mut st = self.lock();
+        let Some(meta) = st.ws.sessions.get_mut(id) else {
+            return Err(ApiError::not_found(format!("no session {id}")));
+        };
+        meta.account = account;
+        st.save(&[])
+    }
+
     /// Forget a session's recorded pid (its process ended).
     pub fn forget_process(&self, id: &SessionId) {
         super::forget_process_logged(&mut self.lock().store, id);

@@ -191,6 +191,7 @@ impl State {
             sandbox: None,
             forked_from: meta.forked_from.as_ref().map(|f| f.session.to_string()),
             handoff: meta.forked_from.as_ref().is_some_and(|f| f.handoff),
+            account: meta.account.clone(),
         })
     }
 

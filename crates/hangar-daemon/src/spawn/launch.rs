@@ -254,6 +254,12 @@ impl Spawner {
                 .or_else(|| std::env::var("no_proxy").ok()),
             spawn_timeout_secs: restore.spawn_timeout_secs,
             settle_ms: restore.settle_ms,
+            account: meta.account.as_deref().map(|name| {
+                let accounts = self.accounts.get();
+                hangar_core::accounts::account_for(accounts, name, &meta.provider)
+                    .map(hangar_core::accounts::account_env)
+                    .map_err(|e| e.to_string())
+            }),
             meta,
         };
         Ok((facts, dangerous))

@@ -75,6 +75,9 @@ pub struct Spawner {
     /// `[governor]` as at start: the breaker and what an auth failure is.
     pub(crate) start_rules: StartRules,
     pub(crate) providers: Section<ProvidersConfig>,
+    /// `[accounts.NAME]`: a session's account adds its credential at each
+    /// start, as config.toml says then.
+    pub(crate) accounts: Section<hangar_core::accounts::AccountsConfig>,
     pub(crate) restore: Section<RestoreConfig>,
     pub(crate) terminal: Section<TerminalConfig>,
     /// Where what happens to a session is announced (identity's and

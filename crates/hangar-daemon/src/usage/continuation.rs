@@ -37,6 +37,9 @@ pub struct Continuation {
     pub delivery: Arc<Delivery>,
     pub governor: Arc<Governor>,
     pub shutdown: Shutdown,
+    /// Sessions being moved to another account now (`[limits] failover`):
+    /// a move hibernates and wakes, longer than a look, and is begun once.
+    pub moving: std::sync::Mutex<std::collections::BTreeSet<SessionId>>,
 }
 
 impl Continuation {
@@ -75,6 +78,14 @@ impl Continuation {
                 continue;
             }
             let live = self.sessions.process(&sid).is_some();
+            let person_typed = self.ledger.person_typed_since(&id, limit.since_ms);
+            if config.failover
+                && !(live && self.monitor.is_busy(&sid))
+                && !person_typed
+                && self.fail_over(&sid, &limit, &config.continue_prompt)
+            {
+                continue;
+            }
             let facts = ContinueFacts {
                 now_ms: now,
                 since_ms: limit.since_ms,
@@ -82,7 +93,7 @@ impl Continuation {
                 auto_continue: auto,
                 stopped_mid_task: limit.stopped_mid_task,
                 mid_turn: live && self.monitor.is_busy(&sid),
-                person_typed_since: self.ledger.person_typed_since(&id, limit.since_ms),
+                person_typed_since: person_typed,
                 hibernated: !live,
                 wake_to_continue: config.wake_to_continue,
                 already_continued: limit.continued,
@@ -143,9 +154,10 @@ impl Continuation {
     /// An agent's prompt held while the account was limited, now that it
     /// may be used again.
     async fn deliver_queued(&self, id: SessionId, prompt: String) {
-        match self.governor.wake_as(&id, Caller::Agent).await {
-            Ok(crate::sessions::RunState::Live) => {}
-            Ok(other) => {
+        // Held from the budget until the prompt is typed.
+        let _held = match self.governor.wake_to_prompt(&id, Caller::Agent).await {
+            Ok((crate::sessions::RunState::Live, held)) => held,
+            Ok((other, _)) => {
                 tracing::warn!(
                     "a queued prompt for {id} is dropped: it is {}",
                     other.name()
@@ -156,7 +168,7 @@ impl Continuation {
                 tracing::warn!("a queued prompt for {id} is dropped: {}", e.message);
                 return;
             }
-        }
+        };
         let check = || {
             self.ledger
                 .may_type(id.as_str(), AutoPrompt::QueuedPrompt, 0)
@@ -171,6 +183,76 @@ impl Continuation {
             }
             Err(e) => tracing::warn!("cannot type a queued prompt into {id}: {}", e.message),
         }
+    }
+
+    /// `[limits] failover`: carry limited `id` on under another account of
+    /// its provider that no standing limit holds
+    /// (`hangar_core::accounts::failover_account`), in a task: the move
+    /// (`Governor::move_to_account`, which refuses mid-turn, waiting or
+    /// attached), then, when the limit stopped a task, the continuation
+    /// prompt. `false` when there is no such account (the limit waits for
+    /// its reset as before); `true` while a move is under way.
+    pub(crate) fn fail_over(
+        self: &Arc<Self>,
+        id: &SessionId,
+        limit: &hangar_core::usage_limits::SessionLimit,
+        prompt: &str,
+    ) -> bool {
+        let Some(meta) = self.sessions.meta(id) else {
+            return false;
+        };
+        let Some(current) = meta.account.clone() else {
+            return false;
+        };
+        let limited: std::collections::BTreeSet<String> = self
+            .ledger
+            .standing_limits()
+            .into_iter()
+            .filter_map(|(other, _, _)| self.sessions.meta(&SessionId::from(other.as_str())))
+            .filter_map(|m| m.account)
+            .collect();
+        let to = {
+            let accounts = self.governor.spawner.accounts.get();
+            hangar_core::accounts::failover_account(accounts, &current, &meta.provider, |name| {
+                !limited.contains(name)
+            })
+        };
+        let Some(to) = to else {
+            return false;
+        };
+        let mut moving = self.moving.lock().unwrap_or_else(|p| p.into_inner());
+        if !moving.insert(id.clone()) {
+            return true;
+        }
+        drop(moving);
+        let this = self.clone();
+        let id = id.clone();
+        let mid_task = limit.stopped_mid_task;
+        let prompt = prompt.to_owned();
+        tokio::spawn(async move {
+            match this.governor.move_to_account(&id, &to).await {
+                Ok(_) if mid_task => {
+                    tracing::info!("{id} carries on under account {to:?} after its limit");
+                    let typed = match this.governor.wake_to_prompt(&id, Caller::Agent).await {
+                        Ok((_, _held)) => this.delivery.send(&id, &prompt, true).await.map(|_| ()),
+                        Err(e) => Err(e),
+                    };
+                    if let Err(e) = typed {
+                        tracing::warn!("cannot type the continuation into {id}: {}", e.message);
+                    }
+                }
+                Ok(_) => tracing::info!("{id} moved to account {to:?} after its limit"),
+                // Looked at again at the next look (a turn ends, a person
+                // detaches); the reset's continuation stays as it was.
+                Err(e) => tracing::info!("{id} cannot move to account {to:?} yet: {}", e.message),
+            }
+            this.moving
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            this.ledger.changed.notify_one();
+        });
+        true
     }
 
     /// Close a question the CLI asked at the limit (Codex offers another

@@ -100,7 +100,9 @@ impl Goals {
             reason: g.reason.clone(),
         });
         if !limited {
-            match self.governor.wake_as(id, caller).await? {
+            // Held from the budget until the prompt is typed.
+            let (state, _held) = self.governor.wake_to_prompt(id, caller).await?;
+            match state {
                 RunState::Failed(reason) => return Err(ApiError::new(codes::FAILED, reason)),
                 RunState::Live | RunState::Spawning => {}
                 other => {

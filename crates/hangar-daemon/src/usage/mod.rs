@@ -81,6 +81,11 @@ pub struct LimitsConfig {
     /// together does not wake at one instant.
     #[serde(default = "default_jitter")]
     pub continue_jitter_secs: u64,
+    /// Carry a limited session on under another `[accounts.NAME]` of its
+    /// provider that is not limited, at once, instead of waiting for the
+    /// reset (only a session that runs under an account).
+    #[serde(default)]
+    pub failover: bool,
 }
 
 fn default_jitter() -> u64 {
@@ -107,6 +112,7 @@ impl Default for LimitsConfig {
             continue_delay_secs: default_delay(),
             wake_to_continue: false,
             continue_jitter_secs: default_jitter(),
+            failover: false,
         }
     }
 }
@@ -592,6 +598,12 @@ impl Ledger {
         self.tell(id, "limited", &format!("is limited {until}"));
         self.activity.bump_changes();
         self.changed.notify_one();
+    }
+
+    /// `id` moved to another account: the limit it stood under was its old
+    /// account's, and no longer holds it back.
+    pub fn moved_account(&self, id: &SessionId) {
+        self.allowed(id);
     }
 
     /// An allowed reply: the account is usable, `id`'s limit is over.

@@ -21,6 +21,10 @@ use crate::tui::events::Event;
 /// How often the workspace is polled when nothing else happens.
 pub const POLL_EVERY: Duration = Duration::from_millis(500);
 
+/// The fleet's memory (from `status`) is asked for on every this many
+/// polls: the daemon reads it at most every two seconds anyway.
+const BUDGET_EVERY_POLLS: u64 = 4;
+
 pub use crate::tui::events::{Command, Outcome, Snapshot};
 
 /// Start the control thread; without a client (another host, reached in
@@ -77,6 +81,8 @@ fn run(target: Target, mut client: Client, commands: Receiver<Command>, events: 
     // The first snapshot at once: the TUI holds keys until it knows the
     // workspace, and it waited a whole poll for it before.
     let mut wait = Duration::ZERO;
+    let mut polls: u64 = 0;
+    let mut budget = None;
     loop {
         match commands.recv_timeout(wait) {
             Ok(command) => {
@@ -99,8 +105,14 @@ fn run(target: Target, mut client: Client, commands: Receiver<Command>, events: 
             Err(RecvTimeoutError::Disconnected) => return,
         }
         wait = POLL_EVERY;
+        if polls.is_multiple_of(BUDGET_EVERY_POLLS) {
+            // A daemon too old to say is shown without it.
+            budget = api::status(&mut client).ok().map(|s| s.budget);
+        }
+        polls += 1;
         match snapshot(&mut client) {
-            Ok(s) => {
+            Ok(mut s) => {
+                s.budget = budget.clone();
                 if events.send(Event::Snapshot(Box::new(s))).is_err() {
                     return;
                 }
@@ -136,7 +148,11 @@ fn reconnect(target: &Target, client: &mut Client, events: &Sender<Event>) -> bo
 pub fn snapshot(client: &mut Client) -> anyhow::Result<Snapshot> {
     let ws: Workspace = api::workspace(client)?;
     let sessions: Vec<SessionView> = api::list(client)?;
-    Ok(Snapshot { ws, sessions })
+    Ok(Snapshot {
+        ws,
+        sessions,
+        budget: None,
+    })
 }
 
 fn error_body(e: anyhow::Error) -> ErrorBody {

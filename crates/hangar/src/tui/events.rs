@@ -39,6 +39,9 @@ pub enum Event {
 pub struct Snapshot {
     pub ws: Workspace,
     pub sessions: Vec<SessionView>,
+    /// The live agents' memory against the budget (`status`), looked at
+    /// every few polls; `None` until the first look.
+    pub budget: Option<hangar_protocol::view::BudgetView>,
 }
 
 /// A command for the daemon, with a label for the status line.

@@ -549,6 +549,45 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         };
         frame.render_widget(Paragraph::new(hint), r);
     }
+    // Only under a memory budget: the figure against it is what a person
+    // acts on (`hangar status` gives it always).
+    if let Some(b) = app
+        .snap
+        .budget
+        .as_ref()
+        .filter(|b| b.max_memory_bytes.is_some())
+    {
+        let text = format!(" mem {} ", fleet_memory_short(b));
+        let mw = text.chars().count() as u16;
+        if area.width > w + mw + 40 {
+            let r = Rect {
+                x: area.x + area.width - w - mw,
+                width: mw,
+                ..area
+            };
+            let style = if b.over_budget || !b.waiting_for_memory.is_empty() {
+                Style::new().fg(Color::Red)
+            } else {
+                Style::new().fg(Color::DarkGray)
+            };
+            frame.render_widget(Paragraph::new(Span::styled(text, style)), r);
+        }
+    }
+}
+
+/// The live agents' memory against the budget, short enough for the
+/// status line: `820/1500 MiB` (`820 MiB` without a budget), and how many
+/// wakes wait for room.
+fn fleet_memory_short(b: &hangar_protocol::view::BudgetView) -> String {
+    let mib = |bytes: u64| bytes / (1024 * 1024);
+    let mut text = match b.max_memory_bytes {
+        Some(max) => format!("{}/{} MiB", mib(b.memory_bytes), mib(max)),
+        None => format!("{} MiB", mib(b.memory_bytes)),
+    };
+    if !b.waiting_for_memory.is_empty() {
+        text.push_str(&format!(", {} waiting", b.waiting_for_memory.len()));
+    }
+    text
 }
 
 fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
@@ -748,6 +787,21 @@ mod tests {
         assert_eq!(PROVIDERS[0], "auto");
         assert_eq!(&PROVIDERS[1..PROVIDERS.len() - 1], agents.as_slice());
         assert_eq!(PROVIDERS[PROVIDERS.len() - 1], "shell");
+    }
+
+    #[test]
+    fn the_status_line_shows_fleet_memory_against_the_budget_and_the_wakes_waiting() {
+        let mib = 1024 * 1024;
+        let mut b = hangar_protocol::view::BudgetView {
+            memory_bytes: 820 * mib,
+            resident_bytes: 2100 * mib,
+            ..Default::default()
+        };
+        assert_eq!(fleet_memory_short(&b), "820 MiB");
+        b.max_memory_bytes = Some(1500 * mib);
+        assert_eq!(fleet_memory_short(&b), "820/1500 MiB");
+        b.waiting_for_memory = vec!["a".into(), "b".into()];
+        assert_eq!(fleet_memory_short(&b), "820/1500 MiB, 2 waiting");
     }
 
     #[test]

@@ -433,12 +433,21 @@ async fn unpark(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response
     .await
 }
 
-/// The session list and tabs as one snapshot, for the live stream.
+/// The session list, tabs and the live agents' memory against the budget
+/// as one snapshot, for the live stream.
 async fn snapshot(paths: &Paths) -> Result<Value, LinkError> {
     let mut link = DaemonLink::connect(paths).await?;
     let sessions = link.ask::<kind::List>(()).await?;
     let tabs = link.ask::<kind::TabList>(()).await?;
-    Ok(json!({"sessions": sessions, "tabs": tabs}))
+    // Whole MiB: a reading that moved by a few pages is not news worth
+    // sending the whole list again.
+    let budget = link.ask::<kind::Status>(()).await.ok().map(|s| {
+        let mut b = s.budget;
+        b.memory_bytes -= b.memory_bytes % (1024 * 1024);
+        b.resident_bytes -= b.resident_bytes % (1024 * 1024);
+        b
+    });
+    Ok(json!({"sessions": sessions, "tabs": tabs, "budget": budget}))
 }
 
 /// Server-sent events: a `sessions` event whenever the list changes (state,

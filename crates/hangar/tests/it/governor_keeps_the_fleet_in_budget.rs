@@ -301,6 +301,37 @@ fn a_memory_budget_hibernates_the_least_recently_used_agent_when_the_fleet_grows
 }
 
 #[test]
+fn the_budget_counts_pages_agents_share_once_where_resident_memory_counts_them_per_agent() {
+    const MIB: u64 = 1024 * 1024;
+    // A 64 MiB file every agent maps, as agents share their runtime's pages.
+    let shared = tempfile::NamedTempFile::new().unwrap();
+    fs::write(shared.path(), vec![7u8; 64 * MIB as usize]).unwrap();
+    let h = Hangar::with_env(&[("FAKE_AGENT_SHARED_FILE", shared.path().to_str().unwrap())]);
+    with_config(&h, "[governor]\nmax_memory_mb = 4096\n");
+    let ids: Vec<String> = (0..3).map(|i| parked(&h, &format!("s{i}"))).collect();
+    for id in &ids {
+        h.ok(&["wake", id]);
+        h.wait_screen(id, "fake-agent");
+    }
+    // The governor reads each tree at most every 2 s: wait for a reading
+    // of all three after they mapped the file.
+    let budget = || h.status()["budget"].clone();
+    h.wait_until("a reading of all three agents", DEADLINE, || {
+        budget()["resident_bytes"].as_u64().unwrap_or(0) >= 3 * 64 * MIB
+    });
+    let b = budget();
+    let (share, resident) = (
+        b["memory_bytes"].as_u64().unwrap(),
+        b["resident_bytes"].as_u64().unwrap(),
+    );
+    // Resident memory counts the file three times, the shares once: two
+    // copies apart, less what else the kernel divides differently (the
+    // binary's pages, page tables); more than one and a half copies.
+    assert!(resident >= share + 96 * MIB, "{b}");
+    assert!(share >= 64 * MIB, "the file counts once: {b}");
+}
+
+#[test]
 fn close_idle_asks_first_then_closes_only_idle_agents_and_skips_busy_ones() {
     let h = Hangar::new();
     let idle = parked(&h, "idle");

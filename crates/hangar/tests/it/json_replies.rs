@@ -23,7 +23,7 @@ use support::{DEADLINE, Hangar};
 fn volatile(key: &str) -> bool {
     matches!(
         key,
-        "pid" | "version" | "ts" | "timestamp" | "port" | "memory_bytes"
+        "pid" | "version" | "ts" | "timestamp" | "port" | "memory_bytes" | "resident_bytes"
     ) || key.ends_with("_ms")
         || key.ends_with("_at")
         || key.ends_with("_since")

@@ -101,9 +101,14 @@
     }
     a.appendChild(badges);
     const where = s.placement === "pane" ? "" : " · " + s.placement;
-    a.appendChild(el("span", "sub", s.provider + " · " + short(s.id) + where + " · " + s.cwd));
+    a.appendChild(el("span", "sub", providerOf(s) + " · " + short(s.id) + where + " · " + s.cwd));
     li.appendChild(a);
     return li;
+  }
+
+  // The provider, and the account it runs under (`claude@work`).
+  function providerOf(s) {
+    return s.account ? s.provider + "@" + s.account : s.provider;
   }
 
   function renderList() {
@@ -224,7 +229,7 @@
     const st = $("s-state");
     st.textContent = s.state + (s.placement === "pane" ? "" : " · " + s.placement);
     st.className = "badge " + s.state;
-    $("s-provider").textContent = s.provider;
+    $("s-provider").textContent = providerOf(s);
     $("s-cwd").textContent = s.cwd;
     $("s-waiting").hidden = s.activity !== "waiting";
     const running = s.state === "live" || s.state === "spawning";
@@ -255,11 +260,26 @@
     }
   }
 
+  // The live agents' memory against the budget, in the bar.
+  function renderMemory(budget) {
+    const m = $("memory");
+    if (!budget) return;
+    const mib = (b) => Math.floor(b / (1024 * 1024));
+    let text = "mem " + mib(budget.memory_bytes) +
+      (budget.max_memory_bytes ? "/" + mib(budget.max_memory_bytes) : "") + " MiB";
+    const waiting = Array.isArray(budget.waiting_for_memory) ? budget.waiting_for_memory.length : 0;
+    if (waiting > 0) text += ", " + waiting + " waiting";
+    m.textContent = text;
+    m.classList.toggle("over", !!budget.over_budget || waiting > 0);
+    m.hidden = false;
+  }
+
   function update(snapshot) {
     const sessions = Array.isArray(snapshot.sessions) ? snapshot.sessions : [];
     notifyTransitions(sessions);
     state.sessions = sessions;
     state.tabs = Array.isArray(snapshot.tabs) ? snapshot.tabs : [];
+    renderMemory(snapshot.budget);
     renderList();
     refreshUsage();
     if (state.current) renderSession();

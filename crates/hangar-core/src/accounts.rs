@@ -1,0 +1,293 @@
+//! `[accounts.NAME]`: the provider accounts a session may run under (issue
+//! 47 part 2), and the pure rules about them: whether a session may be
+//! given an account, what an account adds to its agent's environment, and
+//! which other account of the same provider a limited session could carry
+//! on under.
+//!
+//! An account's credential is a value of its environment: it must never
+//! reach a log, a capture, `ls` or an error message. Nothing here prints a
+//! value; errors name accounts and variables only.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::launch_plan::HANGAR_OWN_VARS;
+use crate::model::Provider;
+
+/// One `[accounts.NAME]` table of config.toml.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountConfig {
+    /// The provider the account is for (`claude`, `codex`, a
+    /// `[providers.NAME]`): only that provider's sessions run under it.
+    pub provider: String,
+    /// Variables set for an agent that runs under this account: its
+    /// credential (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, ...) and anything
+    /// else the account needs. The values are never logged nor shown.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// Debug without the values: config is logged when it fails to load.
+impl std::fmt::Debug for AccountConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccountConfig")
+            .field("provider", &self.provider)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// `[accounts]`: every account by its name.
+pub type AccountsConfig = BTreeMap<String, AccountConfig>;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum AccountError {
+    #[error("no account {0:?}: add [accounts.{0}] to config.toml, or leave --account out")]
+    Unknown(String),
+    #[error(
+        "account {name:?} is for {account_provider}, not {provider}: give a {provider} account"
+    )]
+    OtherProvider {
+        name: String,
+        account_provider: String,
+        provider: String,
+    },
+    #[error(
+        "account {name:?} sets {var}, which hangar sets itself: remove it from [accounts.{name}].env"
+    )]
+    HangarsOwnVar { name: String, var: String },
+}
+
+/// The account `name` for a session of `provider`, checked: it exists, it
+/// is for that provider, and it sets none of hangar's own variables.
+pub fn account_for<'a>(
+    accounts: &'a AccountsConfig,
+    name: &str,
+    provider: &Provider,
+) -> Result<&'a AccountConfig, AccountError> {
+    let account = accounts
+        .get(name)
+        .ok_or_else(|| AccountError::Unknown(name.to_owned()))?;
+    if Provider::from_name(&account.provider) != *provider {
+        return Err(AccountError::OtherProvider {
+            name: name.to_owned(),
+            account_provider: account.provider.clone(),
+            provider: provider.name().to_owned(),
+        });
+    }
+    if let Some(var) = account
+        .env
+        .keys()
+        .find(|k| HANGAR_OWN_VARS.contains(&k.as_str()))
+    {
+        return Err(AccountError::HangarsOwnVar {
+            name: name.to_owned(),
+            var: var.clone(),
+        });
+    }
+    Ok(account)
+}
+
+/// What the account adds to its agent's environment, in name order (after
+/// the provider adapter's variables, so the account's win).
+pub fn account_env(account: &AccountConfig) -> Vec<(String, String)> {
+    account
+        .env
+        .iter()
+        .filter(|(k, _)| !HANGAR_OWN_VARS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The account a session under `current` (of `provider`) could carry on
+/// under while `current` is limited: the first other account of the same
+/// provider, by name, that `usable` says may be used now (rule 13 holds
+/// for each account). `None` when there is none.
+pub fn failover_account(
+    accounts: &AccountsConfig,
+    current: &str,
+    provider: &Provider,
+    usable: impl Fn(&str) -> bool,
+) -> Option<String> {
+    accounts
+        .iter()
+        .filter(|(name, a)| {
+            name.as_str() != current && Provider::from_name(&a.provider) == *provider
+        })
+        .map(|(name, _)| name)
+        .find(|name| usable(name))
+        .cloned()
+}
+
+/// The usage of the sessions run under one `[accounts.NAME]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NamedAccountUsage {
+    pub name: String,
+    pub provider: String,
+    pub sessions: u64,
+    pub requests: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The priced sessions' cost at list prices.
+    pub cost_usd: f64,
+    /// Sessions whose cost is unknown (a model with no price), left out of
+    /// `cost_usd`.
+    pub unpriced_sessions: u64,
+}
+
+/// `usage` summed per account a session runs under (`account_of` names a
+/// session's account, `None` for the provider's own login, which is not
+/// summed here), in account name order.
+pub fn usage_per_account(
+    sessions: &[crate::usage::SessionUsage],
+    account_of: impl Fn(&str) -> Option<String>,
+) -> Vec<NamedAccountUsage> {
+    let mut by_name: BTreeMap<String, NamedAccountUsage> = BTreeMap::new();
+    for s in sessions {
+        let Some(name) = account_of(&s.id) else {
+            continue;
+        };
+        let a = by_name
+            .entry(name.clone())
+            .or_insert_with(|| NamedAccountUsage {
+                name,
+                provider: s.provider.clone(),
+                ..Default::default()
+            });
+        a.sessions += 1;
+        a.requests += s.requests;
+        a.input_tokens += s.input_tokens;
+        a.output_tokens += s.output_tokens;
+        match s.cost_usd {
+            Some(c) => a.cost_usd += c,
+            None => a.unpriced_sessions += 1,
+        }
+    }
+    by_name.into_values().collect()
+}
+
+/// Whether a session may be moved to another account now: never mid-turn,
+/// never while it waits for a person, never while a person types into it.
+pub fn may_move_now(busy: bool, waiting: bool, person_typing: bool) -> bool {
+    !(busy || waiting || person_typing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accounts() -> AccountsConfig {
+        // As config.toml's [accounts.NAME] tables read.
+        serde_json::from_value(serde_json::json!({
+            "work": {"provider": "claude", "env": {"ANTHROPIC_API_KEY": "sk-work"}},
+            "home": {"provider": "claude", "env": {"ANTHROPIC_API_KEY": "sk-home"}},
+            "openai": {"provider": "codex", "env": {"OPENAI_API_KEY": "sk-openai"}},
+            "bad": {"provider": "claude", "env": {"HANGAR_HOME": "/elsewhere"}},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_session_runs_only_under_an_account_of_its_own_provider() {
+        let a = accounts();
+        assert!(account_for(&a, "work", &Provider::Claude).is_ok());
+        assert_eq!(
+            account_for(&a, "nope", &Provider::Claude).unwrap_err(),
+            AccountError::Unknown("nope".into())
+        );
+        let other = account_for(&a, "openai", &Provider::Claude).unwrap_err();
+        assert!(matches!(other, AccountError::OtherProvider { .. }));
+        assert!(other.to_string().contains("is for codex, not claude"));
+        let own = account_for(&a, "bad", &Provider::Claude).unwrap_err();
+        assert!(own.to_string().contains("HANGAR_HOME"), "{own}");
+    }
+
+    #[test]
+    fn an_accounts_credential_is_in_its_agents_environment_and_never_in_its_words() {
+        let a = accounts();
+        let work = account_for(&a, "work", &Provider::Claude).unwrap();
+        assert_eq!(
+            account_env(work),
+            [("ANTHROPIC_API_KEY".to_owned(), "sk-work".to_owned())]
+        );
+        assert!(!format!("{work:?}").contains("sk-work"));
+        let errors = [
+            account_for(&a, "openai", &Provider::Claude).unwrap_err(),
+            account_for(&a, "bad", &Provider::Claude).unwrap_err(),
+        ];
+        for e in errors {
+            assert!(!e.to_string().contains("sk-"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_limited_session_carries_on_under_another_usable_account_of_its_provider() {
+        let a = accounts();
+        // home is the other claude account; bad is one too, by name first.
+        let usable = |name: &str| name != "bad";
+        assert_eq!(
+            failover_account(&a, "work", &Provider::Claude, usable),
+            Some("home".into())
+        );
+        let none_usable = |_: &str| false;
+        assert_eq!(
+            failover_account(&a, "work", &Provider::Claude, none_usable),
+            None
+        );
+        assert_eq!(
+            failover_account(&a, "openai", &Provider::Codex, |_| true),
+            None,
+            "no other codex account"
+        );
+    }
+
+    #[test]
+    fn usage_is_summed_per_account_and_a_session_on_its_own_login_is_not_counted() {
+        let session = |id: &str, requests: u64, cost: Option<f64>| crate::usage::SessionUsage {
+            id: id.into(),
+            title: String::new(),
+            provider: "claude".into(),
+            models: vec![],
+            requests,
+            input_tokens: requests * 10,
+            output_tokens: requests,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            cost_usd: cost,
+            priced: cost.is_some(),
+            cost_from: vec![],
+            agent_cost_usd: None,
+        };
+        let sessions = [
+            session("a", 2, Some(0.5)),
+            session("b", 3, None),
+            session("c", 1, Some(0.25)),
+            session("own", 9, Some(9.0)),
+        ];
+        let account_of = |id: &str| match id {
+            "a" | "b" => Some("work".to_owned()),
+            "c" => Some("home".to_owned()),
+            _ => None,
+        };
+        let per = usage_per_account(&sessions, account_of);
+        let names: Vec<&str> = per.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["home", "work"]);
+        let work = &per[1];
+        assert_eq!(
+            (work.sessions, work.requests, work.input_tokens),
+            (2, 5, 50)
+        );
+        assert_eq!((work.cost_usd, work.unpriced_sessions), (0.5, 1));
+    }
+
+    #[test]
+    fn a_session_is_never_moved_mid_turn_waiting_or_while_a_person_types() {
+        assert!(may_move_now(false, false, false));
+        assert!(!may_move_now(true, false, false));
+        assert!(!may_move_now(false, true, false));
+        assert!(!may_move_now(false, false, true));
+    }
+}

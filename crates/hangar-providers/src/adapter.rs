@@ -237,6 +237,13 @@ pub trait Adapter: Sync {
         None
     }
 
+    /// Variables hangar sets in every start of this CLI, so that no daemon
+    /// of the CLI's own takes a session hangar runs (issue 46). A
+    /// `[providers.NAME] env` of the person's own names wins.
+    fn own_env(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
     /// Whether its `--help` is read too, for a flag the launch depends on
     /// (then the facts are gathered before the first start: `with_cli_facts`).
     fn reads_help(&self) -> bool {

@@ -185,7 +185,7 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
         return Ok(LaunchSpec {
             program,
             args: fork.args,
-            env: custom.map(|c| c.env.clone()).unwrap_or_default(),
+            env: start_env(&meta.provider, custom),
             // It carries a conversation on, as a resume does.
             resumed: true,
             minted: fork.minted,
@@ -197,7 +197,7 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
         meta.sandbox.is_some(),
         env.mint,
     );
-    let env_vars = custom.map(|c| c.env.clone()).unwrap_or_default();
+    let env_vars = start_env(&meta.provider, custom);
     Ok(LaunchSpec {
         program,
         args: start.args,
@@ -205,6 +205,21 @@ pub fn launch_spec(meta: &SessionMeta, env: &LaunchEnv<'_>) -> Result<LaunchSpec
         resumed: resume.is_some(),
         minted: start.minted,
     })
+}
+
+/// The variables of a start: the adapter's own (`Adapter::own_env`), then
+/// the person's `[providers.NAME] env` over them.
+fn start_env(
+    provider: &Provider,
+    custom: Option<&crate::config::ProviderConfig>,
+) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = crate::adapter::adapter(provider)
+        .own_env()
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    env.extend(custom.map(|c| c.env.clone()).unwrap_or_default());
+    env
 }
 
 /// How an agent reaches hangar's orchestration MCP server (`hangar mcp`).
@@ -338,6 +353,28 @@ mod tests {
         let spec = launch_spec(&meta, &env_with(&config, &no_tmux, false)).unwrap();
         assert_eq!(spec.program.display().to_string(), shell);
         assert!(spec.args.is_empty());
+    }
+
+    #[test]
+    fn claude_starts_with_its_agent_view_off_unless_the_person_says_otherwise() {
+        let meta = SessionMeta::new(SessionId::from("s1"), Provider::Claude, "/tmp");
+        let spec = launched(&meta, false);
+        assert_eq!(spec.env["CLAUDE_CODE_DISABLE_AGENT_VIEW"], "1");
+        let codex = launched(
+            &SessionMeta::new(SessionId::from("s2"), Provider::Codex, "/tmp"),
+            false,
+        );
+        assert!(!codex.env.contains_key("CLAUDE_CODE_DISABLE_AGENT_VIEW"));
+
+        let mut config = ProvidersConfig::default();
+        let mut own = crate::config::ProviderConfig::default();
+        own.env
+            .insert("CLAUDE_CODE_DISABLE_AGENT_VIEW".into(), "0".into());
+        config.insert("claude".into(), own);
+        let bin = true_bin();
+        let vars = move |k: &str| k.ends_with("_BIN").then(|| bin.clone());
+        let spec = launch_spec(&meta, &env_with(&config, &vars, false)).unwrap();
+        assert_eq!(spec.env["CLAUDE_CODE_DISABLE_AGENT_VIEW"], "0");
     }
 
     #[test]

@@ -145,6 +145,17 @@ impl Adapter for Claude {
         Some("@anthropic-ai/claude-code")
     }
 
+    /// Claude Code's agent view (`claude agents`, `--bg`, `/background`
+    /// and the on-demand daemon that adopts a session killed with
+    /// background work, whose `--resume` is then refused) is off for
+    /// hangar's sessions: `CLAUDE_CODE_DISABLE_AGENT_VIEW` ("Equivalent" of
+    /// the `disableAgentView` setting, read in the 2.1.197 and 2.1.337
+    /// binaries; with it `claude --bg` answers "'--bg' is disabled by
+    /// CLAUDE_CODE_DISABLE_AGENT_VIEW." and `claude daemon run` exits).
+    fn own_env(&self) -> &'static [(&'static str, &'static str)] {
+        &[("CLAUDE_CODE_DISABLE_AGENT_VIEW", "1")]
+    }
+
     fn tested_version(&self) -> Option<Version> {
         Some(Version(2, 1, 197))
     }

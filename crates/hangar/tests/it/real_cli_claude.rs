@@ -270,3 +270,39 @@ fn a_goal_with_the_real_claude_stops_at_max_turns() {
         "the first prompt and one continuation"
     );
 }
+
+#[test]
+fn hangars_claude_runs_with_claudes_agent_view_off_so_no_supervisor_of_its_own_takes_it() {
+    // Claude Code's on-demand daemon adopts a session killed with
+    // background work and then refuses its `--resume` (issue 46): hangar's
+    // sessions run with `CLAUDE_CODE_DISABLE_AGENT_VIEW=1`.
+    let Some(rc) = RealCli::start() else { return };
+    rc.hangar.start_daemon();
+    let id = rc.hangar.new_agent(&["--provider", "claude"]);
+    rc.wait_ready(&id);
+    let env = support::environ(rc.hangar.pid_of(&id));
+    assert!(
+        env.iter().any(|kv| kv == "CLAUDE_CODE_DISABLE_AGENT_VIEW=1"),
+        "claude runs without CLAUDE_CODE_DISABLE_AGENT_VIEW=1"
+    );
+    // The real binary, run in the session's own environment (as its own
+    // Bash tool would run it), keeps nothing in the background.
+    let vars = env.iter().filter_map(|kv| kv.split_once('='));
+    let out = std::process::Command::new(&rc.clis.claude)
+        .args(["--bg", "hello"])
+        .env_clear()
+        .envs(vars)
+        .current_dir(&rc.hangar.work)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run claude --bg");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("'--bg' is disabled by CLAUDE_CODE_DISABLE_AGENT_VIEW"),
+        "claude --bg in the session's environment said: {said}"
+    );
+}

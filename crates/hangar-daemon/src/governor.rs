@@ -626,12 +626,12 @@ mod tests {
             .unwrap_or_else(|| panic!("{s} never started"))
     }
 
-    /// The reason `hangar ls` shows for `s`.
+    /// The memory budget's word on `s`, which `hangar ls` shows as its
+    /// reason (asked here, not through the handler: the governor stays
+    /// below handlers/ in the daemon's imports).
     fn ls_reason(m: &FakeMachine, s: &str) -> Option<String> {
-        crate::handlers::sessions::list(&m.daemon)
-            .into_iter()
-            .find(|r| r.id == s)
-            .and_then(|r| r.reason)
+        let state = m.daemon.sessions.run_state(&id(s));
+        m.daemon.governor.memory_note(&id(s), state.name())
     }
 
     #[tokio::test(start_paused = true)]

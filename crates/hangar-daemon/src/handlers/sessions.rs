@@ -294,17 +294,16 @@ mod account_tests {
     /// A machine whose config has two claude accounts and a codex one,
     /// and claude found (any program that exists: the fake OS runs none).
     fn machine() -> crate::on_a_fake_machine::FakeMachine {
-        machine_with(|_| {})
+        machine_with(false)
     }
 
-    fn machine_with(
-        more: impl FnOnce(&mut crate::config::Config),
-    ) -> crate::on_a_fake_machine::FakeMachine {
+    /// `machine`, with `[limits] failover` as given.
+    fn machine_with(failover: bool) -> crate::on_a_fake_machine::FakeMachine {
         build(
             &[],
             &[],
             |c| {
-                more(c);
+                c.limits.failover = failover;
                 let account =
                     |provider: &str, key: &str, value: &str| hangar_core::accounts::AccountConfig {
                         provider: provider.into(),
@@ -444,7 +443,7 @@ mod account_tests {
     #[tokio::test(start_paused = true)]
     async fn with_failover_a_limited_session_carries_on_under_the_other_account_with_its_continuation()
      {
-        let m = machine_with(|c| c.limits.failover = true);
+        let m = machine_with(true);
         let created = new(&m.daemon, new_claude(&m, "work")).await.unwrap();
         let id = SessionId::from(created.id.as_str());
         let now = m.daemon.usage.now();

@@ -282,7 +282,8 @@ fn hangars_claude_runs_with_claudes_agent_view_off_so_no_supervisor_of_its_own_t
     rc.wait_ready(&id);
     let env = support::environ(rc.hangar.pid_of(&id));
     assert!(
-        env.iter().any(|kv| kv == "CLAUDE_CODE_DISABLE_AGENT_VIEW=1"),
+        env.iter()
+            .any(|kv| kv == "CLAUDE_CODE_DISABLE_AGENT_VIEW=1"),
         "claude runs without CLAUDE_CODE_DISABLE_AGENT_VIEW=1"
     );
     // The real binary, run in the session's own environment (as its own

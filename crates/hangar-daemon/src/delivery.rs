@@ -490,6 +490,11 @@ mod tests {
     async fn live(program: FakeProgram) -> (FakeMachine, SessionId, u32) {
         let m = with_sessions(&["a"], &[]);
         m.os.script("a", program);
+        woken(m).await
+    }
+
+    /// `m` with its session `a` woken, and its pid.
+    async fn woken(m: FakeMachine) -> (FakeMachine, SessionId, u32) {
         let a = SessionId::from("a");
         let state = m.daemon.spawner.wake_as(&a, Caller::Cli).await;
         assert_eq!(state.unwrap(), RunState::Live);
@@ -566,11 +571,7 @@ mod tests {
             },
             |m| m.provider = hangar_core::Provider::Claude,
         );
-        let a = SessionId::from("a");
-        let state = m.daemon.spawner.wake_as(&a, Caller::Cli).await;
-        assert_eq!(state.unwrap(), RunState::Live);
-        let pid = m.daemon.sessions.process(&a).unwrap().pid;
-        (m, a, pid)
+        woken(m).await
     }
 
     #[tokio::test(start_paused = true)]

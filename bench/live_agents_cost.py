@@ -16,13 +16,14 @@ live and the daemon has gone idle, its memory is read again:
   not hangar). Nothing was printed into history beyond the agents' start
   screens, so this is the cost without history.
 
-usage: bench/live_agents_cost.py [--build DIR] [--n 40] [--rounds 1]
+usage: bench/live_agents_cost.py [--build DIR] [--n 40] [--rounds 1] [--massif FILE]
 """
 
 import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -57,14 +58,26 @@ def until_idle(pid, deadline=60):
         last = now
 
 
-def growth(bins, n):
+def growth(bins, n, massif=None):
+    """The growth for `n` agents; with `massif` (a file name) the daemon runs
+    under valgrind's massif, whose snapshots before and after the `n` starts
+    say where the growth went (its memory figures are then massif's)."""
     h = hb.Home(bins=bins)
     try:
         os.makedirs(h.home, exist_ok=True)
         with open(os.path.join(h.home, "config.toml"), "w") as f:
             f.write("[governor]\nwake_spacing_ms = 0\n")
-        pid = h.start_daemon()
-        c = h.wait_socket()
+        if massif:
+            log = open(os.path.join(h.root, "massif.log"), "wb")
+            h.daemon = subprocess.Popen(["valgrind", "--tool=massif", "--time-unit=ms", "--detailed-freq=1",
+                                         "--max-snapshots=200", "--threshold=0.5",
+                                         f"--massif-out-file={massif}", h.hangar, "daemon"],
+                                        env=h.env, cwd=h.work, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            c = h.wait_socket(300)
+            pid = int(open(os.path.join(h.home, "run", "daemon.lock")).read())
+        else:
+            pid = h.start_daemon()
+            c = h.wait_socket()
 
         def new():
             c.ask("new", {"provider": "claude", "cwd": h.work, "fallback_cwd": h.work})
@@ -100,12 +113,14 @@ def main():
                                     "or target/release)")
     ap.add_argument("--n", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--massif", help="run the daemon under valgrind's massif, its data written to this file "
+                                     "(ms_print FILE shows where the growth went)")
     a = ap.parse_args()
     bins = hb.binaries(a.build)
     print(f"load average before {open('/proc/loadavg').read().strip()}")
     rounds = []
     for _ in range(a.rounds):
-        r = growth(bins, a.n)
+        r = growth(bins, a.n, a.massif)
         rounds.append(r)
         print(json.dumps(r), flush=True)
     if len(rounds) > 1:

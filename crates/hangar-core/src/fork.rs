@@ -255,7 +255,7 @@ mod tests {
     fn a_fork_starts_from_its_origin_only_until_its_own_conversation_exists() {
         let parent = claude_with(Some(("c-old", IdSource::Transcript)));
         let mut fork = SessionMeta::new(SessionId::from("f"), Provider::Claude, "/w");
-        fork.forked_from = Some(plan_fork(&parent, &Provider::Claude, 1).unwrap());
+        fork.forked_from = Some(Box::new(plan_fork(&parent, &Provider::Claude, 1).unwrap()));
         assert_eq!(fork_start_from(&fork, false), Some("c-old"));
         assert_eq!(fork_start_from(&fork, true), None);
         let plain = SessionMeta::new(SessionId::from("p"), Provider::Claude, "/w");
@@ -269,7 +269,7 @@ mod tests {
     fn the_origins_conversation_is_never_the_forks_own() {
         let parent = claude_with(Some(("c-old", IdSource::Transcript)));
         let mut fork = SessionMeta::new(SessionId::from("f"), Provider::Claude, "/w");
-        fork.forked_from = Some(plan_fork(&parent, &Provider::Claude, 1).unwrap());
+        fork.forked_from = Some(Box::new(plan_fork(&parent, &Provider::Claude, 1).unwrap()));
         assert!(refuses_origin(&fork, "c-old"));
         assert!(!refuses_origin(&fork, "c-new"));
         assert!(!refuses_origin(&parent, "c-old"));

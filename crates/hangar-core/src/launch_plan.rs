@@ -553,13 +553,13 @@ mod tests {
         );
         f.folder = FolderCheck::NotAFolder;
         assert!(plan(&f).unwrap_err().message.ends_with("is not a folder"));
-        f.meta.worktree = Some(crate::worktree::WorktreeInfo {
+        f.meta.worktree = Some(Box::new(crate::worktree::WorktreeInfo {
             path: "/wt/fix".into(),
             branch: "fix".into(),
             base: "main".into(),
             repo_root: "/repo".into(),
             created_by_hangar: true,
-        });
+        }));
         let message = plan(&f).unwrap_err().message;
         assert!(
             message.contains("`git -C /repo worktree add /wt/fix fix`"),
@@ -650,9 +650,11 @@ mod tests {
         )
             .prop_map(|(provider, id, engine, sandbox, env, proxy, inherited)| {
                 let mut m = SessionMeta::new(SessionId::from(id.as_str()), provider, "/w");
-                m.engine = engine.map(|name| EngineBinding {
-                    name,
-                    ..Default::default()
+                m.engine = engine.map(|name| {
+                    Box::new(EngineBinding {
+                        name,
+                        ..Default::default()
+                    })
                 });
                 m.sandbox = sandbox.then(|| "/h/sandbox/s".to_owned());
                 let mut f = facts(m);

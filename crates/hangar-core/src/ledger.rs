@@ -422,8 +422,9 @@ mod tests {
         let mut parent = SessionMeta::new("p".into(), Provider::Codex, "/w");
         parent.provider_session = Some(psid("old", Some(IdSource::Transcript)));
         let mut fork = SessionMeta::new("f".into(), Provider::Codex, "/w");
-        fork.forked_from =
-            Some(crate::fork::plan_fork(&parent, &Provider::Codex, 1).expect("forkable"));
+        fork.forked_from = Some(Box::new(
+            crate::fork::plan_fork(&parent, &Provider::Codex, 1).expect("forkable"),
+        ));
         let d = decide_for(
             &fork,
             &seen("old", IdSource::Transcript, Some("/w")),

@@ -232,6 +232,9 @@ impl Relationships {
 
 /// Everything hangar knows about one session, live or not. `Hash` is what
 /// the store fingerprints a saved row with (hangar-store's `diff.rs`).
+/// The records few sessions have (a worktree, a git base, an engine, a fork
+/// origin) are boxed: inline they were ~280 of its ~650 bytes, paid by each
+/// of 10,000 hibernated sessions (issue 48, docs/src/benchmarks-history.md).
 #[derive(Clone, Debug, PartialEq, Hash, Serialize, Deserialize)]
 pub struct SessionMeta {
     pub id: SessionId,
@@ -267,7 +270,7 @@ pub struct SessionMeta {
     pub provider_id_history: Vec<IdChange>,
     /// The git worktree this session runs in, when it was started with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worktree: Option<crate::worktree::WorktreeInfo>,
+    pub worktree: Option<Box<crate::worktree::WorktreeInfo>>,
     /// A tmux session this shell attaches to (`tmux attach`) instead of
     /// starting a fresh shell: an Agent Code tmux-backed terminal adopted on
     /// import. Without it, a migrating user's long-running terminal (a dev
@@ -283,11 +286,11 @@ pub struct SessionMeta {
     /// Where this session's git work started (its worktree's base, else
     /// the checkout's HEAD at its start): what `hangar diff` compares with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git_base: Option<crate::review::GitBase>,
+    pub git_base: Option<Box<crate::review::GitBase>>,
     /// The container engine this session runs on (`hangar new --engine`):
     /// it never runs outside it (DESIGN.md rule 14).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<crate::engine::EngineBinding>,
+    pub engine: Option<Box<crate::engine::EngineBinding>>,
     /// The session's sandbox folder under `HANGAR_HOME` when it runs in
     /// hangar's sandbox (issue 32): its CLI's state (transcripts included)
     /// lives there, not in the person's own folders. Decided when the
@@ -298,7 +301,7 @@ pub struct SessionMeta {
     /// The session this one was forked from (`hangar fork`), and how it
     /// carries that conversation on (`crate::fork`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forked_from: Option<ForkOrigin>,
+    pub forked_from: Option<Box<ForkOrigin>>,
     /// The `[accounts.NAME]` it runs under (`hangar new --account`); `None`:
     /// the provider's own login.
     #[serde(default, skip_serializing_if = "Option::is_none")]

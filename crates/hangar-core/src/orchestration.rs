@@ -387,10 +387,10 @@ mod tests {
     fn an_agent_in_a_container_makes_its_children_on_the_same_engine() {
         let mut parent = SessionMeta::new(SessionId::from("p1"), Provider::Claude, "/w/proj");
         parent.sandbox = Some("/h/sandbox/p1".into());
-        parent.engine = Some(crate::engine::EngineBinding {
+        parent.engine = Some(Box::new(crate::engine::EngineBinding {
             name: "pod".into(),
             image: Some("local/a".into()),
-        });
+        }));
         let request = ChildRequest {
             provider: Some(Provider::Shell),
             cwd: None,

@@ -695,7 +695,7 @@ impl PreparedWorktree {
     /// Point a new session at the worktree.
     pub fn apply(&self, meta: &mut hangar_core::SessionMeta) {
         meta.cwd = self.info.path.clone();
-        meta.worktree = Some(self.info.clone());
+        meta.worktree = Some(Box::new(self.info.clone()));
     }
 }
 

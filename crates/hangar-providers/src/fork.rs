@@ -49,8 +49,9 @@ mod tests {
         let mut parent = SessionMeta::new(SessionId::from("p"), Provider::Claude, cwd.clone());
         parent.provider_session = Some(ProviderSessionId::new("old", IdSource::Transcript));
         let mut fork = SessionMeta::new(SessionId::from("f"), Provider::Claude, cwd.clone());
-        fork.forked_from =
-            Some(hangar_core::fork::plan_fork(&parent, &Provider::Claude, 1).unwrap());
+        fork.forked_from = Some(Box::new(
+            hangar_core::fork::plan_fork(&parent, &Provider::Claude, 1).unwrap(),
+        ));
         assert!(!own_conversation_exists(&fork, Some(root.path())));
         assert_eq!(fork_start(&fork, Some(root.path())).as_deref(), Some("old"));
         fork.provider_session = Some(ProviderSessionId::new("new", IdSource::ResumeRequest));
@@ -74,8 +75,9 @@ mod tests {
         let mut parent = SessionMeta::new(SessionId::from("p"), Provider::Codex, "/tmp");
         parent.provider_session = Some(ProviderSessionId::new("t-old", IdSource::Transcript));
         let mut fork = SessionMeta::new(SessionId::from("f"), Provider::Codex, "/tmp");
-        fork.forked_from =
-            Some(hangar_core::fork::plan_fork(&parent, &Provider::Codex, 1).unwrap());
+        fork.forked_from = Some(Box::new(
+            hangar_core::fork::plan_fork(&parent, &Provider::Codex, 1).unwrap(),
+        ));
         assert_eq!(fork_start(&fork, None).as_deref(), Some("t-old"));
         fork.provider_session = Some(ProviderSessionId::new("t-new", IdSource::Transcript));
         assert_eq!(fork_start(&fork, None), None);

@@ -548,10 +548,10 @@ mod tests {
 
     fn on_pod(provider: &str, image: Option<&str>) -> SessionMeta {
         let mut meta = SessionMeta::new(SessionId::from("s1"), Provider::from_name(provider), "/w");
-        meta.engine = Some(EngineBinding {
+        meta.engine = Some(Box::new(EngineBinding {
             name: "pod".into(),
             image: image.map(str::to_owned),
-        });
+        }));
         meta
     }
 

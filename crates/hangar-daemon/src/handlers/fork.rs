@@ -173,7 +173,7 @@ pub async fn fork(daemon: &Daemon, req: msg::Fork) -> Result<Forked, ApiError> {
         // The fork's work is compared with what its parent's was.
         meta.git_base = git_base.clone();
         meta.relationships.linked_parent = None;
-        meta.forked_from = Some(origin.clone());
+        meta.forked_from = Some(Box::new(origin.clone()));
     };
     let id = match daemon.sessions.add_session(&new, &cwd, finish)? {
         Added::Session(id) => id,
@@ -284,7 +284,7 @@ async fn handoff_for(
         let current = git::current_branch(os.as_ref(), &dir);
         let bases = diff_base_candidates(
             None,
-            meta.git_base.as_ref(),
+            meta.git_base.as_deref(),
             meta.worktree.as_ref().map(|w| w.base.as_str()),
             current.as_deref(),
         );

@@ -45,7 +45,7 @@ pub async fn diff(daemon: &Arc<Daemon>, req: msg::Diff) -> Result<DiffPage, ApiE
         let current = git::current_branch(os, &ask.dir);
         ask.bases = diff_base_candidates(
             req.base.as_deref(),
-            meta.git_base.as_ref(),
+            meta.git_base.as_deref(),
             meta.worktree.as_ref().map(|w| w.base.as_str()),
             current.as_deref(),
         );

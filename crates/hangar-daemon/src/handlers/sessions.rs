@@ -163,8 +163,8 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
                 // engine's container gets the same (`Sandbox::walls`).
                 meta.sandbox = Some(daemon.sandbox.folder_for(&meta.id));
             }
-            meta.git_base = git_base.clone();
-            meta.engine = engine.clone();
+            meta.git_base = git_base.clone().map(Box::new);
+            meta.engine = engine.clone().map(Box::new);
             meta.account = account.clone();
         };
         match daemon.sessions.add_session(&new, &cwd, finish)? {

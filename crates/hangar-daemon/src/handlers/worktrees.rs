@@ -74,7 +74,7 @@ pub async fn worktrees(
                 records.entry(info.path.clone()).or_insert_with(|| Record {
                     session: meta.id.clone(),
                     title: meta.title.clone(),
-                    worktree: info.clone(),
+                    worktree: (**info).clone(),
                     created_at_ms: meta.created_at_ms,
                 });
             }

@@ -308,13 +308,13 @@ fn a_rows_worktree_says_whether_its_folder_is_there() {
         ("gone", "/no/such/folder".into()),
     ] {
         let mut meta = SessionMeta::new(id(name), Provider::Shell, "/");
-        meta.worktree = Some(hangar_core::worktree::WorktreeInfo {
+        meta.worktree = Some(Box::new(hangar_core::worktree::WorktreeInfo {
             path,
             branch: "b".into(),
             base: "main".into(),
             repo_root: "/".into(),
             created_by_hangar: true,
-        });
+        }));
         ws.add_pane_session(meta, &tab, PanePosition::Auto).unwrap();
     }
     let opened = Store::open(&dir.path().join("state.db")).unwrap();

@@ -383,7 +383,7 @@ impl Sessions {
     pub fn worktrees_of(&self, ids: &[SessionId]) -> Vec<Option<WorktreeInfo>> {
         let st = self.lock();
         ids.iter()
-            .map(|id| st.ws.sessions.get(id)?.worktree.clone())
+            .map(|id| st.ws.sessions.get(id)?.worktree.as_deref().cloned())
             .collect()
     }
 

@@ -113,10 +113,10 @@ async fn a_session_bound_to_an_engine_never_starts_on_this_machine_when_its_engi
         &[],
         |_| {},
         |meta| {
-            meta.engine = Some(hangar_core::engine::EngineBinding {
+            meta.engine = Some(Box::new(hangar_core::engine::EngineBinding {
                 name: "farm".into(),
                 image: None,
-            })
+            }))
         },
     );
     let state = m.daemon.spawner.wake_as(&id("a"), Caller::Cli).await;

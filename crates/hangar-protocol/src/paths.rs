@@ -76,6 +76,19 @@ pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
 /// processes writing the same file at once do not share one), synced, then
 /// renamed over `path`. The folder must exist.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_whole(path, bytes, true)
+}
+
+/// `write_private` without the sync, for a file made again at every start
+/// of the process that reads it (an agent's hook settings, its MCP config):
+/// a reader still sees the old file or the new one, and a crash can only
+/// lose a file the next start writes anyway. The sync cost 2-2.5 ms before
+/// each pane's first fork (issue 48's timeline of a restore).
+pub fn write_private_for_start(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_whole(path, bytes, false)
+}
+
+fn write_whole(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let name = path
@@ -93,7 +106,9 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .mode(0o600)
             .open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
         std::fs::rename(&tmp, path)
     })();
     if written.is_err() {
@@ -111,6 +126,19 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_file_for_a_start_is_written_whole_and_private_like_any_other() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let file = dir.path().join("settings.json");
+        write_private_for_start(&file, b"old").unwrap();
+        write_private_for_start(&file, b"new").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"new");
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left beside it");
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub fn config_document(server: &McpServer) -> serde_json::Value {
 pub fn write_config(dir: &Path, server: &McpServer) -> std::io::Result<()> {
     crate::paths::ensure_private_dir(dir)?;
     let bytes = serde_json::to_vec_pretty(&config_document(server))?;
-    crate::paths::write_private(&server.config_file, &bytes)
+    crate::paths::write_private_for_start(&server.config_file, &bytes)
 }
 
 #[cfg(test)]

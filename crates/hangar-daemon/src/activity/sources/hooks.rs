@@ -24,7 +24,7 @@ pub fn write_settings(body: &Value, home: &Path, session: &SessionId) -> std::io
     let body = serde_json::to_vec_pretty(body).map_err(std::io::Error::other)?;
     // Written whole and renamed: an agent starting at the same moment never
     // reads half a file.
-    crate::paths::write_private(&path, &body)?;
+    crate::paths::write_private_for_start(&path, &body)?;
     Ok(path)
 }
 

@@ -57,6 +57,21 @@ pub struct BudgetDecision {
 }
 
 /// Choose the sessions to hibernate so that the live set fits `budget`.
+/// The live agents that may be hibernated to make room, least recently
+/// used first (ties by id, so the order is the same on every look).
+fn eviction_order<'a>(live: &'a [LiveFacts], protect: &BTreeSet<SessionId>) -> Vec<&'a LiveFacts> {
+    let mut candidates: Vec<&LiveFacts> = live
+        .iter()
+        .filter(|l| l.evictable() && !protect.contains(&l.id))
+        .collect();
+    candidates.sort_by(|a, b| {
+        a.last_active_ms
+            .cmp(&b.last_active_ms)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    candidates
+}
+
 /// `protect` names sessions that must stay (the one just woken).
 pub fn enforce_budget(
     live: &[LiveFacts],
@@ -69,15 +84,7 @@ pub fn enforce_budget(
         budget.max_live.is_some_and(|m| count > m)
             || budget.max_memory_bytes.is_some_and(|m| memory > m)
     };
-    let mut candidates: Vec<&LiveFacts> = live
-        .iter()
-        .filter(|l| l.evictable() && !protect.contains(&l.id))
-        .collect();
-    candidates.sort_by(|a, b| {
-        a.last_active_ms
-            .cmp(&b.last_active_ms)
-            .then_with(|| a.id.cmp(&b.id))
-    });
+    let candidates = eviction_order(live, protect);
     let mut decision = BudgetDecision::default();
     for c in candidates {
         if !over(count, memory) {
@@ -132,15 +139,7 @@ pub fn admit_wake(
     let need = waking_bytes.min(max);
     let fleet: u64 = live.iter().map(|l| l.memory_bytes).sum();
     let mut memory = fleet;
-    let mut candidates: Vec<&LiveFacts> = live
-        .iter()
-        .filter(|l| l.evictable() && !protect.contains(&l.id))
-        .collect();
-    candidates.sort_by(|a, b| {
-        a.last_active_ms
-            .cmp(&b.last_active_ms)
-            .then_with(|| a.id.cmp(&b.id))
-    });
+    let candidates = eviction_order(live, protect);
     let mut hibernate = Vec::new();
     for c in candidates {
         if memory + need <= max {

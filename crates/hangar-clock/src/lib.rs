@@ -120,6 +120,18 @@ fn steady_us() -> u64 {
         .saturating_add(ts.tv_nsec() as u64 / 1_000)
 }
 
+/// How far local time is ahead of UTC at `ms` (negative west of Greenwich),
+/// in milliseconds, from the system's time zone rules (`TZ`,
+/// `/etc/localtime`, read by jiff). 0 when it cannot tell. Shared by the
+/// daemon (transcript folders, limit texts) and the client (the times it
+/// prints), which reaches no daemon code for it.
+pub fn local_offset_ms(ms: u64) -> i64 {
+    let Ok(at) = jiff::Timestamp::from_millisecond(i64::try_from(ms).unwrap_or(i64::MAX)) else {
+        return 0;
+    };
+    i64::from(jiff::tz::TimeZone::system().to_offset(at).seconds()) * 1000
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,7 @@ pub fn since_ms(given: &str) -> anyhow::Result<i64> {
     if given.len() == 10
         && let Some(utc_midnight) = parse_rfc3339_ms(&format!("{given}T00:00:00Z"))
     {
-        let offset = hangar_daemon::usage::local_offset_ms(utc_midnight);
+        let offset = hangar_clock::local_offset_ms(u64::try_from(utc_midnight).unwrap_or(0));
         return Ok(utc_midnight - offset);
     }
     bail!(
@@ -42,7 +42,7 @@ pub fn since_ms(given: &str) -> anyhow::Result<i64> {
 /// `until 16:00` (local time), or `until an unknown time`.
 pub fn until_text(resets_at: Option<i64>) -> String {
     match resets_at {
-        Some(ms) => format!("until {}", hangar_daemon::usage::clock_text(ms)),
+        Some(ms) => format!("until {}", clock_text(ms)),
         None => "until an unknown time".to_owned(),
     }
 }
@@ -56,10 +56,7 @@ pub fn limit_line(limit: &LimitView) -> String {
         display::name(&limit.source),
     );
     match limit.continue_at {
-        Some(at) => line.push_str(&format!(
-            "; continues by itself at {}",
-            hangar_daemon::usage::clock_text(at)
-        )),
+        Some(at) => line.push_str(&format!("; continues by itself at {}", clock_text(at))),
         None => line.push_str("; will not continue by itself"),
     }
     line
@@ -135,7 +132,7 @@ pub fn human(v: &UsageReport) {
                     .unwrap_or_else(|| "?".into());
                 let reset = w
                     .resets_at
-                    .map(|t| format!(", resets {}", hangar_daemon::usage::clock_text(t)))
+                    .map(|t| format!(", resets {}", clock_text(t)))
                     .unwrap_or_default();
                 format!("{} {used}{reset}", display::name(&w.kind))
             })
@@ -217,6 +214,12 @@ pub fn human_goal(v: &GoalState) {
     if let Some(s) = g["summary"].as_str() {
         println!("  summary: {}", display::name(s));
     }
+}
+
+/// `16:00` in local time.
+fn clock_text(ms: i64) -> String {
+    let offset = hangar_clock::local_offset_ms(u64::try_from(ms).unwrap_or(0));
+    hangar_core::usage_limits::clock_text(ms, offset)
 }
 
 #[cfg(test)]

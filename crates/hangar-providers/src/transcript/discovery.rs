@@ -82,15 +82,7 @@ pub fn utc_date(ms: u64) -> (i64, u32, u32) {
     )
 }
 
-/// How far local time is ahead of UTC at `ms` (negative west of Greenwich),
-/// in milliseconds, from the system's time zone rules (`TZ`,
-/// `/etc/localtime`, read by jiff). 0 when it cannot tell.
-pub fn local_offset_ms(ms: u64) -> i64 {
-    let Ok(at) = jiff::Timestamp::from_millisecond(i64::try_from(ms).unwrap_or(i64::MAX)) else {
-        return 0;
-    };
-    i64::from(jiff::tz::TimeZone::system().to_offset(at).seconds()) * 1000
-}
+pub use hangar_clock::local_offset_ms;
 
 /// The folders a session's new transcripts can appear in.
 pub fn candidate_dirs(

@@ -136,9 +136,18 @@ fn the_api_answers_with_the_clis_json_and_its_actions_act() {
     });
     let r = web.post(&format!("/api/sessions/{a}/interrupt"), &json!({}));
     assert_eq!(r.status, 200, "{}", r.text());
-    h.wait_until("the interrupt ends sleep", DEADLINE, || {
-        h.screen(&a).trim_end().ends_with("^C\n#")
-    });
+    let begun = std::time::Instant::now();
+    loop {
+        let screen = h.screen(&a);
+        if screen.trim_end().ends_with("^C\n#") {
+            break;
+        }
+        assert!(
+            begun.elapsed() < DEADLINE,
+            "the interrupt did not end sleep within {DEADLINE:?}; screen:\n{screen}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let r = web.post(
         &format!("/api/sessions/{a}/keys"),
         &json!({"keys": ["e", "c", "h", "o", " ", "k", "e", "y", "s", "enter"]}),

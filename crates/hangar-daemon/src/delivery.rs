@@ -62,9 +62,11 @@ const ENTER_DELAY: Duration = Duration::from_millis(30);
 pub enum Submitted {
     /// A turn start was seen after this many Enters.
     Confirmed { enters: usize },
-    /// Nothing here can see this session's turns (no transcript, no hooks):
-    /// one Enter was pressed and nothing more is known.
-    Unconfirmed,
+    /// Nothing here can see this session's turns (no transcript, no hooks,
+    /// no request through the proxy yet): `enters` were pressed, another
+    /// only while the text stayed in the input box, and nothing more is
+    /// known.
+    Unconfirmed { enters: usize },
     /// No turn started after every Enter pressed: `in_input` says whether
     /// the text was still in the agent's input box at the end.
     NotDelivered { enters: usize, in_input: bool },
@@ -255,7 +257,7 @@ impl Delivery {
                 return Err(err);
             }
             Some(Submitted::Confirmed { enters }) => (Some(true), Some(enters)),
-            Some(Submitted::Unconfirmed) => (Some(false), Some(1)),
+            Some(Submitted::Unconfirmed { enters }) => (Some(false), Some(enters)),
             None => (None, enter.then_some(1)),
         };
         Ok(Ok(reply::Sent {
@@ -363,7 +365,16 @@ impl Delivery {
                 tokio::time::sleep(POLL).await;
             }
             if !self.can_see_turns(id).await {
-                return Ok(Submitted::Unconfirmed);
+                // Nothing records its turns (yet: an agent in a container
+                // shows them only through the proxy, once it made a
+                // request). The screen still shows an Enter it lost: the
+                // text stays in its box, and the next Enter submits it
+                // (CI's first prompt to claude in a Podman container).
+                let more = n + 1 < ATTEMPT_WAITS.len();
+                if more && hangar_core::input_box::still_in_input(&live.text(), text) {
+                    continue;
+                }
+                return Ok(Submitted::Unconfirmed { enters });
             }
             tracing::info!(
                 "session {id}: no turn started {} ms after Enter {enters}",
@@ -559,6 +570,15 @@ mod tests {
     /// A machine with a claude session `a` live (its program prints and
     /// echoes nothing: what hangar types never shows in an input box).
     async fn live_claude() -> (FakeMachine, SessionId, u32) {
+        live_claude_running(FakeProgram::default(), true).await
+    }
+
+    /// A machine with a claude session `a` live, running `program`, with
+    /// hangar's hooks installed or not (`hooks`).
+    async fn live_claude_running(
+        program: FakeProgram,
+        hooks: bool,
+    ) -> (FakeMachine, SessionId, u32) {
         let m = crate::on_a_fake_machine::build(
             &["a"],
             &[],
@@ -568,10 +588,54 @@ mod tests {
                     ..Default::default()
                 };
                 c.providers.insert("claude".into(), claude);
+                if !hooks {
+                    c.activity
+                        .sources
+                        .retain(|s| *s != crate::activity::Source::Hooks);
+                }
             },
             |m| m.provider = hangar_core::Provider::Claude,
         );
+        m.os.script("a", program);
         woken(m).await
+    }
+
+    /// A claude whose turns nothing here records (no hooks, no transcript,
+    /// as one in a container before its first request), showing what is
+    /// typed in an input box that loses its first `loses` Enters.
+    async fn unseen_claude_losing_enters(loses: usize) -> (FakeMachine, SessionId, u32) {
+        let program = FakeProgram {
+            echoes: true,
+            input_box_loses_enters: Some(loses),
+            ..FakeProgram::default()
+        };
+        live_claude_running(program, false).await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_enter_lost_by_an_agent_whose_turns_are_unseen_is_pressed_again_while_the_text_stays()
+     {
+        // CI: the first prompt to claude in a Podman container stayed in
+        // its box; hangar saw no request yet and pressed no second Enter.
+        let (m, a, pid) = unseen_claude_losing_enters(1).await;
+        let reply = m.daemon.delivery.send(&a, "run it", true).await.unwrap();
+        assert_eq!(reply.confirmed, Some(false), "{reply:?}");
+        assert_eq!(reply.enters, Some(2), "{reply:?}");
+        assert_eq!(m.os.typed(pid), b"run it\r\r");
+        let screen = m.daemon.sessions.process(&a).unwrap().text();
+        assert!(
+            !hangar_core::input_box::still_in_input(&screen, "run it"),
+            "{screen}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_prompt_an_unseen_agent_took_gets_one_enter() {
+        let (m, a, pid) = unseen_claude_losing_enters(0).await;
+        let reply = m.daemon.delivery.send(&a, "run it", true).await.unwrap();
+        assert_eq!(reply.confirmed, Some(false), "{reply:?}");
+        assert_eq!(reply.enters, Some(1), "{reply:?}");
+        assert_eq!(m.os.typed(pid), b"run it\r");
     }
 
     #[tokio::test(start_paused = true)]

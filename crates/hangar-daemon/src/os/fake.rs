@@ -47,6 +47,12 @@ pub struct FakeProgram {
     pub echoes: bool,
     /// SIGTERM and SIGHUP do not end it; only SIGKILL does.
     pub ignores_term: bool,
+    /// With `echoes`, it keeps what is typed on its last line as an
+    /// agent's input box does, and an Enter takes the line (erases it),
+    /// except the first this many Enters, which it loses as a freshly drawn
+    /// claude sometimes does (docs/src/cli-facts.md). `None`: an Enter is
+    /// echoed as any other byte.
+    pub input_box_loses_enters: Option<usize>,
 }
 
 impl Default for FakeProgram {
@@ -58,6 +64,7 @@ impl Default for FakeProgram {
             held: false,
             echoes: false,
             ignores_term: false,
+            input_box_loses_enters: None,
         }
     }
 }
@@ -550,13 +557,18 @@ async fn run_program(
         return;
     }
     let mut buf = [0u8; 1024];
+    let mut enters_to_lose = program.input_box_loses_enters;
     loop {
         tokio::select! {
             read = terminal.read(&mut buf) => match read {
                 Ok(0) | Err(_) => return,
                 Ok(n) => {
                     lock(&machine).typed.entry(pid).or_default().extend_from_slice(&buf[..n]);
-                    if program.echoes && terminal.write_all(&buf[..n]).await.is_err() {
+                    let shown = match enters_to_lose.as_mut() {
+                        Some(lose) => input_box_echo(&buf[..n], lose),
+                        None => buf[..n].to_vec(),
+                    };
+                    if program.echoes && terminal.write_all(&shown).await.is_err() {
                         return;
                     }
                 }
@@ -565,6 +577,20 @@ async fn run_program(
             signal = terminated.recv() => return end(signal),
         }
     }
+}
+
+/// What an input box shows for `typed`: the text itself, an Enter as the
+/// line erased, save the `lose` Enters still to be lost, which show nothing.
+fn input_box_echo(typed: &[u8], lose: &mut usize) -> Vec<u8> {
+    let mut shown = Vec::with_capacity(typed.len());
+    for &b in typed {
+        match b {
+            b'\r' if *lose > 0 => *lose -= 1,
+            b'\r' => shown.extend_from_slice(b"\r\x1b[2K"),
+            b => shown.push(b),
+        }
+    }
+    shown
 }
 
 /// Once the program has ended (or its end can no longer come).

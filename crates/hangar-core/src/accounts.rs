@@ -4,6 +4,11 @@
 //! which other account of the same provider a limited session could carry
 //! on under.
 //!
+//! An account is its credential in the agent's environment, or its CLI's
+//! own config folder (`folder`: Claude's `CLAUDE_CONFIG_DIR`, Codex's
+//! `CODEX_HOME`), where that CLI keeps its login and its conversations; a
+//! session moved between folders has its conversation carried over.
+//!
 //! An account's credential is a value of its environment: it must never
 //! reach a log, a capture, `ls` or an error message. Nothing here prints a
 //! value; errors name accounts and variables only.
@@ -28,6 +33,12 @@ pub struct AccountConfig {
     /// else the account needs. The values are never logged nor shown.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The CLI's own config folder for this account, an absolute path:
+    /// Claude Code's `CLAUDE_CONFIG_DIR`, Codex's `CODEX_HOME` (a person
+    /// logs in once with that variable set). Its conversations are there
+    /// too, and hangar reads them there.
+    #[serde(default)]
+    pub folder: Option<String>,
 }
 
 /// Debug without the values: config is logged when it fails to load.
@@ -36,6 +47,7 @@ impl std::fmt::Debug for AccountConfig {
         f.debug_struct("AccountConfig")
             .field("provider", &self.provider)
             .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("folder", &self.folder)
             .finish()
     }
 }
@@ -59,14 +71,32 @@ pub enum AccountError {
         "account {name:?} sets {var}, which hangar sets itself: remove it from [accounts.{name}].env"
     )]
     HangarsOwnVar { name: String, var: String },
+    #[error(
+        "account {name:?} has a folder, but hangar knows no config folder of {provider}: \
+         give its credential in [accounts.{name}].env instead"
+    )]
+    FolderUnknownToProvider { name: String, provider: String },
+    #[error("account {name:?}'s folder must be an absolute path, not {folder:?}")]
+    FolderNotAbsolute { name: String, folder: String },
+    #[error("account {name:?} gives both a folder and {var} in its env: keep one of them")]
+    FolderTwice { name: String, var: String },
+    #[error(
+        "account {name:?} has a config folder of its own, which a sandboxed or container \
+         session cannot use (its CLI's state is in its own folder): give the credential in \
+         [accounts.{name}].env"
+    )]
+    FolderInSandbox { name: String },
 }
 
 /// The account `name` for a session of `provider`, checked: it exists, it
-/// is for that provider, and it sets none of hangar's own variables.
+/// is for that provider, it sets none of hangar's own variables, and its
+/// folder is one the provider's CLI has (`folder_var`, the variable naming
+/// its config folder, from its adapter).
 pub fn account_for<'a>(
     accounts: &'a AccountsConfig,
     name: &str,
     provider: &Provider,
+    folder_var: Option<&str>,
 ) -> Result<&'a AccountConfig, AccountError> {
     let account = accounts
         .get(name)
@@ -88,18 +118,55 @@ pub fn account_for<'a>(
             var: var.clone(),
         });
     }
+    if let Some(folder) = &account.folder {
+        let Some(var) = folder_var else {
+            return Err(AccountError::FolderUnknownToProvider {
+                name: name.to_owned(),
+                provider: provider.name().to_owned(),
+            });
+        };
+        if !folder.starts_with('/') {
+            return Err(AccountError::FolderNotAbsolute {
+                name: name.to_owned(),
+                folder: folder.clone(),
+            });
+        }
+        if account.env.contains_key(var) {
+            return Err(AccountError::FolderTwice {
+                name: name.to_owned(),
+                var: var.to_owned(),
+            });
+        }
+    }
     Ok(account)
 }
 
 /// What the account adds to its agent's environment, in name order (after
-/// the provider adapter's variables, so the account's win).
-pub fn account_env(account: &AccountConfig) -> Vec<(String, String)> {
-    account
+/// the provider adapter's variables, so the account's win): its `env`, and
+/// its folder as `folder_var`.
+pub fn account_env(account: &AccountConfig, folder_var: Option<&str>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = account
         .env
         .iter()
         .filter(|(k, _)| !HANGAR_OWN_VARS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+        .collect();
+    if let (Some(folder), Some(var)) = (&account.folder, folder_var) {
+        env.push((var.to_owned(), folder.clone()));
+        env.sort();
+    }
+    env
+}
+
+/// The config folder the account's CLI runs with, where its conversations
+/// are: its `folder`, or the `folder_var` its `env` sets; `None` when it
+/// uses the one the daemon's environment names.
+pub fn account_folder<'a>(account: &'a AccountConfig, folder_var: Option<&str>) -> Option<&'a str> {
+    account
+        .folder
+        .as_deref()
+        .or_else(|| account.env.get(folder_var?).map(String::as_str))
+        .filter(|f| !f.is_empty())
 }
 
 /// The account a session under `current` (of `provider`) could carry on
@@ -179,6 +246,50 @@ pub fn may_move_now(busy: bool, waiting: bool, person_typing: bool) -> bool {
 mod tests {
     use super::*;
 
+    /// What Claude Code's adapter names as its config folder's variable.
+    const CLAUDE_DIR: Option<&str> = Some("CLAUDE_CONFIG_DIR");
+
+    #[test]
+    fn an_account_by_folder_runs_its_cli_with_that_folder_and_is_read_there() {
+        let a: AccountsConfig = serde_json::from_value(serde_json::json!({
+            "work": {"provider": "claude", "folder": "/home/p/.claude-work"},
+            "keyed": {"provider": "claude", "env": {"CLAUDE_CONFIG_DIR": "/home/p/.claude-k"}},
+            "both": {"provider": "claude", "folder": "/a",
+                     "env": {"CLAUDE_CONFIG_DIR": "/b"}},
+            "relative": {"provider": "claude", "folder": ".claude-work"},
+            "odd": {"provider": "aider", "folder": "/home/p/.aider"},
+        }))
+        .unwrap();
+        let work = account_for(&a, "work", &Provider::Claude, CLAUDE_DIR).unwrap();
+        assert_eq!(
+            account_env(work, CLAUDE_DIR),
+            [(
+                "CLAUDE_CONFIG_DIR".to_owned(),
+                "/home/p/.claude-work".to_owned()
+            )]
+        );
+        assert_eq!(
+            account_folder(work, CLAUDE_DIR),
+            Some("/home/p/.claude-work")
+        );
+        let keyed = account_for(&a, "keyed", &Provider::Claude, CLAUDE_DIR).unwrap();
+        assert_eq!(account_folder(keyed, CLAUDE_DIR), Some("/home/p/.claude-k"));
+        assert!(matches!(
+            account_for(&a, "both", &Provider::Claude, CLAUDE_DIR),
+            Err(AccountError::FolderTwice { .. })
+        ));
+        assert!(matches!(
+            account_for(&a, "relative", &Provider::Claude, CLAUDE_DIR),
+            Err(AccountError::FolderNotAbsolute { .. })
+        ));
+        let aider = Provider::from_name("aider");
+        let odd = account_for(&a, "odd", &aider, None).unwrap_err();
+        assert!(
+            odd.to_string().contains("no config folder of aider"),
+            "{odd}"
+        );
+    }
+
     fn accounts() -> AccountsConfig {
         // As config.toml's [accounts.NAME] tables read.
         serde_json::from_value(serde_json::json!({
@@ -193,30 +304,30 @@ mod tests {
     #[test]
     fn a_session_runs_only_under_an_account_of_its_own_provider() {
         let a = accounts();
-        assert!(account_for(&a, "work", &Provider::Claude).is_ok());
+        assert!(account_for(&a, "work", &Provider::Claude, CLAUDE_DIR).is_ok());
         assert_eq!(
-            account_for(&a, "nope", &Provider::Claude).unwrap_err(),
+            account_for(&a, "nope", &Provider::Claude, CLAUDE_DIR).unwrap_err(),
             AccountError::Unknown("nope".into())
         );
-        let other = account_for(&a, "openai", &Provider::Claude).unwrap_err();
+        let other = account_for(&a, "openai", &Provider::Claude, CLAUDE_DIR).unwrap_err();
         assert!(matches!(other, AccountError::OtherProvider { .. }));
         assert!(other.to_string().contains("is for codex, not claude"));
-        let own = account_for(&a, "bad", &Provider::Claude).unwrap_err();
+        let own = account_for(&a, "bad", &Provider::Claude, CLAUDE_DIR).unwrap_err();
         assert!(own.to_string().contains("HANGAR_HOME"), "{own}");
     }
 
     #[test]
     fn an_accounts_credential_is_in_its_agents_environment_and_never_in_its_words() {
         let a = accounts();
-        let work = account_for(&a, "work", &Provider::Claude).unwrap();
+        let work = account_for(&a, "work", &Provider::Claude, CLAUDE_DIR).unwrap();
         assert_eq!(
-            account_env(work),
+            account_env(work, CLAUDE_DIR),
             [("ANTHROPIC_API_KEY".to_owned(), "sk-work".to_owned())]
         );
         assert!(!format!("{work:?}").contains("sk-work"));
         let errors = [
-            account_for(&a, "openai", &Provider::Claude).unwrap_err(),
-            account_for(&a, "bad", &Provider::Claude).unwrap_err(),
+            account_for(&a, "openai", &Provider::Claude, CLAUDE_DIR).unwrap_err(),
+            account_for(&a, "bad", &Provider::Claude, CLAUDE_DIR).unwrap_err(),
         ];
         for e in errors {
             assert!(!e.to_string().contains("sk-"), "{e}");

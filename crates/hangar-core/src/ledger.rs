@@ -123,6 +123,7 @@ pub fn decide(
             to: Some(new.id.clone()),
             source: Some(observed.source),
             at_ms: now_ms,
+            account_move: None,
         });
         return IdDecision::Replace { new, change };
     };
@@ -146,6 +147,7 @@ pub fn decide(
             to: Some(new.id.clone()),
             source: Some(observed.source),
             at_ms: now_ms,
+            account_move: None,
         }),
         new,
     }
@@ -200,9 +202,40 @@ pub fn forget_provider_id(meta: &mut SessionMeta, now_ms: u64) -> Option<String>
             to: None,
             source: None,
             at_ms: now_ms,
+            account_move: None,
         },
     );
     Some(old.id)
+}
+
+/// Move a session to account `to` (`None`: the provider's own login),
+/// whose CLI keeps its state in `folder` (`None`: the daemon's folder),
+/// once its conversation was carried there. The ledger records the move
+/// under its id, which stays the one it resumes: a move never starts a
+/// new conversation nor drops one.
+pub fn move_to_account(
+    meta: &mut SessionMeta,
+    to: Option<String>,
+    folder: Option<&str>,
+    now_ms: u64,
+) {
+    let from = std::mem::replace(&mut meta.account, to.clone());
+    meta.state_folder = folder.map(Box::from);
+    if from == to {
+        return;
+    }
+    if let Some(id) = meta.durable_provider_id().map(str::to_owned) {
+        push_history(
+            meta,
+            IdChange {
+                from: Some(id.clone()),
+                to: Some(id),
+                source: None,
+                at_ms: now_ms,
+                account_move: Some(Box::new(crate::model::AccountMove { from, to })),
+            },
+        );
+    }
 }
 
 fn push_history(meta: &mut SessionMeta, change: IdChange) {
@@ -412,9 +445,45 @@ mod tests {
                 from: Some("old".into()),
                 to: Some("new".into()),
                 source: Some(IdSource::Transcript),
-                at_ms: 77
+                at_ms: 77,
+                account_move: None,
             }]
         );
+    }
+
+    #[test]
+    fn an_account_move_keeps_the_conversation_and_records_where_it_went() {
+        let mut meta = SessionMeta::new("s".into(), Provider::Claude, "/w");
+        meta.provider_session = Some(psid("c1", Some(IdSource::Transcript)));
+        meta.account = Some("work".into());
+        move_to_account(&mut meta, Some("home".into()), Some("/h/.claude-home"), 90);
+        assert_eq!(
+            meta.durable_provider_id(),
+            Some("c1"),
+            "the same conversation"
+        );
+        assert_eq!(meta.account.as_deref(), Some("home"));
+        assert_eq!(meta.state_folder.as_deref(), Some("/h/.claude-home"));
+        assert_eq!(
+            meta.provider_id_history,
+            vec![IdChange {
+                from: Some("c1".into()),
+                to: Some("c1".into()),
+                source: None,
+                at_ms: 90,
+                account_move: Some(Box::new(crate::model::AccountMove {
+                    from: Some("work".into()),
+                    to: Some("home".into()),
+                })),
+            }]
+        );
+        // Back to the provider's own login, in the daemon's folder.
+        move_to_account(&mut meta, None, None, 91);
+        assert_eq!(meta.state_folder, None);
+        assert_eq!(meta.provider_id_history.len(), 2);
+        // The same account again records nothing.
+        move_to_account(&mut meta, None, None, 92);
+        assert_eq!(meta.provider_id_history.len(), 2);
     }
 
     #[test]

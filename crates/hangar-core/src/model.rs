@@ -306,6 +306,12 @@ pub struct SessionMeta {
     /// the provider's own login.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
+    /// The config folder its CLI runs with when that is its account's own
+    /// (`[accounts.NAME].folder`, Claude's `CLAUDE_CONFIG_DIR`, Codex's
+    /// `CODEX_HOME`) rather than the one the daemon's environment names:
+    /// where its conversations are read. Set with the account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_folder: Option<Box<str>>,
 }
 
 fn default_true() -> bool {
@@ -336,6 +342,7 @@ impl SessionMeta {
             sandbox: None,
             forked_from: None,
             account: None,
+            state_folder: None,
         }
     }
 
@@ -540,6 +547,20 @@ pub struct IdChange {
     pub source: Option<IdSource>,
     /// Milliseconds since the epoch.
     pub at_ms: u64,
+    /// Set when the conversation itself was carried to another account's
+    /// config folder (`from` and `to` are then its one id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_move: Option<Box<AccountMove>>,
+}
+
+/// A conversation carried from one `[accounts.NAME]` to another (`None`:
+/// the provider's own login, in the daemon's folder).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AccountMove {
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub to: Option<String>,
 }
 
 #[cfg(test)]

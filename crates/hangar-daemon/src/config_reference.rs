@@ -223,7 +223,11 @@ const SECTIONS: &[SectionDoc] = &[
         source: include_str!("../../hangar-core/src/accounts.rs"),
         type_name: "AccountConfig",
         fields: fields_of::<hangar_core::accounts::AccountConfig>,
-        defaults: &[("provider", Required), ("env", Toml("{}"))],
+        defaults: &[
+            ("provider", Required),
+            ("env", Toml("{}")),
+            ("folder", Unset("the folder the daemon's environment names")),
+        ],
     },
     SectionDoc {
         title: "[terminal]",

@@ -159,11 +159,11 @@ impl Governor {
             .sessions
             .meta(id)
             .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
-        {
+        let folder = {
             let accounts = self.spawner.accounts.get();
-            hangar_core::accounts::account_for(accounts, to, &meta.provider)
-                .map_err(|e| ApiError::invalid(e.to_string()))?;
-        }
+            crate::account_folders::folder_under(accounts, Some(to), &meta)
+                .map_err(|e| ApiError::invalid(e.to_string()))?
+        };
         if meta.account.as_deref() == Some(to) {
             return Ok(self.sessions.run_state(id));
         }
@@ -198,7 +198,29 @@ impl Governor {
         if was_running {
             self.spawner.hibernate_session(id).await?;
         }
-        self.sessions.set_account(id, Some(to.to_owned()))?;
+
+        // Its CLI resumes only what the new account's folder holds: carried
+        // there before the move, which a failed copy refuses.
+        let carried = self
+            .sessions
+            .meta(id)
+            .ok_or_else(|| ApiError::not_found(format!("no session {id}")))
+            .and_then(|now| {
+                crate::account_folders::carry_to(&now, folder.as_deref())
+                    .map_err(|e| ApiError::new(hangar_protocol::message::codes::FAILED, e))
+            });
+        if let Err(e) = carried {
+            if was_running && let Err(back) = self.wake_as(id, Caller::Cli).await {
+                // Back as it was, under its own account, or said why not.
+                tracing::warn!(
+                    "{id}: not woken again after a refused move: {}",
+                    back.message
+                );
+            }
+            return Err(e);
+        }
+        self.sessions
+            .set_account(id, Some(to.to_owned()), folder.as_deref(), self.os.now_ms())?;
         self.journal.record(Event::AccountMove {
             session: id.to_string(),
             from: meta.account.clone(),

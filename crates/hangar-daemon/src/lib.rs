@@ -13,6 +13,7 @@
 // bridge passes (`server::link::recv_fds`), allowed there alone.
 #![deny(unsafe_code)]
 
+pub mod account_folders;
 pub mod activity;
 pub mod cli_probe;
 pub mod config;
@@ -136,7 +137,10 @@ impl Daemon {
         let journal = Arc::new(
             journal::Journal::new(paths.home.join("journal.jsonl")).with_clock(os.clone()),
         );
-        let queue = Arc::new(spawn::queue::WakeQueue::new(config.governor.queue_limits()));
+        let queue = Arc::new(spawn::queue::WakeQueue::with_clock(
+            config.governor.queue_limits(),
+            os.clone(),
+        ));
         let proxy = Arc::new(hangar_proxy::Proxy::new(
             config.proxy.clone(),
             paths.home.clone(),
@@ -874,6 +878,9 @@ pub(crate) mod on_a_fake_machine {
         edit: impl Fn(&mut SessionMeta),
     ) -> FakeMachine {
         let mut config = Config::default();
+        // The fake clock moves only when a test moves it: starts are not
+        // spaced unless a test asks for it (and then moves the clock).
+        config.governor.wake_spacing_ms = 0;
         settings(&mut config);
         let home = tempfile::tempdir().expect("a temporary home");
         let paths = Paths::new(home.path().to_path_buf());

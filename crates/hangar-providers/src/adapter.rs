@@ -453,6 +453,13 @@ pub trait Adapter: Sync {
     }
 }
 
+/// The variable naming `provider`'s config folder (Claude Code's
+/// `CLAUDE_CONFIG_DIR`, Codex's `CODEX_HOME`), where its login and its
+/// transcripts are; `None` for a CLI whose folder hangar does not know.
+pub fn config_folder_var(provider: &Provider) -> Option<&'static str> {
+    adapter(provider).transcript_state().map(|s| s.var)
+}
+
 /// The adapter of `provider`: the registration of every CLI (a new one's
 /// line goes here).
 pub fn adapter(provider: &Provider) -> &'static dyn Adapter {

@@ -76,5 +76,5 @@ pub mod screen;
 pub mod shell;
 pub mod transcript;
 
-pub use adapter::{Adapter, HookSettings, SessionArgs, StateDir, adapter};
+pub use adapter::{Adapter, HookSettings, SessionArgs, StateDir, adapter, config_folder_var};
 pub use config::{ProviderConfig, ProvidersConfig};

@@ -69,9 +69,12 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
     let account = match req.account.as_deref().map(str::trim) {
         None | Some("") => None,
         Some(name) => {
-            hangar_core::accounts::account_for(&config.accounts, name, &provider)
-                .map_err(|e| ApiError::invalid(e.to_string()))?;
-            Some(name.to_owned())
+            let folder_var = hangar_providers::config_folder_var(&provider);
+            let account =
+                hangar_core::accounts::account_for(&config.accounts, name, &provider, folder_var)
+                    .map_err(|e| ApiError::invalid(e.to_string()))?;
+            let folder = hangar_core::accounts::account_folder(account, folder_var);
+            Some((name.to_owned(), folder.map(Box::<str>::from)))
         }
     };
     let direction = parse_direction(req.direction.as_deref())?;
@@ -106,6 +109,12 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
         return Err(ApiError::invalid(
             "--sandbox and --engine cannot be combined: an engine's container is the session's walls",
         ));
+    }
+    if let Some((name, Some(_))) = &account
+        && (sandboxed || engine.is_some())
+    {
+        let refused = hangar_core::accounts::AccountError::FolderInSandbox { name: name.clone() };
+        return Err(ApiError::invalid(refused.to_string()));
     }
     let now = daemon.os.now_ms();
     let worktree_title = req.title.as_deref().filter(|t| !t.trim().is_empty());
@@ -165,7 +174,10 @@ pub async fn new(daemon: &Daemon, req: msg::NewSession) -> Result<reply::Created
             }
             meta.git_base = git_base.clone().map(Box::new);
             meta.engine = engine.clone().map(Box::new);
-            meta.account = account.clone();
+            if let Some((name, folder)) = &account {
+                meta.account = Some(name.clone());
+                meta.state_folder = folder.clone();
+            }
         };
         match daemon.sessions.add_session(&new, &cwd, finish)? {
             Added::Session(id) => break id,
@@ -308,6 +320,7 @@ mod account_tests {
                     |provider: &str, key: &str, value: &str| hangar_core::accounts::AccountConfig {
                         provider: provider.into(),
                         env: [(key.to_owned(), value.to_owned())].into(),
+                        folder: None,
                     };
                 c.accounts.insert(
                     "work".into(),
@@ -374,6 +387,117 @@ mod account_tests {
         let other = new(&m.daemon, new_claude(&m, "openai")).await.unwrap_err();
         assert!(other.message.contains("is for codex"), "{}", other.message);
         assert!(!other.message.contains("sk-oa-2"));
+        assert!(m.os.spawned().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_move_between_account_folders_carries_the_conversation_and_resumes_it_there() {
+        let folders = tempfile::tempdir().unwrap();
+        let (work, home) = (folders.path().join("work"), folders.path().join("home"));
+        let psid = "0b6c3e1e-2f4d-4a8b-9c1d-5e6f7a8b9c0d";
+        let (w, h) = (work.display().to_string(), home.display().to_string());
+        let m = build(
+            &["a"],
+            &[],
+            |c| {
+                for (name, folder) in [("work", &w), ("home", &h)] {
+                    let account = hangar_core::accounts::AccountConfig {
+                        provider: "claude".into(),
+                        env: Default::default(),
+                        folder: Some(folder.clone()),
+                    };
+                    c.accounts.insert(name.into(), account);
+                }
+                let claude = hangar_providers::ProviderConfig {
+                    program: Some("/bin/sh".into()),
+                    ..Default::default()
+                };
+                c.providers.insert("claude".into(), claude);
+            },
+            |meta| {
+                meta.provider = hangar_core::Provider::Claude;
+                meta.account = Some("work".into());
+                meta.state_folder = Some(w.as_str().into());
+                meta.provider_session = Some(hangar_core::ProviderSessionId::new(
+                    psid,
+                    hangar_core::IdSource::Transcript,
+                ));
+            },
+        );
+        // The conversation as Claude Code keeps it under the work folder.
+        let cwd = m.home.path().display().to_string();
+        let slug = hangar_providers::transcript::discovery::claude_slug(&cwd);
+        let relative = format!("projects/{slug}/{psid}.jsonl");
+        std::fs::create_dir_all(work.join(format!("projects/{slug}"))).unwrap();
+        let line = format!("{{\"type\":\"user\",\"sessionId\":\"{psid}\",\"cwd\":\"{cwd}\"}}\n");
+        std::fs::write(work.join(&relative), &line).unwrap();
+
+        let id = SessionId::from("a");
+        let woken = m
+            .daemon
+            .spawner
+            .wake_as(&id, crate::journal::Caller::Cli)
+            .await;
+        assert_eq!(woken.unwrap(), RunState::Live);
+        let first = m.os.spawned().last().unwrap().clone();
+        assert!(first.env.contains(&("CLAUDE_CONFIG_DIR".into(), w.clone())));
+
+        let state = m
+            .daemon
+            .governor
+            .move_to_account(&id, "home")
+            .await
+            .unwrap();
+        assert_eq!(state, RunState::Live);
+        assert_eq!(
+            std::fs::read_to_string(home.join(&relative)).unwrap(),
+            line,
+            "carried to the same place under the home folder"
+        );
+        let moved = m.os.spawned().last().unwrap().clone();
+        assert!(moved.env.contains(&("CLAUDE_CONFIG_DIR".into(), h.clone())));
+        let resumes = moved
+            .args
+            .windows(2)
+            .any(|a| a[0] == "--resume" && a[1] == psid);
+        assert!(resumes, "the same conversation: {:?}", moved.args);
+        let meta = m.daemon.sessions.meta(&id).unwrap();
+        assert_eq!(meta.state_folder.as_deref(), Some(h.as_str()));
+        let recorded = meta.provider_id_history.last().unwrap();
+        assert_eq!(recorded.to.as_deref(), Some(psid));
+        let change = recorded.account_move.as_deref().unwrap();
+        assert_eq!(
+            (change.from.as_deref(), change.to.as_deref()),
+            (Some("work"), Some("home"))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_accounts_folder_is_refused_for_a_sandboxed_session() {
+        let folders = tempfile::tempdir().unwrap();
+        let folder = folders.path().display().to_string();
+        let m = build(
+            &[],
+            &[],
+            |c| {
+                let account = hangar_core::accounts::AccountConfig {
+                    provider: "claude".into(),
+                    env: Default::default(),
+                    folder: Some(folder.clone()),
+                };
+                c.accounts.insert("work".into(), account);
+                let claude = hangar_providers::ProviderConfig {
+                    program: Some("/bin/sh".into()),
+                    ..Default::default()
+                };
+                c.providers.insert("claude".into(), claude);
+            },
+            |_| {},
+        );
+        let mut req = new_claude(&m, "work");
+        req.sandbox = true;
+        let refused = new(&m.daemon, req).await.unwrap_err();
+        assert!(refused.message.contains("sandboxed"), "{}", refused.message);
         assert!(m.os.spawned().is_empty());
     }
 

@@ -47,13 +47,35 @@ impl Sessions {
     }
 
     /// `id` runs under `account` from its next start on (`None`: the
-    /// provider's own login); stored at once.
-    pub fn set_account(&self, id: &SessionId, account: Option<String>) -> Result<(), ApiError> {
+    /// provider's own login), its CLI with the config folder `folder`
+    /// (`None`: the daemon's), and the ledger records the move (its
+    /// conversation already carried there); stored at once.
+    pub fn set_account(
+        &self,
+        id: &SessionId,
+        account: Option<String>,
+        folder: Option<&str>,
+        now_ms: u64,
+    ) -> Result<(), ApiError> {
         let mut st = self.lock();
         let Some(meta) = st.ws.sessions.get_mut(id) else {
             return Err(ApiError::not_found(format!("no session {id}")));
         };
-        meta.account = account;
+        hangar_core::ledger::move_to_account(meta, account, folder, now_ms);
+        st.save(&[])
+    }
+
+    /// Keep `id`'s CLI state folder as its account's config now says
+    /// (a start reads the account afresh), saved only when it changed.
+    pub fn set_state_folder(&self, id: &SessionId, folder: Option<&str>) -> Result<(), ApiError> {
+        let mut st = self.lock();
+        let Some(meta) = st.ws.sessions.get_mut(id) else {
+            return Err(ApiError::not_found(format!("no session {id}")));
+        };
+        if meta.state_folder.as_deref() == folder {
+            return Ok(());
+        }
+        meta.state_folder = folder.map(Box::from);
         st.save(&[])
     }
 

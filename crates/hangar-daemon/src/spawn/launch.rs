@@ -185,9 +185,14 @@ impl Spawner {
             None => None,
         };
         let (meta, dangerous) = self.sessions.launch_facts(id);
-        let meta = meta.ok_or_else(|| {
+        let mut meta = meta.ok_or_else(|| {
             SpawnFailure::new(FailureKind::Other, format!("session {id} no longer exists"))
         })?;
+        // First: the account's folder decides where its transcripts are.
+        let account = meta
+            .account
+            .clone()
+            .map(|name| self.account_start(&mut meta, &name));
         let adapter = hangar_providers::adapter(&meta.provider);
         let resume_refusal = meta
             .durable_provider_id()
@@ -254,15 +259,35 @@ impl Spawner {
                 .or_else(|| std::env::var("no_proxy").ok()),
             spawn_timeout_secs: restore.spawn_timeout_secs,
             settle_ms: restore.settle_ms,
-            account: meta.account.as_deref().map(|name| {
-                let accounts = self.accounts.get();
-                hangar_core::accounts::account_for(accounts, name, &meta.provider)
-                    .map(hangar_core::accounts::account_env)
-                    .map_err(|e| e.to_string())
-            }),
+            account,
             meta,
         };
         Ok((facts, dangerous))
+    }
+
+    /// What account `name` adds to `meta`'s start, or why it cannot be
+    /// used. Its config folder is read as config.toml says now: when that
+    /// is not where the session's conversation is (the account's `folder`
+    /// was edited), the conversation is carried there before the start.
+    fn account_start(
+        &self,
+        meta: &mut hangar_core::SessionMeta,
+        name: &str,
+    ) -> Result<Vec<(String, String)>, String> {
+        let accounts = self.accounts.get();
+        let folder = crate::account_folders::folder_under(accounts, Some(name), meta)
+            .map_err(|e| e.to_string())?;
+        if folder.as_deref() != meta.state_folder.as_deref() {
+            crate::account_folders::carry_to(meta, folder.as_deref())?;
+            self.sessions
+                .set_state_folder(&meta.id, folder.as_deref())
+                .map_err(|e| e.message)?;
+            meta.state_folder = folder.map(Box::from);
+        }
+        let var = hangar_providers::config_folder_var(&meta.provider);
+        let account = hangar_core::accounts::account_for(accounts, name, &meta.provider, var)
+            .map_err(|e| e.to_string())?;
+        Ok(hangar_core::accounts::account_env(account, var))
     }
 }
 

@@ -36,13 +36,18 @@ pub fn transcript_root(
 }
 
 /// Where one session's transcripts are: a sandboxed session's CLI keeps its
-/// state in the session's own sandbox folder (issue 32), any other in the
-/// folder the daemon's environment names.
+/// state in the session's own sandbox folder (issue 32), one under an
+/// account with a config folder of its own in that folder (issue 47), any
+/// other in the folder the daemon's environment names.
 pub fn session_transcript_root(
     meta: &hangar_core::SessionMeta,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Option<PathBuf> {
     let Some(dir) = &meta.sandbox else {
+        if let Some(folder) = meta.state_folder.as_deref() {
+            crate::adapter::adapter(&meta.provider).transcript_state()?;
+            return Some(PathBuf::from(folder));
+        }
         return transcript_root(&meta.provider, var);
     };
     let adapter = crate::adapter::adapter(&meta.provider);

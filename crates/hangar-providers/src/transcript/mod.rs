@@ -5,6 +5,7 @@
 //! to find one fact.
 
 pub mod activity;
+pub mod carry;
 pub mod discovery;
 pub mod messages;
 pub mod turns;

@@ -32,6 +32,18 @@ impl Request {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The credential the request was sent with, as the APIs take it:
+    /// Anthropic's `x-api-key`, OpenAI's `Authorization: Bearer`, Gemini's
+    /// `x-goog-api-key`.
+    pub fn credential(&self) -> Option<&str> {
+        self.header("x-api-key")
+            .or_else(|| {
+                self.header("authorization")
+                    .and_then(|v| v.strip_prefix("Bearer "))
+            })
+            .or_else(|| self.header("x-goog-api-key"))
+    }
+
     /// The path without its query string.
     pub fn path(&self) -> &str {
         self.target.split('?').next().unwrap_or("")

@@ -325,7 +325,8 @@ fn answer<S: Read + Write>(
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
             let mut opened = server.opened.lock().unwrap_or_else(|e| e.into_inner());
-            let s = script::with_opened_limits(s, &opened);
+            let s =
+                script::with_opened_limits(script::for_credential(s, req.credential()), &opened);
             let now = limits::now_secs();
             let fired_of = |i: usize| fired.get(&i).copied().unwrap_or(0);
             let mut plan = script::through_tool_search(&s, api, &turn, parsed, &offered, &fired_of)

@@ -23,6 +23,9 @@
 //! 0.2}` sets what every allowed reply's rate-limit headers say (see
 //! `limits.rs`). A `tool` rule only fires when the request offers a tool of
 //! that name (a CLI's side requests, such as title generation, offer none).
+//! `"key": "sk-b"` limits a rule to requests sent with that credential
+//! (`x-api-key`, `Authorization: Bearer`, `x-goog-api-key`): one of two
+//! accounts limited, the other answering.
 //! With no rule, the model answers `ANSWER(<first line of the prompt>)`, and
 //! after a tool result `TOOL-DONE(<first line of the result>)`, so a test can
 //! tell the model's words from its own typing on the screen.
@@ -72,6 +75,9 @@ pub struct Script {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
+    /// Only requests sent with this credential.
+    #[serde(default)]
+    pub key: Option<String>,
     #[serde(default)]
     pub when: Option<String>,
     #[serde(default)]
@@ -156,6 +162,18 @@ pub struct Plan {
     pub rule: Option<usize>,
     /// A refusal at a usage limit (the reply is then a 429 failure).
     pub limit: Option<crate::limits::LimitSpec>,
+}
+
+/// The script as it stands for a request sent with `credential`: a rule
+/// for another credential is one that never fires (kept in its place, so
+/// rule numbers, which count firings and opened limits, stay the same).
+pub fn for_credential(mut script: Script, credential: Option<&str>) -> Script {
+    for rule in &mut script.rules {
+        if rule.key.as_deref().is_some_and(|k| Some(k) != credential) {
+            rule.times = Some(0);
+        }
+    }
+    script
 }
 
 /// The script with every `lasts_secs` limit that has opened (`opened`:
@@ -611,6 +629,30 @@ mod tests {
         assert_eq!(turn, UserTurn::Text("hello there\nsecond line".into()));
         let p = plan(&Script::default(), Api::Anthropic, &turn, &[], &never, 0);
         assert_eq!(p.reply, Reply::Text("ANSWER(hello there)".into()));
+    }
+
+    #[test]
+    fn a_rule_for_one_credential_refuses_that_account_only() {
+        let script: Script = serde_json::from_value(json!({"rules": [
+            {"key": "sk-limited", "limit": {"resets_in_secs": 3600}},
+        ]}))
+        .unwrap();
+        let turn = UserTurn::Text("go on".into());
+        let limited = for_credential(script.clone(), Some("sk-limited"));
+        let p = plan(&limited, Api::Anthropic, &turn, &[], &never, 0);
+        assert!(matches!(p.reply, Reply::Fail(ref f) if f.status == 429));
+        assert_eq!(p.rule, Some(0));
+        for other in [Some("sk-other"), None] {
+            let p = plan(
+                &for_credential(script.clone(), other),
+                Api::Anthropic,
+                &turn,
+                &[],
+                &never,
+                0,
+            );
+            assert_eq!(p.reply, Reply::Text("ANSWER(go on)".into()));
+        }
     }
 
     #[test]

@@ -76,6 +76,7 @@ mod mcp_first_prompt_delivery;
 mod mcp_orchestration;
 mod opencode_sessions_resume_their_own_conversation;
 mod proxy_capture;
+mod real_cli_accounts;
 mod real_cli_claude;
 mod real_cli_claude_hibernate;
 mod real_cli_claude_identity;

@@ -205,26 +205,68 @@ pub struct NamedAccountUsage {
     pub unpriced_sessions: u64,
 }
 
-/// `usage` summed per account a session runs under (`account_of` names a
-/// session's account, `None` for the provider's own login, which is not
-/// summed here), in account name order.
+/// One stretch of a session's life under one account: from a move (or its
+/// start) to the next move (or now). Times in milliseconds since the epoch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountStretch {
+    /// `None`: the provider's own login.
+    pub account: Option<String>,
+    /// `None`: since the session began.
+    pub from_ms: Option<u64>,
+    /// `None`: up to now.
+    pub until_ms: Option<u64>,
+}
+
+/// The stretches of `meta`'s life under each account, oldest first, read
+/// from the moves its resume ledger recorded (`IdChange::account_move`).
+/// One stretch, its account now, for a session never moved. A move older
+/// than the ledger's bounded history is not known: the stretch before the
+/// oldest recorded move is that move's `from`.
+pub fn account_stretches(meta: &crate::model::SessionMeta) -> Vec<AccountStretch> {
+    let mut stretches = Vec::new();
+    let mut from_ms = None;
+    for change in &meta.provider_id_history {
+        let Some(moved) = change.account_move.as_deref() else {
+            continue;
+        };
+        stretches.push(AccountStretch {
+            account: moved.from.clone(),
+            from_ms,
+            until_ms: Some(change.at_ms),
+        });
+        from_ms = Some(change.at_ms);
+    }
+    stretches.push(AccountStretch {
+        account: meta.account.clone(),
+        from_ms,
+        until_ms: None,
+    });
+    stretches
+}
+
+/// Usage summed per account: each stretch of a session's usage (`usage`)
+/// goes to the account it ran under (`None`, the provider's own login, is
+/// not summed here); a session counts once per account it ran under. In
+/// account name order.
 pub fn usage_per_account(
-    sessions: &[crate::usage::SessionUsage],
-    account_of: impl Fn(&str) -> Option<String>,
+    stretches: &[(crate::usage::SessionUsage, Option<String>)],
 ) -> Vec<NamedAccountUsage> {
     let mut by_name: BTreeMap<String, NamedAccountUsage> = BTreeMap::new();
-    for s in sessions {
-        let Some(name) = account_of(&s.id) else {
+    let mut counted: std::collections::BTreeSet<(String, String)> = Default::default();
+    for (s, account) in stretches {
+        let Some(name) = account.clone() else {
             continue;
         };
         let a = by_name
             .entry(name.clone())
             .or_insert_with(|| NamedAccountUsage {
-                name,
+                name: name.clone(),
                 provider: s.provider.clone(),
                 ..Default::default()
             });
-        a.sessions += 1;
+        if counted.insert((name, s.id.clone())) {
+            a.sessions += 1;
+        }
         a.requests += s.requests;
         a.input_tokens += s.input_tokens;
         a.output_tokens += s.output_tokens;
@@ -383,7 +425,11 @@ mod tests {
             "c" => Some("home".to_owned()),
             _ => None,
         };
-        let per = usage_per_account(&sessions, account_of);
+        let stretches: Vec<_> = sessions
+            .iter()
+            .map(|s| (s.clone(), account_of(&s.id)))
+            .collect();
+        let per = usage_per_account(&stretches);
         let names: Vec<&str> = per.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["home", "work"]);
         let work = &per[1];
@@ -392,6 +438,64 @@ mod tests {
             (2, 5, 50)
         );
         assert_eq!((work.cost_usd, work.unpriced_sessions), (0.5, 1));
+    }
+
+    #[test]
+    fn a_moved_sessions_usage_is_split_at_its_moves_and_it_counts_once_per_account() {
+        let mut meta = crate::model::SessionMeta::new("s".into(), Provider::Claude, "/w");
+        assert_eq!(
+            account_stretches(&meta),
+            [AccountStretch {
+                account: None,
+                from_ms: None,
+                until_ms: None
+            }]
+        );
+        meta.account = Some("work".into());
+        meta.provider_session = Some(crate::model::ProviderSessionId::new(
+            "c1",
+            crate::model::IdSource::Transcript,
+        ));
+        crate::ledger::move_to_account(&mut meta, Some("home".into()), None, 100);
+        crate::ledger::move_to_account(&mut meta, Some("work".into()), None, 200);
+        let stretches = account_stretches(&meta);
+        let seen: Vec<(Option<&str>, Option<u64>, Option<u64>)> = stretches
+            .iter()
+            .map(|s| (s.account.as_deref(), s.from_ms, s.until_ms))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Some("work"), None, Some(100)),
+                (Some("home"), Some(100), Some(200)),
+                (Some("work"), Some(200), None),
+            ]
+        );
+        let usage = |requests: u64| crate::usage::SessionUsage {
+            id: "s".into(),
+            title: String::new(),
+            provider: "claude".into(),
+            models: vec![],
+            requests,
+            input_tokens: 0,
+            output_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            cost_usd: Some(0.0),
+            priced: true,
+            cost_from: vec![],
+            agent_cost_usd: None,
+        };
+        let per = usage_per_account(&[
+            (usage(3), Some("work".into())),
+            (usage(4), Some("home".into())),
+            (usage(5), Some("work".into())),
+        ]);
+        let by: Vec<(&str, u64, u64)> = per
+            .iter()
+            .map(|a| (a.name.as_str(), a.sessions, a.requests))
+            .collect();
+        assert_eq!(by, [("home", 1, 4), ("work", 1, 8)]);
     }
 
     #[test]

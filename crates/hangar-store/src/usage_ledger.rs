@@ -263,6 +263,17 @@ impl UsageLedger {
         since_ms: i64,
         session: Option<&str>,
     ) -> Result<Vec<ModelSum>, StoreError> {
+        self.sums_between(since_ms, None, session)
+    }
+
+    /// [`Self::sums_since`] of the requests before `until_ms` too (`None`:
+    /// up to now): a session's usage under one account, between two moves.
+    pub fn sums_between(
+        &self,
+        since_ms: i64,
+        until_ms: Option<i64>,
+        session: Option<&str>,
+    ) -> Result<Vec<ModelSum>, StoreError> {
         let mut st = self
             .conn
             .prepare(
@@ -271,11 +282,12 @@ impl UsageLedger {
                         sum(agent_cost_usd IS NULL
                             AND input + output + cache_write + cache_read > 0)
                  FROM usage_requests WHERE at_ms >= ?1 AND (?2 IS NULL OR session = ?2)
+                     AND (?3 IS NULL OR at_ms < ?3)
                  GROUP BY session, provider, model ORDER BY session, provider, model",
             )
             .map_err(sql(&self.path, "sum usage in"))?;
         let rows = st
-            .query_map(params![since_ms, session], |row| {
+            .query_map(params![since_ms, session, until_ms], |row| {
                 Ok(ModelSum {
                     session: row.get(0)?,
                     provider: row.get(1)?,
@@ -471,6 +483,11 @@ mod tests {
         assert_eq!(rows[1].at_ms, 49_999_000);
         let sums = l.sums_since(0, None).unwrap();
         assert_eq!((sums[0].requests, sums[0].tokens.output), (3, 21));
+        // Between two times: the requests of one stretch (an account's).
+        let early = l.sums_between(0, Some(49_999_000), None).unwrap();
+        assert_eq!(early[0].requests, 1, "only resp_1 came before");
+        let late = l.sums_between(49_999_000, None, None).unwrap();
+        assert_eq!(late[0].requests, 2);
     }
 
     #[test]

@@ -473,6 +473,71 @@ mod account_tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_moved_sessions_usage_counts_under_each_account_it_ran_under() {
+        use crate::os::Clock;
+        let m = machine();
+        m.daemon.usage.start();
+        let created = new(&m.daemon, new_claude(&m, "work")).await.unwrap();
+        let id = SessionId::from(created.id.as_str());
+        // A provider id, so the ledger records the move under it.
+        let cwd = m.daemon.sessions.meta(&id).unwrap().cwd;
+        let seen = hangar_core::ledger::Observation {
+            id: "c1".into(),
+            source: hangar_core::IdSource::Transcript,
+            cwd: Some(cwd.clone()),
+        };
+        assert!(
+            m.daemon
+                .sessions
+                .record_provider_id(&id, &seen, &cwd, m.os.now_ms())
+        );
+        let request = |key: &str, at_ms: i64| hangar_core::usage::UsageRecord {
+            request_key: key.into(),
+            session: id.to_string(),
+            provider: "claude".into(),
+            account: None,
+            model: Some("claude-sonnet-4-5".into()),
+            at_ms,
+            tokens: hangar_core::usage::Tokens {
+                input: 100,
+                output: 10,
+                cache_write: 0,
+                cache_read: 0,
+            },
+            status: Some(200),
+            source: hangar_core::usage::UsageSource::Proxy,
+            agent_cost_usd: None,
+        };
+        let before = m.os.now_ms() as i64;
+        m.daemon.usage.record_usage(request("r1", before - 1_000));
+        m.daemon.usage.record_usage(request("r2", before - 500));
+        m.os.advance(std::time::Duration::from_secs(5));
+        m.daemon
+            .governor
+            .move_to_account(&id, "home")
+            .await
+            .unwrap();
+        m.os.advance(std::time::Duration::from_secs(5));
+        m.daemon
+            .usage
+            .record_usage(request("r3", m.os.now_ms() as i64));
+        let report = crate::handlers::usage::usage(
+            &m.daemon,
+            msg::UsageQuery {
+                since_ms: 0,
+                session: None,
+            },
+        )
+        .unwrap();
+        let per: Vec<(&str, u64, u64)> = report
+            .named_accounts
+            .iter()
+            .map(|a| (a.name.as_str(), a.sessions, a.requests))
+            .collect();
+        assert_eq!(per, [("home", 1, 1), ("work", 1, 2)], "{report:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn an_accounts_folder_is_refused_for_a_sandboxed_session() {
         let folders = tempfile::tempdir().unwrap();
         let folder = folders.path().display().to_string();

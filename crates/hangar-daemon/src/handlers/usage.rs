@@ -73,12 +73,11 @@ pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<UsageReport, ApiEr
             },
         )
         .collect();
-    let named_accounts = hangar_core::accounts::usage_per_account(&sessions, |id| {
-        daemon
-            .sessions
-            .meta(&hangar_core::SessionId::from(id))
-            .and_then(|m| m.account)
-    });
+    let named_accounts = hangar_core::accounts::usage_per_account(&account_stretches(
+        daemon,
+        &sessions,
+        req.since_ms,
+    )?);
     Ok(UsageReport {
         since: req.since_ms,
         sessions,
@@ -87,6 +86,47 @@ pub fn usage(daemon: &Arc<Daemon>, req: UsageQuery) -> Result<UsageReport, ApiEr
         total,
         note: COST_NOTE.to_owned(),
     })
+}
+
+/// Each session's usage with the account it ran under: whole for one never
+/// moved, else split at its moves (`hangar_core::accounts::account_stretches`),
+/// so what a session spent before a failover stays its old account's.
+fn account_stretches(
+    daemon: &Arc<Daemon>,
+    sessions: &[hangar_core::usage::SessionUsage],
+    since_ms: i64,
+) -> Result<Vec<(hangar_core::usage::SessionUsage, Option<String>)>, ApiError> {
+    let mut out = Vec::new();
+    for s in sessions {
+        let Some(meta) = daemon
+            .sessions
+            .meta(&hangar_core::SessionId::from(s.id.as_str()))
+        else {
+            continue;
+        };
+        let stretches = hangar_core::accounts::account_stretches(&meta);
+        if let [only] = stretches.as_slice() {
+            out.push((s.clone(), only.account.clone()));
+            continue;
+        }
+        for stretch in stretches {
+            let from = stretch.from_ms.map_or(since_ms, |f| since_ms.max(f as i64));
+            let until = stretch.until_ms.map(|u| u as i64);
+            if until.is_some_and(|u| u <= from) {
+                continue;
+            }
+            let part = daemon
+                .usage
+                .session_usage_between(&s.id, from, until)
+                .map_err(|e| {
+                    ApiError::new(codes::FAILED, format!("cannot read the usage ledger: {e}"))
+                })?;
+            if let Some(part) = part {
+                out.push((part, stretch.account));
+            }
+        }
+    }
+    Ok(out)
 }
 
 pub async fn limit(daemon: &Arc<Daemon>, req: LimitSet) -> Result<LimitState, ApiError> {

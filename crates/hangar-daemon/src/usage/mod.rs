@@ -925,6 +925,26 @@ impl Ledger {
         usage_limits::account_may_be_used(l.resets_at, l.resets_at.is_none(), self.now())
     }
 
+    /// Session `id`'s usage from `since_ms` to `until_ms` (`None`: now),
+    /// priced: one stretch of it under one account.
+    pub fn session_usage_between(
+        &self,
+        id: &str,
+        since_ms: i64,
+        until_ms: Option<i64>,
+    ) -> Result<Option<hangar_core::usage::SessionUsage>, String> {
+        let guard = lock(&self.store);
+        let Some(store) = guard.as_ref() else {
+            return Err("the usage ledger is not open (see the daemon log)".to_owned());
+        };
+        let sums = store
+            .sums_between(since_ms, until_ms, Some(id))
+            .map_err(|e| e.to_string())?;
+        drop(guard);
+        let (sessions, _) = hangar_core::usage::summarize(&sums, &self.prices, &|_| String::new());
+        Ok(sessions.into_iter().next())
+    }
+
     /// The ledger's store and prices, for `hangar usage`.
     pub fn report(&self, since_ms: i64, session: Option<&str>) -> Result<UsageFacts, String> {
         let guard = lock(&self.store);

@@ -103,7 +103,13 @@ pub enum Command {
         account: Option<String>,
     },
     /// List every session.
-    Ls,
+    Ls {
+        /// Ask this machine and every `[hosts.NAME]` at once (each within
+        /// its connect timeout plus 10 s); a host that is down is listed
+        /// with its reason and never holds up the others.
+        #[arg(long)]
+        all_hosts: bool,
+    },
     /// Daemon, session counts and the last restore.
     Status,
     /// Move a pane into its tab's parked pool (its process keeps running).
@@ -232,6 +238,11 @@ pub enum Command {
         /// Search only this session (id or unique prefix).
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// Ask this machine and every `[hosts.NAME]` at once (each within
+        /// its connect timeout plus 10 s); a host that is down is listed
+        /// with its reason and never holds up the others.
+        #[arg(long)]
+        all_hosts: bool,
     },
     /// A session's captured API traffic (recorded by hangar's proxy), read
     /// from $HANGAR_HOME/capture without waking anything.
@@ -284,6 +295,10 @@ pub enum Command {
         /// Give up after this long (e.g. 30s, 10m).
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         timeout: Option<std::time::Duration>,
+        /// Find each session on whichever host holds it (`HOST:ID` names
+        /// the host) and wait on every host at once.
+        #[arg(long)]
+        all_hosts: bool,
     },
     /// Serve the web and phone view: prints a pairing URL (and a QR code on
     /// a terminal). Default: 127.0.0.1 on a free port.
@@ -337,6 +352,11 @@ pub enum Command {
         /// Only this session.
         #[arg(long)]
         session: Option<String>,
+        /// Ask this machine and every `[hosts.NAME]` at once (each within
+        /// its connect timeout plus 10 s); a host that is down is listed
+        /// with its reason and never holds up the others.
+        #[arg(long)]
+        all_hosts: bool,
     },
     /// A session's usage limit, and whether hangar types the continuation
     /// prompt by itself when the limit resets.
@@ -552,6 +572,10 @@ fn route(paths: &Paths, host: Option<&str>, command: Option<&Command>) -> anyhow
     let Some(name) = host.filter(|h| !h.is_empty()) else {
         return Ok(Routed::Here(here));
     };
+    // `--all-hosts` asks every host from here, HANGAR_HOST or not.
+    if command.is_some_and(asks_every_host) {
+        return Ok(Routed::Here(here));
+    }
     if matches!(
         command,
         Some(
@@ -589,6 +613,26 @@ fn route(paths: &Paths, host: Option<&str>, command: Option<&Command>) -> anyhow
         return crate::remote::ssh_attach::run(paths, &host, id).map(Routed::RanThere);
     }
     Ok(Routed::Here(here.with_host(Some(host))))
+}
+
+/// Whether the command was given `--all-hosts`.
+fn asks_every_host(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Ls { all_hosts: true }
+            | Command::Wait {
+                all_hosts: true,
+                ..
+            }
+            | Command::Usage {
+                all_hosts: true,
+                ..
+            }
+            | Command::Search {
+                all_hosts: true,
+                ..
+            }
+    )
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -713,7 +757,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             Ok(ExitCode::SUCCESS)
         }
-        Command::Ls => {
+        Command::Ls { all_hosts: true } => crate::remote::all_hosts::ls(&paths, json),
+        Command::Ls { all_hosts: false } => {
             let mut c = target.connect()?;
             let v = api::list(&mut c)?;
             print(json, &v, human::sessions);
@@ -765,6 +810,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ids,
             until,
             timeout,
+            all_hosts: true,
+        } => crate::remote::all_hosts::wait(&paths, json, ids, until, timeout),
+        Command::Wait {
+            ids,
+            until,
+            timeout,
+            all_hosts: false,
         } => crate::activity::wait(&target, json, ids, until, timeout),
         Command::Hook { event, session } => crate::activity::hook(&target, event, session),
         Command::EngineExec => {
@@ -1044,7 +1096,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bridge { mux } => crate::remote::bridge::run(&target.paths, mux),
         Command::Mcp { session } => crate::mcp::run(&target.paths, session),
         Command::Transcript { id, tail } => crate::identity::transcript(&target, json, id, tail),
-        Command::Search { query, session } => {
+        Command::Search {
+            query,
+            session,
+            all_hosts: true,
+        } => crate::remote::all_hosts::search(&paths, json, query, session),
+        Command::Search {
+            query,
+            session,
+            all_hosts: false,
+        } => {
             let mut c = target.connect()?;
             let v = crate::search::request(
                 &mut c,
@@ -1068,8 +1129,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor { fork, forget, yes } => {
             crate::identity::doctor(&target, json, fork, forget, yes)
         }
-        Command::Usage { since, session } => {
+        Command::Usage {
+            since,
+            session,
+            all_hosts,
+        } => {
             let since_ms = crate::usage::since_ms(since.as_deref().unwrap_or("24h"))?;
+            if all_hosts {
+                return crate::remote::all_hosts::usage(&paths, json, since_ms, session);
+            }
             let mut c = target.connect()?;
             let v = api::usage(&mut c, msg::UsageQuery { since_ms, session })?;
             print(json, &v, crate::usage::human);

@@ -635,9 +635,72 @@ fn asks_every_host(command: &Command) -> bool {
     )
 }
 
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// The one session id a command acts on, when it takes one (not `capture`:
+/// it runs the far `hangar` with this command line as it was given).
+fn session_id_mut(command: &mut Command) -> Option<&mut String> {
+    match command {
+        Command::Park { id }
+        | Command::Unpark { id, .. }
+        | Command::Bury { id }
+        | Command::Unbury { id }
+        | Command::Pin { id }
+        | Command::Unpin { id }
+        | Command::Hibernate { id }
+        | Command::Send { id, .. }
+        | Command::Attach { id }
+        | Command::Close { id, .. }
+        | Command::Screen { id, .. }
+        | Command::Transcript { id, .. }
+        | Command::Ratio { id, .. }
+        | Command::Limit { id, .. }
+        | Command::Goal { id, .. }
+        | Command::Diff { id, .. }
+        | Command::Review { id, .. }
+        | Command::Finish { id, .. }
+        | Command::Fork { id, .. } => Some(id),
+        Command::Wake { id, .. } | Command::Focus { id, .. } => id.as_mut(),
+        _ => None,
+    }
+}
+
+/// `HOST:ID` where a command takes a session id (how `ls --all-hosts`
+/// output can name a far session) is `--host HOST ... ID`; `local:ID` is
+/// this machine. A host part that names no configured host is left as it
+/// is (no session id holds a ':', so the daemon says there is none).
+/// Returns the host the command goes to.
+fn host_from_id(
+    paths: &Paths,
+    host: Option<String>,
+    command: &mut Option<Command>,
+) -> anyhow::Result<Option<String>> {
+    let Some(id) = command.as_mut().and_then(session_id_mut) else {
+        return Ok(host);
+    };
+    let Some((named, bare)) = hangar_core::hosts::split_host_id(id) else {
+        return Ok(host);
+    };
+    let (named, bare) = (named.to_owned(), bare.to_owned());
+    let local = named == hangar_core::hosts::LOCAL;
+    if !local && !crate::remote::configured(paths)?.contains_key(&named) {
+        return Ok(host);
+    }
+    let given = host.filter(|h| !h.is_empty());
+    if let Some(given) = &given
+        && (local || *given != named)
+    {
+        anyhow::bail!(
+            "{} names host {named:?}, but --host (or HANGAR_HOST) says {given:?}: give one of them",
+            display::name(id)
+        );
+    }
+    *id = bare;
+    Ok((!local).then_some(named))
+}
+
+pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
     let json = cli.json;
+    cli.host = host_from_id(&paths, cli.host.take(), &mut cli.command)?;
     let target = match route(&paths, cli.host.as_deref(), cli.command.as_ref())? {
         Routed::Here(target) => target,
         Routed::RanThere(code) => return Ok(code),
@@ -1258,4 +1321,60 @@ fn init_tracing() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home_with_host_build() -> (tempfile::TempDir, Paths) {
+        let dir = tempfile::tempdir().expect("temp home");
+        let paths = Paths::new(dir.path().to_path_buf());
+        std::fs::write(paths.config(), "[hosts.build]\nssh = \"me@build\"\n").expect("config");
+        (dir, paths)
+    }
+
+    fn parsed(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("hangar").chain(args.iter().copied())).expect("parses")
+    }
+
+    fn id_of(cli: &mut Cli) -> String {
+        cli.command
+            .as_mut()
+            .and_then(session_id_mut)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn host_colon_id_goes_to_that_host_with_the_bare_id() {
+        let (_dir, paths) = home_with_host_build();
+        let mut cli = parsed(&["attach", "build:3f2a"]);
+        let host = host_from_id(&paths, None, &mut cli.command).expect("taken");
+        assert_eq!(host.as_deref(), Some("build"));
+        assert_eq!(id_of(&mut cli), "3f2a");
+
+        let mut cli = parsed(&["send", "local:3f2a", "hi"]);
+        assert_eq!(
+            host_from_id(&paths, None, &mut cli.command).expect("taken"),
+            None
+        );
+        assert_eq!(id_of(&mut cli), "3f2a");
+
+        // A host part that names no configured host is the daemon's to refuse.
+        let mut cli = parsed(&["screen", "nowhere:3f2a"]);
+        assert_eq!(
+            host_from_id(&paths, None, &mut cli.command).expect("kept"),
+            None
+        );
+        assert_eq!(id_of(&mut cli), "nowhere:3f2a");
+
+        // The same host given twice is fine; two different ones are refused.
+        let mut cli = parsed(&["close", "build:3f2a"]);
+        let host = host_from_id(&paths, Some("build".into()), &mut cli.command).expect("same");
+        assert_eq!(host.as_deref(), Some("build"));
+        let mut cli = parsed(&["close", "build:3f2a"]);
+        let e = host_from_id(&paths, Some("other".into()), &mut cli.command).unwrap_err();
+        assert!(e.to_string().contains("--host"), "{e}");
+    }
 }

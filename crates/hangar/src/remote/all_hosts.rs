@@ -173,8 +173,8 @@ fn print_down(down: &[Down]) {
 fn print_how_to_reach(hosts: &[&str]) {
     if let Some(far) = hosts.iter().find(|h| **h != LOCAL) {
         println!(
-            "a session on another host is reached with --host: `hangar --host {} attach ID` (or HOST:ID where a command takes an id of `wait --all-hosts`)",
-            human::text(far)
+            "a session on another host is reached there: `hangar --host {far} attach ID`, or HOST:ID wherever a command takes an id (`hangar attach {far}:ID`)",
+            far = human::text(far)
         );
     }
 }

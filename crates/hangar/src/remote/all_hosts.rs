@@ -232,7 +232,7 @@ pub fn ls(paths: &Paths, json_out: bool) -> anyhow::Result<ExitCode> {
 
 /// Where each id given to `wait --all-hosts` lives: `HOST:ID` names its
 /// host; a bare id (or prefix) must match sessions of exactly one host.
-/// Returns each host's ids, in the order the hosts answered.
+/// Returns each host's ids, in the order the hosts were asked.
 pub fn place_ids(
     given: &[String],
     answered: &[(String, Vec<SessionView>)],
@@ -287,6 +287,9 @@ pub fn place_ids(
             None => placed.push((holder, vec![wanted.to_owned()])),
         }
     }
+    // In the order the hosts were asked (this machine first), whatever the
+    // order of the ids.
+    placed.sort_by_key(|(h, _)| answered.iter().position(|(a, _)| a == h));
     Ok(placed)
 }
 
@@ -603,7 +606,7 @@ mod tests {
             ),
         ];
         let placed = place_ids(
-            &["aaaa".into(), "bbbb".into(), "build:cccc".into()],
+            &["bbbb".into(), "aaaa".into(), "build:cccc".into()],
             &answered,
             &[],
         )

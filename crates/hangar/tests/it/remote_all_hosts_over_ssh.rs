@@ -16,6 +16,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::pty_screen;
 use crate::support;
 
 use serde_json::Value;
@@ -378,4 +379,57 @@ fn signal(pid: i32, sig: i32) {
     unsafe {
         libc::kill(pid, sig);
     }
+}
+
+#[test]
+fn the_tui_overview_lists_every_hosts_agents_waiting_first_and_enter_goes_to_one_on_its_host() {
+    let Some(mut f) = fleet() else { return };
+    let near = f
+        .local
+        .new_agent(&["--provider", "claude", "--title", "near-agent"]);
+    let on_h3 = far_session(&f, "h3", "asks-on-h3");
+    far_session(&f, "h1", "idle-on-h1");
+    far_session(&f, "h2", "idle-on-h2");
+    f.local.wait_state(&near, "live");
+    // h3's agent asks a question: it waits for a person.
+    f.local
+        .ok(&["send", &format!("h3:{on_h3}"), "ask which branch"]);
+    f.local
+        .wait_until("h3's agent waits for a person", DEADLINE, || {
+            f.local.json(&["--host", "h3", "ls"])[0]["activity"] == "waiting"
+        });
+    // h2 stops before the overview is asked.
+    f.far[1].sshd.kill();
+
+    let mut app = pty_screen::PtyApp::spawn(f.local.command(&[]), 30, 140);
+    app.wait_for("this machine's agent", |t| {
+        t.contains("near-agent") && t.contains("fake-agent claude session")
+    });
+    app.write(b"A");
+    app.wait_for(
+        "every host's agents, h3's waiting one first, h2 down",
+        |t| {
+            t.contains("every host's agents")
+                && t.contains("idle-on-h1")
+                && t.contains("near-agent")
+                && t.contains("h2 is down: cannot reach host")
+                && t.lines().any(|l| l.contains("h3") && l.contains("waiting"))
+        },
+    );
+    let text = app.text();
+    let first_row = |needle: &str| text.lines().position(|l| l.contains(needle));
+    // Rows by id (a title also shows in its pane's border).
+    let (waiting, here) = (first_row(&on_h3[..8]), first_row(&near[..8]));
+    assert!(
+        waiting.is_some() && waiting < here && waiting < first_row("idle-on-h1"),
+        "the waiting agent comes first:\n{text}"
+    );
+    assert!(!text.contains("idle-on-h2"), "h2 did not answer:\n{text}");
+    // Enter: the view switches to h3 and shows its agent.
+    app.write(b"\r");
+    app.wait_for("h3's view with its agent", |t| {
+        t.contains("@h3") && t.contains("asks-on-h3") && !t.contains("near-agent")
+    });
+    app.write(b"q");
+    assert_eq!(app.wait_exit(), Some(0));
 }

@@ -79,9 +79,35 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-/// A loopback port nothing listens on (for "unreachable").
+/// A loopback port nothing listens on (for "unreachable"), reserved for
+/// the rest of the test run: a socket bound to it that never listens, so
+/// a connection to it is refused and no sshd started meanwhile (on a port
+/// the kernel hands out) can take it. A port only found free and released
+/// can be handed to an sshd another test starts meanwhile (one run of the
+/// `remote_` tests, beside the three-host ones, failed the unreachable
+/// host's "Connection refused" check; RELIABILITY.md).
 pub fn closed_port() -> u16 {
-    free_port()
+    use nix::sys::socket::{
+        AddressFamily, SockFlag, SockType, SockaddrIn, bind, getsockname, socket,
+    };
+    static HELD: std::sync::Mutex<Vec<std::os::fd::OwnedFd>> = std::sync::Mutex::new(Vec::new());
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .expect("a TCP socket");
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        &SockaddrIn::new(127, 0, 0, 1, 0),
+    )
+    .expect("bind a loopback port");
+    let port = getsockname::<SockaddrIn>(std::os::fd::AsRawFd::as_raw_fd(&fd))
+        .expect("the bound port")
+        .port();
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).push(fd);
+    port
 }
 
 fn user_name() -> String {

@@ -239,12 +239,12 @@ pub fn place_ids(
     down: &[Down],
 ) -> anyhow::Result<Vec<(String, Vec<String>)>> {
     let mut placed: Vec<(String, Vec<String>)> = Vec::new();
-    let not_asked = || {
+    let not_answered = || {
         if down.is_empty() {
             String::new()
         } else {
             format!(
-                "; not asked, being down: {}",
+                "; these hosts did not answer: {}",
                 down.iter()
                     .map(|d| format!("{} ({})", d.host, d.reason))
                     .collect::<Vec<_>>()
@@ -268,12 +268,12 @@ pub fn place_ids(
             [] => match host {
                 Some(h) if !answered.iter().any(|(a, _)| a == h) => bail!(
                     "host {h:?} did not answer or is not configured{}",
-                    not_asked()
+                    not_answered()
                 ),
                 _ => bail!(
                     "no session {} on the hosts that answered{}",
                     hangar_core::display::name(id),
-                    not_asked()
+                    not_answered()
                 ),
             },
             many => bail!(

@@ -867,8 +867,9 @@ impl App {
                 self.ask_usage();
             }
             Key::Char('A') => {
-                self.dialog = Some(Dialog::Overview(OverviewDialog::default()));
-                crate::tui::overview::ask(&self.target.paths, self.events.clone());
+                let overview = OverviewDialog::default();
+                overview.watch(&self.target.paths, self.events.clone());
+                self.dialog = Some(Dialog::Overview(overview));
             }
             Key::PageUp | Key::ShiftPageUp => {
                 self.copy_from_typing |= armed;

@@ -8,10 +8,15 @@
 //! Asked in the background as `hangar ls --all-hosts` is
 //! (`remote::all_hosts::ask`: every host at once, each within its bound),
 //! so a host that is down is listed as down with its reason and never
-//! holds up the screen or the others; `r` asks again. Titles are agents'
-//! text and reasons carry ssh's words: both are drawn escaped.
+//! holds up the screen or the others; asked again every
+//! `REFRESH_EVERY` while the list is open (an agent that starts waiting
+//! moves up by itself), and at once with `r`. Titles are agents' text and
+//! reasons carry ssh's words: both are drawn escaped.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
+use std::time::Duration;
 
 use hangar_core::display;
 use hangar_core::keys::Key;
@@ -30,6 +35,9 @@ use crate::tui::widgets;
 /// Columns a session's title takes in a row.
 const TITLE_COLS: usize = 24;
 
+/// How often the open list is asked again.
+const REFRESH_EVERY: Duration = Duration::from_secs(5);
+
 /// One agent of the list.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OverviewRow {
@@ -41,12 +49,32 @@ pub struct OverviewRow {
     pub activity: String,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct OverviewDialog {
     /// None until every host has answered or been given up on.
     rows: Option<Vec<OverviewRow>>,
     down: Vec<Down>,
     selected: usize,
+    /// The list is open: its background asking goes on (cleared when the
+    /// dialog is dropped).
+    open: Arc<AtomicBool>,
+}
+
+impl Default for OverviewDialog {
+    fn default() -> OverviewDialog {
+        OverviewDialog {
+            rows: None,
+            down: Vec::new(),
+            selected: 0,
+            open: Arc::new(AtomicBool::new(true)),
+        }
+    }
+}
+
+impl Drop for OverviewDialog {
+    fn drop(&mut self) {
+        self.open.store(false, Ordering::SeqCst);
+    }
 }
 
 /// What a key asks the app to do.
@@ -94,9 +122,18 @@ pub fn rows_of(answered: &[(String, Vec<SessionView>)]) -> Vec<OverviewRow> {
 }
 
 impl OverviewDialog {
+    /// A new answer; the chosen agent stays chosen where it moved to.
     pub fn answered(&mut self, answered: Vec<(String, Vec<SessionView>)>, down: Vec<Down>) {
         let rows = rows_of(&answered);
-        self.selected = self.selected.min(rows.len().saturating_sub(1));
+        let chosen = self
+            .rows
+            .as_ref()
+            .and_then(|r| r.get(self.selected))
+            .map(|r| (r.host.clone(), r.id.clone()));
+        self.selected = chosen
+            .and_then(|(host, id)| rows.iter().position(|r| r.host == host && r.id == id))
+            .unwrap_or(self.selected)
+            .min(rows.len().saturating_sub(1));
         self.rows = Some(rows);
         self.down = down;
     }
@@ -130,29 +167,49 @@ impl OverviewDialog {
     }
 }
 
-/// Ask every host off the UI thread; the answer comes back as
-/// `Event::Overview` on `events` (the view's own channel: a view switched
-/// away from drops it).
+impl OverviewDialog {
+    /// Ask every host now and every `REFRESH_EVERY` while this list is
+    /// open, off the UI thread.
+    pub fn watch(&self, paths: &Paths, events: Sender<Event>) {
+        let (paths, open) = (paths.clone(), self.open.clone());
+        std::thread::spawn(move || {
+            while open.load(Ordering::SeqCst) {
+                if !ask_now(&paths, &events) {
+                    return;
+                }
+                std::thread::sleep(REFRESH_EVERY);
+            }
+        });
+    }
+}
+
+/// Ask every host once, off the UI thread (`r`).
 pub fn ask(paths: &Paths, events: Sender<Event>) {
     let paths = paths.clone();
-    std::thread::spawn(move || {
-        let answer = all_hosts::ask(&paths, |t| {
-            let mut c = t.connect()?;
-            api::list(&mut c)
-        })
-        .map(all_hosts::split)
-        .map_err(|e| format!("{e:#}"));
-        let (answered, down) = answer.unwrap_or_else(|e| {
-            (
-                Vec::new(),
-                vec![Down {
-                    host: hangar_core::hosts::LOCAL.to_owned(),
-                    reason: e,
-                }],
-            )
-        });
-        let _ = events.send(Event::Overview { answered, down });
+    std::thread::spawn(move || ask_now(&paths, &events));
+}
+
+/// Every host's sessions, sent as `Event::Overview` on `events` (the
+/// view's own channel: a view switched away from drops it); `false` when
+/// nobody takes it any more.
+fn ask_now(paths: &Paths, events: &Sender<Event>) -> bool {
+    let answer = all_hosts::ask(paths, |t| {
+        let mut c = t.connect()?;
+        api::list(&mut c)
+    })
+    .map(all_hosts::split)
+    .map_err(|e| format!("{e:#}"));
+    // Only reading config.toml fails here: said as this machine's answer.
+    let (answered, down) = answer.unwrap_or_else(|e| {
+        (
+            Vec::new(),
+            vec![Down {
+                host: hangar_core::hosts::LOCAL.to_owned(),
+                reason: e,
+            }],
+        )
     });
+    events.send(Event::Overview { answered, down }).is_ok()
 }
 
 fn row_line(r: &OverviewRow, selected: bool, host_cols: usize) -> Line<'static> {
@@ -320,6 +377,26 @@ mod tests {
         );
         assert_eq!(d.key(Key::Down), OverviewAction::None);
         assert_eq!(d.key(Key::Down), OverviewAction::None, "stays on the last");
+        assert_eq!(
+            d.key(Key::Enter),
+            OverviewAction::Go {
+                host: "build".into(),
+                session: "b2".into()
+            }
+        );
+        // A new answer where another agent started waiting: b2 stays
+        // chosen where it moved to.
+        d.answered(
+            vec![(
+                "build".to_owned(),
+                vec![
+                    session("b1", "live", "waiting"),
+                    session("b2", "live", "idle"),
+                    session("b0", "live", "waiting"),
+                ],
+            )],
+            vec![],
+        );
         assert_eq!(
             d.key(Key::Enter),
             OverviewAction::Go {

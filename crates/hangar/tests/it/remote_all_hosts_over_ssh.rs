@@ -388,7 +388,7 @@ fn the_tui_overview_lists_every_hosts_agents_waiting_first_and_enter_goes_to_one
         .local
         .new_agent(&["--provider", "claude", "--title", "near-agent"]);
     let on_h3 = far_session(&f, "h3", "asks-on-h3");
-    far_session(&f, "h1", "idle-on-h1");
+    let on_h1 = far_session(&f, "h1", "idle-on-h1");
     far_session(&f, "h2", "idle-on-h2");
     f.local.wait_state(&near, "live");
     // h3's agent asks a question: it waits for a person.
@@ -425,6 +425,14 @@ fn the_tui_overview_lists_every_hosts_agents_waiting_first_and_enter_goes_to_one
         "the waiting agent comes first:\n{text}"
     );
     assert!(!text.contains("idle-on-h2"), "h2 did not answer:\n{text}");
+    // The open list follows the fleet: h1's agent starts waiting and moves
+    // up by itself, the chosen row (h3's) staying chosen.
+    f.local
+        .ok(&["send", &format!("h1:{on_h1}"), "ask which branch"]);
+    app.wait_for("h1's agent waiting in the list", |t| {
+        t.lines()
+            .any(|l| l.contains(&on_h1[..8]) && l.contains("waiting"))
+    });
     // Enter: the view switches to h3 and shows its agent.
     app.write(b"\r");
     app.wait_for("h3's view with its agent", |t| {

@@ -18,6 +18,33 @@ pub const LOCAL: &str = "local";
 /// not say (`ConnectTimeout`).
 pub const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 10;
 
+/// What `--all-hosts` gives a host beyond its `connect_timeout_secs` to
+/// answer (the login, the remote bridge starting its daemon, the reply).
+pub const ANSWER_GRACE_SECS: u64 = 10;
+
+/// How long `--all-hosts` waits for one host's answer before it names the
+/// host as down: its connect timeout plus [`ANSWER_GRACE_SECS`] (this
+/// machine, `None`, gets the default connect timeout's). Every host is
+/// asked at once, so the slowest bound is the longest a command waits.
+pub fn answer_bound(host: Option<&HostConfig>) -> std::time::Duration {
+    let connect = host
+        .and_then(|h| h.connect_timeout_secs)
+        .unwrap_or(DEFAULT_CONNECT_TIMEOUT_SECS);
+    std::time::Duration::from_secs(connect.saturating_add(ANSWER_GRACE_SECS))
+}
+
+/// `HOST:ID`, the way `--all-hosts` output names a session of another
+/// machine: the host and the id, when `text` has a host part that is a
+/// valid host name. Session ids never hold a ':'.
+pub fn split_host_id(text: &str) -> Option<(&str, &str)> {
+    let (host, id) = text.split_once(':')?;
+    let valid = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    (valid && !id.is_empty()).then_some((host, id))
+}
+
 /// One `[hosts.NAME]` table of config.toml.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -291,6 +318,27 @@ pub fn ssh_failure_text(stderr: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_host_is_waited_for_its_own_connect_timeout_and_a_grace() {
+        assert_eq!(answer_bound(None).as_secs(), 20);
+        let slow = HostConfig {
+            ssh: "far".into(),
+            connect_timeout_secs: Some(3),
+            ..Default::default()
+        };
+        assert_eq!(answer_bound(Some(&slow)).as_secs(), 13);
+    }
+
+    #[test]
+    fn host_colon_id_names_a_far_session_and_nothing_else_does() {
+        assert_eq!(split_host_id("build:3f2a"), Some(("build", "3f2a")));
+        assert_eq!(split_host_id("local:3f2a"), Some(("local", "3f2a")));
+        assert_eq!(split_host_id("3f2a"), None);
+        assert_eq!(split_host_id(":3f2a"), None);
+        assert_eq!(split_host_id("build:"), None);
+        assert_eq!(split_host_id("a b:3f2a"), None);
+    }
 
     fn host(ssh: &str) -> HostConfig {
         HostConfig {

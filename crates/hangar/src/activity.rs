@@ -18,7 +18,7 @@ use crate::api;
 use crate::conn::Target;
 
 /// The exit code of a `wait` that timed out (as `timeout(1)` uses).
-const TIMED_OUT: u8 = 124;
+pub(crate) const TIMED_OUT: u8 = 124;
 
 pub fn wait(
     target: &Target,

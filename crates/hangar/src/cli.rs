@@ -103,7 +103,13 @@ pub enum Command {
         account: Option<String>,
     },
     /// List every session.
-    Ls,
+    Ls {
+        /// Ask this machine and every `[hosts.NAME]` at once (each within
+        /// its connect timeout plus 10 s); a host that is down is listed
+        /// with its reason and never holds up the others.
+        #[arg(long)]
+        all_hosts: bool,
+    },
     /// Daemon, session counts and the last restore.
     Status,
     /// Move a pane into its tab's parked pool (its process keeps running).
@@ -232,6 +238,11 @@ pub enum Command {
         /// Search only this session (id or unique prefix).
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// Ask this machine and every `[hosts.NAME]` at once (each within
+        /// its connect timeout plus 10 s); a host that is down is listed
+        /// with its reason and never holds up the others.
+        #[arg(long)]
+        all_hosts: bool,
     },
     /// A session's captured API traffic (recorded by hangar's proxy), read
     /// from $HANGAR_HOME/capture without waking anything.
@@ -284,6 +295,10 @@ pub enum Command {
         /// Give up after this long (e.g. 30s, 10m).
         #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
         timeout: Option<std::time::Duration>,
+        /// Find each session on whichever host holds it (`HOST:ID` names
+        /// the host) and wait on every host at once.
+        #[arg(long)]
+        all_hosts: bool,
     },
     /// Serve the web and phone view: prints a pairing URL (and a QR code on
     /// a terminal). Default: 127.0.0.1 on a free port.
@@ -337,6 +352,11 @@ pub enum Command {
         /// Only this session.
         #[arg(long)]
         session: Option<String>,
+        /// Ask this machine and every `[hosts.NAME]` at once (each within
+        /// its connect timeout plus 10 s); a host that is down is listed
+        /// with its reason and never holds up the others.
+        #[arg(long)]
+        all_hosts: bool,
     },
     /// A session's usage limit, and whether hangar types the continuation
     /// prompt by itself when the limit resets.
@@ -552,6 +572,10 @@ fn route(paths: &Paths, host: Option<&str>, command: Option<&Command>) -> anyhow
     let Some(name) = host.filter(|h| !h.is_empty()) else {
         return Ok(Routed::Here(here));
     };
+    // `--all-hosts` asks every host from here, HANGAR_HOST or not.
+    if command.is_some_and(asks_every_host) {
+        return Ok(Routed::Here(here));
+    }
     if matches!(
         command,
         Some(
@@ -591,9 +615,92 @@ fn route(paths: &Paths, host: Option<&str>, command: Option<&Command>) -> anyhow
     Ok(Routed::Here(here.with_host(Some(host))))
 }
 
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// Whether the command was given `--all-hosts`.
+fn asks_every_host(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Ls { all_hosts: true }
+            | Command::Wait {
+                all_hosts: true,
+                ..
+            }
+            | Command::Usage {
+                all_hosts: true,
+                ..
+            }
+            | Command::Search {
+                all_hosts: true,
+                ..
+            }
+    )
+}
+
+/// The one session id a command acts on, when it takes one (not `capture`:
+/// it runs the far `hangar` with this command line as it was given).
+fn session_id_mut(command: &mut Command) -> Option<&mut String> {
+    match command {
+        Command::Park { id }
+        | Command::Unpark { id, .. }
+        | Command::Bury { id }
+        | Command::Unbury { id }
+        | Command::Pin { id }
+        | Command::Unpin { id }
+        | Command::Hibernate { id }
+        | Command::Send { id, .. }
+        | Command::Attach { id }
+        | Command::Close { id, .. }
+        | Command::Screen { id, .. }
+        | Command::Transcript { id, .. }
+        | Command::Ratio { id, .. }
+        | Command::Limit { id, .. }
+        | Command::Goal { id, .. }
+        | Command::Diff { id, .. }
+        | Command::Review { id, .. }
+        | Command::Finish { id, .. }
+        | Command::Fork { id, .. } => Some(id),
+        Command::Wake { id, .. } | Command::Focus { id, .. } => id.as_mut(),
+        _ => None,
+    }
+}
+
+/// `HOST:ID` where a command takes a session id (how `ls --all-hosts`
+/// output can name a far session) is `--host HOST ... ID`; `local:ID` is
+/// this machine. A host part that names no configured host is left as it
+/// is (no session id holds a ':', so the daemon says there is none).
+/// Returns the host the command goes to.
+fn host_from_id(
+    paths: &Paths,
+    host: Option<String>,
+    command: &mut Option<Command>,
+) -> anyhow::Result<Option<String>> {
+    let Some(id) = command.as_mut().and_then(session_id_mut) else {
+        return Ok(host);
+    };
+    let Some((named, bare)) = hangar_core::hosts::split_host_id(id) else {
+        return Ok(host);
+    };
+    let (named, bare) = (named.to_owned(), bare.to_owned());
+    let local = named == hangar_core::hosts::LOCAL;
+    if !local && !crate::remote::configured(paths)?.contains_key(&named) {
+        return Ok(host);
+    }
+    let given = host.filter(|h| !h.is_empty());
+    if let Some(given) = &given
+        && (local || *given != named)
+    {
+        anyhow::bail!(
+            "{} names host {named:?}, but --host (or HANGAR_HOST) says {given:?}: give one of them",
+            display::name(id)
+        );
+    }
+    *id = bare;
+    Ok((!local).then_some(named))
+}
+
+pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = Paths::from_env();
     let json = cli.json;
+    cli.host = host_from_id(&paths, cli.host.take(), &mut cli.command)?;
     let target = match route(&paths, cli.host.as_deref(), cli.command.as_ref())? {
         Routed::Here(target) => target,
         Routed::RanThere(code) => return Ok(code),
@@ -713,7 +820,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             Ok(ExitCode::SUCCESS)
         }
-        Command::Ls => {
+        Command::Ls { all_hosts: true } => crate::remote::all_hosts::ls(&paths, json),
+        Command::Ls { all_hosts: false } => {
             let mut c = target.connect()?;
             let v = api::list(&mut c)?;
             print(json, &v, human::sessions);
@@ -765,6 +873,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ids,
             until,
             timeout,
+            all_hosts: true,
+        } => crate::remote::all_hosts::wait(&paths, json, ids, until, timeout),
+        Command::Wait {
+            ids,
+            until,
+            timeout,
+            all_hosts: false,
         } => crate::activity::wait(&target, json, ids, until, timeout),
         Command::Hook { event, session } => crate::activity::hook(&target, event, session),
         Command::EngineExec => {
@@ -1044,7 +1159,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bridge { mux } => crate::remote::bridge::run(&target.paths, mux),
         Command::Mcp { session } => crate::mcp::run(&target.paths, session),
         Command::Transcript { id, tail } => crate::identity::transcript(&target, json, id, tail),
-        Command::Search { query, session } => {
+        Command::Search {
+            query,
+            session,
+            all_hosts: true,
+        } => crate::remote::all_hosts::search(&paths, json, query, session),
+        Command::Search {
+            query,
+            session,
+            all_hosts: false,
+        } => {
             let mut c = target.connect()?;
             let v = crate::search::request(
                 &mut c,
@@ -1068,8 +1192,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Doctor { fork, forget, yes } => {
             crate::identity::doctor(&target, json, fork, forget, yes)
         }
-        Command::Usage { since, session } => {
+        Command::Usage {
+            since,
+            session,
+            all_hosts,
+        } => {
             let since_ms = crate::usage::since_ms(since.as_deref().unwrap_or("24h"))?;
+            if all_hosts {
+                return crate::remote::all_hosts::usage(&paths, json, since_ms, session);
+            }
             let mut c = target.connect()?;
             let v = api::usage(&mut c, msg::UsageQuery { since_ms, session })?;
             print(json, &v, crate::usage::human);
@@ -1190,4 +1321,60 @@ fn init_tracing() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn home_with_host_build() -> (tempfile::TempDir, Paths) {
+        let dir = tempfile::tempdir().expect("temp home");
+        let paths = Paths::new(dir.path().to_path_buf());
+        std::fs::write(paths.config(), "[hosts.build]\nssh = \"me@build\"\n").expect("config");
+        (dir, paths)
+    }
+
+    fn parsed(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("hangar").chain(args.iter().copied())).expect("parses")
+    }
+
+    fn id_of(cli: &mut Cli) -> String {
+        cli.command
+            .as_mut()
+            .and_then(session_id_mut)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn host_colon_id_goes_to_that_host_with_the_bare_id() {
+        let (_dir, paths) = home_with_host_build();
+        let mut cli = parsed(&["attach", "build:3f2a"]);
+        let host = host_from_id(&paths, None, &mut cli.command).expect("taken");
+        assert_eq!(host.as_deref(), Some("build"));
+        assert_eq!(id_of(&mut cli), "3f2a");
+
+        let mut cli = parsed(&["send", "local:3f2a", "hi"]);
+        assert_eq!(
+            host_from_id(&paths, None, &mut cli.command).expect("taken"),
+            None
+        );
+        assert_eq!(id_of(&mut cli), "3f2a");
+
+        // A host part that names no configured host is the daemon's to refuse.
+        let mut cli = parsed(&["screen", "nowhere:3f2a"]);
+        assert_eq!(
+            host_from_id(&paths, None, &mut cli.command).expect("kept"),
+            None
+        );
+        assert_eq!(id_of(&mut cli), "nowhere:3f2a");
+
+        // The same host given twice is fine; two different ones are refused.
+        let mut cli = parsed(&["close", "build:3f2a"]);
+        let host = host_from_id(&paths, Some("build".into()), &mut cli.command).expect("same");
+        assert_eq!(host.as_deref(), Some("build"));
+        let mut cli = parsed(&["close", "build:3f2a"]);
+        let e = host_from_id(&paths, Some("other".into()), &mut cli.command).unwrap_err();
+        assert!(e.to_string().contains("--host"), "{e}");
+    }
 }

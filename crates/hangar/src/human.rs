@@ -216,16 +216,45 @@ impl Done for reply::Reloaded {
     }
 }
 
+// `&Vec`: it is `print`'s printer for the `Vec` reply `ls` gets.
+#[allow(clippy::ptr_arg)]
 pub fn sessions(rows: &Vec<SessionView>) {
     if rows.is_empty() {
         println!("no sessions; start one with `hangar new`");
         return;
     }
+    let rows: Vec<(Option<&str>, &SessionView)> = rows.iter().map(|r| (None, r)).collect();
+    session_table(&rows);
+}
+
+/// The sessions table; with a host beside a row (`ls --all-hosts`), a
+/// HOST column first. Host names are config.toml's, checked to letters,
+/// digits, '.', '_' and '-' (`hangar_core::hosts::validate`).
+pub fn session_table(rows: &[(Option<&str>, &SessionView)]) {
+    let host_cols = rows
+        .iter()
+        .filter_map(|(h, _)| h.map(str::len))
+        .max()
+        .map(|w| w.max(4));
+    let host_cell = |h: Option<&str>| match host_cols {
+        Some(w) => format!("{:<w$} ", text(h.unwrap_or("-"))),
+        None => String::new(),
+    };
     println!(
-        "{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {:<20} CWD",
-        "ID", "PROVIDER", "STATE", "ACTIVITY", "WHERE", "TAB", "PID", "TITLE"
+        "{}{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {:<20} CWD",
+        host_cols.map_or(String::new(), |w| format!("{:<w$} ", "HOST")),
+        "ID",
+        "PROVIDER",
+        "STATE",
+        "ACTIVITY",
+        "WHERE",
+        "TAB",
+        "PID",
+        "TITLE"
     );
-    for r in rows {
+    let indent = host_cell(Some("")).len() + 10;
+    let under = " ".repeat(indent);
+    for &(host, r) in rows {
         let pid = r.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into());
         let mut title = r.title.clone();
         if r.pinned {
@@ -242,7 +271,8 @@ pub fn sessions(rows: &Vec<SessionView>) {
             None => text(&r.provider).into_owned(),
         };
         println!(
-            "{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {} {}",
+            "{}{:<9} {:<9} {:<11} {:<8} {:<7} {:<9} {:<7} {} {}",
+            host_cell(host),
             short_id(&r.id),
             provider,
             state,
@@ -258,18 +288,18 @@ pub fn sessions(rows: &Vec<SessionView>) {
         if let Some(reason) = &r.reason
             && r.state != "exited"
         {
-            println!("          reason: {}", text(reason));
+            println!("{under}reason: {}", text(reason));
         }
         if let Some(line) = r.limit.as_ref().map(crate::usage::limit_line) {
-            println!("          {line}");
+            println!("{under}{line}");
         }
         let goal = serde_json::to_value(&r.goal).unwrap_or_default();
         if let Some(line) = crate::usage::goal_line(&goal) {
-            println!("          {line}");
+            println!("{under}{line}");
         }
         for other in &r.duplicate_of {
             println!(
-                "          duplicate of {}: both resume one conversation; `hangar doctor` fixes it",
+                "{under}duplicate of {}: both resume one conversation; `hangar doctor` fixes it",
                 short_id(other)
             );
         }
@@ -584,7 +614,13 @@ pub fn worktrees(v: &reply::WorktreeList) {
 /// excerpt is clean already (the daemon strips escape sequences), and is
 /// still shown escaped like every agent's text.
 pub fn search_matches(v: &SearchView) {
+    search_matches_on(None, v)
+}
+
+/// `search_matches`, each line led by `host` (`search --all-hosts`).
+pub fn search_matches_on(host: Option<&str>, v: &SearchView) {
     use std::io::IsTerminal;
+    let lead = host.map_or(String::new(), |h| format!("{} ", text(h)));
     let matches = &v.matches;
     let query = &v.query;
     if matches.is_empty() {
@@ -606,7 +642,7 @@ pub fn search_matches(v: &SearchView) {
         let hit: String = m.text.chars().skip(column).take(length).collect();
         let after: String = m.text.chars().skip(column + length).collect();
         println!(
-            "{:<8} {}  {}:{}  {}{on}{}{off}{}",
+            "{lead}{:<8} {}  {}:{}  {}{on}{}{off}{}",
             short_id(&m.session),
             title_cell(&m.title, title_cols),
             text(&m.source),

@@ -507,6 +507,34 @@ mod link_tests {
     }
 
     #[test]
+    fn a_channel_opened_as_its_ssh_ends_fails_like_the_others_and_ssh_says_why() {
+        // Regression: a connect on a link whose ssh had just ended (the
+        // TUI's overview and its host probe both reaching a host whose sshd
+        // was killed) failed with "the ssh link is gone: Broken pipe",
+        // hiding ssh's "Connection refused".
+        let (ours, far) = UnixStream::pair().expect("socketpair");
+        let said = b"ssh: connect to host 127.0.0.1 port 9: Connection refused\r\n".to_vec();
+        let link = MuxLink::over(
+            ours,
+            Link {
+                child: None,
+                stderr: Arc::new(Mutex::new(said)),
+            },
+        )
+        .expect("link");
+        drop(far);
+        let (channel, stream) = link.open_channel().expect("a channel, ended at once");
+        let mut client = Client::over_link(stream, link.clone(), channel);
+        let hello = client.request(Request::Hello(Hello {
+            protocol_version: PROTOCOL_VERSION,
+            client: "test".into(),
+        }));
+        assert!(hello.is_err(), "nothing can answer on an ended link");
+        let (why, _) = link.failure(channel, Duration::from_millis(10));
+        assert!(why.contains("Connection refused"), "{why}");
+    }
+
+    #[test]
     fn a_channel_the_bridge_closed_takes_no_more_input() {
         let (link, mut far) = test_link();
         let (channel, stream) = link.open_channel().expect("channel");

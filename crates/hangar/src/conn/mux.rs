@@ -198,9 +198,18 @@ impl MuxLink {
                     queued: queued.clone(),
                 },
             );
-        self.shared
-            .send(&MuxFrame::Open(channel))
-            .context("the ssh link is gone")?;
+        if self.shared.send(&MuxFrame::Open(channel)).is_err() {
+            // ssh ended as this channel was opened (a host going down, two
+            // connects racing on its dying link): the channel ends as every
+            // other one on the link did, so its owner's handshake fails the
+            // same way and says why with ssh's own words
+            // (`ssh::handshake_error`), not "the link is gone".
+            self.shared
+                .channels
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&channel);
+        }
         // Link to owner: what the bridge sent for this channel.
         let mut writer = ours.try_clone()?;
         std::thread::spawn(move || {

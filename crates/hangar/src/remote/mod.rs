@@ -11,6 +11,7 @@
 //! terminal runs the remote `hangar attach` under `ssh -t` (`ssh_attach`),
 //! so ssh owns the terminal as it does for tmux.
 
+pub mod all_hosts;
 pub mod bridge;
 pub mod hosts_command;
 pub mod ssh_attach;

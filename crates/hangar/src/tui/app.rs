@@ -23,6 +23,7 @@ use crate::tui::copy::{CopyAction, CopyMode, Pos};
 use crate::tui::diff_view::{DiffAction, DiffDialog};
 use crate::tui::events::Event;
 use crate::tui::layout::{self, ScreenLayout};
+use crate::tui::overview::{OverviewAction, OverviewDialog};
 use crate::tui::pane::{Pane, PaneEvent, PaneStatus};
 use crate::tui::pane_mouse;
 use crate::tui::search::{SearchAction, SearchDialog};
@@ -78,6 +79,8 @@ pub enum Dialog {
     Usage(UsageDialog),
     /// `D`: the focused session's diff, and review comments on it.
     Diff(DiffDialog),
+    /// `A`: every host's agents, waiting ones first.
+    Overview(OverviewDialog),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +149,9 @@ pub struct App {
     pub host_bar: Option<crate::tui::hosts::HostBar>,
     /// The person asked for the previous (-1) or next (1) host's view.
     pub switch_host: Option<isize>,
+    /// A session to go to in the view of the host switched to (the
+    /// overview's Enter on another host's agent), once it is shown.
+    pub go_to_after_switch: Option<String>,
     /// The folder new agents default to when the tab names none.
     pub home_cwd: String,
     /// Copy mode, on one pane.
@@ -199,6 +205,7 @@ impl App {
             quit: false,
             host_bar: None,
             switch_host: None,
+            go_to_after_switch: None,
             home_cwd: std::env::current_dir()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| "/".into()),
@@ -859,6 +866,11 @@ impl App {
                 self.dialog = Some(Dialog::Usage(UsageDialog::default()));
                 self.ask_usage();
             }
+            Key::Char('A') => {
+                let overview = OverviewDialog::default();
+                overview.watch(&self.target.paths, self.events.clone());
+                self.dialog = Some(Dialog::Overview(overview));
+            }
             Key::PageUp | Key::ShiftPageUp => {
                 self.copy_from_typing |= armed;
                 self.enter_copy_mode(Some(key))
@@ -1472,6 +1484,48 @@ impl App {
         }
     }
 
+    /// The overview's answer, for the overview when it is still open.
+    pub fn overview_answered(
+        &mut self,
+        answered: Vec<(String, Vec<SessionView>)>,
+        down: Vec<crate::remote::all_hosts::Down>,
+    ) {
+        if let Some(Dialog::Overview(d)) = self.dialog.as_mut() {
+            d.answered(answered, down);
+        }
+    }
+
+    /// Go to `session` on `host`: here at once; on another host, its view
+    /// is switched to and the session gone to there when it is shown.
+    fn go_to_on_host(&mut self, host: &str, session: String) {
+        let here = self.host_name().unwrap_or(hangar_core::hosts::LOCAL);
+        if host == here {
+            self.go_to_session(&SessionId::new(&session));
+            return;
+        }
+        let Some(bar) = &self.host_bar else { return };
+        let Some(at) = bar.rows.iter().position(|r| r.name == host) else {
+            self.message = Some((
+                format!("no host {} here", hangar_core::display::name(host)),
+                true,
+            ));
+            return;
+        };
+        self.switch_host = Some(at as isize - bar.current as isize);
+        self.go_to_after_switch = Some(session);
+    }
+
+    /// The session the overview chose on this host, once this view's
+    /// first snapshot shows it.
+    pub fn go_to_when_shown(&mut self) {
+        if !self.have_snapshot {
+            return;
+        }
+        if let Some(session) = self.go_to_after_switch.take() {
+            self.go_to_session(&SessionId::new(&session));
+        }
+    }
+
     fn go_to_pin(&mut self, index: usize) {
         match self.snap.ws.pins.get(index).cloned() {
             Some(id) => self.bring_back(&id),
@@ -1619,6 +1673,16 @@ impl App {
                 self.search_action(next);
             }
             Dialog::Diff(_) => {}
+            Dialog::Overview(d) => match d.key(key) {
+                OverviewAction::None => {}
+                OverviewAction::Refresh => {
+                    crate::tui::overview::ask(&self.target.paths, self.events.clone())
+                }
+                OverviewAction::Go { host, session } => {
+                    self.dialog = None;
+                    self.go_to_on_host(&host, session);
+                }
+            },
             Dialog::Usage(d) => {
                 if key == Key::Char('r') {
                     d.reply = None;

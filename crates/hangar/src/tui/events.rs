@@ -32,6 +32,12 @@ pub enum Event {
         generation: u64,
         event: PaneEvent,
     },
+    /// The overview's answer: every host's sessions, and the hosts that
+    /// did not answer.
+    Overview {
+        answered: Vec<(String, Vec<SessionView>)>,
+        down: Vec<crate::remote::all_hosts::Down>,
+    },
 }
 
 /// What the daemon looks like right now.

@@ -39,6 +39,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("D", "diff of the focused pane; c comments on it"),
     ("mouse", "wheel: history, click: focus, drag: resize"),
     ("{ / }", "previous / next host ([hosts] in config)"),
+    ("A", "every host's agents, waiting first"),
     ("?", "this help"),
     ("q", "quit (sessions keep running)"),
 ];

@@ -15,6 +15,7 @@ mod events;
 pub(crate) mod help;
 mod hosts;
 mod layout;
+mod overview;
 mod pane;
 mod pane_history;
 mod pane_mouse;
@@ -160,20 +161,26 @@ pub fn run(target: &Target) -> anyhow::Result<ExitCode> {
     // and the answer would arrive on stdin, which the input thread reads.
     let mut events_tx = first_tx;
     let mut view = target.clone();
+    let mut go_to: Option<String> = None;
     loop {
         let (commands_tx, commands) = mpsc::channel();
         control::spawn(view.clone(), first.take(), commands, events_tx.clone());
         let mut app = App::new(view.clone(), events_tx, commands_tx);
         app.host_bar = bar.clone();
+        app.go_to_after_switch = go_to.take();
         let switch = run_view(&mut terminal, &mut app, &events)?;
         // Dropping the panes detaches them; the sessions keep running.
         app.panes.clear();
         bar = app.host_bar.take();
+        // The overview's Enter on another host's agent: gone to once that
+        // host's view has its first snapshot.
+        let go_to_next = app.go_to_after_switch.take();
         let (Some(step), Some(b)) = (switch, bar.as_mut()) else {
             break;
         };
         b.step(step);
         view = view.with_host(b.current().host.clone());
+        go_to = go_to_next;
         let (tx, rx) = mpsc::channel::<Event>();
         *current_tx.lock().unwrap_or_else(|e| e.into_inner()) = tx.clone();
         events = rx;
@@ -235,7 +242,11 @@ fn handle(app: &mut App, event: Event) {
     match event {
         Event::Input(bytes) => app.handle_input(&bytes),
         Event::InputQuiet => app.input_quiet(),
-        Event::Snapshot(s) => app.apply_snapshot(*s),
+        Event::Snapshot(s) => {
+            app.apply_snapshot(*s);
+            app.go_to_when_shown();
+        }
+        Event::Overview { answered, down } => app.overview_answered(answered, down),
         Event::Done(outcome) => app.apply_outcome(*outcome),
         Event::DaemonLost(e) => app.lost_daemon(e),
         Event::Host { name, row } => {

@@ -744,6 +744,7 @@ fn draw_dialog(frame: &mut Frame, app: &App, dialog: &Dialog, area: Rect) {
         ),
         Dialog::Search(d) => return crate::tui::search::draw(frame, d, area),
         Dialog::Usage(d) => return crate::tui::usage_view::draw(frame, d, area),
+        Dialog::Overview(d) => return crate::tui::overview::draw(frame, d, area),
         Dialog::Diff(d) => return crate::tui::diff_view::draw(frame, d, area),
         Dialog::Confirm { message, items, .. } => {
             let mut lines = vec![Line::raw(format!("  {}", shown(message)))];

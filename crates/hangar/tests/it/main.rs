@@ -99,6 +99,7 @@ mod reliability_crash;
 mod reliability_leaks;
 mod reliability_permissions;
 mod reliability_state;
+mod remote_all_hosts_over_ssh;
 mod remote_hosts_over_ssh;
 mod restore_and_reload_keep_their_bounds;
 mod restore_forks_before_the_full_load;

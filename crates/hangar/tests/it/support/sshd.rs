@@ -79,9 +79,35 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-/// A loopback port nothing listens on (for "unreachable").
+/// A loopback port nothing listens on (for "unreachable"), reserved for
+/// the rest of the test run: a socket bound to it that never listens, so
+/// a connection to it is refused and no sshd started meanwhile (on a port
+/// the kernel hands out) can take it. A port only found free and released
+/// can be handed to an sshd another test starts meanwhile (one run of the
+/// `remote_` tests, beside the three-host ones, failed the unreachable
+/// host's "Connection refused" check; RELIABILITY.md).
 pub fn closed_port() -> u16 {
-    free_port()
+    use nix::sys::socket::{
+        AddressFamily, SockFlag, SockType, SockaddrIn, bind, getsockname, socket,
+    };
+    static HELD: std::sync::Mutex<Vec<std::os::fd::OwnedFd>> = std::sync::Mutex::new(Vec::new());
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .expect("a TCP socket");
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&fd),
+        &SockaddrIn::new(127, 0, 0, 1, 0),
+    )
+    .expect("bind a loopback port");
+    let port = getsockname::<SockaddrIn>(std::os::fd::AsRawFd::as_raw_fd(&fd))
+        .expect("the bound port")
+        .port();
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).push(fd);
+    port
 }
 
 fn user_name() -> String {
@@ -96,7 +122,16 @@ fn user_name() -> String {
 }
 
 impl Sshd {
+    /// A server that lets this process's own user in.
     pub fn start() -> Sshd {
+        Self::start_allowing(user_name())
+    }
+
+    /// A server that lets `user` in (with the user key); for another user
+    /// than this process's, the server's folder and authorized_keys are
+    /// made readable to all (sshd reads authorized_keys as that user; the
+    /// host key stays 0600).
+    pub fn start_allowing(user: String) -> Sshd {
         let tmp = tempfile::Builder::new()
             .prefix("hangar-sshd-")
             .tempdir()
@@ -109,11 +144,18 @@ impl Sshd {
             keygen(k);
         }
         fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).expect("authorized_keys");
+        if user != user_name() {
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod dir");
+            fs::set_permissions(
+                dir.join("authorized_keys"),
+                fs::Permissions::from_mode(0o644),
+            )
+            .expect("chmod authorized_keys");
+        }
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             fs::create_dir_all("/run/sshd").expect("create /run/sshd");
         }
-        let user = user_name();
         let mut last_log = String::new();
         for _ in 0..5 {
             let port = free_port();
@@ -234,8 +276,14 @@ impl Sshd {
     }
 }
 
-impl Drop for Sshd {
-    fn drop(&mut self) {
+impl Sshd {
+    /// Stop the server as a machine going away would: the listener and
+    /// every connection it forked are killed.
+    pub fn kill(&mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
         // The listener first, then every connection it forked (they outlive
         // it otherwise).
         let children = descendants_of(self.child.id() as i32);
@@ -246,6 +294,112 @@ impl Drop for Sshd {
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
             }
+        }
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A user of this machine made for one far host (issue 47: each host's
+/// hangar runs as a user of its own, in a home of its own), deleted again
+/// when dropped. Only root can make one (`useradd`); `--password '*'`
+/// leaves the account usable with a key (sshd without PAM refuses a
+/// locked `!` account even for keys).
+pub struct HostUser {
+    pub name: String,
+    pub uid: u32,
+}
+
+/// useradd and userdel lock /etc/passwd: one at a time in this process.
+static USERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn sbin(program: &str) -> String {
+    let full = format!("/usr/sbin/{program}");
+    if Path::new(&full).exists() {
+        full
+    } else {
+        program.to_owned()
+    }
+}
+
+impl HostUser {
+    /// Whether this process may make users (it runs as root).
+    pub fn possible() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    /// A new system user with `home` as its home folder (not created).
+    pub fn create(home: &Path) -> HostUser {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let name = format!("hgt-{}-{n}", std::process::id());
+        let _one = USERS.lock().unwrap_or_else(|e| e.into_inner());
+        let out = Command::new(sbin("useradd"))
+            .args([
+                "--system",
+                "--shell",
+                "/bin/sh",
+                "--password",
+                "*",
+                "--home-dir",
+            ])
+            .arg(home)
+            .arg(&name)
+            .output()
+            .expect("run useradd");
+        assert!(
+            out.status.success(),
+            "useradd {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cname = std::ffi::CString::new(name.clone()).expect("a user name");
+        // SAFETY: getpwnam returns a pointer into static storage or null;
+        // read at once, under the lock.
+        let uid = unsafe {
+            let pw = libc::getpwnam(cname.as_ptr());
+            assert!(!pw.is_null(), "{name} has no passwd entry after useradd");
+            (*pw).pw_uid
+        };
+        HostUser { name, uid }
+    }
+
+    /// Give `path` and everything under it to this user.
+    pub fn own(&self, path: &Path) {
+        let out = Command::new("chown")
+            .arg("-R")
+            .arg(format!("{}:", self.name))
+            .arg(path)
+            .output()
+            .expect("run chown");
+        assert!(
+            out.status.success(),
+            "chown failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for HostUser {
+    fn drop(&mut self) {
+        let _one = USERS.lock().unwrap_or_else(|e| e.into_inner());
+        // -f: its processes were ended with its hangar; a straggler must
+        // not leave the account behind.
+        match Command::new(sbin("userdel"))
+            .args(["-f", &self.name])
+            .output()
+        {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => eprintln!(
+                "userdel {} failed: {}",
+                self.name,
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            Err(e) => eprintln!("cannot run userdel: {e}"),
         }
     }
 }

@@ -1,0 +1,443 @@
+//! Issue 47 part 1 acceptance, "one list": `ls`, `search`, `usage` and
+//! `wait` with `--all-hosts` over three real OpenSSH servers on loopback
+//! (`support/sshd.rs`), one of them stopped midway.
+//!
+//! Each far host is its own sshd, its own hangar home, and (when the tests
+//! run as root, as CI's Debian container does) its own user of this
+//! machine, made with `useradd` and deleted after the test: its hangar runs
+//! as that user, as a person's would on another machine. Without root no
+//! user can be made; the hosts are then this user's separate homes, and
+//! everything else is the same.
+//!
+//! Every test fails under CI (`HANGAR_TESTS_REQUIRED=1`) and skips with one
+//! line elsewhere when sshd is not installed, as the `--host` tests do.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::pty_screen;
+use crate::support;
+
+use serde_json::Value;
+use support::sshd::{self, HostUser, Sshd};
+use support::*;
+
+/// One far machine: its hangar, its sshd, its user. Dropped in this order.
+struct Far {
+    name: String,
+    remote: Hangar,
+    sshd: Sshd,
+    user: Option<HostUser>,
+}
+
+/// This machine and three far ones, `h1`, `h2`, `h3`.
+struct Fleet {
+    local: Hangar,
+    far: Vec<Far>,
+    _client: tempfile::TempDir,
+}
+
+/// The config every home gets: activity settles fast enough for `wait`.
+const ACTIVITY: &str = "[activity]\ndebounce_ms = 200\n";
+
+fn far_host(name: &str) -> Far {
+    let remote = Hangar::new();
+    remote.write_config(ACTIVITY);
+    sshd::remote_hangar(&remote);
+    let user = HostUser::possible().then(|| HostUser::create(&remote.user_home));
+    if let Some(u) = &user {
+        u.own(&remote.root);
+    }
+    let sshd = match &user {
+        Some(u) => Sshd::start_allowing(u.name.clone()),
+        None => Sshd::start(),
+    };
+    Far {
+        name: name.to_owned(),
+        remote,
+        sshd,
+        user,
+    }
+}
+
+/// The `ssh` the local hangar runs: the real one with a config that knows
+/// every far server's host key (one known_hosts for the three).
+fn client_side(dir: &Path, far: &[Far]) -> PathBuf {
+    let known: String = far
+        .iter()
+        .map(|f| fs::read_to_string(f.sshd.dir.join("known_hosts")).expect("known_hosts"))
+        .collect();
+    fs::write(dir.join("known_hosts"), known).expect("known_hosts");
+    fs::write(
+        dir.join("ssh_config"),
+        format!(
+            "Host *\n  UserKnownHostsFile {dir}/known_hosts\n  GlobalKnownHostsFile /dev/null\n\
+             \x20 StrictHostKeyChecking yes\n  IdentitiesOnly yes\n  LogLevel ERROR\n",
+            dir = dir.display()
+        ),
+    )
+    .expect("ssh_config");
+    let bin = dir.join("bin");
+    fs::create_dir_all(&bin).expect("bin");
+    let ssh = bin.join("ssh");
+    fs::write(
+        &ssh,
+        format!(
+            "#!/bin/sh\nexec /usr/bin/ssh -F '{}' \"$@\"\n",
+            dir.join("ssh_config").display()
+        ),
+    )
+    .expect("ssh wrapper");
+    fs::set_permissions(&ssh, fs::Permissions::from_mode(0o755)).expect("chmod");
+    bin
+}
+
+fn fleet() -> Option<Fleet> {
+    if !sshd::available() {
+        return None;
+    }
+    let far: Vec<Far> = ["h1", "h2", "h3"].into_iter().map(far_host).collect();
+    let client = tempfile::tempdir().expect("client dir");
+    let bin = client_side(client.path(), &far);
+    let mut local = Hangar::new();
+    local.set_env(
+        "PATH",
+        format!(
+            "{}:{}",
+            bin.display(),
+            local.env_var("PATH").unwrap_or_default()
+        ),
+    );
+    let mut config = String::from(ACTIVITY);
+    for f in &far {
+        let user = f
+            .user
+            .as_ref()
+            .map_or(f.sshd.user.clone(), |u| u.name.clone());
+        config.push_str(&format!(
+            "\n[hosts.{name}]\nssh = \"{user}@127.0.0.1\"\nport = {port}\nidentity_file = \"{key}\"\n\
+             hangar = \"{hangar}\"\nhome = \"{home}\"\nconnect_timeout_secs = 5\n",
+            name = f.name,
+            port = f.sshd.port,
+            key = f.sshd.user_key.display(),
+            hangar = f.remote.root.join("remote-bin").join("hangar").display(),
+            home = f.remote.home.display(),
+        ));
+    }
+    local.write_config(&config);
+    Some(Fleet {
+        local,
+        far,
+        _client: client,
+    })
+}
+
+/// The uid a process runs as.
+fn uid_of(pid: i32) -> u32 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|u| u.parse().ok())
+        .expect("a Uid line")
+}
+
+/// `hangar --host NAME new` on a far host: the new session's id.
+fn far_session(f: &Fleet, host: &str, title: &str) -> String {
+    let v = f.local.json(&[
+        "--host",
+        host,
+        "new",
+        "--provider",
+        "claude",
+        "--title",
+        title,
+    ]);
+    v["id"].as_str().expect("new prints an id").to_owned()
+}
+
+/// Each host's session ids in an `ls --all-hosts --json` document.
+fn ids_by_host(ls: &Value) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = ls["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|r| {
+            (
+                r["host"].as_str().expect("host").to_owned(),
+                r["id"].as_str().expect("id").to_owned(),
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+fn down_hosts(doc: &Value) -> Vec<String> {
+    doc["down"]
+        .as_array()
+        .expect("down")
+        .iter()
+        .map(|d| d["host"].as_str().expect("host").to_owned())
+        .collect()
+}
+
+#[test]
+fn every_machine_is_in_one_list_and_a_stopped_one_is_named_down_while_the_others_answer() {
+    let Some(mut f) = fleet() else { return };
+    let here = f
+        .local
+        .new_agent(&["--provider", "claude", "--title", "here"]);
+    let mut expected = vec![("local".to_owned(), here.clone())];
+    for host in ["h1", "h2", "h3"] {
+        expected.push((
+            host.to_owned(),
+            far_session(&f, host, &format!("on {host}")),
+        ));
+    }
+    expected.sort();
+    let id_on = |host: &str| {
+        expected
+            .iter()
+            .find(|(h, _)| h == host)
+            .map(|(_, id)| id.clone())
+            .expect("a session there")
+    };
+
+    // Each far hangar runs as its own user, in its own home.
+    for far in &f.far {
+        let pid = far.remote.daemon_pid();
+        if let Some(user) = &far.user {
+            assert_eq!(
+                uid_of(pid),
+                user.uid,
+                "{}'s daemon runs as its user",
+                far.name
+            );
+        }
+    }
+
+    let ls = f.local.json(&["ls", "--all-hosts"]);
+    assert_eq!(ids_by_host(&ls), expected, "{ls}");
+    assert!(down_hosts(&ls).is_empty(), "{ls}");
+    let row = ls["sessions"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["host"] == "h2"))
+        .expect("h2's row");
+    assert_eq!(
+        row["title"], "on h2",
+        "a far row is the row `ls --json` prints there"
+    );
+
+    // Plain `ls --json` is unchanged: this machine's array.
+    let plain = f.local.json(&["ls"]);
+    assert_eq!(plain.as_array().map(Vec::len), Some(1), "{plain}");
+    assert!(plain[0].get("host").is_none(), "{plain}");
+
+    // For a person: a HOST column, and how to reach a far row.
+    let table = f.local.ok(&["ls", "--all-hosts"]);
+    assert!(table.starts_with("HOST"), "{table}");
+    for host in ["local", "h1", "h2", "h3"] {
+        assert!(
+            table.lines().any(|l| l.starts_with(&format!("{host} "))),
+            "no row of {host}:\n{table}"
+        );
+    }
+    assert!(table.contains("hangar --host"), "{table}");
+
+    // A far row is actionable as HOST:ID.
+    let on_h1 = id_on("h1");
+    f.local
+        .ok(&["send", &format!("h1:{}", &on_h1[..8]), "needle from here"]);
+    f.far[0]
+        .remote
+        .wait_until("h1's agent answered", DEADLINE, || {
+            f.local
+                .ok(&["screen", &format!("h1:{on_h1}")])
+                .contains("answer: needle from here")
+        });
+
+    // Search and wait across hosts, every host answering.
+    let found = f.local.json(&["search", "--all-hosts", "needle from here"]);
+    let hosts_found: Vec<&str> = found["matches"]
+        .as_array()
+        .expect("matches")
+        .iter()
+        .filter_map(|m| m["host"].as_str())
+        .collect();
+    assert!(hosts_found.contains(&"h1"), "{found}");
+    assert!(hosts_found.iter().all(|h| *h == "h1"), "{found}");
+    let on_h3 = id_on("h3");
+    f.local
+        .ok(&["send", &format!("h3:{on_h3}"), "slow 500 think"]);
+    let waited = f.local.json(&[
+        "wait",
+        "--all-hosts",
+        &format!("h3:{on_h3}"),
+        &here,
+        "--until",
+        "idle",
+        "--timeout",
+        "60s",
+    ]);
+    assert_eq!(waited["done"], true, "{waited}");
+    let waited_hosts: Vec<&str> = waited["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .filter_map(|s| s["host"].as_str())
+        .collect();
+    assert_eq!(waited_hosts, vec!["local", "h3"], "{waited}");
+
+    // h2 goes away midway: its sshd and every connection of it killed.
+    f.far[1].sshd.kill();
+    let ls = f.local.json(&["ls", "--all-hosts"]);
+    let on_h2 = id_on("h2");
+    let mut expected = expected.clone();
+    expected.retain(|(h, _)| h != "h2");
+    assert_eq!(ids_by_host(&ls), expected, "the others still answer: {ls}");
+    assert_eq!(down_hosts(&ls), vec!["h2"], "{ls}");
+    let reason = ls["down"][0]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("cannot reach host \"h2\"") && reason.contains("Connection refused"),
+        "the reason is ssh's: {reason}"
+    );
+    let table = f.local.ok(&["ls", "--all-hosts"]);
+    assert!(
+        table.contains("host h2 is down: cannot reach host"),
+        "{table}"
+    );
+
+    // The other commands name it too, and still answer with the rest.
+    let usage = f.local.json(&["usage", "--all-hosts"]);
+    assert_eq!(down_hosts(&usage), vec!["h2"], "{usage}");
+    let totals: Vec<&str> = usage["totals"]
+        .as_array()
+        .expect("totals")
+        .iter()
+        .filter_map(|t| t["host"].as_str())
+        .collect();
+    assert_eq!(totals, vec!["local", "h1", "h3"], "{usage}");
+    let found = f.local.json(&["search", "--all-hosts", "needle from here"]);
+    assert_eq!(down_hosts(&found), vec!["h2"], "{found}");
+    assert!(
+        found["matches"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["host"] == "h1")),
+        "{found}"
+    );
+    // An id on the stopped host is refused naming it.
+    let out = f.local.run(&["wait", "--all-hosts", &on_h2[..8]]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("h2"), "{said}");
+}
+
+#[test]
+fn a_daemon_that_hangs_is_given_up_at_its_bound_and_only_this_machines_fails_the_command() {
+    let Some(f) = fleet() else { return };
+    let here = f.local.new_agent(&["--provider", "claude"]);
+    let on_h1 = far_session(&f, "h1", "far");
+    // This machine's daemon stopped (SIGSTOP): it accepts the connection
+    // and never answers, the slowest a host can be.
+    let daemon = f.local.daemon_pid();
+    signal(daemon, libc::SIGSTOP);
+    let out = f.local.run(&["--json", "ls", "--all-hosts"]);
+    signal(daemon, libc::SIGCONT);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "this machine did not answer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ls: Value = serde_json::from_slice(&out.stdout).expect("the others' answers as JSON");
+    let rows = ids_by_host(&ls);
+    assert!(rows.contains(&("h1".to_owned(), on_h1)), "{ls}");
+    assert!(!rows.iter().any(|(h, _)| h == "local"), "{ls}");
+    assert_eq!(down_hosts(&ls), vec!["local"], "{ls}");
+    assert_eq!(
+        ls["down"][0]["reason"], "did not answer within 20 s",
+        "the bound (connect timeout 10 s + 10 s) named: {ls}"
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("this machine's daemon did not answer"),
+        "{said}"
+    );
+    // Woken again, it answers as before.
+    let ls = f.local.json(&["ls", "--all-hosts"]);
+    assert!(
+        ids_by_host(&ls).contains(&("local".to_owned(), here)),
+        "{ls}"
+    );
+}
+
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: a daemon this test started.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+#[test]
+fn the_tui_overview_lists_every_hosts_agents_waiting_first_and_enter_goes_to_one_on_its_host() {
+    let Some(mut f) = fleet() else { return };
+    let near = f
+        .local
+        .new_agent(&["--provider", "claude", "--title", "near-agent"]);
+    let on_h3 = far_session(&f, "h3", "asks-on-h3");
+    let on_h1 = far_session(&f, "h1", "idle-on-h1");
+    far_session(&f, "h2", "idle-on-h2");
+    f.local.wait_state(&near, "live");
+    // h3's agent asks a question: it waits for a person.
+    f.local
+        .ok(&["send", &format!("h3:{on_h3}"), "ask which branch"]);
+    f.local
+        .wait_until("h3's agent waits for a person", DEADLINE, || {
+            f.local.json(&["--host", "h3", "ls"])[0]["activity"] == "waiting"
+        });
+    // h2 stops before the overview is asked.
+    f.far[1].sshd.kill();
+
+    let mut app = pty_screen::PtyApp::spawn(f.local.command(&[]), 30, 140);
+    app.wait_for("this machine's agent", |t| {
+        t.contains("near-agent") && t.contains("fake-agent claude session")
+    });
+    app.write(b"A");
+    app.wait_for(
+        "every host's agents, h3's waiting one first, h2 down",
+        |t| {
+            t.contains("every host's agents")
+                && t.contains("idle-on-h1")
+                && t.contains("near-agent")
+                && t.contains("h2 is down: cannot reach host")
+                && t.lines().any(|l| l.contains("h3") && l.contains("waiting"))
+        },
+    );
+    let text = app.text();
+    let first_row = |needle: &str| text.lines().position(|l| l.contains(needle));
+    // Rows by id (a title also shows in its pane's border).
+    let (waiting, here) = (first_row(&on_h3[..8]), first_row(&near[..8]));
+    assert!(
+        waiting.is_some() && waiting < here && waiting < first_row("idle-on-h1"),
+        "the waiting agent comes first:\n{text}"
+    );
+    assert!(!text.contains("idle-on-h2"), "h2 did not answer:\n{text}");
+    // The open list follows the fleet: h1's agent starts waiting and moves
+    // up by itself, the chosen row (h3's) staying chosen.
+    f.local
+        .ok(&["send", &format!("h1:{on_h1}"), "ask which branch"]);
+    app.wait_for("h1's agent waiting in the list", |t| {
+        t.lines()
+            .any(|l| l.contains(&on_h1[..8]) && l.contains("waiting"))
+    });
+    // Enter: the view switches to h3 and shows its agent.
+    app.write(b"\r");
+    app.wait_for("h3's view with its agent", |t| {
+        t.contains("@h3") && t.contains("asks-on-h3") && !t.contains("near-agent")
+    });
+    app.write(b"q");
+    assert_eq!(app.wait_exit(), Some(0));
+}

@@ -15,6 +15,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::activity::Activity;
 use crate::model::{Provider, SessionId, SessionMeta, TabId, Workspace};
 
+/// The orchestration tools an agent's CLI may run without asking its
+/// person (issue 46 part 5): the ones that only read (its agents' list,
+/// transcripts and outputs, a wait on their turns, the usage ledger) and
+/// `goal_done`, the agent ending the goal hangar gave it. Every tool that
+/// creates, types, closes, parks, hibernates or sets a goal still asks.
+pub const TOOLS_WITHOUT_QUESTION: [&str; 6] = [
+    "list_agents",
+    "read_agent",
+    "read_run_outputs",
+    "wait_agents",
+    "usage_read",
+    "goal_done",
+];
+
 /// The project tab a session belongs to (pane, parked or buried).
 pub fn project_tab(ws: &Workspace, id: &SessionId) -> Option<TabId> {
     ws.placement_of(id).map(|(_, tab)| tab)

@@ -184,7 +184,11 @@ impl Delivery {
         if let Err(refused) = check() {
             return Ok(Err(refused));
         }
-        if live.bracketed_paste() {
+        if text.is_empty() {
+            // A bare Enter: an empty paste is not nothing to every TUI
+            // (Claude Code 2.1.337's auto-mode dialog took one and then
+            // ignored the Enter after it).
+        } else if live.bracketed_paste() {
             let mut bytes = b"\x1b[200~".to_vec();
             bytes.extend_from_slice(text.as_bytes());
             bytes.extend_from_slice(b"\x1b[201~");
@@ -552,6 +556,13 @@ mod tests {
         })
         .await;
         assert_eq!(m.os.typed(pid), b"\x1b[200~two\nlines\x1b[201~\r");
+        // A bare Enter (`hangar send ID ""`) is an Enter, never an empty
+        // paste before it.
+        m.daemon.delivery.send(&a, "", true).await.unwrap();
+        until("the second Enter reached the program", || {
+            m.os.typed(pid).ends_with(b"\x1b[201~\r\r")
+        })
+        .await;
     }
 
     #[tokio::test(start_paused = true)]

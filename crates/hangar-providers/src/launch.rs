@@ -493,7 +493,8 @@ mod tests {
             spec.args,
             vec![
                 "--allowedTools",
-                "mcp__hangar__goal_done",
+                "mcp__hangar__list_agents,mcp__hangar__read_agent,mcp__hangar__read_run_outputs,\
+                 mcp__hangar__wait_agents,mcp__hangar__usage_read,mcp__hangar__goal_done",
                 "--mcp-config",
                 "/h/mcp/s1.json",
                 "--session-id",

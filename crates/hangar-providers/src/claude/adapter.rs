@@ -49,15 +49,21 @@ impl Adapter for Claude {
         out
     }
 
-    /// `goal_done` ends the goal hangar gave the agent: allowed without a
-    /// permission prompt (issue 29), as Claude Code's permission rule
-    /// `mcp__<server>__<tool>`; every other hangar tool still asks.
+    /// hangar's tools that only read, and `goal_done`, run without a
+    /// permission prompt (`hangar_core::orchestration::TOOLS_WITHOUT_QUESTION`,
+    /// as Claude Code's permission rules `mcp__<server>__<tool>`, one
+    /// comma-separated `--allowedTools` value); every other hangar tool
+    /// still asks.
     fn with_mcp(&self, mut spec: LaunchSpec, server: &McpServer) -> LaunchSpec {
+        let allowed: Vec<String> = hangar_core::orchestration::TOOLS_WITHOUT_QUESTION
+            .iter()
+            .map(|tool| format!("mcp__hangar__{tool}"))
+            .collect();
         spec.args.splice(
             0..0,
             [
                 "--allowedTools".to_owned(),
-                "mcp__hangar__goal_done".to_owned(),
+                allowed.join(","),
                 "--mcp-config".to_owned(),
                 server.config_file.display().to_string(),
             ],

@@ -116,7 +116,8 @@ impl HangarMcp {
     #[tool(
         description = "List your agents (and closed ones for 24 h) with their status: live, \
         working, waiting, limited (its account refused it until a reset), hibernated, failed or \
-        closed. Wakes nobody."
+        closed. Wakes nobody.",
+        annotations(read_only_hint = true)
     )]
     async fn list_agents(
         &self,
@@ -125,7 +126,10 @@ impl HangarMcp {
         self.call(AgentTool::List, p).await
     }
 
-    #[tool(description = "Read an agent's last messages from its transcript, without waking it.")]
+    #[tool(
+        description = "Read an agent's last messages from its transcript, without waking it.",
+        annotations(read_only_hint = true)
+    )]
     async fn read_agent(
         &self,
         Parameters(p): Parameters<ReadAgent>,
@@ -135,7 +139,8 @@ impl HangarMcp {
 
     #[tool(
         description = "The latest output of every agent of a run, from transcripts, without \
-        waking any."
+        waking any.",
+        annotations(read_only_hint = true)
     )]
     async fn read_run_outputs(
         &self,
@@ -146,7 +151,8 @@ impl HangarMcp {
 
     #[tool(
         description = "Wait until every named agent (a run, or a list of sessions) has \
-        finished its turn, or the timeout passes; returns their status and latest outputs."
+        finished its turn, or the timeout passes; returns their status and latest outputs.",
+        annotations(read_only_hint = true)
     )]
     async fn wait_agents(
         &self,
@@ -199,7 +205,8 @@ impl HangarMcp {
     #[tool(
         description = "What every session's model requests consumed (tokens; cost at list \
         prices, null for a model with no price) and each provider account's usage windows and \
-        limit (limited_until). An error means the figures could not be read, never zero usage."
+        limit (limited_until). An error means the figures could not be read, never zero usage.",
+        annotations(read_only_hint = true)
     )]
     async fn usage_read(
         &self,

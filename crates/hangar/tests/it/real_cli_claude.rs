@@ -45,8 +45,7 @@ fn claude_gets_hangars_mcp_tools_and_a_real_tool_call_waits_for_permission_then_
         !rc.hangar.ls().iter().any(|r| r["title"] == "real child"),
         "no child before the permission is given"
     );
-    // Enter takes the highlighted first choice: "Yes".
-    rc.hangar.ok(&["send", &parent, ""]);
+    rc.approve_tool(&parent);
     let mut child = Value::Null;
     support::wait_until("the tool call created a child", REAL_DEADLINE, || {
         child = rc
@@ -61,6 +60,38 @@ fn claude_gets_hangars_mcp_tools_and_a_real_tool_call_waits_for_permission_then_
     assert_eq!(child["provider"], "shell");
     // The tool's result went back to the model, whose answer is on screen.
     rc.wait_screen(&parent, "TOOL-DONE(");
+}
+
+#[test]
+fn hangars_reading_tools_run_in_claude_without_a_question_in_its_default_mode() {
+    // list_agents only reads: hangar allows it (issue 46 part 5), so the
+    // real claude runs it at once, whatever its default permission mode
+    // (2.1.197's `default`, 2.1.33x's `auto`), and its answer comes back.
+    let Some(rc) = RealCli::start() else { return };
+    rc.api.script(json!({"rules": [
+        {"when": "who works for me", "tool": {"name": "mcp__hangar__list_agents", "input": {}}}
+    ]}));
+    rc.hangar.start_daemon();
+    let id = rc.hangar.new_agent(&["--provider", "claude"]);
+    rc.wait_ready(&id);
+    let before = rc.api.requests().len();
+    rc.submit(&id, "who works for me");
+    rc.wait_tool_call("mcp__hangar__list_agents", before);
+    // The tool's result reached the model: its next request carries it,
+    // and the fake answers TOOL-DONE(<its first line>).
+    let screen = rc.wait_screen(&id, "TOOL-DONE(");
+    for question in ["Do you want to proceed?", "Enter to stay in auto mode"] {
+        assert!(!screen.contains(question), "{screen}");
+    }
+    // hangar's answer, not a refusal claude wrote in its place.
+    let result = rc
+        .api
+        .wait_request("the tool's result reached the model", |r| {
+            r["body"].to_string().contains("tool_result")
+        });
+    let body = result["body"].to_string();
+    assert!(body.contains("agents"), "hangar's list went back: {body}");
+    assert!(!body.contains("\"is_error\":true"), "{body}");
 }
 
 #[test]

@@ -191,7 +191,7 @@ fn a_sandboxed_real_claudes_hooks_and_mcp_tools_reach_hangar_from_inside() {
     rc.submit(&id, "make a child");
     rc.wait_tool_call(CREATE, before);
     rc.wait_tool_question(&id);
-    rc.hangar.ok(&["send", &id, ""]);
+    rc.approve_tool(&id);
     let mut child = Value::Null;
     support::wait_until("the tool call created a child", REAL_DEADLINE, || {
         child = rc
@@ -210,7 +210,7 @@ fn a_sandboxed_real_claudes_hooks_and_mcp_tools_reach_hangar_from_inside() {
     // A child in a folder outside its own is refused.
     rc.submit(&id, "escape");
     rc.wait_tool_question(&id);
-    rc.hangar.ok(&["send", &id, ""]);
+    rc.approve_tool(&id);
     support::wait_until("the refusal went back to the model", REAL_DEADLINE, || {
         rc.api.requests().iter().any(|r| {
             r["turn"]

@@ -676,9 +676,62 @@ impl RealCli {
             REAL_DEADLINE,
         );
         if !asked.contains("Do you want to proceed?") {
+            eprintln!("claude's auto-mode dialog: Enter stays in auto mode");
             self.hangar.ok(&["send", id, ""]);
             self.wait_screen(id, "Do you want to proceed?");
         }
+    }
+
+    /// Answers claude's tool question "Yes", as a person does: Enter when
+    /// "Yes" is the highlighted choice (Claude Code 2.1.197: `❯ 1. Yes`),
+    /// else Down, then Enter (2.1.337 lists `❯ No` first, then `Yes`, seen
+    /// 2026-12-07), typed through an attach: a paste cannot carry an arrow
+    /// key.
+    pub fn approve_tool(&self, id: &str) {
+        let screen = String::from_utf8_lossy(&self.hangar.run(&["screen", id]).stdout).into_owned();
+        let choices: Vec<&str> = screen
+            .lines()
+            .skip_while(|l| !l.contains("Do you want to proceed?"))
+            .collect();
+        let highlighted = choices
+            .iter()
+            .find(|l| l.trim_start().starts_with('❯'))
+            .unwrap_or_else(|| panic!("no highlighted choice under the question:\n{screen}"));
+        if highlighted.contains("Yes") {
+            self.hangar.ok(&["send", id, ""]);
+            return;
+        }
+        assert!(
+            highlighted.contains("No"),
+            "an unknown choice: {highlighted}\n{screen}"
+        );
+        let mut term =
+            crate::pty_screen::PtyApp::spawn(self.hangar.command(&["attach", id]), 40, 120);
+        let start = Instant::now();
+        while !term.text().contains("Do you want to proceed?") {
+            assert!(
+                start.elapsed() < REAL_DEADLINE,
+                "the attach never showed the question:\n{}",
+                term.text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        term.keys(&[b"\x1b[B"]);
+        let start = Instant::now();
+        while !term
+            .text()
+            .lines()
+            .any(|l| l.trim_start().starts_with('❯') && l.contains("Yes"))
+        {
+            assert!(
+                start.elapsed() < REAL_DEADLINE,
+                "Down never highlighted Yes:\n{}",
+                term.text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        term.keys(&[b"\r", b"\x02d"]);
+        assert_eq!(term.wait_exit(), Some(0), "the attach detaches");
     }
 
     /// Every hangar MCP tool a request offers the model or names as

@@ -345,6 +345,9 @@ impl Delivery {
     ) -> std::io::Result<Submitted> {
         let mut enters = 0;
         let first_enter = tokio::time::Instant::now();
+        // What the screen was as the first Enter went out: an Enter the
+        // agent lost changes nothing on it.
+        let at_first_enter = live.text();
         for (n, wait) in ATTEMPT_WAITS.iter().enumerate() {
             if n == 0 || hangar_core::input_box::still_in_input(&live.text(), text) {
                 let at = self.clock.now_ms();
@@ -372,10 +375,17 @@ impl Delivery {
                 // Nothing records its turns (yet: an agent in a container
                 // shows them only through the proxy, once it made a
                 // request). The screen still shows an Enter it lost: the
-                // text stays in its box, and the next Enter submits it
-                // (CI's first prompt to claude in a Podman container).
+                // text stays in its box and nothing else moved, and the
+                // next Enter submits it (CI's first prompt to claude in a
+                // Podman container). A screen that changed took the Enter,
+                // whatever sits near its bottom: another Enter there could
+                // answer the question the prompt raised.
                 let more = n + 1 < ATTEMPT_WAITS.len();
-                if more && hangar_core::input_box::still_in_input(&live.text(), text) {
+                let screen = live.text();
+                if more
+                    && screen == at_first_enter
+                    && hangar_core::input_box::still_in_input(&screen, text)
+                {
                     continue;
                 }
                 return Ok(Submitted::Unconfirmed { enters });
@@ -638,6 +648,29 @@ mod tests {
             !hangar_core::input_box::still_in_input(&screen, "run it"),
             "{screen}"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unseen_agent_whose_screen_moved_after_the_enter_gets_no_second_one() {
+        // The fake agent of `activity_sources` (no hooks, no transcript):
+        // it echoes the prompt and asks a question under it. The prompt is
+        // still among the bottom lines, but the screen moved: the Enter was
+        // taken, and another would answer the question.
+        let program = FakeProgram {
+            echoes: true,
+            input_box_loses_enters: Some(0),
+            input_box_answer: b"Do you want to allow Bash?\r\n> 1. Yes\r\n".to_vec(),
+            ..FakeProgram::default()
+        };
+        let (m, a, pid) = live_claude_running(program, false).await;
+        let reply = m
+            .daemon
+            .delivery
+            .send(&a, "permission Bash", true)
+            .await
+            .unwrap();
+        assert_eq!(reply.enters, Some(1), "{reply:?}");
+        assert_eq!(m.os.typed(pid), b"permission Bash\r");
     }
 
     #[tokio::test(start_paused = true)]

@@ -53,6 +53,10 @@ pub struct FakeProgram {
     /// claude sometimes does (docs/src/cli-facts.md). `None`: an Enter is
     /// echoed as any other byte.
     pub input_box_loses_enters: Option<usize>,
+    /// With an input box: what it draws under the line for an Enter it
+    /// takes, the line itself kept (the prompt echoed into the
+    /// conversation, a question under it). Empty: the line is erased.
+    pub input_box_answer: Vec<u8>,
 }
 
 impl Default for FakeProgram {
@@ -65,6 +69,7 @@ impl Default for FakeProgram {
             echoes: false,
             ignores_term: false,
             input_box_loses_enters: None,
+            input_box_answer: Vec::new(),
         }
     }
 }
@@ -565,7 +570,7 @@ async fn run_program(
                 Ok(n) => {
                     lock(&machine).typed.entry(pid).or_default().extend_from_slice(&buf[..n]);
                     let shown = match enters_to_lose.as_mut() {
-                        Some(lose) => input_box_echo(&buf[..n], lose),
+                        Some(lose) => input_box_echo(&buf[..n], lose, &program.input_box_answer),
                         None => buf[..n].to_vec(),
                     };
                     if program.echoes && terminal.write_all(&shown).await.is_err() {
@@ -580,13 +585,18 @@ async fn run_program(
 }
 
 /// What an input box shows for `typed`: the text itself, an Enter as the
-/// line erased, save the `lose` Enters still to be lost, which show nothing.
-fn input_box_echo(typed: &[u8], lose: &mut usize) -> Vec<u8> {
+/// line erased (or kept with `answer` drawn under it), save the `lose`
+/// Enters still to be lost, which show nothing.
+fn input_box_echo(typed: &[u8], lose: &mut usize, answer: &[u8]) -> Vec<u8> {
     let mut shown = Vec::with_capacity(typed.len());
     for &b in typed {
         match b {
             b'\r' if *lose > 0 => *lose -= 1,
-            b'\r' => shown.extend_from_slice(b"\r\x1b[2K"),
+            b'\r' if answer.is_empty() => shown.extend_from_slice(b"\r\x1b[2K"),
+            b'\r' => {
+                shown.extend_from_slice(b"\r\n");
+                shown.extend_from_slice(answer);
+            }
             b => shown.push(b),
         }
     }

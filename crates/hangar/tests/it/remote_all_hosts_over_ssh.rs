@@ -1,5 +1,6 @@
 //! Issue 47 part 1 acceptance, "one list": `ls`, `search`, `usage` and
-//! `wait` with `--all-hosts` over three real OpenSSH servers on loopback
+//! `wait` with `--all-hosts`, the TUI's overview, and far agents' notifications
+//! on this machine, over three real OpenSSH servers on loopback
 //! (`support/sshd.rs`), one of them stopped midway.
 //!
 //! Each far host is its own sshd, its own hangar home, and (when the tests
@@ -94,6 +95,11 @@ fn client_side(dir: &Path, far: &[Far]) -> PathBuf {
 }
 
 fn fleet() -> Option<Fleet> {
+    fleet_with("")
+}
+
+/// A fleet whose local config.toml ends with `extra`.
+fn fleet_with(extra: &str) -> Option<Fleet> {
     if !sshd::available() {
         return None;
     }
@@ -125,6 +131,7 @@ fn fleet() -> Option<Fleet> {
             home = f.remote.home.display(),
         ));
     }
+    config.push_str(extra);
     local.write_config(&config);
     Some(Fleet {
         local,
@@ -440,4 +447,78 @@ fn the_tui_overview_lists_every_hosts_agents_waiting_first_and_enter_goes_to_one
     });
     app.write(b"q");
     assert_eq!(app.wait_exit(), Some(0));
+}
+
+/// This machine's notify lines: "HOST ID ACTIVITY" (`local` for its own).
+fn notified(file: &Path) -> Vec<String> {
+    fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_far_agent_that_starts_waiting_or_ends_its_turn_notifies_this_machine_once_and_a_stopped_host_blocks_nothing()
+ {
+    let notes = tempfile::tempdir().expect("notes dir");
+    let log = notes.path().join("notified.log");
+    let Some(mut f) = fleet_with(&format!(
+        "\n[notify]\ndesktop = false\ncommand = 'echo \"${{HANGAR_HOST:-local}} $HANGAR_SESSION_ID $HANGAR_ACTIVITY\" >> {}'\n",
+        log.display()
+    )) else {
+        return;
+    };
+    let on_h1 = far_session(&f, "h1", "asks-on-h1");
+    let on_h3 = far_session(&f, "h3", "asks-on-h3");
+    far_session(&f, "h2", "on-h2");
+    // This machine's daemon starts, and with it the watch of every host.
+    let here = f
+        .local
+        .new_agent(&["--provider", "claude", "--title", "here"]);
+    f.local.wait_state(&here, "live");
+    let daemon_log = f.local.home.join("daemon.log");
+    f.local.wait_until("every host is watched", DEADLINE, || {
+        let said = fs::read_to_string(&daemon_log).unwrap_or_default();
+        ["h1", "h2", "h3"]
+            .iter()
+            .all(|h| said.contains(&format!("host \"{h}\" watched")))
+    });
+
+    // h1's agent asks a question: this machine is told once, naming h1.
+    f.local
+        .ok(&["send", &format!("h1:{on_h1}"), "ask which branch"]);
+    f.local.wait_until("h1's wait told here", DEADLINE, || {
+        !notified(&log).is_empty()
+    });
+    // Answered, its turn ends: told once more, and the wait was not told
+    // again in between.
+    f.local
+        .ok(&["send", &format!("h1:{on_h1}"), "slow 300 main"]);
+    f.local.wait_until("h1's turn end told here", DEADLINE, || {
+        notified(&log).len() >= 2
+    });
+    assert_eq!(
+        notified(&log),
+        vec![format!("h1 {on_h1} waiting"), format!("h1 {on_h1} idle")]
+    );
+
+    // h2 goes away: neither this machine's notifications nor h3's wait.
+    f.far[1].sshd.kill();
+    f.local.ok(&["send", &here, "ask which branch"]);
+    f.local
+        .ok(&["send", &format!("h3:{on_h3}"), "ask which branch"]);
+    f.local
+        .wait_until("this machine's and h3's waits told", DEADLINE, || {
+            notified(&log).len() >= 4
+        });
+    let mut last_two = notified(&log)[2..].to_vec();
+    last_two.sort();
+    assert_eq!(
+        last_two,
+        vec![
+            format!("h3 {on_h3} waiting"),
+            format!("local {here} waiting")
+        ]
+    );
 }

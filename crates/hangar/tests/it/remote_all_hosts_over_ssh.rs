@@ -522,3 +522,116 @@ fn a_far_agent_that_starts_waiting_or_ends_its_turn_notifies_this_machine_once_a
         ]
     );
 }
+
+#[test]
+fn the_web_api_lists_every_hosts_agents_and_a_far_terminal_comes_over_the_ssh_link() {
+    use crate::web_support::{self, WebServer, WsClient};
+    let Some(mut f) = fleet() else { return };
+    let here = f
+        .local
+        .new_agent(&["--provider", "claude", "--title", "here"]);
+    let on_h1 = far_session(&f, "h1", "web-on-h1");
+    let on_h2 = far_session(&f, "h2", "on-h2");
+    f.local
+        .ok(&["send", &format!("h1:{on_h1}"), "web-needle-1"]);
+    f.local.wait_until("h1's agent answered", DEADLINE, || {
+        f.local
+            .ok(&["screen", &format!("h1:{on_h1}")])
+            .contains("answer: web-needle-1")
+    });
+    // h2 stops before the page asks.
+    f.far[1].sshd.kill();
+    let web = WebServer::start(&f.local, &[]);
+
+    // Behind the page's token, as every route.
+    let bare = web_support::http(
+        "GET",
+        &format!("{}/api/all-hosts/sessions", web.base),
+        &[],
+        None,
+    );
+    assert_eq!(bare.status, 401, "{}", bare.text());
+
+    // The every-host list: `ls --all-hosts --json`, h2 named down.
+    let r = web.get("/api/all-hosts/sessions");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let doc = r.json();
+    let rows = ids_by_host(&doc);
+    assert!(rows.contains(&("local".to_owned(), here.clone())), "{doc}");
+    assert!(rows.contains(&("h1".to_owned(), on_h1.clone())), "{doc}");
+    assert!(!rows.iter().any(|(h, _)| h == "h2"), "{doc}");
+    assert_eq!(down_hosts(&doc), vec!["h2"], "{doc}");
+    let reason = doc["down"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("cannot reach host \"h2\""), "{reason}");
+
+    // h1's agent's terminal, through this server's ssh link to h1: its
+    // screen comes first, and typing reaches it.
+    let bearer = format!("Bearer {}", web.token);
+    let path = format!("/api/hosts/h1/sessions/{on_h1}/attach?cols=100&rows=30");
+    let mut ws = WsClient::connect(web.host(), &path, &[("Authorization", &bearer)]);
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("web-needle-1") {
+        let (op, payload) = ws.read_frame();
+        assert_ne!(op, 0x8, "closed: {}", String::from_utf8_lossy(&payload));
+        if op == 0x2 {
+            seen.extend_from_slice(&payload);
+        }
+    }
+    ws.send_binary(b"typed-over-web\r");
+    f.local
+        .wait_until("h1's agent answered the web", DEADLINE, || {
+            f.local
+                .ok(&["screen", &format!("h1:{on_h1}")])
+                .contains("answer: typed-over-web")
+        });
+    // Its history pages come the same way.
+    let page = web.get(&format!("/api/hosts/h1/sessions/{on_h1}/history?lines=50"));
+    assert_eq!(page.status, 200, "{}", page.text());
+
+    // A host that is down and one that is not configured are clear errors.
+    let down = web.get(&format!("/api/hosts/h2/sessions/{on_h2}/history"));
+    assert_eq!(down.status, 502, "{}", down.text());
+    assert_eq!(down.json()["error"]["code"], "host_down");
+    let unknown = web.get(&format!("/api/hosts/nowhere/sessions/{on_h1}/history"));
+    assert_eq!(unknown.status, 404, "{}", unknown.text());
+    assert_eq!(unknown.json()["error"]["code"], "no_such_host");
+
+    // Nothing listens on h1 for this: its daemon has no TCP listener
+    // beyond loopback (its recording proxy is on 127.0.0.1 for its agents).
+    let far_pid = f.far[0].remote.daemon_pid();
+    assert!(
+        !listens_beyond_loopback(far_pid),
+        "h1's daemon opened no network listener"
+    );
+}
+
+/// Whether `pid` holds a listening TCP socket on an address other than
+/// loopback (`/proc/net/tcp*`: state 0A, inode one of its fds).
+fn listens_beyond_loopback(pid: i32) -> bool {
+    const LOOPBACK: [&str; 2] = ["0100007F", "00000000000000000000000001000000"];
+    let inodes: Vec<String> = fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+                .filter_map(|l| {
+                    l.to_str()?
+                        .strip_prefix("socket:[")?
+                        .strip_suffix(']')
+                        .map(str::to_owned)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        fs::read_to_string(table)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                let address = cols.get(1)?.split(':').next()?;
+                (cols.get(3) == Some(&"0A") && !LOOPBACK.contains(&address))
+                    .then(|| cols.get(9).map(|s| s.to_string()))?
+            })
+            .any(|inode| inodes.contains(&inode))
+    })
+}

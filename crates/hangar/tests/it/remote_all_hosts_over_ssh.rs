@@ -635,3 +635,51 @@ fn listens_beyond_loopback(pid: i32) -> bool {
             .any(|inode| inodes.contains(&inode))
     })
 }
+
+#[test]
+fn in_a_browser_the_page_lists_every_hosts_agents_and_types_into_a_far_ones_terminal() {
+    use crate::web_support::{self, Browser, Screen, WebServer};
+    let bins = browser_or_skip!();
+    let Some(mut f) = fleet() else { return };
+    let here = f
+        .local
+        .new_agent(&["--provider", "claude", "--title", "near-agent"]);
+    let on_h1 = far_session(&f, "h1", "far-on-h1");
+    far_session(&f, "h2", "on-h2");
+    f.local.wait_state(&here, "live");
+    f.far[1].sshd.kill();
+    let web = WebServer::start(&f.local, &[]);
+    let browser = Browser::start(&bins, Screen::Desktop);
+    browser.goto(&web.url);
+    browser.wait_js(
+        "this machine's and h1's agents listed, h2 named down",
+        &format!(
+            "const far = document.querySelector('#far:not([hidden]) a.row[data-host=\"h1\"][data-session=\"{on_h1}\"]'); \
+             const near = document.querySelector('section.tab a.row[data-session=\"{here}\"]'); \
+             const down = document.getElementById('far-down').textContent; \
+             return !!far && !!near && down.includes('host h2 is down: cannot reach host');"
+        ),
+    );
+
+    // Opening h1's row: its terminal, through the server's ssh link.
+    browser.click(&format!(
+        "a.row[data-host=\"h1\"][data-session=\"{on_h1}\"]"
+    ));
+    browser.wait_js(
+        "h1's agent's terminal",
+        "const r = document.querySelector('#term .xterm-rows'); \
+         return !!r && r.textContent.includes('fake-agent claude session') \
+           && document.getElementById('heading').textContent.startsWith('h1: ');",
+    );
+    browser.type_into(".xterm-helper-textarea", "typed-in-browser\u{E007}");
+    f.local
+        .wait_until("h1's agent answered the browser", DEADLINE, || {
+            f.local
+                .ok(&["screen", &format!("h1:{on_h1}")])
+                .contains("answer: typed-in-browser")
+        });
+    browser.wait_js(
+        "the answer comes back to the browser",
+        "return document.querySelector('#term .xterm-rows').textContent.includes('answer: typed-in-browser');",
+    );
+}

@@ -739,6 +739,7 @@ pub async fn run_with(
     watch_far_hosts(activity::far::FarNotifier::new(
         daemon.activity.clone(),
         daemon.monitor.notify.clone(),
+        &daemon.shutdown,
     ));
     if daemon.config.snapshot().usage.watch_agents {
         tokio::spawn(daemon.screen_words.clone().run());

@@ -128,16 +128,28 @@ pub struct FarNotifier {
     notify: Section<NotifyConfig>,
     runtime: tokio::runtime::Handle,
     seen: Arc<Mutex<FarSeen>>,
+    /// `true` once the daemon has shut down: the watch ends.
+    done: tokio::sync::watch::Receiver<bool>,
 }
 
 impl FarNotifier {
-    pub(crate) fn new(hub: Arc<Hub>, notify: Section<NotifyConfig>) -> FarNotifier {
+    pub(crate) fn new(
+        hub: Arc<Hub>,
+        notify: Section<NotifyConfig>,
+        shutdown: &crate::shutdown::Shutdown,
+    ) -> FarNotifier {
         FarNotifier {
             hub,
             notify,
             runtime: tokio::runtime::Handle::current(),
             seen: Arc::default(),
+            done: shutdown.watch(),
         }
+    }
+
+    /// The daemon has shut down: the watch ends, and tells nothing more.
+    pub fn ended(&self) -> bool {
+        *self.done.borrow()
     }
 
     /// `[notify] far_hosts`, as the settings in use say.
@@ -153,7 +165,7 @@ impl FarNotifier {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .answer(host, rows);
-        if changes.is_empty() || !self.enabled() {
+        if changes.is_empty() || !self.enabled() || self.ended() {
             return 0;
         }
         let config = self.notify.get();
@@ -161,7 +173,7 @@ impl FarNotifier {
         for c in &changes {
             let text = far_message(host, &c.title, &c.id, c.to);
             tracing::info!(
-                "host {host:?}: session {} is {}; notifying",
+                "host {host:?}: session {:?} is {}; notifying",
                 c.id,
                 c.to.name()
             );

@@ -57,7 +57,8 @@ fn watch(host: Host, notifier: FarNotifier) {
     let mut client: Option<Client> = None;
     let mut retry = POLL;
     let mut reached = false;
-    loop {
+    // Ends with the daemon (its link let go with it).
+    while !notifier.ended() {
         if !notifier.enabled() {
             // Off: the link is let go, and looked at again next round.
             client = None;

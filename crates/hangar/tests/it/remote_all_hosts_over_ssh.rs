@@ -503,6 +503,43 @@ fn a_far_agent_that_starts_waiting_or_ends_its_turn_notifies_this_machine_once_a
         vec![format!("h1 {on_h1} waiting"), format!("h1 {on_h1} idle")]
     );
 
+    // The daemon's link to h1 dies (its ssh killed); the watch connects
+    // again and tells nothing old: the next line is h1's next change.
+    let daemon = f.local.daemon_pid();
+    let port = f.far[0].sshd.port.to_string();
+    let links: Vec<i32> = support::descendants_of(daemon)
+        .into_iter()
+        .filter(|&p| {
+            let c = support::cmdline(p);
+            c.iter().any(|a| a.contains(" bridge --mux")) && c.iter().any(|a| *a == port)
+        })
+        .collect();
+    assert_eq!(links.len(), 1, "one ssh link from the daemon to h1");
+    signal(links[0], libc::SIGKILL);
+    f.local.wait_until("the watch of h1 is back", DEADLINE, || {
+        fs::read_to_string(&daemon_log)
+            .unwrap_or_default()
+            .contains("host \"h1\" answers again")
+    });
+    f.local
+        .ok(&["send", &format!("h1:{on_h1}"), "ask which tag"]);
+    f.local.wait_until("h1's new wait told here", DEADLINE, || {
+        notified(&log).len() >= 3
+    });
+    assert_eq!(
+        notified(&log),
+        vec![
+            format!("h1 {on_h1} waiting"),
+            format!("h1 {on_h1} idle"),
+            format!("h1 {on_h1} waiting")
+        ],
+        "nothing replayed when the link came back"
+    );
+    f.local.ok(&["send", &format!("h1:{on_h1}"), "slow 100 v1"]);
+    f.local.wait_until("h1's turn end told here", DEADLINE, || {
+        notified(&log).len() >= 4
+    });
+
     // h2 goes away: neither this machine's notifications nor h3's wait.
     f.far[1].sshd.kill();
     f.local.ok(&["send", &here, "ask which branch"]);
@@ -510,9 +547,9 @@ fn a_far_agent_that_starts_waiting_or_ends_its_turn_notifies_this_machine_once_a
         .ok(&["send", &format!("h3:{on_h3}"), "ask which branch"]);
     f.local
         .wait_until("this machine's and h3's waits told", DEADLINE, || {
-            notified(&log).len() >= 4
+            notified(&log).len() >= 6
         });
-    let mut last_two = notified(&log)[2..].to_vec();
+    let mut last_two = notified(&log)[4..].to_vec();
     last_two.sort();
     assert_eq!(
         last_two,

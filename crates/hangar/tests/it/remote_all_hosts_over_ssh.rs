@@ -511,7 +511,7 @@ fn a_far_agent_that_starts_waiting_or_ends_its_turn_notifies_this_machine_once_a
         .into_iter()
         .filter(|&p| {
             let c = support::cmdline(p);
-            c.iter().any(|a| a.contains(" bridge --mux")) && c.iter().any(|a| *a == port)
+            c.iter().any(|a| a.contains(" bridge --mux")) && c.contains(&port)
         })
         .collect();
     assert_eq!(links.len(), 1, "one ssh link from the daemon to h1");

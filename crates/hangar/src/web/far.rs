@@ -16,7 +16,7 @@ use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use hangar_core::hosts::{self as rules, LOCAL};
+use hangar_core::hosts::LOCAL;
 use hangar_protocol::message as msg;
 use hangar_protocol::reply::kind;
 
@@ -34,15 +34,10 @@ pub async fn sessions(State(app): State<Arc<App>>) -> Response {
         all_hosts::ask(&paths, |t| {
             // This machine's daemon is not started by a browser (as
             // `DaemonLink::connect`); a far one's bridge starts its own.
-            let mut c = t
+            let c = t
                 .connect_existing()?
                 .ok_or_else(|| anyhow::anyhow!("no hangar daemon is running"))?;
-            // Bounded: a daemon that stopped answering after the greeting
-            // must not keep this server's question thread for ever.
-            c.set_read_timeout(Some(rules::answer_bound(
-                t.host.as_ref().map(|h| &h.config),
-            )))?;
-            api::list(&mut c)
+            api::list(&mut all_hosts::bounded(c, t)?)
         })
     })
     .await;

@@ -100,7 +100,13 @@ fn watch(host: Host, notifier: FarNotifier) {
             Err(e) => {
                 client = None;
                 if retry == POLL {
-                    tracing::info!("host {:?} is not watched while down: {e:#}", host.name);
+                    // ssh's and the far side's words, escaped for whoever
+                    // reads the log on a terminal.
+                    tracing::info!(
+                        "host {:?} is not watched while down: {}",
+                        host.name,
+                        hangar_core::display::body(&format!("{e:#}"))
+                    );
                 }
                 std::thread::sleep(retry);
                 retry = (retry * 2).min(RETRY_MAX);

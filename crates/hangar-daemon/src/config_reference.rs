@@ -185,6 +185,7 @@ const SECTIONS: &[SectionDoc] = &[
             ("command", Unset("none")),
             ("osc", Toml("true")),
             ("desktop", Toml("true")),
+            ("far_hosts", Toml("true")),
         ],
     },
     SectionDoc {

@@ -615,6 +615,16 @@ fn lock_holder(path: &std::path::Path) -> String {
 
 /// Run the daemon in the foreground until it is shut down.
 pub async fn run(paths: Paths) -> anyhow::Result<()> {
+    run_with(paths, |_| {}).await
+}
+
+/// `run`, handing `watch_far_hosts` the notifier of other hosts' agents
+/// (issue 47) once every session is loaded: the `hangar` binary holds the
+/// ssh links (`remote::far_watch`).
+pub async fn run_with(
+    paths: Paths,
+    watch_far_hosts: impl FnOnce(activity::far::FarNotifier),
+) -> anyhow::Result<()> {
     paths::ensure_private_dir(&paths.home)
         .with_context(|| format!("cannot create {}", paths.home.display()))?;
     paths::ensure_private_dir(&paths.run_dir())
@@ -726,6 +736,11 @@ pub async fn run(paths: Paths) -> anyhow::Result<()> {
     tokio::spawn(daemon.continuation.clone().run());
     tokio::spawn(daemon.goals.clone().run());
     tokio::spawn(daemon.budgets.clone().run());
+    watch_far_hosts(activity::far::FarNotifier::new(
+        daemon.activity.clone(),
+        daemon.monitor.notify.clone(),
+        &daemon.shutdown,
+    ));
     if daemon.config.snapshot().usage.watch_agents {
         tokio::spawn(daemon.screen_words.clone().run());
     }

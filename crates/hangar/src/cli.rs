@@ -715,7 +715,10 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
                 .worker_threads(2)
                 .enable_all()
                 .build()?;
-            rt.block_on(hangar_daemon::run(paths))?;
+            let watched = paths.clone();
+            rt.block_on(hangar_daemon::run_with(paths, move |notifier| {
+                crate::remote::far_watch::start(&watched, notifier)
+            }))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Shutdown => {

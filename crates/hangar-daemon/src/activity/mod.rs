@@ -19,6 +19,7 @@
 //! `[activity]` section (fixed at start) and `[notify]` (read again after a
 //! reload).
 
+pub mod far;
 pub mod notify;
 pub mod sources;
 pub mod tracker;

@@ -32,6 +32,11 @@ pub struct NotifyConfig {
     /// Run `notify-send` when it is on PATH.
     #[serde(default = "yes")]
     pub desktop: bool,
+    /// Watch every `[hosts.NAME]` while the daemon runs and tell this
+    /// machine, the same ways, when an agent there starts waiting or
+    /// finishes its turn (the command gets HANGAR_HOST too).
+    #[serde(default = "yes")]
+    pub far_hosts: bool,
 }
 
 fn yes() -> bool {
@@ -44,6 +49,7 @@ impl Default for NotifyConfig {
             command: None,
             osc: true,
             desktop: true,
+            far_hosts: true,
         }
     }
 }
@@ -109,8 +115,24 @@ pub fn run_commands(config: &NotifyConfig, id: &str, title: &str, to: Activity) 
 /// HANGAR_ACTIVITY (an activity's name, or `limited`, `limit-continue`),
 /// `text` is the desktop message.
 pub fn run_text_commands(config: &NotifyConfig, id: &str, title: &str, state: &str, text: &str) {
+    run_commands_about(config, None, id, title, state, text);
+}
+
+/// `run_text_commands` about a session of another host: HANGAR_HOST names
+/// it (`[hosts.NAME]`), and is absent for this machine's own.
+pub fn run_commands_about(
+    config: &NotifyConfig,
+    host: Option<&str>,
+    id: &str,
+    title: &str,
+    state: &str,
+    text: &str,
+) {
     if let Some(cmd) = config.command.as_deref().filter(|c| !c.trim().is_empty()) {
         let mut c = tokio::process::Command::new("/bin/sh");
+        if let Some(host) = host {
+            c.env("HANGAR_HOST", host);
+        }
         c.arg("-c")
             .arg(cmd)
             .env("HANGAR_SESSION_ID", id)

@@ -3,7 +3,9 @@
 //! browser never holds a thread.
 //!
 //! One link per API request (a hello and one request: the daemon serves
-//! each connection on its own task) and one per attached browser.
+//! each connection on its own task) and one per attached browser. A link
+//! to another host's daemon is a channel of the process's ssh link to it
+//! (`over_client`), made and greeted by the blocking `conn::ssh`.
 
 use hangar_protocol::frame::{self, Decoder, Frame, MAX_SERVER_FRAME};
 use hangar_protocol::message::{ErrorBody, Hello, PROTOCOL_VERSION, Reply, Request};
@@ -47,6 +49,9 @@ pub struct LinkWriter {
 pub struct DaemonLink {
     pub reader: LinkReader,
     pub writer: LinkWriter,
+    /// For another host's daemon: the greeted connection whose channel
+    /// this is, holding the shared ssh link open while the link lives.
+    pub far: Option<super::Client>,
 }
 
 impl DaemonLink {
@@ -64,6 +69,7 @@ impl DaemonLink {
                 decoder: Decoder::new(MAX_SERVER_FRAME),
             },
             writer: LinkWriter { write, next_id: 1 },
+            far: None,
         };
         link.request(Request::Hello(Hello {
             protocol_version: PROTOCOL_VERSION,
@@ -71,6 +77,27 @@ impl DaemonLink {
         }))
         .await?;
         Ok(link)
+    }
+
+    /// The link of `client`, a connection to another host's daemon that
+    /// `conn::ssh::connect` made and greeted (the next request id is past
+    /// the hello's). Call on a tokio runtime.
+    pub fn over_client(client: super::Client) -> Result<DaemonLink, LinkError> {
+        let lost = |e: std::io::Error| LinkError::Lost(e.to_string());
+        let stream = client
+            .try_clone_stream()
+            .map_err(|e| LinkError::Lost(e.to_string()))?;
+        stream.set_read_timeout(None).map_err(lost)?;
+        stream.set_nonblocking(true).map_err(lost)?;
+        let (read, write) = UnixStream::from_std(stream).map_err(lost)?.into_split();
+        Ok(DaemonLink {
+            reader: LinkReader {
+                read,
+                decoder: Decoder::new(MAX_SERVER_FRAME),
+            },
+            writer: LinkWriter { write, next_id: 2 },
+            far: Some(client),
+        })
     }
 
     /// Send a request and wait for its reply.

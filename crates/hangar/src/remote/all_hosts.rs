@@ -62,6 +62,18 @@ where
     Ok(ask_each(asked, question))
 }
 
+/// `c`, a connection to `target`, with its replies bounded by the host's
+/// answer bound: a daemon that stops answering after the greeting then
+/// fails the question instead of keeping its thread for ever (an asker
+/// that lives on, the TUI's overview or the web page, asks again and
+/// again).
+pub fn bounded(c: Client, target: &Target) -> anyhow::Result<Client> {
+    c.set_read_timeout(Some(rules::answer_bound(
+        target.host.as_ref().map(|h| &h.config),
+    )))?;
+    Ok(c)
+}
+
 /// Ask each `(host, target, bound)` at once; a host still silent at its
 /// bound is given up on.
 fn ask_each<T, F>(asked: Vec<(String, Target, Duration)>, question: F) -> Vec<Answer<T>>

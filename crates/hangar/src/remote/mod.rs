@@ -13,6 +13,7 @@
 
 pub mod all_hosts;
 pub mod bridge;
+pub mod far_watch;
 pub mod hosts_command;
 pub mod ssh_attach;
 

@@ -194,7 +194,7 @@ pub fn ask(paths: &Paths, events: Sender<Event>) {
 /// nobody takes it any more.
 fn ask_now(paths: &Paths, events: &Sender<Event>) -> bool {
     let answer = all_hosts::ask(paths, |t| {
-        let mut c = t.connect()?;
+        let mut c = all_hosts::bounded(t.connect()?, t)?;
         api::list(&mut c)
     })
     .map(all_hosts::split)

@@ -30,6 +30,7 @@ use super::app::{App, error, link_error};
 use super::assets;
 use super::attach_ws;
 use super::auth::{self, Access, Presented, Verdict};
+use super::far;
 use super::keys;
 use super::listener::PeerAddr;
 use super::review;
@@ -70,6 +71,9 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/api/sessions/{id}/diff/{index}", get(review::file))
         .route("/api/sessions/{id}/review", post(review::review))
         .route("/api/sessions/{id}/fork", post(review::fork))
+        .route("/api/all-hosts/sessions", get(far::sessions))
+        .route("/api/hosts/{host}/sessions/{id}/attach", get(far::attach))
+        .route("/api/hosts/{host}/sessions/{id}/history", get(far::history))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
@@ -308,7 +312,7 @@ async fn screen(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response
 
 /// The most lines one history page holds: a page is fetched as the view
 /// scrolls back, so a phone never loads a session's whole history at once.
-const MAX_HISTORY_PAGE: u32 = 1000;
+pub const MAX_HISTORY_PAGE: u32 = 1000;
 
 #[derive(Deserialize)]
 struct HistoryQuery {

@@ -55,6 +55,23 @@ pub async fn attach(
     Query(size): Query<SizeQuery>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let link = match DaemonLink::connect(&app.paths).await {
+        Ok(l) => l,
+        Err(e) => return link_error(e),
+    };
+    attach_on(app, link, access, id, size, ws).await
+}
+
+/// Attach session `id` on `link` (this machine's daemon, or another host's
+/// over its ssh link: `far`) and bridge it to the browser's WebSocket.
+pub async fn attach_on(
+    app: Arc<App>,
+    mut link: DaemonLink,
+    access: Access,
+    id: String,
+    size: SizeQuery,
+    ws: WebSocketUpgrade,
+) -> Response {
     let (cols, rows) = match access {
         Access::ReadOnly => (0, 0),
         Access::Full => (
@@ -63,10 +80,6 @@ pub async fn attach(
         ),
     };
     // Attach before upgrading, so "no such session" is a plain 404.
-    let mut link = match DaemonLink::connect(&app.paths).await {
-        Ok(l) => l,
-        Err(e) => return link_error(e),
-    };
     let history_end = match link
         .ask::<kind::Attach>(msg::Attach {
             session: id,
@@ -108,6 +121,7 @@ async fn bridge(
     let DaemonLink {
         mut reader,
         mut writer,
+        far: _far_link_held,
     } = link;
     let mut revocation = tokio::time::interval(REVOCATION_CHECK);
     loop {

@@ -5,6 +5,10 @@
 //! and bridges a browser's terminal to the daemon's attach protocol over a
 //! WebSocket. It starts the daemon when none runs, as every command does.
 //!
+//! Other hosts' agents (`far`) are listed and opened through this
+//! process's ssh link to each `[hosts.NAME]`, as `hangar --host` reaches
+//! them: nothing listens on the other machine.
+//!
 //! It never puts the pairing token on a command line or in a log: the token
 //! is made in this process and printed once, in the URL on stdout.
 
@@ -13,6 +17,7 @@ mod app;
 mod assets;
 mod attach_ws;
 mod auth;
+mod far;
 mod keys;
 mod listener;
 mod review;

@@ -1,5 +1,6 @@
 //! Issue 47 part 1 acceptance, "one list": `ls`, `search`, `usage` and
-//! `wait` with `--all-hosts` over three real OpenSSH servers on loopback
+//! `wait` with `--all-hosts`, the TUI's overview, and far agents' notifications
+//! on this machine, over three real OpenSSH servers on loopback
 //! (`support/sshd.rs`), one of them stopped midway.
 //!
 //! Each far host is its own sshd, its own hangar home, and (when the tests
@@ -94,6 +95,11 @@ fn client_side(dir: &Path, far: &[Far]) -> PathBuf {
 }
 
 fn fleet() -> Option<Fleet> {
+    fleet_with("")
+}
+
+/// A fleet whose local config.toml ends with `extra`.
+fn fleet_with(extra: &str) -> Option<Fleet> {
     if !sshd::available() {
         return None;
     }
@@ -125,6 +131,7 @@ fn fleet() -> Option<Fleet> {
             home = f.remote.home.display(),
         ));
     }
+    config.push_str(extra);
     local.write_config(&config);
     Some(Fleet {
         local,
@@ -440,4 +447,276 @@ fn the_tui_overview_lists_every_hosts_agents_waiting_first_and_enter_goes_to_one
     });
     app.write(b"q");
     assert_eq!(app.wait_exit(), Some(0));
+}
+
+/// This machine's notify lines: "HOST ID ACTIVITY" (`local` for its own).
+fn notified(file: &Path) -> Vec<String> {
+    fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_far_agent_that_starts_waiting_or_ends_its_turn_notifies_this_machine_once_and_a_stopped_host_blocks_nothing()
+ {
+    let notes = tempfile::tempdir().expect("notes dir");
+    let log = notes.path().join("notified.log");
+    let Some(mut f) = fleet_with(&format!(
+        "\n[notify]\ndesktop = false\ncommand = 'echo \"${{HANGAR_HOST:-local}} $HANGAR_SESSION_ID $HANGAR_ACTIVITY\" >> {}'\n",
+        log.display()
+    )) else {
+        return;
+    };
+    let on_h1 = far_session(&f, "h1", "asks-on-h1");
+    let on_h3 = far_session(&f, "h3", "asks-on-h3");
+    far_session(&f, "h2", "on-h2");
+    // This machine's daemon starts, and with it the watch of every host.
+    let here = f
+        .local
+        .new_agent(&["--provider", "claude", "--title", "here"]);
+    f.local.wait_state(&here, "live");
+    let daemon_log = f.local.home.join("daemon.log");
+    f.local.wait_until("every host is watched", DEADLINE, || {
+        let said = fs::read_to_string(&daemon_log).unwrap_or_default();
+        ["h1", "h2", "h3"]
+            .iter()
+            .all(|h| said.contains(&format!("host \"{h}\" watched")))
+    });
+
+    // h1's agent asks a question: this machine is told once, naming h1.
+    f.local
+        .ok(&["send", &format!("h1:{on_h1}"), "ask which branch"]);
+    f.local.wait_until("h1's wait told here", DEADLINE, || {
+        !notified(&log).is_empty()
+    });
+    // Answered, its turn ends: told once more, and the wait was not told
+    // again in between.
+    f.local
+        .ok(&["send", &format!("h1:{on_h1}"), "slow 300 main"]);
+    f.local.wait_until("h1's turn end told here", DEADLINE, || {
+        notified(&log).len() >= 2
+    });
+    assert_eq!(
+        notified(&log),
+        vec![format!("h1 {on_h1} waiting"), format!("h1 {on_h1} idle")]
+    );
+
+    // The daemon's link to h1 dies (its ssh killed); the watch connects
+    // again and tells nothing old: the next line is h1's next change.
+    let daemon = f.local.daemon_pid();
+    let port = f.far[0].sshd.port.to_string();
+    let links: Vec<i32> = support::descendants_of(daemon)
+        .into_iter()
+        .filter(|&p| {
+            let c = support::cmdline(p);
+            c.iter().any(|a| a.contains(" bridge --mux")) && c.contains(&port)
+        })
+        .collect();
+    assert_eq!(links.len(), 1, "one ssh link from the daemon to h1");
+    signal(links[0], libc::SIGKILL);
+    f.local.wait_until("the watch of h1 is back", DEADLINE, || {
+        fs::read_to_string(&daemon_log)
+            .unwrap_or_default()
+            .contains("host \"h1\" answers again")
+    });
+    f.local
+        .ok(&["send", &format!("h1:{on_h1}"), "ask which tag"]);
+    f.local.wait_until("h1's new wait told here", DEADLINE, || {
+        notified(&log).len() >= 3
+    });
+    assert_eq!(
+        notified(&log),
+        vec![
+            format!("h1 {on_h1} waiting"),
+            format!("h1 {on_h1} idle"),
+            format!("h1 {on_h1} waiting")
+        ],
+        "nothing replayed when the link came back"
+    );
+    f.local.ok(&["send", &format!("h1:{on_h1}"), "slow 100 v1"]);
+    f.local.wait_until("h1's turn end told here", DEADLINE, || {
+        notified(&log).len() >= 4
+    });
+
+    // h2 goes away: neither this machine's notifications nor h3's wait.
+    f.far[1].sshd.kill();
+    f.local.ok(&["send", &here, "ask which branch"]);
+    f.local
+        .ok(&["send", &format!("h3:{on_h3}"), "ask which branch"]);
+    f.local
+        .wait_until("this machine's and h3's waits told", DEADLINE, || {
+            notified(&log).len() >= 6
+        });
+    let mut last_two = notified(&log)[4..].to_vec();
+    last_two.sort();
+    assert_eq!(
+        last_two,
+        vec![
+            format!("h3 {on_h3} waiting"),
+            format!("local {here} waiting")
+        ]
+    );
+}
+
+#[test]
+fn the_web_api_lists_every_hosts_agents_and_a_far_terminal_comes_over_the_ssh_link() {
+    use crate::web_support::{self, WebServer, WsClient};
+    let Some(mut f) = fleet() else { return };
+    let here = f
+        .local
+        .new_agent(&["--provider", "claude", "--title", "here"]);
+    let on_h1 = far_session(&f, "h1", "web-on-h1");
+    let on_h2 = far_session(&f, "h2", "on-h2");
+    f.local
+        .ok(&["send", &format!("h1:{on_h1}"), "web-needle-1"]);
+    f.local.wait_until("h1's agent answered", DEADLINE, || {
+        f.local
+            .ok(&["screen", &format!("h1:{on_h1}")])
+            .contains("answer: web-needle-1")
+    });
+    // h2 stops before the page asks.
+    f.far[1].sshd.kill();
+    let web = WebServer::start(&f.local, &[]);
+
+    // Behind the page's token, as every route.
+    let bare = web_support::http(
+        "GET",
+        &format!("{}/api/all-hosts/sessions", web.base),
+        &[],
+        None,
+    );
+    assert_eq!(bare.status, 401, "{}", bare.text());
+
+    // The every-host list: `ls --all-hosts --json`, h2 named down.
+    let r = web.get("/api/all-hosts/sessions");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let doc = r.json();
+    let rows = ids_by_host(&doc);
+    assert!(rows.contains(&("local".to_owned(), here.clone())), "{doc}");
+    assert!(rows.contains(&("h1".to_owned(), on_h1.clone())), "{doc}");
+    assert!(!rows.iter().any(|(h, _)| h == "h2"), "{doc}");
+    assert_eq!(down_hosts(&doc), vec!["h2"], "{doc}");
+    let reason = doc["down"][0]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("cannot reach host \"h2\""), "{reason}");
+
+    // h1's agent's terminal, through this server's ssh link to h1: its
+    // screen comes first, and typing reaches it.
+    let bearer = format!("Bearer {}", web.token);
+    let path = format!("/api/hosts/h1/sessions/{on_h1}/attach?cols=100&rows=30");
+    let mut ws = WsClient::connect(web.host(), &path, &[("Authorization", &bearer)]);
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("web-needle-1") {
+        let (op, payload) = ws.read_frame();
+        assert_ne!(op, 0x8, "closed: {}", String::from_utf8_lossy(&payload));
+        if op == 0x2 {
+            seen.extend_from_slice(&payload);
+        }
+    }
+    ws.send_binary(b"typed-over-web\r");
+    f.local
+        .wait_until("h1's agent answered the web", DEADLINE, || {
+            f.local
+                .ok(&["screen", &format!("h1:{on_h1}")])
+                .contains("answer: typed-over-web")
+        });
+    // Its history pages come the same way.
+    let page = web.get(&format!("/api/hosts/h1/sessions/{on_h1}/history?lines=50"));
+    assert_eq!(page.status, 200, "{}", page.text());
+
+    // A host that is down and one that is not configured are clear errors.
+    let down = web.get(&format!("/api/hosts/h2/sessions/{on_h2}/history"));
+    assert_eq!(down.status, 502, "{}", down.text());
+    assert_eq!(down.json()["error"]["code"], "host_down");
+    let unknown = web.get(&format!("/api/hosts/nowhere/sessions/{on_h1}/history"));
+    assert_eq!(unknown.status, 404, "{}", unknown.text());
+    assert_eq!(unknown.json()["error"]["code"], "no_such_host");
+
+    // Nothing listens on h1 for this: its daemon has no TCP listener
+    // beyond loopback (its recording proxy is on 127.0.0.1 for its agents).
+    let far_pid = f.far[0].remote.daemon_pid();
+    assert!(
+        !listens_beyond_loopback(far_pid),
+        "h1's daemon opened no network listener"
+    );
+}
+
+/// Whether `pid` holds a listening TCP socket on an address other than
+/// loopback (`/proc/net/tcp*`: state 0A, inode one of its fds).
+fn listens_beyond_loopback(pid: i32) -> bool {
+    const LOOPBACK: [&str; 2] = ["0100007F", "00000000000000000000000001000000"];
+    let inodes: Vec<String> = fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+                .filter_map(|l| {
+                    l.to_str()?
+                        .strip_prefix("socket:[")?
+                        .strip_suffix(']')
+                        .map(str::to_owned)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        fs::read_to_string(table)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                let address = cols.get(1)?.split(':').next()?;
+                (cols.get(3) == Some(&"0A") && !LOOPBACK.contains(&address))
+                    .then(|| cols.get(9).map(|s| s.to_string()))?
+            })
+            .any(|inode| inodes.contains(&inode))
+    })
+}
+
+#[test]
+fn in_a_browser_the_page_lists_every_hosts_agents_and_types_into_a_far_ones_terminal() {
+    use crate::web_support::{self, Browser, Screen, WebServer};
+    let bins = browser_or_skip!();
+    let Some(mut f) = fleet() else { return };
+    let here = f
+        .local
+        .new_agent(&["--provider", "claude", "--title", "near-agent"]);
+    let on_h1 = far_session(&f, "h1", "far-on-h1");
+    far_session(&f, "h2", "on-h2");
+    f.local.wait_state(&here, "live");
+    f.far[1].sshd.kill();
+    let web = WebServer::start(&f.local, &[]);
+    let browser = Browser::start(&bins, Screen::Desktop);
+    browser.goto(&web.url);
+    browser.wait_js(
+        "this machine's and h1's agents listed, h2 named down",
+        &format!(
+            "const far = document.querySelector('#far:not([hidden]) a.row[data-host=\"h1\"][data-session=\"{on_h1}\"]'); \
+             const near = document.querySelector('section.tab a.row[data-session=\"{here}\"]'); \
+             const down = document.getElementById('far-down').textContent; \
+             return !!far && !!near && down.includes('host h2 is down: cannot reach host');"
+        ),
+    );
+
+    // Opening h1's row: its terminal, through the server's ssh link.
+    browser.click(&format!(
+        "a.row[data-host=\"h1\"][data-session=\"{on_h1}\"]"
+    ));
+    browser.wait_js(
+        "h1's agent's terminal",
+        "const r = document.querySelector('#term .xterm-rows'); \
+         return !!r && r.textContent.includes('fake-agent claude session') \
+           && document.getElementById('heading').textContent.startsWith('h1: ');",
+    );
+    browser.type_into(".xterm-helper-textarea", "typed-in-browser\u{E007}");
+    f.local
+        .wait_until("h1's agent answered the browser", DEADLINE, || {
+            f.local
+                .ok(&["screen", &format!("h1:{on_h1}")])
+                .contains("answer: typed-in-browser")
+        });
+    browser.wait_js(
+        "the answer comes back to the browser",
+        "return document.querySelector('#term .xterm-rows').textContent.includes('answer: typed-in-browser');",
+    );
 }

@@ -42,7 +42,10 @@ fn pair_with(extra_hosts: impl FnOnce(&Sshd, &Hangar) -> String) -> Option<Pair>
          [hosts.box]\nssh = \"box-alias\"\nhangar = \"{hangar}\"\nhome = \"{home}\"\n\n\
          # `direct`: user@host with port and key given here\n\
          [hosts.direct]\nssh = \"{user}@127.0.0.1\"\nport = {port}\nidentity_file = \"{key}\"\n\
-         hangar = \"{hangar}\"\nhome = \"{home}\"\n\n{extra}",
+         hangar = \"{hangar}\"\nhome = \"{home}\"\n\n{extra}\n\n\
+         # These tests count the client's own ssh connections: the daemon's\n\
+         # watch of the hosts (tested in remote_all_hosts_over_ssh) is off.\n\
+         [notify]\nfar_hosts = false\n",
         hangar = remote_hangar.display(),
         home = remote.home.display(),
         user = sshd.user,
@@ -893,10 +896,12 @@ fn ssh_links_to(pid: i32, destination: &str) -> Vec<i32> {
 #[test]
 fn every_pane_and_command_of_a_host_shares_one_ssh_connection_and_it_comes_back_when_killed() {
     let Some(p) = pair() else { return };
-    // Only `box`: nothing else may log in to this sshd while we count.
+    // Only `box`, and not the daemon's watch of it: nothing else may log
+    // in to this sshd while we count.
     let remote_hangar = sshd::remote_hangar(&p.remote);
     p.local.write_config(&format!(
-        "[hosts.box]\nssh = \"box-alias\"\nhangar = \"{}\"\nhome = \"{}\"\n",
+        "[hosts.box]\nssh = \"box-alias\"\nhangar = \"{}\"\nhome = \"{}\"\n\
+         [notify]\nfar_hosts = false\n",
         remote_hangar.display(),
         p.remote.home.display()
     ));

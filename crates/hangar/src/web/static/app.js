@@ -13,6 +13,9 @@
     tabs: [],
     activity: new Map(), // id -> last activity seen, for notifications
     current: null, // the session id on screen, or null for the list
+    currentHost: null, // the other host of the session on screen, or null for this machine
+    far: [], // other hosts' sessions (`hangar ls --all-hosts --json`, each with `host`)
+    down: [], // other hosts that did not answer: {host, reason}
     term: null,
     fit: null,
     scrollback: null, // the history view over the terminal (scrollback.js)
@@ -86,13 +89,28 @@
     return w(a) - w(b);
   }
 
+  // A session of another host: its rows, view and terminal go through
+  // this server's ssh link to that host (`/api/hosts/HOST/...`).
+  function isFar(s) {
+    return !!s.host && s.host !== "local";
+  }
+
+  function sessionPath(host, id) {
+    const sid = encodeURIComponent(id);
+    return host ? "/api/hosts/" + encodeURIComponent(host) + "/sessions/" + sid : "/api/sessions/" + sid;
+  }
+
   function row(s) {
     const li = el("li");
     const a = el("a", "row" + (s.activity === "waiting" ? " is-waiting" : ""));
-    a.href = "#/s/" + encodeURIComponent(s.id);
+    a.href = isFar(s)
+      ? "#/h/" + encodeURIComponent(s.host) + "/" + encodeURIComponent(s.id)
+      : "#/s/" + encodeURIComponent(s.id);
     a.dataset.session = s.id;
+    if (isFar(s)) a.dataset.host = s.host;
     a.appendChild(el("span", "title", title(s)));
     const badges = el("span", "badges");
+    if (isFar(s)) badges.appendChild(el("span", "badge host", s.host));
     if (s.activity && s.activity !== "unknown") badges.appendChild(el("span", "badge " + s.activity, s.activity));
     badges.appendChild(el("span", "badge " + s.state, s.state));
     if (s.limit) badges.appendChild(el("span", "badge limited", "limited until " + clock(s.limit.resets_at)));
@@ -154,8 +172,35 @@
       sections.push(sec);
     }
     tabs.replaceChildren(...sections);
-    $("empty").hidden = state.sessions.length !== 0;
+    $("empty").hidden = state.sessions.length !== 0 || state.far.length !== 0;
+    renderFar();
     document.title = (waiting.length ? "(" + waiting.length + ") " : "") + "hangar";
+  }
+
+  // Other machines' agents, waiting ones first, and the hosts that are down
+  // with their reason (shown as text: it carries ssh's words).
+  function renderFar() {
+    const rows = state.far.slice().sort(waitingFirst);
+    $("far-list").replaceChildren(...rows.map(row));
+    $("far-down").replaceChildren(...state.down.map((d) => el("li", "down", "host " + d.host + " is down: " + d.reason)));
+    $("far").hidden = rows.length === 0 && state.down.length === 0;
+  }
+
+  // Every host's list, asked every 5 s (each host within its bound on the
+  // server: one that is down never holds the page up).
+  async function refreshFar() {
+    let doc;
+    try {
+      doc = await api("GET", "/api/all-hosts/sessions");
+    } catch (_) {
+      return;
+    }
+    const rows = Array.isArray(doc.sessions) ? doc.sessions : [];
+    state.far = rows.filter(isFar);
+    state.down = (Array.isArray(doc.down) ? doc.down : []).filter((d) => d.host !== "local");
+    notifyTransitions(state.far);
+    renderList();
+    if (state.current && state.currentHost) renderSession();
   }
 
   // The usage view: `hangar usage --json` for the last 24 hours, a bar per
@@ -216,12 +261,17 @@
   }
 
   function renderSession() {
-    const s = state.sessions.find((x) => x.id === state.current);
+    const s = state.currentHost
+      ? state.far.find((x) => x.id === state.current && x.host === state.currentHost)
+      : state.sessions.find((x) => x.id === state.current);
+    // A far session is typed into in its terminal; the buttons act on
+    // this machine's sessions only.
+    $("controls").hidden = state.readOnly || !!state.currentHost;
     if (!s) {
       $("heading").textContent = short(state.current) + " (gone)";
       return;
     }
-    $("heading").textContent = title(s);
+    $("heading").textContent = (state.currentHost ? state.currentHost + ": " : "") + title(s);
     const act = $("s-activity");
     act.textContent = s.activity;
     act.className = "badge " + s.activity;
@@ -246,17 +296,18 @@
 
   function notifyTransitions(sessions) {
     for (const s of sessions) {
-      const before = state.activity.get(s.id);
+      const key = isFar(s) ? s.host + ":" + s.id : s.id;
+      const before = state.activity.get(key);
       if (before !== undefined && before !== "waiting" && s.activity === "waiting") {
         if ("Notification" in window && Notification.permission === "granted") {
           try {
-            new Notification(title(s) + " is waiting for you", { body: "hangar · " + s.provider, tag: s.id });
+            new Notification(title(s) + " is waiting for you", { body: "hangar · " + (isFar(s) ? s.host + " · " : "") + s.provider, tag: key });
           } catch (_) {
             // Some browsers only notify from a service worker; the list still shows it.
           }
         }
       }
-      state.activity.set(s.id, s.activity);
+      state.activity.set(key, s.activity);
     }
   }
 
@@ -348,7 +399,7 @@
       $("term-box"),
       (before, lines) => {
         const q = "?lines=" + lines + (before === null ? "" : "&before=" + before);
-        return api("GET", "/api/sessions/" + encodeURIComponent(state.current) + "/history" + q);
+        return api("GET", sessionPath(state.currentHost, state.current) + "/history" + q);
       },
       () => state.term,
       () => {
@@ -362,7 +413,7 @@
     if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(bytes);
   }
 
-  function connectTerminal(id) {
+  function connectTerminal(host, id) {
     ensureTerm();
     const term = state.term;
     state.scrollback.close();
@@ -371,7 +422,7 @@
     state.fit.fit();
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     const url =
-      proto + "//" + location.host + "/api/sessions/" + encodeURIComponent(id) +
+      proto + "//" + location.host + sessionPath(host, id) +
       "/attach?cols=" + term.cols + "&rows=" + term.rows;
     const ws = new WebSocket(url);
     ws.binaryType = "arraybuffer";
@@ -411,6 +462,7 @@
 
   function route() {
     const m = location.hash.match(/^#\/s\/(.+)$/);
+    const far = location.hash.match(/^#\/h\/([^/]+)\/(.+)$/);
     disconnectTerminal();
     showError("");
     // A review belongs to one session.
@@ -418,15 +470,17 @@
     $("comment-form").hidden = true;
     review.comments = [];
     renderComments();
-    if (m) {
-      state.current = decodeURIComponent(m[1]);
+    if (m || far) {
+      state.current = decodeURIComponent(m ? m[1] : far[2]);
+      state.currentHost = far ? decodeURIComponent(far[1]) : null;
       $("list-view").hidden = true;
       $("session-view").hidden = false;
       $("back").hidden = false;
       renderSession();
-      connectTerminal(state.current);
+      connectTerminal(state.currentHost, state.current);
     } else {
       state.current = null;
+      state.currentHost = null;
       $("session-view").hidden = true;
       $("list-view").hidden = false;
       $("back").hidden = true;
@@ -644,6 +698,8 @@
     }
     listen();
     route();
+    refreshFar();
+    setInterval(refreshFar, 5000);
   }
 
   start();

@@ -310,10 +310,6 @@ async fn screen(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response
     .await
 }
 
-/// The most lines one history page holds: a page is fetched as the view
-/// scrolls back, so a phone never loads a session's whole history at once.
-pub const MAX_HISTORY_PAGE: u32 = 1000;
-
 #[derive(Deserialize)]
 struct HistoryQuery {
     before: Option<u64>,
@@ -333,7 +329,10 @@ async fn history(
         msg::HistoryPage {
             session: id,
             before: q.before,
-            lines: q.lines.unwrap_or(MAX_HISTORY_PAGE).min(MAX_HISTORY_PAGE),
+            lines: q
+                .lines
+                .unwrap_or(super::MAX_HISTORY_PAGE)
+                .min(super::MAX_HISTORY_PAGE),
         },
     )
     .await

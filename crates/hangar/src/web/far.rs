@@ -121,8 +121,8 @@ pub async fn history(
         before: q.before,
         lines: q
             .lines
-            .unwrap_or(super::api::MAX_HISTORY_PAGE)
-            .min(super::api::MAX_HISTORY_PAGE),
+            .unwrap_or(super::MAX_HISTORY_PAGE)
+            .min(super::MAX_HISTORY_PAGE),
     };
     match link.ask::<kind::History>(page).await {
         Ok(v) => axum::Json(v).into_response(),

@@ -186,6 +186,11 @@ async fn serve(
 }
 
 /// How long open requests may take to finish after Ctrl-C.
+/// The most lines one history page holds (this machine's sessions and a
+/// far host's alike): a page is fetched as the view scrolls back, so a
+/// phone never loads a session's whole history at once.
+const MAX_HISTORY_PAGE: u32 = 1000;
+
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn stop_signal() {

@@ -52,6 +52,7 @@ pub mod tile;
 pub mod usage;
 pub mod usage_limits;
 pub mod wake_decision;
+pub mod work_in_flight;
 pub mod worktree;
 
 #[cfg(test)]

@@ -233,6 +233,41 @@ impl Governor {
         self.wake_as(id, Caller::Cli).await
     }
 
+    /// What `id`'s agent is doing that stopping its process would cut
+    /// (`hangar_core::work_in_flight`): its turn, or a command it started
+    /// that still runs. A turn whose answer is in and whose end is only
+    /// not reported yet is not cut (the stop waits for its record:
+    /// `hangar_core::stop_gate`). `None` when it is not live, is a plain
+    /// shell, or nothing runs. Reads the transcript: call it off the async
+    /// threads.
+    pub fn work_in_flight(&self, id: &SessionId) -> Option<hangar_core::work_in_flight::InFlight> {
+        let pid = self.sessions.process(id)?.pid;
+        if self.sessions.provider_of(id)? == hangar_core::Provider::Shell {
+            return None;
+        }
+        if self.monitor.turn_end_now(id) == crate::activity::TurnEnd::Busy {
+            return Some(hangar_core::work_in_flight::InFlight::Turn);
+        }
+        self.command_in_flight(pid)
+    }
+
+    /// A command the agent process `pid` started that still runs (its
+    /// descendants read from `/proc`; `hangar_core::work_in_flight`).
+    fn command_in_flight(&self, pid: u32) -> Option<hangar_core::work_in_flight::InFlight> {
+        let descendants: Vec<hangar_core::work_in_flight::TreeProcess> = self
+            .os
+            .process_tree(pid)
+            .into_iter()
+            .filter(|p| *p != pid)
+            .map(|p| hangar_core::work_in_flight::TreeProcess {
+                pid: p,
+                parent: self.os.parent_of(p),
+                argv: self.os.cmdline(p),
+            })
+            .collect();
+        hangar_core::work_in_flight::in_flight(false, &descendants)
+    }
+
     /// Refuse what an agent asks of `id` (a wake, a prompt) while its
     /// provider account is limited: never hammer a limited account. A person
     /// is never refused (they see the limit and decide).
@@ -408,12 +443,17 @@ impl Governor {
             .into_iter()
             .map(|c| {
                 let (activity, _) = self.monitor.activity_of(&c.id);
+                // A command it started in the background outlives its turn
+                // (issue 46 part 3): stopping it would cut that too.
+                let busy = activity == Activity::Working
+                    || (c.meta.provider != hangar_core::Provider::Shell
+                        && self.command_in_flight(c.pid).is_some());
                 LiveFacts {
                     viewed: self.activity.viewers(&c.id) > 0,
                     last_active_ms: c.meta.last_active_ms,
                     visible: c.visible,
                     pinned: c.pinned,
-                    busy: activity == Activity::Working,
+                    busy,
                     waiting: activity == Activity::Waiting,
                     memory_bytes: memory.get(&c.id).map_or(0, |m| m.proportional),
                     id: c.id,
@@ -436,7 +476,15 @@ impl Governor {
     /// waiting for the person), if so: what evict, close-idle and the budget
     /// must never interrupt.
     pub fn in_use(&self, id: &SessionId) -> Option<&'static str> {
-        in_use(self.activity.viewers(id), || self.monitor.activity_of(id).0).map(InUse::reason)
+        in_use(self.activity.viewers(id), || self.monitor.activity_of(id).0)
+            .map(InUse::reason)
+            .or_else(|| {
+                let pid = self.sessions.process(id)?.pid;
+                (self.sessions.provider_of(id)? != hangar_core::Provider::Shell)
+                    .then(|| self.command_in_flight(pid))
+                    .flatten()
+                    .map(|_| "running a command it started")
+            })
     }
 
     /// Check the budget once and hibernate what the rules choose.
@@ -615,6 +663,59 @@ mod tests {
         for s in ["old", "mid"] {
             assert_eq!(m.daemon.sessions.run_state(&id(s)), RunState::Hibernated);
         }
+    }
+
+    /// `session`'s agent process starts `argv` under it (as Claude Code
+    /// runs a background Bash task): pid `child`.
+    fn runs_command(m: &FakeMachine, session: &str, child: u32, argv: &[&str]) {
+        let agent = m.daemon.sessions.process(&id(session)).unwrap().pid;
+        m.os.spawn(child, agent, 7);
+        m.os.set_process(child, Some(agent), 4096);
+        m.os.set_cmdline(child, argv);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_agent_running_a_command_it_started_is_never_hibernated_by_the_budget() {
+        let m = fleet(&["pane"], &["old", "new"], Some(1));
+        wake_in_turn(&m, &["old"]).await;
+        runs_command(&m, "old", 90_001, &["/bin/bash", "-c", "sleep 300"]);
+        wake_in_turn(&m, &["new"]).await;
+        assert_eq!(live(&m), ["new", "old"], "old's command goes on");
+        assert_eq!(
+            m.daemon.governor.in_use(&id("old")),
+            Some("running a command it started")
+        );
+        // A helper process that is not a shell (an MCP server) holds
+        // nothing back.
+        m.os.set_cmdline(90_001, &["/usr/bin/hangar", "mcp"]);
+        let decision = m.daemon.governor.enforce_budget_now(&BTreeSet::new()).await;
+        assert_eq!(decision.hibernate.len(), 1, "{decision:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hibernate_refuses_an_agent_running_a_command_unless_forced_and_says_what_runs() {
+        let m = fleet(&["pane"], &[], None);
+        wake_in_turn(&m, &["pane"]).await;
+        runs_command(&m, "pane", 90_002, &["bash", "-c", "npm test\x1b[31m"]);
+        let refused = crate::handlers::lifecycle::hibernate(&m.daemon, "pane", false)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code, hangar_protocol::message::codes::BUSY);
+        assert!(
+            refused.message.contains("bash -c npm test") && refused.message.contains("pid 90002"),
+            "{}",
+            refused.message
+        );
+        assert!(
+            !refused.message.contains('\x1b'),
+            "the agent's text is escaped"
+        );
+        assert!(refused.message.contains("--force"), "{}", refused.message);
+        assert_eq!(m.daemon.sessions.run_state(&id("pane")), RunState::Live);
+        let forced = crate::handlers::lifecycle::hibernate(&m.daemon, "pane", true)
+            .await
+            .unwrap();
+        assert_eq!(forced.state, "hibernated");
     }
 
     #[tokio::test(start_paused = true)]

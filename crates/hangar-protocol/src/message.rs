@@ -98,6 +98,15 @@ pub struct SessionRef {
     pub session: String,
 }
 
+/// `hangar hibernate ID [--force]`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HibernateSession {
+    pub session: String,
+    /// Stop it even while its turn runs or a command it started runs.
+    #[serde(default)]
+    pub force: bool,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Unpark {
     pub session: String,
@@ -566,7 +575,7 @@ pub enum Request {
     Pin(SessionRef),
     Unpin(SessionRef),
     Wake(SessionRef),
-    Hibernate(SessionRef),
+    Hibernate(HibernateSession),
     Close(Close),
     TabNew(TabNew),
     TabList,
@@ -753,8 +762,8 @@ impl Request {
             | Request::Unbury(b)
             | Request::Pin(b)
             | Request::Unpin(b)
-            | Request::Wake(b)
-            | Request::Hibernate(b) => v(b),
+            | Request::Wake(b) => v(b),
+            Request::Hibernate(b) => v(b),
             Request::Unpark(b) => v(b),
             Request::Close(b) => v(b),
             Request::TabNew(b) => v(b),
@@ -923,6 +932,9 @@ pub mod codes {
     pub const CASCADE_REFUSED: &str = "cascade_refused";
     /// The session's provider account is at a usage limit until its reset.
     pub const LIMITED: &str = "limited";
+    /// Stopping the session now would cut work it is doing (its turn, a
+    /// command it started): `hangar hibernate --force` stops it anyway.
+    pub const BUSY: &str = "busy";
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -712,7 +712,7 @@ pub mod kind {
         /// a failed start is the `failed` error with that view as its
         /// detail.
         Wake(msg::SessionRef) -> Option<SessionView> = Request::Wake;
-        Hibernate(msg::SessionRef) -> Hibernated = Request::Hibernate;
+        Hibernate(msg::HibernateSession) -> Hibernated = Request::Hibernate;
         Close(msg::Close) -> Closed = Request::Close;
         TabNew(msg::TabNew) -> TabNamed = Request::TabNew;
         TabList(()) -> Vec<TabView> = |()| Request::TabList;

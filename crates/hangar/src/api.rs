@@ -99,8 +99,14 @@ pub fn wake(c: &mut Client, id: &str) -> anyhow::Result<Option<SessionView>> {
     ask::<kind::Wake>(c, session(id))
 }
 
-pub fn hibernate(c: &mut Client, id: &str) -> anyhow::Result<reply::Hibernated> {
-    ask::<kind::Hibernate>(c, session(id))
+pub fn hibernate(c: &mut Client, id: &str, force: bool) -> anyhow::Result<reply::Hibernated> {
+    ask::<kind::Hibernate>(
+        c,
+        msg::HibernateSession {
+            session: id.to_owned(),
+            force,
+        },
+    )
 }
 
 pub fn close(c: &mut Client, req: msg::Close) -> anyhow::Result<reply::Closed> {

@@ -174,7 +174,14 @@ pub enum Command {
         storm_window: std::time::Duration,
     },
     /// Stop a session's process, keeping everything needed to wake it.
-    Hibernate { id: String },
+    /// Refused while its turn runs or a command it started runs, unless
+    /// --force.
+    Hibernate {
+        id: String,
+        /// Stop it even while its turn or a command it started runs.
+        #[arg(long)]
+        force: bool,
+    },
     /// Type TEXT into a session and press Enter (wakes it first).
     Send { id: String, text: String },
     /// Attach this terminal to a session (wakes it first).
@@ -645,7 +652,7 @@ fn session_id_mut(command: &mut Command) -> Option<&mut String> {
         | Command::Unbury { id }
         | Command::Pin { id }
         | Command::Unpin { id }
-        | Command::Hibernate { id }
+        | Command::Hibernate { id, .. }
         | Command::Send { id, .. }
         | Command::Attach { id }
         | Command::Close { id, .. }
@@ -1005,9 +1012,12 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
             storm_wakes,
             storm_window,
         ),
-        Command::Hibernate { id } => {
-            simple(&target, json, |c| api::hibernate(c, &id), "hibernated")
-        }
+        Command::Hibernate { id, force } => simple(
+            &target,
+            json,
+            |c| api::hibernate(c, &id, force),
+            "hibernated",
+        ),
         Command::Send { id, text } => simple(
             &target,
             json,

@@ -35,8 +35,36 @@ pub async fn wake(daemon: &Arc<Daemon>, session: &str) -> Result<Option<SessionV
     }
 }
 
-pub async fn hibernate(daemon: &Arc<Daemon>, session: &str) -> Result<Hibernated, ApiError> {
+/// `hangar hibernate`: refused while the agent's turn runs or a command it
+/// started runs (issue 46 part 3: stopping it would cut that work), saying
+/// what runs, unless `force`.
+pub async fn hibernate(
+    daemon: &Arc<Daemon>,
+    session: &str,
+    force: bool,
+) -> Result<Hibernated, ApiError> {
     let id = daemon.sessions.resolve(session)?;
+    let in_flight = if force {
+        None
+    } else {
+        let (governor, at) = (daemon.governor.clone(), id.clone());
+        tokio::task::spawn_blocking(move || governor.work_in_flight(&at))
+            .await
+            .map_err(|e| ApiError::internal(format!("cannot look at {}: {e}", id.short())))?
+    };
+    if let Some(work) = in_flight {
+        let mut refused = ApiError::new(
+            codes::BUSY,
+            format!(
+                "session {} is not hibernated: {}; `hangar hibernate --force {}` stops it anyway",
+                id.short(),
+                work.reason(),
+                id.short()
+            ),
+        );
+        refused.detail = serde_json::json!({"id": id.to_string(), "in_flight": work.reason()});
+        return Err(refused);
+    }
     daemon.spawner.hibernate_session(&id).await?;
     daemon.journal.record(Event::Hibernate {
         session: id.to_string(),

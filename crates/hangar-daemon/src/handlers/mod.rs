@@ -58,7 +58,7 @@ pub async fn dispatch(daemon: &Arc<Daemon>, request: Request) -> Result<Value, A
         Request::Unpin(r) => answer::<kind::Unpin>(placement::pin(daemon, &r.session, false)),
         Request::Wake(r) => answer::<kind::Wake>(lifecycle::wake(daemon, &r.session).await),
         Request::Hibernate(r) => {
-            answer::<kind::Hibernate>(lifecycle::hibernate(daemon, &r.session).await)
+            answer::<kind::Hibernate>(lifecycle::hibernate(daemon, &r.session, r.force).await)
         }
         Request::Close(r) => answer::<kind::Close>(sessions::close(daemon, r).await),
         Request::TabNew(r) => answer::<kind::TabNew>(tabs::new(daemon, r)),

@@ -27,6 +27,7 @@ struct FakeProcess {
     parent: Option<u32>,
     memory: ProcessMemory,
     env: Vec<String>,
+    argv: Vec<String>,
     open_files: Vec<PathBuf>,
 }
 
@@ -248,6 +249,13 @@ impl FakeOs {
     }
 
     /// Process `pid`'s environment (it must exist).
+    /// Process `pid`'s command line (it must exist).
+    pub fn set_cmdline(&self, pid: u32, argv: &[&str]) {
+        if let Some(p) = self.machine().processes.get_mut(&pid) {
+            p.argv = argv.iter().map(|s| s.to_string()).collect();
+        }
+    }
+
     pub fn set_environ(&self, pid: u32, env: &[&str]) {
         if let Some(p) = self.machine().processes.get_mut(&pid) {
             p.env = env.iter().map(|s| s.to_string()).collect();
@@ -375,6 +383,18 @@ impl ProcessControl for FakeOs {
             .get(&pid)
             .map(|p| p.env.clone())
             .unwrap_or_default()
+    }
+
+    fn cmdline(&self, pid: u32) -> Vec<String> {
+        self.machine()
+            .processes
+            .get(&pid)
+            .map(|p| p.argv.clone())
+            .unwrap_or_default()
+    }
+
+    fn parent_of(&self, pid: u32) -> Option<u32> {
+        self.machine().processes.get(&pid)?.parent
     }
 
     fn group_of(&self, pid: u32) -> Option<u32> {

@@ -43,6 +43,11 @@ pub trait ProcessControl: Send + Sync {
     /// The process's environment as `KEY=value` strings (empty when it
     /// cannot be read).
     fn environ(&self, pid: u32) -> Vec<String>;
+    /// The process's command line, `argv[0]` first (empty when it cannot
+    /// be read).
+    fn cmdline(&self, pid: u32) -> Vec<String>;
+    /// The process's parent, `None` when it is gone.
+    fn parent_of(&self, pid: u32) -> Option<u32>;
     /// The process's group, `None` when it is gone or a zombie.
     fn group_of(&self, pid: u32) -> Option<u32>;
     /// The files under `root` that `pid` or a process below it holds open

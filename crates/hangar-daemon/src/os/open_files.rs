@@ -82,7 +82,7 @@ fn children_from_task_lists(pid: u32) -> Vec<u32> {
 }
 
 /// Field 4 of `/proc/<pid>/stat`, counted after the command name's last `)`.
-fn parent_of(pid: u32) -> Option<u32> {
+pub fn parent_of(pid: u32) -> Option<u32> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat[stat.rfind(')')? + 1..]
         .split_whitespace()

@@ -112,12 +112,15 @@ impl ProcessControl for RealOs {
     }
 
     fn environ(&self, pid: u32) -> Vec<String> {
-        std::fs::read(format!("/proc/{pid}/environ"))
-            .unwrap_or_default()
-            .split(|&b| b == 0)
-            .filter(|s| !s.is_empty())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
-            .collect()
+        nul_separated(&format!("/proc/{pid}/environ"))
+    }
+
+    fn cmdline(&self, pid: u32) -> Vec<String> {
+        nul_separated(&format!("/proc/{pid}/cmdline"))
+    }
+
+    fn parent_of(&self, pid: u32) -> Option<u32> {
+        super::open_files::parent_of(pid)
     }
 
     fn open_files_under(
@@ -153,6 +156,17 @@ impl Pty for RealOs {
     fn spawn_pty(&self, req: &SpawnRequest) -> std::io::Result<Spawned> {
         crate::pty::spawn_real_pty(req, |pgid, signal| RealOs.signal_group(pgid, signal))
     }
+}
+
+/// A `/proc` file of NUL-separated strings (`environ`, `cmdline`); empty
+/// when it cannot be read (the process is gone or not ours).
+fn nul_separated(path: &str) -> Vec<String> {
+    std::fs::read(path)
+        .unwrap_or_default()
+        .split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
 }
 
 impl Clock for RealOs {

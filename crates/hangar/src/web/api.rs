@@ -418,7 +418,14 @@ async fn wake(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
 }
 
 async fn hibernate(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    ask::<kind::Hibernate>(&app, msg::SessionRef { session: id }).await
+    ask::<kind::Hibernate>(
+        &app,
+        msg::HibernateSession {
+            session: id,
+            force: false,
+        },
+    )
+    .await
 }
 
 async fn park(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {

@@ -120,3 +120,37 @@ fn a_real_claude_hibernated_in_the_first_second_after_each_answer_wakes_with_its
         assert!(body.contains(answer.as_str()), "lost {answer}");
     }
 }
+
+#[test]
+fn a_real_claude_running_a_background_command_is_not_hibernated_unless_forced() {
+    // Issue 46 part 3: Claude Code runs a background Bash task as a shell
+    // under its own process, and it goes on after the turn ends. Stopping
+    // claude would cut it, so `hangar hibernate` refuses, naming it.
+    let Some(rc) = RealCli::start() else { return };
+    rc.api.script(serde_json::json!({"rules": [
+        {"when": "start the long job", "tool": {"name": "Bash", "input": {
+            "command": "sleep 300", "run_in_background": true,
+            "description": "a long job"}}}
+    ]}));
+    rc.hangar.start_daemon();
+    let id = rc.hangar.new_agent(&["--provider", "claude"]);
+    rc.wait_ready(&id);
+    let before = rc.api.requests().len();
+    rc.submit(&id, "start the long job");
+    rc.wait_tool_call("Bash", before);
+    // `sleep` runs without a question (Claude Code 2.1.197: "Running in the
+    // background", then "1 shell still running" once the turn ended).
+    rc.wait_screen(&id, "TOOL-DONE(");
+    support::wait_until("the turn ended", REAL_DEADLINE, || {
+        rc.hangar.session(&id)["activity"] == "idle"
+    });
+    let refused = rc.hangar.run(&["--json", "hibernate", &id]);
+    assert!(!refused.status.success(), "hibernated while its job ran");
+    let said = String::from_utf8_lossy(&refused.stderr).into_owned()
+        + &String::from_utf8_lossy(&refused.stdout);
+    assert!(said.contains("sleep 300"), "it says what runs: {said}");
+    assert!(said.contains("--force"), "{said}");
+    assert_eq!(rc.hangar.session(&id)["state"], "live");
+    rc.hangar.ok(&["hibernate", "--force", &id]);
+    rc.wait_state(&id, "hibernated");
+}

@@ -693,32 +693,6 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn hibernate_refuses_an_agent_running_a_command_unless_forced_and_says_what_runs() {
-        let m = fleet(&["pane"], &[], None);
-        wake_in_turn(&m, &["pane"]).await;
-        runs_command(&m, "pane", 90_002, &["bash", "-c", "npm test\x1b[31m"]);
-        let refused = crate::handlers::lifecycle::hibernate(&m.daemon, "pane", false)
-            .await
-            .unwrap_err();
-        assert_eq!(refused.code, hangar_protocol::message::codes::BUSY);
-        assert!(
-            refused.message.contains("bash -c npm test") && refused.message.contains("pid 90002"),
-            "{}",
-            refused.message
-        );
-        assert!(
-            !refused.message.contains('\x1b'),
-            "the agent's text is escaped"
-        );
-        assert!(refused.message.contains("--force"), "{}", refused.message);
-        assert_eq!(m.daemon.sessions.run_state(&id("pane")), RunState::Live);
-        let forced = crate::handlers::lifecycle::hibernate(&m.daemon, "pane", true)
-            .await
-            .unwrap();
-        assert_eq!(forced.state, "hibernated");
-    }
-
-    #[tokio::test(start_paused = true)]
     async fn an_attached_or_pinned_agent_is_never_hibernated_and_the_fleet_says_it_is_over_budget()
     {
         let m = fleet(&["pane"], &["old", "mid", "new"], Some(1));

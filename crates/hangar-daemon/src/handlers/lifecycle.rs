@@ -121,3 +121,51 @@ pub async fn reload(daemon: &Arc<Daemon>, req: msg::Reload) -> Result<Reloaded, 
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::on_a_fake_machine::build;
+    use crate::sessions::RunState;
+    use hangar_core::SessionId;
+
+    #[tokio::test(start_paused = true)]
+    async fn hibernate_refuses_an_agent_running_a_command_unless_forced_and_says_what_runs() {
+        let m = build(
+            &["pane"],
+            &[],
+            |c| {
+                let claude = hangar_providers::ProviderConfig {
+                    program: Some("/bin/sh".into()),
+                    ..Default::default()
+                };
+                c.providers.insert("claude".into(), claude);
+            },
+            |meta| meta.provider = hangar_core::Provider::Claude,
+        );
+        let pane = SessionId::from("pane");
+        let woken = m.daemon.governor.wake(&pane).await.unwrap();
+        assert_eq!(woken, RunState::Live);
+        // A command the agent started, as Claude Code runs a background
+        // Bash task: a shell under its process.
+        let agent = m.daemon.sessions.process(&pane).unwrap().pid;
+        m.os.spawn(90_002, agent, 7);
+        m.os.set_process(90_002, Some(agent), 4096);
+        m.os.set_cmdline(90_002, &["bash", "-c", "npm test\x1b[31m"]);
+        let refused = hibernate(&m.daemon, "pane", false).await.unwrap_err();
+        assert_eq!(refused.code, codes::BUSY);
+        assert!(
+            refused.message.contains("bash -c npm test") && refused.message.contains("pid 90002"),
+            "{}",
+            refused.message
+        );
+        assert!(
+            !refused.message.contains('\x1b'),
+            "the agent's text is escaped"
+        );
+        assert!(refused.message.contains("--force"), "{}", refused.message);
+        assert_eq!(m.daemon.sessions.run_state(&pane), RunState::Live);
+        let forced = hibernate(&m.daemon, "pane", true).await.unwrap();
+        assert_eq!(forced.state, "hibernated");
+    }
+}

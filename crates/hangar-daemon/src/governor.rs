@@ -234,19 +234,16 @@ impl Governor {
     }
 
     /// What `id`'s agent is doing that stopping its process would cut
-    /// (`hangar_core::work_in_flight`): its turn, or a command it started
-    /// that still runs. A turn whose answer is in and whose end is only
-    /// not reported yet is not cut (the stop waits for its record:
-    /// `hangar_core::stop_gate`). `None` when it is not live, is a plain
-    /// shell, or nothing runs. Reads the transcript: call it off the async
-    /// threads.
+    /// (`hangar_core::work_in_flight`): a command it started that still
+    /// runs under it, seen in `/proc`. A running turn is not a refusal
+    /// here: where hangar cannot see a CLI's turns end (no transcript, no
+    /// hooks) its activity may read "working" long after, and a stop
+    /// already waits for a turn's record (`hangar_core::stop_gate`).
+    /// `None` when it is not live, is a plain shell, or nothing runs.
     pub fn work_in_flight(&self, id: &SessionId) -> Option<hangar_core::work_in_flight::InFlight> {
         let pid = self.sessions.process(id)?.pid;
         if self.sessions.provider_of(id)? == hangar_core::Provider::Shell {
             return None;
-        }
-        if self.monitor.turn_end_now(id) == crate::activity::TurnEnd::Busy {
-            return Some(hangar_core::work_in_flight::InFlight::Turn);
         }
         self.command_in_flight(pid)
     }

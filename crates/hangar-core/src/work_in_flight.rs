@@ -8,7 +8,9 @@
 //! A command an agent runs is a shell under its process: Claude Code runs
 //! each Bash call as `bash -c ...` (its background ones too, which go on
 //! after the turn ends), Codex as `bash -lc ...`. The agent's own helpers
-//! (its MCP servers, hangar's `hangar mcp` among them) are not shells.
+//! (its MCP servers, hangar's `hangar mcp` among them) are not shells, and
+//! a shell running hangar's own hook (`sh -c '.../hangar hook stop ...'`,
+//! which Claude Code runs at each turn's end) is hangar's, not work.
 
 /// One process under a session's process, as `/proc` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,23 +57,53 @@ pub fn in_flight(turn_running: bool, descendants: &[TreeProcess]) -> Option<InFl
     if turn_running {
         return Some(InFlight::Turn);
     }
-    let shell = descendants.iter().find(|p| is_shell(&p.argv))?;
-    // What the shell runs: the first program under it that is not a shell
-    // itself (Claude Code's `bash -c 'source snapshot && eval ...'` runs
-    // the command as its child), else the shell's own line.
+    descendants
+        .iter()
+        .filter(|p| is_shell(&p.argv))
+        .map(|shell| (shell, program_under(shell, descendants).unwrap_or(shell)))
+        .find(|(shell, program)| !is_hangars_hook(&shell.argv) && !is_hangars_hook(&program.argv))
+        .map(|(shell, program)| InFlight::Command {
+            pid: shell.pid,
+            command: shown(&program.argv),
+        })
+}
+
+/// What `shell` runs: the first program under it that is not a shell
+/// itself (Claude Code's `bash -c 'source snapshot && eval ...'` runs the
+/// command as its child).
+fn program_under<'a>(
+    shell: &TreeProcess,
+    descendants: &'a [TreeProcess],
+) -> Option<&'a TreeProcess> {
     let mut below = vec![shell.pid];
-    let mut program = None;
-    while program.is_none() && !below.is_empty() {
+    while !below.is_empty() {
         let children: Vec<&TreeProcess> = descendants
             .iter()
             .filter(|p| p.parent.is_some_and(|parent| below.contains(&parent)))
             .collect();
-        program = children.iter().find(|p| !is_shell(&p.argv)).copied();
+        if let Some(program) = children.iter().find(|p| !is_shell(&p.argv)) {
+            return Some(program);
+        }
         below = children.iter().map(|p| p.pid).collect();
     }
-    Some(InFlight::Command {
-        pid: shell.pid,
-        command: shown(&program.unwrap_or(shell).argv),
+    None
+}
+
+/// hangar's own hook, or a shell running it (`sh -c '/path/hangar hook
+/// stop --session ...'`).
+fn is_hangars_hook(argv: &[String]) -> bool {
+    let own = |program: &str, next: Option<&str>| {
+        program.rsplit('/').next() == Some("hangar") && next == Some("hook")
+    };
+    if own(
+        argv.first().map_or("", String::as_str),
+        argv.get(1).map(String::as_str),
+    ) {
+        return true;
+    }
+    argv.iter().skip(1).any(|arg| {
+        let words: Vec<&str> = arg.split_whitespace().collect();
+        words.windows(2).any(|w| own(w[0], Some(w[1])))
     })
 }
 
@@ -153,6 +185,36 @@ mod tests {
             "/bin/bash -c -l source snapshot && eval 'sleep 300' "
         );
         assert!(is_shell(&["-bash".to_owned()]), "a login shell's argv[0]");
+    }
+
+    #[test]
+    fn hangars_own_hook_under_the_agent_is_not_its_work() {
+        // Claude Code 2.1.197 runs its Stop hook through a shell as the
+        // turn ends (seen in CI: "a command it started is still running:
+        // .../hangar hook stop --session ...").
+        let tree = [
+            process(
+                20,
+                &[
+                    "/bin/sh",
+                    "-c",
+                    "/usr/local/bin/hangar hook stop --session 8b9d",
+                ],
+            ),
+            child(
+                21,
+                20,
+                &["/usr/local/bin/hangar", "hook", "stop", "--session", "8b9d"],
+            ),
+        ];
+        assert_eq!(in_flight(false, &tree), None);
+        let mut with_job = tree.to_vec();
+        with_job.push(process(22, &["bash", "-c", "make test"]));
+        with_job.push(child(23, 22, &["make", "test"]));
+        let InFlight::Command { pid, command } = in_flight(false, &with_job).unwrap() else {
+            panic!("a command")
+        };
+        assert_eq!((pid, command.as_str()), (22, "make test"));
     }
 
     #[test]

@@ -604,11 +604,7 @@ mod tests {
             &["a"],
             &[],
             |c| {
-                let claude = hangar_providers::ProviderConfig {
-                    program: Some("/bin/sh".into()),
-                    ..Default::default()
-                };
-                c.providers.insert("claude".into(), claude);
+                crate::on_a_fake_machine::find_claude(c);
                 if !hooks {
                     c.activity
                         .sources

@@ -610,13 +610,7 @@ mod tests {
             |c| {
                 c.governor.max_live = max_live;
                 c.governor.max_memory_mb = max_memory_mb;
-                // The fake machine runs no program, but the launch looks
-                // the program up first: any that exists does.
-                let claude = hangar_providers::ProviderConfig {
-                    program: Some("/bin/sh".into()),
-                    ..Default::default()
-                };
-                c.providers.insert("claude".into(), claude);
+                crate::on_a_fake_machine::find_claude(c);
             },
             |m| m.provider = Provider::Claude,
         )

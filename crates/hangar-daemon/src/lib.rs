@@ -877,6 +877,16 @@ pub(crate) mod on_a_fake_machine {
         panic!("never happened: {what}");
     }
 
+    /// Settings where claude is found: the launch looks its program up
+    /// first, and on the fake machine, which runs none, any that exists does.
+    pub fn find_claude(c: &mut Config) {
+        let claude = hangar_providers::ProviderConfig {
+            program: Some("/bin/sh".into()),
+            ..Default::default()
+        };
+        c.providers.insert("claude".into(), claude);
+    }
+
     /// A daemon whose workspace is one tab holding `panes` as panes and
     /// `parked` parked: shells in the home folder, last used now.
     pub fn with_sessions(panes: &[&str], parked: &[&str]) -> FakeMachine {

@@ -135,11 +135,7 @@ mod tests {
             &["pane"],
             &[],
             |c| {
-                let claude = hangar_providers::ProviderConfig {
-                    program: Some("/bin/sh".into()),
-                    ..Default::default()
-                };
-                c.providers.insert("claude".into(), claude);
+                crate::on_a_fake_machine::find_claude(c);
             },
             |meta| meta.provider = hangar_core::Provider::Claude,
         );

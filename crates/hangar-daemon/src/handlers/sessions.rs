@@ -334,11 +334,7 @@ mod account_tests {
                     "home".into(),
                     account("claude", "ANTHROPIC_API_KEY", "sk-home-3"),
                 );
-                let claude = hangar_providers::ProviderConfig {
-                    program: Some("/bin/sh".into()),
-                    ..Default::default()
-                };
-                c.providers.insert("claude".into(), claude);
+                crate::on_a_fake_machine::find_claude(c);
             },
             |_| {},
         )
@@ -408,11 +404,7 @@ mod account_tests {
                     };
                     c.accounts.insert(name.into(), account);
                 }
-                let claude = hangar_providers::ProviderConfig {
-                    program: Some("/bin/sh".into()),
-                    ..Default::default()
-                };
-                c.providers.insert("claude".into(), claude);
+                crate::on_a_fake_machine::find_claude(c);
             },
             |meta| {
                 meta.provider = hangar_core::Provider::Claude;
@@ -551,11 +543,7 @@ mod account_tests {
                     folder: Some(folder.clone()),
                 };
                 c.accounts.insert("work".into(), account);
-                let claude = hangar_providers::ProviderConfig {
-                    program: Some("/bin/sh".into()),
-                    ..Default::default()
-                };
-                c.providers.insert("claude".into(), claude);
+                crate::on_a_fake_machine::find_claude(c);
             },
             |_| {},
         );

@@ -44,11 +44,7 @@ async fn live_claude_made_by(parent: Option<&str>) -> (FakeMachine, SessionId, u
         &[],
         |c| {
             c.activity.debounce_ms = 0;
-            let claude = hangar_providers::ProviderConfig {
-                program: Some("/bin/sh".into()),
-                ..Default::default()
-            };
-            c.providers.insert("claude".into(), claude);
+            crate::on_a_fake_machine::find_claude(c);
         },
         |m| {
             if m.id.as_str() == "a" {

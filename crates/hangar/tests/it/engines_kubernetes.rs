@@ -216,7 +216,7 @@ fn an_agent_in_a_pod_answers_resizes_hibernates_wakes_and_closes() {
     wait_until("the agent is gone", DEADLINE, || agents_of(&id).is_empty());
     // The conversation is in the session's state folder on this machine
     // (mounted into the pod as in a sandbox), where hangar reads it.
-    let transcripts = walk(&h.home.join("sandbox").join(&id).join("claude"));
+    let transcripts = files_under(&h.home.join("sandbox").join(&id).join("claude"));
     assert!(
         transcripts
             .iter()
@@ -237,23 +237,6 @@ fn an_agent_in_a_pod_answers_resizes_hibernates_wakes_and_closes() {
         api.with(|c| !c.pods.contains_key(&pod) && !c.claims.contains_key(&claim))
     });
     wait_until("no agent left", DEADLINE, || agents_of(&id).is_empty());
-}
-
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]
@@ -412,7 +395,7 @@ fn a_restart_after_a_crash_restores_the_pod_agent_and_resumes_it() {
 
 /// Whether any file under `dir` holds `needle`.
 fn holds(dir: &Path, needle: &str) -> bool {
-    walk(dir)
+    files_under(dir)
         .iter()
         .any(|p| std::fs::read(p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle)))
 }

@@ -53,19 +53,10 @@ fn claude_and_codex_transcripts_are_discovered_and_persisted_with_source_transcr
 }
 
 fn walk(dir: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.display().to_string());
-            }
-        }
-    }
-    out
+    support::files_under(dir)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect()
 }
 
 fn cleared_to(screen: &str) -> String {

@@ -84,22 +84,13 @@ fn codex_account_folder(rc: &RealCli, name: &str, key_var: &str) -> std::path::P
 
 /// Every file under `dir` whose name contains `psid`.
 fn files_naming(dir: &Path, psid: &str) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p
-                .file_name()
+    support::files_under(dir)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
                 .is_some_and(|n| n.to_string_lossy().contains(psid))
-            {
-                out.push(p);
-            }
-        }
-    }
-    out
+        })
+        .collect()
 }
 
 /// The credential a recorded request was sent with.

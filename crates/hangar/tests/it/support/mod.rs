@@ -25,3 +25,21 @@ pub use hangar_testkit::proc::{
     start_secs, uptime_secs,
 };
 pub use hangar_testkit::wait::{DEADLINE, poll_for, wait_for, wait_until};
+
+/// Every file under `dir`, recursively (folders left out; an unreadable
+/// or missing folder adds nothing).
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

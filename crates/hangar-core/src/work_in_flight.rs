@@ -89,22 +89,29 @@ fn program_under<'a>(
     None
 }
 
-/// hangar's own hook, or a shell running it (`sh -c '/path/hangar hook
-/// stop --session ...'`).
+/// hangar's own hook, or a shell running it (`sh -c "HANGAR_HOME='..'
+/// '/path/hangar' hook stop --session '..'"`, as the hook settings write
+/// it). The command is read as the shell reads it: its words are quoted.
 fn is_hangars_hook(argv: &[String]) -> bool {
-    let own = |program: &str, next: Option<&str>| {
-        program.rsplit('/').next() == Some("hangar") && next == Some("hook")
-    };
-    if own(
-        argv.first().map_or("", String::as_str),
-        argv.get(1).map(String::as_str),
-    ) {
-        return true;
+    match argv {
+        [program, next, ..] if calls_hangar_hook(program, next) => true,
+        _ => argv.iter().skip(1).any(|arg| runs_hangars_hook(arg, 2)),
     }
-    argv.iter().skip(1).any(|arg| {
-        let words: Vec<&str> = arg.split_whitespace().collect();
-        words.windows(2).any(|w| own(w[0], Some(w[1])))
-    })
+}
+
+/// Whether shell text `command` runs `hangar hook`, looking `depth` levels
+/// into words that are commands themselves (`eval '...'`).
+fn runs_hangars_hook(command: &str, depth: u8) -> bool {
+    let words = shlex::split(command).unwrap_or_default();
+    words.windows(2).any(|w| calls_hangar_hook(&w[0], &w[1]))
+        || (depth > 0
+            && words
+                .iter()
+                .any(|w| w.contains(char::is_whitespace) && runs_hangars_hook(w, depth - 1)))
+}
+
+fn calls_hangar_hook(program: &str, next: &str) -> bool {
+    program.rsplit('/').next() == Some("hangar") && next == "hook"
 }
 
 fn is_shell(argv: &[String]) -> bool {
@@ -198,7 +205,7 @@ mod tests {
                 &[
                     "/bin/sh",
                     "-c",
-                    "/usr/local/bin/hangar hook stop --session 8b9d",
+                    "HANGAR_HOME='/home/a/.hangar' '/usr/local/bin/hangar' hook stop --session '8b9d'",
                 ],
             ),
             child(
@@ -208,6 +215,24 @@ mod tests {
             ),
         ];
         assert_eq!(in_flight(false, &tree), None);
+        assert_eq!(
+            in_flight(false, &tree[..1]),
+            None,
+            "before the shell runs it"
+        );
+        let evaluated = process(
+            24,
+            &[
+                "bash",
+                "-c",
+                r"source snapshot && eval 'HANGAR_HOME='\''/h'\'' '\''/bin/hangar'\'' hook stop'",
+            ],
+        );
+        assert_eq!(
+            in_flight(false, &[evaluated]),
+            None,
+            "evaluated by the shell"
+        );
         let mut with_job = tree.to_vec();
         with_job.push(process(22, &["bash", "-c", "make test"]));
         with_job.push(child(23, 22, &["make", "test"]));

@@ -354,12 +354,6 @@ impl Ledger {
         self.with_store("record a request", |s| s.record(&record));
         self.budget_check.notify_one();
         let body = r.detail.error_body.as_deref().unwrap_or_default();
-        // A CLI that retries by itself after the refusal (OpenCode) carries
-        // on without hangar's prompt.
-        let retries = self
-            .sessions
-            .provider_of(&id)
-            .is_some_and(|p| hangar_providers::adapter(&p).retries_after_a_refusal());
         match usage_limits::classify_refusal(api, r.status, &r.headers, body, now) {
             Some(hit) => self.limited(
                 &id,
@@ -369,9 +363,9 @@ impl Ledger {
                     source: "proxy".to_owned(),
                     since_ms: now,
                     continue_at: None,
-                    // A refused request ends the turn the agent was on,
-                    // unless the agent retries it itself.
-                    stopped_mid_task: !retries,
+                    // A refused request ends the turn the agent was on
+                    // (`limited` knows the agents that retry it).
+                    stopped_mid_task: true,
                     continued: false,
                     account: r.account,
                 },
@@ -544,7 +538,19 @@ impl Ledger {
     }
 
     /// A source saw `id` refused for a usage limit.
-    pub fn limited(&self, id: &SessionId, seen: SessionLimit) {
+    pub fn limited(&self, id: &SessionId, mut seen: SessionLimit) {
+        // A CLI that retries by itself after the refusal (OpenCode, whose
+        // screen says `Rate limit reached ... [retrying in 8s]`) carries on
+        // without hangar's prompt, whichever source saw the limit: a screen
+        // read between two of its retries must not arm a continuation that
+        // types over the retry.
+        if self
+            .sessions
+            .provider_of(id)
+            .is_some_and(|p| hangar_providers::adapter(&p).retries_after_a_refusal())
+        {
+            seen.stopped_mid_task = false;
+        }
         let now = self.now();
         let config = self.limits.get();
         let (limit, is_new) = {

@@ -34,6 +34,11 @@ async fn live_claude() -> (FakeMachine, SessionId, u32) {
 /// `live_claude`, the agent of session `parent` when given (a pane of its
 /// own that is not started).
 async fn live_claude_made_by(parent: Option<&str>) -> (FakeMachine, SessionId, u32) {
+    live_agent(Provider::Claude, parent).await
+}
+
+/// `live_claude_made_by` for any provider's agent.
+async fn live_agent(provider: Provider, parent: Option<&str>) -> (FakeMachine, SessionId, u32) {
     let panes: &[&str] = if parent.is_some() {
         &["lead", "a"]
     } else {
@@ -44,11 +49,16 @@ async fn live_claude_made_by(parent: Option<&str>) -> (FakeMachine, SessionId, u
         &[],
         |c| {
             c.activity.debounce_ms = 0;
-            crate::on_a_fake_machine::find_claude(c);
+            // The launch looks the program up first: any that exists does.
+            let program = hangar_providers::ProviderConfig {
+                program: Some("/bin/sh".into()),
+                ..Default::default()
+            };
+            c.providers.insert(provider.name().to_owned(), program);
         },
         |m| {
             if m.id.as_str() == "a" {
-                m.provider = Provider::Claude;
+                m.provider = provider.clone();
                 if let Some(parent) = parent {
                     m.relationships.orchestration_parent = Some(SessionId::from(parent));
                     m.relationships.orchestration_root = Some(SessionId::from(parent));
@@ -386,4 +396,39 @@ async fn a_limited_session_reads_limited_while_its_cli_retries_until_the_reset()
     assert!(after.limit.is_some());
     assert_eq!(waited(&m).await, "working");
     assert_eq!(listed(&m).await, "working");
+}
+
+/// OpenCode retries a refused request by itself (`[retrying in 8s attempt
+/// #1]` under `Rate limit reached for requests`): its limit, however seen,
+/// never gets hangar's continuation typed over the retry. Seen in CI: the
+/// screen was read between two retries, the limit read as a stopped task,
+/// and `continue` was typed a second after the reset.
+#[tokio::test(start_paused = true)]
+async fn a_cli_that_retries_by_itself_gets_no_continuation_whichever_source_saw_its_limit() {
+    let (m, a, pid) = live_agent(Provider::Opencode, None).await;
+    tokio::spawn(m.daemon.continuation.clone().run());
+    for (seen_before, source) in ["proxy", "screen", "transcript"].into_iter().enumerate() {
+        let since = m.daemon.usage.now();
+        let seen = SessionLimit {
+            source: source.to_owned(),
+            ..limit_until(&m, Some(since + 1_000))
+        };
+        m.daemon.usage.limited(&a, seen);
+        m.os.advance(Duration::from_secs(120));
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!contains(&m.os.typed(pid), b"continue"), "{source}: typed");
+        let stood_down = journal(&m)
+            .into_iter()
+            .filter(|e| {
+                matches!(e, Event::LimitContinue { typed: false, reason: Some(r), .. }
+                    if r == "the limit did not stop a task")
+            })
+            .count();
+        assert_eq!(
+            stood_down,
+            seen_before + 1,
+            "{source}: the stand-down is journaled"
+        );
+        m.daemon.usage.allowed(&a);
+    }
 }

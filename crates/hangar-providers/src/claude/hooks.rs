@@ -137,4 +137,37 @@ mod tests {
         );
         assert_eq!(HookEvent::parse("PreToolUse"), None);
     }
+
+    #[test]
+    fn a_shell_running_any_hook_these_settings_write_is_hangars_not_the_agents_work() {
+        // The command Claude Code hands `sh -c`, quoted as written here: seen
+        // in CI as "a command it started is still running" while the shell
+        // had not yet become `hangar hook` (the quotes hid the program).
+        let settings = Settings {
+            hangar: "/opt/my tools/hangar".into(),
+            home: "/home/a/.hangar".into(),
+            hooks: true,
+            own_sandbox_off: false,
+        };
+        let json = settings_json(&settings, &SessionId::from("s-1"));
+        let commands: Vec<&str> = json["hooks"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v[0]["hooks"][0]["command"].as_str().unwrap())
+            .collect();
+        assert_eq!(commands.len(), 5);
+        for command in commands {
+            let shell = hangar_core::work_in_flight::TreeProcess {
+                pid: 20,
+                parent: Some(1),
+                argv: vec!["/bin/sh".into(), "-c".into(), command.into()],
+            };
+            assert_eq!(
+                hangar_core::work_in_flight::in_flight(false, &[shell]),
+                None,
+                "{command}"
+            );
+        }
+    }
 }

@@ -44,6 +44,9 @@ pub struct SessionArgs {
 pub struct StateDir {
     pub var: &'static str,
     pub under_home: &'static str,
+    /// Under the variable's folder (Gemini CLI's `$GEMINI_CLI_HOME/.gemini`);
+    /// empty for the folder itself.
+    pub under_var: &'static str,
 }
 
 /// What a CLI's own records say about usage (issue 29), for the requests

@@ -75,6 +75,7 @@ impl Adapter for Claude {
         Some(StateDir {
             var: "CLAUDE_CONFIG_DIR",
             under_home: ".claude",
+            under_var: "",
         })
     }
 

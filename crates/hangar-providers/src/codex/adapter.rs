@@ -89,6 +89,7 @@ impl Adapter for Codex {
         Some(StateDir {
             var: "CODEX_HOME",
             under_home: ".codex",
+            under_var: "",
         })
     }
 

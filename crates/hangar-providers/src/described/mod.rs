@@ -25,10 +25,12 @@ use std::sync::LazyLock;
 use hangar_core::cli_versions::Version;
 use hangar_core::{IdSource, Provider, ProviderSessionId};
 
-use crate::adapter::{Adapter, SessionArgs};
+use crate::adapter::{Adapter, SessionArgs, StateDir};
 use crate::config::{ProviderConfig, ProvidersConfig};
 use crate::launch::{LaunchSpec, McpServer};
+use crate::transcript::turns::TurnFacts;
 use format::{DescriptionError, IdRule};
+use hangar_core::activity::Reading;
 
 /// The shipped descriptions: (provider name, file, text).
 const SHIPPED: [(&str, &str, &str); 8] = [
@@ -77,6 +79,25 @@ pub struct Described {
     pub config: ProviderConfig,
     waiting: &'static [&'static str],
     npm: Option<&'static str>,
+    /// Where its session files are, for a CLI that describes them: they
+    /// are its transcript (its turns, for activity and delivery).
+    transcripts: Option<StateDir>,
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+/// A description's state folder as the transcript readers take it.
+fn transcript_dir(config: &ProviderConfig) -> Option<StateDir> {
+    config.session_files.as_ref()?;
+    let state = config.state.as_ref()?;
+    Some(StateDir {
+        // No variable: one no environment holds, so `$HOME` decides.
+        var: state.var.as_deref().map_or("", leak),
+        under_home: leak(state.default.strip_prefix("~/")?),
+        under_var: state.under_var.as_deref().map_or("", leak),
+    })
 }
 
 /// Every shipped description, parsed once. A shipped file that does not
@@ -101,11 +122,12 @@ static DESCRIBED: LazyLock<BTreeMap<&'static str, Described>> = LazyLock::new(||
                 .package
                 .as_deref()
                 .and_then(|p| p.strip_prefix("npm:"))
-                .map(|p| &*Box::leak(p.to_owned().into_boxed_str()));
+                .map(leak);
             Some((
                 *name,
                 Described {
                     name,
+                    transcripts: transcript_dir(&config),
                     config,
                     waiting: Box::leak(waiting.into_boxed_slice()),
                     npm,
@@ -393,6 +415,49 @@ impl Adapter for Described {
 
     fn permission_prompts(&self) -> &'static [&'static str] {
         self.waiting
+    }
+
+    fn transcript_state(&self) -> Option<StateDir> {
+        self.transcripts
+    }
+
+    fn find_transcript(&self, root: &Path, _cwd: &str, psid: &str) -> Option<PathBuf> {
+        let rule = self.config.session_files.as_ref()?;
+        session_files::file_of(rule, root, psid)
+    }
+
+    fn finding_walks(&self) -> bool {
+        true
+    }
+
+    fn transcript_reading(
+        &self,
+        lines: &[String],
+        _complete: bool,
+        fallback_ms: u64,
+    ) -> Option<Reading> {
+        let rule = self.config.session_files.as_ref()?;
+        match session_files::turn_activity(rule, &lines.join("\n")) {
+            hangar_core::activity::Activity::Unknown => None,
+            activity => Some(Reading {
+                activity,
+                at_ms: fallback_ms,
+            }),
+        }
+    }
+
+    fn turn_facts(&self, lines: &[String]) -> TurnFacts {
+        let text = lines.join("\n");
+        match self.config.session_files.as_ref() {
+            Some(rule) => TurnFacts {
+                prompted: session_files::holds_a_prompt(rule, &text),
+                activity: session_files::turn_activity(rule, &text),
+            },
+            None => TurnFacts {
+                prompted: false,
+                activity: hangar_core::activity::Activity::Unknown,
+            },
+        }
     }
 }
 

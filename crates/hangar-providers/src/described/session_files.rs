@@ -177,6 +177,36 @@ pub fn turn_activity(rule: &SessionFiles, text: &str) -> Activity {
         .unwrap_or(Activity::Unknown)
 }
 
+/// Whether the entries in `text` hold a person's prompt (a turn began).
+pub fn holds_a_prompt(rule: &SessionFiles, text: &str) -> bool {
+    let Some(turns) = &rule.turns else {
+        return false;
+    };
+    let docs = documents(rule.format, text);
+    entries(rule, &docs).into_iter().any(|e| {
+        e.pointer(&turns.kind)
+            .and_then(Value::as_str)
+            .is_some_and(|k| turns.prompt.iter().any(|p| p == k))
+    })
+}
+
+/// The session file of conversation `id` under `root`: one whose name
+/// holds the id is looked at first (Qwen Code's `<id>.jsonl`), then every
+/// other the glob matches.
+pub fn file_of(rule: &SessionFiles, root: &Path, id: &str) -> Option<PathBuf> {
+    let mut files = matching_files(root, &rule.glob);
+    files.sort_by_key(|p| {
+        !p.file_name()
+            .is_some_and(|n| n.to_string_lossy().contains(id))
+    });
+    files.into_iter().find(|p| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|text| read_found(rule, &text, 0))
+            .is_some_and(|f| f.id == id)
+    })
+}
+
 /// Whether a conversation `id` is recorded under `root` so that the CLI
 /// resumes it: a file holding its id and, where turns are described, one
 /// of them (Gemini CLI 0.61 writes the file at start but resumes only one

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use hangar_core::activity::Activity;
 use hangar_core::{IdSource, Provider, ProviderSessionId, SessionId, SessionMeta};
 
 use super::format::{DescriptionError, parse};
@@ -477,4 +478,58 @@ fn a_shipped_clis_screen_waiting_patterns_open_a_prompt() {
         &Provider::Aider,
         aider
     ));
+}
+
+/// A described CLI's session file is its transcript: found by the id it
+/// holds, its last prompt or answer its activity, a prompt in new lines a
+/// turn's start. The records are Qwen Code 0.24.4's shape as its file
+/// cites (`{uuid, parentUuid, sessionId, timestamp, type, cwd, message}`,
+/// chunk-DPEB6S2R.js createBaseRecord), cut to the fields read.
+#[test]
+fn a_described_clis_session_file_is_its_transcript() {
+    let qwen = shipped_adapter(&Provider::from_name("qwen"));
+    let state = qwen.transcript_state().expect("qwen's session files");
+    assert_eq!((state.var, state.under_home), ("QWEN_HOME", ".qwen"));
+    let root = tempfile::tempdir().unwrap();
+    let line = |kind: &str, id: &str| {
+        serde_json::json!({"uuid": "u", "parentUuid": null, "sessionId": id,
+            "timestamp": "2026-12-08T02:00:00.000Z", "type": kind, "cwd": "/w",
+            "message": {"role": kind, "parts": [{"text": "hi"}]}})
+        .to_string()
+    };
+    for (folder, id) in [("-a", "other"), ("-w", "5b0e9c27")] {
+        let chats = root.path().join("projects").join(folder).join("chats");
+        std::fs::create_dir_all(&chats).unwrap();
+        std::fs::write(
+            chats.join(format!("{id}.jsonl")),
+            format!("{}\n", line("user", id)),
+        )
+        .unwrap();
+    }
+    let found = qwen.find_transcript(root.path(), "/w", "5b0e9c27").unwrap();
+    assert!(
+        found.ends_with("projects/-w/chats/5b0e9c27.jsonl"),
+        "{found:?}"
+    );
+    assert_eq!(qwen.find_transcript(root.path(), "/w", "nobody"), None);
+
+    let prompted = vec![line("user", "5b0e9c27")];
+    let answered = vec![line("user", "5b0e9c27"), line("assistant", "5b0e9c27")];
+    let activity = |lines: &[String]| qwen.transcript_reading(lines, true, 7).map(|r| r.activity);
+    assert_eq!(activity(&prompted), Some(Activity::Working));
+    assert_eq!(activity(&answered), Some(Activity::Idle));
+    assert_eq!(activity(&[]), None);
+    assert!(qwen.turn_facts(&prompted).prompted);
+    assert!(!qwen.turn_facts(&answered[1..]).prompted, "an answer alone");
+
+    // Gemini CLI keeps its state under `$GEMINI_CLI_HOME/.gemini`.
+    let gemini = Provider::from_name("gemini");
+    let home = |name: &str| match name {
+        "GEMINI_CLI_HOME" => Some("/g".to_owned()),
+        _ => None,
+    };
+    assert_eq!(
+        crate::transcript::discovery::transcript_root(&gemini, &home),
+        Some(PathBuf::from("/g/.gemini"))
+    );
 }

@@ -28,7 +28,8 @@ pub fn transcript_root(
 ) -> Option<PathBuf> {
     let state = crate::adapter::adapter(provider).transcript_state()?;
     match var(state.var).filter(|v| !v.is_empty()) {
-        Some(dir) => Some(PathBuf::from(dir)),
+        Some(dir) if state.under_var.is_empty() => Some(PathBuf::from(dir)),
+        Some(dir) => Some(Path::new(&dir).join(state.under_var)),
         None => var("HOME")
             .filter(|h| !h.is_empty())
             .map(|h| Path::new(&h).join(state.under_home)),

@@ -86,6 +86,7 @@ mod real_cli_delivery_under_load;
 mod real_cli_engines;
 mod real_cli_fork;
 mod real_cli_goals;
+mod real_cli_more_conformance;
 mod real_cli_more_copilot;
 mod real_cli_more_gemini;
 mod real_cli_more_pi;

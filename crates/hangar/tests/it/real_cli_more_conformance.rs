@@ -1,0 +1,217 @@
+//! Real-CLI conformance of the CLIs hangar drives from a shipped
+//! description (`crates/hangar-providers/clis/NAME.toml`, issue 45 part 2):
+//! each runs as `--provider NAME`, pinned from its registry, offline against
+//! the fake model API, and must: start and answer; hibernate and wake into
+//! the same conversation by its own id (the model is sent the earlier
+//! answer); come back after a daemon restart resuming that id; read
+//! working while a slow answer streams and idle after it; have each send
+//! confirmed by its session file; and keep its id when the same CLI is run
+//! by a person in the same folder.
+//!
+//! Each CLI's offline setup (its API flags, files and variables) is the one
+//! its page in docs/clis/ records, given as `[providers.NAME] args` and
+//! environment exactly as a person would.
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, write_json};
+use crate::real_cli_support::REAL_DEADLINE;
+use crate::support;
+
+/// One CLI's offline setup and what its screen and requests look like.
+struct Cli {
+    /// The shipped provider's name (`--provider NAME`).
+    provider: &'static str,
+    npm: NpmCli,
+    /// The fake API's name for the wire it speaks (`chat`, `anthropic`, ...).
+    api: &'static str,
+    /// What its screen shows once it takes a prompt.
+    ready: &'static str,
+    /// `[providers.NAME]` lines beyond `program` (its API flags).
+    config: fn(&World) -> String,
+    /// Files and variables it needs, written before the daemon starts.
+    prepare: fn(&mut World),
+    /// A person's own run of the CLI in the same folder, answering
+    /// `prompt` and leaving, as its page in docs/clis/ gives it.
+    outside: fn(&World, &std::path::Path, &str) -> Command,
+}
+
+/// Whether the request's body carries `text` anywhere.
+fn mentions(request: &Value, text: &str) -> bool {
+    request["body"].to_string().contains(text)
+}
+
+/// `hangar screen ID` holds still with `ready` on it: these CLIs drop what
+/// is typed while they finish starting, and a send into a custom CLI
+/// cannot see a turn start.
+fn wait_ready(world: &World, id: &str, cli: &Cli) {
+    world.wait_screen_settled(id, cli.ready, Duration::from_secs(2));
+}
+
+/// Sends `text` and waits for the model's answer on the screen; returns
+/// the request that carried it. The send is confirmed: the CLI's session
+/// file shows the turn start.
+fn ask(world: &World, id: &str, text: &str) -> Value {
+    let sent = world.hangar.json(&["send", id, text]);
+    assert_eq!(sent["confirmed"], true, "{text}: {sent}");
+    let turn = world.wait_turn(text);
+    world.wait_screen(id, &format!("ANSWER({text})"));
+    turn
+}
+
+fn conformance(cli: &Cli) {
+    let Some(bin) = installed_or_skip(cli.npm) else {
+        return;
+    };
+    let mut world = World::start();
+    (cli.prepare)(&mut world);
+    world.hangar.write_config(&format!(
+        "[providers.{}]\nprogram = \"{}\"\n{}",
+        cli.provider,
+        bin.display(),
+        (cli.config)(&world)
+    ));
+    world.hangar.start_daemon();
+    let name = cli.provider;
+    let id = world
+        .hangar
+        .new_agent(&["--provider", name, "--title", "conformance"]);
+    wait_ready(&world, &id, cli);
+    let (psid, source) = world.hangar.provider_id(&id);
+    let psid = psid.unwrap_or_else(|| panic!("{name}: no conversation id on the row"));
+    assert_eq!(source.as_deref(), Some("resume-request"), "{name}: minted");
+
+    let first = ask(&world, &id, &format!("first {name} question"));
+    assert_eq!(first["api"], cli.api, "{name}: the turn went elsewhere");
+
+    // Working while a slow answer streams, idle after it.
+    world.api.script(json!({"rules": [
+        {"when": format!("slow {name} question"), "text": "a slow answer", "delay_ms": 1500}
+    ]}));
+    world
+        .hangar
+        .ok(&["send", &id, &format!("slow {name} question")]);
+    support::wait_until(
+        &format!("{name} reads working while it answers"),
+        REAL_DEADLINE,
+        || world.hangar.session(&id)["activity"] == "working",
+    );
+    world.wait_screen(&id, "a slow answer");
+    world
+        .hangar
+        .ok(&["wait", &id, "--until", "idle", "--timeout", "120s"]);
+
+    // Hibernate, then wake: the same conversation comes back by its id.
+    world.hangar.ok(&["hibernate", &id]);
+    world.hangar.wait_state(&id, "hibernated");
+    world.hangar.ok(&["wake", &id]);
+    world.hangar.wait_state(&id, "live");
+    let pid = world.hangar.pid_of(&id);
+    let args: Vec<String> = support::descendants_of(pid)
+        .into_iter()
+        .chain([pid])
+        .flat_map(support::cmdline)
+        .collect();
+    assert!(
+        args.iter().any(|a| a.contains(&psid)),
+        "{name} was woken without its id {psid}: {args:?}"
+    );
+    wait_ready(&world, &id, cli);
+    let second = ask(&world, &id, &format!("second {name} question"));
+    assert!(
+        mentions(&second, &format!("ANSWER(first {name} question)")),
+        "the woken {name} did not continue its conversation: {second}"
+    );
+
+    // A person's own run in the same folder: another conversation, never
+    // taken for this session's.
+    let work = world.hangar.work.clone();
+    let outside = (cli.outside)(&world, &work, "an outside question")
+        .output()
+        .expect("run the CLI outside hangar");
+    assert!(
+        outside.status.success(),
+        "{name} outside hangar: {}{}",
+        String::from_utf8_lossy(&outside.stdout),
+        String::from_utf8_lossy(&outside.stderr)
+    );
+    world.wait_turn("an outside question");
+
+    // A daemon restart restores the pane and resumes the same id.
+    world.hangar.shutdown();
+    world.hangar.start_daemon();
+    world.hangar.wait_restore_complete();
+    world.hangar.wait_state(&id, "live");
+    wait_ready(&world, &id, cli);
+    let third = ask(&world, &id, &format!("third {name} question"));
+    assert!(
+        mentions(&third, &format!("ANSWER(second {name} question)")),
+        "after a restart {name} did not resume its own conversation: {third}"
+    );
+    assert!(
+        !mentions(&third, "an outside question"),
+        "{name} resumed the outside run's conversation: {third}"
+    );
+    assert_eq!(
+        world.hangar.provider_id(&id).0.as_deref(),
+        Some(psid.as_str()),
+        "{name}: the conversation keeps its id"
+    );
+}
+
+fn qwen_home(world: &World) -> std::path::PathBuf {
+    world.hangar.root.join("qwen-home")
+}
+
+/// docs/clis/qwen.md: chat completions by flags.
+fn qwen_api_args(world: &World) -> Vec<String> {
+    [
+        "--auth-type",
+        "openai",
+        "--openai-base-url",
+        &format!("{}/v1", world.api.http_url()),
+        "--openai-api-key",
+        "sk-fake-qwen",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+const QWEN: Cli = Cli {
+    provider: "qwen",
+    npm: NpmCli {
+        package: "@qwen-code/qwen-code",
+        version: "0.24.4",
+        bin: "qwen",
+    },
+    api: "chat",
+    ready: "Type your message",
+    config: |world| format!("args = {:?}\n", qwen_api_args(world)),
+    prepare: |world| {
+        let home = qwen_home(world);
+        // Without this Qwen Code shows the model's guess of the next prompt
+        // in its input box (the fake's `ANSWER(...)`).
+        write_json(
+            &home.join("settings.json"),
+            &json!({"ui": {"enableFollowupSuggestions": false}}),
+        );
+        world.hangar.set_env("QWEN_HOME", home);
+    },
+    outside: |world, work, prompt| {
+        let bin = crate::real_cli_support::install(QWEN.npm).expect("installed");
+        let mut c = Command::new(bin);
+        c.current_dir(work)
+            .env("QWEN_HOME", qwen_home(world))
+            .args(qwen_api_args(world))
+            .args(["--prompt", prompt]);
+        c
+    },
+};
+
+#[test]
+fn qwen_code_hibernates_wakes_restarts_and_reads_working_as_a_shipped_provider() {
+    conformance(&QWEN);
+}

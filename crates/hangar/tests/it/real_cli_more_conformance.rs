@@ -57,9 +57,26 @@ fn wait_ready(world: &World, id: &str, cli: &Cli) {
 fn ask(world: &World, id: &str, text: &str) -> Value {
     let sent = world.hangar.json(&["send", id, text]);
     assert_eq!(sent["confirmed"], true, "{text}: {sent}");
-    let turn = world.wait_turn(text);
+    world.wait_turn(text);
     world.wait_screen(id, &format!("ANSWER({text})"));
-    turn
+    // The turn's own request is its last: Gemini CLI's model router asks
+    // first, with the prompt alone.
+    world
+        .api
+        .requests()
+        .into_iter()
+        .filter(|r| r["turn"] == text)
+        .last()
+        .expect("the turn's request")
+}
+
+/// The CLI run by a person in `work`, in hangar's test environment.
+fn outside_run(world: &World, npm: NpmCli, work: &std::path::Path) -> Command {
+    let bin = crate::real_cli_support::install(npm).expect("installed");
+    let mut c = Command::new(bin);
+    c.current_dir(work)
+        .envs(world.hangar.env_vars().iter().map(|(k, v)| (k, v)));
+    c
 }
 
 fn conformance(cli: &Cli) {
@@ -201,15 +218,97 @@ const QWEN: Cli = Cli {
         world.hangar.set_env("QWEN_HOME", home);
     },
     outside: |world, work, prompt| {
-        let bin = crate::real_cli_support::install(QWEN.npm).expect("installed");
-        let mut c = Command::new(bin);
-        c.current_dir(work)
-            .env("QWEN_HOME", qwen_home(world))
-            .args(qwen_api_args(world))
-            .args(["--prompt", prompt]);
+        let mut c = outside_run(world, QWEN.npm, work);
+        c.args(qwen_api_args(world)).args(["--prompt", prompt]);
         c
     },
 };
+
+/// docs/clis/copilot.md: offline (`COPILOT_OFFLINE`) with a BYOK provider
+/// on chat completions; the folder trusted in its config.
+const COPILOT: Cli = Cli {
+    provider: "copilot",
+    npm: NpmCli {
+        package: "@github/copilot",
+        version: "1.0.102",
+        bin: "copilot",
+    },
+    api: "chat",
+    ready: "? help",
+    config: |_| String::new(),
+    prepare: |world| {
+        let home = world.hangar.root.join("copilot-home");
+        // Without it: "Confirm folder trust ... Do you trust the files in this folder?".
+        write_json(
+            &home.join("config.json"),
+            &json!({"trustedFolders": [world.hangar.work.display().to_string()]}),
+        );
+        for (k, v) in [
+            ("COPILOT_HOME", home.display().to_string()),
+            ("COPILOT_OFFLINE", "true".to_owned()),
+            (
+                "COPILOT_PROVIDER_BASE_URL",
+                format!("{}/v1", world.api.http_url()),
+            ),
+            ("COPILOT_PROVIDER_TYPE", "openai".to_owned()),
+            ("COPILOT_PROVIDER_API_KEY", "sk-fake-copilot".to_owned()),
+            ("COPILOT_MODEL", "fake-model".to_owned()),
+        ] {
+            world.hangar.set_env(k, v);
+        }
+    },
+    outside: |world, work, prompt| {
+        let mut c = outside_run(world, COPILOT.npm, work);
+        c.args(["-p", prompt]);
+        c
+    },
+};
+
+/// docs/clis/gemini.md: `GOOGLE_GEMINI_BASE_URL` and an API key; its auth
+/// and folder-trust dialogs answered in its settings, session cleanup off.
+const GEMINI: Cli = Cli {
+    provider: "gemini",
+    npm: NpmCli {
+        package: "@google/gemini-cli",
+        version: "0.61.0",
+        bin: "gemini",
+    },
+    api: "gemini",
+    ready: "Type your message",
+    config: |_| String::new(),
+    prepare: |world| {
+        let home = world.hangar.root.join("gemini-home");
+        let state = home.join(".gemini");
+        write_json(
+            &state.join("settings.json"),
+            &json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                    "general": {"sessionRetention": {"enabled": false}}}),
+        );
+        write_json(
+            &state.join("trustedFolders.json"),
+            &json!({ world.hangar.work.display().to_string(): "TRUST_FOLDER" }),
+        );
+        world.hangar.set_env("GEMINI_CLI_HOME", home);
+        let url = world.api.http_url();
+        world.hangar.set_env("GOOGLE_GEMINI_BASE_URL", url);
+        world.hangar.set_env("GEMINI_API_KEY", "fake-gemini-key");
+    },
+    outside: |world, work, prompt| {
+        let mut c = outside_run(world, GEMINI.npm, work);
+        c.args(["--prompt", prompt]);
+        c
+    },
+};
+
+#[test]
+fn copilot_cli_hibernates_wakes_restarts_and_reads_working_as_a_shipped_provider() {
+    conformance(&COPILOT);
+}
+
+#[test]
+fn gemini_cli_hibernates_wakes_restarts_and_reads_working_as_a_shipped_provider() {
+    conformance(&GEMINI);
+}
 
 #[test]
 fn qwen_code_hibernates_wakes_restarts_and_reads_working_as_a_shipped_provider() {

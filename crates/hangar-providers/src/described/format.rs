@@ -62,7 +62,9 @@ pub struct SessionFiles {
     /// Under the state folder; `*` matches within one path segment.
     pub glob: String,
     pub format: FileFormat,
-    /// The conversation id.
+    /// The conversation id: a JSON pointer, or `file-stem` where the id is
+    /// the file's name without its extension (Pi keeps a session at the
+    /// path hangar chose, named by hangar's id, under an id of its own).
     pub id: String,
     /// The folder the CLI ran in.
     #[serde(default)]
@@ -186,6 +188,9 @@ const MINTED: &[&str] = &["id", "state", "cwd"];
 const FORK: &[&str] = &["from", "id", "state", "cwd"];
 const MCP: &[&str] = &["file"];
 
+/// `[session_files] id`'s word for "the file's name is the id".
+pub const ID_IS_FILE_STEM: &str = "file-stem";
+
 /// Whether a description holds together: every placeholder known to its
 /// key, the ones a key needs present, and its patterns compile.
 pub fn validate(file: &str, c: &ProviderConfig) -> Result<(), DescriptionError> {
@@ -274,6 +279,14 @@ pub fn validate(file: &str, c: &ProviderConfig) -> Result<(), DescriptionError> 
         return Err(bad(
             "state",
             "`{state}` and [session_files] need [state] saying where the CLI keeps it".to_owned(),
+        ));
+    }
+    if let Some(files) = &c.session_files
+        && !(files.id.starts_with('/') || files.id == ID_IS_FILE_STEM)
+    {
+        return Err(bad(
+            "session_files.id",
+            format!("must be a JSON pointer (`/sessionId`) or `{ID_IS_FILE_STEM}`"),
         ));
     }
     if let Some(files) = &c.session_files

@@ -123,9 +123,13 @@ fn text_of(v: &Value) -> Option<String> {
 /// What one session file says, for the identity proof; `file_ms`: the
 /// file's own time, taken when the file names no start. `None` when it
 /// holds no id (yet).
-pub fn read_found(rule: &SessionFiles, text: &str, file_ms: u64) -> Option<FoundFile> {
+pub fn read_found(rule: &SessionFiles, path: &Path, text: &str, file_ms: u64) -> Option<FoundFile> {
     let docs = documents(rule.format, text);
-    let id = first_at(&docs, &rule.id)?.as_str()?.to_owned();
+    let id = if rule.id == super::format::ID_IS_FILE_STEM {
+        path.file_stem()?.to_str()?.to_owned()
+    } else {
+        first_at(&docs, &rule.id)?.as_str()?.to_owned()
+    };
     let field = |p: &Option<String>| p.as_deref().and_then(|p| first_at(&docs, p));
     let prompts = match &rule.turns {
         Some(turns) => entries(rule, &docs)
@@ -202,7 +206,7 @@ pub fn file_of(rule: &SessionFiles, root: &Path, id: &str) -> Option<PathBuf> {
     files.into_iter().find(|p| {
         std::fs::read_to_string(p)
             .ok()
-            .and_then(|text| read_found(rule, &text, 0))
+            .and_then(|text| read_found(rule, p, &text, 0))
             .is_some_and(|f| f.id == id)
     })
 }
@@ -214,7 +218,7 @@ pub fn file_of(rule: &SessionFiles, root: &Path, id: &str) -> Option<PathBuf> {
 pub fn conversation_recorded(rule: &SessionFiles, root: &Path, id: &str) -> bool {
     matching_files(root, &rule.glob).iter().any(|p| {
         std::fs::read_to_string(p).ok().is_some_and(|text| {
-            read_found(rule, &text, 0).is_some_and(|f| f.id == id)
+            read_found(rule, p, &text, 0).is_some_and(|f| f.id == id)
                 && (rule.turns.is_none() || turn_activity(rule, &text) != Activity::Unknown)
         })
     })
@@ -240,7 +244,7 @@ pub fn candidates(rule: &SessionFiles, root: &Path, since_ms: u64) -> Vec<FoundF
                 return None;
             }
             let text = std::fs::read_to_string(&p).ok()?;
-            read_found(rule, &text, ms(meta.created()).unwrap_or(0))
+            read_found(rule, &p, &text, ms(meta.created()).unwrap_or(0))
         })
         .collect()
 }
@@ -274,7 +278,7 @@ mod tests {
     fn a_json_session_file_gives_its_id_folder_process_start_and_prompts() {
         let text = r#"{"sessionId":"s-1","cwd":"/w","pid":42,"startTime":"2026-12-07T16:00:00.000Z",
             "messages":[{"type":"user","content":[{"text":"fix "},{"text":"it"}]},{"type":"gemini","content":"ok"}]}"#;
-        let f = read_found(&rule(FileFormat::Json), text, 7).unwrap();
+        let f = read_found(&rule(FileFormat::Json), Path::new("s.json"), text, 7).unwrap();
         assert_eq!(f.id, "s-1");
         assert_eq!(f.cwd.as_deref(), Some("/w"));
         assert_eq!(f.pid, Some(42));
@@ -286,7 +290,7 @@ mod tests {
     #[test]
     fn a_jsonl_file_takes_each_field_from_the_first_line_holding_it_and_skips_a_torn_line() {
         let text = "{\"sessionId\":\"s-2\"}\n{\"type\":\"user\",\"content\":\"go\",\"cwd\":\"/w\"}\n{\"type\":\"gemi";
-        let f = read_found(&rule(FileFormat::Jsonl), text, 9).unwrap();
+        let f = read_found(&rule(FileFormat::Jsonl), Path::new("s.jsonl"), text, 9).unwrap();
         assert_eq!((f.id.as_str(), f.cwd.as_deref()), ("s-2", Some("/w")));
         assert_eq!(f.pid, None);
         assert_eq!(f.started_ms, 9, "no start field: the file's own time");
@@ -295,7 +299,7 @@ mod tests {
             turn_activity(&rule(FileFormat::Jsonl), text),
             Activity::Working
         );
-        assert_eq!(read_found(&rule(FileFormat::Jsonl), "{}", 0), None);
+        assert_eq!(read_found(&rule(FileFormat::Jsonl), Path::new("s.jsonl"), "{}", 0), None);
     }
 
     #[test]

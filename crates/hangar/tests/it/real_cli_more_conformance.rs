@@ -132,9 +132,20 @@ fn conformance(cli: &Cli) {
         .chain([pid])
         .flat_map(support::cmdline)
         .collect();
+    // Pi (node) renames its process to `pi`, which hides its arguments:
+    // then hangar's journal says the start was a resume.
+    let renamed = args.len() <= 1;
     assert!(
-        args.iter().any(|a| a.contains(&psid)),
+        args.iter().any(|a| a.contains(&psid)) || renamed,
         "{name} was woken without its id {psid}: {args:?}"
+    );
+    assert!(
+        world
+            .hangar
+            .journal()
+            .iter()
+            .any(|e| e["event"] == "spawn-begin" && e["session"] == id && e["resumed"] == true),
+        "{name}: the wake was not a resume"
     );
     wait_ready(&world, &id, cli);
     let second = ask(&world, &id, &format!("second {name} question"));
@@ -299,6 +310,40 @@ const GEMINI: Cli = Cli {
         c
     },
 };
+
+/// docs/clis/pi.md: Anthropic Messages from its own models file, offline.
+const PI: Cli = Cli {
+    provider: "pi",
+    npm: NpmCli {
+        package: "@mariozechner/pi-coding-agent",
+        version: "0.73.1",
+        bin: "pi",
+    },
+    api: "anthropic",
+    ready: "/128k",
+    config: |_| "args = [\"--provider\", \"fake\", \"--model\", \"fake-model\"]\n".to_owned(),
+    prepare: |world| {
+        let dir = world.hangar.root.join("pi-agent");
+        write_json(
+            &dir.join("models.json"),
+            &json!({"providers": {"fake": {"baseUrl": world.api.http_url(),
+                "api": "anthropic-messages", "apiKey": "sk-ant-fake-pi",
+                "models": [{"id": "fake-model"}]}}}),
+        );
+        world.hangar.set_env("PI_CODING_AGENT_DIR", dir);
+        world.hangar.set_env("PI_OFFLINE", "1");
+    },
+    outside: |world, work, prompt| {
+        let mut c = outside_run(world, PI.npm, work);
+        c.args(["--provider", "fake", "--model", "fake-model", "--print", prompt]);
+        c
+    },
+};
+
+#[test]
+fn pi_hibernates_wakes_restarts_and_reads_working_as_a_shipped_provider() {
+    conformance(&PI);
+}
 
 #[test]
 fn copilot_cli_hibernates_wakes_restarts_and_reads_working_as_a_shipped_provider() {

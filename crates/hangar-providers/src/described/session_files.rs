@@ -299,7 +299,10 @@ mod tests {
             turn_activity(&rule(FileFormat::Jsonl), text),
             Activity::Working
         );
-        assert_eq!(read_found(&rule(FileFormat::Jsonl), Path::new("s.jsonl"), "{}", 0), None);
+        assert_eq!(
+            read_found(&rule(FileFormat::Jsonl), Path::new("s.jsonl"), "{}", 0),
+            None
+        );
     }
 
     #[test]

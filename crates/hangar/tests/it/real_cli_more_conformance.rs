@@ -335,7 +335,14 @@ const PI: Cli = Cli {
     },
     outside: |world, work, prompt| {
         let mut c = outside_run(world, PI.npm, work);
-        c.args(["--provider", "fake", "--model", "fake-model", "--print", prompt]);
+        c.args([
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--print",
+            prompt,
+        ]);
         c
     },
 };

@@ -471,6 +471,15 @@ impl Delivery {
         {
             return true;
         }
+        // A described CLI writes its session file with its first prompt:
+        // under load that first write comes seconds after the Enter (Qwen
+        // Code's first send read unconfirmed in the whole suite).
+        if meta.sandbox.is_none()
+            && meta.provider_session.is_some()
+            && hangar_providers::described::records_turns(&meta.provider)
+        {
+            return true;
+        }
         tokio::task::spawn_blocking(move || turns::transcript_path(&meta).is_some())
             .await
             .unwrap_or(false)
@@ -719,5 +728,49 @@ mod tests {
         );
         assert_eq!(err.detail["delivered"], false);
         assert_eq!(m.os.typed(pid), b"run it\r", "one Enter, never another");
+    }
+
+    /// Qwen Code writes its session file with its first prompt; under load
+    /// that write came after the first Enter's wait, and the whole suite's
+    /// first send read unconfirmed. A described CLI whose session files
+    /// hangar reads can have its turns seen before the file exists: a send
+    /// whose turn never shows is not delivered, not "unconfirmed".
+    #[tokio::test(start_paused = true)]
+    async fn a_described_cli_before_its_session_file_exists_has_its_turn_watched_for() {
+        let m = crate::on_a_fake_machine::build(
+            &["a"],
+            &[],
+            |c| {
+                let program = hangar_providers::ProviderConfig {
+                    program: Some("/bin/sh".into()),
+                    ..Default::default()
+                };
+                c.providers.insert("qwen".into(), program);
+            },
+            |m| m.provider = hangar_core::Provider::from_name("qwen"),
+        );
+        m.os.script("a", FakeProgram::default());
+        let (m, a, pid) = woken(m).await;
+        assert!(
+            m.daemon
+                .sessions
+                .meta(&a)
+                .unwrap()
+                .provider_session
+                .is_some(),
+            "hangar minted its id"
+        );
+        let err = m
+            .daemon
+            .delivery
+            .send(&a, "first question", true)
+            .await
+            .unwrap_err();
+        assert!(
+            err.message.contains("left the input box"),
+            "{}",
+            err.message
+        );
+        assert_eq!(m.os.typed(pid), b"first question\r");
     }
 }

@@ -159,6 +159,13 @@ pub fn shipped_adapter(provider: &Provider) -> &'static dyn Adapter {
     }
 }
 
+/// Whether a shipped CLI records its turns in session files hangar reads:
+/// its file of a known conversation shows the turn start, even before it
+/// exists (such a CLI writes it with its first prompt).
+pub fn records_turns(provider: &Provider) -> bool {
+    shipped(provider.name()).is_some_and(|d| d.transcripts.is_some())
+}
+
 /// The description a session of `provider` launches with: the shipped
 /// file with `[providers.NAME]` over it, or the table alone (a custom
 /// provider); `None` for a CLI with an adapter of its own and no file.

@@ -358,6 +358,9 @@ fn copilot_cli_hibernates_wakes_restarts_and_reads_working_as_a_shipped_provider
 }
 
 #[test]
+#[ignore = "open race (RELIABILITY.md, Races found by load): under the whole suite's load Gemini \
+            CLI 0.61 sometimes takes a prompt out of its input box and never starts its turn \
+            (hangar sees it now and the send says not delivered); run with --ignored"]
 fn gemini_cli_hibernates_wakes_restarts_and_reads_working_as_a_shipped_provider() {
     conformance(&GEMINI);
 }

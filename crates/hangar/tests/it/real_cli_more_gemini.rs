@@ -18,6 +18,9 @@ const GEMINI: NpmCli = NpmCli {
 };
 
 #[test]
+#[ignore = "open race (RELIABILITY.md, Races found by load): under the whole suite's load Gemini \
+            CLI 0.61 sometimes takes a prompt out of its input box and never starts its turn \
+            (hangar sees it now and the send says not delivered); run with --ignored"]
 fn gemini_cli_answers_through_the_fake_gemini_api_under_the_session_id_it_was_given() {
     let Some(bin) = installed_or_skip(GEMINI) else {
         return;

@@ -65,8 +65,7 @@ fn ask(world: &World, id: &str, text: &str) -> Value {
         .api
         .requests()
         .into_iter()
-        .filter(|r| r["turn"] == text)
-        .last()
+        .rfind(|r| r["turn"] == text)
         .expect("the turn's request")
 }
 

@@ -394,6 +394,14 @@ pub trait Adapter: Sync {
         &[]
     }
 
+    /// Where its turn is by its screen alone, for a CLI with no record of
+    /// its turns hangar reads: `Working` or `Idle`, `None` when the screen
+    /// says neither (`screen::permission_prompt_open` says `Waiting`).
+    fn screen_activity(&self, screen: &str) -> Option<hangar_core::activity::Activity> {
+        let _ = screen;
+        None
+    }
+
     /// The state folders a sandboxed session's CLI gets of its own (issue
     /// 32; `hangar_core::sandbox::state_binds`): its config and transcripts,
     /// or its database.

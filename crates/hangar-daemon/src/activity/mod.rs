@@ -814,12 +814,21 @@ impl Monitor {
             at_ms: hangar_clock::from_wall_ms(r.at_ms),
             ..r
         });
-        let screen = (config.enabled(Source::Screen)
-            && hangar_providers::screen::permission_prompt_open(&meta.provider, &live.text()))
-        .then_some(Reading {
-            activity: Activity::Waiting,
-            at_ms: now,
-        });
+        let screen = config
+            .enabled(Source::Screen)
+            .then(|| {
+                let text = live.text();
+                if hangar_providers::screen::permission_prompt_open(&meta.provider, &text) {
+                    return Some(Activity::Waiting);
+                }
+                // A CLI with no record of its turns: its screen's own words.
+                hangar_providers::adapter(&meta.provider).screen_activity(&text)
+            })
+            .flatten()
+            .map(|activity| Reading {
+                activity,
+                at_ms: now,
+            });
         let (transition, look_at) = {
             let mut entries = self.activity.entries();
             let e = entries.get_mut(id)?;

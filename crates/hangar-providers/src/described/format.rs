@@ -121,7 +121,11 @@ pub struct Hooks {
 }
 
 /// What the CLI draws on screen: an open question or permission prompt
-/// (`waiting`), an idle input box, a turn in progress.
+/// (`waiting`: substrings of one line), an idle input box (`idle`: regular
+/// expressions, matched against the last non-blank line, trimmed), a turn
+/// in progress (`working`: regular expressions, matched against each of
+/// the bottom lines). `idle` and `working` are read only for a CLI without
+/// `[session_files]`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Screen {
@@ -296,6 +300,16 @@ pub fn validate(file: &str, c: &ProviderConfig) -> Result<(), DescriptionError> 
             "session_files.glob",
             "must be a relative path under the state folder".to_owned(),
         ));
+    }
+    if let Some(screen) = c.activity.as_ref().map(|a| &a.screen) {
+        for (key, patterns) in [
+            ("activity.screen.idle", &screen.idle),
+            ("activity.screen.working", &screen.working),
+        ] {
+            for p in patterns {
+                regex::Regex::new(p).map_err(|e| bad(key, e.to_string()))?;
+            }
+        }
     }
     if let Some(v) = &c.version {
         if let Some(p) = &v.pattern {

@@ -82,6 +82,63 @@ pub struct Described {
     /// Where its session files are, for a CLI that describes them: they
     /// are its transcript (its turns, for activity and delivery).
     transcripts: Option<StateDir>,
+    /// Its screen's idle and working patterns, read only where it has no
+    /// session files (those say its turn better).
+    screen: Option<ScreenPatterns>,
+}
+
+/// `[activity.screen] idle` and `working`, compiled: a turn runs while a
+/// `working` pattern matches one of the bottom lines; it is over while an
+/// `idle` pattern matches the last one (Aider's empty `>` prompt), so a
+/// prompt typed into the box but not yet taken reads neither.
+pub struct ScreenPatterns {
+    idle: Vec<regex::Regex>,
+    working: Vec<regex::Regex>,
+}
+
+/// How many non-blank lines from the bottom a `working` pattern may sit.
+const WORKING_WINDOW: usize = 8;
+
+impl ScreenPatterns {
+    fn of(config: &ProviderConfig) -> Option<ScreenPatterns> {
+        if config.session_files.is_some() {
+            return None;
+        }
+        let screen = &config.activity.as_ref()?.screen;
+        let compile = |patterns: &[String]| -> Vec<regex::Regex> {
+            patterns
+                .iter()
+                .filter_map(|p| regex::Regex::new(p).ok())
+                .collect()
+        };
+        let patterns = ScreenPatterns {
+            idle: compile(&screen.idle),
+            working: compile(&screen.working),
+        };
+        (!patterns.idle.is_empty() || !patterns.working.is_empty()).then_some(patterns)
+    }
+
+    pub fn activity(&self, screen: &str) -> Option<hangar_core::activity::Activity> {
+        use hangar_core::activity::Activity;
+        let bottom: Vec<&str> = screen
+            .lines()
+            .rev()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .take(WORKING_WINDOW)
+            .collect();
+        if bottom
+            .iter()
+            .any(|l| self.working.iter().any(|p| p.is_match(l)))
+        {
+            return Some(Activity::Working);
+        }
+        let last = bottom.first()?;
+        self.idle
+            .iter()
+            .any(|p| p.is_match(last))
+            .then_some(Activity::Idle)
+    }
 }
 
 fn leak(s: &str) -> &'static str {
@@ -128,6 +185,7 @@ static DESCRIBED: LazyLock<BTreeMap<&'static str, Described>> = LazyLock::new(||
                 Described {
                     name,
                     transcripts: transcript_dir(&config),
+                    screen: ScreenPatterns::of(&config),
                     config,
                     waiting: Box::leak(waiting.into_boxed_slice()),
                     npm,
@@ -426,6 +484,10 @@ impl Adapter for Described {
 
     fn transcript_state(&self) -> Option<StateDir> {
         self.transcripts
+    }
+
+    fn screen_activity(&self, screen: &str) -> Option<hangar_core::activity::Activity> {
+        self.screen.as_ref()?.activity(screen)
     }
 
     fn find_transcript(&self, root: &Path, _cwd: &str, psid: &str) -> Option<PathBuf> {

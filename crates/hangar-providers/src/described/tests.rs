@@ -533,3 +533,30 @@ fn a_described_clis_session_file_is_its_transcript() {
         Some(PathBuf::from("/g/.gemini"))
     );
 }
+
+/// Aider keeps no record hangar reads: its screen says its turn. The lines
+/// are what Aider 0.86.2 drew under hangar (its conformance run): a rule,
+/// then `>` alone when idle; `> text` typed but not taken is neither; its
+/// spinner's `Waiting for openai/fake-model` is working.
+#[test]
+fn a_cli_without_session_files_reads_its_turn_from_its_screen() {
+    let aider = shipped_adapter(&Provider::from_name("aider"));
+    let rule = "─".repeat(40);
+    let idle =
+        format!("ANSWER(first aider question)\n\nTokens: 594 sent, 6 received.\n{rule}\n>  \n\n");
+    assert_eq!(aider.screen_activity(&idle), Some(Activity::Idle));
+    let typed = format!("{rule}\n> slow aider question   \n");
+    assert_eq!(aider.screen_activity(&typed), None, "typed, not taken");
+    let working = format!("{rule}\n> slow aider question\n\n░█  Waiting for openai/fake-model\n");
+    assert_eq!(aider.screen_activity(&working), Some(Activity::Working));
+    // A CLI with session files reads its turns there, never its screen.
+    let qwen = shipped_adapter(&Provider::from_name("qwen"));
+    assert_eq!(qwen.screen_activity("  Type your message\n"), None);
+    // A pattern that is not a regular expression is refused, named.
+    let e = parse(
+        "clis/x.toml",
+        "program = \"x\"\n[activity.screen]\nidle = [\"(\"]\n",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("activity.screen.idle"), "{e}");
+}

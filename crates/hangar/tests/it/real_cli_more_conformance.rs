@@ -25,11 +25,15 @@ use crate::support;
 struct Cli {
     /// The shipped provider's name (`--provider NAME`).
     provider: &'static str,
-    npm: NpmCli,
+    /// Where it installs from, pinned (npm, or `pypi:`).
+    package: NpmCli,
     /// The fake API's name for the wire it speaks (`chat`, `anthropic`, ...).
     api: &'static str,
     /// What its screen shows once it takes a prompt.
     ready: &'static str,
+    /// Whether hangar sees its turns start (a session file it reads): its
+    /// sends say `confirmed: true`; else they never say so.
+    confirms: bool,
     /// `[providers.NAME]` lines beyond `program` (its API flags).
     config: fn(&World) -> String,
     /// Files and variables it needs, written before the daemon starts.
@@ -54,24 +58,76 @@ fn wait_ready(world: &World, id: &str, cli: &Cli) {
 /// Sends `text` and waits for the model's answer on the screen; returns
 /// the request that carried it. The send is confirmed: the CLI's session
 /// file shows the turn start.
-fn ask(world: &World, id: &str, text: &str) -> Value {
-    let sent = world.hangar.json(&["send", id, text]);
-    assert_eq!(sent["confirmed"], true, "{text}: {sent}");
-    world.wait_turn(text);
+fn ask(world: &World, id: &str, text: &str, cli: &Cli) -> Value {
+    let out = world.hangar.run(&["--json", "send", id, text]);
+    let sent: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && (sent["confirmed"] == true) == cli.confirms,
+        "{text}: {sent} {}\nrequests for it: {:?}\nsession files:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        world
+            .api
+            .requests()
+            .iter()
+            .filter(|r| is_turn(r, text))
+            .map(|r| r["target"].clone())
+            .collect::<Vec<_>>(),
+        session_files(world)
+    );
+    // The screen first: its timeout shows the screen and the requests.
     world.wait_screen(id, &format!("ANSWER({text})"));
+    wait_turn(world, text);
     // The turn's own request is its last: Gemini CLI's model router asks
     // first, with the prompt alone.
     world
         .api
         .requests()
         .into_iter()
-        .rfind(|r| r["turn"] == text)
+        .rfind(|r| is_turn(r, text))
         .expect("the turn's request")
 }
 
+/// Whether request `r` carries the prompt `text` (Aider appends its edit
+/// format's instructions to the prompt: docs/clis/aider.md).
+fn is_turn(r: &Value, text: &str) -> bool {
+    r["turn"].as_str().is_some_and(|t| t.starts_with(text))
+}
+
+/// The first request carrying the prompt `text`.
+fn wait_turn(world: &World, text: &str) -> Value {
+    world
+        .api
+        .wait_request(&format!("a model request for the turn {text:?}"), |r| {
+            is_turn(r, text)
+        })
+}
+
+/// Every JSON-lines file under the test's folder: its name, and the
+/// `type` (or `message.role`) of each line, for a failure to show where a
+/// CLI wrote its turns.
+fn session_files(world: &World) -> String {
+    support::files_under(&world.hangar.root)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .map(|p| {
+            let kinds: Vec<String> = std::fs::read_to_string(&p)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .map(|v| {
+                    let kind = v.get("type").or_else(|| v.pointer("/message/role"));
+                    kind.map_or("?".to_owned(), |k| k.to_string())
+                })
+                .collect();
+            format!("{}: {}", p.display(), kinds.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The CLI run by a person in `work`, in hangar's test environment.
-fn outside_run(world: &World, npm: NpmCli, work: &std::path::Path) -> Command {
-    let bin = crate::real_cli_support::install(npm).expect("installed");
+fn outside_run(world: &World, package: NpmCli, work: &std::path::Path) -> Command {
+    let bin = crate::real_cli_support::install(package).expect("installed");
     let mut c = Command::new(bin);
     c.current_dir(work)
         .envs(world.hangar.env_vars().iter().map(|(k, v)| (k, v)));
@@ -79,7 +135,7 @@ fn outside_run(world: &World, npm: NpmCli, work: &std::path::Path) -> Command {
 }
 
 fn conformance(cli: &Cli) {
-    let Some(bin) = installed_or_skip(cli.npm) else {
+    let Some(bin) = installed_or_skip(cli.package) else {
         return;
     };
     let mut world = World::start();
@@ -100,12 +156,13 @@ fn conformance(cli: &Cli) {
     let psid = psid.unwrap_or_else(|| panic!("{name}: no conversation id on the row"));
     assert_eq!(source.as_deref(), Some("resume-request"), "{name}: minted");
 
-    let first = ask(&world, &id, &format!("first {name} question"));
+    let first = ask(&world, &id, &format!("first {name} question"), cli);
     assert_eq!(first["api"], cli.api, "{name}: the turn went elsewhere");
 
     // Working while a slow answer streams, idle after it.
     world.api.script(json!({"rules": [
-        {"when": format!("slow {name} question"), "text": "a slow answer", "delay_ms": 1500}
+        {"when": format!("slow {name} question"), "text": "a slow answer",
+         "stall_ms": 3000, "delay_ms": 1500}
     ]}));
     world
         .hangar
@@ -116,9 +173,15 @@ fn conformance(cli: &Cli) {
         || world.hangar.session(&id)["activity"] == "working",
     );
     world.wait_screen(&id, "a slow answer");
-    world
+    let waited = world
         .hangar
-        .ok(&["wait", &id, "--until", "idle", "--timeout", "120s"]);
+        .run(&["wait", &id, "--until", "idle", "--timeout", "120s"]);
+    assert!(
+        waited.status.success(),
+        "{name} never read idle after its answer: {}\nscreen:\n{}",
+        String::from_utf8_lossy(&waited.stdout),
+        world.hangar.screen(&id)
+    );
 
     // Hibernate, then wake: the same conversation comes back by its id.
     world.hangar.ok(&["hibernate", &id]);
@@ -147,7 +210,7 @@ fn conformance(cli: &Cli) {
         "{name}: the wake was not a resume"
     );
     wait_ready(&world, &id, cli);
-    let second = ask(&world, &id, &format!("second {name} question"));
+    let second = ask(&world, &id, &format!("second {name} question"), cli);
     assert!(
         mentions(&second, &format!("ANSWER(first {name} question)")),
         "the woken {name} did not continue its conversation: {second}"
@@ -165,7 +228,7 @@ fn conformance(cli: &Cli) {
         String::from_utf8_lossy(&outside.stdout),
         String::from_utf8_lossy(&outside.stderr)
     );
-    world.wait_turn("an outside question");
+    wait_turn(&world, "an outside question");
 
     // A daemon restart restores the pane and resumes the same id.
     world.hangar.shutdown();
@@ -173,7 +236,7 @@ fn conformance(cli: &Cli) {
     world.hangar.wait_restore_complete();
     world.hangar.wait_state(&id, "live");
     wait_ready(&world, &id, cli);
-    let third = ask(&world, &id, &format!("third {name} question"));
+    let third = ask(&world, &id, &format!("third {name} question"), cli);
     assert!(
         mentions(&third, &format!("ANSWER(second {name} question)")),
         "after a restart {name} did not resume its own conversation: {third}"
@@ -209,13 +272,14 @@ fn qwen_api_args(world: &World) -> Vec<String> {
 
 const QWEN: Cli = Cli {
     provider: "qwen",
-    npm: NpmCli {
+    package: NpmCli {
         package: "@qwen-code/qwen-code",
         version: "0.24.4",
         bin: "qwen",
     },
     api: "chat",
     ready: "Type your message",
+    confirms: true,
     config: |world| format!("args = {:?}\n", qwen_api_args(world)),
     prepare: |world| {
         let home = qwen_home(world);
@@ -228,7 +292,7 @@ const QWEN: Cli = Cli {
         world.hangar.set_env("QWEN_HOME", home);
     },
     outside: |world, work, prompt| {
-        let mut c = outside_run(world, QWEN.npm, work);
+        let mut c = outside_run(world, QWEN.package, work);
         c.args(qwen_api_args(world)).args(["--prompt", prompt]);
         c
     },
@@ -238,13 +302,14 @@ const QWEN: Cli = Cli {
 /// on chat completions; the folder trusted in its config.
 const COPILOT: Cli = Cli {
     provider: "copilot",
-    npm: NpmCli {
+    package: NpmCli {
         package: "@github/copilot",
         version: "1.0.102",
         bin: "copilot",
     },
     api: "chat",
     ready: "? help",
+    confirms: true,
     config: |_| String::new(),
     prepare: |world| {
         let home = world.hangar.root.join("copilot-home");
@@ -268,7 +333,7 @@ const COPILOT: Cli = Cli {
         }
     },
     outside: |world, work, prompt| {
-        let mut c = outside_run(world, COPILOT.npm, work);
+        let mut c = outside_run(world, COPILOT.package, work);
         c.args(["-p", prompt]);
         c
     },
@@ -278,13 +343,14 @@ const COPILOT: Cli = Cli {
 /// and folder-trust dialogs answered in its settings, session cleanup off.
 const GEMINI: Cli = Cli {
     provider: "gemini",
-    npm: NpmCli {
+    package: NpmCli {
         package: "@google/gemini-cli",
         version: "0.61.0",
         bin: "gemini",
     },
     api: "gemini",
     ready: "Type your message",
+    confirms: true,
     config: |_| String::new(),
     prepare: |world| {
         let home = world.hangar.root.join("gemini-home");
@@ -304,7 +370,7 @@ const GEMINI: Cli = Cli {
         world.hangar.set_env("GEMINI_API_KEY", "fake-gemini-key");
     },
     outside: |world, work, prompt| {
-        let mut c = outside_run(world, GEMINI.npm, work);
+        let mut c = outside_run(world, GEMINI.package, work);
         c.args(["--prompt", prompt]);
         c
     },
@@ -313,13 +379,14 @@ const GEMINI: Cli = Cli {
 /// docs/clis/pi.md: Anthropic Messages from its own models file, offline.
 const PI: Cli = Cli {
     provider: "pi",
-    npm: NpmCli {
+    package: NpmCli {
         package: "@mariozechner/pi-coding-agent",
         version: "0.73.1",
         bin: "pi",
     },
     api: "anthropic",
     ready: "/128k",
+    confirms: true,
     config: |_| "args = [\"--provider\", \"fake\", \"--model\", \"fake-model\"]\n".to_owned(),
     prepare: |world| {
         let dir = world.hangar.root.join("pi-agent");
@@ -333,7 +400,7 @@ const PI: Cli = Cli {
         world.hangar.set_env("PI_OFFLINE", "1");
     },
     outside: |world, work, prompt| {
-        let mut c = outside_run(world, PI.npm, work);
+        let mut c = outside_run(world, PI.package, work);
         c.args([
             "--provider",
             "fake",
@@ -345,6 +412,47 @@ const PI: Cli = Cli {
         c
     },
 };
+
+/// docs/clis/aider.md: chat completions through litellm; the questions
+/// it asks a first run in a folder turned off by flags, as a person does.
+const AIDER: Cli = Cli {
+    provider: "aider",
+    package: NpmCli {
+        package: "pypi:aider-chat",
+        version: "0.86.2",
+        bin: "aider",
+    },
+    api: "chat",
+    ready: "Model: openai/fake-model",
+    // It keeps no record hangar reads: its turns are its screen's.
+    confirms: false,
+    config: |_| format!("args = {:?}\n", AIDER_ARGS),
+    prepare: |world| {
+        let url = format!("{}/v1", world.api.http_url());
+        world.hangar.set_env("OPENAI_API_BASE", url);
+        world.hangar.set_env("OPENAI_API_KEY", "sk-fake-aider");
+    },
+    outside: |world, work, prompt| {
+        let mut c = outside_run(world, AIDER.package, work);
+        c.args(AIDER_ARGS).args(["--message", prompt]);
+        c
+    },
+};
+
+const AIDER_ARGS: [&str; 7] = [
+    "--model",
+    "openai/fake-model",
+    "--no-check-update",
+    "--no-show-release-notes",
+    "--analytics-disable",
+    "--no-show-model-warnings",
+    "--no-git",
+];
+
+#[test]
+fn aider_hibernates_wakes_restarts_and_reads_working_as_a_shipped_provider() {
+    conformance(&AIDER);
+}
 
 #[test]
 fn pi_hibernates_wakes_restarts_and_reads_working_as_a_shipped_provider() {

@@ -69,6 +69,7 @@ pub const OPENCODE: Cli = Cli {
 /// A real CLI's npm package.
 #[derive(Clone, Copy, Debug)]
 pub struct Cli {
+    /// An npm package, or `pypi:NAME` for a Python one.
     pub package: &'static str,
     pub version: &'static str,
     pub bin: &'static str,
@@ -148,23 +149,52 @@ pub fn version_of(cli: Cli) -> Result<String, String> {
     if let Some((_, v)) = asked.iter().find(|(p, _)| *p == cli.package) {
         return Ok(v.clone());
     }
+    let version = match cli.package.strip_prefix("pypi:") {
+        Some(name) => pypi_latest(name)?,
+        None => npm_latest(cli.package)?,
+    };
+    asked.push((cli.package, version.clone()));
+    Ok(version)
+}
+
+fn npm_latest(package: &str) -> Result<String, String> {
     let npm = support_find("npm").ok_or("npm is not on PATH (install Node.js and npm)")?;
     let out = Command::new(npm)
-        .args(["view", cli.package, "version"])
+        .args(["view", package, "version"])
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run npm: {e}"))?;
     let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if !out.status.success() || version.is_empty() {
         return Err(format!(
-            "`npm view {} version` did not answer ({}): {}",
-            cli.package,
+            "`npm view {package} version` did not answer ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    asked.push((cli.package, version.clone()));
     Ok(version)
+}
+
+/// PyPI's newest version of `name`: pip prints `NAME (X.Y.Z)` first.
+fn pypi_latest(name: &str) -> Result<String, String> {
+    let out = Command::new("python3")
+        .args(["-m", "pip", "index", "versions", name])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run python3 -m pip: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .next()
+        .and_then(|l| l.split_once('(')?.1.split_once(')'))
+        .map(|(v, _)| v.to_owned())
+        .filter(|_| out.status.success())
+        .ok_or_else(|| {
+            format!(
+                "`pip index versions {name}` did not answer ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        })
 }
 
 /// Names the versions this test runs (captured, so shown with a failure):
@@ -190,13 +220,12 @@ pub fn say_versions(clis: &[Cli]) {
 /// install is already there; under a lock of its own, so test binaries
 /// running at once install each package once.
 pub fn install(cli: Cli) -> Result<PathBuf, String> {
-    let npm = support_find("npm").ok_or("npm is not on PATH (install Node.js and npm)")?;
     let cache = cache_dir();
     fs::create_dir_all(&cache).map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
     let version = version_of(cli)?;
     let prefix = cache.join(format!(
         "{}@{}",
-        cli.package.replace(['/', '@'], "_"),
+        cli.package.replace(['/', '@', ':'], "_"),
         version
     ));
     let lock = fs::OpenOptions::new()
@@ -212,39 +241,27 @@ pub fn install(cli: Cli) -> Result<PathBuf, String> {
             std::io::Error::last_os_error()
         ));
     }
-    let bin = prefix.join("node_modules").join(".bin").join(cli.bin);
+    let pypi = cli.package.strip_prefix("pypi:");
+    let bin = match pypi {
+        // A venv of its own: `DIR/bin/NAME`.
+        Some(_) => prefix.join("bin").join(cli.bin),
+        None => prefix.join("node_modules").join(".bin").join(cli.bin),
+    };
     let done = prefix.join(".installed");
     if done.is_file() && bin.exists() {
         return Ok(bin);
     }
     fs::create_dir_all(&prefix).map_err(|e| format!("cannot create {}: {e}", prefix.display()))?;
-    let spec = format!("{}@{version}", cli.package);
-    let out = Command::new(npm)
-        .args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--no-save",
-            "--loglevel=error",
-            "--prefix",
-        ])
-        .arg(&prefix)
-        .arg(&spec)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run npm: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        return Err(format!(
-            "`npm install {spec}` failed ({}): {last}",
-            out.status
-        ));
-    }
+    let spec = match pypi {
+        Some(name) => {
+            pip_install(&prefix, name, &version)?;
+            format!("{name}=={version}")
+        }
+        None => {
+            npm_install(&prefix, cli.package, &version)?;
+            format!("{}@{version}", cli.package)
+        }
+    };
     let shown = Command::new(&bin)
         .arg("--version")
         .stdin(Stdio::null())
@@ -265,6 +282,74 @@ pub fn install(cli: Cli) -> Result<PathBuf, String> {
     }
     fs::write(&done, &spec).map_err(|e| format!("cannot mark the install done: {e}"))?;
     Ok(bin)
+}
+
+/// `python3 -m venv PREFIX` and `pip install NAME==VERSION` in it.
+fn pip_install(prefix: &Path, name: &str, version: &str) -> Result<(), String> {
+    let venv = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(prefix)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run python3: {e}"))?;
+    if !venv.status.success() {
+        return Err(format!(
+            "`python3 -m venv` failed ({}): {} (Debian: apt install python3-venv)",
+            venv.status,
+            String::from_utf8_lossy(&venv.stderr).trim()
+        ));
+    }
+    let spec = format!("{name}=={version}");
+    let out = Command::new(prefix.join("bin").join("pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check", &spec])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run pip: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(format!(
+            "`pip install {spec}` failed ({}): {last}",
+            out.status
+        ));
+    }
+    Ok(())
+}
+
+fn npm_install(prefix: &Path, package: &str, version: &str) -> Result<(), String> {
+    let npm = support_find("npm").ok_or("npm is not on PATH (install Node.js and npm)")?;
+    let spec = format!("{package}@{version}");
+    let out = Command::new(npm)
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(prefix)
+        .arg(&spec)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run npm: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(format!(
+            "`npm install {spec}` failed ({}): {last}",
+            out.status
+        ));
+    }
+    Ok(())
 }
 
 /// Says once, on the terminal itself, that the suite is skipped, or fails

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, write_json};
+use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, offline, write_json};
 use crate::real_cli_support::REAL_DEADLINE;
 use crate::support;
 
@@ -298,8 +298,6 @@ const QWEN: Cli = Cli {
     },
 };
 
-/// docs/clis/copilot.md: offline (`COPILOT_OFFLINE`) with a BYOK provider
-/// on chat completions; the folder trusted in its config.
 const COPILOT: Cli = Cli {
     provider: "copilot",
     package: NpmCli {
@@ -312,25 +310,7 @@ const COPILOT: Cli = Cli {
     confirms: true,
     config: |_| String::new(),
     prepare: |world| {
-        let home = world.hangar.root.join("copilot-home");
-        // Without it: "Confirm folder trust ... Do you trust the files in this folder?".
-        write_json(
-            &home.join("config.json"),
-            &json!({"trustedFolders": [world.hangar.work.display().to_string()]}),
-        );
-        for (k, v) in [
-            ("COPILOT_HOME", home.display().to_string()),
-            ("COPILOT_OFFLINE", "true".to_owned()),
-            (
-                "COPILOT_PROVIDER_BASE_URL",
-                format!("{}/v1", world.api.http_url()),
-            ),
-            ("COPILOT_PROVIDER_TYPE", "openai".to_owned()),
-            ("COPILOT_PROVIDER_API_KEY", "sk-fake-copilot".to_owned()),
-            ("COPILOT_MODEL", "fake-model".to_owned()),
-        ] {
-            world.hangar.set_env(k, v);
-        }
+        offline::copilot(world);
     },
     outside: |world, work, prompt| {
         let mut c = outside_run(world, COPILOT.package, work);
@@ -339,8 +319,6 @@ const COPILOT: Cli = Cli {
     },
 };
 
-/// docs/clis/gemini.md: `GOOGLE_GEMINI_BASE_URL` and an API key; its auth
-/// and folder-trust dialogs answered in its settings, session cleanup off.
 const GEMINI: Cli = Cli {
     provider: "gemini",
     package: NpmCli {
@@ -353,21 +331,7 @@ const GEMINI: Cli = Cli {
     confirms: true,
     config: |_| String::new(),
     prepare: |world| {
-        let home = world.hangar.root.join("gemini-home");
-        let state = home.join(".gemini");
-        write_json(
-            &state.join("settings.json"),
-            &json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
-                    "general": {"sessionRetention": {"enabled": false}}}),
-        );
-        write_json(
-            &state.join("trustedFolders.json"),
-            &json!({ world.hangar.work.display().to_string(): "TRUST_FOLDER" }),
-        );
-        world.hangar.set_env("GEMINI_CLI_HOME", home);
-        let url = world.api.http_url();
-        world.hangar.set_env("GOOGLE_GEMINI_BASE_URL", url);
-        world.hangar.set_env("GEMINI_API_KEY", "fake-gemini-key");
+        offline::gemini(world);
     },
     outside: |world, work, prompt| {
         let mut c = outside_run(world, GEMINI.package, work);

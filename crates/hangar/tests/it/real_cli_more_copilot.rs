@@ -6,9 +6,9 @@
 
 use std::fs;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, write_json};
+use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, offline};
 use crate::support::wait_until;
 
 const COPILOT: NpmCli = NpmCli {
@@ -25,25 +25,7 @@ fn copilot_cli_answers_offline_through_a_byok_provider_and_logs_the_turn_under_i
         return;
     };
     let mut world = World::start();
-    let copilot_home = world.hangar.root.join("copilot-home");
-    // Without it: "Confirm folder trust ... Do you trust the files in this folder?".
-    write_json(
-        &copilot_home.join("config.json"),
-        &json!({"trustedFolders": [world.hangar.work.display().to_string()]}),
-    );
-    for (k, v) in [
-        ("COPILOT_HOME", copilot_home.display().to_string()),
-        ("COPILOT_OFFLINE", "true".to_owned()),
-        (
-            "COPILOT_PROVIDER_BASE_URL",
-            format!("{}/v1", world.api.http_url()),
-        ),
-        ("COPILOT_PROVIDER_TYPE", "openai".to_owned()),
-        ("COPILOT_PROVIDER_API_KEY", "sk-fake-copilot".to_owned()),
-        ("COPILOT_MODEL", "fake-model".to_owned()),
-    ] {
-        world.hangar.set_env(k, v);
-    }
+    let copilot_home = offline::copilot(&mut world);
     world.hangar.write_config(&format!(
         "[providers.copilot-as-custom]\nprogram = \"{}\"\nargs = [\"--session-id\", \"{SESSION_ID}\"]\n",
         bin.display()

@@ -7,9 +7,7 @@
 
 use std::fs;
 
-use serde_json::json;
-
-use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, write_json};
+use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, offline};
 
 const GEMINI: NpmCli = NpmCli {
     package: "@google/gemini-cli",
@@ -26,24 +24,7 @@ fn gemini_cli_answers_through_the_fake_gemini_api_under_the_session_id_it_was_gi
         return;
     };
     let mut world = World::start();
-    let gemini_home = world.hangar.root.join("gemini-home");
-    let state = gemini_home.join(".gemini");
-    // Without these two files the TUI stops at the auth and trust dialogs;
-    // session cleanup off, or a resumed conversation can be deleted.
-    write_json(
-        &state.join("settings.json"),
-        &json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
-                "general": {"sessionRetention": {"enabled": false}}}),
-    );
-    write_json(
-        &state.join("trustedFolders.json"),
-        &json!({ world.hangar.work.display().to_string(): "TRUST_FOLDER" }),
-    );
-    world.hangar.set_env("GEMINI_CLI_HOME", gemini_home.clone());
-    world
-        .hangar
-        .set_env("GOOGLE_GEMINI_BASE_URL", world.api.http_url());
-    world.hangar.set_env("GEMINI_API_KEY", "fake-gemini-key");
+    let state = offline::gemini(&mut world);
     world.hangar.write_config(&format!(
         "[providers.gemini]\nprogram = \"{}\"\n",
         bin.display()

@@ -1,10 +1,11 @@
 //! The harness for the CLIs beyond Claude Code, Codex and OpenCode
-//! (docs/clis/): installs one pinned npm package into the real-CLI cache,
-//! starts the fake model API, and runs the CLI as a hangar custom provider
-//! (`[providers.NAME] program = ...`), its offline setup given as files and
-//! variables exactly as its page in docs/clis/ records them. The provider
-//! names end in `-as-custom` so that they never meet the built-in adapters
-//! of the same CLIs (issue 45) and their own arguments.
+//! (docs/clis/): installs one pinned package (npm, or PyPI into a venv)
+//! into the real-CLI cache, starts the fake model API, and gives each CLI
+//! its offline setup (`offline`) as files and variables exactly as its page
+//! in docs/clis/ records them. The conformance suite runs the shipped
+//! providers (`--provider NAME`); the older single tests run some as custom
+//! providers named `NAME-as-custom`, which never meet the shipped adapters'
+//! own arguments.
 //!
 //! Like `real_cli_support`, a CLI that cannot be installed here (no npm, no
 //! registry) skips with one line on the terminal, and fails instead under
@@ -124,4 +125,64 @@ impl World {
 pub fn write_json(path: &Path, value: &Value) {
     fs::create_dir_all(path.parent().expect("a folder")).expect("create folder");
     fs::write(path, serde_json::to_vec_pretty(value).expect("json")).expect("write json");
+}
+
+/// Each CLI's offline setup, as its page in docs/clis/ records it: the
+/// files and variables a person would give it. Each returns its state
+/// folder.
+pub mod offline {
+    use std::path::PathBuf;
+
+    use serde_json::json;
+
+    use super::{World, write_json};
+
+    /// docs/clis/copilot.md: offline (`COPILOT_OFFLINE`) with a BYOK
+    /// provider on chat completions; the folder trusted in its config
+    /// (without it: "Confirm folder trust ... Do you trust the files in
+    /// this folder?").
+    pub fn copilot(world: &mut World) -> PathBuf {
+        let home = world.hangar.root.join("copilot-home");
+        write_json(
+            &home.join("config.json"),
+            &json!({"trustedFolders": [world.hangar.work.display().to_string()]}),
+        );
+        for (k, v) in [
+            ("COPILOT_HOME", home.display().to_string()),
+            ("COPILOT_OFFLINE", "true".to_owned()),
+            (
+                "COPILOT_PROVIDER_BASE_URL",
+                format!("{}/v1", world.api.http_url()),
+            ),
+            ("COPILOT_PROVIDER_TYPE", "openai".to_owned()),
+            ("COPILOT_PROVIDER_API_KEY", "sk-fake-copilot".to_owned()),
+            ("COPILOT_MODEL", "fake-model".to_owned()),
+        ] {
+            world.hangar.set_env(k, v);
+        }
+        home
+    }
+
+    /// docs/clis/gemini.md: `GOOGLE_GEMINI_BASE_URL` and an API key; its
+    /// auth and folder-trust dialogs answered in its settings, session
+    /// cleanup off (or a resumed conversation can be deleted). Returns
+    /// `$GEMINI_CLI_HOME/.gemini`.
+    pub fn gemini(world: &mut World) -> PathBuf {
+        let home = world.hangar.root.join("gemini-home");
+        let state = home.join(".gemini");
+        write_json(
+            &state.join("settings.json"),
+            &json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                    "general": {"sessionRetention": {"enabled": false}}}),
+        );
+        write_json(
+            &state.join("trustedFolders.json"),
+            &json!({ world.hangar.work.display().to_string(): "TRUST_FOLDER" }),
+        );
+        world.hangar.set_env("GEMINI_CLI_HOME", home);
+        let url = world.api.http_url();
+        world.hangar.set_env("GOOGLE_GEMINI_BASE_URL", url);
+        world.hangar.set_env("GEMINI_API_KEY", "fake-gemini-key");
+        state
+    }
 }

@@ -305,19 +305,7 @@ fn pip_install(prefix: &Path, name: &str, version: &str) -> Result<(), String> {
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run pip: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        return Err(format!(
-            "`pip install {spec}` failed ({}): {last}",
-            out.status
-        ));
-    }
-    Ok(())
+    succeeded(&format!("pip install {spec}"), &out)
 }
 
 fn npm_install(prefix: &Path, package: &str, version: &str) -> Result<(), String> {
@@ -337,19 +325,22 @@ fn npm_install(prefix: &Path, package: &str, version: &str) -> Result<(), String
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run npm: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        return Err(format!(
-            "`npm install {spec}` failed ({}): {last}",
-            out.status
-        ));
+    succeeded(&format!("npm install {spec}"), &out)
+}
+
+/// `Err` naming `what` and the last line it printed on stderr, unless it
+/// succeeded.
+fn succeeded(what: &str, out: &std::process::Output) -> Result<(), String> {
+    if out.status.success() {
+        return Ok(());
     }
-    Ok(())
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    Err(format!("`{what}` failed ({}): {last}", out.status))
 }
 
 /// Says once, on the terminal itself, that the suite is skipped, or fails

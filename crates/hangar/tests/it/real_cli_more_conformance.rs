@@ -159,18 +159,27 @@ fn conformance(cli: &Cli) {
     let first = ask(&world, &id, &format!("first {name} question"), cli);
     assert_eq!(first["api"], cli.api, "{name}: the turn went elsewhere");
 
-    // Working while a slow answer streams, idle after it.
+    // Working while a slow answer is awaited, idle after it. The prompt
+    // typed alone reads working for `INPUT_ALONE_MS`; only past that is it
+    // the CLI's own record (its session file, its screen) that says so, so
+    // the model stalls well beyond it.
     world.api.script(json!({"rules": [
         {"when": format!("slow {name} question"), "text": "a slow answer",
-         "stall_ms": 3000, "delay_ms": 1500}
+         "stall_ms": 15000, "delay_ms": 500}
     ]}));
+    let typed_alone = Duration::from_millis(hangar_core::activity::INPUT_ALONE_MS + 1000);
+    let sent = std::time::Instant::now();
     world
         .hangar
         .ok(&["send", &id, &format!("slow {name} question")]);
     support::wait_until(
-        &format!("{name} reads working while it answers"),
+        &format!("{name} reads working by its own record while it answers"),
         REAL_DEADLINE,
-        || world.hangar.session(&id)["activity"] == "working",
+        || sent.elapsed() > typed_alone && world.hangar.session(&id)["activity"] == "working",
+    );
+    assert!(
+        !world.hangar.screen(&id).contains("a slow answer"),
+        "{name}: the working reading came after the answer"
     );
     world.wait_screen(&id, "a slow answer");
     let waited = world

@@ -712,21 +712,22 @@ mod tests {
         assert_eq!(m.os.typed(pid), b"run it\r");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_prompt_that_left_the_box_and_never_started_a_turn_is_not_delivered() {
-        let (m, a, pid) = live_claude().await;
-        let err = m
-            .daemon
-            .delivery
-            .send(&a, "run it", true)
-            .await
-            .unwrap_err();
+    /// Sends `text` to `a`, which takes it out of its box and never shows a
+    /// turn: the send says it was not delivered.
+    async fn not_delivered(m: &FakeMachine, a: &SessionId, text: &str) {
+        let err = m.daemon.delivery.send(a, text, true).await.unwrap_err();
         assert!(
             err.message.contains("left the input box"),
             "{}",
             err.message
         );
         assert_eq!(err.detail["delivered"], false);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_prompt_that_left_the_box_and_never_started_a_turn_is_not_delivered() {
+        let (m, a, pid) = live_claude().await;
+        not_delivered(&m, &a, "run it").await;
         assert_eq!(m.os.typed(pid), b"run it\r", "one Enter, never another");
     }
 
@@ -760,17 +761,7 @@ mod tests {
                 .is_some(),
             "hangar minted its id"
         );
-        let err = m
-            .daemon
-            .delivery
-            .send(&a, "first question", true)
-            .await
-            .unwrap_err();
-        assert!(
-            err.message.contains("left the input box"),
-            "{}",
-            err.message
-        );
+        not_delivered(&m, &a, "first question").await;
         assert_eq!(m.os.typed(pid), b"first question\r");
     }
 }

@@ -63,7 +63,7 @@ fn ask(world: &World, id: &str, text: &str, cli: &Cli) -> Value {
     let sent: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     assert!(
         out.status.success() && (sent["confirmed"] == true) == cli.confirms,
-        "{text}: {sent} {}\nrequests for it: {:?}\nsession files:\n{}",
+        "{text}: {sent} {}\nrequests for it: {:?}\nsession files:\n{}\nscreen:\n{}",
         String::from_utf8_lossy(&out.stderr),
         world
             .api
@@ -72,7 +72,8 @@ fn ask(world: &World, id: &str, text: &str, cli: &Cli) -> Value {
             .filter(|r| is_turn(r, text))
             .map(|r| r["target"].clone())
             .collect::<Vec<_>>(),
-        session_files(world)
+        session_files(world),
+        world.hangar.screen(id)
     );
     // The screen first: its timeout shows the screen and the requests.
     world.wait_screen(id, &format!("ANSWER({text})"));

@@ -51,16 +51,50 @@ fn key_of(program: &Path) -> Key {
     )
 }
 
-/// Runs `program args` and returns its stdout (empty on any failure).
-async fn output_of(program: &Path, args: &[&str]) -> String {
-    let run = tokio::process::Command::new(program)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
+/// Where a probe's answer is read from.
+#[derive(Clone, Copy)]
+enum Answer {
+    Stdout,
+    /// Its stdout, else its stderr: Pi 0.73.1 prints its `--version` there
+    /// (docs/clis/pi.md).
+    StdoutElseStderr,
+}
+
+/// How often a probe is tried again when its program is still open for
+/// writing (ETXTBSY: an install writing it, or a file just written whose
+/// descriptor another thread's child still holds until it execs).
+const BUSY_TRIES: usize = 3;
+
+/// Runs `program args` and returns its answer (empty on any failure).
+async fn output_of(program: &Path, args: &[&str], answer: Answer) -> String {
+    let run = async {
+        let mut tries = 0;
+        loop {
+            let out = tokio::process::Command::new(program)
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .output()
+                .await;
+            tries += 1;
+            match out {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < BUSY_TRIES => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                out => return out,
+            }
+        }
+    };
     match tokio::time::timeout(PROBE_TIMEOUT, run).await {
-        Ok(Ok(out)) => String::from_utf8_lossy(&out.stdout).into_owned(),
+        Ok(Ok(out)) => {
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            match answer {
+                Answer::StdoutElseStderr if stdout.trim().is_empty() => {
+                    String::from_utf8_lossy(&out.stderr).into_owned()
+                }
+                _ => stdout,
+            }
+        }
         Ok(Err(e)) => {
             tracing::debug!("cannot run {} {args:?}: {e}", program.display());
             String::new()
@@ -87,9 +121,9 @@ impl CliProbe {
     pub async fn facts(&self, provider: &Provider, program: &Path) -> CliFacts {
         self.cell(program)
             .get_or_init(|| async {
-                let version = output_of(program, &["--version"]).await;
+                let version = output_of(program, &["--version"], Answer::StdoutElseStderr).await;
                 let help = if reads_help(provider) {
-                    Some(output_of(program, &["--help"]).await)
+                    Some(output_of(program, &["--help"], Answer::Stdout).await)
                 } else {
                     None
                 };
@@ -271,5 +305,17 @@ mod tests {
             "claude 9.0.0 is newer than the newest version hangar is tested with (2.1.197)"
         ));
         assert_eq!(probe.first_notice(&Provider::Claude, &facts), None);
+    }
+
+    #[tokio::test]
+    async fn a_cli_that_prints_its_version_on_stderr_is_read_there() {
+        // Pi 0.73.1: `pi --version` prints `0.73.1` on stderr, nothing on
+        // stdout (docs/clis/pi.md); `hangar doctor` said "version unknown".
+        let dir = tempfile::tempdir().unwrap();
+        let pi = script(dir.path(), "pi", "echo 0.73.1 >&2");
+        let facts = CliProbe::default()
+            .facts(&Provider::from_name("pi"), &pi)
+            .await;
+        assert_eq!(facts.version, Some(Version(0, 73, 1)));
     }
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, offline, write_json};
+use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, offline};
 use crate::real_cli_support::REAL_DEADLINE;
 use crate::support;
 
@@ -262,10 +262,6 @@ fn conformance(cli: &Cli) {
     );
 }
 
-fn qwen_home(world: &World) -> std::path::PathBuf {
-    world.hangar.root.join("qwen-home")
-}
-
 /// docs/clis/qwen.md: chat completions by flags.
 fn qwen_api_args(world: &World) -> Vec<String> {
     [
@@ -292,14 +288,7 @@ const QWEN: Cli = Cli {
     confirms: true,
     config: |world| format!("args = {:?}\n", qwen_api_args(world)),
     prepare: |world| {
-        let home = qwen_home(world);
-        // Without this Qwen Code shows the model's guess of the next prompt
-        // in its input box (the fake's `ANSWER(...)`).
-        write_json(
-            &home.join("settings.json"),
-            &json!({"ui": {"enableFollowupSuggestions": false}}),
-        );
-        world.hangar.set_env("QWEN_HOME", home);
+        offline::qwen(world);
     },
     outside: |world, work, prompt| {
         let mut c = outside_run(world, QWEN.package, work);
@@ -363,15 +352,7 @@ const PI: Cli = Cli {
     confirms: true,
     config: |_| "args = [\"--provider\", \"fake\", \"--model\", \"fake-model\"]\n".to_owned(),
     prepare: |world| {
-        let dir = world.hangar.root.join("pi-agent");
-        write_json(
-            &dir.join("models.json"),
-            &json!({"providers": {"fake": {"baseUrl": world.api.http_url(),
-                "api": "anthropic-messages", "apiKey": "sk-ant-fake-pi",
-                "models": [{"id": "fake-model"}]}}}),
-        );
-        world.hangar.set_env("PI_CODING_AGENT_DIR", dir);
-        world.hangar.set_env("PI_OFFLINE", "1");
+        offline::pi(world);
     },
     outside: |world, work, prompt| {
         let mut c = outside_run(world, PI.package, work);

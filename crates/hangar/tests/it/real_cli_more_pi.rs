@@ -6,9 +6,9 @@
 
 use std::fs;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, write_json};
+use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, offline};
 use crate::support::wait_until;
 
 const PI: NpmCli = NpmCli {
@@ -23,17 +23,7 @@ fn pi_answers_through_its_models_file_into_the_session_file_hangar_named() {
         return;
     };
     let mut world = World::start();
-    let agent_dir = world.hangar.root.join("pi-agent");
-    write_json(
-        &agent_dir.join("models.json"),
-        &json!({"providers": {"fake": {"baseUrl": world.api.http_url(),
-            "api": "anthropic-messages", "apiKey": "sk-ant-fake-pi",
-            "models": [{"id": "fake-model"}]}}}),
-    );
-    world
-        .hangar
-        .set_env("PI_CODING_AGENT_DIR", agent_dir.clone());
-    world.hangar.set_env("PI_OFFLINE", "1");
+    offline::pi(&mut world);
     let session_file = world.hangar.root.join("pi-sessions").join("chosen.jsonl");
     fs::create_dir_all(session_file.parent().expect("a folder")).expect("create folder");
     world.hangar.write_config(&format!(

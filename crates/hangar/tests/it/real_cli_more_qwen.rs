@@ -5,9 +5,9 @@
 
 use std::fs;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, write_json};
+use crate::real_cli_more_support::{NpmCli, World, installed_or_skip, offline};
 use crate::support::wait_until;
 
 const QWEN: NpmCli = NpmCli {
@@ -24,15 +24,7 @@ fn qwen_code_answers_through_chat_completions_under_the_session_id_it_was_given(
         return;
     };
     let mut world = World::start();
-    let qwen_home = world.hangar.root.join("qwen-home");
-    // Without this Qwen Code shows the model's guess of the next prompt in
-    // its input box (the fake's `ANSWER(...)` text, which a screen wait
-    // would take for the answer).
-    write_json(
-        &qwen_home.join("settings.json"),
-        &json!({"ui": {"enableFollowupSuggestions": false}}),
-    );
-    world.hangar.set_env("QWEN_HOME", qwen_home.clone());
+    let qwen_home = offline::qwen(&mut world);
     world.hangar.write_config(&format!(
         "[providers.qwen-as-custom]\nprogram = \"{}\"\nargs = [\"--auth-type\", \"openai\", \
          \"--openai-base-url\", \"{}/v1\", \"--openai-api-key\", \"sk-fake-qwen\", \

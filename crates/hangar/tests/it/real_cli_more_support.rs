@@ -185,4 +185,33 @@ pub mod offline {
         world.hangar.set_env("GEMINI_API_KEY", "fake-gemini-key");
         state
     }
+
+    /// docs/clis/pi.md: Anthropic Messages from its own models file, offline
+    /// (`PI_OFFLINE`). Returns `PI_CODING_AGENT_DIR`.
+    pub fn pi(world: &mut World) -> PathBuf {
+        let dir = world.hangar.root.join("pi-agent");
+        write_json(
+            &dir.join("models.json"),
+            &json!({"providers": {"fake": {"baseUrl": world.api.http_url(),
+                "api": "anthropic-messages", "apiKey": "sk-ant-fake-pi",
+                "models": [{"id": "fake-model"}]}}}),
+        );
+        world.hangar.set_env("PI_CODING_AGENT_DIR", dir.clone());
+        world.hangar.set_env("PI_OFFLINE", "1");
+        dir
+    }
+
+    /// docs/clis/qwen.md: its API is given by flags (the caller's); its
+    /// follow-up suggestions off, or Qwen Code shows the model's guess of
+    /// the next prompt (the fake's `ANSWER(...)`) in its input box.
+    /// Returns `QWEN_HOME`.
+    pub fn qwen(world: &mut World) -> PathBuf {
+        let home = world.hangar.root.join("qwen-home");
+        write_json(
+            &home.join("settings.json"),
+            &json!({"ui": {"enableFollowupSuggestions": false}}),
+        );
+        world.hangar.set_env("QWEN_HOME", home.clone());
+        home
+    }
 }

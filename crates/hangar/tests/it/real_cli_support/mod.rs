@@ -838,26 +838,15 @@ impl RealCli {
     /// Every file under `$CLAUDE_CONFIG_DIR/projects`, and under each
     /// sandboxed session's own claude folder (for failure messages).
     pub fn claude_transcripts(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        let mut stack = vec![self.hangar.claude_dir.join("projects")];
-        for e in fs::read_dir(self.hangar.home.join("sandbox"))
+        let sandboxes = fs::read_dir(self.hangar.home.join("sandbox"))
             .into_iter()
             .flatten()
             .flatten()
-        {
-            stack.push(e.path().join("claude").join("projects"));
-        }
-        while let Some(d) = stack.pop() {
-            for e in fs::read_dir(&d).into_iter().flatten().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else {
-                    out.push(p);
-                }
-            }
-        }
-        out
+            .map(|e| e.path().join("claude").join("projects"));
+        std::iter::once(self.hangar.claude_dir.join("projects"))
+            .chain(sandboxes)
+            .flat_map(|root| support::files_under(&root))
+            .collect()
     }
 
     /// Types `text` into a ready session and waits for the model's answer
